@@ -1,0 +1,425 @@
+//===- TgOps.cpp - tg op verifiers ------------------------------------------===//
+//
+// Every op checks ranks, static shapes and element types of its operands and
+// results; diagnostics name the operand and both shapes.
+//
+//===----------------------------------------------------------------------------===//
+#include "dialect/TgDialect.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleave(shape, os, "x");
+  os << "]";
+  return s;
+}
+
+/// Every tg tensor must have a static shape: the memory planner sizes buffers from it.
+LogicalResult verifyStatic(Operation *op) {
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && !t.hasStaticShape())
+      return op->emitOpError() << "operand #" << i << " must have a static shape";
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && !t.hasStaticShape())
+      return op->emitOpError() << "result #" << i << " must have a static shape";
+  return success();
+}
+
+LogicalResult expectShape(Operation *op, StringRef what, Value v, ArrayRef<int64_t> shape) {
+  if (rt(v).getShape() != shape)
+    return op->emitOpError() << what << " must have shape " << shapeStr(shape) << ", got "
+                             << shapeStr(rt(v).getShape());
+  return success();
+}
+
+LogicalResult expectSameType(Operation *op, StringRef what, Value v, Type expected) {
+  if (v.getType() != expected)
+    return op->emitOpError() << what << " must have type " << expected << ", got "
+                             << v.getType();
+  return success();
+}
+
+LogicalResult expectRank(Operation *op, StringRef what, Value v, int64_t rank) {
+  if (rt(v).getRank() != rank)
+    return op->emitOpError() << what << " must have rank " << rank << ", got rank "
+                             << rt(v).getRank();
+  return success();
+}
+
+LogicalResult expectElementType(Operation *op, StringRef what, Value v, Type elt) {
+  if (rt(v).getElementType() != elt)
+    return op->emitOpError() << what << " must have element type " << elt << ", got "
+                             << rt(v).getElementType();
+  return success();
+}
+
+SmallVector<int64_t> dropLast(ArrayRef<int64_t> s) { return SmallVector<int64_t>(s.drop_back()); }
+
+/// An operand that names a parameter must be a function argument.
+LogicalResult expectParam(Operation *op, StringRef what, Value v) {
+  if (!isa<BlockArgument>(v))
+    return op->emitOpError() << what << " must be a function argument (a parameter)";
+  return success();
+}
+
+} // namespace
+
+#define GET_OP_CLASSES
+#include "dialect/TgOps.cpp.inc"
+
+//===------------------------------------------------------------- forward --===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "table", getTable(), 2)))
+    return failure();
+  SmallVector<int64_t> shape(rt(getIds()).getShape());
+  shape.push_back(rt(getTable()).getDimSize(1));
+  if (failed(expectShape(*this, "result", getResult(), shape)))
+    return failure();
+  return expectElementType(*this, "result", getResult(), rt(getTable()).getElementType());
+}
+
+LogicalResult PositionalEmbeddingOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "x", getX(), 3)) ||
+      failed(expectRank(*this, "wpe", getWpe(), 2)))
+    return failure();
+  auto x = rt(getX()), wpe = rt(getWpe());
+  if (x.getDimSize(2) != wpe.getDimSize(1))
+    return emitOpError() << "wpe width " << wpe.getDimSize(1) << " must equal d_model "
+                         << x.getDimSize(2);
+  if (x.getDimSize(1) > wpe.getDimSize(0))
+    return emitOpError() << "sequence length " << x.getDimSize(1)
+                         << " exceeds the positional table's " << wpe.getDimSize(0) << " rows";
+  if (x.getElementType() != wpe.getElementType())
+    return emitOpError() << "x and wpe must have the same element type";
+  return expectSameType(*this, "result", getResult(), x);
+}
+
+LogicalResult AddOp::verify() {
+  if (failed(verifyStatic(*this)) ||
+      failed(expectSameType(*this, "rhs", getRhs(), getLhs().getType())))
+    return failure();
+  return expectSameType(*this, "result", getResult(), getLhs().getType());
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1)
+    return emitOpError() << "x must have rank >= 1";
+  int64_t d = x.getShape().back();
+  if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
+      failed(expectShape(*this, "beta", getBeta(), {d})) ||
+      failed(expectSameType(*this, "y", getY(), x)) ||
+      failed(expectShape(*this, "mean", getMean(), dropLast(x.getShape()))) ||
+      failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))))
+    return failure();
+  if (getEps().convertToFloat() <= 0.0f)
+    return emitOpError() << "eps must be positive";
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto a = rt(getA()), b = rt(getB());
+  if (a.getRank() < 2)
+    return emitOpError() << "a must have rank >= 2, got rank " << a.getRank();
+  if (b.getRank() != 2 && b.getRank() != a.getRank())
+    return emitOpError() << "b must have rank 2 or the rank of a (" << a.getRank()
+                         << "), got rank " << b.getRank();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "a and b must have the same element type";
+  int64_t ar = a.getRank(), br = b.getRank();
+  int64_t m = getTransposeA() ? a.getDimSize(ar - 1) : a.getDimSize(ar - 2);
+  int64_t ka = getTransposeA() ? a.getDimSize(ar - 2) : a.getDimSize(ar - 1);
+  int64_t kb = getTransposeB() ? b.getDimSize(br - 1) : b.getDimSize(br - 2);
+  int64_t n = getTransposeB() ? b.getDimSize(br - 2) : b.getDimSize(br - 1);
+  if (ka != kb)
+    return emitOpError() << "contraction dims differ: a has " << ka << ", b has " << kb;
+  if (br == ar && a.getShape().drop_back(2) != b.getShape().drop_back(2))
+    return emitOpError() << "batch dims differ: a " << shapeStr(a.getShape().drop_back(2))
+                         << ", b " << shapeStr(b.getShape().drop_back(2));
+  SmallVector<int64_t> shape(a.getShape().drop_back(2));
+  shape.push_back(m);
+  shape.push_back(n);
+  if (failed(expectShape(*this, "result", getResult(), shape)))
+    return failure();
+  return expectElementType(*this, "result", getResult(), a.getElementType());
+}
+
+LogicalResult BiasAddOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1)
+    return emitOpError() << "x must have rank >= 1";
+  if (failed(expectShape(*this, "bias", getBias(), {x.getShape().back()})) ||
+      failed(expectElementType(*this, "bias", getBias(), x.getElementType())))
+    return failure();
+  return expectSameType(*this, "result", getResult(), x);
+}
+
+LogicalResult GeluOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return expectSameType(*this, "result", getResult(), getX().getType());
+}
+
+LogicalResult DropoutOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  float rate = getRate().convertToFloat();
+  if (!(rate >= 0.0f && rate < 1.0f))
+    return emitOpError() << "rate must be in [0, 1), got " << rate;
+  return expectSameType(*this, "result", getResult(), getX().getType());
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX()), r = rt(getResult());
+  if (x.getNumElements() != r.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeStr(x.getShape()) << " ("
+                         << x.getNumElements() << " elements) to " << shapeStr(r.getShape())
+                         << " (" << r.getNumElements() << " elements)";
+  return expectElementType(*this, "result", getResult(), x.getElementType());
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  ArrayRef<int64_t> perm = getPerm();
+  if ((int64_t)perm.size() != x.getRank())
+    return emitOpError() << "perm has " << perm.size() << " entries for rank " << x.getRank();
+  if (x.getRank() > 4)
+    return emitOpError() << "supports rank <= 4, got rank " << x.getRank();
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)perm.size() || seen[p])
+      return emitOpError() << "perm must be a permutation of 0.." << perm.size() - 1;
+    seen[p] = true;
+    shape.push_back(x.getDimSize(p));
+  }
+  if (failed(expectShape(*this, "result", getResult(), shape)))
+    return failure();
+  return expectElementType(*this, "result", getResult(), x.getElementType());
+}
+
+/// Shared by split and concat: `whole` is cut along `axis` into `parts`.
+static LogicalResult verifyPieces(Operation *op, Value whole, ValueRange parts, int64_t axis,
+                                  StringRef partName) {
+  auto w = rt(whole);
+  if (axis < 0 || axis >= w.getRank())
+    return op->emitOpError() << "axis " << axis << " out of range for rank " << w.getRank();
+  if (parts.empty())
+    return op->emitOpError() << "needs at least one " << partName;
+  int64_t total = 0;
+  for (auto [i, p] : llvm::enumerate(parts)) {
+    auto t = rt(p);
+    if (t.getRank() != w.getRank() || t.getElementType() != w.getElementType())
+      return op->emitOpError() << partName << " #" << i << " must have rank " << w.getRank()
+                               << " and element type " << w.getElementType();
+    for (int64_t d = 0; d < w.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != w.getDimSize(d))
+        return op->emitOpError() << partName << " #" << i << " differs from "
+                                 << shapeStr(w.getShape()) << " outside axis " << axis;
+    total += t.getDimSize(axis);
+  }
+  if (total != w.getDimSize(axis))
+    return op->emitOpError() << "sizes along axis " << axis << " add up to " << total
+                             << ", expected " << w.getDimSize(axis);
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return verifyPieces(*this, getX(), getResults(), (int64_t)getAxis(), "result");
+}
+
+LogicalResult ConcatOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return verifyPieces(*this, getResult(), getInputs(), (int64_t)getAxis(), "input");
+}
+
+LogicalResult CausalMaskOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  if (rt(getX()).getRank() < 2)
+    return emitOpError() << "x must have rank >= 2 ([..., Tq, Tk])";
+  if ((int64_t)getWindow() < 0)
+    return emitOpError() << "window must be >= 0, got " << (int64_t)getWindow();
+  return expectSameType(*this, "result", getResult(), getX().getType());
+}
+
+LogicalResult SoftmaxOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return expectSameType(*this, "result", getResult(), getX().getType());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto l = rt(getLogits());
+  if (l.getRank() < 2)
+    return emitOpError() << "logits must have rank >= 2 ([..., V])";
+  if (failed(expectShape(*this, "targets", getTargets(), dropLast(l.getShape()))) ||
+      failed(expectShape(*this, "loss", getLoss(), {})))
+    return failure();
+  if ((int64_t)getIgnoreIndex() < -1 || (int64_t)getIgnoreIndex() >= l.getShape().back())
+    return emitOpError() << "ignore_index must be -1 or a token id, got " << (int64_t)getIgnoreIndex();
+  return success();
+}
+
+/// Shared by attention and its gradient: q, k, v [B, H, T, hd] of one type.
+static LogicalResult verifyQKV(Operation *op, Value q, Value k, Value v, int64_t window) {
+  if (failed(expectRank(op, "q", q, 4)) || failed(expectSameType(op, "k", k, q.getType())) ||
+      failed(expectSameType(op, "v", v, q.getType())))
+    return failure();
+  if (window < 0)
+    return op->emitOpError() << "window must be >= 0, got " << window;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyStatic(*this)) ||
+      failed(verifyQKV(*this, getQ(), getK(), getV(), (int64_t)getWindow())) ||
+      failed(expectSameType(*this, "out", getOut(), getQ().getType())))
+    return failure();
+  if ((int64_t)getWindow() > 0 && !getCausal())
+    return emitOpError() << "a sliding window needs causal = true";
+  return expectShape(*this, "lse", getLse(), dropLast(rt(getQ()).getShape()));
+}
+
+//===------------------------------------------------------------ backward --===//
+
+LogicalResult FillOp::verify() { return verifyStatic(*this); }
+
+LogicalResult EmbeddingGradOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  SmallVector<int64_t> shape(rt(getIds()).getShape());
+  shape.push_back(rt(getResult()).getDimSize(1));
+  return expectShape(*this, "dout", getDout(), shape);
+}
+
+LogicalResult PositionalEmbeddingGradOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "dout", getDout(), 3)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  auto d = rt(getDout()), r = rt(getResult());
+  if (r.getDimSize(1) != d.getDimSize(2) || r.getDimSize(0) < d.getDimSize(1))
+    return emitOpError() << "result " << shapeStr(r.getShape()) << " does not fit dout "
+                         << shapeStr(d.getShape());
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1)
+    return emitOpError() << "x must have rank >= 1";
+  return failure(failed(expectSameType(*this, "dy", getDy(), x)) ||
+                 failed(expectShape(*this, "gamma", getGamma(), {x.getShape().back()})) ||
+                 failed(expectShape(*this, "mean", getMean(), dropLast(x.getShape()))) ||
+                 failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))) ||
+                 failed(expectSameType(*this, "dx", getDx(), x)) ||
+                 failed(expectSameType(*this, "dgamma", getDgamma(), getGamma().getType())) ||
+                 failed(expectSameType(*this, "dbeta", getDbeta(), getGamma().getType())));
+}
+
+LogicalResult BiasGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto dy = rt(getDy());
+  if (dy.getRank() < 1)
+    return emitOpError() << "dy must have rank >= 1";
+  return expectShape(*this, "result", getResult(), {dy.getShape().back()});
+}
+
+LogicalResult GeluGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return failure(failed(expectSameType(*this, "dy", getDy(), getX().getType())) ||
+                 failed(expectSameType(*this, "result", getResult(), getX().getType())));
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return failure(failed(expectSameType(*this, "dy", getDy(), getY().getType())) ||
+                 failed(expectSameType(*this, "result", getResult(), getY().getType())));
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto l = rt(getLogits());
+  if (l.getRank() < 2)
+    return emitOpError() << "logits must have rank >= 2 ([..., V])";
+  return failure(failed(expectShape(*this, "targets", getTargets(), dropLast(l.getShape()))) ||
+                 failed(expectShape(*this, "dloss", getDloss(), {})) ||
+                 failed(expectSameType(*this, "result", getResult(), l)));
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyStatic(*this)) ||
+      failed(verifyQKV(*this, getQ(), getK(), getV(), (int64_t)getWindow())))
+    return failure();
+  Type t = getQ().getType();
+  return failure(failed(expectSameType(*this, "out", getOut(), t)) ||
+                 failed(expectSameType(*this, "dout", getDout(), t)) ||
+                 failed(expectShape(*this, "lse", getLse(), dropLast(rt(getQ()).getShape()))) ||
+                 failed(expectSameType(*this, "dq", getDq(), t)) ||
+                 failed(expectSameType(*this, "dk", getDk(), t)) ||
+                 failed(expectSameType(*this, "dv", getDv(), t)));
+}
+
+//===----------------------------------------------------------- optimizer --===//
+
+LogicalResult AccumulateGradOp::verify() {
+  if (failed(expectParam(*this, "param", getParam())))
+    return failure();
+  return expectSameType(*this, "grad", getGrad(), getParam().getType());
+}
+
+LogicalResult ClipGradNormOp::verify() {
+  for (Value p : getParams())
+    if (failed(expectParam(*this, "every operand", p)))
+      return failure();
+  if (getMaxNorm().convertToFloat() < 0.0f)
+    return emitOpError() << "max_norm must be >= 0";
+  return expectShape(*this, "result", getResult(), {2});
+}
+
+LogicalResult AdamWOp::verify() {
+  if (failed(expectParam(*this, "param", getParam())) ||
+      failed(expectShape(*this, "clip", getClip(), {2})))
+    return failure();
+  float b1 = getBeta1().convertToFloat(), b2 = getBeta2().convertToFloat();
+  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1))
+    return emitOpError() << "betas must be in [0, 1)";
+  if (!(getEps().convertToFloat() > 0))
+    return emitOpError() << "eps must be positive";
+  if (getWeightDecay().convertToFloat() < 0)
+    return emitOpError() << "weight_decay must be >= 0";
+  return success();
+}

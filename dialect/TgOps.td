@@ -1,0 +1,317 @@
+//===- TgOps.td - tg dialect ops ----------------------------*- tablegen -*-===//
+//
+// Shapes use B = batch, T = sequence length (context), D = d_model, H = heads,
+// hd = head dim, V = vocab, C = positional table rows (context), F = d_ff.
+// "float" means f32, bf16 or f16; all ops are pure value-semantics unless noted.
+//
+//===----------------------------------------------------------------------------===//
+#ifndef TG_OPS
+#define TG_OPS
+
+include "TgDialect.td"
+include "TgInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+def Tg_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def Tg_F32Tensor : RankedTensorOf<[F32]>;
+def Tg_IdTensor : RankedTensorOf<[I32]>;
+
+class Tg_PureOp<string mnemonic, list<Trait> traits = []> :
+    Tg_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+class Tg_DiffOp<string mnemonic, list<Trait> traits = []> :
+    Tg_PureOp<mnemonic, !listconcat(traits,
+        [DeclareOpInterfaceMethods<GradientOpInterface>])>;
+
+//===-------------------------------------------------------------- forward --===//
+
+def Tg_EmbeddingOp : Tg_DiffOp<"embedding"> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `out[b,t,:] = table[ids[b,t], :]`. table: [V, D] float; ids: [B, T] i32;
+    result: [B, T, D] (table's element type). An id outside [0, V) is a runtime error.
+    ```mlir
+    %x = tg.embedding %wte, %ids : (tensor<50304x768xf32>, tensor<8x1024xi32>) -> tensor<8x1024x768xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$table, Tg_IdTensor:$ids);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_PositionalEmbeddingOp : Tg_DiffOp<"positional_embedding"> {
+  let summary = "add learned positional embeddings";
+  let description = [{
+    `out[b,t,:] = x[b,t,:] + wpe[t,:]`. x: [B, T, D]; wpe: [C, D] with T <= C; result
+    has x's type.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$wpe);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_AddOp : Tg_DiffOp<"add"> {
+  let summary = "elementwise sum of two tensors of the same type";
+  let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_LayerNormOp : Tg_DiffOp<"layer_norm"> {
+  let summary = "layer normalisation over the last dim (Ba et al. 2016)";
+  let description = [{
+    x: [..., D]; gamma, beta: [D]. `y = (x - mean) * rstd * gamma + beta` with
+    `rstd = 1/sqrt(var + eps)` (biased variance). Also returns the statistics for the
+    backward: mean and rstd, f32, shape x.shape[:-1]. `eps` is unitless.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$gamma, Tg_FloatTensor:$beta,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$eps);
+  let results = (outs Tg_FloatTensor:$y, Tg_F32Tensor:$mean, Tg_F32Tensor:$rstd);
+}
+
+def Tg_MatmulOp : Tg_DiffOp<"matmul"> {
+  let summary = "batched matrix product with transpose flags and scale";
+  let description = [{
+    `result = alpha * op(a) op(b)`. a: [..., M, K] ([..., K, M] with transpose_a);
+    b: either [K, N] (a weight shared by every batch entry) or [..., K, N] with the
+    same leading dims as a ([..., N, K] with transpose_b); result: [..., M, N].
+    `alpha` scales the product (attention's 1/sqrt(hd)).
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_BiasAddOp : Tg_DiffOp<"bias_add"> {
+  let summary = "add a bias vector along the last dim";
+  let description = [{ x: [..., N]; bias: [N]; result has x's type. }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$bias);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_GeluOp : Tg_DiffOp<"gelu"> {
+  let summary = "GELU, tanh approximation (Hendrycks & Gimpel 2016)";
+  let description = [{
+    `y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, elementwise; same type.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_DropoutOp : Tg_DiffOp<"dropout"> {
+  let summary = "inverted dropout with a counter-based mask";
+  let description = [{
+    Keeps each element with probability 1 - rate and scales kept ones by 1/(1-rate).
+    The mask is a hash of (seed, optimizer step, micro-batch, element index): it is
+    regenerated in the backward, never stored. rate in [0, 1); seed identifies the op.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, F32Attr:$rate, I64Attr:$seed);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_ReshapeOp : Tg_DiffOp<"reshape"> {
+  let summary = "view with a new shape and the same number of elements";
+  let description = [{
+    Row-major reinterpretation; no data moves (the memory planner aliases the result
+    to its source).
+  }];
+  let arguments = (ins Tg_FloatTensor:$x);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_TransposeOp : Tg_DiffOp<"transpose"> {
+  let summary = "permute dimensions (rank <= 4)";
+  let description = [{
+    `result.shape[i] = x.shape[perm[i]]`. Materialised as a copy.
+    ```mlir
+    %h = tg.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<8x64x4x16xf32>) -> tensor<8x4x64x16xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_SplitOp : Tg_DiffOp<"split"> {
+  let summary = "split along one axis into consecutive pieces";
+  let description = [{
+    Results have x's shape except along `axis`, where their sizes add up to x's.
+    Used to split the fused qkv projection [B, T, 3D] into q, k, v [B, T, D].
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, I64Attr:$axis);
+  let results = (outs Variadic<Tg_FloatTensor>:$results);
+}
+
+def Tg_ConcatOp : Tg_DiffOp<"concat"> {
+  let summary = "concatenate along one axis";
+  let arguments = (ins Variadic<Tg_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_CausalMaskOp : Tg_DiffOp<"causal_mask"> {
+  let summary = "causal (optionally sliding-window) mask on attention scores";
+  let description = [{
+    x: [..., Tq, Tk]. Query i (at key position i' = i + Tk - Tq) sees key j iff
+    j <= i' and (window == 0 or i' - j < window): a window w means each query sees itself
+    and the w-1 keys before it. Other entries become `masked_value` (default -inf).
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, DefaultValuedAttr<I64Attr, "0">:$window,
+                   DefaultValuedAttr<F32Attr, "-INFINITY">:$masked_value);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_SoftmaxOp : Tg_DiffOp<"softmax"> {
+  let summary = "softmax over the last dim";
+  let arguments = (ins Tg_FloatTensor:$x);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_CrossEntropyOp : Tg_DiffOp<"cross_entropy"> {
+  let summary = "mean token cross-entropy of logits against targets";
+  let description = [{
+    logits: [..., V] float; targets: [...] i32; result: tensor<f32> (nats per token),
+    the mean over tokens whose target != ignore_index (-1: none ignored).
+  }];
+  let arguments = (ins Tg_FloatTensor:$logits, Tg_IdTensor:$targets,
+                   DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Tg_F32Tensor:$loss);
+}
+
+def Tg_AttentionOp : Tg_DiffOp<"attention"> {
+  let summary = "fused scaled dot-product attention (FlashAttention, Dao et al. 2022)";
+  let description = [{
+    q, k, v: [B, H, T, hd]; `out = softmax(mask(scale * q k^T)) v`, same type as q;
+    lse: [B, H, T] f32, the log-sum-exp of each masked score row, saved for the
+    backward. causal: key j visible to query i iff j <= i; window > 0: additionally
+    i - j < window. Never materialises the T x T scores. Built by tg-fuse-attention.
+  }];
+  let arguments = (ins Tg_FloatTensor:$q, Tg_FloatTensor:$k, Tg_FloatTensor:$v,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+  let results = (outs Tg_FloatTensor:$out, Tg_F32Tensor:$lse);
+}
+
+//===------------------------------------------------------------- backward --===//
+
+def Tg_FillOp : Tg_PureOp<"fill"> {
+  let summary = "tensor filled with a constant";
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Tg_EmbeddingGradOp : Tg_PureOp<"embedding_grad"> {
+  let summary = "gradient of tg.embedding with respect to the table";
+  let description = [{
+    ids: [B, T] i32; dout: [B, T, D]; result: [V, D] with
+    `result[v,:] = sum over (b,t) with ids[b,t] == v of dout[b,t,:]` (deterministic order).
+  }];
+  let arguments = (ins Tg_IdTensor:$ids, Tg_FloatTensor:$dout);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_PositionalEmbeddingGradOp : Tg_PureOp<"positional_embedding_grad"> {
+  let summary = "gradient of tg.positional_embedding with respect to wpe";
+  let description = [{ dout: [B, T, D]; result: [C, D], row t = sum_b dout[b,t,:], 0 for t >= T. }];
+  let arguments = (ins Tg_FloatTensor:$dout);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_LayerNormGradOp : Tg_PureOp<"layer_norm_grad"> {
+  let summary = "gradient of tg.layer_norm";
+  let description = [{
+    dy, x: [..., D]; gamma: [D]; mean, rstd: x.shape[:-1] f32. Results dx ([..., D]),
+    dgamma, dbeta ([D]). With xhat = (x-mean)*rstd and g = dy*gamma:
+    `dx = rstd (g - mean(g) - xhat mean(g xhat))`, `dgamma = sum dy xhat`, `dbeta = sum dy`.
+  }];
+  let arguments = (ins Tg_FloatTensor:$dy, Tg_FloatTensor:$x, Tg_FloatTensor:$gamma,
+                   Tg_F32Tensor:$mean, Tg_F32Tensor:$rstd);
+  let results = (outs Tg_FloatTensor:$dx, Tg_FloatTensor:$dgamma, Tg_FloatTensor:$dbeta);
+}
+
+def Tg_BiasGradOp : Tg_PureOp<"bias_grad"> {
+  let summary = "sum a gradient over every dim but the last";
+  let arguments = (ins Tg_FloatTensor:$dy);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_GeluGradOp : Tg_PureOp<"gelu_grad"> {
+  let summary = "gradient of tg.gelu: dx = dy * gelu'(x)";
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$dy);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_SoftmaxGradOp : Tg_PureOp<"softmax_grad"> {
+  let summary = "gradient of tg.softmax: dx = y (dy - sum(dy y))";
+  let arguments = (ins Tg_FloatTensor:$y, Tg_FloatTensor:$dy);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_CrossEntropyGradOp : Tg_PureOp<"cross_entropy_grad"> {
+  let summary = "gradient of tg.cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits = dloss (softmax(logits) - onehot(targets)) / n_valid`, 0 on ignored rows.
+    dloss: tensor<f32>. The runtime may compute it in place of the logits.
+  }];
+  let arguments = (ins Tg_FloatTensor:$logits, Tg_IdTensor:$targets, Tg_F32Tensor:$dloss,
+                   DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Tg_FloatTensor:$result);
+}
+
+def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
+  let summary = "gradient of tg.attention (FlashAttention-2 backward, Dao 2023)";
+  let description = [{
+    Operands q, k, v, out, dout: [B, H, T, hd]; lse: [B, H, T] f32. Results dq, dk, dv.
+    Recomputes P = exp(scale q k^T - lse) blockwise; never stores T x T.
+  }];
+  let arguments = (ins Tg_FloatTensor:$q, Tg_FloatTensor:$k, Tg_FloatTensor:$v,
+                   Tg_FloatTensor:$out, Tg_F32Tensor:$lse, Tg_FloatTensor:$dout,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+  let results = (outs Tg_FloatTensor:$dq, Tg_FloatTensor:$dk, Tg_FloatTensor:$dv);
+}
+
+//===------------------------------------------------------------ optimizer --===//
+
+def Tg_AccumulateGradOp : Tg_Op<"accumulate_grad", [MemoryEffects<[MemWrite]>,
+    AllTypesMatch<["param", "grad"]>]> {
+  let summary = "add a gradient into a parameter's persistent gradient buffer";
+  let description = [{
+    `grad(param) += grad`. param must be a block argument of the enclosing function (a
+    parameter); grad has its type. Gradient accumulation over micro-batches is this sum.
+  }];
+  let arguments = (ins Tg_FloatTensor:$param, Tg_FloatTensor:$grad);
+  let hasVerifier = 1;
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+}
+
+def Tg_ClipGradNormOp : Tg_Op<"clip_grad_norm", [MemoryEffects<[MemRead]>]> {
+  let summary = "global gradient norm and clip scale over the given parameters";
+  let description = [{
+    Reads the gradient buffers of every `params` entry. Result: tensor<2xf32> holding
+    [sum of squares, clip scale] with scale = max_norm / (norm + 1e-6) when max_norm > 0
+    and norm > max_norm, else 1 (global-norm clipping, Pascanu et al. 2013).
+  }];
+  let arguments = (ins Variadic<Tg_FloatTensor>:$params, F32Attr:$max_norm);
+  let results = (outs Tg_F32Tensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$params attr-dict `:` functional-type($params, results)";
+}
+
+def Tg_AdamWOp : Tg_Op<"adamw", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "AdamW update of one parameter, then zero its gradient";
+  let description = [{
+    Decoupled weight decay (Loshchilov & Hutter 2019). With g' = grad * clip[1]:
+    m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
+    p -= lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay p); grad = 0.
+    lr and t come from the runtime (schedule computed by the driver).
+  }];
+  let arguments = (ins Tg_FloatTensor:$param, Tg_F32Tensor:$clip, F32Attr:$beta1,
+                   F32Attr:$beta2, F32Attr:$eps, F32Attr:$weight_decay);
+  let hasVerifier = 1;
+  let assemblyFormat = "$param `,` $clip attr-dict `:` type($param) `,` type($clip)";
+}
+
+#endif

@@ -1,0 +1,171 @@
+//===- MLIRGen.cpp - spec -> tg forward graph --------------------------------===//
+#include "frontend/MLIRGen.h"
+#include "dialect/TgDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace tgc {
+namespace {
+
+class Builder {
+public:
+  Builder(MLIRContext &ctx, const Spec &spec) : ctx(ctx), spec(spec), b(&ctx) {}
+
+  OwningOpRef<ModuleOp> build() {
+    const ModelSpec &m = spec.model;
+    B = spec.training.batch_size;
+    T = m.context;
+    D = m.d_model;
+    H = m.n_heads;
+    hd = D / H;
+    f32 = b.getF32Type();
+    auto module = ModuleOp::create(named("model"));
+    module->setAttr("tg.spec", b.getStringAttr(spec.json));
+    module->setAttr("tg.name", b.getStringAttr(spec.name));
+    module->setAttr("tg.batch_size", b.getI64IntegerAttr(B));
+    module->setAttr("tg.context", b.getI64IntegerAttr(T));
+    module->setAttr("tg.grad_accum", b.getI64IntegerAttr(spec.training.grad_accum));
+
+    std::vector<ParamInfo> params = modelParameters(m);
+    SmallVector<Type> argTypes;
+    for (const ParamInfo &p : params)
+      argTypes.push_back(RankedTensorType::get(p.shape, f32));
+    auto ids = RankedTensorType::get({B, T}, b.getI32Type());
+    argTypes.push_back(ids);
+    argTypes.push_back(ids);
+    auto fnType = b.getFunctionType(argTypes, {RankedTensorType::get({}, f32)});
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = b.create<func::FuncOp>(named("forward"), "forward", fnType);
+    Block *entry = fn.addEntryBlock();
+    for (auto [i, p] : llvm::enumerate(params)) {
+      fn.setArgAttr(i, kParamNameAttr, b.getStringAttr(p.name));
+      paramByName[p.name] = entry->getArgument(i);
+    }
+    fn.setArgAttr(params.size(), kInputAttr, b.getStringAttr("tokens"));
+    fn.setArgAttr(params.size() + 1, kInputAttr, b.getStringAttr("targets"));
+    Value tokens = entry->getArgument(params.size());
+    Value targets = entry->getArgument(params.size() + 1);
+    b.setInsertionPointToStart(entry);
+
+    Value x = b.create<EmbeddingOp>(named("wte"), act({B, T, D}), param("wte"), tokens);
+    x = b.create<PositionalEmbeddingOp>(named("wpe"), act({B, T, D}), x, param("wpe"));
+    x = dropout(x, "drop");
+    for (int64_t i = 0; i < m.n_layers; ++i)
+      x = block(x, "layers." + std::to_string(i));
+    x = layerNorm(x, "ln_f");
+    Value logits;
+    if (m.tie_embeddings)
+      logits = b.create<MatmulOp>(named("lm_head"), act({B, T, m.vocab_size}), x,
+                                  param("wte"), b.getBoolAttr(false), b.getBoolAttr(true),
+                                  b.getF32FloatAttr(1.0f));
+    else
+      logits = linear(x, "lm_head", m.vocab_size, false);
+    Value loss = b.create<CrossEntropyOp>(named("loss"), RankedTensorType::get({}, f32),
+                                          logits, targets,
+                                          b.getI64IntegerAttr(spec.training.ignore_index));
+    b.create<func::ReturnOp>(named("loss"), loss);
+    return module;
+  }
+
+private:
+  Location named(const std::string &name) { return NameLoc::get(b.getStringAttr(name)); }
+  RankedTensorType act(ArrayRef<int64_t> shape) { return RankedTensorType::get(shape, f32); }
+  Value param(const std::string &name) {
+    auto it = paramByName.find(name);
+    assert(it != paramByName.end() && "parameter list and MLIRGen disagree");
+    return it->second;
+  }
+
+  Value dropout(Value x, const std::string &name) {
+    if (spec.model.dropout <= 0.0)
+      return x;
+    return b.create<DropoutOp>(named(name), x.getType(), x,
+                               b.getF32FloatAttr((float)spec.model.dropout),
+                               b.getI64IntegerAttr(++dropoutSeed));
+  }
+
+  Value layerNorm(Value x, const std::string &name) {
+    auto t = cast<RankedTensorType>(x.getType());
+    auto stats = act(t.getShape().drop_back());
+    auto ln = b.create<LayerNormOp>(named(name), t, stats, stats, x, param(name + ".weight"),
+                                    param(name + ".bias"),
+                                    b.getF32FloatAttr((float)spec.model.layer_norm_eps));
+    return ln.getY();
+  }
+
+  /// x [B, T, in] @ W [in, out] (+ bias) -> [B, T, out]
+  Value linear(Value x, const std::string &name, int64_t out, bool bias) {
+    Value y = b.create<MatmulOp>(named(name), act({B, T, out}), x, param(name + ".weight"),
+                                 b.getBoolAttr(false), b.getBoolAttr(false),
+                                 b.getF32FloatAttr(1.0f));
+    if (bias)
+      y = b.create<BiasAddOp>(named(name + ".bias"), y.getType(), y, param(name + ".bias"));
+    return y;
+  }
+
+  /// [B, T, D] -> [B, H, T, hd]
+  Value toHeads(Value x, const std::string &name) {
+    Value r = b.create<ReshapeOp>(named(name), act({B, T, H, hd}), x);
+    return b.create<TransposeOp>(named(name), act({B, H, T, hd}), r,
+                                 b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  }
+
+  Value block(Value x, const std::string &p) {
+    const ModelSpec &m = spec.model;
+    // Attention: x + proj(attn(ln1(x)))
+    Value h = layerNorm(x, p + ".ln1");
+    Value qkv = linear(h, p + ".attn.qkv", 3 * D, m.attention_bias);
+    auto split = b.create<SplitOp>(named(p + ".attn.split"),
+                                   SmallVector<Type>(3, act({B, T, D})), qkv,
+                                   b.getI64IntegerAttr(2));
+    Value q = toHeads(split.getResult(0), p + ".attn.q");
+    Value k = toHeads(split.getResult(1), p + ".attn.k");
+    Value v = toHeads(split.getResult(2), p + ".attn.v");
+    float scale = 1.0f / std::sqrt((float)hd);
+    Value s = b.create<MatmulOp>(named(p + ".attn.scores"), act({B, H, T, T}), q, k,
+                                 b.getBoolAttr(false), b.getBoolAttr(true),
+                                 b.getF32FloatAttr(scale));
+    s = b.create<CausalMaskOp>(named(p + ".attn.mask"), s.getType(), s,
+                               b.getI64IntegerAttr(spec.training.attention.window),
+                               b.getF32FloatAttr(-INFINITY));
+    Value pr = b.create<SoftmaxOp>(named(p + ".attn.softmax"), s.getType(), s);
+    Value o = b.create<MatmulOp>(named(p + ".attn.pv"), act({B, H, T, hd}), pr, v,
+                                 b.getBoolAttr(false), b.getBoolAttr(false),
+                                 b.getF32FloatAttr(1.0f));
+    o = b.create<TransposeOp>(named(p + ".attn.merge"), act({B, T, H, hd}), o,
+                              b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    o = b.create<ReshapeOp>(named(p + ".attn.merge"), act({B, T, D}), o);
+    o = linear(o, p + ".attn.proj", D, m.attention_bias);
+    o = dropout(o, p + ".attn.drop");
+    x = b.create<AddOp>(named(p + ".attn.residual"), x.getType(), x, o);
+    // MLP: x + proj(gelu(fc(ln2(x))))
+    h = layerNorm(x, p + ".ln2");
+    Value f = linear(h, p + ".mlp.fc", m.d_ff, m.mlp_bias);
+    f = b.create<GeluOp>(named(p + ".mlp.gelu"), f.getType(), f);
+    f = linear(f, p + ".mlp.proj", D, m.mlp_bias);
+    f = dropout(f, p + ".mlp.drop");
+    return b.create<AddOp>(named(p + ".mlp.residual"), x.getType(), x, f);
+  }
+
+  MLIRContext &ctx;
+  const Spec &spec;
+  OpBuilder b;
+  Type f32;
+  int64_t B = 0, T = 0, D = 0, H = 0, hd = 0;
+  int64_t dropoutSeed = 0;
+  llvm::StringMap<Value> paramByName;
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &ctx, const Spec &spec) {
+  ctx.loadDialect<TgDialect, func::FuncDialect>();
+  return Builder(ctx, spec).build();
+}
+
+} // namespace tgc

@@ -1,0 +1,777 @@
+//===- Spec.cpp - Parse and validate the tgc JSON spec ------------------------===//
+//
+// The schema is described once, by `describeSpec`, as a walk over the fields of a
+// `Spec` with a visitor. Four visitors use it: one builds the schema tree (known keys,
+// for "unknown field" errors and `--set` paths), one reads JSON into the struct with
+// type checks, one writes the struct back as JSON (defaults filled in), and the
+// semantic rules (`checkSemantics`) run on the filled struct.
+//
+// Internally errors are thrown as `SpecError` and caught at the public entry points.
+//
+//===----------------------------------------------------------------------------===//
+
+#include "frontend/Spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+namespace tgc {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+constexpr int64_t kMaxDim = 2147483647;  // 2^31-1
+
+//===----------------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------------===//
+
+[[noreturn]] void fail(const std::string &path, const std::string &message) {
+  throw SpecError{path, message};
+}
+
+/// Joins a parent path and a key: ("training", "seed") -> "training.seed".
+std::string join(const std::string &parent, const std::string &key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+/// A JSON value as it appears in messages, shortened if long.
+std::string show(const json &v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+/// A double printed the short way (0.001, 1e-08, 770).
+std::string showNum(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+/// Levenshtein distance between two short strings.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+/// The closest candidate within edit distance 2 (1 for words of up to 4 characters,
+/// so that "fp8" does not suggest "fp32"); "" if none; ties go to the first.
+std::string closest(const std::string &word, const std::vector<std::string> &candidates) {
+  std::string best;
+  size_t bestDist = word.size() <= 4 ? 2 : 3;
+  for (const auto &c : candidates) {
+    size_t d = editDistance(word, c);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/// " (did you mean 'X'?)", or "" when there is no suggestion.
+std::string didYouMean(const std::string &suggestion) {
+  return suggestion.empty() ? "" : " (did you mean '" + suggestion + "'?)";
+}
+
+/// "a, b, c".
+std::string joinList(const std::vector<std::string> &items) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s;
+}
+
+//===----------------------------------------------------------------------------===//
+// The schema, described once
+//===----------------------------------------------------------------------------===//
+
+/// How a leaf field is typed in JSON.
+enum class Kind { PosInt, NonNegInt, Int, Number, Bool, String, Pair };
+
+/// Visits the fields of a Spec in schema (and output) order.
+struct SpecVisitor {
+  virtual ~SpecVisitor() = default;
+  virtual void object(const char *key, const std::function<void()> &body) = 0;
+  virtual void integer(const char *key, int64_t &v, Kind k) = 0;
+  virtual void number(const char *key, double &v) = 0;
+  virtual void boolean(const char *key, bool &v) = 0;
+  virtual void string(const char *key, std::string &v) = 0;
+  virtual void pair(const char *key, double &a, double &b) = 0;
+};
+
+/// The schema: every field of the spec, its JSON type and its place in the tree.
+void describeSpec(Spec &s, SpecVisitor &v) {
+  v.string("name", s.name);
+  v.object("model", [&] {
+    ModelSpec &m = s.model;
+    v.integer("vocab_size", m.vocab_size, Kind::PosInt);
+    v.integer("context", m.context, Kind::PosInt);
+    v.integer("d_model", m.d_model, Kind::PosInt);
+    v.integer("n_layers", m.n_layers, Kind::PosInt);
+    v.integer("n_heads", m.n_heads, Kind::PosInt);
+    v.integer("d_ff", m.d_ff, Kind::PosInt);
+    v.boolean("tie_embeddings", m.tie_embeddings);
+    v.boolean("attention_bias", m.attention_bias);
+    v.boolean("mlp_bias", m.mlp_bias);
+    v.number("dropout", m.dropout);
+    v.string("positional", m.positional);
+    v.string("activation", m.activation);
+    v.number("layer_norm_eps", m.layer_norm_eps);
+  });
+  v.object("training", [&] {
+    TrainingSpec &t = s.training;
+    v.integer("batch_size", t.batch_size, Kind::PosInt);
+    v.integer("grad_accum", t.grad_accum, Kind::PosInt);
+    v.string("precision", t.precision);
+    v.object("attention", [&] {
+      v.string("kernel", t.attention.kernel);
+      v.integer("window", t.attention.window, Kind::NonNegInt);
+    });
+    v.string("checkpointing", t.checkpointing);
+    v.object("optimizer", [&] {
+      OptimizerSpec &o = t.optimizer;
+      v.string("name", o.name);
+      v.number("lr", o.lr);
+      v.number("min_lr", o.min_lr);
+      v.pair("betas", o.beta1, o.beta2);
+      v.number("eps", o.eps);
+      v.number("weight_decay", o.weight_decay);
+      v.number("grad_clip", o.grad_clip);
+      v.integer("warmup_steps", o.warmup_steps, Kind::NonNegInt);
+      v.string("decay", o.decay);
+      v.boolean("decay_embeddings", o.decay_embeddings);
+    });
+    v.integer("seed", t.seed, Kind::NonNegInt);
+    v.integer("ignore_index", t.ignore_index, Kind::Int);
+  });
+}
+
+/// A node of the schema tree: an object (with children) or a leaf of some Kind.
+struct SchemaNode {
+  std::string key;
+  bool isObject = false;
+  Kind kind = Kind::String;
+  std::vector<SchemaNode> children;
+
+  const SchemaNode *child(const std::string &k) const {
+    for (const auto &c : children)
+      if (c.key == k) return &c;
+    return nullptr;
+  }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> ks;
+    for (const auto &c : children) ks.push_back(c.key);
+    return ks;
+  }
+};
+
+/// Builds the schema tree from describeSpec.
+struct SchemaBuilder : SpecVisitor {
+  std::vector<SchemaNode *> stack;
+  void leaf(const char *key, Kind k) {
+    SchemaNode n;
+    n.key = key;
+    n.kind = k;
+    stack.back()->children.push_back(n);
+  }
+  void object(const char *key, const std::function<void()> &body) override {
+    SchemaNode n;
+    n.key = key;
+    n.isObject = true;
+    stack.back()->children.push_back(n);
+    stack.push_back(&stack.back()->children.back());
+    body();
+    stack.pop_back();
+  }
+  void integer(const char *key, int64_t &, Kind k) override { leaf(key, k); }
+  void number(const char *key, double &) override { leaf(key, Kind::Number); }
+  void boolean(const char *key, bool &) override { leaf(key, Kind::Bool); }
+  void string(const char *key, std::string &) override { leaf(key, Kind::String); }
+  void pair(const char *key, double &, double &) override { leaf(key, Kind::Pair); }
+};
+
+/// The schema tree, built once.
+const SchemaNode &schema() {
+  static const SchemaNode root = [] {
+    SchemaNode r;
+    r.isObject = true;
+    SchemaBuilder b;
+    b.stack.push_back(&r);
+    Spec dummy;
+    describeSpec(dummy, b);
+    return r;
+  }();
+  return root;
+}
+
+/// Every dotted path in the schema whose last segment is `key` (for hints such as
+/// "model.batch_size: unknown field (did you mean 'training.batch_size'?)").
+void findKeyElsewhere(const SchemaNode &n, const std::string &prefix, const std::string &key,
+                      std::vector<std::string> &out) {
+  for (const auto &c : n.children) {
+    std::string p = join(prefix, c.key);
+    if (c.key == key) out.push_back(p);
+    if (c.isObject) findKeyElsewhere(c, p, key, out);
+  }
+}
+
+/// The "unknown field" message for `key` under schema object `n`.
+std::string unknownFieldMessage(const SchemaNode &n, const std::string &key) {
+  std::string near = closest(key, n.keys());
+  if (near.empty()) {
+    std::vector<std::string> elsewhere;
+    findKeyElsewhere(schema(), "", key, elsewhere);
+    if (elsewhere.size() == 1) near = elsewhere[0];
+  }
+  return "unknown field" + didYouMean(near);
+}
+
+/// Rejects keys the schema does not know, recursively (values of known keys that are
+/// not objects are left to the type checks).
+void checkUnknownFields(const json &j, const SchemaNode &n, const std::string &path) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const SchemaNode *c = n.child(it.key());
+    if (!c) fail(join(path, it.key()), unknownFieldMessage(n, it.key()));
+    if (c->isObject && it.value().is_object())
+      checkUnknownFields(it.value(), *c, join(path, it.key()));
+  }
+}
+
+//===----------------------------------------------------------------------------===//
+// Reading JSON into the struct (type checks), writing it back
+//===----------------------------------------------------------------------------===//
+
+/// Reads a JSON object into a Spec, checking each field's JSON type. Absent fields and
+/// null keep their defaults.
+struct Reader : SpecVisitor {
+  std::vector<const json *> stack;
+  std::vector<std::string> paths;
+
+  /// The value of `key` in the current object, or null if absent or null.
+  const json *get(const char *key) {
+    const json &o = *stack.back();
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  std::string at(const char *key) { return join(paths.back(), key); }
+
+  void object(const char *key, const std::function<void()> &body) override {
+    const json *j = get(key);
+    if (!j) return;
+    if (!j->is_object()) fail(at(key), "expected an object, got " + show(*j));
+    stack.push_back(j);
+    paths.push_back(at(key));
+    body();
+    stack.pop_back();
+    paths.pop_back();
+  }
+  void integer(const char *key, int64_t &v, Kind k) override {
+    const json *j = get(key);
+    if (!j) return;
+    const char *expected = k == Kind::PosInt      ? "a positive integer"
+                           : k == Kind::NonNegInt ? "a non-negative integer"
+                                                  : "an integer";
+    std::string bad = "expected " + std::string(expected) + ", got " + show(*j);
+    int64_t x = 0;
+    if (j->is_number_unsigned()) {
+      if (j->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        fail(at(key), show(*j) + " is too large");
+      x = int64_t(j->get<uint64_t>());
+    } else if (j->is_number_integer()) {
+      x = j->get<int64_t>();
+    } else if (j->is_number_float()) {
+      // Integral floats (1e3, 64.0) are accepted; 2^53 is the exactness limit.
+      double d = j->get<double>();
+      if (!std::isfinite(d) || std::floor(d) != d) fail(at(key), bad);
+      if (std::fabs(d) > 9007199254740992.0) fail(at(key), show(*j) + " is too large");
+      x = int64_t(d);
+    } else {
+      fail(at(key), bad);
+    }
+    if ((k == Kind::PosInt && x <= 0) || (k == Kind::NonNegInt && x < 0)) fail(at(key), bad);
+    v = x;
+  }
+  void number(const char *key, double &v) override {
+    const json *j = get(key);
+    if (!j) return;
+    if (!j->is_number()) fail(at(key), "expected a number, got " + show(*j));
+    v = j->get<double>();
+  }
+  void boolean(const char *key, bool &v) override {
+    const json *j = get(key);
+    if (!j) return;
+    if (!j->is_boolean()) fail(at(key), "expected true or false, got " + show(*j));
+    v = j->get<bool>();
+  }
+  void string(const char *key, std::string &v) override {
+    const json *j = get(key);
+    if (!j) return;
+    if (!j->is_string()) fail(at(key), "expected a string, got " + show(*j));
+    v = j->get<std::string>();
+  }
+  void pair(const char *key, double &a, double &b) override {
+    const json *j = get(key);
+    if (!j) return;
+    if (!j->is_array() || j->size() != 2 || !(*j)[0].is_number() || !(*j)[1].is_number())
+      fail(at(key), "expected an array of 2 numbers, got " + show(*j));
+    a = (*j)[0].get<double>();
+    b = (*j)[1].get<double>();
+  }
+};
+
+/// Writes a Spec as ordered JSON, in schema order, every field present.
+struct Writer : SpecVisitor {
+  std::vector<ojson *> stack;
+  void object(const char *key, const std::function<void()> &body) override {
+    ojson &o = (*stack.back())[key] = ojson::object();
+    stack.push_back(&o);
+    body();
+    stack.pop_back();
+  }
+  void integer(const char *key, int64_t &v, Kind) override { (*stack.back())[key] = v; }
+  void number(const char *key, double &v) override { (*stack.back())[key] = v; }
+  void boolean(const char *key, bool &v) override { (*stack.back())[key] = v; }
+  void string(const char *key, std::string &v) override { (*stack.back())[key] = v; }
+  void pair(const char *key, double &a, double &b) override {
+    (*stack.back())[key] = ojson::array({a, b});
+  }
+};
+
+//===----------------------------------------------------------------------------===//
+// Semantic rules
+//===----------------------------------------------------------------------------===//
+
+/// Fails unless `value` is one of `allowed`, suggesting a close one.
+void checkOneOf(const std::string &path, const std::string &value,
+                const std::vector<std::string> &allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+  fail(path, json(value).dump() + " is not one of " + joinList(allowed) +
+                 didYouMean(closest(value, allowed)));
+}
+
+/// Fails unless `value` is the one supported choice `only`.
+void checkSupported(const std::string &path, const std::string &value,
+                    const std::string &only) {
+  if (value != only)
+    fail(path, "only \"" + only + "\" is supported, got " + json(value).dump());
+}
+
+/// Fails unless v > 0.
+void checkPositive(const std::string &path, double v) {
+  if (!(v > 0)) fail(path, "must be > 0, got " + showNum(v));
+}
+
+/// Fails unless v >= 0.
+void checkNonNegative(const std::string &path, double v) {
+  if (!(v >= 0)) fail(path, "must be >= 0, got " + showNum(v));
+}
+
+/// Fails unless v is in [0, 1).
+void checkUnitInterval(const std::string &path, double v) {
+  if (!(v >= 0 && v < 1)) fail(path, showNum(v) + " is not in [0, 1)");
+}
+
+/// Fails if a size exceeds 2^31-1, which keeps products of sizes inside int64.
+void checkDimLimit(const std::string &path, int64_t v) {
+  if (v > kMaxDim) fail(path, std::to_string(v) + " exceeds 2^31-1");
+}
+
+/// The rules of docs/spec.md that go beyond JSON types, in the order of the tables there.
+void checkSemantics(const Spec &s) {
+  if (s.name.empty() ||
+      !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      }))
+    fail("name", "must be non-empty and use only letters, digits, '_', '-' and '.', got " +
+                     json(s.name).dump());
+
+  const ModelSpec &m = s.model;
+  checkDimLimit("model.vocab_size", m.vocab_size);
+  checkDimLimit("model.context", m.context);
+  checkDimLimit("model.d_model", m.d_model);
+  checkDimLimit("model.n_layers", m.n_layers);
+  checkDimLimit("model.n_heads", m.n_heads);
+  checkDimLimit("model.d_ff", m.d_ff);
+  if (m.d_model % m.n_heads != 0)
+    fail("model.d_model", std::to_string(m.d_model) + " is not divisible by model.n_heads=" +
+                              std::to_string(m.n_heads));
+  checkUnitInterval("model.dropout", m.dropout);
+  checkSupported("model.positional", m.positional, "learned");
+  checkSupported("model.activation", m.activation, "gelu_tanh");
+  checkPositive("model.layer_norm_eps", m.layer_norm_eps);
+  // The parameter count must fit in int64 (it is summed in int64 everywhere); computed
+  // in closed form so that a huge n_layers does not materialize the parameter list.
+  {
+    long double V = m.vocab_size, C = m.context, D = m.d_model, F = m.d_ff;
+    long double layer = 4 * D + 3 * D * D + D * D + 2 * D * F +
+                        (m.attention_bias ? 4 * D : 0) + (m.mlp_bias ? F + D : 0);
+    long double total = V * D + C * D + m.n_layers * layer + 2 * D +
+                        (m.tie_embeddings ? 0 : D * V);
+    if (total > (long double)std::numeric_limits<int64_t>::max())
+      fail("model", "the parameter count overflows a 64-bit integer");
+  }
+
+  const TrainingSpec &t = s.training;
+  checkDimLimit("training.batch_size", t.batch_size);
+  checkDimLimit("training.grad_accum", t.grad_accum);
+  checkOneOf("training.precision", t.precision, {"fp32", "bf16-mixed", "fp16-mixed", "bf16"});
+  checkOneOf("training.attention.kernel", t.attention.kernel, {"naive", "flash"});
+  int64_t headDim = m.d_model / m.n_heads;
+  if (t.attention.kernel == "flash" && headDim != 32 && headDim != 64 && headDim != 128)
+    fail("training.attention.kernel",
+         "flash attention supports head dims 32, 64, 128; model has " + std::to_string(headDim));
+  if (t.attention.window > m.context)
+    fail("training.attention.window", std::to_string(t.attention.window) +
+                                          " exceeds model.context=" + std::to_string(m.context));
+  if (t.checkpointing.rfind("budget", 0) == 0) {
+    int64_t bytes = 0;
+    if (!parseCheckpointBudget(t.checkpointing, bytes))
+      fail("training.checkpointing",
+           json(t.checkpointing).dump() +
+               " is not a valid budget: expected budget:<positive integer bytes>, with an "
+               "optional suffix KiB, MiB or GiB (budget:512MiB)");
+  } else {
+    checkOneOf("training.checkpointing", t.checkpointing,
+               {"none", "layer", "selective", "budget:<bytes>"});
+  }
+
+  const OptimizerSpec &o = t.optimizer;
+  checkSupported("training.optimizer.name", o.name, "adamw");
+  checkPositive("training.optimizer.lr", o.lr);
+  if (!(o.min_lr >= 0 && o.min_lr <= o.lr))
+    fail("training.optimizer.min_lr", showNum(o.min_lr) +
+                                          " is not in [0, training.optimizer.lr=" +
+                                          showNum(o.lr) + "]");
+  checkUnitInterval("training.optimizer.betas[0]", o.beta1);
+  checkUnitInterval("training.optimizer.betas[1]", o.beta2);
+  checkPositive("training.optimizer.eps", o.eps);
+  checkNonNegative("training.optimizer.weight_decay", o.weight_decay);
+  checkNonNegative("training.optimizer.grad_clip", o.grad_clip);
+  checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
+
+  if (t.ignore_index != -1 && (t.ignore_index < 0 || t.ignore_index >= m.vocab_size))
+    fail("training.ignore_index", std::to_string(t.ignore_index) +
+                                      " must be -1 or in [0, model.vocab_size=" +
+                                      std::to_string(m.vocab_size) + ")");
+}
+
+//===----------------------------------------------------------------------------===//
+// Syntax errors and overrides
+//===----------------------------------------------------------------------------===//
+
+/// Converts nlohmann's parse_error into a located SpecError. `byte` is the count of
+/// characters read, so the offending character is text[byte-1].
+SpecError syntaxError(const std::string &text, const json::parse_error &e,
+                      const std::string &source) {
+  size_t idx = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
+  size_t line = 1, lineStart = 0;
+  for (size_t i = 0; i < idx; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      lineStart = i + 1;
+    }
+  size_t column = idx - lineStart + 1;
+  // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: <explanation>"
+  std::string what = e.what();
+  std::string explanation = what;
+  size_t col = what.find("column ");
+  size_t colon = what.find(": ", col == std::string::npos ? 0 : col);
+  if (colon != std::string::npos) explanation = what.substr(colon + 2);
+  std::string where = source.empty()
+                          ? "line " + std::to_string(line) + ", column " + std::to_string(column)
+                          : source + ":" + std::to_string(line) + ":" + std::to_string(column);
+  return SpecError{where, explanation};
+}
+
+/// Finds the first key that appears twice in one object (JSON allows it; nlohmann keeps
+/// the last silently, which hides mistakes). Driven by nlohmann's parser callback.
+struct DuplicateFinder {
+  struct Frame {
+    bool isObject;
+    std::string path;
+    std::vector<std::string> keys;
+    size_t index = 0;  // next element index, arrays only
+    std::string lastKey;
+  };
+  std::vector<Frame> stack;
+  std::string duplicate;  // path of the first duplicate, "" if none
+
+  /// The path of the value about to be parsed in the current container.
+  std::string childPath() const {
+    if (stack.empty()) return "";
+    const Frame &f = stack.back();
+    return f.isObject ? join(f.path, f.lastKey) : f.path + "[" + std::to_string(f.index) + "]";
+  }
+  void valueDone() {
+    if (!stack.empty() && !stack.back().isObject) ++stack.back().index;
+  }
+  bool operator()(int /*depth*/, json::parse_event_t event, json &parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+    case json::parse_event_t::array_start:
+      stack.push_back(Frame{event == json::parse_event_t::object_start, childPath(), {}, 0, ""});
+      break;
+    case json::parse_event_t::object_end:
+    case json::parse_event_t::array_end:
+      if (!stack.empty()) stack.pop_back();
+      valueDone();
+      break;
+    case json::parse_event_t::key: {
+      Frame &f = stack.back();
+      f.lastKey = parsed.get<std::string>();
+      if (std::find(f.keys.begin(), f.keys.end(), f.lastKey) != f.keys.end()) {
+        if (duplicate.empty()) duplicate = join(f.path, f.lastKey);
+      } else {
+        f.keys.push_back(f.lastKey);
+      }
+      break;
+    }
+    case json::parse_event_t::value:
+      valueDone();
+      break;
+    }
+    return true;
+  }
+};
+
+/// Applies one "--set path=value" to `root`; returns the dotted path it set.
+std::string applyOverride(json &root, const std::string &override) {
+  size_t eq = override.find('=');
+  if (eq == std::string::npos)
+    fail("--set " + override, "expected PATH=VALUE (e.g. training.batch_size=16)");
+  std::string path = override.substr(0, eq), text = override.substr(eq + 1);
+  if (path.empty()) fail("--set " + override, "empty path");
+
+  std::vector<std::string> segs;
+  std::stringstream ss(path);
+  for (std::string seg; std::getline(ss, seg, '.');) segs.push_back(seg);
+  if (path.back() == '.') segs.push_back("");
+
+  // Walk the schema: every segment must be a known field, all but the last objects.
+  const SchemaNode *node = &schema();
+  std::string prefix;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!node->isObject)
+      fail("--set " + path, prefix + " is not an object (it has no field '" + segs[i] + "')");
+    const SchemaNode *c = node->child(segs[i]);
+    prefix = join(prefix, segs[i]);
+    if (!c) fail("--set " + prefix, unknownFieldMessage(*node, segs[i]));
+    node = c;
+  }
+
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error &) {
+    value = text;
+  }
+  // A string field takes the raw text even if it happens to parse as JSON (name=123).
+  if (!node->isObject && node->kind == Kind::String && !value.is_string() && !value.is_null())
+    value = text;
+
+  json *cur = &root;
+  std::string at;
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    at = join(at, segs[i]);
+    json &next = (*cur)[segs[i]];
+    if (next.is_null()) next = json::object();
+    if (!next.is_object()) fail(at, "expected an object, got " + show(next));
+    cur = &next;
+  }
+  if (value.is_null())
+    cur->erase(segs.back());  // null resets the field to its default
+  else
+    (*cur)[segs.back()] = value;
+  return path;
+}
+
+/// True if `path` is `prefix` or lies under it ("a.b" under "a", "a.b[0]" under "a.b").
+bool under(const std::string &path, const std::string &prefix) {
+  if (path.compare(0, prefix.size(), prefix) != 0) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' ||
+         path[prefix.size()] == '[';
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------------===//
+
+bool parseSpec(const std::string &text, const std::vector<std::string> &overrides, Spec &out,
+               SpecError &err, const std::string &source) {
+  json root;
+  DuplicateFinder dups;
+  try {
+    root = json::parse(text, std::ref(dups));
+  } catch (const json::parse_error &e) {
+    err = syntaxError(text, e, source);
+    return false;
+  }
+  if (!dups.duplicate.empty()) {
+    err = SpecError{dups.duplicate, "duplicate field (it appears more than once)"};
+    return false;
+  }
+
+  std::vector<std::string> overridden;
+  try {
+    if (!root.is_object()) fail("(root)", "expected a JSON object, got " + show(root));
+    for (const auto &o : overrides) overridden.push_back(applyOverride(root, o));
+  } catch (const SpecError &e) {
+    err = e;
+    return false;
+  }
+
+  try {
+    checkUnknownFields(root, schema(), "");
+    Spec s;
+    Reader r;
+    r.stack.push_back(&root);
+    r.paths.push_back("");
+    describeSpec(s, r);
+    checkSemantics(s);
+
+    ojson filled = ojson::object();
+    Writer w;
+    w.stack.push_back(&filled);
+    describeSpec(s, w);
+    s.json = filled.dump(2) + "\n";
+    out = std::move(s);
+    return true;
+  } catch (const SpecError &e) {
+    err = e;
+    // An error in a field that an override set is the override's fault: say so.
+    for (auto it = overridden.rbegin(); it != overridden.rend(); ++it)
+      if (under(e.path, *it)) {
+        err.path = "--set " + e.path;
+        break;
+      }
+    return false;
+  } catch (const std::exception &e) {  // not expected; never let one escape
+    err = SpecError{"", std::string("internal error: ") + e.what()};
+    return false;
+  }
+}
+
+bool loadSpecFile(const std::string &file, const std::vector<std::string> &overrides, Spec &out,
+                  SpecError &err) {
+  // stdio rather than ifstream: reading a directory must fail (EISDIR), not give "".
+  std::string text;
+  bool ok = false;
+  if (FILE *f = std::fopen(file.c_str(), "rb")) {
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    ok = !std::ferror(f);
+    std::fclose(f);
+  }
+  if (!ok) {
+    err = SpecError{file, "cannot read file"};
+    return false;
+  }
+  return parseSpec(text, overrides, out, err, file);
+}
+
+std::string formatSpecError(const std::string &source, const SpecError &err) {
+  if (err.path.rfind("--set ", 0) == 0) return err.str();
+  if (!source.empty() && (err.path == source || err.path.rfind(source + ":", 0) == 0))
+    return err.str();
+  if (source.empty()) return err.str();
+  return source + ": " + err.str();
+}
+
+const char *defaultSpecJson() {
+  return R"({
+  "name": "tiny",
+  "model": {
+    "vocab_size": 2048,
+    "context": 64,
+    "d_model": 64,
+    "n_layers": 2,
+    "n_heads": 4,
+    "d_ff": 256,
+    "tie_embeddings": true
+  },
+  "training": {
+    "batch_size": 8,
+    "optimizer": {
+      "lr": 1e-3,
+      "min_lr": 1e-4,
+      "warmup_steps": 20
+    }
+  }
+}
+)";
+}
+
+bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
+  const std::string prefix = "budget:";
+  if (policy.rfind(prefix, 0) != 0) return false;
+  std::string s = policy.substr(prefix.size());
+  size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+  if (digits == 0 || digits > 18) return false;
+  int64_t n = std::stoll(s.substr(0, digits));
+  std::string suffix = s.substr(digits);
+  int shift = suffix.empty() ? 0 : suffix == "KiB" ? 10 : suffix == "MiB" ? 20 : suffix == "GiB" ? 30 : -1;
+  if (shift < 0 || n <= 0) return false;
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return false;
+  bytes = n << shift;
+  return true;
+}
+
+std::vector<ParamInfo> modelParameters(const ModelSpec &m) {
+  const int64_t V = m.vocab_size, C = m.context, D = m.d_model, F = m.d_ff;
+  std::vector<ParamInfo> ps;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    ps.push_back(ParamInfo{std::move(name), std::move(shape)});
+  };
+  add("wte", {V, D});
+  add("wpe", {C, D});
+  for (int64_t i = 0; i < m.n_layers; ++i) {
+    std::string l = "layers." + std::to_string(i) + ".";
+    add(l + "ln1.weight", {D});
+    add(l + "ln1.bias", {D});
+    add(l + "attn.qkv.weight", {D, 3 * D});
+    if (m.attention_bias) add(l + "attn.qkv.bias", {3 * D});
+    add(l + "attn.proj.weight", {D, D});
+    if (m.attention_bias) add(l + "attn.proj.bias", {D});
+    add(l + "ln2.weight", {D});
+    add(l + "ln2.bias", {D});
+    add(l + "mlp.fc.weight", {D, F});
+    if (m.mlp_bias) add(l + "mlp.fc.bias", {F});
+    add(l + "mlp.proj.weight", {F, D});
+    if (m.mlp_bias) add(l + "mlp.proj.bias", {D});
+  }
+  add("ln_f.weight", {D});
+  add("ln_f.bias", {D});
+  if (!m.tie_embeddings) add("lm_head.weight", {D, V});
+  return ps;
+}
+
+int64_t parameterCount(const ModelSpec &m) {
+  int64_t n = 0;
+  for (const auto &p : modelParameters(m)) n += p.numel();
+  return n;
+}
+
+} // namespace tgc

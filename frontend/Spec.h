@@ -1,0 +1,129 @@
+//===- Spec.h - The tgc JSON model + training spec ----------------------------===//
+//
+// Parses and validates a spec (docs/spec.md). Pure C++ (nlohmann/json), no MLIR.
+// Every error names the JSON path and the rule broken, e.g.
+//   "model.d_model: 770 is not divisible by model.n_heads=12".
+//
+//===----------------------------------------------------------------------------===//
+#ifndef TGC_FRONTEND_SPEC_H
+#define TGC_FRONTEND_SPEC_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tgc {
+
+struct ModelSpec {
+  int64_t vocab_size = 50304;   ///< tokens
+  int64_t context = 1024;       ///< tokens per sequence (T)
+  int64_t d_model = 768;
+  int64_t n_layers = 12;
+  int64_t n_heads = 12;
+  int64_t d_ff = 3072;          ///< MLP hidden width
+  bool tie_embeddings = true;   ///< lm_head shares wte
+  bool attention_bias = true;   ///< biases on qkv and attention output projections
+  bool mlp_bias = true;         ///< biases on the MLP projections
+  double dropout = 0.0;         ///< rate in [0, 1)
+  std::string positional = "learned";
+  std::string activation = "gelu_tanh";
+  double layer_norm_eps = 1e-5;
+};
+
+struct OptimizerSpec {
+  std::string name = "adamw";
+  double lr = 6e-4;
+  double min_lr = 6e-5;         ///< floor the decay reaches
+  double beta1 = 0.9, beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;       ///< global-norm clip; 0 disables
+  int64_t warmup_steps = 100;   ///< optimizer steps of linear warmup
+  std::string decay = "cosine"; ///< cosine | linear | none
+  bool decay_embeddings = false;  ///< apply weight decay to embeddings too
+};
+
+struct AttentionSpec {
+  std::string kernel = "naive"; ///< naive | flash
+  int64_t window = 0;           ///< 0 = full causal; w > 0: query sees itself and w-1 keys before
+};
+
+struct TrainingSpec {
+  int64_t batch_size = 8;       ///< micro-batch, sequences
+  int64_t grad_accum = 1;       ///< micro-batches per optimizer step
+  std::string precision = "fp32"; ///< fp32 | bf16-mixed | fp16-mixed | bf16
+  AttentionSpec attention;
+  std::string checkpointing = "none"; ///< none | layer | selective | budget:<bytes>
+  OptimizerSpec optimizer;
+  int64_t seed = 1337;
+  int64_t ignore_index = -1;    ///< target id ignored by the loss (-1: none)
+};
+
+struct Spec {
+  std::string name = "model";
+  ModelSpec model;
+  TrainingSpec training;
+  std::string json;  ///< the validated spec (defaults filled in), as JSON text
+};
+
+/// A located diagnostic. `path` is one of:
+///   - a JSON path ("model.d_model", "training.optimizer.betas[1]", "(root)");
+///   - for syntax errors "SOURCE:L:C" (1-based line and column), or "line L, column C"
+///     when parseSpec was given an empty source;
+///   - for errors caused by an override, "--set PATH" (PATH as the user wrote it, or the
+///     JSON path of the field it set);
+///   - for an unreadable file, the file name.
+struct SpecError {
+  std::string path;
+  std::string message;
+  std::string str() const { return path.empty() ? message : path + ": " + message; }
+};
+
+/// Parses `text` (JSON), applies `overrides` ("training.batch_size=32", value parsed as
+/// JSON, else as a string; `null` resets a field to its default), fills defaults,
+/// validates. Returns false and sets `err` on the first error; `out` is only written on
+/// success. `source` names the input in syntax errors (a file name). Never throws.
+bool parseSpec(const std::string &text, const std::vector<std::string> &overrides,
+               Spec &out, SpecError &err, const std::string &source = "<spec>");
+
+/// Reads a file and calls parseSpec (syntax errors get path "FILE:L:C"). An unreadable
+/// file gives SpecError{path = FILE, message = "cannot read file"}.
+bool loadSpecFile(const std::string &file, const std::vector<std::string> &overrides,
+                  Spec &out, SpecError &err);
+
+/// The diagnostic text for `err` from the input named `source`, without the "tgc: error: "
+/// prefix: "SOURCE: PATH: MESSAGE" for semantic errors, "SOURCE:L:C: MESSAGE" for syntax
+/// errors, "--set PATH: MESSAGE" for override errors, "FILE: cannot read file".
+std::string formatSpecError(const std::string &source, const SpecError &err);
+
+/// If `policy` is "budget:<n>[KiB|MiB|GiB]" with n > 0, sets `bytes` and returns true.
+bool parseCheckpointBudget(const std::string &policy, int64_t &bytes);
+
+/// The small embedded default spec (a tiny model that trains on the CPU in minutes).
+const char *defaultSpecJson();
+
+/// One named parameter tensor of the model, in creation order.
+struct ParamInfo {
+  std::string name;              ///< "layers.0.attn.qkv.weight"
+  std::vector<int64_t> shape;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+/// The model's parameters (GPT-2 layout, weights [in, out]):
+///   wte [V,D]; wpe [C,D]; per layer i "layers.i.": ln1.{weight,bias} [D],
+///   attn.qkv.weight [D,3D] (+ .bias [3D]), attn.proj.weight [D,D] (+ .bias [D]),
+///   ln2.{weight,bias} [D], mlp.fc.weight [D,F] (+ .bias [F]), mlp.proj.weight [F,D]
+///   (+ .bias [D]); ln_f.{weight,bias} [D]; lm_head.weight [D,V] unless tied.
+std::vector<ParamInfo> modelParameters(const ModelSpec &m);
+
+/// Sum of numel() over modelParameters(m).
+int64_t parameterCount(const ModelSpec &m);
+
+} // namespace tgc
+
+#endif

@@ -1,0 +1,513 @@
+//===- MemoryPlanner.cpp - Static arena planning over liveness intervals ------===//
+//
+// Greedy offset assignment for buffers with known sizes and liveness intervals
+// (a case of dynamic storage allocation / interval colouring with weights, which is
+// NP-hard in general, so we use heuristics and report a lower bound beside them).
+//
+// Sources for the approach:
+//  - Y. Pisarchyk, J. Lee, "Efficient Memory Management for Deep Neural Net
+//    Inference", arXiv:2001.03288 (2020): "Greedy by Size" (visit tensors by
+//    decreasing size, put each in the smallest gap between overlapping tensors
+//    already placed, else on top) and "Greedy by Breadth" (visit operators by
+//    decreasing total live size, place their tensors largest first).
+//  - TensorFlow Lite's simple memory arena / ArenaPlanner, which uses the same
+//    best-fit-among-conflicting-allocations rule on decreasing sizes.
+//  - IREE's stream.resource.pack, which also packs by liveness with a greedy rule.
+// What is ours: several visit orders and two fit rules are all run and the
+// smallest arena is kept; each result is then "compacted" (every buffer, lowest
+// offset first, is dropped to the lowest offset where it fits), which can only
+// shrink the arena; the overlap queries use a static interval index (below) so
+// that a placement costs O((k + 1) log n) for k time-overlapping placed buffers
+// instead of a scan over every placed buffer.
+//
+//===----------------------------------------------------------------------------===//
+#include "passes/MemoryPlanner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <utility>
+
+namespace tgc {
+namespace {
+
+constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+
+/// A buffer that takes space (bytes > 0), with its alignment normalised to >= 1.
+struct Item {
+  int64_t bytes;
+  int64_t align;
+  int64_t first;
+  int64_t last;
+};
+
+/// Smallest multiple of `align` (>= 1) that is >= x (x >= 0), in bytes.
+int64_t alignUp(int64_t x, int64_t align) {
+  int64_t r = x % align;
+  return r == 0 ? x : x + (align - r);
+}
+
+/// Static index over all items' intervals answering "which *placed* items have an
+/// interval intersecting [first, last]?". Items are sorted by `first`; a segment tree
+/// over that order keeps, per node, the largest `last` among placed items below it
+/// (kNone if none). A query walks only the prefix of items with first <= last and
+/// only subtrees whose max `last` reaches `first`, so it reports the k overlapping
+/// placed items in O((k + 1) log n). This is the classic augmented interval tree
+/// (Cormen et al., "Introduction to Algorithms", sec. 14.3) laid out over a fixed
+/// sorted array, which works here because the set of intervals is known up front
+/// and only the "placed" flag changes.
+class PlacedIndex {
+public:
+  explicit PlacedIndex(const std::vector<Item> &items) {
+    size_t n = items.size();
+    byFirst.resize(n);
+    std::iota(byFirst.begin(), byFirst.end(), 0);
+    std::sort(byFirst.begin(), byFirst.end(), [&](int32_t a, int32_t b) {
+      if (items[a].first != items[b].first)
+        return items[a].first < items[b].first;
+      return a < b;
+    });
+    firsts.resize(n);
+    posOf.resize(n);
+    for (size_t p = 0; p < n; ++p) {
+      firsts[p] = items[byFirst[p]].first;
+      posOf[byFirst[p]] = static_cast<int32_t>(p);
+    }
+    lasts.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      lasts[i] = items[i].last;
+    leaves = 1;
+    while (leaves < n)
+      leaves <<= 1;
+    maxLast.assign(2 * leaves, kNone);
+  }
+
+  /// Clears every placed flag.
+  void clear() { std::fill(maxLast.begin(), maxLast.end(), kNone); }
+
+  /// Marks item `id` placed.
+  void insert(int32_t id) {
+    size_t node = leaves + posOf[id];
+    int64_t v = lasts[id];
+    maxLast[node] = v;
+    for (node >>= 1; node >= 1; node >>= 1) {
+      if (maxLast[node] >= v)
+        break;
+      maxLast[node] = v;
+    }
+  }
+
+  /// Calls fn(id) for each placed item whose interval intersects [first, last].
+  template <typename Fn> void forEachOverlap(int64_t first, int64_t last, Fn &&fn) {
+    size_t prefix = std::upper_bound(firsts.begin(), firsts.end(), last) - firsts.begin();
+    if (prefix == 0)
+      return;
+    // (node, lowest leaf position under it, number of leaves under it)
+    stack.clear();
+    stack.push_back({1, 0, leaves});
+    while (!stack.empty()) {
+      Frame f = stack.back();
+      stack.pop_back();
+      if (f.lo >= prefix || maxLast[f.node] < first)
+        continue;
+      if (f.width == 1) {
+        fn(byFirst[f.lo]);
+        continue;
+      }
+      size_t half = f.width / 2;
+      // Right child pushed first so the left one (lower `first`) is visited first.
+      stack.push_back({2 * f.node + 1, f.lo + half, half});
+      stack.push_back({2 * f.node, f.lo, half});
+    }
+  }
+
+private:
+  struct Frame {
+    size_t node, lo, width;
+  };
+  std::vector<int32_t> byFirst;  ///< item ids in order of (first, id)
+  std::vector<int64_t> firsts;   ///< firsts[p] = first of byFirst[p]
+  std::vector<int32_t> posOf;    ///< inverse of byFirst
+  std::vector<int64_t> lasts;    ///< by item id
+  std::vector<int64_t> maxLast;  ///< segment tree, 1-based, leaves at [leaves, 2*leaves)
+  size_t leaves = 1;
+  std::vector<Frame> stack;
+};
+
+enum class Fit { Best, First };
+
+/// Byte ranges [begin, end) of the placed buffers a new buffer must avoid.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+/// Chooses an offset (bytes) for a buffer of `bytes` and `align` given the ranges it
+/// must not overlap (sorted by begin in place). Gaps are the free spaces between the
+/// union of the ranges, from offset 0 up. Fit::Best takes the smallest gap that holds
+/// the aligned buffer (ties: the lowest), Fit::First the lowest such gap; when no gap
+/// holds it, the buffer goes on top of the highest range. The gap above all ranges is
+/// unbounded and is only used as that fallback.
+int64_t chooseOffset(Ranges &ranges, int64_t bytes, int64_t align, Fit fit) {
+  std::sort(ranges.begin(), ranges.end());
+  int64_t cursor = 0; // lowest byte not covered by the ranges seen so far
+  int64_t best = -1;
+  int64_t bestGap = std::numeric_limits<int64_t>::max();
+  for (const auto &[begin, end] : ranges) {
+    if (begin > cursor) {
+      int64_t start = alignUp(cursor, align);
+      if (start + bytes <= begin) {
+        int64_t gap = begin - cursor;
+        if (fit == Fit::First)
+          return start;
+        if (gap < bestGap) {
+          bestGap = gap;
+          best = start;
+        }
+      }
+    }
+    cursor = std::max(cursor, end);
+  }
+  return best >= 0 ? best : alignUp(cursor, align);
+}
+
+/// Places items in `order` greedily; writes offsets (bytes) and returns the arena size.
+int64_t placeInOrder(const std::vector<Item> &items, const std::vector<int32_t> &order,
+                     Fit fit, PlacedIndex &index, std::vector<int64_t> &offsets) {
+  index.clear();
+  offsets.assign(items.size(), -1);
+  Ranges ranges;
+  int64_t arena = 0;
+  for (int32_t id : order) {
+    const Item &it = items[id];
+    ranges.clear();
+    index.forEachOverlap(it.first, it.last, [&](int32_t other) {
+      ranges.emplace_back(offsets[other], offsets[other] + items[other].bytes);
+    });
+    int64_t off = chooseOffset(ranges, it.bytes, it.align, fit);
+    offsets[id] = off;
+    index.insert(id);
+    arena = std::max(arena, off + it.bytes);
+  }
+  return arena;
+}
+
+/// Improves a complete placement: visits buffers by increasing offset and moves each
+/// to the lowest aligned offset where it fits among the others (first fit). A buffer
+/// never moves up, so the arena never grows; repeats while anything moved, at most
+/// `maxRounds` times. Returns the new arena size (bytes).
+int64_t compact(const std::vector<Item> &items, PlacedIndex &index,
+                std::vector<int64_t> &offsets, int maxRounds) {
+  std::vector<int32_t> byOffset(items.size());
+  std::iota(byOffset.begin(), byOffset.end(), 0);
+  Ranges ranges;
+  for (int round = 0; round < maxRounds; ++round) {
+    std::sort(byOffset.begin(), byOffset.end(), [&](int32_t a, int32_t b) {
+      return offsets[a] != offsets[b] ? offsets[a] < offsets[b] : a < b;
+    });
+    bool moved = false;
+    for (int32_t id : byOffset) {
+      const Item &it = items[id];
+      if (offsets[id] == 0)
+        continue;
+      ranges.clear();
+      index.forEachOverlap(it.first, it.last, [&](int32_t other) {
+        if (other != id)
+          ranges.emplace_back(offsets[other], offsets[other] + items[other].bytes);
+      });
+      int64_t off = chooseOffset(ranges, it.bytes, it.align, Fit::First);
+      if (off < offsets[id]) {
+        offsets[id] = off;
+        moved = true;
+      }
+    }
+    if (!moved)
+      break;
+  }
+  int64_t arena = 0;
+  for (size_t i = 0; i < items.size(); ++i)
+    arena = std::max(arena, offsets[i] + items[i].bytes);
+  return arena;
+}
+
+/// Visit order of Pisarchyk & Lee's "Greedy by Breadth": operators by decreasing
+/// breadth (bytes live at the op; ties: earlier op), and at each operator its
+/// not-yet-visited buffers by decreasing size. A buffer is therefore visited at the
+/// op of its interval that comes first in that operator order, i.e. the op in
+/// [first, last] with the largest breadth (ties: the earliest). Breadth only rises
+/// at some buffer's `first`, so that op is one of the distinct `first` values in the
+/// interval; a sparse table over them answers the range-argmax in O(1).
+std::vector<int32_t> breadthOrder(const std::vector<Item> &items) {
+  size_t n = items.size();
+  // Events: +bytes at first, -bytes after last; breadth at each distinct first.
+  std::vector<int64_t> points;
+  points.reserve(n);
+  for (const Item &it : items)
+    points.push_back(it.first);
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::vector<std::pair<int64_t, int64_t>> ends; // (last, bytes)
+  ends.reserve(n);
+  std::vector<int64_t> startBytes(points.size(), 0);
+  for (const Item &it : items) {
+    startBytes[std::lower_bound(points.begin(), points.end(), it.first) - points.begin()] +=
+        it.bytes;
+    ends.emplace_back(it.last, it.bytes);
+  }
+  std::sort(ends.begin(), ends.end());
+  std::vector<int64_t> breadth(points.size());
+  int64_t live = 0;
+  size_t e = 0;
+  for (size_t p = 0; p < points.size(); ++p) {
+    while (e < ends.size() && ends[e].first < points[p])
+      live -= ends[e++].second;
+    live += startBytes[p];
+    breadth[p] = live;
+  }
+  // Sparse table of argmax positions (larger breadth wins, then lower position).
+  size_t m = points.size();
+  auto better = [&](int32_t a, int32_t b) {
+    return breadth[a] != breadth[b] ? (breadth[a] > breadth[b] ? a : b) : std::min(a, b);
+  };
+  std::vector<std::vector<int32_t>> table(1, std::vector<int32_t>(m));
+  std::iota(table[0].begin(), table[0].end(), 0);
+  for (size_t k = 1; (size_t(1) << k) <= m; ++k) {
+    const auto &prev = table[k - 1];
+    std::vector<int32_t> row(m - (size_t(1) << k) + 1);
+    for (size_t i = 0; i < row.size(); ++i)
+      row[i] = better(prev[i], prev[i + (size_t(1) << (k - 1))]);
+    table.push_back(std::move(row));
+  }
+  auto argmax = [&](size_t lo, size_t hi) { // inclusive
+    size_t len = hi - lo + 1;
+    size_t k = 63 - __builtin_clzll(len);
+    return better(table[k][lo], table[k][hi + 1 - (size_t(1) << k)]);
+  };
+  // The op's rank in the operator order is (breadth desc, position asc).
+  std::vector<int32_t> peakOf(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t lo = std::lower_bound(points.begin(), points.end(), items[i].first) - points.begin();
+    size_t hi = std::upper_bound(points.begin(), points.end(), items[i].last) - points.begin() - 1;
+    peakOf[i] = argmax(lo, hi);
+  }
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    int32_t pa = peakOf[a], pb = peakOf[b];
+    if (pa != pb)
+      return breadth[pa] != breadth[pb] ? breadth[pa] > breadth[pb] : pa < pb;
+    if (items[a].bytes != items[b].bytes)
+      return items[a].bytes > items[b].bytes;
+    return a < b;
+  });
+  return order;
+}
+
+/// A named visit order over the items.
+struct Order {
+  std::string name;
+  std::vector<int32_t> ids;
+};
+
+/// Builds every visit order the planner tries. Ties always end on the item id, so
+/// the orders (and the plan) are deterministic.
+std::vector<Order> buildOrders(const std::vector<Item> &items) {
+  size_t n = items.size();
+  std::vector<int32_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  auto len = [&](int32_t i) { return items[i].last - items[i].first + 1; };
+  auto sorted = [&](auto less) {
+    std::vector<int32_t> o = ids;
+    std::sort(o.begin(), o.end(), less);
+    return o;
+  };
+  std::vector<Order> orders;
+  orders.push_back({"size-desc", sorted([&](int32_t a, int32_t b) {
+                      const Item &x = items[a], &y = items[b];
+                      if (x.bytes != y.bytes)
+                        return x.bytes > y.bytes;
+                      if (x.first != y.first)
+                        return x.first < y.first;
+                      return a < b;
+                    })});
+  orders.push_back({"breadth", breadthOrder(items)});
+  orders.push_back({"area-desc", sorted([&](int32_t a, int32_t b) {
+                      __int128 x = (__int128)items[a].bytes * len(a);
+                      __int128 y = (__int128)items[b].bytes * len(b);
+                      if (x != y)
+                        return x > y;
+                      if (items[a].bytes != items[b].bytes)
+                        return items[a].bytes > items[b].bytes;
+                      return a < b;
+                    })});
+  orders.push_back({"length-desc", sorted([&](int32_t a, int32_t b) {
+                      if (len(a) != len(b))
+                        return len(a) > len(b);
+                      if (items[a].bytes != items[b].bytes)
+                        return items[a].bytes > items[b].bytes;
+                      return a < b;
+                    })});
+  orders.push_back({"first-use", sorted([&](int32_t a, int32_t b) {
+                      const Item &x = items[a], &y = items[b];
+                      if (x.first != y.first)
+                        return x.first < y.first;
+                      if (x.bytes != y.bytes)
+                        return x.bytes > y.bytes;
+                      return a < b;
+                    })});
+  return orders;
+}
+
+} // namespace
+
+std::vector<int64_t> liveBytesPerOp(const std::vector<PlanBuffer> &buffers, int64_t numOps) {
+  if (numOps <= 0)
+    return {};
+  // Difference array: +bytes at first, -bytes after last, clipped to [0, numOps).
+  std::vector<int64_t> delta(numOps + 1, 0);
+  for (const PlanBuffer &b : buffers) {
+    if (b.bytes <= 0 || b.last < 0 || b.first >= numOps || b.last < b.first)
+      continue;
+    delta[std::max<int64_t>(b.first, 0)] += b.bytes;
+    delta[std::min<int64_t>(b.last + 1, numOps)] -= b.bytes;
+  }
+  std::vector<int64_t> live(numOps);
+  int64_t running = 0;
+  for (int64_t i = 0; i < numOps; ++i)
+    live[i] = running += delta[i];
+  return live;
+}
+
+PlanResult planArena(std::vector<PlanBuffer> &buffers) {
+  PlanResult result;
+  std::vector<Item> items;
+  std::vector<size_t> bufferOf; // item id -> index in `buffers`
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    PlanBuffer &b = buffers[i];
+    b.offset = 0;
+    if (b.bytes <= 0)
+      continue;
+    assert(b.first <= b.last && "liveness interval must not be empty");
+    items.push_back({b.bytes, std::max<int64_t>(b.alignment, 1), b.first,
+                     std::max(b.first, b.last)});
+    bufferOf.push_back(i);
+  }
+  if (items.empty()) {
+    result.heuristic = "empty";
+    return result;
+  }
+
+  // Lower bound: the peak of the sum of live bytes (sweep over interval endpoints;
+  // at equal times starts come before ends because intervals are inclusive).
+  {
+    std::vector<std::pair<int64_t, int64_t>> events; // (time*2 [+1 for end], +-bytes)
+    events.reserve(2 * items.size());
+    for (const Item &it : items) {
+      events.emplace_back(2 * it.first, it.bytes);
+      events.emplace_back(2 * it.last + 1, -it.bytes);
+    }
+    std::sort(events.begin(), events.end());
+    int64_t live = 0;
+    for (const auto &ev : events) {
+      live += ev.second;
+      result.lowerBound = std::max(result.lowerBound, live);
+    }
+  }
+
+  PlacedIndex index(items);
+  std::vector<Order> orders = buildOrders(items);
+  std::vector<int64_t> offsets, bestOffsets;
+  int64_t bestArena = std::numeric_limits<int64_t>::max();
+  const Fit fits[] = {Fit::Best, Fit::First};
+  for (const Order &order : orders) {
+    for (Fit fit : fits) {
+      int64_t arena = placeInOrder(items, order.ids, fit, index, offsets);
+      std::string name = order.name + (fit == Fit::Best ? "/best-fit" : "/first-fit");
+      if (arena > result.lowerBound) {
+        int64_t compacted = compact(items, index, offsets, /*maxRounds=*/4);
+        if (compacted < arena)
+          name += "+compact";
+        arena = compacted;
+      }
+      if (arena < bestArena) {
+        bestArena = arena;
+        bestOffsets = offsets;
+        result.heuristic = name;
+      }
+      if (bestArena <= result.lowerBound)
+        break; // optimal: nothing can beat the lower bound
+    }
+    if (bestArena <= result.lowerBound)
+      break;
+  }
+
+  for (size_t id = 0; id < items.size(); ++id)
+    buffers[bufferOf[id]].offset = bestOffsets[id];
+  result.arenaBytes = bestArena;
+  return result;
+}
+
+bool verifyPlan(const std::vector<PlanBuffer> &buffers, std::string *why) {
+  auto describe = [&](size_t i) {
+    const PlanBuffer &b = buffers[i];
+    std::ostringstream os;
+    os << "buffer " << i << " (bytes [" << b.offset << ", " << b.offset + b.bytes
+       << "), live [" << b.first << ", " << b.last << "])";
+    return os.str();
+  };
+  auto fail = [&](const std::string &msg) {
+    if (why)
+      *why = msg;
+    return false;
+  };
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const PlanBuffer &b = buffers[i];
+    if (b.bytes <= 0)
+      continue;
+    if (b.offset < 0)
+      return fail(describe(i) + " has no offset");
+    int64_t align = std::max<int64_t>(b.alignment, 1);
+    if (b.offset % align != 0)
+      return fail(describe(i) + " is not aligned to " + std::to_string(align));
+    if (b.last < b.first)
+      return fail(describe(i) + " has an empty liveness interval");
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return buffers[a].first != buffers[b].first ? buffers[a].first < buffers[b].first : a < b;
+  });
+  // Sweep by `first`. `active` holds the buffers live at the current time, keyed by
+  // offset; they are pairwise disjoint in memory (else we already failed), so a new
+  // buffer overlaps one of them iff it overlaps its neighbour below or above.
+  std::vector<std::pair<int64_t, size_t>> expiry; // min-heap on (last, index)
+  auto later = [](const auto &x, const auto &y) { return x > y; };
+  std::set<std::pair<int64_t, size_t>> active; // (offset, index)
+  for (size_t i : order) {
+    const PlanBuffer &b = buffers[i];
+    while (!expiry.empty() && expiry.front().first < b.first) {
+      size_t gone = expiry.front().second;
+      std::pop_heap(expiry.begin(), expiry.end(), later);
+      expiry.pop_back();
+      active.erase(std::make_pair(buffers[gone].offset, gone));
+    }
+    auto key = std::make_pair(b.offset, i);
+    auto pos = active.lower_bound(key);
+    if (pos != active.begin()) {
+      size_t below = std::prev(pos)->second;
+      if (buffers[below].offset + buffers[below].bytes > b.offset)
+        return fail(describe(below) + " overlaps " + describe(i));
+    }
+    if (pos != active.end()) {
+      size_t above = pos->second;
+      if (b.offset + b.bytes > buffers[above].offset)
+        return fail(describe(i) + " overlaps " + describe(above));
+    }
+    active.insert(pos, key);
+    expiry.emplace_back(b.last, i);
+    std::push_heap(expiry.begin(), expiry.end(), later);
+  }
+  return true;
+}
+
+} // namespace tgc

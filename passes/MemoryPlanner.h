@@ -1,0 +1,52 @@
+//===- MemoryPlanner.h - Static arena planning over liveness intervals --------===//
+//
+// Pure C++ (no MLIR). Given buffers with sizes and liveness intervals over a total
+// order of the step's ops, assigns byte offsets in one arena so that no two buffers
+// that are live at the same time overlap. Used by the tg-plan-memory pass.
+//
+// Algorithm: greedy best-fit placement (as in TFLite's arena planner / IREE's
+// stream.resource.pack): visit buffers in some order; place each at the lowest-waste
+// gap among the already-placed buffers whose intervals intersect it. Several visit
+// orders are tried (size decreasing, interval-length decreasing, first-use, area =
+// size x length decreasing, ...) and the smallest arena is kept.
+//
+//===----------------------------------------------------------------------------===//
+#ifndef TGC_PASSES_MEMORYPLANNER_H
+#define TGC_PASSES_MEMORYPLANNER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+struct PlanBuffer {
+  int64_t bytes = 0;      ///< size in bytes (> 0)
+  int64_t alignment = 256;///< offset alignment in bytes (power of two)
+  int64_t first = 0;      ///< index of the op that defines it (inclusive)
+  int64_t last = 0;       ///< index of the last op that reads it (inclusive), >= first
+  int64_t offset = -1;    ///< output: byte offset in the arena
+};
+
+struct PlanResult {
+  int64_t arenaBytes = 0;   ///< max over buffers of offset + bytes (0 when empty)
+  int64_t lowerBound = 0;   ///< max over ops i of the sum of bytes of buffers live at i
+  std::string heuristic;    ///< name of the visit order that won
+};
+
+/// Assigns `offset` of every buffer. Two buffers a, b overlap in time iff
+/// a.first <= b.last && b.first <= a.last; such buffers get disjoint byte ranges.
+/// Deterministic: the same input gives the same offsets.
+/// Errors: none (bytes <= 0 gets offset 0 and takes no space).
+PlanResult planArena(std::vector<PlanBuffer> &buffers);
+
+/// Sum of bytes live at op i, for each i in [0, numOps).
+std::vector<int64_t> liveBytesPerOp(const std::vector<PlanBuffer> &buffers, int64_t numOps);
+
+/// True when no two time-overlapping buffers overlap in memory and every offset is
+/// aligned; on false, `why` names the first offending pair.
+bool verifyPlan(const std::vector<PlanBuffer> &buffers, std::string *why = nullptr);
+
+} // namespace tgc
+
+#endif

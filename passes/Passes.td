@@ -1,0 +1,51 @@
+//===- Passes.td - tgc passes -------------------------------*- tablegen -*-===//
+#ifndef TG_PASSES
+#define TG_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TgFuseAttention : Pass<"tg-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Fuse naive attention into tg.attention (flash / sliding-window)";
+  let description = [{
+    Rewrites the naive attention chain
+    ```mlir
+    %s = tg.matmul %q, %k {transpose_b = true, alpha = 0.125 : f32}
+    %m = tg.causal_mask %s {window = 128 : i64}
+    %p = tg.softmax %m
+    %o = tg.matmul %p, %v
+    ```
+    into `%o, %lse = tg.attention %q, %k, %v {causal = true, window = 128, scale = 0.125}`
+    when the intermediate values have no other use and the mask fills with -inf.
+    The tgc pipeline runs it when the spec says `training.attention.kernel = "flash"`.
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect"];
+  let statistics = [Statistic<"numFused", "num-fused", "Attention chains fused">];
+}
+
+def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
+  let summary = "Build the training step from @forward (reverse mode + AdamW)";
+  let description = [{
+    From `func.func @forward(params..., tokens, targets) -> loss` builds:
+    - `@micro_step`: forward, then backward in reverse op order (each op's
+      GradientOpInterface builds its adjoint; gradients of values used more than once
+      are summed; tied embeddings get the sum of both uses), then
+      `tg.accumulate_grad` for every parameter; returns the loss. The loss gradient is
+      seeded with 1/grad_accum so accumulated gradients are the mean over micro-batches.
+    - `@optimizer_step`: `tg.clip_grad_norm` over all parameters, then `tg.adamw` per
+      parameter (decoupled weight decay on matrices only unless decay-embeddings).
+    - `@eval_step`: the forward pass alone (a copy of @forward).
+    Every op gets `tg.phase` = "forward" | "backward" | "optimizer".
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"gradAccum", "grad-accum", "int64_t", "1", "micro-batches per optimizer step">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1", "decoupled weight decay">,
+    Option<"gradClip", "grad-clip", "double", "1.0", "global-norm clip (0: off)">,
+    Option<"decayEmbeddings", "decay-embeddings", "bool", "false",
+           "apply weight decay to embeddings too">,
+  ];
+}
+#endif

@@ -1,0 +1,185 @@
+// Context.cpp — the "context (driver)" half of runtime/tgrt.h for the CPU backend.
+//
+// A context owns three host allocations (persistent, arena, workspace), each 64-byte aligned
+// and zero-filled, plus the small amount of host state kernels consult (optimizer step,
+// learning rate, micro-batch index) or produce (loss sum/count, last gradient norm).
+// Everything is synchronous, so tgrt_synchronize is a no-op.
+#include "runtime/cpu/CpuContext.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tgrt_cpu {
+
+void fail(const char* loc, const char* fmt, ...) {
+  std::fprintf(stderr, "tgrt: %s: ", loc ? loc : "?");
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b, int64_t c,
+                      int64_t d) {
+  if (a < 0 || b < 0 || c < 0 || d < 0)
+    fail(loc, "negative size in %s (%lld, %lld, %lld, %lld)", what, (long long)a, (long long)b,
+         (long long)c, (long long)d);
+}
+
+void checkCtx(const tgrt_ctx* ctx, const char* loc) {
+  if (!ctx) fail(loc, "NULL context");
+}
+
+} // namespace tgrt_cpu
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+const char* const kRegionNames[3] = {"persistent", "arena", "workspace"};
+
+/// Returns a zero-filled, 64-byte aligned block of at least `bytes` bytes (at least 64, so a
+/// region of size 0 still has a distinct non-NULL base), or NULL on failure.
+char* allocateRegion(int64_t bytes) {
+  if (bytes < 0 || bytes > INT64_MAX - kAlign) return nullptr;
+  int64_t rounded = ((bytes + kAlign - 1) / kAlign) * kAlign;
+  if (rounded == 0) rounded = kAlign;
+  if ((uint64_t)rounded > (uint64_t)SIZE_MAX) return nullptr;
+  void* p = std::aligned_alloc((size_t)kAlign, (size_t)rounded);
+  if (!p) return nullptr;
+  std::memset(p, 0, (size_t)rounded);
+  return static_cast<char*>(p);
+}
+
+/// Checks ctx, region index and the byte range [offset, offset + bytes) against the region's
+/// size; fails with a clear message otherwise. Returns the region base.
+char* checkedRange(tgrt_ctx* ctx, const char* what, int32_t region, int64_t offset,
+                   int64_t bytes) {
+  tgrt_cpu::checkCtx(ctx, what);
+  if (region < 0 || region > 2) tgrt_cpu::fail(what, "invalid region index %d", (int)region);
+  const int64_t size = ctx->region_bytes[region];
+  if (offset < 0 || bytes < 0 || offset > size || bytes > size - offset)
+    tgrt_cpu::fail(what, "range [%lld, %lld) outside the %s region of %lld bytes",
+                   (long long)offset, (long long)offset + (long long)bytes,
+                   kRegionNames[region], (long long)size);
+  return ctx->regions[region];
+}
+
+} // namespace
+
+extern "C" {
+
+/// Creates a CPU context for `model`: allocates persistent_bytes, arena_bytes and
+/// workspace_bytes (bytes; each 64-byte aligned, zero-filled). Step starts at 1, lr at
+/// model->lr. Returns NULL with a message on stderr when model is NULL, a size is negative or
+/// an allocation fails. The model must outlive the context.
+tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
+  if (!model) {
+    std::fprintf(stderr, "tgrt: ctx_create: NULL model\n");
+    return nullptr;
+  }
+  const int64_t sizes[3] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes};
+  tgrt_ctx* ctx = new (std::nothrow) tgrt_ctx();
+  if (!ctx) {
+    std::fprintf(stderr, "tgrt: ctx_create: out of host memory for the context\n");
+    return nullptr;
+  }
+  ctx->model = model;
+  ctx->lr = model->lr;
+  for (int r = 0; r < 3; ++r) {
+    if (sizes[r] < 0) {
+      std::fprintf(stderr, "tgrt: ctx_create: negative %s size %lld bytes\n", kRegionNames[r],
+                   (long long)sizes[r]);
+      tgrt_ctx_destroy(ctx);
+      return nullptr;
+    }
+    ctx->regions[r] = allocateRegion(sizes[r]);
+    ctx->region_bytes[r] = sizes[r];
+    if (!ctx->regions[r]) {
+      std::fprintf(stderr,
+                   "tgrt: ctx_create: cannot allocate the %s region (%lld bytes = %.3f GiB) "
+                   "in host memory\n",
+                   kRegionNames[r], (long long)sizes[r], (double)sizes[r] / (1024.0 * 1024 * 1024));
+      tgrt_ctx_destroy(ctx);
+      return nullptr;
+    }
+  }
+  return ctx;
+}
+
+/// Frees the regions and the context. NULL is a no-op.
+void tgrt_ctx_destroy(tgrt_ctx* ctx) {
+  if (!ctx) return;
+  for (char* p : ctx->regions) std::free(p);
+  delete ctx;
+}
+
+/// Base pointer of region (enum tgrt_region). Fails (exit 1) on a bad index or NULL ctx.
+char* tgrt_region(tgrt_ctx* ctx, int32_t region) {
+  tgrt_cpu::checkCtx(ctx, "region");
+  if (region < 0 || region > 2) tgrt_cpu::fail("region", "invalid region index %d", (int)region);
+  return ctx->regions[region];
+}
+
+/// Copies `bytes` bytes from host src into region at `offset` (bytes). Fails (exit 1) when the
+/// range is outside the region.
+void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes) {
+  char* base = checkedRange(ctx, "upload", region, offset, bytes);
+  if (bytes > 0) std::memcpy(base + offset, src, (size_t)bytes);
+}
+
+/// Copies `bytes` bytes from region at `offset` (bytes) to host dst. Fails (exit 1) when the
+/// range is outside the region.
+void tgrt_download(tgrt_ctx* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes) {
+  char* base = checkedRange(ctx, "download", region, offset, bytes);
+  if (bytes > 0) std::memcpy(dst, base + offset, (size_t)bytes);
+}
+
+/// No-op: every CPU kernel is synchronous.
+void tgrt_synchronize(tgrt_ctx* ctx) { (void)ctx; }
+
+/// Sets the optimizer step (1-based; used in AdamW bias correction and dropout masks).
+void tgrt_set_step(tgrt_ctx* ctx, int64_t step) {
+  tgrt_cpu::checkCtx(ctx, "set_step");
+  ctx->step = step;
+}
+
+/// Sets the learning rate used by the next tgrt_adamw calls.
+void tgrt_set_lr(tgrt_ctx* ctx, float lr) {
+  tgrt_cpu::checkCtx(ctx, "set_lr");
+  ctx->lr = lr;
+}
+
+/// Sets the micro-batch index within the optimizer step (dropout masks depend on it).
+void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index) {
+  tgrt_cpu::checkCtx(ctx, "set_micro_batch");
+  ctx->micro_batch = index;
+}
+
+/// Returns the sum of losses reported since the last call and stores their number in *count
+/// (when count is non-NULL); resets both.
+double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count) {
+  tgrt_cpu::checkCtx(ctx, "take_loss");
+  const double sum = ctx->loss_sum;
+  if (count) *count = ctx->loss_count;
+  ctx->loss_sum = 0.0;
+  ctx->loss_count = 0;
+  return sum;
+}
+
+/// Global gradient L2 norm (before clipping) recorded by the last tgrt_clip_scale; 0 before any.
+float tgrt_last_grad_norm(tgrt_ctx* ctx) {
+  tgrt_cpu::checkCtx(ctx, "last_grad_norm");
+  return ctx->last_grad_norm;
+}
+
+/// "cpu".
+const char* tgrt_backend_name(void) { return "cpu"; }
+
+} // extern "C"

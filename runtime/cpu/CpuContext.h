@@ -1,0 +1,42 @@
+// CpuContext.h — private to the CPU backend: the context struct and error helpers shared by
+// Context.cpp (driver-facing context functions) and Kernels.cpp (kernels).
+#ifndef TGRT_CPU_CPUCONTEXT_H
+#define TGRT_CPU_CPUCONTEXT_H
+
+#include "runtime/tgrt.h"
+
+#include <cstdint>
+
+/// The CPU context: the model plan, the three zero-filled 64-byte-aligned regions, and the
+/// host-side optimizer state the kernels read (step, lr, micro-batch) or write (loss sum,
+/// grad norm).
+struct tgrt_ctx {
+  const tgrt_model* model = nullptr;
+  char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
+  int64_t region_bytes[3] = {0, 0, 0};            ///< requested sizes in bytes
+  int64_t step = 1;          ///< optimizer step, 1-based in AdamW's bias correction
+  float lr = 0.0f;           ///< learning rate used by tgrt_adamw
+  int32_t micro_batch = 0;   ///< index within the optimizer step (dropout masks)
+  double loss_sum = 0.0;     ///< sum of reported losses since the last take
+  int64_t loss_count = 0;    ///< how many losses were reported since the last take
+  float last_grad_norm = 0.0f; ///< norm recorded by tgrt_clip_scale
+};
+
+namespace tgrt_cpu {
+
+/// Prints "tgrt: <loc>: <formatted message>" to stderr and exits with status 1.
+/// `loc` may be NULL (printed as "?"). printf-style format.
+[[noreturn]] void fail(const char* loc, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Fails (see fail) unless every size in the list is >= 0; `what` names the kernel argument
+/// list for the message.
+void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b = 0, int64_t c = 0,
+                      int64_t d = 0);
+
+/// Fails unless ctx is non-NULL (kernels that read or write context state need it).
+void checkCtx(const tgrt_ctx* ctx, const char* loc);
+
+} // namespace tgrt_cpu
+
+#endif // TGRT_CPU_CPUCONTEXT_H

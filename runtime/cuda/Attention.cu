@@ -1,0 +1,631 @@
+// Attention.cu — fused causal / sliding-window attention, forward and backward, fp32.
+//
+// FlashAttention-2 style (Dao 2023): a block owns a tile of query rows (forward, dq) or of key
+// rows (dk, dv), streams the other side's tiles through shared memory, and never forms the
+// t x t score matrix. The forward keeps the softmax online (running max m and sum l per row)
+// and saves lse = m + log(l); the backward recomputes P = exp(s - lse).
+//
+// Sliding window w (causal only): query i sees keys j with i - w < j <= i. A query tile
+// [q0, q0+BR) therefore needs only key tiles that meet [q0 - w + 1, q0 + BR - 1]; the others
+// are never loaded, so the work is ~ t * (w + BR) instead of ~ t^2 / 2.
+//
+// Determinism without float atomics: the backward runs three kernels,
+//   1. D_i  = sum_d dout[i,d] * out[i,d]                              (one warp per row)
+//   2. per key tile:   dv_j = sum_i P_ij dout_i,  dk_j = scale sum_i dS_ij q_i
+//   3. per query tile: dq_i = scale sum_j dS_ij k_j
+// with dS_ij = P_ij (dout_i . v_j - D_i). Kernels 2 and 3 both recompute S and dP; each
+// output element is summed by one thread in a fixed order.
+//
+// Arithmetic: plain FMA on fp32 (no tensor cores yet). Each block has 256 threads as a 16 x 16
+// grid (ty, tx); a tile product C[rows x cols] += A^T B over a shared-memory reduction index is
+// an outer-product loop in which thread (ty, tx) owns RM rows x RN cols of C. Operands sit in
+// shared memory "reduction-major" (index [kk][row] / [kk][col]) so each step loads one float4
+// of A (broadcast) and RN/4 float4s of B (consecutive across tx, conflict-free).
+#include "runtime/cuda/Internal.h"
+
+#include <cmath>
+#include <initializer_list>
+
+namespace tgrt_cuda {
+namespace {
+
+constexpr int kThreads = 256; // 16 x 16
+
+// Row (or column) owned by thread coordinate t (ty or tx, 0..15) at fragment slot i, for a
+// fragment of R slots: R >= 4 takes groups of 4 consecutive indices 64 apart (float4 loads),
+// R = 2 two consecutive indices, R = 1 one. The tile extent is 16 * R.
+template <int R>
+__device__ __forceinline__ int fragIndex(int t, int i) {
+  if constexpr (R >= 4) return (i / 4) * 64 + 4 * t + (i % 4);
+  else return R * t + i;
+}
+
+/// v[i] = row[fragIndex<R>(t, i)] (vector loads; row 16-byte aligned).
+template <int R>
+__device__ __forceinline__ void loadFrag(const float* row, int t, float (&v)[R]) {
+  if constexpr (R >= 4) {
+#pragma unroll
+    for (int g = 0; g < R / 4; ++g) {
+      const float4 x = *reinterpret_cast<const float4*>(row + g * 64 + 4 * t);
+      v[4 * g + 0] = x.x;
+      v[4 * g + 1] = x.y;
+      v[4 * g + 2] = x.z;
+      v[4 * g + 3] = x.w;
+    }
+  } else if constexpr (R == 2) {
+    const float2 x = *reinterpret_cast<const float2*>(row + 2 * t);
+    v[0] = x.x;
+    v[1] = x.y;
+  } else {
+    v[0] = row[t];
+  }
+}
+
+/// row[fragIndex<R>(t, i)] = v[i] (vector stores; row 16-byte aligned).
+template <int R>
+__device__ __forceinline__ void storeFrag(float* row, int t, const float (&v)[R]) {
+  if constexpr (R >= 4) {
+#pragma unroll
+    for (int g = 0; g < R / 4; ++g)
+      *reinterpret_cast<float4*>(row + g * 64 + 4 * t) =
+          make_float4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
+  } else if constexpr (R == 2) {
+    *reinterpret_cast<float2*>(row + 2 * t) = make_float2(v[0], v[1]);
+  } else {
+    row[t] = v[0];
+  }
+}
+
+// Tile product on shared memory, reduction-major operands:
+//   acc[i][j] += sum_{kk < K} A[kk * lda + fragIndex<RM>(ty, i)] * B[kk * ldb + fragIndex<RN>(tx, j)]
+template <int RM, int RN, int K>
+__device__ __forceinline__ void tileProduct(const float* A, int lda, const float* B, int ldb,
+                                            int ty, int tx, float (&acc)[RM][RN]) {
+#pragma unroll 4
+  for (int kk = 0; kk < K; ++kk) {
+    float a[RM], b[RN];
+    loadFrag<RM>(A + kk * lda, ty, a);
+    loadFrag<RN>(B + kk * ldb, tx, b);
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < RN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+}
+
+/// Stores a thread's RM x RN fragment (rows by ty, cols by tx) as dst[row * ld + col].
+template <int RM, int RN>
+__device__ __forceinline__ void storeTile(float* dst, int ld, int ty, int tx,
+                                          const float (&v)[RM][RN]) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i) storeFrag<RN>(dst + fragIndex<RM>(ty, i) * ld, tx, v[i]);
+}
+
+/// Stores the fragment transposed: dst[col * ld + row].
+template <int RM, int RN>
+__device__ __forceinline__ void storeTileT(float* dst, int ld, int ty, int tx,
+                                           const float (&v)[RM][RN]) {
+#pragma unroll
+  for (int j = 0; j < RN; ++j) {
+    float col[RM];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) col[i] = v[i][j];
+    storeFrag<RM>(dst + fragIndex<RN>(tx, j) * ld, ty, col);
+  }
+}
+
+/// Copies rows [row0, row0 + R) of a row-major [t, HD] matrix into shared memory, as `nat`
+/// [R][HD + 4] and/or transposed as `tr` [HD][R + 4] (either may be NULL). Rows >= t are
+/// zero. Consecutive threads take consecutive rows so the transposed stores hit distinct banks.
+template <int R, int HD>
+__device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t row0, int64_t t,
+                                         float* nat, float* tr) {
+  constexpr int C4 = HD / 4;
+  for (int idx = threadIdx.x; idx < R * C4; idx += kThreads) {
+    const int r = idx % R, c4 = idx / R;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (row0 + r < t) v = *reinterpret_cast<const float4*>(g + (row0 + r) * HD + 4 * c4);
+    if (nat) *reinterpret_cast<float4*>(nat + r * (HD + 4) + 4 * c4) = v;
+    if (tr) {
+      tr[(4 * c4 + 0) * (R + 4) + r] = v.x;
+      tr[(4 * c4 + 1) * (R + 4) + r] = v.y;
+      tr[(4 * c4 + 2) * (R + 4) + r] = v.z;
+      tr[(4 * c4 + 3) * (R + 4) + r] = v.w;
+    }
+  }
+}
+
+/// Loads lse and D for rows [row0, row0 + R) (rows >= t get lse = -inf, D = 0).
+template <int R>
+__device__ __forceinline__ void loadRowStats(const float* lse, const float* D, int64_t row0,
+                                             int64_t t, float* lseS, float* dS) {
+  for (int r = threadIdx.x; r < R; r += kThreads) {
+    const bool in = row0 + r < t;
+    lseS[r] = in ? lse[row0 + r] : -INFINITY;
+    dS[r] = in ? D[row0 + r] : 0.0f;
+  }
+}
+
+/// Is key j visible to query i (both < t)? Causal: j <= i and, with a window, i - j < window.
+__device__ __forceinline__ bool visible(int64_t i, int64_t j, int64_t t, int causal,
+                                        int64_t window) {
+  if (i >= t || j >= t) return false;
+  if (!causal) return true;
+  return j <= i && (window <= 0 || i - j < window);
+}
+
+/// Max over the 16 threads of a half-warp that share ty (lanes differ in tx = lane & 15).
+__device__ __forceinline__ float rowMax16(float v) {
+  for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float rowSum16(float v) {
+  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Key tiles [lo, hi] a query tile [q0, q0 + BR) must visit.
+__host__ __device__ __forceinline__ void keyTileRange(int64_t q0, int br, int bc, int64_t t,
+                                                      int causal, int64_t window, int64_t& lo,
+                                                      int64_t& hi) {
+  int64_t kHi = t - 1, kLo = 0;
+  if (causal) {
+    kHi = q0 + br - 1 < t - 1 ? q0 + br - 1 : t - 1;
+    if (window > 0) kLo = q0 - window + 1 > 0 ? q0 - window + 1 : 0;
+  }
+  lo = kLo / bc;
+  hi = kHi / bc;
+}
+
+/// Query tiles [lo, hi] that see any key of the key tile [k0, k0 + BC).
+__device__ __forceinline__ void queryTileRange(int64_t k0, int br, int bc, int64_t t, int causal,
+                                               int64_t window, int64_t& lo, int64_t& hi) {
+  int64_t qLo = 0, qHi = t - 1;
+  if (causal) {
+    qLo = k0;
+    if (window > 0) {
+      const int64_t last = k0 + bc - 1 + window - 1;
+      qHi = last < t - 1 ? last : t - 1;
+    }
+  }
+  lo = qLo / br;
+  hi = qHi / br;
+}
+
+// ---------------------------------------------------------------------- forward --
+
+template <int HD, int BR, int BC>
+constexpr size_t fwdSmemFloats() {
+  return (size_t)HD * (BR + 4) + (size_t)HD * (BC + 4) + (size_t)BC * (HD + 4) +
+         (size_t)BC * (BR + 4);
+}
+
+// Flash attention forward. Block = (head h, query tile [q0, q0 + BR)); for each visible key
+// tile [k0, k0 + BC):
+//   S = scale * Q K^T (masked entries -inf);  m' = max(m, rowmax S);
+//   P = exp(S - m');  l = l * exp(m - m') + rowsum P;  O = O * exp(m - m') + P V;  m = m'.
+// Finally out = O / l and lse = m + log l (a row with no visible key: out 0, lse -inf).
+// Shared memory: Qt [HD][BR+4], Kt [HD][BC+4], V [BC][HD+4], Pt [BC][BR+4].
+template <int HD, int BR, int BC>
+__global__ void __launch_bounds__(kThreads)
+    attention_fwd_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                         const float* __restrict__ v, float* __restrict__ out,
+                         float* __restrict__ lse, int64_t t, int causal, int64_t window,
+                         float scale) {
+  constexpr int RM = BR / 16, RNS = BC / 16, RNO = HD / 16;
+  constexpr int LQ = BR + 4, LK = BC + 4, LV = HD + 4;
+  TGRT_DYNAMIC_SMEM(smem);
+  float* Qt = smem;
+  float* Kt = Qt + HD * LQ;
+  float* Vs = Kt + HD * LK;
+  float* Pt = Vs + BC * LV;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t qb = nqb - 1 - (int64_t)(blockIdx.x % nqb); // longest tiles first
+  const int64_t q0 = qb * BR;
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int64_t base = h * t * HD;
+
+  loadTile<BR, HD>(q + base, q0, t, nullptr, Qt);
+
+  float o[RM][RNO];
+  float m[RM], l[RM];
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < RNO; ++j) o[i][j] = 0.0f;
+  }
+
+  int64_t kbLo, kbHi;
+  keyTileRange(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    __syncthreads(); // the previous tile's Kt, V and Pt are no longer read
+    loadTile<BC, HD>(k + base, k0, t, nullptr, Kt);
+    loadTile<BC, HD>(v + base, k0, t, Vs, nullptr);
+    __syncthreads();
+
+    float s[RM][RNS];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < RNS; ++j) s[i][j] = 0.0f;
+    tileProduct<RM, RNS, HD>(Qt, LQ, Kt, LK, ty, tx, s);
+
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const int64_t qi = q0 + fragIndex<RM>(ty, i);
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < RNS; ++j) {
+        const int64_t kj = k0 + fragIndex<RNS>(tx, j);
+        s[i][j] = visible(qi, kj, t, causal, window) ? s[i][j] * scale : -INFINITY;
+        mx = fmaxf(mx, s[i][j]);
+      }
+      const float mNew = fmaxf(m[i], rowMax16(mx));
+      const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
+      const float corr = expf(m[i] - mUse);
+      l[i] *= corr;
+#pragma unroll
+      for (int j = 0; j < RNO; ++j) o[i][j] *= corr;
+#pragma unroll
+      for (int j = 0; j < RNS; ++j) {
+        s[i][j] = expf(s[i][j] - mUse);
+        l[i] += s[i][j]; // this thread's share; the 16 shares are added at the end
+      }
+      m[i] = mNew;
+    }
+    storeTileT<RM, RNS>(Pt, LQ, ty, tx, s);
+    __syncthreads();
+    tileProduct<RM, RNO, BC>(Pt, LQ, Vs, LV, ty, tx, o);
+  }
+
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const float lsum = rowSum16(l[i]);
+    const int64_t qi = q0 + fragIndex<RM>(ty, i);
+    if (qi >= t) continue;
+    const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
+    float row[RNO];
+#pragma unroll
+    for (int j = 0; j < RNO; ++j) row[j] = o[i][j] * inv;
+    storeFrag<RNO>(out + base + qi * HD, tx, row);
+    if (tx == 0) lse[h * t + qi] = lsum > 0.0f ? m[i] + logf(lsum) : -INFINITY;
+  }
+}
+
+// --------------------------------------------------------------------- backward --
+
+// D[r] = sum_d dout[r, d] * out[r, d], one warp per row of [rows, hd].
+__global__ void attention_bwd_d_kernel(const float* __restrict__ out,
+                                       const float* __restrict__ dout, float* __restrict__ D,
+                                       int64_t rows, int64_t hd) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
+       r += warpsPerGrid) {
+    float s = 0.0f;
+    for (int64_t c = lane; c < hd; c += 32) s += dout[r * hd + c] * out[r * hd + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) D[r] = s;
+  }
+}
+
+/// P and dS of one (query tile, key tile) pair from S = Q K^T and dP = dO V^T in registers:
+///   P = exp(scale S - lse) on visible entries (0 elsewhere),  dS = P (dP - D).
+/// s becomes P and dp becomes dS.
+template <int RM, int RN>
+__device__ __forceinline__ void probsAndGrads(float (&s)[RM][RN], float (&dp)[RM][RN],
+                                              const float* lseS, const float* dS, int64_t q0,
+                                              int64_t k0, int64_t t, int causal, int64_t window,
+                                              float scale, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int r = fragIndex<RM>(ty, i);
+    const float L = lseS[r], Dr = dS[r];
+#pragma unroll
+    for (int j = 0; j < RN; ++j) {
+      const int64_t kj = k0 + fragIndex<RN>(tx, j);
+      const bool vis = L != -INFINITY && visible(q0 + r, kj, t, causal, window);
+      const float p = vis ? expf(s[i][j] * scale - L) : 0.0f;
+      s[i][j] = p;
+      dp[i][j] = p * (dp[i][j] - Dr);
+    }
+  }
+}
+
+template <int HD, int BR, int BC>
+constexpr size_t dkdvSmemFloats() {
+  return 2 * (size_t)HD * (BC + 4) + 2 * (size_t)HD * (BR + 4) + 2 * (size_t)BR * (HD + 4) +
+         2 * (size_t)BR * (BC + 4) + 2 * (size_t)BR;
+}
+
+// dK, dV for one key tile [k0, k0 + BC) of head h, over every query tile that sees it:
+//   S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = P (dP - D),
+//   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
+// Shared memory: Kt, Vt [HD][BC+4]; Qt, dOt [HD][BR+4]; Q, dO [BR][HD+4]; P, dS [BR][BC+4];
+// lse, D [BR].
+template <int HD, int BR, int BC>
+__global__ void __launch_bounds__(kThreads)
+    attention_bwd_dkdv_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                              const float* __restrict__ v, const float* __restrict__ dout,
+                              const float* __restrict__ lse, const float* __restrict__ D,
+                              float* __restrict__ dk, float* __restrict__ dv, int64_t t,
+                              int causal, int64_t window, float scale) {
+  constexpr int RMS = BR / 16, RNS = BC / 16; // S tile: rows = queries, cols = keys
+  constexpr int RMK = BC / 16, RNK = HD / 16; // dK / dV tile: rows = keys, cols = head dim
+  constexpr int LK = BC + 4, LQ = BR + 4, LN = HD + 4, LP = BC + 4;
+  TGRT_DYNAMIC_SMEM(smem);
+  float* Kt = smem;
+  float* Vt = Kt + HD * LK;
+  float* Qt = Vt + HD * LK;
+  float* dOt = Qt + HD * LQ;
+  float* Qn = dOt + HD * LQ;
+  float* dOn = Qn + BR * LN;
+  float* Ps = dOn + BR * LN;
+  float* dSs = Ps + BR * LP;
+  float* lseS = dSs + BR * LP;
+  float* DS = lseS + BR;
+
+  const int64_t nkb = (t + BC - 1) / BC;
+  const int64_t h = blockIdx.x / nkb;
+  const int64_t kb = blockIdx.x % nkb; // causal: low key tiles have the most work, first
+  const int64_t k0 = kb * BC;
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int64_t base = h * t * HD;
+
+  loadTile<BC, HD>(k + base, k0, t, nullptr, Kt);
+  loadTile<BC, HD>(v + base, k0, t, nullptr, Vt);
+
+  float dK[RMK][RNK], dV[RMK][RNK];
+#pragma unroll
+  for (int i = 0; i < RMK; ++i)
+#pragma unroll
+    for (int j = 0; j < RNK; ++j) {
+      dK[i][j] = 0.0f;
+      dV[i][j] = 0.0f;
+    }
+
+  int64_t qbLo, qbHi;
+  queryTileRange(k0, BR, BC, t, causal, window, qbLo, qbHi);
+  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+    const int64_t q0 = qb * BR;
+    __syncthreads(); // the previous tile's Q, dO, P, dS are no longer read
+    loadTile<BR, HD>(q + base, q0, t, Qn, Qt);
+    loadTile<BR, HD>(dout + base, q0, t, dOn, dOt);
+    loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
+    __syncthreads();
+
+    float s[RMS][RNS], dp[RMS][RNS];
+#pragma unroll
+    for (int i = 0; i < RMS; ++i)
+#pragma unroll
+      for (int j = 0; j < RNS; ++j) {
+        s[i][j] = 0.0f;
+        dp[i][j] = 0.0f;
+      }
+    tileProduct<RMS, RNS, HD>(Qt, LQ, Kt, LK, ty, tx, s);
+    tileProduct<RMS, RNS, HD>(dOt, LQ, Vt, LK, ty, tx, dp);
+    probsAndGrads<RMS, RNS>(s, dp, lseS, DS, q0, k0, t, causal, window, scale, ty, tx);
+    storeTile<RMS, RNS>(Ps, LP, ty, tx, s);
+    storeTile<RMS, RNS>(dSs, LP, ty, tx, dp);
+    __syncthreads();
+    tileProduct<RMK, RNK, BR>(Ps, LP, dOn, LN, ty, tx, dV);  // dV[c][d] += P[r][c] dO[r][d]
+    tileProduct<RMK, RNK, BR>(dSs, LP, Qn, LN, ty, tx, dK); // dK[c][d] += dS[r][c] Q[r][d]
+  }
+
+#pragma unroll
+  for (int i = 0; i < RMK; ++i) {
+    const int64_t kj = k0 + fragIndex<RMK>(ty, i);
+    if (kj >= t) continue;
+    float row[RNK];
+#pragma unroll
+    for (int j = 0; j < RNK; ++j) row[j] = dK[i][j] * scale;
+    storeFrag<RNK>(dk + base + kj * HD, tx, row);
+    storeFrag<RNK>(dv + base + kj * HD, tx, dV[i]);
+  }
+}
+
+template <int HD, int BR, int BC>
+constexpr size_t dqSmemFloats() {
+  return 2 * (size_t)HD * (BR + 4) + 2 * (size_t)HD * (BC + 4) + (size_t)BC * (HD + 4) +
+         (size_t)BC * (BR + 4) + 2 * (size_t)BR;
+}
+
+// dQ for one query tile [q0, q0 + BR) of head h, over its visible key tiles:
+//   S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = P (dP - D),  dQ += dS K;
+//   finally dQ *= scale.
+// Shared memory: Qt, dOt [HD][BR+4]; Kt, Vt [HD][BC+4]; K [BC][HD+4]; dSt [BC][BR+4];
+// lse, D [BR].
+template <int HD, int BR, int BC>
+__global__ void __launch_bounds__(kThreads)
+    attention_bwd_dq_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                            const float* __restrict__ v, const float* __restrict__ dout,
+                            const float* __restrict__ lse, const float* __restrict__ D,
+                            float* __restrict__ dq, int64_t t, int causal, int64_t window,
+                            float scale) {
+  constexpr int RMS = BR / 16, RNS = BC / 16, RNQ = HD / 16;
+  constexpr int LQ = BR + 4, LK = BC + 4, LN = HD + 4;
+  TGRT_DYNAMIC_SMEM(smem);
+  float* Qt = smem;
+  float* dOt = Qt + HD * LQ;
+  float* Kt = dOt + HD * LQ;
+  float* Vt = Kt + HD * LK;
+  float* Kn = Vt + HD * LK;
+  float* dSt = Kn + BC * LN;
+  float* lseS = dSt + BC * LQ;
+  float* DS = lseS + BR;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t qb = nqb - 1 - (int64_t)(blockIdx.x % nqb);
+  const int64_t q0 = qb * BR;
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int64_t base = h * t * HD;
+
+  loadTile<BR, HD>(q + base, q0, t, nullptr, Qt);
+  loadTile<BR, HD>(dout + base, q0, t, nullptr, dOt);
+  loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
+
+  float dQ[RMS][RNQ];
+#pragma unroll
+  for (int i = 0; i < RMS; ++i)
+#pragma unroll
+    for (int j = 0; j < RNQ; ++j) dQ[i][j] = 0.0f;
+
+  int64_t kbLo, kbHi;
+  keyTileRange(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    __syncthreads();
+    loadTile<BC, HD>(k + base, k0, t, Kn, Kt);
+    loadTile<BC, HD>(v + base, k0, t, nullptr, Vt);
+    __syncthreads();
+
+    float s[RMS][RNS], dp[RMS][RNS];
+#pragma unroll
+    for (int i = 0; i < RMS; ++i)
+#pragma unroll
+      for (int j = 0; j < RNS; ++j) {
+        s[i][j] = 0.0f;
+        dp[i][j] = 0.0f;
+      }
+    tileProduct<RMS, RNS, HD>(Qt, LQ, Kt, LK, ty, tx, s);
+    tileProduct<RMS, RNS, HD>(dOt, LQ, Vt, LK, ty, tx, dp);
+    probsAndGrads<RMS, RNS>(s, dp, lseS, DS, q0, k0, t, causal, window, scale, ty, tx);
+    storeTileT<RMS, RNS>(dSt, LQ, ty, tx, dp);
+    __syncthreads();
+    tileProduct<RMS, RNQ, BC>(dSt, LQ, Kn, LN, ty, tx, dQ); // dQ[r][d] += dS[r][c] K[c][d]
+  }
+
+#pragma unroll
+  for (int i = 0; i < RMS; ++i) {
+    const int64_t qi = q0 + fragIndex<RMS>(ty, i);
+    if (qi >= t) continue;
+    float row[RNQ];
+#pragma unroll
+    for (int j = 0; j < RNQ; ++j) row[j] = dQ[i][j] * scale;
+    storeFrag<RNQ>(dq + base + qi * HD, tx, row);
+  }
+}
+
+// ------------------------------------------------------------------ host side --
+
+/// Raises a kernel's dynamic shared-memory limit once (above 48 KiB needs an opt-in).
+template <typename Kernel>
+void allowSmem(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
+  if (done) return;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes), loc,
+        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  done = true;
+}
+
+// Tile shapes per head dim. Forward and dq: 64 queries x 64 keys. dk/dv: 64 x 64, and 32
+// queries at hd = 128 to fit shared memory (158 KB).
+template <int HD>
+struct Tiles {
+  static constexpr int kFwdBR = 64, kFwdBC = 64;
+  static constexpr int kDqBR = 64, kDqBC = 64;
+  static constexpr int kKvBR = HD == 128 ? 32 : 64, kKvBC = 64;
+};
+
+template <int HD>
+void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                    float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
+                    float scale) {
+  constexpr int BR = Tiles<HD>::kFwdBR, BC = Tiles<HD>::kFwdBC;
+  constexpr size_t smem = fwdSmemFloats<HD, BR, BC>() * sizeof(float);
+  static bool smemSet = false;
+  auto* kernel = attention_fwd_kernel<HD, BR, BC>;
+  allowSmem(loc, kernel, smem, smemSet);
+  const int64_t blocks = bh * ((t + BR - 1) / BR);
+  if (blocks > 0x7fffffff) fail(loc, "attention_fwd: bh * t too large");
+  launch(ctx, loc, "attention_fwd_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads), smem,
+         q, k, v, out, lse, t, causal, window, scale);
+}
+
+template <int HD>
+void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                    const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                    float* dv, int64_t bh, int64_t t, int causal, int64_t window, float scale) {
+  checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
+                 bh * t * (int64_t)sizeof(float));
+  float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
+  launch(ctx, loc, "attention_bwd_d_kernel", attention_bwd_d_kernel, dim3(gridFor(bh * t, 8)),
+         dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
+
+  constexpr int KBR = Tiles<HD>::kKvBR, KBC = Tiles<HD>::kKvBC;
+  constexpr size_t kvSmem = dkdvSmemFloats<HD, KBR, KBC>() * sizeof(float);
+  static bool kvSet = false;
+  auto* kvKernel = attention_bwd_dkdv_kernel<HD, KBR, KBC>;
+  allowSmem(loc, kvKernel, kvSmem, kvSet);
+  const int64_t kvBlocks = bh * ((t + KBC - 1) / KBC);
+  if (kvBlocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
+  launch(ctx, loc, "attention_bwd_dkdv_kernel", kvKernel, dim3((unsigned)kvBlocks),
+         dim3(kThreads), kvSmem, q, k, v, dout, lse, D, dk, dv, t, causal, window, scale);
+
+  constexpr int QBR = Tiles<HD>::kDqBR, QBC = Tiles<HD>::kDqBC;
+  constexpr size_t qSmem = dqSmemFloats<HD, QBR, QBC>() * sizeof(float);
+  static bool qSet = false;
+  auto* qKernel = attention_bwd_dq_kernel<HD, QBR, QBC>;
+  allowSmem(loc, qKernel, qSmem, qSet);
+  const int64_t qBlocks = bh * ((t + QBR - 1) / QBR);
+  launch(ctx, loc, "attention_bwd_dq_kernel", qKernel, dim3((unsigned)qBlocks), dim3(kThreads),
+         qSmem, q, k, v, dout, lse, D, dq, t, causal, window, scale);
+}
+
+/// Fails unless every pointer is 16-byte aligned (the kernels use float4 accesses).
+void checkAligned16(const char* loc, const char* what, std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if ((uintptr_t)p % 16 != 0)
+      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
+}
+
+} // namespace
+
+void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                  float* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                  int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+  if (bh * t == 0) return;
+  checkAligned16(loc, "attention_fwd", {q, k, v, out});
+  switch (hd) {
+  case 32: attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 64: attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 128: attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  default:
+    fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         (long long)hd);
+  }
+}
+
+void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                  const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                  float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                  float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  if (bh * t * hd == 0) return;
+  checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
+  switch (hd) {
+  case 32:
+    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    break;
+  case 64:
+    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    break;
+  case 128:
+    attentionBwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window,
+                        scale);
+    break;
+  default:
+    fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         (long long)hd);
+  }
+}
+
+} // namespace tgrt_cuda

@@ -1,0 +1,289 @@
+// Context.cu — the "context (driver)" half of runtime/tgrt.h for CUDA.
+//
+// A context owns one device allocation per region (persistent, arena, workspace; sizes from
+// the model, zero-filled), a small DeviceState allocation (loss sum and count, gradient norm,
+// device-side error word), one non-blocking stream and a cuBLASLt handle. Before allocating
+// it compares the plan with the free device memory and refuses (NULL) when it cannot fit.
+#include "runtime/cuda/Internal.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tgrt_cuda {
+
+// ------------------------------------------------------------------- error helpers --
+
+void fail(const char* loc, const char* fmt, ...) {
+  std::fprintf(stderr, "tgrt: %s: ", loc ? loc : "?");
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+void check(cudaError_t e, const char* loc, const char* what) {
+  if (e != cudaSuccess) fail(loc, "%s: %s", what, cudaGetErrorString(e));
+}
+
+void checkBlas(cublasStatus_t s, const char* loc, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(loc, "%s: %s", what, cublasLtGetStatusString(s));
+}
+
+void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b, int64_t c,
+                      int64_t d) {
+  if (a < 0 || b < 0 || c < 0 || d < 0)
+    fail(loc, "negative size in %s (%lld, %lld, %lld, %lld)", what, (long long)a, (long long)b,
+         (long long)c, (long long)d);
+}
+
+void checkCtx(const Context* ctx, const char* loc) {
+  if (!ctx) fail(loc, "NULL context");
+}
+
+void checkWorkspace(const Context* ctx, const char* loc, const char* what, int64_t bytes) {
+  if (bytes > ctx->region_bytes[TGRT_WORKSPACE])
+    fail(loc,
+         "workspace too small: %s needs %lld bytes, the plan's workspace region has %lld "
+         "(see runtime/cuda/CudaRuntime.h)",
+         what, (long long)bytes, (long long)ctx->region_bytes[TGRT_WORKSPACE]);
+}
+
+int32_t locIndex(Context* ctx, const char* loc) {
+  const char* name = loc ? loc : "?";
+  for (size_t i = 0; i < ctx->locs.size(); ++i)
+    if (ctx->locs[i] == name) return (int32_t)i;
+  ctx->locs.emplace_back(name);
+  return (int32_t)ctx->locs.size() - 1;
+}
+
+void checkDeviceErrors(Context* ctx) {
+  DeviceState s;
+  check(cudaMemcpyAsync(&s, ctx->state, sizeof s, cudaMemcpyDeviceToHost, ctx->stream),
+        "synchronize", "reading the device error word");
+  check(cudaStreamSynchronize(ctx->stream), "synchronize", "cudaStreamSynchronize");
+  if (s.error_code == kNoError) return;
+  const char* loc = (s.error_loc >= 0 && (size_t)s.error_loc < ctx->locs.size())
+                        ? ctx->locs[(size_t)s.error_loc].c_str()
+                        : "?";
+  switch (s.error_code) {
+  case kEmbeddingIdOutOfRange:
+    fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", s.error_a, s.error_b,
+         s.error_c);
+  case kTargetOutOfRange:
+    fail(loc, "cross_entropy target %lld at row %lld is outside [0, %lld)", s.error_a,
+         s.error_b, s.error_c);
+  default: fail(loc, "device error code %d", (int)s.error_code);
+  }
+}
+
+// ------------------------------------------------------------------------ context --
+
+namespace {
+
+const char* const kRegionNames[3] = {"persistent", "arena", "workspace"};
+
+/// Checks the region index and the byte range; returns the region base.
+char* checkedRange(Context* ctx, const char* what, int32_t region, int64_t offset,
+                   int64_t bytes) {
+  checkCtx(ctx, what);
+  if (region < 0 || region > 2) fail(what, "invalid region index %d", (int)region);
+  const int64_t size = ctx->region_bytes[region];
+  if (offset < 0 || bytes < 0 || offset > size || bytes > size - offset)
+    fail(what, "range [%lld, %lld) outside the %s region of %lld bytes", (long long)offset,
+         (long long)offset + (long long)bytes, kRegionNames[region], (long long)size);
+  return ctx->regions[region];
+}
+
+/// Prints "tgrt: ctx_create: <what>: <error>" and returns false when e is an error.
+bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "tgrt: ctx_create: %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+} // namespace
+
+Context* createContext(const tgrt_model* model) {
+  if (!model) {
+    std::fprintf(stderr, "tgrt: ctx_create: NULL model\n");
+    return nullptr;
+  }
+  const int64_t sizes[3] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes};
+  for (int r = 0; r < 3; ++r)
+    if (sizes[r] < 0) {
+      std::fprintf(stderr, "tgrt: ctx_create: negative %s size %lld bytes\n", kRegionNames[r],
+                   (long long)sizes[r]);
+      return nullptr;
+    }
+  Context* ctx = new (std::nothrow) Context();
+  if (!ctx) {
+    std::fprintf(stderr, "tgrt: ctx_create: out of host memory for the context\n");
+    return nullptr;
+  }
+  ctx->model = model;
+  ctx->lr = model->lr;
+  const char* tf32 = std::getenv("TGRT_TF32");
+  ctx->tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
+  ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
+
+  int device = 0;
+  cudaDeviceProp prop;
+  if (!ok(cudaGetDevice(&device), "cudaGetDevice") ||
+      !ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties")) {
+    delete ctx;
+    return nullptr;
+  }
+  std::snprintf(ctx->device_name, sizeof ctx->device_name, "%s", prop.name);
+  ctx->sm_count = prop.multiProcessorCount;
+
+  size_t freeBytes = 0, totalBytes = 0;
+  if (!ok(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo")) {
+    delete ctx;
+    return nullptr;
+  }
+  const int64_t need = sizes[0] + sizes[1] + sizes[2];
+  if ((uint64_t)need + sizeof(DeviceState) > (uint64_t)freeBytes) {
+    std::fprintf(stderr,
+                 "tgrt: plan needs %lld bytes (persistent %lld + arena %lld + workspace %lld) "
+                 "but only %llu bytes are free on %s\n",
+                 (long long)need, (long long)sizes[0], (long long)sizes[1], (long long)sizes[2],
+                 (unsigned long long)freeBytes, ctx->device_name);
+    delete ctx;
+    return nullptr;
+  }
+  bool good = true;
+  for (int r = 0; r < 3 && good; ++r) {
+    // A zero-sized region still gets a distinct, non-NULL base.
+    const size_t bytes = sizes[r] > 0 ? (size_t)sizes[r] : 256;
+    void* p = nullptr;
+    good = ok(cudaMalloc(&p, bytes), kRegionNames[r]) &&
+           ok(cudaMemset(p, 0, bytes), "zero-filling a region");
+    ctx->regions[r] = static_cast<char*>(p);
+    ctx->region_bytes[r] = sizes[r];
+  }
+  if (good) {
+    void* p = nullptr;
+    good = ok(cudaMalloc(&p, sizeof(DeviceState)), "context state") &&
+           ok(cudaMemset(p, 0, sizeof(DeviceState)), "zero-filling the context state");
+    ctx->state = static_cast<DeviceState*>(p);
+  }
+  good = good && ok(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking),
+                    "cudaStreamCreateWithFlags");
+  if (good) {
+    const cublasStatus_t s = cublasLtCreate(&ctx->lt);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "tgrt: ctx_create: cublasLtCreate: %s\n", cublasLtGetStatusString(s));
+      good = false;
+    }
+  }
+  good = good && ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (!good) {
+    destroyContext(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+void destroyContext(Context* ctx) {
+  if (!ctx) return;
+  if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+  for (auto& entry : ctx->plans) {
+    MatmulPlan& p = entry.second;
+    if (p.la) cublasLtMatrixLayoutDestroy(p.la);
+    if (p.lb) cublasLtMatrixLayoutDestroy(p.lb);
+    if (p.lc) cublasLtMatrixLayoutDestroy(p.lc);
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+  }
+  if (ctx->lt) cublasLtDestroy(ctx->lt);
+  if (ctx->stream) cudaStreamDestroy(ctx->stream);
+  for (char* p : ctx->regions)
+    if (p) cudaFree(p);
+  if (ctx->state) cudaFree(ctx->state);
+  delete ctx;
+}
+
+char* region(Context* ctx, int32_t r) {
+  checkCtx(ctx, "region");
+  if (r < 0 || r > 2) fail("region", "invalid region index %d", (int)r);
+  return ctx->regions[r];
+}
+
+void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t bytes) {
+  char* base = checkedRange(ctx, "upload", r, offset, bytes);
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
+        "upload", "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
+}
+
+void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes) {
+  char* base = checkedRange(ctx, "download", r, offset, bytes);
+  checkDeviceErrors(ctx);
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, base + offset, (size_t)bytes, cudaMemcpyDeviceToHost, ctx->stream),
+        "download", "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(ctx->stream), "download", "cudaStreamSynchronize");
+}
+
+void synchronize(Context* ctx) {
+  checkCtx(ctx, "synchronize");
+  check(cudaStreamSynchronize(ctx->stream), "synchronize", "cudaStreamSynchronize");
+  checkDeviceErrors(ctx);
+}
+
+void setStep(Context* ctx, int64_t step) {
+  checkCtx(ctx, "set_step");
+  ctx->step = step;
+}
+
+void setLr(Context* ctx, float lr) {
+  checkCtx(ctx, "set_lr");
+  ctx->lr = lr;
+}
+
+void setMicroBatch(Context* ctx, int32_t index) {
+  checkCtx(ctx, "set_micro_batch");
+  ctx->micro_batch = index;
+}
+
+double takeLoss(Context* ctx, int64_t* count) {
+  checkCtx(ctx, "take_loss");
+  checkDeviceErrors(ctx);
+  DeviceState s;
+  check(cudaMemcpyAsync(&s, ctx->state, sizeof s, cudaMemcpyDeviceToHost, ctx->stream),
+        "take_loss", "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(ctx->stream), "take_loss", "cudaStreamSynchronize");
+  // loss_sum and loss_count are the first two fields: reset just those.
+  check(cudaMemsetAsync(ctx->state, 0, sizeof(double) + sizeof(long long), ctx->stream),
+        "take_loss", "cudaMemsetAsync");
+  if (count) *count = (int64_t)s.loss_count;
+  return s.loss_sum;
+}
+
+float lastGradNorm(Context* ctx) {
+  checkCtx(ctx, "last_grad_norm");
+  DeviceState s;
+  check(cudaMemcpyAsync(&s, ctx->state, sizeof s, cudaMemcpyDeviceToHost, ctx->stream),
+        "last_grad_norm", "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(ctx->stream), "last_grad_norm", "cudaStreamSynchronize");
+  return s.grad_norm;
+}
+
+void* stream(Context* ctx) {
+  checkCtx(ctx, "stream");
+  return static_cast<void*>(ctx->stream);
+}
+
+const char* deviceName(Context* ctx) {
+  checkCtx(ctx, "device_name");
+  return ctx->device_name;
+}
+
+} // namespace tgrt_cuda

@@ -1,0 +1,109 @@
+// CudaRuntime.h — the CUDA backend of runtime/tgrt.h as plain C++ functions in namespace
+// tgrt_cuda. Abi.cu wraps each one as the extern "C" tgrt_* symbol; the check tool
+// (tools/cuda-check) calls these directly so that it can link the CPU backend's tgrt_*
+// symbols in the same program and compare the two.
+//
+// Every function has the meaning, arguments and error behaviour of its tgrt_* namesake in
+// tgrt.h; pointers are device pointers and calls are asynchronous on the context's stream.
+//
+// Workspace (tgrt_model::workspace_bytes). Calls are ordered on one stream, so the scratch
+// of one call never overlaps another's; the region must hold the largest single need:
+//   - cuBLASLt GEMM: it gets the whole region; 32 MiB lets it pick its fastest algorithms
+//     (with less it picks ones that need less; 0 works).
+//   - attention_bwd: 4*bh*t bytes (D = rowsum(dout*out)).
+//   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB.
+//   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes, at most 2 KiB * d.
+//   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
+// Recommended: workspace_bytes = max(32 MiB, 4*bh*t, 24*n_tokens + 1 MiB). A call whose
+// need exceeds the region fails with "tgrt: <loc>: workspace too small ...".
+#ifndef TGRT_CUDA_CUDARUNTIME_H
+#define TGRT_CUDA_CUDARUNTIME_H
+
+#include "runtime/tgrt.h"
+
+#include <cstdint>
+
+namespace tgrt_cuda {
+
+struct Context;
+
+/// Minimum workspace bytes recommended for cuBLASLt (see the header comment).
+constexpr int64_t kRecommendedGemmWorkspace = 32ll << 20;
+
+// ---------------------------------------------------------------- context (driver) --
+Context* createContext(const tgrt_model* model);
+void destroyContext(Context* ctx);
+char* region(Context* ctx, int32_t region);
+void upload(Context* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
+void download(Context* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes);
+void synchronize(Context* ctx);
+void setStep(Context* ctx, int64_t step);
+void setLr(Context* ctx, float lr);
+void setMicroBatch(Context* ctx, int32_t index);
+double takeLoss(Context* ctx, int64_t* count);
+float lastGradNorm(Context* ctx);
+/// The context's stream as a cudaStream_t (void* keeps CUDA headers out of this header).
+void* stream(Context* ctx);
+/// Device name, e.g. "NVIDIA H100 80GB HBM3".
+const char* deviceName(Context* ctx);
+
+// -------------------------------------------------------------------------- kernels --
+void embeddingFwd(Context* ctx, const char* loc, const float* table, const int32_t* ids,
+                  float* out, int64_t n_tokens, int64_t d, int64_t vocab);
+void embeddingBwd(Context* ctx, const char* loc, const int32_t* ids, const float* dout,
+                  float* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
+void positionalFwd(Context* ctx, const char* loc, const float* x, const float* wpe, float* out,
+                   int64_t batch, int64_t t, int64_t d);
+void positionalBwd(Context* ctx, const char* loc, const float* dout, float* dwpe, int64_t batch,
+                   int64_t t, int64_t d, int64_t context);
+void add(Context* ctx, const char* loc, const float* a, const float* b, float* out, int64_t n);
+void accumulate(Context* ctx, const char* loc, float* dst, const float* src, int64_t n);
+void fill(Context* ctx, const char* loc, float* out, int64_t n, float value);
+void zero(Context* ctx, const char* loc, void* p, int64_t bytes);
+void copy2d(Context* ctx, const char* loc, const float* src, int64_t src_ld, float* dst,
+            int64_t dst_ld, int64_t rows, int64_t cols);
+void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t d0, int64_t d1,
+                int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2, int32_t p3);
+void layerNormFwd(Context* ctx, const char* loc, const float* x, const float* gamma,
+                  const float* beta, float* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                  float eps);
+void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x,
+                  const float* gamma, const float* mean, const float* rstd, float* dx,
+                  float* dgamma, float* dbeta, int64_t rows, int64_t d);
+void matmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,
+            int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+            int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
+void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
+             int64_t rows, int64_t n);
+void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
+              int64_t n);
+void geluFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t n);
+void geluBwd(Context* ctx, const char* loc, const float* x, const float* dy, float* dx, int64_t n);
+void dropout(Context* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
+             uint64_t seed);
+void causalMask(Context* ctx, const char* loc, const float* x, float* y, int64_t batch,
+                int64_t tq, int64_t tk, int64_t window, float masked_value);
+void softmaxFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t rows, int64_t n);
+void softmaxBwd(Context* ctx, const char* loc, const float* y, const float* dy, float* dx,
+                int64_t rows, int64_t n);
+void crossEntropyFwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
+                     float* loss, int64_t rows, int64_t vocab, int64_t ignore_index);
+void crossEntropyBwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
+                     const float* dloss, float* dlogits, int64_t rows, int64_t vocab,
+                     int64_t ignore_index);
+void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                  float* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                  int64_t window, float scale);
+void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                  const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                  float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                  float scale);
+void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc);
+void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
+void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, float* v, int64_t n,
+           float beta1, float beta2, float eps, float weight_decay, const float* clip);
+void reportLoss(Context* ctx, const char* loc, const float* loss);
+
+} // namespace tgrt_cuda
+
+#endif // TGRT_CUDA_CUDARUNTIME_H

@@ -1,0 +1,126 @@
+// Internal.h — private to runtime/cuda: the context struct, the device-side state it owns,
+// error reporting and the checked kernel launch shared by Context.cu, Kernels.cu and
+// Attention.cu.
+#ifndef TGRT_CUDA_INTERNAL_H
+#define TGRT_CUDA_INTERNAL_H
+
+#include "runtime/cuda/CudaRuntime.h"
+#include "runtime/cuda/Device.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tgrt_cuda {
+
+/// Errors a kernel can only detect on the device (bad token ids, bad targets). The first one
+/// wins (atomicCAS on code); the host reads it at the next synchronising call and fails with
+/// the location of the launch that saw it.
+enum DeviceErrorCode : int32_t {
+  kNoError = 0,
+  kEmbeddingIdOutOfRange = 1, ///< a = id, b = position, c = vocab
+  kTargetOutOfRange = 2,      ///< a = target, b = row, c = vocab
+};
+
+/// Context state that lives in device memory (one small allocation besides the regions).
+struct DeviceState {
+  double loss_sum;      ///< sum of reported losses since the last tgrt_take_loss
+  long long loss_count; ///< how many
+  float grad_norm;      ///< norm recorded by the last clip_scale
+  int32_t error_code;   ///< DeviceErrorCode
+  int32_t error_loc;    ///< index into Context::locs
+  int32_t pad;
+  long long error_a, error_b, error_c;
+};
+
+/// Key of a cached cuBLASLt plan: everything that selects descriptors and the algorithm.
+struct MatmulKey {
+  int64_t batch, m, n, k, sa, sb, sc;
+  int32_t ta, tb;
+  uint32_t align_a, align_b, align_c;
+  bool operator==(const MatmulKey& o) const {
+    return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
+           sc == o.sc && ta == o.ta && tb == o.tb && align_a == o.align_a &&
+           align_b == o.align_b && align_c == o.align_c;
+  }
+};
+struct MatmulKeyHash {
+  size_t operator()(const MatmulKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    const int64_t v[12] = {k.batch, k.m,  k.n,       k.k,       k.sa,      k.sb,
+                           k.sc,    k.ta, k.tb,      k.align_a, k.align_b, k.align_c};
+    for (int64_t x : v) h = (h ^ (uint64_t)x) * 1099511628211ull;
+    return (size_t)h;
+  }
+};
+/// Descriptors and the heuristic's algorithm for one MatmulKey (ok = an algorithm exists).
+struct MatmulPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo;
+  bool ok = false;
+};
+
+struct Context {
+  const tgrt_model* model = nullptr;
+  char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
+  int64_t region_bytes[3] = {0, 0, 0};
+  DeviceState* state = nullptr; ///< device memory
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  bool tf32 = false;      ///< TGRT_TF32=1: cuBLASLt may use TF32 tensor cores
+  bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
+  int64_t step = 1;
+  float lr = 0.0f;
+  int32_t micro_batch = 0;
+  char device_name[256] = {0};
+  int sm_count = 0;
+  std::vector<std::string> locs; ///< locations that device-side errors refer to
+  std::unordered_map<MatmulKey, MatmulPlan, MatmulKeyHash> plans;
+};
+
+/// Prints "tgrt: <loc>: <message>" to stderr and exits with status 1.
+[[noreturn]] void fail(const char* loc, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/// Fails with "<what>: <CUDA error string>" unless e == cudaSuccess.
+void check(cudaError_t e, const char* loc, const char* what);
+/// Fails with "<what>: <cuBLAS status string>" unless s == CUBLAS_STATUS_SUCCESS.
+void checkBlas(cublasStatus_t s, const char* loc, const char* what);
+/// Fails unless every size is >= 0 (message names the argument list `what`).
+void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b = 0, int64_t c = 0,
+                      int64_t d = 0);
+/// Fails unless ctx is non-NULL.
+void checkCtx(const Context* ctx, const char* loc);
+/// Fails unless the workspace region holds `bytes` bytes.
+void checkWorkspace(const Context* ctx, const char* loc, const char* what, int64_t bytes);
+/// Index of `loc` in ctx->locs (added on first use), for device-side error reports.
+int32_t locIndex(Context* ctx, const char* loc);
+/// Reads the device error word (synchronises) and fails if a kernel recorded an error.
+void checkDeviceErrors(Context* ctx);
+
+/// Launches kernel<<<grid, block, smem, ctx->stream>>>(args...) and checks the launch
+/// (and, with TGRT_CUDA_SYNC=1, its execution). `name` is the kernel's name for messages.
+template <typename... KArgs, typename... Args>
+void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArgs...), dim3 grid,
+            dim3 block, size_t smem, Args... args) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::launch(grid, block, smem, [&] { kernel(static_cast<KArgs>(args)...); });
+#else
+  kernel<<<grid, block, smem, ctx->stream>>>(static_cast<KArgs>(args)...);
+#endif
+  check(cudaGetLastError(), loc, name);
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
+}
+
+/// Blocks for a grid-stride loop over n items, `per_block` items per block and pass, capped.
+inline unsigned gridFor(int64_t n, int64_t per_block, int64_t cap = 16384) {
+  int64_t b = (n + per_block - 1) / per_block;
+  if (b < 1) b = 1;
+  if (b > cap) b = cap;
+  return (unsigned)b;
+}
+
+} // namespace tgrt_cuda
+
+#endif // TGRT_CUDA_INTERNAL_H

@@ -1,0 +1,456 @@
+// CudaEmu.cpp — fiber scheduler, runtime API and cuBLASLt stand-ins of CudaEmu.h.
+#include "runtime/cuda/emu/CudaEmu.h"
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace emu {
+
+Thread* g_thread = nullptr;
+uint3 g_blockIdx = {0, 0, 0};
+dim3 g_blockDim;
+dim3 g_gridDim;
+
+namespace {
+
+enum class State { Ready, AtSync, AtWarp, Done };
+
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr size_t kMaxSmem = 227 * 1024; // Hopper's opt-in limit per block
+
+struct Fiber {
+  ucontext_t ctx;
+  State state = State::Ready;
+  Thread thread;
+  unsigned warpGen = 0; ///< warp barriers passed (selects the exchange buffer)
+};
+
+struct Warp {
+  unsigned char slot[2][32][16]; ///< double-buffered exchange, 16 bytes a lane
+};
+
+ucontext_t g_sched;
+std::vector<Fiber> g_fibers;
+std::vector<char*> g_stacks;
+std::vector<Warp> g_warps;
+int g_cur = -1;
+const std::function<void()>* g_body = nullptr;
+std::vector<float4> g_smem;
+cudaError_t g_lastError = cudaSuccess;
+
+void trampoline() {
+  (*g_body)();
+  Fiber& f = g_fibers[g_cur];
+  f.state = State::Done;
+  swapcontext(&f.ctx, &g_sched);
+  std::abort(); // a finished fiber is never resumed
+}
+
+/// Yields the running fiber to the scheduler with state `s`.
+void block(State s) {
+  Fiber& f = g_fibers[g_cur];
+  f.state = s;
+  swapcontext(&f.ctx, &g_sched);
+}
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "cuda-emu: %s\n", what);
+  std::exit(3);
+}
+
+void runBlock(int n) {
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = g_fibers[i];
+    f.state = State::Ready;
+    f.warpGen = 0;
+    f.thread.linear = i;
+    f.thread.idx.x = (unsigned)i % g_blockDim.x;
+    f.thread.idx.y = ((unsigned)i / g_blockDim.x) % g_blockDim.y;
+    f.thread.idx.z = (unsigned)i / (g_blockDim.x * g_blockDim.y);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = g_stacks[i];
+    f.ctx.uc_stack.ss_size = kStackBytes;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, trampoline, 0);
+  }
+  const int nWarps = (n + 31) / 32;
+  for (;;) {
+    for (int i = 0; i < n; ++i) {
+      if (g_fibers[i].state != State::Ready) continue;
+      g_cur = i;
+      g_thread = &g_fibers[i].thread;
+      swapcontext(&g_sched, &g_fibers[i].ctx);
+    }
+    int live = 0, atSync = 0;
+    for (int i = 0; i < n; ++i) {
+      if (g_fibers[i].state == State::Done) continue;
+      ++live;
+      if (g_fibers[i].state == State::AtSync) ++atSync;
+    }
+    if (live == 0) return;
+    bool released = false;
+    for (int w = 0; w < nWarps; ++w) {
+      int wl = 0, wa = 0;
+      for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
+        if (g_fibers[i].state == State::Done) continue;
+        ++wl;
+        if (g_fibers[i].state == State::AtWarp) ++wa;
+      }
+      if (wl > 0 && wa == wl) {
+        for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i)
+          if (g_fibers[i].state == State::AtWarp) g_fibers[i].state = State::Ready;
+        released = true;
+      }
+    }
+    if (!released && atSync == live) {
+      for (int i = 0; i < n; ++i)
+        if (g_fibers[i].state == State::AtSync) g_fibers[i].state = State::Ready;
+      released = true;
+    }
+    if (!released) die("deadlock: threads wait at different barriers");
+  }
+}
+
+} // namespace
+
+void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<void()>& body) {
+  const long long n = (long long)blockDims.x * blockDims.y * blockDims.z;
+  if (n <= 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535) {
+    g_lastError = cudaErrorInvalidValue;
+    return;
+  }
+  if (smemBytes > kMaxSmem) {
+    std::fprintf(stderr, "cuda-emu: launch asks for %zu bytes of dynamic shared memory\n",
+                 smemBytes);
+    g_lastError = cudaErrorInvalidValue;
+    return;
+  }
+  while (g_stacks.size() < (size_t)n) {
+    char* s = static_cast<char*>(std::malloc(kStackBytes));
+    if (!s) die("out of memory for fiber stacks");
+    g_stacks.push_back(s);
+  }
+  if (g_fibers.size() < (size_t)n) g_fibers.resize((size_t)n);
+  g_warps.resize((size_t)((n + 31) / 32));
+  g_smem.resize(smemBytes / sizeof(float4) + 1);
+  g_body = &body;
+  g_blockDim = blockDims;
+  g_gridDim = grid;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        g_blockIdx = {x, y, z};
+        // Poison shared memory (NaN bytes) so reads of never-written smem show up.
+        std::memset(static_cast<void*>(g_smem.data()), 0xff, g_smem.size() * sizeof(float4));
+        runBlock((int)n);
+      }
+  g_thread = nullptr;
+}
+
+void* dynamicSmem() { return g_smem.data(); }
+
+void syncthreads() { block(State::AtSync); }
+
+void syncwarp() {
+  block(State::AtWarp);
+  g_fibers[g_cur].warpGen++;
+}
+
+void warpExchange(const void* mine, void* out, size_t bytes, int srcLane) {
+  if (bytes > 16) die("warp exchange of more than 16 bytes");
+  Fiber& f = g_fibers[g_cur];
+  const int lane = f.thread.linear & 31;
+  Warp& w = g_warps[(size_t)(f.thread.linear / 32)];
+  const unsigned buf = f.warpGen & 1;
+  std::memcpy(w.slot[buf][lane], mine, bytes);
+  block(State::AtWarp);
+  const int warpBase = f.thread.linear & ~31;
+  const int n = (int)(g_blockDim.x * g_blockDim.y * g_blockDim.z);
+  const int src = (srcLane >= 0 && srcLane < 32 && warpBase + srcLane < n) ? srcLane : lane;
+  std::memcpy(out, w.slot[buf][src], bytes);
+  g_fibers[g_cur].warpGen++;
+}
+
+} // namespace emu
+
+// ---------------------------------------------------------------------- runtime API --
+
+struct EmuStream {};
+struct EmuEvent {
+  std::chrono::steady_clock::time_point t;
+};
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorInvalidValue: return "invalid argument";
+  case cudaErrorMemoryAllocation: return "out of memory";
+  }
+  return "unknown error";
+}
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = emu::g_lastError;
+  emu::g_lastError = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() { return emu::g_lastError; }
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaGetDevice(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
+  std::memset(p, 0, sizeof(*p));
+  std::snprintf(p->name, sizeof(p->name), "CPU emulator");
+  p->totalGlobalMem = (size_t)80 << 30;
+  p->sharedMemPerBlockOptin = emu::kMaxSmem;
+  p->multiProcessorCount = 4;
+  p->major = 9;
+  p->minor = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* freeBytes, size_t* total) {
+  // TGRT_EMU_FREE_BYTES lets a test exercise the "plan does not fit" path.
+  const char* env = std::getenv("TGRT_EMU_FREE_BYTES");
+  *total = (size_t)80 << 30;
+  *freeBytes = env ? (size_t)std::strtoull(env, nullptr, 10) : ((size_t)64 << 30);
+  return cudaSuccess;
+}
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  const size_t rounded = ((bytes + 255) / 256) * 256;
+  *p = std::aligned_alloc(256, rounded ? rounded : 256);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind, cudaStream_t) {
+  if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+  for (size_t r = 0; r < height; ++r)
+    std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
+                 width);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+  if (bytes) std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+  return cudaMemset(p, value, bytes);
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = new EmuStream();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = new EmuEvent();
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  e->t = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  *ms = std::chrono::duration<float, std::milli>(b->t - a->t).count();
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------- cuBLASLt --
+
+struct EmuLtHandle {};
+struct EmuLtDesc {
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+};
+struct EmuLtLayout {
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct EmuLtPref {
+  uint64_t workspace = 0;
+  uint32_t align[4] = {256, 256, 256, 256};
+};
+
+const char* cublasLtGetStatusString(cublasStatus_t s) {
+  switch (s) {
+  case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+  case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+  case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
+  *h = new EmuLtHandle();
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
+                                        cudaDataType_t) {
+  *d = new EmuLtDesc();
+  (*d)->compute = compute;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+  delete d;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t bytes) {
+  if (bytes != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t v;
+  std::memcpy(&v, buf, sizeof v);
+  if (attr == CUBLASLT_MATMUL_DESC_TRANSA) d->transa = v;
+  else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) d->transb = v;
+  else return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  *l = new EmuLtLayout();
+  (*l)->rows = rows;
+  (*l)->cols = cols;
+  (*l)->ld = ld;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  delete l;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                cublasLtMatrixLayoutAttribute_t attr,
+                                                const void* buf, size_t bytes) {
+  if (attr == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && bytes == sizeof(int32_t))
+    std::memcpy(&l->batch, buf, bytes);
+  else if (attr == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET && bytes == sizeof(int64_t))
+    std::memcpy(&l->stride, buf, bytes);
+  else return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
+  *p = new EmuLtPref();
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  delete p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t bytes) {
+  if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && bytes == sizeof(uint64_t)) {
+    std::memcpy(&p->workspace, buf, bytes);
+  } else if (attr >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+             attr <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES && bytes == sizeof(uint32_t)) {
+    std::memcpy(&p->align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, bytes);
+  } else {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace {
+/// m x k of op(X) from a layout and its transpose flag.
+void opShape(const EmuLtLayout* l, int32_t trans, uint64_t& r, uint64_t& c) {
+  r = trans ? l->cols : l->rows;
+  c = trans ? l->rows : l->cols;
+}
+bool layoutOk(const EmuLtLayout* l) { return l->ld >= (int64_t)std::max<uint64_t>(1, l->rows); }
+} // namespace
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int* returned) {
+  if (requested <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  uint64_t am, ak, bk, bn;
+  opShape(a, desc->transa, am, ak);
+  opShape(b, desc->transb, bk, bn);
+  if (ak != bk || c->rows != am || c->cols != bn || d->rows != am || d->cols != bn ||
+      !layoutOk(a) || !layoutOk(b) || !layoutOk(c) || !layoutOk(d) || a->batch != c->batch ||
+      b->batch != c->batch || d->batch != c->batch) {
+    *returned = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  std::memset(&results[0], 0, sizeof(results[0]));
+  for (int i = 0; i < 4; ++i) results[0].algo.data[i] = pref->align[i];
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alphaP,
+                              const void* A, cublasLtMatrixLayout_t ad, const void* B,
+                              cublasLtMatrixLayout_t bd, const void* betaP, const void* C,
+                              cublasLtMatrixLayout_t cd, void* D, cublasLtMatrixLayout_t dd,
+                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
+  if (!algo) return CUBLAS_STATUS_INVALID_VALUE;
+  // The algorithm was chosen for the alignments in the preference: like a real kernel, it
+  // may not run on pointers aligned less than that.
+  const void* ptrs[4] = {A, B, C, D};
+  for (int i = 0; i < 4; ++i)
+    if ((uintptr_t)ptrs[i] % algo->data[i] != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  uint64_t m, k, k2, n;
+  opShape(ad, desc->transa, m, k);
+  opShape(bd, desc->transb, k2, n);
+  if (k != k2) return CUBLAS_STATUS_INVALID_VALUE;
+  const float alpha = *static_cast<const float*>(alphaP);
+  const float beta = *static_cast<const float*>(betaP);
+  const float* a = static_cast<const float*>(A);
+  const float* b = static_cast<const float*>(B);
+  const float* c = static_cast<const float*>(C);
+  float* dst = static_cast<float*>(D);
+  for (int32_t bi = 0; bi < cd->batch; ++bi) {
+    const float* ab = a + bi * ad->stride;
+    const float* bb = b + bi * bd->stride;
+    const float* cb = c + bi * cd->stride;
+    float* db = dst + bi * dd->stride;
+    for (uint64_t j = 0; j < n; ++j)
+      for (uint64_t i = 0; i < m; ++i) {
+        double s = 0.0;
+        for (uint64_t p = 0; p < k; ++p) {
+          const float av = desc->transa ? ab[p + i * ad->ld] : ab[i + p * ad->ld];
+          const float bv = desc->transb ? bb[j + p * bd->ld] : bb[p + j * bd->ld];
+          s += (double)av * bv;
+        }
+        double r = alpha * s;
+        if (beta != 0.0f) r += (double)beta * cb[i + j * cd->ld];
+        db[i + j * dd->ld] = (float)r;
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,266 @@
+// CudaEmu.h — a small CPU emulation of the CUDA subset runtime/cuda uses, so that the CUDA
+// kernels (Kernels.cu, Attention.cu) and the check tool build with a plain C++ compiler and
+// run on a machine without a GPU (this one, and CI).
+//
+// How it runs a kernel: the blocks of a grid run one after another; the threads of a block
+// are cooperative fibers (ucontext) on one OS thread. A fiber runs until it reaches
+// __syncthreads() (waits for every live thread of the block) or a warp shuffle / __syncwarp
+// (waits for every live thread of its warp of 32), then the next fiber runs. So a missing
+// __syncthreads shows up as wrong results here too: every thread runs its whole phase before
+// any other thread starts it. `__shared__` variables are function statics, which is right
+// because blocks never overlap.
+//
+// Only what the backend uses is here; it is test infrastructure, not a CUDA implementation.
+// Build with -DTGRT_CUDA_EMULATE (runtime/cuda/Device.h picks this header then).
+#ifndef TGRT_CUDA_EMU_CUDAEMU_H
+#define TGRT_CUDA_EMU_CUDAEMU_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+// ---------------------------------------------------------------- language keywords --
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+#define __shared__ static
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
+namespace emu {
+
+/// Per-thread (fiber) state visible to kernel code.
+struct Thread {
+  uint3 idx;
+  int linear; ///< threadIdx.x + threadIdx.y*blockDim.x + ...
+};
+extern Thread* g_thread;
+extern uint3 g_blockIdx;
+extern dim3 g_blockDim;
+extern dim3 g_gridDim;
+
+/// Runs body() once per thread of every block of `grid` (blocks in order), with `smemBytes` of
+/// dynamic shared memory per block.
+void launch(dim3 grid, dim3 block, size_t smemBytes, const std::function<void()>& body);
+/// Base of the dynamic shared memory of the running block (16-byte aligned).
+void* dynamicSmem();
+void syncthreads();
+void syncwarp();
+/// Exchange through the warp: every live thread of the warp posts `bytes` bytes, then reads
+/// the value posted by lane `src` (src outside the warp reads the thread's own value).
+void warpExchange(const void* mine, void* out, size_t bytes, int srcLane);
+inline int laneId() { return g_thread->linear & 31; }
+
+} // namespace emu
+
+#define threadIdx (::emu::g_thread->idx)
+#define blockIdx (::emu::g_blockIdx)
+#define blockDim (::emu::g_blockDim)
+#define gridDim (::emu::g_gridDim)
+#define warpSize 32
+
+inline void __syncthreads() { emu::syncthreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)mask;
+  emu::syncwarp();
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
+  (void)mask;
+  (void)width;
+  T r;
+  emu::warpExchange(&v, &r, sizeof(T), emu::laneId() ^ laneMask);
+  return r;
+}
+template <typename T>
+inline T __shfl_sync(unsigned mask, T v, int srcLane, int width = 32) {
+  (void)mask;
+  (void)width;
+  T r;
+  emu::warpExchange(&v, &r, sizeof(T), srcLane & 31);
+  return r;
+}
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+// Atomics: fibers never interleave inside a call, so plain read-modify-write is atomic.
+inline int atomicCAS(int* p, int compare, int value) {
+  const int old = *p;
+  if (old == compare) *p = value;
+  return old;
+}
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+// ---------------------------------------------------------------------- runtime API --
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDataType_t { CUDA_R_32F = 0 };
+typedef cudaDataType_t cudaDataType;
+struct EmuStream;
+typedef EmuStream* cudaStream_t;
+struct EmuEvent;
+typedef EmuEvent* cudaEvent_t;
+#define cudaStreamNonBlocking 0x01
+
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  size_t sharedMemPerBlockOptin;
+  int multiProcessorCount;
+  int major, minor;
+};
+
+const char* cudaGetErrorString(cudaError_t e);
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+cudaError_t cudaMalloc(void** p, size_t bytes);
+template <typename T>
+inline cudaError_t cudaMalloc(T** p, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
+}
+cudaError_t cudaFree(void* p);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, cudaMemcpyKind kind,
+                              cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* p, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaEventCreate(cudaEvent_t* e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+template <typename F>
+inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
+  (void)func;
+  (void)attr;
+  (void)value;
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------- cuBLASLt --
+// Column-major semantics as documented for cublasLtMatmul: D = alpha op(A) op(B) + beta C,
+// strided batches, C not read when beta == 0. The "algorithm" is a plain triple loop.
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
+};
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasLtMatmulDescAttributes_t { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4 };
+enum cublasLtMatrixLayoutAttribute_t {
+  CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
+  CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
+};
+enum cublasLtMatmulPreferenceAttributes_t {
+  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+};
+struct EmuLtHandle;
+struct EmuLtDesc;
+struct EmuLtLayout;
+struct EmuLtPref;
+typedef EmuLtHandle* cublasLtHandle_t;
+typedef EmuLtDesc* cublasLtMatmulDesc_t;
+typedef EmuLtLayout* cublasLtMatrixLayout_t;
+typedef EmuLtPref* cublasLtMatmulPreference_t;
+struct cublasLtMatmulAlgo_t {
+  uint64_t data[8];
+};
+struct cublasLtMatmulHeuristicResult_t {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+};
+
+const char* cublasLtGetStatusString(cublasStatus_t s);
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h);
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h);
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
+                                        cudaDataType_t scale);
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d);
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attr,
+                                              const void* buf, size_t bytes);
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld);
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l);
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                cublasLtMatrixLayoutAttribute_t attr,
+                                                const void* buf, size_t bytes);
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p);
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p);
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t bytes);
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int* returned);
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha,
+                              const void* A, cublasLtMatrixLayout_t adesc, const void* B,
+                              cublasLtMatrixLayout_t bdesc, const void* beta, const void* C,
+                              cublasLtMatrixLayout_t cdesc, void* D, cublasLtMatrixLayout_t ddesc,
+                              const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspaceBytes, cudaStream_t stream);
+
+#endif // TGRT_CUDA_EMU_CUDAEMU_H

@@ -1,0 +1,709 @@
+// Driver.cpp — the training executable: arguments, data loading, parameter init, the training
+// loop with a host-side lr schedule, evaluation, JSONL logging and safetensors checkpoints.
+//
+// Reproducibility contract: for a fixed model, data, seed and schedule length, the sequence of
+// sampled batches and therefore of losses is a function of (seed, step) only through the state
+// of one std::mt19937_64 (the data RNG). A checkpoint stores the parameters, the AdamW moments,
+// the step and that RNG state, so `--resume` continues exactly as an uninterrupted run would.
+#include "runtime/driver/Driver.h"
+
+#include "runtime/driver/Npy.h"
+#include "runtime/driver/Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tgrt {
+
+double learningRate(const tgrt_model& m, int64_t step, int64_t total_steps) {
+  const double lr = m.lr, min_lr = m.min_lr;
+  const int64_t warmup = std::max<int64_t>(0, m.warmup_steps);
+  if (warmup > 0 && step <= warmup) return lr * (double)step / (double)warmup;
+  if (m.decay == 0) return lr;
+  const int64_t span = total_steps - warmup;
+  double p = span <= 0 ? 1.0 : (double)(step - warmup) / (double)span;
+  p = std::min(1.0, std::max(0.0, p));
+  if (m.decay == 1) return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * p));
+  return lr - (lr - min_lr) * p;
+}
+
+namespace {
+
+/// FNV-1a, 64-bit: a stable hash of a parameter name for its RNG stream.
+uint64_t fnv1a(const char* s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; s && *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/// Uniform double in (0, 1) from 53 random bits (never 0, so log() is finite).
+double uniform01(std::mt19937_64& rng) {
+  return ((double)(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+} // namespace
+
+void initParam(const tgrt_param& p, uint64_t seed, float* out) {
+  if (p.init == TGRT_INIT_ZEROS || p.init == TGRT_INIT_ONES) {
+    std::fill(out, out + p.numel, p.init == TGRT_INIT_ONES ? 1.0f : 0.0f);
+    return;
+  }
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull ^ fnv1a(p.name));
+  for (int64_t i = 0; i < p.numel; i += 2) {
+    // Box–Muller: two independent N(0,1) from two uniforms.
+    const double r = std::sqrt(-2.0 * std::log(uniform01(rng)));
+    const double th = 2.0 * M_PI * uniform01(rng);
+    out[i] = (float)(p.init_std * r * std::cos(th));
+    if (i + 1 < p.numel) out[i + 1] = (float)(p.init_std * r * std::sin(th));
+  }
+}
+
+int64_t stepsPerEpoch(const tgrt_model& m, int64_t train_tokens) {
+  const int64_t per_step = (int64_t)m.batch_size * m.context * std::max(1, m.grad_accum);
+  return per_step <= 0 ? 0 : train_tokens / per_step;
+}
+
+namespace {
+
+/// A user-facing failure: the message is printed as "error: <what>" and main returns `code`.
+struct DriverError : std::runtime_error {
+  int code;
+  DriverError(const std::string& what, int code = 1) : std::runtime_error(what), code(code) {}
+};
+
+const char* kUsage =
+    "usage: %s --data DIR [options]\n"
+    "Trains the compiled model on token arrays DIR/{train,val,test}.npy (from `tgc data prepare`).\n"
+    "\n"
+    "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json\n"
+    "  --steps N             total optimizer steps of the run (default 200)\n"
+    "  --epochs E            steps = E * floor(train_tokens / (batch * context * grad_accum))\n"
+    "  --time-limit MIN      train for MIN minutes; the lr decay spans an estimate of the step\n"
+    "                        count made from the speed of the first 5 steps\n"
+    "  --eval-every N        evaluate on val every N steps (0 = only at the end; default 0)\n"
+    "  --eval-batches K      batches per periodic eval (default 20); the final eval covers the\n"
+    "                        whole val and test splits\n"
+    "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on --resume)\n"
+    "  --save FILE           safetensors checkpoint at the end (and every --save-every steps)\n"
+    "  --save-every N        also checkpoint every N steps (needs --save)\n"
+    "  --resume FILE         continue from a checkpoint (params, AdamW moments, step, data RNG);\n"
+    "                        without --steps/--epochs/--time-limit the saved total is kept\n"
+    "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
+    "                        an interrupted run)\n"
+    "  --seed S              seed for init and data sampling (default: the spec's seed)\n"
+    "  --quiet               only the final val/test lines and errors\n"
+    "  --info                print the memory plan and the model summary, then exit\n"
+    "  --help                this text\n";
+
+struct Options {
+  std::string data, log, save, resume;
+  int64_t steps = -1;
+  double epochs = -1, time_limit_min = -1;
+  int64_t eval_every = 0, eval_batches = 20, save_every = 0, stop_after = 0;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  bool quiet = false, info = false, help = false;
+};
+
+int64_t parseInt(const std::string& opt, const std::string& v, int64_t min) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE || x < min)
+    throw DriverError(opt + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'",
+                      2);
+  return x;
+}
+
+double parseDouble(const std::string& opt, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x > 0) || !std::isfinite(x))
+    throw DriverError(opt + " expects a positive number, got '" + v + "'", 2);
+  return x;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  int schedule_flags = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], v;
+    bool has_inline = false;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_inline = true;
+    }
+    auto value = [&]() -> std::string {
+      if (has_inline) return v;
+      if (i + 1 >= argc) throw DriverError(a + " needs a value", 2);
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") o.help = true;
+    else if (a == "--info") o.info = true;
+    else if (a == "--quiet" || a == "-q") o.quiet = true;
+    else if (a == "--data") o.data = value();
+    else if (a == "--log") o.log = value();
+    else if (a == "--save") o.save = value();
+    else if (a == "--resume") o.resume = value();
+    else if (a == "--steps") o.steps = parseInt(a, value(), 1), ++schedule_flags;
+    else if (a == "--epochs") o.epochs = parseDouble(a, value()), ++schedule_flags;
+    else if (a == "--time-limit") o.time_limit_min = parseDouble(a, value()), ++schedule_flags;
+    else if (a == "--eval-every") o.eval_every = parseInt(a, value(), 0);
+    else if (a == "--eval-batches") o.eval_batches = parseInt(a, value(), 1);
+    else if (a == "--save-every") o.save_every = parseInt(a, value(), 0);
+    else if (a == "--stop-after") o.stop_after = parseInt(a, value(), 1);
+    else if (a == "--seed") o.seed = (uint64_t)parseInt(a, value(), 0), o.has_seed = true;
+    else throw DriverError("unknown option '" + std::string(argv[i]) + "' (see --help)", 2);
+  }
+  if (schedule_flags > 1)
+    throw DriverError("--steps, --epochs and --time-limit are mutually exclusive", 2);
+  if (o.save_every > 0 && o.save.empty()) throw DriverError("--save-every needs --save FILE", 2);
+  return o;
+}
+
+std::string humanBytes(int64_t b) {
+  char buf[64];
+  const double x = (double)b;
+  if (x >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", x / (1024.0 * 1024 * 1024));
+  else if (x >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", x / (1024.0 * 1024));
+  else if (x >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", x / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%lld B", (long long)b);
+  return buf;
+}
+
+std::string humanDuration(double s) {
+  char buf[64];
+  if (!std::isfinite(s) || s < 0) return "?";
+  const long long t = (long long)(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%llds", t);
+  return buf;
+}
+
+void printInfo(const tgrt_model& m) {
+  int64_t numel = 0;
+  for (int32_t i = 0; i < m.n_params; ++i) numel += m.params[i].numel;
+  std::printf("model        %s (backend %s)\n", m.name ? m.name : "?", tgrt_backend_name());
+  std::printf("parameters   %lld in %d tensors (%s fp32)\n", (long long)numel, (int)m.n_params,
+              humanBytes(numel * 4).c_str());
+  std::printf("persistent   %lld bytes (%s): params, grads, AdamW moments, inputs\n",
+              (long long)m.persistent_bytes, humanBytes(m.persistent_bytes).c_str());
+  std::printf("arena        %lld bytes (%s): planned transient tensors\n",
+              (long long)m.arena_bytes, humanBytes(m.arena_bytes).c_str());
+  std::printf("workspace    %lld bytes (%s): backend scratch\n", (long long)m.workspace_bytes,
+              humanBytes(m.workspace_bytes).c_str());
+  const int64_t total = m.persistent_bytes + m.arena_bytes + m.workspace_bytes;
+  std::printf("total        %lld bytes (%s)\n", (long long)total, humanBytes(total).c_str());
+  std::printf("batch        %d x %d tokens, grad_accum %d, vocab %d\n", (int)m.batch_size,
+              (int)m.context, (int)m.grad_accum, (int)m.vocab_size);
+  std::printf("optimizer    AdamW lr %g -> %g, warmup %d, decay %s, betas (%g, %g), eps %g, "
+              "weight_decay %g, grad_clip %g\n",
+              m.lr, m.min_lr, (int)m.warmup_steps,
+              m.decay == 1 ? "cosine" : m.decay == 2 ? "linear" : "none", m.beta1, m.beta2, m.eps,
+              m.weight_decay, m.grad_clip);
+}
+
+/// A token split loaded from DIR/<name>.npy.
+struct Split {
+  std::string name, path;
+  std::vector<uint32_t> tokens;
+  bool present = false;
+};
+
+/// Host staging for one micro-batch of inputs and targets, int32 [batch, context].
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+};
+
+class Trainer {
+public:
+  Trainer(const Options& o, const tgrt_driver_hooks& h, const tgrt_model& m)
+      : opt_(o), hooks_(h), m_(m) {}
+  ~Trainer() {
+    if (ctx_) tgrt_ctx_destroy(ctx_);
+    if (log_) std::fclose(log_);
+  }
+  int run();
+
+private:
+  void loadData();
+  void initParams();
+  void resume();
+  void save(int64_t step);
+  void sampleBatch(Batch* b);
+  void uploadBatch(const Batch& b);
+  /// Mean loss over up to max_batches (0 = all) sequential batches of `s`; NaN when the split
+  /// holds less than one batch. *used receives the number of batches evaluated.
+  double evaluate(const Split& s, int64_t max_batches, int64_t* used, int64_t* dropped_windows);
+  void logLine(const nlohmann::json& j);
+  void say(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  void progress(int64_t step, int64_t total, double loss, double lr, float norm, double tok_s,
+                double ms, double eta_s, bool force_line);
+
+  Options opt_;
+  tgrt_driver_hooks hooks_;
+  const tgrt_model& m_;
+  tgrt_ctx* ctx_ = nullptr;
+  Split train_{"train"}, val_{"val"}, test_{"test"};
+  std::mt19937_64 data_rng_;
+  uint64_t seed_ = 0;
+  int64_t start_step_ = 0;  ///< last completed step (from --resume), 0 for a fresh run
+  int64_t saved_total_ = 0; ///< total_steps stored in the resumed checkpoint
+  int64_t total_steps_ = 0;
+  FILE* log_ = nullptr;
+  bool tty_ = false;
+  bool line_open_ = false; ///< a \r progress line is on screen
+};
+
+void Trainer::say(const char* fmt, ...) {
+  if (opt_.quiet) return;
+  if (line_open_) {
+    std::fputc('\n', stdout);
+    line_open_ = false;
+  }
+  va_list args;
+  va_start(args, fmt);
+  std::vprintf(fmt, args);
+  va_end(args);
+  std::fflush(stdout);
+}
+
+void Trainer::logLine(const nlohmann::json& j) {
+  if (!log_) return;
+  const std::string s = j.dump() + "\n";
+  if (std::fwrite(s.data(), 1, s.size(), log_) != s.size() || std::fflush(log_) != 0)
+    throw DriverError(opt_.log + ": write failed: " + std::strerror(errno));
+}
+
+void Trainer::loadData() {
+  if (opt_.data.empty())
+    throw DriverError("--data DIR is required for training (see --help)", 2);
+  // meta.json: optional, but when present its vocab_size must fit the model.
+  const std::string meta_path = opt_.data + "/meta.json";
+  std::ifstream meta_in(meta_path);
+  if (meta_in) {
+    nlohmann::json meta;
+    try {
+      meta = nlohmann::json::parse(meta_in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw DriverError(meta_path + ": malformed JSON at byte offset " +
+                        std::to_string(e.byte) + ": " + e.what());
+    }
+    if (meta.is_object() && meta.contains("vocab_size") && meta["vocab_size"].is_number_integer()) {
+      const int64_t v = meta["vocab_size"].get<int64_t>();
+      if (v > m_.vocab_size)
+        throw DriverError(meta_path + ": the data's vocab_size " + std::to_string(v) +
+                          " exceeds the model's vocab_size " + std::to_string(m_.vocab_size) +
+                          " (prepare the data with --vocab " + std::to_string(m_.vocab_size) +
+                          " or change the spec)");
+    }
+  } else if (!opt_.quiet) {
+    std::fprintf(stderr, "warning: %s not found; token ids are still checked against "
+                         "vocab_size %d\n", meta_path.c_str(), (int)m_.vocab_size);
+  }
+  for (Split* s : {&train_, &val_, &test_}) {
+    s->path = opt_.data + "/" + s->name + ".npy";
+    if (s == &test_ && access(s->path.c_str(), F_OK) != 0) {
+      say("note: %s not found; the final test evaluation is skipped\n", s->path.c_str());
+      continue;
+    }
+    std::string err;
+    if (!readTokens(s->path, m_.vocab_size, &s->tokens, &err)) throw DriverError(err);
+    s->present = true;
+  }
+  const int64_t need = (int64_t)m_.context + 1;
+  if ((int64_t)train_.tokens.size() < need)
+    throw DriverError(train_.path + ": " + std::to_string(train_.tokens.size()) +
+                      " tokens, fewer than one training window of context + 1 = " +
+                      std::to_string(need));
+}
+
+void Trainer::initParams() {
+  std::vector<float> host;
+  for (int32_t i = 0; i < m_.n_params; ++i) {
+    const tgrt_param& p = m_.params[i];
+    host.resize((size_t)p.numel);
+    initParam(p, seed_, host.data());
+    tgrt_upload(ctx_, TGRT_PERSISTENT, p.offset, host.data(), p.numel * 4);
+  }
+}
+
+void Trainer::sampleBatch(Batch* b) {
+  const int64_t T = m_.context, B = m_.batch_size;
+  const uint64_t starts = (uint64_t)train_.tokens.size() - (uint64_t)T; // >= 1
+  b->tokens.resize((size_t)(B * T));
+  b->targets.resize((size_t)(B * T));
+  for (int64_t r = 0; r < B; ++r) {
+    const uint64_t s = data_rng_() % starts;
+    const uint32_t* w = train_.tokens.data() + s;
+    for (int64_t t = 0; t < T; ++t) {
+      b->tokens[(size_t)(r * T + t)] = (int32_t)w[t];
+      b->targets[(size_t)(r * T + t)] = (int32_t)w[t + 1];
+    }
+  }
+}
+
+void Trainer::uploadBatch(const Batch& b) {
+  const int64_t bytes = (int64_t)b.tokens.size() * 4;
+  tgrt_upload(ctx_, TGRT_PERSISTENT, m_.tokens_offset, b.tokens.data(), bytes);
+  tgrt_upload(ctx_, TGRT_PERSISTENT, m_.targets_offset, b.targets.data(), bytes);
+}
+
+double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
+                         int64_t* dropped_windows) {
+  const int64_t T = m_.context, B = m_.batch_size;
+  const int64_t n = (int64_t)s.tokens.size();
+  const int64_t windows = n > 0 ? (n - 1) / T : 0;
+  int64_t batches = windows / B;
+  *dropped_windows = windows - batches * B;
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  *used = batches;
+  if (batches == 0) return std::numeric_limits<double>::quiet_NaN();
+  Batch b;
+  b.tokens.resize((size_t)(B * T));
+  b.targets.resize((size_t)(B * T));
+  int64_t cnt = 0;
+  tgrt_take_loss(ctx_, &cnt); // drop anything pending
+  tgrt_set_micro_batch(ctx_, 0);
+  double sum = 0;
+  for (int64_t k = 0; k < batches; ++k) {
+    for (int64_t r = 0; r < B; ++r) {
+      const uint32_t* w = s.tokens.data() + (k * B + r) * T;
+      for (int64_t t = 0; t < T; ++t) {
+        b.tokens[(size_t)(r * T + t)] = (int32_t)w[t];
+        b.targets[(size_t)(r * T + t)] = (int32_t)w[t + 1];
+      }
+    }
+    uploadBatch(b);
+    hooks_.eval_step(ctx_);
+    const double l = tgrt_take_loss(ctx_, &cnt);
+    sum += cnt > 0 ? l / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+  }
+  return sum / (double)batches;
+}
+
+std::string rngState(const std::mt19937_64& rng) {
+  std::ostringstream os;
+  os << rng;
+  return os.str();
+}
+
+void Trainer::save(int64_t step) {
+  std::vector<std::vector<float>> host;
+  std::vector<StTensorView> views;
+  host.reserve((size_t)m_.n_params * 3);
+  tgrt_synchronize(ctx_);
+  for (int32_t i = 0; i < m_.n_params; ++i) {
+    const tgrt_param& p = m_.params[i];
+    std::vector<int64_t> shape(p.shape, p.shape + std::max(1, (int)p.rank));
+    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
+    const char* prefix[3] = {"", "optim.m.", "optim.v."};
+    for (int k = 0; k < 3; ++k) {
+      host.emplace_back((size_t)p.numel);
+      tgrt_download(ctx_, TGRT_PERSISTENT, offs[k], host.back().data(), p.numel * 4);
+      views.push_back({std::string(prefix[k]) + p.name, shape, host.back().data()});
+    }
+  }
+  std::map<std::string, std::string> meta;
+  meta["format"] = "tgc-checkpoint-1";
+  meta["step"] = std::to_string(step);
+  meta["total_steps"] = std::to_string(total_steps_);
+  meta["seed"] = std::to_string(seed_);
+  meta["data_rng"] = rngState(data_rng_);
+  meta["model"] = m_.name ? m_.name : "";
+  meta["spec"] = m_.spec_json ? m_.spec_json : "";
+  meta["backend"] = tgrt_backend_name();
+  std::string err;
+  if (!writeSafetensors(opt_.save, views, meta, &err)) throw DriverError(err);
+  say("saved %s at step %lld\n", opt_.save.c_str(), (long long)step);
+}
+
+void Trainer::resume() {
+  const std::string& path = opt_.resume;
+  SafetensorsReader r;
+  std::string err;
+  if (!r.open(path, &err)) throw DriverError(err);
+  const auto& meta = r.metadata();
+  auto metaInt = [&](const char* key) -> int64_t {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      throw DriverError(path + ": __metadata__ has no '" + key +
+                        "' (not a checkpoint written by this driver?)");
+    char* end = nullptr;
+    const long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || v < 0)
+      throw DriverError(path + ": __metadata__." + key + " = '" + it->second +
+                        "' is not a non-negative integer");
+    return v;
+  };
+  start_step_ = metaInt("step");
+  if (meta.count("total_steps")) saved_total_ = metaInt("total_steps");
+  auto name_it = meta.find("model");
+  if (name_it != meta.end() && m_.name && name_it->second != m_.name)
+    std::fprintf(stderr, "warning: %s was saved from model '%s', resuming into '%s'\n",
+                 path.c_str(), name_it->second.c_str(), m_.name);
+  bool have_optim = false, missing_optim = false;
+  std::vector<float> host;
+  for (int32_t i = 0; i < m_.n_params; ++i) {
+    const tgrt_param& p = m_.params[i];
+    const StTensorInfo* t = r.find(p.name);
+    if (!t) throw DriverError(path + ": no tensor for parameter '" + std::string(p.name) + "'");
+    const std::vector<int64_t> want(p.shape, p.shape + std::max(1, (int)p.rank));
+    auto shapeStr = [](const std::vector<int64_t>& s) {
+      std::string o = "[";
+      for (size_t k = 0; k < s.size(); ++k) o += (k ? ", " : "") + std::to_string(s[k]);
+      return o + "]";
+    };
+    const char* prefix[3] = {"", "optim.m.", "optim.v."};
+    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
+    host.resize((size_t)p.numel);
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = std::string(prefix[k]) + p.name;
+      const StTensorInfo* e = r.find(name);
+      if (!e) {
+        if (k == 0) continue;
+        missing_optim = true;
+        continue;
+      }
+      if (k > 0) have_optim = true;
+      if (e->shape != want)
+        throw DriverError(path + ": tensor '" + name + "' has shape " + shapeStr(e->shape) +
+                          " but the model's parameter has shape " + shapeStr(want));
+      if (!r.readF32(name, host.data(), p.numel, &err)) throw DriverError(err);
+      tgrt_upload(ctx_, TGRT_PERSISTENT, offs[k], host.data(), p.numel * 4);
+    }
+  }
+  if (have_optim && missing_optim)
+    throw DriverError(path + ": some AdamW moments (optim.m.* / optim.v.*) are missing");
+  if (!have_optim && !opt_.quiet)
+    std::fprintf(stderr, "warning: %s holds no optimizer state; AdamW moments start at zero\n",
+                 path.c_str());
+  auto rng_it = meta.find("data_rng");
+  if (rng_it != meta.end()) {
+    std::istringstream is(rng_it->second);
+    is >> data_rng_;
+    if (is.fail())
+      throw DriverError(path + ": __metadata__.data_rng is not a valid std::mt19937_64 state");
+  } else if (!opt_.quiet) {
+    std::fprintf(stderr, "warning: %s has no data RNG state; sampling restarts from the seed\n",
+                 path.c_str());
+  }
+  say("resumed %s at step %lld\n", path.c_str(), (long long)start_step_);
+}
+
+void Trainer::progress(int64_t step, int64_t total, double loss, double lr, float norm,
+                       double tok_s, double ms, double eta_s, bool force_line) {
+  if (opt_.quiet) return;
+  char buf[256], of[32] = "";
+  if (total > 0) std::snprintf(of, sizeof of, "/%lld", (long long)total);
+  std::snprintf(buf, sizeof buf,
+                "step %lld%s | loss %.4f | lr %.3e | norm %.3f | %.0f tok/s | %.1f ms | ETA %s",
+                (long long)step, of, loss, lr, norm, tok_s, ms,
+                humanDuration(eta_s).c_str());
+  if (tty_) {
+    std::printf("\r%s\x1b[K", buf);
+    line_open_ = true;
+    if (force_line) {
+      std::fputc('\n', stdout);
+      line_open_ = false;
+    }
+  } else {
+    const int64_t every = std::max<int64_t>(1, total / 10);
+    if (force_line || total <= 0 || step % every == 0 || step == total ||
+        step == start_step_ + 1)
+      std::printf("%s\n", buf);
+  }
+  std::fflush(stdout);
+}
+
+int Trainer::run() {
+  using clock = std::chrono::steady_clock;
+  tty_ = isatty(fileno(stdout)) != 0;
+  seed_ = opt_.has_seed ? opt_.seed : (uint64_t)(uint32_t)m_.seed;
+  data_rng_.seed(seed_ ^ 0xD1B54A32D192ED03ull);
+  loadData();
+
+  ctx_ = tgrt_ctx_create(&m_);
+  if (!ctx_) throw DriverError("cannot create the runtime context (see the message above)");
+  initParams();
+  if (!opt_.resume.empty()) resume();
+
+  // Schedule length.
+  const int64_t per_epoch = stepsPerEpoch(m_, (int64_t)train_.tokens.size());
+  const bool timed = opt_.time_limit_min > 0;
+  if (opt_.steps > 0) total_steps_ = opt_.steps;
+  else if (opt_.epochs > 0) {
+    if (per_epoch == 0)
+      throw DriverError(train_.path + ": " + std::to_string(train_.tokens.size()) +
+                        " tokens is less than one optimizer step of batch * context * "
+                        "grad_accum tokens, so --epochs cannot be used");
+    total_steps_ = std::max<int64_t>(1, (int64_t)std::floor(opt_.epochs * (double)per_epoch));
+  } else if (timed) total_steps_ = std::numeric_limits<int32_t>::max(); // provisional
+  else if (saved_total_ > 0) total_steps_ = saved_total_;
+  else total_steps_ = 200;
+  auto lastStep = [&] {
+    return opt_.stop_after > 0 ? std::min(total_steps_, opt_.stop_after) : total_steps_;
+  };
+  int64_t last_step = lastStep();
+
+  if (!opt_.log.empty()) {
+    log_ = std::fopen(opt_.log.c_str(), opt_.resume.empty() ? "w" : "a");
+    if (!log_) throw DriverError(opt_.log + ": cannot open for writing: " + std::strerror(errno));
+  }
+  const int64_t tokens_per_step = (int64_t)m_.batch_size * m_.context * std::max(1, m_.grad_accum);
+  say("training %s on %s (%s backend): %lld train tokens, %lld tokens/step, %s steps "
+      "(%.2f epochs)\n",
+      m_.name ? m_.name : "?", opt_.data.c_str(), tgrt_backend_name(),
+      (long long)train_.tokens.size(), (long long)tokens_per_step,
+      timed ? "time-limited" : std::to_string(total_steps_).c_str(),
+      per_epoch > 0 && !timed ? (double)total_steps_ / (double)per_epoch : 0.0);
+
+  const auto t_start = clock::now();
+  const double limit_s = opt_.time_limit_min * 60.0;
+  int64_t step = start_step_;
+  Batch batch;
+  double step_time_sum = 0;
+  int64_t steps_timed = 0;
+  int64_t cnt = 0;
+  tgrt_take_loss(ctx_, &cnt);
+  while (step < last_step) {
+    const int64_t s = step + 1;
+    const auto t0 = clock::now();
+    const double lr = learningRate(m_, s, total_steps_);
+    tgrt_set_step(ctx_, s);
+    tgrt_set_lr(ctx_, (float)lr);
+    for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
+      tgrt_set_micro_batch(ctx_, k);
+      sampleBatch(&batch);
+      uploadBatch(batch);
+      hooks_.micro_step(ctx_);
+    }
+    hooks_.optimizer_step(ctx_);
+    const double sum = tgrt_take_loss(ctx_, &cnt);
+    const float norm = tgrt_last_grad_norm(ctx_);
+    tgrt_synchronize(ctx_);
+    const double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+    const double secs = std::chrono::duration<double>(clock::now() - t0).count();
+    step = s;
+    step_time_sum += secs;
+    ++steps_timed;
+    const double avg = step_time_sum / (double)steps_timed;
+    const double tok_s = secs > 0 ? (double)tokens_per_step / secs : 0.0;
+    logLine({{"step", s}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
+             {"tokens_per_s", tok_s}, {"ms", secs * 1e3}});
+    if (!std::isfinite(loss)) {
+      say("\n");
+      throw DriverError("loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                        " at step " + std::to_string(s) +
+                        " (training diverged; try a lower lr or a longer warmup)");
+    }
+    if (timed && steps_timed == 5) {
+      // Fix the schedule length from the speed of the first 5 steps of this process.
+      total_steps_ = std::max<int64_t>(s, start_step_ + (int64_t)(limit_s / avg));
+      last_step = lastStep();
+    }
+    const int64_t shown_total = timed && steps_timed < 5 ? 0 : last_step;
+    const double eta = (double)(last_step - s) * avg;
+    const bool periodic_eval = opt_.eval_every > 0 && s % opt_.eval_every == 0 && s != last_step;
+    progress(s, shown_total, loss, lr, norm, tok_s, secs * 1e3, eta, periodic_eval);
+    if (periodic_eval) {
+      int64_t used = 0, dropped = 0;
+      const double vl = evaluate(val_, opt_.eval_batches, &used, &dropped);
+      if (used > 0) {
+        say("eval  step %lld | val loss %.4f | ppl %.2f (%lld batches)\n", (long long)s, vl,
+            std::exp(vl), (long long)used);
+        logLine({{"eval", "val"}, {"step", s}, {"loss", vl}, {"ppl", std::exp(vl)},
+                 {"batches", used}});
+      }
+    }
+    if (opt_.save_every > 0 && s % opt_.save_every == 0 && s != last_step) save(s);
+    if (timed) {
+      const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
+      if (elapsed + avg > limit_s) break;
+    }
+  }
+  if (line_open_) {
+    std::fputc('\n', stdout);
+    line_open_ = false;
+  }
+  if (timed) total_steps_ = step; // what the run actually did, for the checkpoint
+  if (!opt_.save.empty()) save(step);
+
+  // Final evaluation over the whole val and test splits.
+  for (Split* sp : {&val_, &test_}) {
+    if (!sp->present) continue;
+    int64_t used = 0, dropped = 0;
+    const double l = evaluate(*sp, 0, &used, &dropped);
+    if (used == 0) {
+      std::printf("%s: %zu tokens is less than one eval batch of %d x %d tokens; skipped\n",
+                  sp->name.c_str(), sp->tokens.size(), (int)m_.batch_size, (int)m_.context);
+      continue;
+    }
+    if (dropped > 0)
+      say("note: %s: the last %lld windows (< one batch of %d) are not evaluated\n",
+          sp->name.c_str(), (long long)dropped, (int)m_.batch_size);
+    std::printf("%s loss %.4f ppl %.3f\n", sp->name.c_str(), l, std::exp(l));
+    std::fflush(stdout);
+    logLine({{"eval", sp->name}, {"step", step}, {"loss", l}, {"ppl", std::exp(l)},
+             {"batches", used}, {"final", true}});
+  }
+  return 0;
+}
+
+} // namespace
+} // namespace tgrt
+
+int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
+  using namespace tgrt;
+  const char* prog = argc > 0 && argv[0] ? argv[0] : "train";
+  try {
+    Options o = parseArgs(argc, argv);
+    if (o.help) {
+      std::printf(kUsage, prog);
+      return 0;
+    }
+    if (!hooks.model_info || !hooks.micro_step || !hooks.optimizer_step || !hooks.eval_step)
+      throw DriverError("internal: incomplete model hooks");
+    const tgrt_model* m = hooks.model_info();
+    if (!m) throw DriverError("the model provides no tg_model_info");
+    if (o.info) {
+      printInfo(*m);
+      return 0;
+    }
+    if (m->batch_size <= 0 || m->context <= 0 || m->vocab_size <= 0)
+      throw DriverError("the model plan has batch_size " + std::to_string(m->batch_size) +
+                        ", context " + std::to_string(m->context) + ", vocab_size " +
+                        std::to_string(m->vocab_size) + "; all must be positive");
+    Trainer t(o, hooks, *m);
+    return t.run();
+  } catch (const DriverError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,43 @@
+// FileUtil.cpp — atomic file writes for the driver (see FileUtil.h).
+#include "runtime/driver/FileUtil.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace tgrt {
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp") {
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (!f_) error_ = tmp_ + ": cannot open for writing: " + std::strerror(errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_) {
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void AtomicFile::write(const void* data, size_t bytes) {
+  if (!ok() || bytes == 0) return;
+  if (std::fwrite(data, 1, bytes, f_) != bytes)
+    error_ = tmp_ + ": write failed: " + std::strerror(errno);
+}
+
+bool AtomicFile::commit() {
+  if (!f_) return false;
+  if (error_.empty() && std::fflush(f_) != 0)
+    error_ = tmp_ + ": write failed: " + std::strerror(errno);
+  const int closed = std::fclose(f_);
+  f_ = nullptr;
+  if (error_.empty() && closed != 0) error_ = tmp_ + ": close failed: " + std::strerror(errno);
+  if (error_.empty() && std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    error_ = "cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno);
+  if (!error_.empty()) {
+    std::remove(tmp_.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace tgrt

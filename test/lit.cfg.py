@@ -1,0 +1,32 @@
+# -*- Python -*-
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "TG"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tg_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%tg_src", config.tg_src_root))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+tool_dirs = [config.tg_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["tg-opt", "tgc"], tool_dirs)
+llvm_config.with_environment("PATH", config.tg_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+if config.tg_cuda in ("ON", "1", "TRUE"):
+    config.available_features.add("cuda-build")
+if shutil.which("nvidia-smi") and os.system("nvidia-smi -L >/dev/null 2>&1") == 0:
+    config.available_features.add("cuda")
+if os.system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0:
+    config.available_features.add("torch")

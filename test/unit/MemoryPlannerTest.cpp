@@ -1,0 +1,370 @@
+//===- MemoryPlannerTest.cpp - Tests of the static arena planner ---------------===//
+//
+// Hand cases with exact offsets (the arithmetic is written beside each), property
+// tests over seeded random instances, a transformer-shaped instance that must come
+// within 5% of the lower bound, verifyPlan negative cases, and a 100k-buffer run.
+//
+//===----------------------------------------------------------------------------===//
+#include "passes/MemoryPlanner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+using tgc::PlanBuffer;
+using tgc::PlanResult;
+
+namespace {
+
+PlanBuffer buf(int64_t bytes, int64_t first, int64_t last, int64_t alignment = 1) {
+  PlanBuffer b;
+  b.bytes = bytes;
+  b.alignment = alignment;
+  b.first = first;
+  b.last = last;
+  return b;
+}
+
+/// O(n^2) reference for verifyPlan: any two time-overlapping buffers with bytes > 0
+/// whose byte ranges intersect, or a misaligned offset.
+bool bruteForceValid(const std::vector<PlanBuffer> &bs) {
+  for (size_t i = 0; i < bs.size(); ++i) {
+    if (bs[i].bytes <= 0)
+      continue;
+    if (bs[i].offset < 0 || bs[i].offset % std::max<int64_t>(bs[i].alignment, 1) != 0)
+      return false;
+    for (size_t j = i + 1; j < bs.size(); ++j) {
+      if (bs[j].bytes <= 0)
+        continue;
+      bool timeOverlap = bs[i].first <= bs[j].last && bs[j].first <= bs[i].last;
+      bool memOverlap = bs[i].offset < bs[j].offset + bs[j].bytes &&
+                        bs[j].offset < bs[i].offset + bs[i].bytes;
+      if (timeOverlap && memOverlap)
+        return false;
+    }
+  }
+  return true;
+}
+
+int64_t maxEnd(const std::vector<PlanBuffer> &bs) {
+  int64_t end = 0;
+  for (const PlanBuffer &b : bs)
+    if (b.bytes > 0)
+      end = std::max(end, b.offset + b.bytes);
+  return end;
+}
+
+/// Random instance: `n` buffers over `numOps` ops; lifetimes mostly short with some
+/// long ones; sizes from 1 byte to 1 MiB, some exact multiples of their alignment;
+/// alignments mixed among 1, 4, 16, 64, 256, 4096; a few zero-byte buffers.
+std::vector<PlanBuffer> randomInstance(std::mt19937_64 &rng, int n, int64_t numOps) {
+  std::uniform_int_distribution<int64_t> op(0, numOps - 1);
+  std::uniform_int_distribution<int> pct(0, 99);
+  const int64_t aligns[] = {1, 4, 16, 64, 256, 4096};
+  std::vector<PlanBuffer> bs;
+  for (int i = 0; i < n; ++i) {
+    int64_t first = op(rng);
+    int64_t maxLen = pct(rng) < 80 ? 8 : numOps;
+    int64_t last = std::min(numOps - 1,
+                            first + std::uniform_int_distribution<int64_t>(0, maxLen)(rng));
+    int64_t align = aligns[rng() % 6];
+    int64_t bytes = std::uniform_int_distribution<int64_t>(1, int64_t(1) << (rng() % 21))(rng);
+    int kind = pct(rng);
+    if (kind < 30)
+      bytes = (bytes + align - 1) / align * align;
+    else if (kind < 32)
+      bytes = 0;
+    bs.push_back(buf(bytes, first, last, align));
+  }
+  return bs;
+}
+
+/// A training step shaped like a small GPT: `layers` blocks of forward ops, each
+/// producing an activation that stays live until the matching backward op (LIFO),
+/// short-lived scratch inside ops, and gradients that live from the backward op
+/// that makes them to the next one. Sizes (in units of B*T*C*4 bytes) follow a GPT
+/// block: ln1 1, qkv 3, attention probabilities (scaled by T/C) , attn out 1,
+/// residual 1, ln2 1, fc 4, gelu 4, proj 1, residual 1. All sizes are multiples of
+/// 256 bytes, as the compiler's are.
+std::vector<PlanBuffer> transformerInstance(int layers, int64_t unit, int64_t attnUnits) {
+  const int64_t perBlock[] = {1, 3, attnUnits, 1, 1, 1, 4, 4, 1, 1};
+  const int perLayer = sizeof(perBlock) / sizeof(perBlock[0]);
+  const int64_t forwardOps = int64_t(layers) * perLayer;
+  const int64_t total = 2 * forwardOps; // forward ops then backward ops
+  std::vector<PlanBuffer> bs;
+  for (int64_t i = 0; i < forwardOps; ++i) {
+    int64_t bytes = perBlock[i % perLayer] * unit;
+    int64_t backward = total - 1 - i;
+    bs.push_back(buf(bytes, i, backward, 256));          // activation, LIFO
+    bs.push_back(buf(unit / 2, i, i, 256));              // forward scratch
+    bs.push_back(buf(bytes, backward, backward + 1 < total ? backward + 1 : backward,
+                     256));                              // gradient wrt the activation
+    bs.push_back(buf(unit / 4, backward, backward, 256)); // backward scratch
+  }
+  return bs;
+}
+
+} // namespace
+
+// ---- hand cases -------------------------------------------------------------------
+
+TEST(MemoryPlanner, EmptyInput) {
+  std::vector<PlanBuffer> bs;
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(r.arenaBytes, 0);
+  EXPECT_EQ(r.lowerBound, 0);
+}
+
+TEST(MemoryPlanner, DisjointLifetimesShareOffsetZero) {
+  // A lives [0,1], B lives [2,3]: never live together, so both start at 0.
+  std::vector<PlanBuffer> bs = {buf(1024, 0, 1, 256), buf(4096, 2, 3, 256)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[1].offset, 0);
+  EXPECT_EQ(r.arenaBytes, 4096); // max(1024, 4096)
+  EXPECT_EQ(r.lowerBound, 4096);
+  EXPECT_TRUE(tgc::verifyPlan(bs));
+}
+
+TEST(MemoryPlanner, ThreeOverlappingBuffersStack) {
+  // All live over [0,2]: arena = 256 + 512 + 1024 = 1792. Largest first:
+  // 1024 at 0, 512 at 1024, 256 at 1024 + 512 = 1536.
+  std::vector<PlanBuffer> bs = {buf(256, 0, 2, 256), buf(512, 0, 2, 256),
+                                buf(1024, 0, 2, 256)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(r.arenaBytes, 1792);
+  EXPECT_EQ(r.lowerBound, 1792);
+  EXPECT_EQ(bs[2].offset, 0);
+  EXPECT_EQ(bs[1].offset, 1024);
+  EXPECT_EQ(bs[0].offset, 1536);
+  EXPECT_EQ(r.heuristic, "size-desc/best-fit");
+}
+
+TEST(MemoryPlanner, AlignmentPadding) {
+  // Two 100-byte buffers aligned to 256 live together: the second must start at 256,
+  // so the arena is 256 + 100 = 356 while the byte lower bound is 200.
+  std::vector<PlanBuffer> bs = {buf(100, 0, 1, 256), buf(100, 0, 1, 256)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[1].offset, 256);
+  EXPECT_EQ(r.arenaBytes, 356);
+  EXPECT_EQ(r.lowerBound, 200);
+}
+
+TEST(MemoryPlanner, UnalignedSmallBufferGoesOnTopWithoutPadding) {
+  // 300 bytes (align 256) and 10 bytes (align 1): the big one at 0, the small one
+  // right after it at 300; arena 310 equals the lower bound.
+  std::vector<PlanBuffer> bs = {buf(10, 0, 0, 1), buf(300, 0, 0, 256)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[1].offset, 0);
+  EXPECT_EQ(bs[0].offset, 300);
+  EXPECT_EQ(r.arenaBytes, 310);
+}
+
+TEST(MemoryPlanner, AlignedPlacementInsideGap) {
+  // A, B, C are 1000 B (align 1), all live at op 0; A and C live on to op 3. Size
+  // order (ties by first use, then index): A at 0, B at 1000, C at 2000. D (10 B,
+  // align 256, ops 1..3) meets A [0,1000) and C [2000,3000): the gap [1000,2000)
+  // holds it at the first multiple of 256 inside it, 1024.
+  std::vector<PlanBuffer> bs = {buf(1000, 0, 3), buf(1000, 0, 0), buf(1000, 0, 3),
+                                buf(10, 1, 3, 256)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[1].offset, 1000);
+  EXPECT_EQ(bs[2].offset, 2000);
+  EXPECT_EQ(bs[3].offset, 1024);
+  EXPECT_EQ(r.arenaBytes, 3000);
+  EXPECT_EQ(r.lowerBound, 3000);
+}
+
+TEST(MemoryPlanner, FreedSpaceIsReused) {
+  // X 1024 B [0,1], Y 512 B [0,3], Z 1024 B [2,3]. Size order X, Z, Y: X at 0; Z only
+  // meets Y (not placed yet), so it reuses X's bytes at 0; Y meets both, goes at 1024.
+  std::vector<PlanBuffer> bs = {buf(1024, 0, 1), buf(512, 0, 3), buf(1024, 2, 3)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[2].offset, 0);
+  EXPECT_EQ(bs[1].offset, 1024);
+  EXPECT_EQ(r.arenaBytes, 1536); // = lower bound 1024 + 512
+  EXPECT_EQ(r.lowerBound, 1536);
+}
+
+TEST(MemoryPlanner, BestFitPicksTheTightestGap) {
+  // Long-lived P1 1000 [0,9], P2 400 [0,9], P3 280 [0,9]; short G1 500 [0,1] and
+  // G2 300 [0,1]. Size order: P1 0, G1 1000, P2 1500, G2 1900, P3 2200. When X (250,
+  // [2,9]) comes, G1 and G2 are dead: gaps [1000,1500) of 500 B and [1900,2200) of
+  // 300 B. Best fit takes the 300-byte gap: X at 1900 (first fit would say 1000).
+  // Arena 2480 = lower bound at op 0 (1000 + 500 + 400 + 300 + 280).
+  std::vector<PlanBuffer> bs = {buf(1000, 0, 9), buf(500, 0, 1), buf(400, 0, 9),
+                                buf(300, 0, 1),  buf(280, 0, 9), buf(250, 2, 9)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[1].offset, 1000);
+  EXPECT_EQ(bs[2].offset, 1500);
+  EXPECT_EQ(bs[3].offset, 1900);
+  EXPECT_EQ(bs[4].offset, 2200);
+  EXPECT_EQ(bs[5].offset, 1900);
+  EXPECT_EQ(r.arenaBytes, 2480);
+  EXPECT_EQ(r.heuristic, "size-desc/best-fit");
+}
+
+TEST(MemoryPlanner, ZeroByteBuffersTakeNoSpace) {
+  std::vector<PlanBuffer> bs = {buf(0, 0, 5, 256), buf(512, 0, 5, 256), buf(-3, 1, 2)};
+  PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(bs[0].offset, 0);
+  EXPECT_EQ(bs[2].offset, 0);
+  EXPECT_EQ(bs[1].offset, 0);
+  EXPECT_EQ(r.arenaBytes, 512);
+  EXPECT_EQ(r.lowerBound, 512);
+  EXPECT_TRUE(tgc::verifyPlan(bs));
+}
+
+TEST(MemoryPlanner, LiveBytesPerOp) {
+  // [0,1] 10 B, [1,3] 20 B, [3,3] 5 B (and a zero-byte one that counts for nothing).
+  std::vector<PlanBuffer> bs = {buf(10, 0, 1), buf(20, 1, 3), buf(5, 3, 3), buf(0, 0, 3)};
+  std::vector<int64_t> live = tgc::liveBytesPerOp(bs, 5);
+  EXPECT_EQ(live, (std::vector<int64_t>{10, 30, 20, 25, 0}));
+  EXPECT_TRUE(tgc::liveBytesPerOp(bs, 0).empty());
+}
+
+// ---- verifyPlan ---------------------------------------------------------------------
+
+TEST(VerifyPlan, DetectsPlantedOverlapAndNamesIt) {
+  std::vector<PlanBuffer> bs = {buf(1024, 0, 3), buf(1024, 4, 6), buf(1024, 2, 5)};
+  bs[0].offset = 0;
+  bs[1].offset = 0;    // fine: [4,6] does not meet [0,3]
+  bs[2].offset = 1024; // fine so far
+  std::string why;
+  ASSERT_TRUE(tgc::verifyPlan(bs, &why)) << why;
+  bs[2].offset = 512; // now buffer 2 [512,1536) meets buffer 0 [0,1024) at ops 2..3
+  ASSERT_FALSE(tgc::verifyPlan(bs, &why));
+  EXPECT_NE(why.find("buffer 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("buffer 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("overlaps"), std::string::npos) << why;
+}
+
+TEST(VerifyPlan, DetectsMisalignment) {
+  std::vector<PlanBuffer> bs = {buf(64, 0, 0, 256)};
+  bs[0].offset = 128;
+  std::string why;
+  ASSERT_FALSE(tgc::verifyPlan(bs, &why));
+  EXPECT_NE(why.find("buffer 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("aligned to 256"), std::string::npos) << why;
+}
+
+TEST(VerifyPlan, DetectsMissingOffset) {
+  std::vector<PlanBuffer> bs = {buf(64, 0, 0)};
+  std::string why;
+  ASSERT_FALSE(tgc::verifyPlan(bs, &why));
+  EXPECT_NE(why.find("no offset"), std::string::npos) << why;
+}
+
+TEST(VerifyPlan, AgreesWithBruteForceOnRandomPlans) {
+  // Random offsets on a small arena so that both outcomes are common.
+  std::mt19937_64 rng(7);
+  int valid = 0, invalid = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    int n = 1 + int(rng() % 12);
+    std::vector<PlanBuffer> bs;
+    for (int i = 0; i < n; ++i) {
+      int64_t first = int64_t(rng() % 10);
+      PlanBuffer b = buf(1 + int64_t(rng() % 64), first, first + int64_t(rng() % 4),
+                         int64_t(1) << (rng() % 4));
+      b.offset = int64_t(rng() % 16) * 16;
+      bs.push_back(b);
+    }
+    bool expect = bruteForceValid(bs);
+    std::string why;
+    EXPECT_EQ(tgc::verifyPlan(bs, &why), expect) << "trial " << trial << ": " << why;
+    (expect ? valid : invalid)++;
+  }
+  EXPECT_GT(valid, 100);
+  EXPECT_GT(invalid, 100);
+}
+
+// ---- properties over random instances --------------------------------------------
+
+TEST(MemoryPlannerProperty, RandomInstances) {
+  std::mt19937_64 rng(20240601);
+  for (int trial = 0; trial < 150; ++trial) {
+    int n = 1 + int(rng() % 2000);
+    int64_t numOps = 1 + int64_t(rng() % 600);
+    std::vector<PlanBuffer> bs = randomInstance(rng, n, numOps);
+    std::vector<PlanBuffer> again = bs;
+    PlanResult r = tgc::planArena(bs);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " n=" + std::to_string(n) +
+                 " heuristic=" + r.heuristic);
+    std::string why;
+    ASSERT_TRUE(tgc::verifyPlan(bs, &why)) << why;
+    for (const PlanBuffer &b : bs) {
+      ASSERT_GE(b.offset, 0);
+      ASSERT_EQ(b.offset % b.alignment, 0);
+    }
+    EXPECT_EQ(r.arenaBytes, maxEnd(bs));
+    EXPECT_GE(r.arenaBytes, r.lowerBound);
+    std::vector<int64_t> live = tgc::liveBytesPerOp(bs, numOps);
+    EXPECT_EQ(r.lowerBound, *std::max_element(live.begin(), live.end()));
+    EXPECT_FALSE(r.heuristic.empty());
+    // Deterministic: the same input gives the same offsets and result.
+    PlanResult r2 = tgc::planArena(again);
+    EXPECT_EQ(r2.arenaBytes, r.arenaBytes);
+    EXPECT_EQ(r2.heuristic, r.heuristic);
+    for (size_t i = 0; i < bs.size(); ++i)
+      ASSERT_EQ(again[i].offset, bs[i].offset) << "buffer " << i;
+  }
+}
+
+TEST(MemoryPlannerProperty, SmallInstancesAgreeWithBruteForceCheck) {
+  // Tiny instances, checked with the O(n^2) reference instead of verifyPlan.
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<PlanBuffer> bs = randomInstance(rng, 1 + int(rng() % 30), 1 + int(rng() % 20));
+    tgc::planArena(bs);
+    ASSERT_TRUE(bruteForceValid(bs)) << "trial " << trial;
+  }
+}
+
+// ---- transformer-shaped instance ------------------------------------------------
+
+TEST(MemoryPlannerQuality, TransformerLikeWithinFivePercentOfLowerBound) {
+  for (int layers : {1, 2, 4, 12, 24}) {
+    for (int64_t attnUnits : {int64_t(1), int64_t(2), int64_t(8)}) {
+      std::vector<PlanBuffer> bs = transformerInstance(layers, 1 << 20, attnUnits);
+      PlanResult r = tgc::planArena(bs);
+      ASSERT_TRUE(tgc::verifyPlan(bs));
+      EXPECT_LE(double(r.arenaBytes), 1.05 * double(r.lowerBound))
+          << "layers=" << layers << " attn=" << attnUnits << " arena=" << r.arenaBytes
+          << " lower bound=" << r.lowerBound << " heuristic=" << r.heuristic;
+    }
+  }
+}
+
+// ---- scale ---------------------------------------------------------------------------
+
+TEST(MemoryPlannerScale, HundredThousandBuffers) {
+  std::mt19937_64 rng(5);
+  std::vector<PlanBuffer> bs = randomInstance(rng, 100000, 40000);
+  auto t0 = std::chrono::steady_clock::now();
+  PlanResult r = tgc::planArena(bs);
+  double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("100k random buffers: %.2f s, arena %lld, lower bound %lld (%.3fx), %s\n", sec,
+              (long long)r.arenaBytes, (long long)r.lowerBound,
+              double(r.arenaBytes) / double(r.lowerBound), r.heuristic.c_str());
+  EXPECT_TRUE(tgc::verifyPlan(bs));
+  EXPECT_GE(r.arenaBytes, r.lowerBound);
+  EXPECT_LT(sec, 60.0); // generous: a sanity bound, not a benchmark
+
+  // A transformer-shaped step with 100k buffers (2500 layers x 10 ops x 4 buffers).
+  std::vector<PlanBuffer> tb = transformerInstance(2500, 1 << 16, 2);
+  t0 = std::chrono::steady_clock::now();
+  PlanResult tr = tgc::planArena(tb);
+  sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("100k transformer buffers: %.2f s, arena %lld, lower bound %lld (%.3fx), %s\n",
+              sec, (long long)tr.arenaBytes, (long long)tr.lowerBound,
+              double(tr.arenaBytes) / double(tr.lowerBound), tr.heuristic.c_str());
+  EXPECT_TRUE(tgc::verifyPlan(tb));
+  EXPECT_LT(sec, 60.0);
+}

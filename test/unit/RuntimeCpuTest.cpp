@@ -1,0 +1,885 @@
+// RuntimeCpuTest.cpp — unit tests of the CPU reference backend (runtime/cpu) against the
+// semantics written in runtime/tgrt.h.
+//
+// Forward kernels are compared with naive references written here (double precision, plain
+// index loops). Backward kernels are checked by central finite differences of those double
+// references (h = 1e-5, so the FD gradient is accurate to ~1e-9 and any tolerance failure is
+// the kernel's), plus a few fp32 FD checks through the kernels themselves.
+#include "runtime/tgrt.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using VecF = std::vector<float>;
+using VecD = std::vector<double>;
+const float kInf = std::numeric_limits<float>::infinity();
+
+/// n floats uniform in [lo, hi), deterministic in seed.
+VecF randVec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  VecF v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+VecD toD(const VecF& v) { return VecD(v.begin(), v.end()); }
+
+/// Expects |got[i] - want[i]| <= atol + rtol*|want[i]| for every i; reports the count and
+/// the worst offender.
+void expectClose(const VecF& got, const VecD& want, double atol, double rtol,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0, worst = 0;
+  double worstExcess = -1.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs((double)got[i] - want[i]);
+    const double excess = err - (atol + rtol * std::fabs(want[i]));
+    if (!(excess <= 0.0)) ++bad;
+    if (!(excess <= worstExcess)) {
+      worstExcess = excess;
+      worst = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": worst index " << worst << " got " << got[worst] << " want "
+                     << want[worst];
+}
+
+void expectClose(const VecF& got, const VecF& want, double atol, double rtol,
+                 const std::string& what) {
+  expectClose(got, toD(want), atol, rtol, what);
+}
+
+/// Central finite-difference gradient of the scalar function f at x (double), step h.
+VecD numericGrad(const std::function<double(const VecD&)>& f, VecD x, double h = 1e-5) {
+  VecD g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double x0 = x[i];
+    x[i] = x0 + h;
+    const double fp = f(x);
+    x[i] = x0 - h;
+    const double fm = f(x);
+    x[i] = x0;
+    g[i] = (fp - fm) / (2.0 * h);
+  }
+  return g;
+}
+
+double dotD(const VecD& a, const VecD& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// A small model plan for context tests (no parameters).
+tgrt_model makeModel(int64_t persistent, int64_t arena, int64_t workspace) {
+  tgrt_model m;
+  std::memset(&m, 0, sizeof(m));
+  m.name = "test";
+  m.spec_json = "{}";
+  m.persistent_bytes = persistent;
+  m.arena_bytes = arena;
+  m.workspace_bytes = workspace;
+  m.lr = 1e-3f;
+  m.beta1 = 0.9f;
+  m.beta2 = 0.999f;
+  m.eps = 1e-8f;
+  return m;
+}
+
+/// Fixture holding a live context (most kernels ignore it; dropout, AdamW, clip and loss
+/// reporting read or write it).
+class Cpu : public ::testing::Test {
+protected:
+  void SetUp() override {
+    model_ = makeModel(1024, 256, 64);
+    ctx_ = tgrt_ctx_create(&model_);
+    ASSERT_NE(ctx_, nullptr);
+  }
+  void TearDown() override { tgrt_ctx_destroy(ctx_); }
+  tgrt_model model_;
+  tgrt_ctx* ctx_ = nullptr;
+};
+
+// ------------------------------------------------------------------ context --
+
+TEST_F(Cpu, BackendNameIsCpu) { EXPECT_STREQ(tgrt_backend_name(), "cpu"); }
+
+TEST_F(Cpu, RegionsAreAlignedZeroedAndDistinct) {
+  const int64_t sizes[3] = {1024, 256, 64};
+  for (int r = 0; r < 3; ++r) {
+    char* base = tgrt_region(ctx_, r);
+    ASSERT_NE(base, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 64, 0u) << "region " << r;
+    for (int64_t i = 0; i < sizes[r]; ++i) ASSERT_EQ(base[i], 0) << "region " << r << " @" << i;
+  }
+  EXPECT_NE(tgrt_region(ctx_, TGRT_PERSISTENT), tgrt_region(ctx_, TGRT_ARENA));
+  EXPECT_NE(tgrt_region(ctx_, TGRT_ARENA), tgrt_region(ctx_, TGRT_WORKSPACE));
+}
+
+TEST_F(Cpu, UploadDownloadRoundTrip) {
+  const VecF src = randVec(16, 1);
+  tgrt_upload(ctx_, TGRT_PERSISTENT, 128, src.data(), 64);
+  VecF back(16, 0.0f);
+  tgrt_download(ctx_, TGRT_PERSISTENT, 128, back.data(), 64);
+  EXPECT_EQ(src, back);
+  // The bytes land at base + offset.
+  const float* direct = reinterpret_cast<const float*>(tgrt_region(ctx_, TGRT_PERSISTENT) + 128);
+  EXPECT_EQ(direct[5], src[5]);
+  // The edge of the region is reachable; a byte past it is an error.
+  tgrt_upload(ctx_, TGRT_ARENA, 192, src.data(), 64);
+  tgrt_synchronize(ctx_);
+  EXPECT_EXIT(tgrt_upload(ctx_, TGRT_ARENA, 193, src.data(), 64),
+              ::testing::ExitedWithCode(1), "tgrt: upload: range \\[193, 257\\) outside the arena");
+  EXPECT_EXIT(tgrt_download(ctx_, 3, 0, back.data(), 4), ::testing::ExitedWithCode(1),
+              "invalid region index 3");
+}
+
+TEST(CpuContext, CreateFailsCleanly) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(tgrt_ctx_create(nullptr), nullptr);
+  const tgrt_model huge = makeModel(int64_t(1) << 62, 16, 16);
+  EXPECT_EQ(tgrt_ctx_create(&huge), nullptr);
+  const tgrt_model negative = makeModel(16, -1, 16);
+  EXPECT_EQ(tgrt_ctx_create(&negative), nullptr);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("NULL model"), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot allocate the persistent region"), std::string::npos) << err;
+  EXPECT_NE(err.find("negative arena size"), std::string::npos) << err;
+  tgrt_ctx_destroy(nullptr); // no-op
+}
+
+TEST(CpuContext, ZeroSizedRegionsStillUsable) {
+  const tgrt_model m = makeModel(0, 0, 0);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_NE(tgrt_region(ctx, TGRT_WORKSPACE), nullptr);
+  tgrt_upload(ctx, TGRT_PERSISTENT, 0, nullptr, 0);
+  tgrt_ctx_destroy(ctx);
+}
+
+TEST_F(Cpu, TakeLossSumsAndResets) {
+  int64_t count = -1;
+  EXPECT_EQ(tgrt_take_loss(ctx_, &count), 0.0);
+  EXPECT_EQ(count, 0);
+  const float a = 2.5f, b = 1.25f;
+  tgrt_report_loss(ctx_, "loss", &a);
+  tgrt_report_loss(ctx_, "loss", &b);
+  EXPECT_DOUBLE_EQ(tgrt_take_loss(ctx_, &count), 3.75);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(tgrt_take_loss(ctx_, &count), 0.0);
+  EXPECT_EQ(count, 0);
+  tgrt_report_loss(ctx_, "loss", &a);
+  EXPECT_DOUBLE_EQ(tgrt_take_loss(ctx_, nullptr), 2.5); // count may be NULL
+}
+
+// ---------------------------------------------------------------- embedding --
+
+TEST_F(Cpu, EmbeddingForwardBackward) {
+  const int64_t vocab = 7, d = 5, n = 9;
+  const VecF table = randVec(vocab * d, 2);
+  const std::vector<int32_t> ids = {3, 0, 6, 3, 3, 1, 6, 2, 0};
+  VecF out(n * d, kInf);
+  tgrt_embedding_fwd(ctx_, "wte", table.data(), ids.data(), out.data(), n, d, vocab);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < d; ++c) ASSERT_EQ(out[i * d + c], table[ids[i] * d + c]);
+
+  const VecF dout = randVec(n * d, 3);
+  VecF dtable(vocab * d, 123.0f); // must be overwritten, not accumulated
+  tgrt_embedding_bwd(ctx_, "wte", ids.data(), dout.data(), dtable.data(), n, d, vocab);
+  VecD want(vocab * d, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < d; ++c) want[ids[i] * d + c] += dout[i * d + c];
+  expectClose(dtable, want, 1e-6, 1e-6, "dtable");
+  for (int64_t c = 0; c < d; ++c) EXPECT_EQ(dtable[4 * d + c], 0.0f); // id 4 never used
+}
+
+TEST_F(Cpu, EmbeddingIdOutOfRangeFails) {
+  const VecF table(4 * 2, 1.0f);
+  const std::vector<int32_t> ids = {0, 4};
+  VecF out(4 * 2);
+  EXPECT_EXIT(tgrt_embedding_fwd(ctx_, "model.wte", table.data(), ids.data(), out.data(), 2, 2, 4),
+              ::testing::ExitedWithCode(1),
+              "tgrt: model.wte: embedding id 4 at position 1 is outside \\[0, 4\\)");
+  const std::vector<int32_t> neg = {-1};
+  EXPECT_EXIT(tgrt_embedding_bwd(ctx_, "e", neg.data(), out.data(), out.data(), 1, 2, 4),
+              ::testing::ExitedWithCode(1), "tgrt: e: embedding id -1");
+}
+
+TEST_F(Cpu, PositionalForwardBackward) {
+  const int64_t batch = 3, t = 4, d = 5, context = 6;
+  const VecF x = randVec(batch * t * d, 4), wpe = randVec(context * d, 5);
+  VecF out(x.size());
+  tgrt_positional_fwd(ctx_, "wpe", x.data(), wpe.data(), out.data(), batch, t, d);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < t; ++s)
+      for (int64_t c = 0; c < d; ++c)
+        ASSERT_EQ(out[(b * t + s) * d + c], x[(b * t + s) * d + c] + wpe[s * d + c]);
+
+  const VecF dout = randVec(batch * t * d, 6);
+  VecF dwpe(context * d, 99.0f);
+  tgrt_positional_bwd(ctx_, "wpe", dout.data(), dwpe.data(), batch, t, d, context);
+  VecD want(context * d, 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < t; ++s)
+      for (int64_t c = 0; c < d; ++c) want[s * d + c] += dout[(b * t + s) * d + c];
+  expectClose(dwpe, want, 1e-6, 1e-6, "dwpe");
+  EXPECT_EQ(dwpe[t * d], 0.0f);
+  EXPECT_EQ(dwpe[context * d - 1], 0.0f);
+}
+
+// -------------------------------------------------------------- elementwise --
+
+TEST_F(Cpu, AddAccumulateFillZero) {
+  const int64_t n = 37;
+  VecF a = randVec(n, 7), b = randVec(n, 8), out(n);
+  tgrt_add(ctx_, "add", a.data(), b.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]);
+  VecF alias = a;
+  tgrt_add(ctx_, "add", alias.data(), b.data(), alias.data(), n); // out aliases a
+  EXPECT_EQ(alias, out);
+
+  VecF dst = a;
+  tgrt_accumulate(ctx_, "acc", dst.data(), b.data(), n);
+  tgrt_accumulate(ctx_, "acc", dst.data(), b.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(dst[i], a[i] + b[i] + b[i]);
+
+  tgrt_fill(ctx_, "fill", dst.data(), n - 1, -2.5f);
+  for (int64_t i = 0; i < n - 1; ++i) ASSERT_EQ(dst[i], -2.5f);
+  EXPECT_NE(dst[n - 1], -2.5f); // only n-1 written
+
+  tgrt_zero(ctx_, "zero", dst.data(), 8); // two floats
+  EXPECT_EQ(dst[0], 0.0f);
+  EXPECT_EQ(dst[1], 0.0f);
+  EXPECT_EQ(dst[2], -2.5f);
+}
+
+TEST_F(Cpu, Copy2dBlock) {
+  const int64_t rows = 3, cols = 4, srcLd = 10, dstLd = 6;
+  const VecF src = randVec(rows * srcLd, 9);
+  VecF dst(rows * dstLd, -7.0f);
+  tgrt_copy2d(ctx_, "split", src.data() + 2, srcLd, dst.data() + 1, dstLd, rows, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < dstLd; ++c) {
+      const float want = (c >= 1 && c < 1 + cols) ? src[r * srcLd + 2 + c - 1] : -7.0f;
+      ASSERT_EQ(dst[r * dstLd + c], want) << r << "," << c;
+    }
+  EXPECT_EXIT(tgrt_copy2d(ctx_, "bad", src.data(), 2, dst.data(), 6, 1, 4),
+              ::testing::ExitedWithCode(1), "tgrt: bad: copy2d: leading dimensions");
+}
+
+TEST_F(Cpu, Transpose4AllPermutations) {
+  const int64_t d[4] = {2, 3, 4, 5};
+  const VecF x = randVec(2 * 3 * 4 * 5, 10);
+  int p[4] = {0, 1, 2, 3};
+  int count = 0;
+  do {
+    VecF y(x.size(), kInf);
+    tgrt_transpose4(ctx_, "t", x.data(), y.data(), d[0], d[1], d[2], d[3], p[0], p[1], p[2], p[3]);
+    const int64_t yd[4] = {d[p[0]], d[p[1]], d[p[2]], d[p[3]]};
+    // Walk y's coordinates j and read x at i with i[p[a]] = j[a].
+    int64_t j[4];
+    for (j[0] = 0; j[0] < yd[0]; ++j[0])
+      for (j[1] = 0; j[1] < yd[1]; ++j[1])
+        for (j[2] = 0; j[2] < yd[2]; ++j[2])
+          for (j[3] = 0; j[3] < yd[3]; ++j[3]) {
+            int64_t i[4];
+            for (int a = 0; a < 4; ++a) i[p[a]] = j[a];
+            const int64_t xi = ((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3];
+            const int64_t yi = ((j[0] * yd[1] + j[1]) * yd[2] + j[2]) * yd[3] + j[3];
+            ASSERT_EQ(y[yi], x[xi]) << "perm " << p[0] << p[1] << p[2] << p[3];
+          }
+    ++count;
+  } while (std::next_permutation(p, p + 4));
+  EXPECT_EQ(count, 24);
+  VecF y(x.size());
+  EXPECT_EXIT(tgrt_transpose4(ctx_, "t", x.data(), y.data(), 2, 3, 4, 5, 0, 1, 1, 3),
+              ::testing::ExitedWithCode(1), "is not a permutation");
+}
+
+// --------------------------------------------------------------- layer norm --
+
+/// Double reference layer norm of one [rows, d] block.
+VecD layerNormRef(const VecD& x, const VecD& gamma, const VecD& beta, int64_t rows, int64_t d,
+                  double eps, VecD* mean = nullptr, VecD* rstd = nullptr) {
+  VecD y(rows * d);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < d; ++c) mu += x[r * d + c];
+    mu /= d;
+    for (int64_t c = 0; c < d; ++c) var += (x[r * d + c] - mu) * (x[r * d + c] - mu);
+    var /= d;
+    const double rs = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < d; ++c) y[r * d + c] = (x[r * d + c] - mu) * rs * gamma[c] + beta[c];
+    if (mean) (*mean).push_back(mu);
+    if (rstd) (*rstd).push_back(rs);
+  }
+  return y;
+}
+
+TEST_F(Cpu, LayerNormForward) {
+  const int64_t rows = 6, d = 16;
+  const float eps = 1e-5f;
+  const VecF x = randVec(rows * d, 11, -2.0f, 3.0f), gamma = randVec(d, 12, 0.5f, 1.5f),
+             beta = randVec(d, 13);
+  VecF y(rows * d), mean(rows), rstd(rows);
+  tgrt_layer_norm_fwd(ctx_, "ln", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+                      rstd.data(), rows, d, eps);
+  VecD wm, wr;
+  const VecD want = layerNormRef(toD(x), toD(gamma), toD(beta), rows, d, eps, &wm, &wr);
+  expectClose(y, want, 1e-5, 1e-5, "y");
+  expectClose(mean, wm, 1e-6, 1e-6, "mean");
+  expectClose(rstd, wr, 1e-6, 1e-5, "rstd");
+}
+
+TEST_F(Cpu, LayerNormBackwardMatchesFiniteDifferences) {
+  const int64_t rows = 4, d = 8;
+  const double eps = 1e-5;
+  const VecF x = randVec(rows * d, 14, -2.0f, 2.0f), gamma = randVec(d, 15, 0.5f, 1.5f),
+             beta = randVec(d, 16), w = randVec(rows * d, 17);
+  VecF y(rows * d), mean(rows), rstd(rows);
+  tgrt_layer_norm_fwd(ctx_, "ln", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+                      rstd.data(), rows, d, (float)eps);
+  VecF dx(rows * d), dgamma(d, 5.0f), dbeta(d, 5.0f);
+  tgrt_layer_norm_bwd(ctx_, "ln", w.data(), x.data(), gamma.data(), mean.data(), rstd.data(),
+                      dx.data(), dgamma.data(), dbeta.data(), rows, d);
+  // L = sum(w * LN(x; gamma, beta)), so dy = w.
+  const VecD xd = toD(x), gd = toD(gamma), bd = toD(beta), wd = toD(w);
+  auto lx = [&](const VecD& v) { return dotD(wd, layerNormRef(v, gd, bd, rows, d, eps)); };
+  auto lg = [&](const VecD& v) { return dotD(wd, layerNormRef(xd, v, bd, rows, d, eps)); };
+  auto lb = [&](const VecD& v) { return dotD(wd, layerNormRef(xd, gd, v, rows, d, eps)); };
+  expectClose(dx, numericGrad(lx, xd), 1e-5, 1e-4, "dx");
+  expectClose(dgamma, numericGrad(lg, gd), 1e-5, 1e-4, "dgamma");
+  expectClose(dbeta, numericGrad(lb, bd), 1e-5, 1e-4, "dbeta");
+}
+
+// ------------------------------------------------------------------- matmul --
+
+/// Double reference of one tgrt_matmul call (same argument meaning).
+VecD matmulRef(const VecF& a, const VecF& b, const VecF& c0, int64_t batch, int64_t m, int64_t n,
+               int64_t k, bool ta, bool tb, int64_t sa, int64_t sb, int64_t sc, double alpha,
+               double beta) {
+  VecD c = toD(c0);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double av = ta ? a[bi * sa + p * m + i] : a[bi * sa + i * k + p];
+          const double bv = tb ? b[bi * sb + j * k + p] : b[bi * sb + p * n + j];
+          s += av * bv;
+        }
+        double& out = c[bi * sc + i * n + j];
+        out = alpha * s + (beta == 0.0 ? 0.0 : beta * out);
+      }
+  return c;
+}
+
+TEST_F(Cpu, MatmulAllTransposesStridesAlphaBeta) {
+  const int64_t batch = 3, m = 5, n = 7, k = 4;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      // Padded strides: each batch entry sits further apart than its size.
+      const int64_t sa = m * k + 3, sb = k * n + 5, sc = m * n + 2;
+      const VecF a = randVec(batch * sa, 20 + ta), b = randVec(batch * sb, 30 + tb);
+      const VecF c0 = randVec(batch * sc, 40);
+      VecF c = c0;
+      tgrt_matmul(ctx_, "mm", a.data(), b.data(), c.data(), batch, m, n, k, ta, tb, sa, sb, sc,
+                  0.7f, 0.3f);
+      const VecD want = matmulRef(a, b, c0, batch, m, n, k, ta, tb, sa, sb, sc, 0.7, 0.3);
+      expectClose(c, want, 1e-5, 1e-5,
+                  "matmul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+      // Padding between batch entries of C is untouched.
+      EXPECT_EQ(c[m * n], c0[m * n]);
+    }
+}
+
+TEST_F(Cpu, MatmulBetaZeroIgnoresGarbageAndBroadcastsStrideZero) {
+  const int64_t batch = 4, m = 3, n = 6, k = 5;
+  const VecF a = randVec(batch * m * k, 50), w = randVec(k * n, 51); // one shared weight
+  VecF c(batch * m * n, std::numeric_limits<float>::quiet_NaN());
+  tgrt_matmul(ctx_, "mm", a.data(), w.data(), c.data(), batch, m, n, k, 0, 0, m * k, 0, m * n,
+              1.0f, 0.0f);
+  const VecF zeros(batch * m * n, 0.0f);
+  const VecD want = matmulRef(a, w, zeros, batch, m, n, k, false, false, m * k, 0, m * n, 1, 0);
+  expectClose(c, want, 1e-5, 1e-5, "broadcast B");
+  // Broadcast A instead (stride_a = 0), with B transposed.
+  const VecF bt = randVec(batch * n * k, 52), a1 = randVec(m * k, 53);
+  std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
+  tgrt_matmul(ctx_, "mm", a1.data(), bt.data(), c.data(), batch, m, n, k, 0, 1, 0, n * k, m * n,
+              2.0f, 0.0f);
+  expectClose(c, matmulRef(a1, bt, zeros, batch, m, n, k, false, true, 0, n * k, m * n, 2, 0),
+              1e-5, 1e-5, "broadcast A");
+  // A single 1x1x1 product and k = 0 (empty sum: C = beta C).
+  const float one = 3.0f, two = -2.0f;
+  float out = 100.0f;
+  tgrt_matmul(ctx_, "mm", &one, &two, &out, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0f, 1.0f);
+  EXPECT_FLOAT_EQ(out, 94.0f);
+  tgrt_matmul(ctx_, "mm", nullptr, nullptr, &out, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f);
+  EXPECT_FLOAT_EQ(out, 47.0f);
+}
+
+TEST_F(Cpu, BiasAddAndGrad) {
+  const int64_t rows = 5, n = 9;
+  const VecF x = randVec(rows * n, 60), bias = randVec(n, 61);
+  VecF out(rows * n);
+  tgrt_bias_add(ctx_, "b", x.data(), bias.data(), out.data(), rows, n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) ASSERT_EQ(out[r * n + c], x[r * n + c] + bias[c]);
+  VecF inplace = x;
+  tgrt_bias_add(ctx_, "b", inplace.data(), bias.data(), inplace.data(), rows, n);
+  EXPECT_EQ(inplace, out);
+  VecF db(n, 42.0f);
+  tgrt_bias_grad(ctx_, "b", x.data(), db.data(), rows, n);
+  VecD want(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) want[c] += x[r * n + c];
+  expectClose(db, want, 1e-6, 1e-6, "dbias");
+}
+
+// --------------------------------------------------------------------- GELU --
+
+double geluRef(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST_F(Cpu, GeluForwardBackward) {
+  const int64_t n = 64;
+  const VecF x = randVec(n, 70, -4.0f, 4.0f), dy = randVec(n, 71);
+  VecF y(n);
+  tgrt_gelu_fwd(ctx_, "gelu", x.data(), y.data(), n);
+  VecD want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = geluRef(x[i]);
+  expectClose(y, want, 1e-6, 1e-5, "gelu");
+  EXPECT_NEAR(y[0] - (float)want[0], 0.0, 1e-6);
+
+  VecF dx(n);
+  tgrt_gelu_bwd(ctx_, "gelu", x.data(), dy.data(), dx.data(), n);
+  VecD fd(n);
+  for (int64_t i = 0; i < n; ++i)
+    fd[i] = dy[i] * (geluRef(x[i] + 1e-5) - geluRef(x[i] - 1e-5)) / 2e-5;
+  expectClose(dx, fd, 1e-6, 1e-5, "dgelu");
+  VecF alias = dy; // dx may alias dy
+  tgrt_gelu_bwd(ctx_, "gelu", x.data(), alias.data(), alias.data(), n);
+  EXPECT_EQ(alias, dx);
+}
+
+// ------------------------------------------------------------------ dropout --
+
+TEST_F(Cpu, DropoutStatisticsAndDeterminism) {
+  const int64_t n = 200000;
+  const VecF x = randVec(n, 80, 0.5f, 1.5f); // strictly positive: zero <=> dropped
+  auto run = [&](int64_t step, int32_t mb, uint64_t seed, float rate) {
+    tgrt_set_step(ctx_, step);
+    tgrt_set_micro_batch(ctx_, mb);
+    VecF y(n);
+    tgrt_dropout(ctx_, "drop", x.data(), y.data(), n, rate, seed);
+    return y;
+  };
+  auto keptFraction = [&](const VecF& y) {
+    return (double)std::count_if(y.begin(), y.end(), [](float v) { return v != 0.0f; }) / n;
+  };
+  auto disagreement = [&](const VecF& a, const VecF& b) {
+    int64_t diff = 0;
+    for (int64_t i = 0; i < n; ++i) diff += (a[i] != 0.0f) != (b[i] != 0.0f);
+    return (double)diff / n;
+  };
+  const VecF y = run(5, 0, 1234, 0.5f);
+  // Binomial(n, 0.5): std of the fraction ~0.0011, so +-0.01 is ~9 sigma.
+  EXPECT_NEAR(keptFraction(y), 0.5, 0.01);
+  for (int64_t i = 0; i < n; ++i) {
+    if (y[i] != 0.0f) {
+      ASSERT_EQ(y[i], x[i] * 2.0f) << i;
+    }
+  }
+  EXPECT_EQ(run(5, 0, 1234, 0.5f), y);                  // same args, same mask
+  EXPECT_NEAR(disagreement(run(6, 0, 1234, 0.5f), y), 0.5, 0.02); // other step
+  EXPECT_NEAR(disagreement(run(5, 1, 1234, 0.5f), y), 0.5, 0.02); // other micro-batch
+  EXPECT_NEAR(disagreement(run(5, 0, 1235, 0.5f), y), 0.5, 0.02); // other seed
+  EXPECT_NEAR(keptFraction(run(5, 0, 7, 0.1f)), 0.9, 0.01);
+  EXPECT_EQ(run(5, 0, 7, 0.0f), x);
+  EXPECT_EQ(keptFraction(run(5, 0, 7, 1.0f)), 0.0);
+
+  // Backward = the same call on dy: zero exactly where the forward dropped, dy*2 elsewhere.
+  const VecF dy = randVec(n, 81, 0.5f, 1.5f);
+  tgrt_set_step(ctx_, 5);
+  tgrt_set_micro_batch(ctx_, 0);
+  VecF dx = dy; // in place
+  tgrt_dropout(ctx_, "drop", dx.data(), dx.data(), n, 0.5f, 1234);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dx[i], y[i] != 0.0f ? dy[i] * 2.0f : 0.0f) << i;
+
+  EXPECT_EXIT(tgrt_dropout(ctx_, "drop", x.data(), dx.data(), n, 1.5f, 1),
+              ::testing::ExitedWithCode(1), "tgrt: drop: dropout rate 1.5 outside");
+}
+
+// -------------------------------------------------------- mask and softmax --
+
+TEST_F(Cpu, CausalMaskWithOffsetAndWindow) {
+  const int64_t batch = 2, tq = 3, tk = 5;
+  const VecF x = randVec(batch * tq * tk, 90);
+  for (int64_t window : {0, 1, 2}) {
+    VecF y = x; // in place
+    tgrt_causal_mask(ctx_, "mask", y.data(), y.data(), batch, tq, tk, window, -1e9f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < tq; ++i)
+        for (int64_t j = 0; j < tk; ++j) {
+          const int64_t pos = i + 2; // query i at key position i + tk - tq
+          const bool vis = j <= pos && (window <= 0 || pos - j < window);
+          const int64_t idx = (b * tq + i) * tk + j;
+          ASSERT_EQ(y[idx], vis ? x[idx] : -1e9f) << "window " << window << " " << i << "," << j;
+        }
+  }
+  // Spot checks of the rule: window 1 keeps only the diagonal.
+  VecF y(tk * tk);
+  const VecF sq = randVec(tk * tk, 91);
+  tgrt_causal_mask(ctx_, "mask", sq.data(), y.data(), 1, tk, tk, 1, -kInf);
+  EXPECT_EQ(y[2 * tk + 2], sq[2 * tk + 2]);
+  EXPECT_EQ(y[2 * tk + 1], -kInf);
+  EXPECT_EQ(y[2 * tk + 3], -kInf);
+}
+
+TEST_F(Cpu, SoftmaxForwardBackward) {
+  const int64_t rows = 4, n = 6;
+  VecF x = randVec(rows * n, 100, -3.0f, 3.0f);
+  x[1 * n + 2] = -kInf; // a masked entry
+  for (int64_t c = 0; c < n; ++c) x[3 * n + c] = -kInf; // a fully masked row
+  VecF y(rows * n, 5.0f);
+  tgrt_softmax_fwd(ctx_, "sm", x.data(), y.data(), rows, n);
+  for (int64_t r = 0; r < 3; ++r) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t c = 0; c < n; ++c) mx = std::max(mx, (double)x[r * n + c]);
+    for (int64_t c = 0; c < n; ++c) s += std::exp(x[r * n + c] - mx);
+    for (int64_t c = 0; c < n; ++c)
+      ASSERT_NEAR(y[r * n + c], std::exp(x[r * n + c] - mx) / s, 1e-6);
+  }
+  EXPECT_EQ(y[1 * n + 2], 0.0f);
+  for (int64_t c = 0; c < n; ++c) EXPECT_EQ(y[3 * n + c], 0.0f);
+
+  // Backward vs FD of L = sum(w * softmax(x)) on finite rows.
+  const int64_t r2 = 3;
+  const VecF xs = randVec(r2 * n, 101, -2.0f, 2.0f), w = randVec(r2 * n, 102);
+  VecF ys(r2 * n);
+  tgrt_softmax_fwd(ctx_, "sm", xs.data(), ys.data(), r2, n);
+  VecF dx = w; // dx aliases dy
+  tgrt_softmax_bwd(ctx_, "sm", ys.data(), dx.data(), dx.data(), r2, n);
+  auto loss = [&](const VecD& v) {
+    double l = 0;
+    for (int64_t r = 0; r < r2; ++r) {
+      double s = 0;
+      for (int64_t c = 0; c < n; ++c) s += std::exp(v[r * n + c]);
+      for (int64_t c = 0; c < n; ++c) l += w[r * n + c] * std::exp(v[r * n + c]) / s;
+    }
+    return l;
+  };
+  expectClose(dx, numericGrad(loss, toD(xs)), 1e-6, 1e-4, "softmax dx");
+}
+
+// ------------------------------------------------------------ cross entropy --
+
+/// Double reference of the mean cross entropy with ignore_index.
+double crossEntropyRef(const VecD& z, const std::vector<int32_t>& t, int64_t rows, int64_t vocab,
+                       int64_t ignore) {
+  double sum = 0;
+  int64_t valid = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[r] == ignore) continue;
+    double mx = -INFINITY, s = 0;
+    for (int64_t c = 0; c < vocab; ++c) mx = std::max(mx, z[r * vocab + c]);
+    for (int64_t c = 0; c < vocab; ++c) s += std::exp(z[r * vocab + c] - mx);
+    sum += mx + std::log(s) - z[r * vocab + t[r]];
+    ++valid;
+  }
+  return valid ? sum / valid : 0.0;
+}
+
+TEST_F(Cpu, CrossEntropyForwardBackwardWithIgnoreIndex) {
+  const int64_t rows = 6, vocab = 11, ignore = -100;
+  const VecF z = randVec(rows * vocab, 110, -4.0f, 4.0f);
+  const std::vector<int32_t> t = {3, -100, 0, 10, -100, 7};
+  float loss = -1.0f;
+  tgrt_cross_entropy_fwd(ctx_, "ce", z.data(), t.data(), &loss, rows, vocab, ignore);
+  const double want = crossEntropyRef(toD(z), t, rows, vocab, ignore);
+  EXPECT_NEAR(loss, want, 1e-5 * std::fabs(want));
+  EXPECT_GT(loss, 0.0f);
+
+  const float dloss = 1.7f;
+  VecF dz(rows * vocab, kInf);
+  tgrt_cross_entropy_bwd(ctx_, "ce", z.data(), t.data(), &dloss, dz.data(), rows, vocab, ignore);
+  VecD fd = numericGrad(
+      [&](const VecD& v) { return dloss * crossEntropyRef(v, t, rows, vocab, ignore); }, toD(z));
+  expectClose(dz, fd, 1e-6, 1e-4, "dlogits");
+  for (int64_t c = 0; c < vocab; ++c) EXPECT_EQ(dz[1 * vocab + c], 0.0f); // ignored row
+
+  VecF inplace = z; // dlogits == logits
+  tgrt_cross_entropy_bwd(ctx_, "ce", inplace.data(), t.data(), &dloss, inplace.data(), rows, vocab,
+                         ignore);
+  EXPECT_EQ(inplace, dz);
+}
+
+TEST_F(Cpu, CrossEntropyAllIgnoredAndBadTarget) {
+  const int64_t rows = 2, vocab = 3;
+  const VecF z = randVec(rows * vocab, 111);
+  const std::vector<int32_t> t = {-1, -1};
+  float loss = 9.0f, dloss = 1.0f;
+  tgrt_cross_entropy_fwd(ctx_, "ce", z.data(), t.data(), &loss, rows, vocab, -1);
+  EXPECT_EQ(loss, 0.0f);
+  VecF dz(rows * vocab, 9.0f);
+  tgrt_cross_entropy_bwd(ctx_, "ce", z.data(), t.data(), &dloss, dz.data(), rows, vocab, -1);
+  for (float v : dz) EXPECT_EQ(v, 0.0f);
+  const std::vector<int32_t> bad = {0, 3};
+  EXPECT_EXIT(tgrt_cross_entropy_fwd(ctx_, "lm_head.ce", z.data(), bad.data(), &loss, rows, vocab,
+                                     -1),
+              ::testing::ExitedWithCode(1), "tgrt: lm_head.ce: cross_entropy target 3 at row 1");
+}
+
+// ---------------------------------------------------------------- attention --
+
+/// Double reference attention: returns out [bh, t, hd]; lse [bh, t] in *lse when given.
+VecD attentionRef(const VecD& q, const VecD& k, const VecD& v, int64_t bh, int64_t t, int64_t hd,
+                  bool causal, int64_t window, double scale, VecD* lse = nullptr) {
+  VecD out(bh * t * hd, 0.0);
+  if (lse) lse->assign(bh * t, 0.0);
+  for (int64_t h = 0; h < bh; ++h)
+    for (int64_t i = 0; i < t; ++i) {
+      VecD s(t, -INFINITY);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < t; ++j) {
+        const bool vis = !causal || (j <= i && (window <= 0 || i - j < window));
+        if (!vis) continue;
+        double d = 0;
+        for (int64_t c = 0; c < hd; ++c) d += q[(h * t + i) * hd + c] * k[(h * t + j) * hd + c];
+        s[j] = scale * d;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < t; ++j) sum += std::exp(s[j] - mx);
+      for (int64_t j = 0; j < t; ++j)
+        for (int64_t c = 0; c < hd; ++c)
+          out[(h * t + i) * hd + c] += std::exp(s[j] - mx) / sum * v[(h * t + j) * hd + c];
+      if (lse) (*lse)[h * t + i] = mx + std::log(sum);
+    }
+  return out;
+}
+
+/// Attention composed from the CPU kernels themselves: matmul (q k^T), causal_mask, softmax,
+/// matmul (P v).
+VecF attentionComposed(tgrt_ctx* ctx, const VecF& q, const VecF& k, const VecF& v, int64_t bh,
+                       int64_t t, int64_t hd, bool causal, int64_t window, float scale) {
+  VecF s(bh * t * t), p(bh * t * t), out(bh * t * hd);
+  tgrt_matmul(ctx, "qk", q.data(), k.data(), s.data(), bh, t, t, hd, 0, 1, t * hd, t * hd, t * t,
+              scale, 0.0f);
+  if (causal)
+    tgrt_causal_mask(ctx, "mask", s.data(), s.data(), bh, t, t, window,
+                     -std::numeric_limits<float>::infinity());
+  tgrt_softmax_fwd(ctx, "sm", s.data(), p.data(), bh * t, t);
+  tgrt_matmul(ctx, "pv", p.data(), v.data(), out.data(), bh, t, hd, t, 0, 0, t * t, t * hd, t * hd,
+              1.0f, 0.0f);
+  return out;
+}
+
+struct AttnCase {
+  bool causal;
+  int64_t window;
+};
+
+TEST_F(Cpu, AttentionForwardMatchesComposedAndNaive) {
+  const int64_t bh = 3, t = 7, hd = 8;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const VecF q = randVec(bh * t * hd, 120, -2.0f, 2.0f), k = randVec(bh * t * hd, 121, -2.0f, 2.0f),
+             v = randVec(bh * t * hd, 122);
+  for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
+    const std::string name =
+        "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
+    VecF out(bh * t * hd), lse(bh * t);
+    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                       hd, ac.causal, ac.window, scale);
+    VecD wantLse;
+    const VecD want =
+        attentionRef(toD(q), toD(k), toD(v), bh, t, hd, ac.causal, ac.window, scale, &wantLse);
+    expectClose(out, want, 1e-5, 1e-4, "out vs naive " + name);
+    expectClose(lse, wantLse, 1e-5, 1e-5, "lse vs naive " + name);
+    expectClose(out, attentionComposed(ctx_, q, k, v, bh, t, hd, ac.causal, ac.window, scale),
+                1e-5, 1e-4, "out vs composed " + name);
+    if (ac.causal && ac.window == 1) { // each query sees only itself: out = v
+      expectClose(out, v, 1e-6, 0.0, "window 1");
+      for (int64_t i = 0; i < bh * t; ++i) {
+        double d = 0;
+        for (int64_t c = 0; c < hd; ++c) d += (double)q[i * hd + c] * k[i * hd + c];
+        ASSERT_NEAR(lse[i], scale * d, 1e-5);
+      }
+    }
+    if (ac.causal) { // first query sees only key 0 regardless of window
+      for (int64_t c = 0; c < hd; ++c) EXPECT_NEAR(out[c], v[c], 1e-6);
+    }
+  }
+}
+
+TEST_F(Cpu, AttentionBackwardMatchesFiniteDifferences) {
+  const int64_t bh = 2, t = 5, hd = 4;
+  const float scale = 0.5f;
+  const VecF q = randVec(bh * t * hd, 130, -1.5f, 1.5f), k = randVec(bh * t * hd, 131, -1.5f, 1.5f),
+             v = randVec(bh * t * hd, 132), w = randVec(bh * t * hd, 133);
+  const VecD qd = toD(q), kd = toD(k), vd = toD(v), wd = toD(w);
+  for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 2}}) {
+    const std::string name =
+        "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
+    VecF out(bh * t * hd), lse(bh * t);
+    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                       hd, ac.causal, ac.window, scale);
+    VecF dq(q.size(), kInf), dk(k.size(), kInf), dv(v.size(), kInf);
+    tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal, ac.window,
+                       scale);
+    // L = sum(w * attention(q, k, v)), so dout = w.
+    auto lq = [&](const VecD& x) {
+      return dotD(wd, attentionRef(x, kd, vd, bh, t, hd, ac.causal, ac.window, scale));
+    };
+    auto lk = [&](const VecD& x) {
+      return dotD(wd, attentionRef(qd, x, vd, bh, t, hd, ac.causal, ac.window, scale));
+    };
+    auto lv = [&](const VecD& x) {
+      return dotD(wd, attentionRef(qd, kd, x, bh, t, hd, ac.causal, ac.window, scale));
+    };
+    expectClose(dq, numericGrad(lq, qd), 2e-6, 2e-5, "dq " + name);
+    expectClose(dk, numericGrad(lk, kd), 2e-6, 2e-5, "dk " + name);
+    expectClose(dv, numericGrad(lv, vd), 2e-6, 2e-5, "dv " + name);
+  }
+}
+
+TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
+  // The same check through the fp32 forward kernel itself (eps 1e-2, loose tolerance).
+  const int64_t bh = 1, t = 4, hd = 3;
+  const float scale = 0.8f;
+  VecF q = randVec(t * hd, 140), k = randVec(t * hd, 141), v = randVec(t * hd, 142);
+  const VecF w = randVec(t * hd, 143);
+  VecF out(t * hd), lse(t);
+  auto loss = [&]() {
+    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                       hd, 1, 0, scale);
+    double l = 0;
+    for (int64_t i = 0; i < t * hd; ++i) l += (double)w[i] * out[i];
+    return l;
+  };
+  loss();
+  VecF dq(t * hd), dk(t * hd), dv(t * hd);
+  tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), w.data(),
+                     dq.data(), dk.data(), dv.data(), bh, t, hd, 1, 0, scale);
+  const float h = 1e-2f;
+  for (VecF* x : {&q, &k, &v}) {
+    VecD fd(t * hd);
+    for (int64_t i = 0; i < t * hd; ++i) {
+      const float x0 = (*x)[i];
+      (*x)[i] = x0 + h;
+      const double lp = loss();
+      (*x)[i] = x0 - h;
+      const double lm = loss();
+      (*x)[i] = x0;
+      fd[i] = (lp - lm) / (2.0 * h);
+    }
+    const VecF& g = x == &q ? dq : (x == &k ? dk : dv);
+    expectClose(g, fd, 2e-3, 1e-2, x == &q ? "dq" : (x == &k ? "dk" : "dv"));
+  }
+}
+
+// ---------------------------------------------------------------- optimizer --
+
+TEST_F(Cpu, GradNormAndClipScale) {
+  const VecF g1 = {3.0f, 4.0f}, g2 = {12.0f};
+  float acc[2] = {0.0f, -1.0f};
+  tgrt_grad_norm_sq(ctx_, "norm", g1.data(), 2, acc);
+  tgrt_grad_norm_sq(ctx_, "norm", g2.data(), 1, acc);
+  EXPECT_EQ(acc[0], 169.0f); // 9 + 16 + 144, norm 13
+  tgrt_clip_scale(ctx_, "clip", acc, 1.0f);
+  EXPECT_NEAR(acc[1], 1.0 / (13.0 + 1e-6), 1e-7);
+  EXPECT_FLOAT_EQ(tgrt_last_grad_norm(ctx_), 13.0f);
+  tgrt_clip_scale(ctx_, "clip", acc, 20.0f); // under the limit
+  EXPECT_EQ(acc[1], 1.0f);
+  tgrt_clip_scale(ctx_, "clip", acc, 0.0f); // clipping disabled
+  EXPECT_EQ(acc[1], 1.0f);
+  EXPECT_FLOAT_EQ(tgrt_last_grad_norm(ctx_), 13.0f);
+}
+
+TEST_F(Cpu, AdamWTwoStepsByHand) {
+  // p = 1, g = 2, clip scale 0.5 -> g' = 1; b1 0.9, b2 0.999, lr 0.1, wd 0.1, eps 1e-8.
+  // Step 1: m = 0.1, v = 0.001, mhat = 0.1/0.1 = 1, vhat = 0.001/0.001 = 1,
+  //         p = 1 - 0.1 (1/(1+1e-8) + 0.1*1) = 0.89 (to ~1e-9).
+  // Step 2: m = 0.19, v = 0.001999, mhat = 0.19/0.19 = 1, vhat = 0.001999/0.001999 = 1,
+  //         p = 0.89 - 0.1 (1 + 0.1*0.89) = 0.7811.
+  float p = 1.0f, m = 0.0f, v = 0.0f;
+  const float g = 2.0f, clip[2] = {0.0f, 0.5f};
+  tgrt_set_lr(ctx_, 0.1f);
+  tgrt_set_step(ctx_, 1);
+  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
+  EXPECT_NEAR(m, 0.1, 1e-7);
+  EXPECT_NEAR(v, 0.001, 3e-8); // (1 - 0.999f) carries fp32 rounding of beta2 (~1.3e-5 rel.)
+  EXPECT_NEAR(p, 0.89, 1e-6);
+  tgrt_set_step(ctx_, 2);
+  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
+  EXPECT_NEAR(m, 0.19, 1e-7);
+  EXPECT_NEAR(v, 0.001999, 6e-8);
+  EXPECT_NEAR(p, 0.7811, 1e-6);
+}
+
+TEST_F(Cpu, AdamWNonTrivialRatioNoDecay) {
+  // p = 0.5, g = -0.3, m = 0.05, v = 0.01, step 3, b1 0.8, b2 0.9, lr 0.01, eps 0.1, no decay,
+  // no clip buffer. m' = 0.8*0.05 + 0.2*(-0.3) = -0.02; v' = 0.9*0.01 + 0.1*0.09 = 0.018;
+  // mhat = -0.02/(1-0.512) = -0.040983607; vhat = 0.018/(1-0.729) = 0.066420664;
+  // sqrt(vhat) = 0.257722; p = 0.5 - 0.01 * (-0.040983607/(0.257722+0.1)) = 0.501145680.
+  float p = 0.5f, m = 0.05f, v = 0.01f;
+  const float g = -0.3f;
+  tgrt_set_lr(ctx_, 0.01f);
+  tgrt_set_step(ctx_, 3);
+  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f, nullptr);
+  EXPECT_NEAR(m, -0.02, 1e-7);
+  EXPECT_NEAR(v, 0.018, 1e-8);
+  EXPECT_NEAR(p, 0.501145680, 1e-6);
+  tgrt_set_step(ctx_, 0);
+  EXPECT_EXIT(tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f, nullptr),
+              ::testing::ExitedWithCode(1), "tgrt: opt: adamw: optimizer step 0 must be >= 1");
+}
+
+TEST_F(Cpu, AdamWVectorMatchesScalarFormula) {
+  const int64_t n = 100;
+  VecF p = randVec(n, 150), m = randVec(n, 151, -0.1f, 0.1f), v = randVec(n, 152, 0.0f, 0.1f);
+  const VecF g = randVec(n, 153);
+  const VecF p0 = p, m0 = m, v0 = v;
+  const float clip[2] = {0.0f, 0.25f};
+  tgrt_set_lr(ctx_, 3e-3f);
+  tgrt_set_step(ctx_, 10);
+  tgrt_adamw(ctx_, "opt", p.data(), g.data(), m.data(), v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f,
+             clip);
+  VecD wp(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[i] * 0.25;
+    const double mi = 0.9 * m0[i] + 0.1 * gi, vi = 0.95 * v0[i] + 0.05 * gi * gi;
+    const double mh = mi / (1 - std::pow(0.9, 10)), vh = vi / (1 - std::pow(0.95, 10));
+    wp[i] = p0[i] - 3e-3 * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * p0[i]);
+  }
+  expectClose(p, wp, 1e-6, 1e-5, "adamw p");
+}
+
+// ------------------------------------------------------------------- errors --
+
+TEST_F(Cpu, NegativeSizesAndNullPointersFailWithLocation) {
+  VecF a(4);
+  EXPECT_EXIT(tgrt_add(ctx_, "layers.0.res", a.data(), a.data(), a.data(), -1),
+              ::testing::ExitedWithCode(1), "tgrt: layers.0.res: negative size in add");
+  EXPECT_EXIT(tgrt_gelu_fwd(ctx_, "layers.1.mlp.gelu", nullptr, a.data(), 4),
+              ::testing::ExitedWithCode(1), "tgrt: layers.1.mlp.gelu: gelu_fwd: pointer");
+  EXPECT_EXIT(tgrt_report_loss(nullptr, "loss", a.data()), ::testing::ExitedWithCode(1),
+              "tgrt: loss: NULL context");
+}
+
+} // namespace

@@ -1,0 +1,753 @@
+//===- SpecTest.cpp - Unit tests for the JSON spec frontend -------------------===//
+//
+// Every rule in docs/spec.md is checked with its exact message; parameter counts are
+// checked against an independent closed formula.
+//
+//===----------------------------------------------------------------------------===//
+
+#include "frontend/Spec.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace tgc;
+using json = nlohmann::json;
+
+namespace {
+
+/// Parses `text` with `overrides`; returns the error text ("" on success).
+std::string errorOf(const std::string &text, const std::vector<std::string> &overrides = {}) {
+  Spec s;
+  SpecError err;
+  if (parseSpec(text, overrides, s, err)) return "";
+  return err.str();
+}
+
+/// The error for the default spec with `overrides` applied.
+std::string overrideError(const std::vector<std::string> &overrides) {
+  return errorOf(defaultSpecJson(), overrides);
+}
+
+/// Parses `text` and expects success.
+Spec parseOk(const std::string &text, const std::vector<std::string> &overrides = {}) {
+  Spec s;
+  SpecError err;
+  EXPECT_TRUE(parseSpec(text, overrides, s, err)) << err.str();
+  return s;
+}
+
+/// Closed-form parameter count of the GPT-2 layout (independent of modelParameters):
+/// per layer 2 layernorms (4D), qkv (3D^2 [+3D]), proj (D^2 [+D]), fc (DF [+F]),
+/// proj (FD [+D]); plus wte VD, wpe CD, ln_f 2D, and lm_head VD when untied.
+int64_t closedFormCount(int64_t V, int64_t C, int64_t D, int64_t L, int64_t F, bool tied,
+                        bool attnBias = true, bool mlpBias = true) {
+  int64_t layer = 4 * D + 4 * D * D + 2 * D * F + (attnBias ? 4 * D : 0) +
+                  (mlpBias ? F + D : 0);
+  return V * D + C * D + L * layer + 2 * D + (tied ? 0 : V * D);
+}
+
+/// The first ancestor of `dir` (itself included) holding examples/gpt2-small.json.
+std::string findRootFrom(std::string dir) {
+  while (!dir.empty()) {
+    if (std::ifstream(dir + "/examples/gpt2-small.json").good()) return dir;
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) return "";
+    dir = dir.substr(0, slash);
+  }
+  return "";
+}
+
+/// The repository root: $TGC_SOURCE_DIR, else an ancestor of the working directory
+/// holding examples/gpt2-small.json, else the tree this file was compiled from ("" if
+/// none of these).
+std::string sourceDir() {
+  if (const char *env = std::getenv("TGC_SOURCE_DIR")) return env;
+  char buf[4096];
+  if (getcwd(buf, sizeof buf)) {
+    std::string root = findRootFrom(buf);
+    if (!root.empty()) return root;
+  }
+  std::string self = __FILE__;  // absolute under CMake: <root>/test/unit/SpecTest.cpp
+  size_t slash = self.find_last_of('/');
+  return slash == std::string::npos ? "" : findRootFrom(self.substr(0, slash));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------------===//
+// Defaults
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecDefaults, EmptyObjectGetsStructDefaults) {
+  Spec s = parseOk("{}");
+  EXPECT_EQ(s.name, "model");
+  EXPECT_EQ(s.model.vocab_size, 50304);
+  EXPECT_EQ(s.model.context, 1024);
+  EXPECT_EQ(s.model.d_model, 768);
+  EXPECT_EQ(s.model.n_layers, 12);
+  EXPECT_EQ(s.model.n_heads, 12);
+  EXPECT_EQ(s.model.d_ff, 3072);
+  EXPECT_TRUE(s.model.tie_embeddings);
+  EXPECT_TRUE(s.model.attention_bias);
+  EXPECT_TRUE(s.model.mlp_bias);
+  EXPECT_EQ(s.model.dropout, 0.0);
+  EXPECT_EQ(s.model.positional, "learned");
+  EXPECT_EQ(s.model.activation, "gelu_tanh");
+  EXPECT_DOUBLE_EQ(s.model.layer_norm_eps, 1e-5);
+  EXPECT_EQ(s.training.batch_size, 8);
+  EXPECT_EQ(s.training.grad_accum, 1);
+  EXPECT_EQ(s.training.precision, "fp32");
+  EXPECT_EQ(s.training.attention.kernel, "naive");
+  EXPECT_EQ(s.training.attention.window, 0);
+  EXPECT_EQ(s.training.checkpointing, "none");
+  EXPECT_EQ(s.training.optimizer.name, "adamw");
+  EXPECT_DOUBLE_EQ(s.training.optimizer.lr, 6e-4);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.min_lr, 6e-5);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta2, 0.95);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.eps, 1e-8);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.weight_decay, 0.1);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.grad_clip, 1.0);
+  EXPECT_EQ(s.training.optimizer.warmup_steps, 100);
+  EXPECT_EQ(s.training.optimizer.decay, "cosine");
+  EXPECT_FALSE(s.training.optimizer.decay_embeddings);
+  EXPECT_EQ(s.training.seed, 1337);
+  EXPECT_EQ(s.training.ignore_index, -1);
+}
+
+TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
+  Spec s = parseOk(R"({"model": {"d_model": 512, "n_heads": 8}})");
+  json j = json::parse(s.json);
+  EXPECT_EQ(j["name"], "model");
+  EXPECT_EQ(j["model"]["d_model"], 512);
+  EXPECT_EQ(j["model"]["n_heads"], 8);
+  EXPECT_EQ(j["model"]["vocab_size"], 50304);
+  EXPECT_EQ(j["training"]["attention"]["kernel"], "naive");
+  EXPECT_EQ(j["training"]["optimizer"]["betas"], json::array({0.9, 0.95}));
+  EXPECT_EQ(j["training"]["checkpointing"], "none");
+  EXPECT_EQ(j["training"]["ignore_index"], -1);
+  EXPECT_EQ(j["model"].size(), 13u);
+  EXPECT_EQ(j["training"].size(), 8u);
+  EXPECT_EQ(j["training"]["optimizer"].size(), 10u);
+  EXPECT_EQ(j["training"]["attention"].size(), 2u);
+  // Pretty-printed, name first.
+  EXPECT_EQ(s.json.rfind("{\n  \"name\": \"model\",\n  \"model\": {", 0), 0u) << s.json;
+}
+
+TEST(SpecDefaults, FilledJsonRoundTrips) {
+  Spec a = parseOk(R"({"training": {"precision": "bf16-mixed", "optimizer": {"betas": [0.8, 0.9]}}})");
+  Spec b = parseOk(a.json);
+  EXPECT_EQ(a.json, b.json);
+  EXPECT_EQ(b.training.precision, "bf16-mixed");
+  EXPECT_DOUBLE_EQ(b.training.optimizer.beta1, 0.8);
+}
+
+TEST(SpecDefaults, DefaultSpecIsTheTinyModel) {
+  Spec s = parseOk(defaultSpecJson());
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_EQ(s.model.vocab_size, 2048);
+  EXPECT_EQ(s.model.context, 64);
+  EXPECT_EQ(s.model.d_model, 64);
+  EXPECT_EQ(s.model.n_layers, 2);
+  EXPECT_EQ(s.model.n_heads, 4);
+  EXPECT_EQ(s.model.d_model / s.model.n_heads, 16);
+  EXPECT_EQ(s.model.d_ff, 256);
+  EXPECT_TRUE(s.model.tie_embeddings);
+  EXPECT_EQ(s.training.batch_size, 8);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.min_lr, 1e-4);
+  EXPECT_EQ(s.training.optimizer.warmup_steps, 20);
+  EXPECT_EQ(parameterCount(s.model), closedFormCount(2048, 64, 64, 2, 256, true));
+  EXPECT_EQ(parameterCount(s.model), 235264);
+}
+
+TEST(SpecDefaults, NullMeansDefault) {
+  Spec s = parseOk(R"({"model": {"d_model": null}, "training": null})");
+  EXPECT_EQ(s.model.d_model, 768);
+  EXPECT_EQ(s.training.batch_size, 8);
+}
+
+TEST(SpecDefaults, IntegralFloatsAreIntegers) {
+  Spec s = parseOk(R"({"training": {"optimizer": {"warmup_steps": 1e3}, "batch_size": 16.0}})");
+  EXPECT_EQ(s.training.optimizer.warmup_steps, 1000);
+  EXPECT_EQ(s.training.batch_size, 16);
+}
+
+//===----------------------------------------------------------------------------===//
+// Types and unknown fields
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecTypes, NamesTheExpectedType) {
+  EXPECT_EQ(errorOf(R"({"training": {"batch_size": "8"}})"),
+            "training.batch_size: expected a positive integer, got \"8\"");
+  EXPECT_EQ(errorOf(R"({"training": {"batch_size": 8.5}})"),
+            "training.batch_size: expected a positive integer, got 8.5");
+  EXPECT_EQ(errorOf(R"({"model": {"tie_embeddings": 1}})"),
+            "model.tie_embeddings: expected true or false, got 1");
+  EXPECT_EQ(errorOf(R"({"model": {"dropout": "0.1"}})"),
+            "model.dropout: expected a number, got \"0.1\"");
+  EXPECT_EQ(errorOf(R"({"training": {"precision": 16}})"),
+            "training.precision: expected a string, got 16");
+  EXPECT_EQ(errorOf(R"({"model": 3})"), "model: expected an object, got 3");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [0.9]}}})"),
+            "training.optimizer.betas: expected an array of 2 numbers, got [0.9]");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": 0.9}}})"),
+            "training.optimizer.betas: expected an array of 2 numbers, got 0.9");
+  EXPECT_EQ(errorOf(R"({"training": {"seed": -1}})"),
+            "training.seed: expected a non-negative integer, got -1");
+  EXPECT_EQ(errorOf(R"({"training": {"ignore_index": "x"}})"),
+            "training.ignore_index: expected an integer, got \"x\"");
+  EXPECT_EQ(errorOf("[1, 2]"), "(root): expected a JSON object, got [1,2]");
+  EXPECT_EQ(errorOf(R"({"name": 5})"), "name: expected a string, got 5");
+}
+
+TEST(SpecTypes, AllSizesArePositiveIntegers) {
+  for (const char *f : {"vocab_size", "context", "d_model", "n_layers", "n_heads", "d_ff"}) {
+    for (const char *bad : {"0", "-4"}) {
+      std::string text = std::string(R"({"model": {")") + f + "\": " + bad + "}}";
+      EXPECT_EQ(errorOf(text),
+                std::string("model.") + f + ": expected a positive integer, got " + bad);
+    }
+  }
+  EXPECT_EQ(errorOf(R"({"training": {"batch_size": 0}})"),
+            "training.batch_size: expected a positive integer, got 0");
+  EXPECT_EQ(errorOf(R"({"training": {"grad_accum": 0}})"),
+            "training.grad_accum: expected a positive integer, got 0");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"warmup_steps": -5}}})"),
+            "training.optimizer.warmup_steps: expected a non-negative integer, got -5");
+  EXPECT_EQ(errorOf(R"({"training": {"attention": {"window": -1}}})"),
+            "training.attention.window: expected a non-negative integer, got -1");
+}
+
+TEST(SpecTypes, HugeIntegers) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 18446744073709551615}})"),
+            "model.d_model: 18446744073709551615 is too large");
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 1e300}})"),
+            "model.d_model: 1e+300 is too large");
+}
+
+TEST(SpecUnknown, DidYouMean) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_modle": 768}})"),
+            "model.d_modle: unknown field (did you mean 'd_model'?)");
+  EXPECT_EQ(errorOf(R"({"model": {"layers": 12}})"),
+            "model.layers: unknown field (did you mean 'n_layers'?)");
+  EXPECT_EQ(errorOf(R"({"trainig": {}})"), "trainig: unknown field (did you mean 'training'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas1": 0.9}}})"),
+            "training.optimizer.betas1: unknown field (did you mean 'betas'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"attention": {"windw": 3}}})"),
+            "training.attention.windw: unknown field (did you mean 'window'?)");
+}
+
+TEST(SpecUnknown, DuplicateFields) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 512, "n_heads": 8, "d_model": 768}})"),
+            "model.d_model: duplicate field (it appears more than once)");
+  EXPECT_EQ(errorOf(R"({"training": {}, "training": {}})"),
+            "training: duplicate field (it appears more than once)");
+  // The same key in different objects, and inside arrays, is fine.
+  parseOk(R"({"name": "a", "training": {"attention": {"window": 0}, "optimizer":
+             {"name": "adamw", "betas": [0.9, 0.95]}, "seed": 1}})");
+  // Paths inside arrays are indexed (an array of objects is still a type error later).
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [{"a": 1, "a": 2}, 0.9]}}})"),
+            "training.optimizer.betas[0].a: duplicate field (it appears more than once)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [1, {"a": 1, "a": 2}]}}})"),
+            "training.optimizer.betas[1].a: duplicate field (it appears more than once)");
+}
+
+TEST(SpecUnknown, NoSuggestionWhenNothingIsClose) {
+  EXPECT_EQ(errorOf(R"({"model": {"xyzzy": 1}})"), "model.xyzzy: unknown field");
+  EXPECT_EQ(errorOf(R"({"description": "x"})"), "description: unknown field");
+}
+
+TEST(SpecUnknown, SuggestsTheRightSection) {
+  EXPECT_EQ(errorOf(R"({"model": {"batch_size": 8}})"),
+            "model.batch_size: unknown field (did you mean 'training.batch_size'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"lr": 0.1}})"),
+            "training.lr: unknown field (did you mean 'training.optimizer.lr'?)");
+}
+
+TEST(SpecUnknown, UnknownFieldsComeBeforeTypeErrors) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": "x", "n_head": 2}})"),
+            "model.n_head: unknown field (did you mean 'n_heads'?)");
+}
+
+//===----------------------------------------------------------------------------===//
+// Semantic rules, one exact message each
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecRules, DModelDivisibleByHeads) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 770, "n_heads": 12}})"),
+            "model.d_model: 770 is not divisible by model.n_heads=12");
+}
+
+TEST(SpecRules, FlashHeadDims) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 1152, "n_heads": 12},
+                       "training": {"attention": {"kernel": "flash"}}})"),
+            "training.attention.kernel: flash attention supports head dims 32, 64, 128; "
+            "model has 96");
+  // The same model is fine with naive attention, and head dims 32/64/128 with flash.
+  parseOk(R"({"model": {"d_model": 1152, "n_heads": 12}})");
+  for (int hd : {32, 64, 128}) {
+    std::string t = R"({"model": {"d_model": )" + std::to_string(hd * 4) +
+                    R"(, "n_heads": 4}, "training": {"attention": {"kernel": "flash"}}})";
+    parseOk(t);
+  }
+  // The tiny default (head dim 16) is naive only.
+  EXPECT_EQ(overrideError({"training.attention.kernel=flash"}),
+            "--set training.attention.kernel: flash attention supports head dims 32, 64, 128; "
+            "model has 16");
+}
+
+TEST(SpecRules, Dropout) {
+  EXPECT_EQ(errorOf(R"({"model": {"dropout": 1}})"), "model.dropout: 1 is not in [0, 1)");
+  EXPECT_EQ(errorOf(R"({"model": {"dropout": -0.1}})"), "model.dropout: -0.1 is not in [0, 1)");
+  EXPECT_EQ(parseOk(R"({"model": {"dropout": 0.1}})").model.dropout, 0.1);
+}
+
+TEST(SpecRules, EnumsAndSupportedValues) {
+  EXPECT_EQ(errorOf(R"({"training": {"precision": "fp8"}})"),
+            "training.precision: \"fp8\" is not one of fp32, bf16-mixed, fp16-mixed, bf16");
+  EXPECT_EQ(errorOf(R"({"training": {"precision": "bf16_mixed"}})"),
+            "training.precision: \"bf16_mixed\" is not one of fp32, bf16-mixed, fp16-mixed, "
+            "bf16 (did you mean 'bf16-mixed'?)");
+  for (const char *p : {"fp32", "bf16-mixed", "fp16-mixed", "bf16"})
+    EXPECT_EQ(parseOk(std::string(R"({"training": {"precision": ")") + p + "\"}}")
+                  .training.precision,
+              p);
+  EXPECT_EQ(errorOf(R"({"training": {"attention": {"kernel": "sdpa"}}})"),
+            "training.attention.kernel: \"sdpa\" is not one of naive, flash");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"decay": "cosin"}}})"),
+            "training.optimizer.decay: \"cosin\" is not one of cosine, linear, none "
+            "(did you mean 'cosine'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"name": "sgd"}}})"),
+            "training.optimizer.name: only \"adamw\" is supported, got \"sgd\"");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope"}})"),
+            "model.positional: only \"learned\" is supported, got \"rope\"");
+  EXPECT_EQ(errorOf(R"({"model": {"activation": "relu"}})"),
+            "model.activation: only \"gelu_tanh\" is supported, got \"relu\"");
+}
+
+TEST(SpecRules, Window) {
+  EXPECT_EQ(errorOf(R"({"model": {"context": 64}, "training": {"attention": {"window": 65}}})"),
+            "training.attention.window: 65 exceeds model.context=64");
+  EXPECT_EQ(parseOk(R"({"model": {"context": 64}, "training": {"attention": {"window": 64}}})")
+                .training.attention.window,
+            64);
+}
+
+TEST(SpecRules, Checkpointing) {
+  for (const char *ok : {"none", "layer", "selective", "budget:1000", "budget:512MiB",
+                         "budget:2GiB", "budget:4KiB"})
+    parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
+  EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),
+            "training.checkpointing: \"full\" is not one of none, layer, selective, "
+            "budget:<bytes>");
+  EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
+            "training.checkpointing: \"layers\" is not one of none, layer, selective, "
+            "budget:<bytes> (did you mean 'layer'?)");
+  const std::string budgetMsg =
+      " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
+      "suffix KiB, MiB or GiB (budget:512MiB)";
+  for (const char *bad : {"budget:", "budget:0", "budget:-5", "budget:2GB", "budget:1.5GiB",
+                          "budget:99999999999999999999", "budget"})
+    EXPECT_EQ(errorOf(std::string(R"({"training": {"checkpointing": ")") + bad + "\"}}"),
+              std::string("training.checkpointing: \"") + bad + "\"" + budgetMsg);
+  int64_t bytes = 0;
+  EXPECT_TRUE(parseCheckpointBudget("budget:512MiB", bytes));
+  EXPECT_EQ(bytes, 512LL << 20);
+  EXPECT_TRUE(parseCheckpointBudget("budget:3GiB", bytes));
+  EXPECT_EQ(bytes, 3LL << 30);
+  EXPECT_TRUE(parseCheckpointBudget("budget:7", bytes));
+  EXPECT_EQ(bytes, 7);
+  EXPECT_FALSE(parseCheckpointBudget("layer", bytes));
+}
+
+TEST(SpecRules, Optimizer) {
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"lr": 0}}})"),
+            "training.optimizer.lr: must be > 0, got 0");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"lr": 0.001, "min_lr": 0.01}}})"),
+            "training.optimizer.min_lr: 0.01 is not in [0, training.optimizer.lr=0.001]");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"min_lr": -1e-5}}})"),
+            "training.optimizer.min_lr: -1e-05 is not in [0, training.optimizer.lr=0.0006]");
+  parseOk(R"({"training": {"optimizer": {"lr": 0.001, "min_lr": 0.001}}})");
+  parseOk(R"({"training": {"optimizer": {"min_lr": 0}}})");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [1.0, 0.95]}}})"),
+            "training.optimizer.betas[0]: 1 is not in [0, 1)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [0.9, -0.5]}}})"),
+            "training.optimizer.betas[1]: -0.5 is not in [0, 1)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"eps": 0}}})"),
+            "training.optimizer.eps: must be > 0, got 0");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"weight_decay": -0.1}}})"),
+            "training.optimizer.weight_decay: must be >= 0, got -0.1");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"grad_clip": -1}}})"),
+            "training.optimizer.grad_clip: must be >= 0, got -1");
+  Spec s = parseOk(R"({"training": {"optimizer": {"grad_clip": 0, "weight_decay": 0,
+                       "warmup_steps": 0, "decay": "none", "decay_embeddings": true}}})");
+  EXPECT_EQ(s.training.optimizer.grad_clip, 0);
+  EXPECT_EQ(s.training.optimizer.decay, "none");
+  EXPECT_TRUE(s.training.optimizer.decay_embeddings);
+}
+
+TEST(SpecRules, LayerNormEps) {
+  EXPECT_EQ(errorOf(R"({"model": {"layer_norm_eps": 0}})"),
+            "model.layer_norm_eps: must be > 0, got 0");
+}
+
+TEST(SpecRules, VocabAndIgnoreIndex) {
+  EXPECT_EQ(errorOf(R"({"model": {"vocab_size": 2147483648}})"),
+            "model.vocab_size: 2147483648 exceeds 2^31-1");
+  parseOk(R"({"model": {"vocab_size": 2147483647, "d_model": 8, "n_heads": 1, "d_ff": 8,
+             "n_layers": 1}})");
+  EXPECT_EQ(errorOf(R"({"model": {"vocab_size": 100}, "training": {"ignore_index": 100}})"),
+            "training.ignore_index: 100 must be -1 or in [0, model.vocab_size=100)");
+  EXPECT_EQ(errorOf(R"({"training": {"ignore_index": -2}})"),
+            "training.ignore_index: -2 must be -1 or in [0, model.vocab_size=50304)");
+  EXPECT_EQ(parseOk(R"({"model": {"vocab_size": 100}, "training": {"ignore_index": 99}})")
+                .training.ignore_index,
+            99);
+}
+
+TEST(SpecRules, ParameterCountOverflow) {
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 2000000000, "n_heads": 1, "n_layers": 2000000000}})"),
+            "model: the parameter count overflows a 64-bit integer");
+}
+
+TEST(SpecRules, Name) {
+  EXPECT_EQ(parseOk(R"({"name": "gpt2-small_v1.0"})").name, "gpt2-small_v1.0");
+  EXPECT_EQ(errorOf(R"({"name": "my model"})"),
+            "name: must be non-empty and use only letters, digits, '_', '-' and '.', got "
+            "\"my model\"");
+  EXPECT_EQ(errorOf(R"({"name": ""})"),
+            "name: must be non-empty and use only letters, digits, '_', '-' and '.', got \"\"");
+}
+
+//===----------------------------------------------------------------------------===//
+// Syntax errors
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecSyntax, LineAndColumn) {
+  Spec s;
+  SpecError err;
+  //                 line 1   line 2                  line 3
+  std::string text = "{\n  \"model\": {\"d_model\": 768,}\n}\n";
+  ASSERT_FALSE(parseSpec(text, {}, s, err, ""));
+  // The '}' after the trailing comma is on line 2, column 28.
+  EXPECT_EQ(err.path, "line 2, column 28");
+  EXPECT_EQ(err.message,
+            "syntax error while parsing object key - unexpected '}'; expected string literal");
+
+  ASSERT_FALSE(parseSpec(text, {}, s, err, "spec.json"));
+  EXPECT_EQ(err.path, "spec.json:2:28");
+  EXPECT_EQ(formatSpecError("spec.json", err),
+            "spec.json:2:28: syntax error while parsing object key - unexpected '}'; expected "
+            "string literal");
+}
+
+TEST(SpecSyntax, FirstLineAndBadLiteral) {
+  Spec s;
+  SpecError err;
+  ASSERT_FALSE(parseSpec("{\"name\": tru}", {}, s, err, "x.json"));
+  EXPECT_EQ(err.path, "x.json:1:13");
+  EXPECT_NE(err.message.find("syntax error while parsing value - invalid literal"),
+            std::string::npos)
+      << err.message;
+}
+
+TEST(SpecSyntax, EmptyAndTruncatedInput) {
+  Spec s;
+  SpecError err;
+  ASSERT_FALSE(parseSpec("", {}, s, err, "e.json"));
+  EXPECT_EQ(err.path, "e.json:1:1");
+  EXPECT_NE(err.message.find("unexpected end of input"), std::string::npos) << err.message;
+  ASSERT_FALSE(parseSpec("{\n  \"model\": {\n", {}, s, err, "t.json"));
+  EXPECT_EQ(err.path, "t.json:3:1");
+  EXPECT_NE(err.message.find("unexpected end of input"), std::string::npos) << err.message;
+}
+
+TEST(SpecSyntax, ColumnCountsBytesAfterLastNewline) {
+  Spec s;
+  SpecError err;
+  ASSERT_FALSE(parseSpec("{\n\n    \"a\" 1}", {}, s, err, ""));
+  EXPECT_EQ(err.path, "line 3, column 9");
+}
+
+//===----------------------------------------------------------------------------===//
+// Overrides
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecOverrides, NumbersStringsArraysBools) {
+  Spec s = parseOk(defaultSpecJson(),
+                   {"training.batch_size=32", "training.precision=bf16-mixed",
+                    "training.optimizer.betas=[0.8,0.99]", "model.tie_embeddings=false",
+                    "training.optimizer.lr=3e-4", "training.checkpointing=budget:64MiB"});
+  EXPECT_EQ(s.training.batch_size, 32);
+  EXPECT_EQ(s.training.precision, "bf16-mixed");
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta2, 0.99);
+  EXPECT_FALSE(s.model.tie_embeddings);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.lr, 3e-4);
+  EXPECT_EQ(s.training.checkpointing, "budget:64MiB");
+  // The filled JSON reflects the overrides.
+  json j = json::parse(s.json);
+  EXPECT_EQ(j["training"]["batch_size"], 32);
+  EXPECT_EQ(j["training"]["precision"], "bf16-mixed");
+}
+
+TEST(SpecOverrides, NestedCreatesIntermediateObjects) {
+  // "{}" has no training object; the override creates training and attention.
+  Spec s = parseOk("{}", {"training.attention.window=128", "training.attention.kernel=\"flash\""});
+  EXPECT_EQ(s.training.attention.window, 128);
+  EXPECT_EQ(s.training.attention.kernel, "flash");
+}
+
+TEST(SpecOverrides, LaterWinsAndNullResets) {
+  Spec s = parseOk(defaultSpecJson(), {"training.batch_size=4", "training.batch_size=6"});
+  EXPECT_EQ(s.training.batch_size, 6);
+  s = parseOk(defaultSpecJson(), {"model.vocab_size=null"});
+  EXPECT_EQ(s.model.vocab_size, 50304);
+}
+
+TEST(SpecOverrides, StringFieldsTakeRawText) {
+  Spec s = parseOk(defaultSpecJson(), {"name=123"});
+  EXPECT_EQ(s.name, "123");
+  s = parseOk(defaultSpecJson(), {"name=\"quoted\""});
+  EXPECT_EQ(s.name, "quoted");
+}
+
+TEST(SpecOverrides, WholeObject) {
+  Spec s = parseOk(defaultSpecJson(), {R"(training.optimizer={"lr": 0.01, "min_lr": 0})"});
+  EXPECT_DOUBLE_EQ(s.training.optimizer.lr, 0.01);
+  EXPECT_EQ(s.training.optimizer.warmup_steps, 100);  // replaced object: default again
+}
+
+TEST(SpecOverrides, UnknownPath) {
+  EXPECT_EQ(overrideError({"training.batchsize=4"}),
+            "--set training.batchsize: unknown field (did you mean 'batch_size'?)");
+  EXPECT_EQ(overrideError({"model.foo.bar=1"}), "--set model.foo: unknown field");
+  EXPECT_EQ(overrideError({"model.d_model.x=1"}),
+            "--set model.d_model.x: model.d_model is not an object (it has no field 'x')");
+  EXPECT_EQ(overrideError({"trainng.seed=1"}),
+            "--set trainng: unknown field (did you mean 'training'?)");
+}
+
+TEST(SpecOverrides, Malformed) {
+  EXPECT_EQ(overrideError({"training.batch_size"}),
+            "--set training.batch_size: expected PATH=VALUE (e.g. training.batch_size=16)");
+  EXPECT_EQ(overrideError({"=4"}), "--set =4: empty path");
+}
+
+TEST(SpecOverrides, BadValuesBlameTheOverride) {
+  EXPECT_EQ(overrideError({"training.batch_size=abc"}),
+            "--set training.batch_size: expected a positive integer, got \"abc\"");
+  EXPECT_EQ(overrideError({"training.optimizer.betas=[0.9,1.5]"}),
+            "--set training.optimizer.betas[1]: 1.5 is not in [0, 1)");
+  EXPECT_EQ(overrideError({"model.d_model=770", "model.n_heads=12"}),
+            "--set model.d_model: 770 is not divisible by model.n_heads=12");
+  // An error in a field the overrides did not touch keeps its JSON path.
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 770}})", {"training.batch_size=4"}),
+            "model.d_model: 770 is not divisible by model.n_heads=12");
+}
+
+TEST(SpecOverrides, IntermediateNotAnObject) {
+  EXPECT_EQ(errorOf(R"({"training": 5})", {"training.seed=1"}),
+            "training: expected an object, got 5");
+}
+
+//===----------------------------------------------------------------------------===//
+// Files and error formatting
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecFiles, UnreadableFile) {
+  Spec s;
+  SpecError err;
+  ASSERT_FALSE(loadSpecFile("/nonexistent/dir/spec.json", {}, s, err));
+  EXPECT_EQ(err.path, "/nonexistent/dir/spec.json");
+  EXPECT_EQ(err.message, "cannot read file");
+  EXPECT_EQ(formatSpecError("/nonexistent/dir/spec.json", err),
+            "/nonexistent/dir/spec.json: cannot read file");
+  ASSERT_FALSE(loadSpecFile("/", {}, s, err));
+  EXPECT_EQ(err.str(), "/: cannot read file");
+}
+
+TEST(SpecFiles, SemanticAndSyntaxErrorsFromAFile) {
+  char name[] = "/tmp/tgc-spec-test-XXXXXX";
+  int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::string file = name;
+  {
+    std::ofstream(file) << "{\"model\": {\"d_model\": 770}}";
+  }
+  Spec s;
+  SpecError err;
+  ASSERT_FALSE(loadSpecFile(file, {}, s, err));
+  EXPECT_EQ(formatSpecError(file, err),
+            file + ": model.d_model: 770 is not divisible by model.n_heads=12");
+  {
+    std::ofstream(file) << "{\n  \"model\": {\"d_model\" 770}}";
+  }
+  ASSERT_FALSE(loadSpecFile(file, {}, s, err));
+  EXPECT_EQ(err.path, file + ":2:25");
+  ASSERT_FALSE(loadSpecFile(file, {"training.batchsize=3"}, s, err));
+  EXPECT_EQ(err.path, file + ":2:25");  // syntax errors come first
+  {
+    std::ofstream(file) << defaultSpecJson();
+  }
+  ASSERT_FALSE(loadSpecFile(file, {"training.batchsize=3"}, s, err));
+  EXPECT_EQ(formatSpecError(file, err),
+            "--set training.batchsize: unknown field (did you mean 'batch_size'?)");
+  ASSERT_TRUE(loadSpecFile(file, {}, s, err)) << err.str();
+  EXPECT_EQ(s.name, "tiny");
+  std::remove(file.c_str());
+}
+
+//===----------------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------------===//
+
+TEST(SpecParams, Gpt2SmallCount) {
+  ModelSpec m;  // the struct defaults are GPT-2 small with vocab 50304
+  EXPECT_EQ(parameterCount(m), 124475904);
+  int64_t sum = 0;
+  for (const auto &p : modelParameters(m)) sum += p.numel();
+  EXPECT_EQ(sum, 124475904);
+  EXPECT_EQ(sum, closedFormCount(50304, 1024, 768, 12, 3072, true));
+}
+
+TEST(SpecParams, NamesShapesAndOrder) {
+  ModelSpec m;
+  m.vocab_size = 100;
+  m.context = 16;
+  m.d_model = 8;
+  m.n_layers = 2;
+  m.n_heads = 2;
+  m.d_ff = 32;
+  auto ps = modelParameters(m);
+  std::vector<std::string> names;
+  for (const auto &p : ps) names.push_back(p.name);
+  std::vector<std::string> expected = {"wte", "wpe"};
+  for (int i = 0; i < 2; ++i)
+    for (const char *n : {"ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias",
+                          "attn.proj.weight", "attn.proj.bias", "ln2.weight", "ln2.bias",
+                          "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"})
+      expected.push_back("layers." + std::to_string(i) + "." + n);
+  expected.push_back("ln_f.weight");
+  expected.push_back("ln_f.bias");
+  EXPECT_EQ(names, expected);
+
+  std::map<std::string, std::vector<int64_t>> shape;
+  for (const auto &p : ps) shape[p.name] = p.shape;
+  EXPECT_EQ(shape["wte"], (std::vector<int64_t>{100, 8}));
+  EXPECT_EQ(shape["wpe"], (std::vector<int64_t>{16, 8}));
+  EXPECT_EQ(shape["layers.1.ln1.weight"], (std::vector<int64_t>{8}));
+  EXPECT_EQ(shape["layers.1.attn.qkv.weight"], (std::vector<int64_t>{8, 24}));
+  EXPECT_EQ(shape["layers.1.attn.qkv.bias"], (std::vector<int64_t>{24}));
+  EXPECT_EQ(shape["layers.1.attn.proj.weight"], (std::vector<int64_t>{8, 8}));
+  EXPECT_EQ(shape["layers.1.mlp.fc.weight"], (std::vector<int64_t>{8, 32}));
+  EXPECT_EQ(shape["layers.1.mlp.fc.bias"], (std::vector<int64_t>{32}));
+  EXPECT_EQ(shape["layers.1.mlp.proj.weight"], (std::vector<int64_t>{32, 8}));
+  EXPECT_EQ(shape["layers.1.mlp.proj.bias"], (std::vector<int64_t>{8}));
+  EXPECT_EQ(shape["ln_f.bias"], (std::vector<int64_t>{8}));
+}
+
+TEST(SpecParams, UntiedAndBiaslessVariants) {
+  ModelSpec m;
+  m.tie_embeddings = false;
+  auto ps = modelParameters(m);
+  ASSERT_FALSE(ps.empty());
+  EXPECT_EQ(ps.back().name, "lm_head.weight");
+  EXPECT_EQ(ps.back().shape, (std::vector<int64_t>{768, 50304}));
+  EXPECT_EQ(parameterCount(m), 124475904 + 50304 * 768);
+
+  m.attention_bias = false;
+  std::set<std::string> names;
+  for (const auto &p : modelParameters(m)) names.insert(p.name);
+  EXPECT_EQ(names.count("layers.0.attn.qkv.bias"), 0u);
+  EXPECT_EQ(names.count("layers.0.attn.proj.bias"), 0u);
+  EXPECT_EQ(names.count("layers.0.mlp.fc.bias"), 1u);
+  EXPECT_EQ(parameterCount(m), closedFormCount(50304, 1024, 768, 12, 3072, false, false, true));
+
+  m.mlp_bias = false;
+  names.clear();
+  for (const auto &p : modelParameters(m)) names.insert(p.name);
+  EXPECT_EQ(names.count("layers.11.mlp.fc.bias"), 0u);
+  EXPECT_EQ(names.count("layers.11.mlp.proj.bias"), 0u);
+  EXPECT_EQ(names.count("layers.11.ln2.bias"), 1u);  // layernorm biases stay
+  EXPECT_EQ(parameterCount(m), closedFormCount(50304, 1024, 768, 12, 3072, false, false, false));
+}
+
+TEST(SpecParams, NonStandardFfn) {
+  ModelSpec m;
+  m.d_ff = 1000;
+  EXPECT_EQ(parameterCount(m), closedFormCount(50304, 1024, 768, 12, 1000, true));
+}
+
+//===----------------------------------------------------------------------------===//
+// Example specs
+//===----------------------------------------------------------------------------===//
+
+struct ExampleCase {
+  const char *file;
+  int64_t V, C, D, L, H, F;
+  bool tied;
+  int64_t expectedTotal;  // the closed formula, worked by hand, as a cross-check
+};
+
+TEST(SpecExamples, ParseWithTextbookCounts) {
+  std::string root = sourceDir();
+  ASSERT_FALSE(root.empty()) << "set TGC_SOURCE_DIR or run from inside the source tree";
+  const ExampleCase cases[] = {
+      {"gpt2-small.json", 50304, 1024, 768, 12, 12, 3072, true, 124475904},
+      {"lab-12l-768-ctx256.json", 32000, 256, 768, 12, 12, 3072, false, 134404608},
+      {"lab-6l-512.json", 10000, 512, 512, 6, 8, 2048, true, 24297472},
+      {"lab-4l-256.json", 50257, 256, 256, 4, 8, 1024, true, 16090880},
+      {"lab-12l-768-ctx1024.json", 30000, 1024, 768, 12, 12, 3072, true, 108882432},
+      {"tiny.json", 2048, 64, 64, 2, 4, 256, true, 235264},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.file);
+    Spec s;
+    SpecError err;
+    ASSERT_TRUE(loadSpecFile(root + "/examples/" + c.file, {}, s, err)) << err.str();
+    EXPECT_EQ(s.model.vocab_size, c.V);
+    EXPECT_EQ(s.model.context, c.C);
+    EXPECT_EQ(s.model.d_model, c.D);
+    EXPECT_EQ(s.model.n_layers, c.L);
+    EXPECT_EQ(s.model.n_heads, c.H);
+    EXPECT_EQ(s.model.d_ff, c.F);
+    EXPECT_EQ(s.model.tie_embeddings, c.tied);
+    int64_t formula = closedFormCount(c.V, c.C, c.D, c.L, c.F, c.tied);
+    EXPECT_EQ(formula, c.expectedTotal);
+    EXPECT_EQ(parameterCount(s.model), formula);
+  }
+}
+
+TEST(SpecExamples, Gpt2SmallTrainingSettings) {
+  std::string root = sourceDir();
+  ASSERT_FALSE(root.empty());
+  Spec s;
+  SpecError err;
+  ASSERT_TRUE(loadSpecFile(root + "/examples/gpt2-small.json", {}, s, err)) << err.str();
+  EXPECT_EQ(s.name, "gpt2-small");
+  EXPECT_EQ(s.training.batch_size, 16);
+  EXPECT_EQ(s.training.precision, "bf16-mixed");
+  EXPECT_EQ(s.training.attention.kernel, "flash");
+  EXPECT_TRUE(s.model.attention_bias);
+  EXPECT_TRUE(s.model.mlp_bias);
+}
+
+TEST(SpecExamples, TinyFileEqualsTheDefault) {
+  std::string root = sourceDir();
+  ASSERT_FALSE(root.empty());
+  Spec file, builtin;
+  SpecError err;
+  ASSERT_TRUE(loadSpecFile(root + "/examples/tiny.json", {}, file, err)) << err.str();
+  ASSERT_TRUE(parseSpec(defaultSpecJson(), {}, builtin, err)) << err.str();
+  EXPECT_EQ(file.json, builtin.json);
+}

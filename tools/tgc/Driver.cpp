@@ -1,0 +1,243 @@
+//===- Driver.cpp - tgc subcommands ------------------------------------------===//
+#include "tools/tgc/Driver.h"
+
+#include "dialect/TgDialect.h"
+#include "frontend/MLIRGen.h"
+#include "frontend/Spec.h"
+#include "passes/Passes.h"
+#include "tools/data/DataPrepare.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace mlir;
+
+namespace tgc {
+namespace {
+
+/// Prints a spec error as "tgc: error: <file>: <path>: <message>" (syntax errors carry
+/// "<file>:L:C" in their path already).
+void reportSpecError(const std::string &file, const SpecError &err) {
+  std::string where = file.empty() ? "<default spec>" : file;
+  llvm::errs() << "tgc: error: ";
+  if (err.path.rfind("--set", 0) == 0 || err.path.rfind(where, 0) == 0)
+    llvm::errs() << err.path << ": " << err.message << "\n";
+  else if (err.path.empty())
+    llvm::errs() << where << ": " << err.message << "\n";
+  else
+    llvm::errs() << where << ": " << err.path << ": " << err.message << "\n";
+}
+
+bool loadSpec(const DriverOptions &opts, Spec &spec) {
+  SpecError err;
+  bool ok = opts.specFile.empty()
+                ? parseSpec(defaultSpecJson(), opts.overrides, spec, err, "<default spec>")
+                : loadSpecFile(opts.specFile, opts.overrides, spec, err);
+  if (!ok)
+    reportSpecError(opts.specFile, err);
+  return ok;
+}
+
+void setupContext(MLIRContext &ctx) {
+  DialectRegistry registry;
+  registry.insert<tg::TgDialect, func::FuncDialect, emitc::EmitCDialect>();
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+}
+
+/// Writes `content` to `path` through a temporary file and a rename, so a failure
+/// never leaves a partial file. "-" or "" writes to stdout.
+bool writeAtomically(const std::string &path, const std::string &content) {
+  if (path.empty() || path == "-") {
+    llvm::outs() << content;
+    llvm::outs().flush();
+    return true;
+  }
+  std::string tmp = path + ".tmp-tgc";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec) {
+      llvm::errs() << "tgc: error: " << path << ": cannot write: " << ec.message() << "\n";
+      return false;
+    }
+    os << content;
+    os.close();
+    if (os.has_error()) {
+      llvm::errs() << "tgc: error: " << path << ": write failed\n";
+      llvm::sys::fs::remove(tmp);
+      return false;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+    llvm::errs() << "tgc: error: " << path << ": cannot rename: " << ec.message() << "\n";
+    llvm::sys::fs::remove(tmp);
+    return false;
+  }
+  return true;
+}
+
+std::string withCommas(long long n) {
+  std::string s = std::to_string(n < 0 ? -n : n);
+  for (int i = (int)s.size() - 3; i > 0; i -= 3)
+    s.insert(i, ",");
+  return (n < 0 ? "-" : "") + s;
+}
+
+/// Builds the forward module from the spec and runs the shared pipeline up to `stage`.
+/// Diagnostics go to stderr with their locations (op names from the model).
+bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
+                 OwningOpRef<ModuleOp> &module) {
+  module = buildForwardModule(ctx, spec);
+  if (failed(mlir::verify(*module))) {
+    llvm::errs() << "tgc: error: internal: the generated forward IR does not verify\n";
+    return false;
+  }
+  PassManager pm(&ctx);
+  tg::buildTrainingPipeline(pm, spec, stage);
+  if (failed(pm.run(*module))) {
+    llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
+    return false;
+  }
+  return true;
+}
+
+std::string printModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.elideLargeElementsAttrs(16);
+  module->print(os, flags);
+  os << "\n";
+  return text;
+}
+
+} // namespace
+
+int runSummary(const DriverOptions &opts) {
+  Spec spec;
+  if (!loadSpec(opts, spec))
+    return 1;
+  std::vector<ParamInfo> params = modelParameters(spec.model);
+  size_t width = 4;
+  for (const ParamInfo &p : params)
+    width = std::max(width, p.name.size());
+  llvm::raw_ostream &os = llvm::outs();
+  os << "model '" << spec.name << "': " << spec.model.n_layers << " layers, d_model "
+     << spec.model.d_model << ", " << spec.model.n_heads << " heads, d_ff " << spec.model.d_ff
+     << ", context " << spec.model.context << ", vocab " << spec.model.vocab_size
+     << (spec.model.tie_embeddings ? ", tied embeddings" : "") << "\n\n";
+  os << llvm::left_justify("name", width) << "  " << llvm::left_justify("shape", 14)
+     << llvm::right_justify("count", 14) << "\n";
+  long long total = 0;
+  for (const ParamInfo &p : params) {
+    std::string shape;
+    for (size_t i = 0; i < p.shape.size(); ++i)
+      shape += (i ? "x" : "") + std::to_string(p.shape[i]);
+    os << llvm::left_justify(p.name, width) << "  " << llvm::left_justify(shape, 14)
+       << llvm::right_justify(withCommas(p.numel()), 14) << "\n";
+    total += p.numel();
+  }
+  os << "\ntotal parameters: " << total << " (" << withCommas(total) << ", "
+     << llvm::format("%.2f", total / 1e6) << " M)\n";
+  return 0;
+}
+
+int runCompile(const DriverOptions &opts) {
+  Spec spec;
+  if (!loadSpec(opts, spec))
+    return 1;
+  static const std::pair<const char *, tg::PipelineStage> stages[] = {
+      {"mlir", tg::PipelineStage::Forward}, {"fused", tg::PipelineStage::Fused},
+      {"step", tg::PipelineStage::Step},    {"planned", tg::PipelineStage::Planned},
+      {"emitc", tg::PipelineStage::EmitC}};
+  if (opts.target != "cpu" && opts.target != "cuda") {
+    llvm::errs() << "tgc: error: --target: unknown backend '" << opts.target
+                 << "' (expected cpu or cuda)\n";
+    return 2;
+  }
+  MLIRContext ctx;
+  setupContext(ctx);
+  for (auto [name, stage] : stages) {
+    if (opts.emit != name)
+      continue;
+    OwningOpRef<ModuleOp> module;
+    if (!buildModule(ctx, spec, stage, module))
+      return 1;
+    return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
+  }
+  llvm::errs() << "tgc: error: --emit: unknown or unavailable output '" << opts.emit
+               << "' (expected mlir, fused, step, planned, emitc, cpp, exe or lib)\n";
+  return 2;
+}
+
+int runPlan(const DriverOptions &opts) {
+  Spec spec;
+  if (!loadSpec(opts, spec))
+    return 1;
+  llvm::errs() << "tgc: error: plan: the memory planner is not built yet\n";
+  return 1;
+}
+
+long long parseBytes(const std::string &text) {
+  static const std::pair<const char *, long long> units[] = {
+      {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40},
+      {"KB", 1000LL},     {"MB", 1000000LL},  {"GB", 1000000000LL}, {"B", 1}};
+  std::string t = text;
+  long long mult = 1;
+  for (auto [suffix, m] : units) {
+    size_t n = strlen(suffix);
+    if (t.size() > n && t.compare(t.size() - n, n, suffix) == 0) {
+      t = t.substr(0, t.size() - n);
+      mult = m;
+      break;
+    }
+  }
+  if (t.empty())
+    return -1;
+  char *end = nullptr;
+  double v = strtod(t.c_str(), &end);
+  if (*end != '\0' || v < 0)
+    return -1;
+  return (long long)(v * (double)mult);
+}
+
+int runDataPrepare(const DataCliOptions &opts) {
+  if (opts.out.empty()) {
+    llvm::errs() << "tgc: error: data prepare: --out DIR is required\n";
+    return 2;
+  }
+  DataOptions d;
+  d.inputs = opts.inputs;
+  d.vocab = opts.vocab;
+  d.out = opts.out;
+  d.seed = opts.seed;
+  long long maxBytes = parseBytes(opts.maxBytes);
+  if (maxBytes < 0) {
+    llvm::errs() << "tgc: error: --max-bytes: cannot parse '" << opts.maxBytes << "'\n";
+    return 2;
+  }
+  d.max_bytes = maxBytes;
+  std::string err;
+  if (!prepareData(d, &err)) {
+    llvm::errs() << "tgc: error: data prepare: " << err << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace tgc
