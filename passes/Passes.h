@@ -23,8 +23,13 @@ namespace mlir::tg {
 enum class PipelineStage { Forward, Fused, Step, Planned, EmitC };
 
 /// The one pipeline shared by tgc and tg-opt's tests: fuse attention (kernel=flash),
-/// autodiff with the spec's optimizer, plan memory, lower to EmitC.
-void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until);
+/// autodiff with the spec's optimizer, plan memory (reserving `workspaceBytes` of
+/// backend scratch), lower to EmitC.
+void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
+                           int64_t workspaceBytes = 0);
+
+/// Backend scratch the runtime needs, bytes: 0 on the CPU; the cuBLASLt workspace on CUDA.
+int64_t workspaceBytesFor(llvm::StringRef target);
 
 } // namespace mlir::tg
 

@@ -48,4 +48,36 @@ def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
            "apply weight decay to embeddings too">,
   ];
 }
+
+def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Plan all device memory statically: persistent region, arena, workspace";
+  let description = [{
+    Lays out the persistent region (each parameter's value, gradient and AdamW moments,
+    then the token inputs), computes the liveness interval of every transient tensor in
+    each step function (views alias their source), and packs them into one arena by
+    best-fit over several visit orders (passes/MemoryPlanner.h), keeping the smallest.
+    Writes `tg.offsets` (arena byte offset per result) on every op, `tg.arena_bytes` on
+    each function and a `tg.plan` dictionary on the module:
+    ```mlir
+    module attributes {tg.plan = {arena_bytes = 1048576 : i64, persistent_bytes = ...,
+                                  params = [ {name = "wte", offset = 0 : i64, ...} ], ...}}
+    ```
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect"];
+  let options = [
+    Option<"workspaceBytes", "workspace-bytes", "int64_t", "0",
+           "backend scratch to reserve (cuBLASLt workspace), bytes">,
+  ];
+  let statistics = [
+    Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,
+  ];
+}
+
+def TgPrintMemoryPlan : Pass<"tg-print-memory-plan", "mlir::ModuleOp"> {
+  let summary = "Print the memory plan (test only)";
+  let description = [{
+    Prints the report of a planned module to stdout: region sizes, per-phase peaks,
+    the lower bound and every buffer as `offset = N, size = M, live = [a, b]`.
+  }];
+}
 #endif

@@ -6,7 +6,8 @@
 
 namespace mlir::tg {
 
-void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until) {
+void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
+                           int64_t workspaceBytes) {
   if (until == PipelineStage::Forward)
     return;
   if (spec.training.attention.kernel == "flash")
@@ -26,6 +27,15 @@ void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineSta
   pm.addPass(createCSEPass());
   if (until == PipelineStage::Step)
     return;
+  TgPlanMemoryOptions plan;
+  plan.workspaceBytes = workspaceBytes;
+  pm.addPass(createTgPlanMemory(plan));
+  if (until == PipelineStage::Planned)
+    return;
+}
+
+int64_t workspaceBytesFor(llvm::StringRef target) {
+  return target == "cuda" ? (int64_t)32 << 20 : 0;
 }
 
 } // namespace mlir::tg

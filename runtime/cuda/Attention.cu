@@ -283,17 +283,19 @@ __global__ void __launch_bounds__(kThreads)
     tileProduct<RM, RNO, BC>(Pt, LQ, Vs, LV, ty, tx, o);
   }
 
+  float lsum[RM];
+#pragma unroll
+  for (int i = 0; i < RM; ++i) lsum[i] = rowSum16(l[i]); // every lane shuffles, then diverges
 #pragma unroll
   for (int i = 0; i < RM; ++i) {
-    const float lsum = rowSum16(l[i]);
     const int64_t qi = q0 + fragIndex<RM>(ty, i);
     if (qi >= t) continue;
-    const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
+    const float inv = lsum[i] > 0.0f ? 1.0f / lsum[i] : 0.0f;
     float row[RNO];
 #pragma unroll
     for (int j = 0; j < RNO; ++j) row[j] = o[i][j] * inv;
     storeFrag<RNO>(out + base + qi * HD, tx, row);
-    if (tx == 0) lse[h * t + qi] = lsum > 0.0f ? m[i] + logf(lsum) : -INFINITY;
+    if (tx == 0) lse[h * t + qi] = lsum[i] > 0.0f ? m[i] + logf(lsum[i]) : -INFINITY;
   }
 }
 

@@ -96,8 +96,8 @@ const char* kUsage =
     "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json\n"
     "  --steps N             total optimizer steps of the run (default 200)\n"
     "  --epochs E            steps = E * floor(train_tokens / (batch * context * grad_accum))\n"
-    "  --time-limit MIN      train for MIN minutes; the lr decay spans an estimate of the step\n"
-    "                        count made from the speed of the first 5 steps\n"
+    "  --time-limit MIN      train for MIN minutes; the lr decay spans the step count that\n"
+    "                        fits, estimated from the speed of steps 2-5 (evals not counted)\n"
     "  --eval-every N        evaluate on val every N steps (0 = only at the end; default 0)\n"
     "  --eval-batches K      batches per periodic eval (default 20); the final eval covers the\n"
     "                        whole val and test splits\n"
@@ -226,6 +226,7 @@ void printInfo(const tgrt_model& m) {
 
 /// A token split loaded from DIR/<name>.npy.
 struct Split {
+  explicit Split(const char* n) : name(n) {}
   std::string name, path;
   std::vector<uint32_t> tokens;
   bool present = false;
@@ -265,7 +266,7 @@ private:
   tgrt_driver_hooks hooks_;
   const tgrt_model& m_;
   tgrt_ctx* ctx_ = nullptr;
-  Split train_{"train"}, val_{"val"}, test_{"test"};
+  Split train_{"train"}, val_{"val"}, test_{"test"}; // DIR/<name>.npy
   std::mt19937_64 data_rng_;
   uint64_t seed_ = 0;
   int64_t start_step_ = 0;  ///< last completed step (from --resume), 0 for a fresh run
@@ -573,7 +574,7 @@ int Trainer::run() {
   }
   const int64_t tokens_per_step = (int64_t)m_.batch_size * m_.context * std::max(1, m_.grad_accum);
   say("training %s on %s (%s backend): %lld train tokens, %lld tokens/step, %s steps "
-      "(%.2f epochs)\n",
+      "(%.3g epochs)\n",
       m_.name ? m_.name : "?", opt_.data.c_str(), tgrt_backend_name(),
       (long long)train_.tokens.size(), (long long)tokens_per_step,
       timed ? "time-limited" : std::to_string(total_steps_).c_str(),
@@ -585,6 +586,7 @@ int Trainer::run() {
   Batch batch;
   double step_time_sum = 0;
   int64_t steps_timed = 0;
+  double first_step_s = 0;
   int64_t cnt = 0;
   tgrt_take_loss(ctx_, &cnt);
   while (step < last_step) {
@@ -607,7 +609,7 @@ int Trainer::run() {
     const double secs = std::chrono::duration<double>(clock::now() - t0).count();
     step = s;
     step_time_sum += secs;
-    ++steps_timed;
+    if (++steps_timed == 1) first_step_s = secs;
     const double avg = step_time_sum / (double)steps_timed;
     const double tok_s = secs > 0 ? (double)tokens_per_step / secs : 0.0;
     logLine({{"step", s}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
@@ -619,8 +621,12 @@ int Trainer::run() {
                         " (training diverged; try a lower lr or a longer warmup)");
     }
     if (timed && steps_timed == 5) {
-      // Fix the schedule length from the speed of the first 5 steps of this process.
-      total_steps_ = std::max<int64_t>(s, start_step_ + (int64_t)(limit_s / avg));
+      // Fix the schedule length from the speed of steps 2..5 of this process (step 1 pays for
+      // warm-up: allocation, library init, caches): the steps left fill the remaining time.
+      const double warm_avg = (step_time_sum - first_step_s) / 4.0;
+      const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
+      const double left = std::max(0.0, limit_s - elapsed);
+      total_steps_ = s + (warm_avg > 0 ? (int64_t)(left / warm_avg) : 0);
       last_step = lastStep();
     }
     const int64_t shown_total = timed && steps_timed < 5 ? 0 : last_step;

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -678,6 +679,24 @@ TEST(DriverFake, SeedChangesInitAndEpochsSetSteps) {
                        "--quiet"}),
             0);
   EXPECT_EQ(readLog(d / "c.jsonl").steps.size(), 46u);
+}
+
+TEST(DriverFake, TimeLimitStopsAndRecordsSteps) {
+  TempDir d;
+  writeFakeData(d, "data");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(runDriver({"--data", d / "data", "--time-limit", "0.005", "--save",
+                       d / "t.safetensors", "--quiet"}),
+            0);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 5.0); // 0.3 s of training plus the final evals
+  tgrt::SafetensorsReader r;
+  std::string err;
+  ASSERT_TRUE(r.open(d / "t.safetensors", &err)) << err;
+  const int64_t steps = std::stoll(r.metadata().at("step"));
+  EXPECT_GT(steps, 5);
+  EXPECT_EQ(r.metadata().at("total_steps"), r.metadata().at("step"));
 }
 
 TEST(DriverFake, ErrorsAreClearAndNonZero) {

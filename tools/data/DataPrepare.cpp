@@ -490,12 +490,12 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
 
   // 5. Encode (two threads over documents), EOS after each document.
   std::vector<std::vector<int>> enc(n);
-  std::string enc_err;
+  std::string enc_err[2]; // one per thread
   auto encodeRange = [&](size_t begin, size_t step) {
     for (size_t i = begin; i < n; i += step) {
       const auto st = sp.Encode(corpus.docs[order[i]].text, &enc[i]);
       if (!st.ok()) {
-        enc_err = corpus.docs[order[i]].source + ": cannot encode: " + st.ToString();
+        enc_err[begin] = corpus.docs[order[i]].source + ": cannot encode: " + st.ToString();
         return;
       }
     }
@@ -505,7 +505,8 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
     encodeRange(0, 2);
     t1.join();
   }
-  if (!enc_err.empty()) return fail(err, enc_err);
+  for (const std::string& e : enc_err)
+    if (!e.empty()) return fail(err, e);
 
   std::vector<uint32_t> split_tokens[3];
   int64_t split_bytes[3] = {0, 0, 0};

@@ -4,6 +4,8 @@
 #include "dialect/TgDialect.h"
 #include "frontend/MLIRGen.h"
 #include "frontend/Spec.h"
+#include "passes/EmitCpp.h"
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "tools/data/DataPrepare.h"
 
@@ -101,14 +103,14 @@ std::string withCommas(long long n) {
 /// Builds the forward module from the spec and runs the shared pipeline up to `stage`.
 /// Diagnostics go to stderr with their locations (op names from the model).
 bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
-                 OwningOpRef<ModuleOp> &module) {
+                 OwningOpRef<ModuleOp> &module, llvm::StringRef target = "cpu") {
   module = buildForwardModule(ctx, spec);
   if (failed(mlir::verify(*module))) {
     llvm::errs() << "tgc: error: internal: the generated forward IR does not verify\n";
     return false;
   }
   PassManager pm(&ctx);
-  tg::buildTrainingPipeline(pm, spec, stage);
+  tg::buildTrainingPipeline(pm, spec, stage, tg::workspaceBytesFor(target));
   if (failed(pm.run(*module))) {
     llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
     return false;
@@ -124,6 +126,95 @@ std::string printModule(ModuleOp module) {
   module->print(os, flags);
   os << "\n";
   return text;
+}
+
+/// Directory holding the runtime archives (build tree by default; TGC_RUNTIME_DIR overrides).
+std::string runtimeDir() {
+  if (const char *env = getenv("TGC_RUNTIME_DIR"))
+    return env;
+  return TGC_BINARY_DIR;
+}
+
+/// Compiles the emitted C++ with the host compiler and links it with the runtime into an
+/// executable (emit=exe) or a shared library with the tglib.h C ABI (emit=lib).
+bool linkExecutable(const std::string &cpp, const DriverOptions &opts) {
+  bool lib = opts.emit == "lib";
+  std::string out = opts.output.empty() ? (lib ? "model.so" : "train") : opts.output;
+  std::string rt = runtimeDir();
+  std::string backend = opts.target == "cuda" ? rt + "/runtime/cuda/libtgrt_cuda.a"
+                                              : rt + "/runtime/cpu/libtgrt_cpu.a";
+  if (opts.target == "cuda" && !TGC_CUDA_ENABLED && !getenv("TGC_RUNTIME_DIR")) {
+    llvm::errs() << "tgc: error: --target=cuda: this tgc was built without the CUDA runtime "
+                    "(configure with -DTGC_ENABLE_CUDA=ON)\n";
+    return false;
+  }
+  for (const std::string &f : {backend, rt + "/runtime/driver/libtgrt_driver.a"})
+    if (!llvm::sys::fs::exists(f)) {
+      llvm::errs() << "tgc: error: runtime library not found: " << f
+                   << " (build it, or set TGC_RUNTIME_DIR)\n";
+      return false;
+    }
+  llvm::SmallString<128> src;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("tgc-model", "cpp", src)) {
+    llvm::errs() << "tgc: error: cannot create a temporary file: " << ec.message() << "\n";
+    return false;
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(src, ec);
+    os << cpp;
+  }
+  std::string tmpOut = out + ".tmp-tgc";
+  std::vector<std::string> args = {TGC_CXX_COMPILER, "-O2", "-std=c++17", "-fPIC",
+                                   "-I" + std::string(TGC_SOURCE_DIR), std::string(src)};
+  if (lib) {
+    args.insert(args.begin() + 1, "-shared");
+    args.push_back("-Wl,--whole-archive");
+    args.push_back(rt + "/runtime/driver/libtgrt_lib.a");
+    args.push_back("-Wl,--no-whole-archive");
+  } else {
+    args.push_back(rt + "/runtime/driver/libtgrt_main_a.a");
+  }
+  args.push_back(rt + "/runtime/driver/libtgrt_driver.a");
+  args.push_back(backend);
+  if (opts.target == "cuda") {
+    for (const char *a : {"-L/usr/local/cuda/lib64", "-Wl,-rpath,/usr/local/cuda/lib64",
+                          "-lcublasLt", "-lcudart_static", "-ldl", "-lrt"})
+      args.push_back(a);
+  } else {
+    args.push_back("-lopenblas");
+  }
+  args.push_back("-lpthread");
+  args.push_back("-o");
+  args.push_back(tmpOut);
+  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string errMsg;
+  int rc = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, {}, 0, 0, &errMsg);
+  llvm::sys::fs::remove(src);
+  if (rc != 0) {
+    llvm::sys::fs::remove(tmpOut);
+    llvm::errs() << "tgc: error: the host compiler failed (" << (errMsg.empty() ? "exit " + std::to_string(rc) : errMsg)
+                 << "); command:";
+    for (auto &a : args)
+      llvm::errs() << " " << a;
+    llvm::errs() << "\n";
+    return false;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmpOut, out)) {
+    llvm::errs() << "tgc: error: " << out << ": " << ec.message() << "\n";
+    return false;
+  }
+  llvm::errs() << "tgc: wrote " << out << " (" << (lib ? "shared library" : "executable")
+               << ", target " << opts.target << ")\n";
+  return true;
+}
+
+/// Plans `spec` and returns the report. False on failure (diagnostics printed).
+bool planSpec(MLIRContext &ctx, const Spec &spec, llvm::StringRef target, tg::PlanReport &report) {
+  OwningOpRef<ModuleOp> module;
+  if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, target))
+    return false;
+  return succeeded(tg::readPlanReport(*module, report));
 }
 
 } // namespace
@@ -176,9 +267,21 @@ int runCompile(const DriverOptions &opts) {
     if (opts.emit != name)
       continue;
     OwningOpRef<ModuleOp> module;
-    if (!buildModule(ctx, spec, stage, module))
+    if (!buildModule(ctx, spec, stage, module, opts.target))
       return 1;
     return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
+  }
+  if (opts.emit == "cpp" || opts.emit == "exe" || opts.emit == "lib") {
+    OwningOpRef<ModuleOp> module;
+    if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, opts.target))
+      return 1;
+    std::string cpp;
+    llvm::raw_string_ostream os(cpp);
+    if (failed(tg::emitTrainingCpp(*module, spec, os)))
+      return 1;
+    if (opts.emit == "cpp")
+      return writeAtomically(opts.output, cpp) ? 0 : 1;
+    return linkExecutable(cpp, opts) ? 0 : 1;
   }
   llvm::errs() << "tgc: error: --emit: unknown or unavailable output '" << opts.emit
                << "' (expected mlir, fused, step, planned, emitc, cpp, exe or lib)\n";
@@ -189,8 +292,65 @@ int runPlan(const DriverOptions &opts) {
   Spec spec;
   if (!loadSpec(opts, spec))
     return 1;
-  llvm::errs() << "tgc: error: plan: the memory planner is not built yet\n";
-  return 1;
+  long long memory = parseBytes(opts.memory);
+  if (memory <= 0) {
+    llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
+    return 2;
+  }
+  MLIRContext ctx;
+  setupContext(ctx);
+  std::string target = opts.target.empty() ? "cuda" : opts.target;
+  tg::PlanReport report;
+  if (!planSpec(ctx, spec, target, report))
+    return 1;
+  llvm::outs() << "spec '" << spec.name << "', micro-batch " << spec.training.batch_size
+               << ", context " << spec.model.context << ", precision "
+               << spec.training.precision << ", attention " << spec.training.attention.kernel
+               << (spec.training.attention.window ? " (window " + std::to_string(spec.training.attention.window) + ")" : "")
+               << ", target " << target << "\n";
+  llvm::outs() << tg::formatPlanReport(report, 10);
+  if (!opts.planJson.empty() && !writeAtomically(opts.planJson, tg::planReportJson(report)))
+    return 1;
+  if (opts.maxBatch) {
+    // The plan grows monotonically with the micro-batch: double, then bisect.
+    auto fits = [&](int64_t batch, int64_t &bytes) {
+      Spec s = spec;
+      std::vector<std::string> ov = opts.overrides;
+      ov.push_back("training.batch_size=" + std::to_string(batch));
+      SpecError err;
+      Spec sb;
+      if (!parseSpec(spec.json, ov, sb, err, "<spec>"))
+        return false;
+      tg::PlanReport r;
+      MLIRContext c;
+      setupContext(c);
+      if (!planSpec(c, sb, target, r))
+        return false;
+      bytes = r.totalBytes();
+      return bytes <= memory;
+    };
+    int64_t bytes = 0, lo = 0, hi = 1;
+    while (hi <= (1 << 16) && fits(hi, bytes)) {
+      llvm::errs() << "tgc: plan: micro-batch " << hi << " fits (" << bytes << " bytes)\n";
+      lo = hi;
+      hi *= 2;
+    }
+    while (hi - lo > 1) {
+      int64_t mid = (lo + hi) / 2;
+      if (fits(mid, bytes)) {
+        lo = mid;
+        llvm::errs() << "tgc: plan: micro-batch " << mid << " fits (" << bytes << " bytes)\n";
+      } else {
+        hi = mid;
+      }
+    }
+    int64_t best = 0;
+    if (lo > 0)
+      fits(lo, best);
+    llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes of " << memory
+                 << " available)\n";
+  }
+  return 0;
 }
 
 long long parseBytes(const std::string &text) {

@@ -37,8 +37,10 @@ cl::opt<std::string> emit(
              "(memory plan in IR), emitc, cpp (C++ source), exe (executable, default), "
              "lib (shared library with the C ABI)"),
     cl::init("exe"), cl::sub(compileCmd), cl::cat(compileCat));
-cl::opt<std::string> target("target", cl::desc("Runtime backend: cpu | cuda"),
-                            cl::init("cpu"), cl::sub(compileCmd), cl::cat(compileCat));
+cl::opt<std::string> target("target",
+                            cl::desc("Runtime backend: cpu | cuda (compile: cpu; plan: cuda)"),
+                            cl::init("cpu"), cl::sub(compileCmd), cl::sub(planCmd),
+                            cl::cat(compileCat));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout for IR/C++, ./train "
                                           "for exe)"),
                             cl::value_desc("file"), cl::init(""), cl::sub(compileCmd),
@@ -102,6 +104,7 @@ int main(int argc, char **argv) {
     opts.planJson = planJson;
     opts.maxBatch = maxBatch;
     opts.memory = memory;
+    opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);
   }
   if (dataCmd) {

@@ -1,0 +1,253 @@
+//===- MemoryPlan.cpp - liveness analysis and the plan report ----------------===//
+#include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanner.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+namespace mlir::tg {
+using tgc::PlanBuffer;
+using tgc::liveBytesPerOp;
+
+int64_t tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return -1;
+  Type e = t.getElementType();
+  int64_t width = e.isF32() || e.isInteger(32) ? 4 : (e.isBF16() || e.isF16()) ? 2 : -1;
+  return width < 0 ? -1 : width * t.getNumElements();
+}
+
+static std::string locName(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (auto n = dyn_cast<NameLoc>(l))
+        return n.getName().str();
+  return "?";
+}
+
+LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
+  out = FunctionLiveness();
+  int64_t index = 0;
+  for (Operation &op : fn.getBody().front()) {
+    auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
+    out.opPhase.push_back(phase ? phase.str() : "forward");
+    // Uses extend the live interval of the buffer they read.
+    for (Value v : op.getOperands()) {
+      auto it = out.bufferOf.find(v);
+      if (it != out.bufferOf.end())
+        out.buffers[it->second].last =
+            std::max(out.buffers[it->second].last, isa<func::ReturnOp>(op) ? index : index);
+    }
+    for (OpResult r : op.getResults()) {
+      if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        auto it = out.bufferOf.find(reshape.getX());
+        if (it != out.bufferOf.end())
+          out.bufferOf[r] = it->second; // a view: no new buffer
+        continue;                       // views of arguments live in the persistent region
+      }
+      int64_t bytes = tensorBytes(r.getType());
+      if (bytes < 0)
+        return op.emitOpError() << "result #" << r.getResultNumber()
+                                << " needs a static shape and a known element type to be planned";
+      BufferInfo b;
+      b.value = r;
+      b.phase = out.opPhase.back();
+      b.name = locName(op.getLoc()) + (b.phase == "backward" ? ".grad" : "") +
+               (op.getNumResults() > 1 ? "#" + std::to_string(r.getResultNumber()) : "");
+      b.bytes = bytes;
+      b.first = b.last = index;
+      out.bufferOf[r] = out.buffers.size();
+      out.buffers.push_back(std::move(b));
+    }
+    ++index;
+  }
+  return success();
+}
+
+static int64_t getI64(DictionaryAttr d, StringRef key) {
+  auto a = d ? d.getAs<IntegerAttr>(key) : IntegerAttr();
+  return a ? a.getInt() : 0;
+}
+
+LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
+  auto plan = module->getAttrOfType<DictionaryAttr>("tg.plan");
+  if (!plan)
+    return module.emitError() << "module has no memory plan (run -tg-plan-memory first)";
+  r = PlanReport();
+  r.persistentBytes = getI64(plan, "persistent_bytes");
+  r.arenaBytes = getI64(plan, "arena_bytes");
+  r.workspaceBytes = getI64(plan, "workspace_bytes");
+  r.tokensOffset = getI64(plan, "tokens_offset");
+  r.targetsOffset = getI64(plan, "targets_offset");
+  r.inputBytes = getI64(plan, "input_bytes");
+  if (auto h = plan.getAs<StringAttr>("heuristic"))
+    r.heuristic = h.str();
+  if (auto params = plan.getAs<ArrayAttr>("params"))
+    for (Attribute a : params) {
+      auto d = cast<DictionaryAttr>(a);
+      ParamSlot s;
+      s.name = d.getAs<StringAttr>("name").str();
+      for (int64_t x : cast<DenseI64ArrayAttr>(d.get("shape")).asArrayRef())
+        s.shape.push_back(x);
+      s.numel = getI64(d, "numel");
+      s.offset = getI64(d, "offset");
+      s.gradOffset = getI64(d, "grad_offset");
+      s.mOffset = getI64(d, "m_offset");
+      s.vOffset = getI64(d, "v_offset");
+      r.paramBytes += 4 * s.numel;
+      r.params.push_back(std::move(s));
+    }
+  r.gradBytes = r.paramBytes;
+  r.optimizerStateBytes = 2 * r.paramBytes;
+
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    FunctionLiveness live;
+    if (failed(analyzeLiveness(fn, live)))
+      return failure();
+    std::vector<PlanBuffer> pb;
+    for (BufferInfo &b : live.buffers) {
+      Operation *def = b.value.getDefiningOp();
+      auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
+      unsigned idx = cast<OpResult>(b.value).getResultNumber();
+      b.offset = offsets && idx < offsets.size() ? offsets[idx] : -1;
+      PlanBuffer p;
+      p.bytes = b.bytes;
+      p.alignment = kBufferAlignment;
+      p.first = b.first;
+      p.last = b.last;
+      p.offset = b.offset;
+      pb.push_back(p);
+      r.buffers.push_back({fn.getSymName().str(), b.name, b.phase, b.bytes, b.offset, b.first,
+                           b.last});
+    }
+    std::vector<int64_t> live_bytes = liveBytesPerOp(pb, (int64_t)live.opPhase.size());
+    for (size_t i = 0; i < live_bytes.size(); ++i) {
+      int64_t v = live_bytes[i];
+      r.lowerBound = std::max(r.lowerBound, v);
+      const std::string &ph = live.opPhase[i];
+      if (fn.getSymName() == "eval_step")
+        r.peakEval = std::max(r.peakEval, v);
+      else if (ph == "optimizer")
+        r.peakOptimizer = std::max(r.peakOptimizer, v);
+      else if (ph == "backward")
+        r.peakBackward = std::max(r.peakBackward, v);
+      else
+        r.peakForward = std::max(r.peakForward, v);
+    }
+  }
+  return success();
+}
+
+static std::string human(int64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  double b = (double)bytes;
+  if (b >= (1LL << 30))
+    os << llvm::format("%.2f GiB", b / (1LL << 30));
+  else if (b >= (1LL << 20))
+    os << llvm::format("%.2f MiB", b / (1LL << 20));
+  else if (b >= 1024)
+    os << llvm::format("%.1f KiB", b / 1024);
+  else
+    os << bytes << " B";
+  return s;
+}
+
+std::string formatPlanReport(const PlanReport &r, int topBuffers) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  auto row = [&](StringRef label, int64_t bytes) {
+    os << "  " << llvm::left_justify(label, 30) << llvm::right_justify(std::to_string(bytes), 14)
+       << "  " << human(bytes) << "\n";
+  };
+  os << "memory plan (bytes)\n";
+  row("persistent", r.persistentBytes);
+  row("  parameters", r.paramBytes);
+  row("  gradients", r.gradBytes);
+  row("  optimizer state (m, v)", r.optimizerStateBytes);
+  row("  inputs (tokens, targets)", r.inputBytes);
+  row("arena", r.arenaBytes);
+  row("workspace", r.workspaceBytes);
+  row("total", r.totalBytes());
+  os << "peak live arena bytes per phase\n";
+  row("forward", r.peakForward);
+  row("backward", r.peakBackward);
+  row("optimizer", r.peakOptimizer);
+  row("eval (forward only)", r.peakEval);
+  row("lower bound (max live)", r.lowerBound);
+  if (r.lowerBound > 0)
+    os << "  arena / lower bound = "
+       << llvm::format("%.4f", (double)r.arenaBytes / (double)r.lowerBound)
+       << " (heuristic: " << r.heuristic << ")\n";
+  std::vector<const PlanReport::Buffer *> sorted;
+  for (const auto &b : r.buffers)
+    sorted.push_back(&b);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](auto *a, auto *b) { return a->bytes > b->bytes; });
+  size_t n = topBuffers < 0 ? sorted.size() : std::min<size_t>(topBuffers, sorted.size());
+  if (n > 0) {
+    os << (topBuffers < 0 ? "buffers\n" : "largest buffers\n");
+    for (size_t i = 0; i < n; ++i) {
+      const auto *b = sorted[i];
+      os << "  " << b->function << " " << b->name << ": offset = " << b->offset
+         << ", size = " << b->bytes << ", live = [" << b->first << ", " << b->last << "], "
+         << b->phase << "\n";
+    }
+  }
+  return s;
+}
+
+std::string planReportJson(const PlanReport &r) {
+  llvm::json::Array params, buffers;
+  for (const ParamSlot &p : r.params) {
+    llvm::json::Array shape;
+    for (int64_t d : p.shape)
+      shape.push_back(d);
+    params.push_back(llvm::json::Object{{"name", p.name},
+                                        {"shape", std::move(shape)},
+                                        {"numel", p.numel},
+                                        {"offset", p.offset},
+                                        {"grad_offset", p.gradOffset},
+                                        {"m_offset", p.mOffset},
+                                        {"v_offset", p.vOffset}});
+  }
+  for (const auto &b : r.buffers)
+    buffers.push_back(llvm::json::Object{{"function", b.function},
+                                         {"name", b.name},
+                                         {"phase", b.phase},
+                                         {"bytes", b.bytes},
+                                         {"offset", b.offset},
+                                         {"first", b.first},
+                                         {"last", b.last}});
+  llvm::json::Object root{
+      {"persistent_bytes", r.persistentBytes},
+      {"arena_bytes", r.arenaBytes},
+      {"workspace_bytes", r.workspaceBytes},
+      {"total_bytes", r.totalBytes()},
+      {"lower_bound_bytes", r.lowerBound},
+      {"heuristic", r.heuristic},
+      {"param_bytes", r.paramBytes},
+      {"grad_bytes", r.gradBytes},
+      {"optimizer_state_bytes", r.optimizerStateBytes},
+      {"input_bytes", r.inputBytes},
+      {"peak_forward_bytes", r.peakForward},
+      {"peak_backward_bytes", r.peakBackward},
+      {"peak_optimizer_bytes", r.peakOptimizer},
+      {"peak_eval_bytes", r.peakEval},
+      {"params", std::move(params)},
+      {"buffers", std::move(buffers)}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return s;
+}
+
+} // namespace mlir::tg

@@ -1,0 +1,90 @@
+//===- MemoryPlan.h - liveness analysis and the plan report -------*- C++ -*-===//
+//
+// Shared by tg-plan-memory (which assigns offsets), tg-print-memory-plan, tgc plan and
+// tg-lower-to-emitc (which read them back).
+//
+// Model: every function of the step (@micro_step, @optimizer_step, @eval_step) is one
+// total order of ops. Each tensor result is a buffer live from its defining op to its
+// last use (returned values: to the end). tg.reshape results alias their source (the
+// source's interval grows to cover the view's uses). Function arguments live in the
+// persistent region: parameters with their gradient and AdamW moments, and the token
+// inputs. The three functions never run at the same time, so they share one arena.
+//
+//===----------------------------------------------------------------------------===//
+#ifndef TGC_PASSES_MEMORYPLAN_H
+#define TGC_PASSES_MEMORYPLAN_H
+
+#include "dialect/TgDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::tg {
+
+/// Byte alignment of every buffer offset (a GPU-friendly 256 B).
+inline constexpr int64_t kBufferAlignment = 256;
+
+/// One arena buffer of a function.
+struct BufferInfo {
+  Value value;            ///< the SSA value it holds (views share their source's buffer)
+  std::string name;       ///< model place from the location, e.g. "layers.0.mlp.fc#0"
+  std::string phase;      ///< forward | backward | optimizer
+  int64_t bytes = 0;      ///< numel * element size
+  int64_t first = 0, last = 0; ///< op indices (inclusive) in the function's order
+  int64_t offset = -1;    ///< arena offset (bytes), -1 before planning
+};
+
+/// Buffers of one function, in definition order, plus the op phase of each index.
+struct FunctionLiveness {
+  std::vector<BufferInfo> buffers;
+  std::vector<std::string> opPhase; ///< phase of op i
+  llvm::DenseMap<Value, size_t> bufferOf; ///< value (or view) -> index into buffers
+};
+
+/// Computes buffers and intervals. Errors: a tensor with a dynamic shape or an unknown
+/// element type (emits a diagnostic on the op and returns failure).
+LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out);
+
+/// Bytes of a ranked tensor type (f32/i32: 4, bf16/f16: 2).
+int64_t tensorBytes(Type type);
+
+/// One parameter's slots in the persistent region (bytes).
+struct ParamSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel = 0, offset = 0, gradOffset = 0, mOffset = 0, vOffset = 0;
+};
+
+/// The whole plan, read back from a planned module's attributes.
+struct PlanReport {
+  int64_t persistentBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
+  int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
+  int64_t tokensOffset = 0, targetsOffset = 0;
+  /// Peak live arena bytes per phase: forward / backward (micro_step), optimizer.
+  int64_t peakForward = 0, peakBackward = 0, peakOptimizer = 0, peakEval = 0;
+  std::string heuristic;
+  std::vector<ParamSlot> params;
+  struct Buffer {
+    std::string function, name, phase;
+    int64_t bytes, offset, first, last;
+  };
+  std::vector<Buffer> buffers;
+  int64_t totalBytes() const { return persistentBytes + arenaBytes + workspaceBytes; }
+};
+
+/// Reads the plan from a module that went through tg-plan-memory. Errors: a module
+/// without `tg.plan` (emits a diagnostic).
+LogicalResult readPlanReport(ModuleOp module, PlanReport &report);
+
+/// Human-readable report: regions, per-phase peaks, lower bound, the `topBuffers`
+/// largest buffers (all when < 0).
+std::string formatPlanReport(const PlanReport &report, int topBuffers);
+
+/// The full report as JSON text.
+std::string planReportJson(const PlanReport &report);
+
+} // namespace mlir::tg
+
+#endif

@@ -1,0 +1,138 @@
+//===- PlanMemoryPass.cpp - static memory planning ---------------------------===//
+#include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanner.h"
+#include "passes/Passes.h"
+
+#define DEBUG_TYPE "tg-plan-memory"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGPLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+using tgc::PlanBuffer;
+using tgc::PlanResult;
+using tgc::planArena;
+using tgc::verifyPlan;
+
+namespace {
+
+int64_t alignUp(int64_t x) { return (x + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
+  using TgPlanMemoryBase::TgPlanMemoryBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
+    if (!fn)
+      fn = module.lookupSymbol<func::FuncOp>("eval_step");
+    if (!fn) {
+      module.emitError() << "tg-plan-memory: no @micro_step or @eval_step (run -tg-autodiff first)";
+      return signalPassFailure();
+    }
+    // Persistent region: all values, all gradients, all first moments, all second
+    // moments, then the inputs. Every slot 256-byte aligned.
+    struct Param {
+      StringAttr name;
+      RankedTensorType type;
+      int64_t bytes;
+    };
+    SmallVector<Param> params;
+    SmallVector<std::pair<StringAttr, RankedTensorType>> inputs;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
+        if (!type.getElementType().isF32()) {
+          fn.emitError() << "parameter " << name << " must be f32 (master weights)";
+          return signalPassFailure();
+        }
+        params.push_back({name, type, tensorBytes(type)});
+      } else if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
+        inputs.push_back({in, type});
+      }
+    }
+    int64_t cursor = 0;
+    SmallVector<int64_t> offs[4];
+    for (int slot = 0; slot < 4; ++slot)
+      for (const Param &p : params) {
+        offs[slot].push_back(cursor);
+        cursor = alignUp(cursor + p.bytes);
+      }
+    SmallVector<NamedAttribute> plan;
+    int64_t inputStart = cursor;
+    for (auto &[name, type] : inputs) {
+      plan.push_back(b.getNamedAttr((name.getValue() + "_offset").str(), b.getI64IntegerAttr(cursor)));
+      cursor = alignUp(cursor + tensorBytes(type));
+    }
+    plan.push_back(b.getNamedAttr("input_bytes", b.getI64IntegerAttr(cursor - inputStart)));
+    int64_t persistent = cursor;
+
+    SmallVector<Attribute> paramAttrs;
+    for (auto [i, p] : llvm::enumerate(params))
+      paramAttrs.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("name", p.name),
+          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(p.type.getShape())),
+          b.getNamedAttr("numel", b.getI64IntegerAttr(p.type.getNumElements())),
+          b.getNamedAttr("offset", b.getI64IntegerAttr(offs[0][i])),
+          b.getNamedAttr("grad_offset", b.getI64IntegerAttr(offs[1][i])),
+          b.getNamedAttr("m_offset", b.getI64IntegerAttr(offs[2][i])),
+          b.getNamedAttr("v_offset", b.getI64IntegerAttr(offs[3][i])),
+      }));
+
+    // Arena: one plan per step function; they never overlap in time, so the arena is the
+    // largest of them.
+    int64_t arena = 0;
+    std::string heuristic;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal())
+        continue;
+      FunctionLiveness live;
+      if (failed(analyzeLiveness(f, live)))
+        return signalPassFailure();
+      std::vector<PlanBuffer> buffers;
+      for (const BufferInfo &bi : live.buffers) {
+        PlanBuffer pb;
+        pb.bytes = bi.bytes;
+        pb.alignment = kBufferAlignment;
+        pb.first = bi.first;
+        pb.last = bi.last;
+        buffers.push_back(pb);
+      }
+      PlanResult result = planArena(buffers);
+      std::string why;
+      if (!verifyPlan(buffers, &why)) {
+        f.emitError() << "tg-plan-memory: internal error, overlapping plan: " << why;
+        return signalPassFailure();
+      }
+      numBuffers += buffers.size();
+      // Write offsets: one per result; views take their source's offset.
+      for (Operation &op : f.getBody().front()) {
+        if (op.getNumResults() == 0)
+          continue;
+        SmallVector<int64_t> offsets;
+        for (Value r : op.getResults()) {
+          auto it = live.bufferOf.find(r);
+          offsets.push_back(it == live.bufferOf.end() ? -1 : buffers[it->second].offset);
+        }
+        op.setAttr("tg.offsets", b.getDenseI64ArrayAttr(offsets));
+      }
+      f->setAttr("tg.arena_bytes", b.getI64IntegerAttr(result.arenaBytes));
+      if (result.arenaBytes >= arena) {
+        arena = result.arenaBytes;
+        heuristic = result.heuristic;
+      }
+    }
+    plan.push_back(b.getNamedAttr("persistent_bytes", b.getI64IntegerAttr(persistent)));
+    plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
+    plan.push_back(b.getNamedAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes)));
+    plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
+    plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
+    module->setAttr("tg.plan", b.getDictionaryAttr(plan));
+  }
+};
+
+} // namespace

@@ -1,0 +1,3 @@
+// KernelsEmu.cpp — builds runtime/cuda/Kernels.cu with the host compiler against the CPU emulator
+// (see CudaEmu.h). Compiled with -DTGRT_CUDA_EMULATE.
+#include "runtime/cuda/Kernels.cu"

@@ -1,0 +1,110 @@
+//===- Lib.cpp - the tglib.h C ABI over an emitted model ---------------------===//
+//
+// Linked into `tgc compile --emit=lib` shared libraries. Uses only tgrt.h context
+// functions and the emitted tg_* symbols, so it works with either backend.
+//
+//===----------------------------------------------------------------------------===//
+#include "runtime/tglib.h"
+#include "runtime/driver/Driver.h"
+
+#include <cstring>
+#include <vector>
+
+namespace {
+const tgrt_param *findParam(const char *name) {
+  const tgrt_model *m = tg_model_info();
+  for (int32_t i = 0; i < m->n_params; ++i)
+    if (std::strcmp(m->params[i].name, name) == 0)
+      return &m->params[i];
+  return nullptr;
+}
+
+void uploadBatch(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
+  const tgrt_model *m = tg_model_info();
+  int64_t bytes = (int64_t)m->batch_size * m->context * (int64_t)sizeof(int32_t);
+  tgrt_upload(ctx, TGRT_PERSISTENT, m->tokens_offset, tokens, bytes);
+  tgrt_upload(ctx, TGRT_PERSISTENT, m->targets_offset, targets, bytes);
+}
+
+float takeLoss(tgrt_ctx *ctx) {
+  tgrt_synchronize(ctx);
+  int64_t count = 0;
+  double sum = tgrt_take_loss(ctx, &count);
+  return count ? (float)(sum / (double)count) : 0.0f;
+}
+} // namespace
+
+extern "C" {
+
+tgrt_ctx *tglib_create(int64_t seed) {
+  const tgrt_model *m = tg_model_info();
+  tgrt_ctx *ctx = tgrt_ctx_create(m);
+  if (!ctx)
+    return nullptr;
+  std::vector<float> buf;
+  for (int32_t i = 0; i < m->n_params; ++i) {
+    const tgrt_param &p = m->params[i];
+    buf.resize(p.numel);
+    tgrt::initParam(p, (uint64_t)seed, buf.data());
+    tgrt_upload(ctx, TGRT_PERSISTENT, p.offset, buf.data(), p.numel * 4);
+  }
+  tgrt_synchronize(ctx);
+  return ctx;
+}
+
+void tglib_destroy(tgrt_ctx *ctx) { tgrt_ctx_destroy(ctx); }
+const tgrt_model *tglib_model(void) { return tg_model_info(); }
+
+int32_t tglib_param_index(const char *name) {
+  const tgrt_param *p = findParam(name);
+  return p ? (int32_t)(p - tg_model_info()->params) : -1;
+}
+
+int32_t tglib_set_param(tgrt_ctx *ctx, const char *name, const float *src) {
+  const tgrt_param *p = findParam(name);
+  if (!p)
+    return -1;
+  tgrt_upload(ctx, TGRT_PERSISTENT, p->offset, src, p->numel * 4);
+  tgrt_synchronize(ctx);
+  return 0;
+}
+
+int32_t tglib_get_param(tgrt_ctx *ctx, const char *name, float *dst) {
+  const tgrt_param *p = findParam(name);
+  if (!p)
+    return -1;
+  tgrt_download(ctx, TGRT_PERSISTENT, p->offset, dst, p->numel * 4);
+  return 0;
+}
+
+int32_t tglib_get_grad(tgrt_ctx *ctx, const char *name, float *dst) {
+  const tgrt_param *p = findParam(name);
+  if (!p)
+    return -1;
+  tgrt_download(ctx, TGRT_PERSISTENT, p->grad_offset, dst, p->numel * 4);
+  return 0;
+}
+
+float tglib_micro_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
+  uploadBatch(ctx, tokens, targets);
+  tgrt_set_micro_batch(ctx, 0);
+  tg_micro_step(ctx);
+  return takeLoss(ctx);
+}
+
+void tglib_optimizer_step(tgrt_ctx *ctx, int64_t step, float lr) {
+  tgrt_set_step(ctx, step);
+  tgrt_set_lr(ctx, lr);
+  tg_optimizer_step(ctx);
+  tgrt_synchronize(ctx);
+}
+
+float tglib_eval_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
+  uploadBatch(ctx, tokens, targets);
+  tg_eval_step(ctx);
+  return takeLoss(ctx);
+}
+
+float tglib_last_grad_norm(tgrt_ctx *ctx) { return tgrt_last_grad_norm(ctx); }
+
+} // extern "C"

@@ -1,0 +1,752 @@
+// tgrt-cuda-check — compares every CUDA kernel of the runtime with the CPU reference backend.
+//
+// The program links the CPU backend (extern "C" tgrt_*) and the CUDA implementation
+// (tgrt_cuda::*, runtime/cuda/CudaRuntime.h) side by side. For each kernel it draws random
+// inputs (a fresh seed every run unless --seed; never zeros), runs both, and compares:
+//   error = max |cuda - cpu| / max |cpu|,  PASS when error <= 1e-5 (fp32; GEMMs with TF32
+//   off). Outputs are poisoned with NaN before each CUDA run, so an unwritten element fails.
+// Attention is checked three ways for t in {64, 256, 1024} (plus t = 100, not a tile
+// multiple), hd in {32, 64, 128}, window in {0, 1, 64}: flash vs CPU (out, lse, dq, dk, dv)
+// and flash vs a naive GPU composition (matmul, causal_mask, softmax, matmul and their
+// backward). It prints a table, then "N passed, M failed", and exits non-zero on a failure.
+// Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
+// 256 and 128.
+//
+// Usage: tgrt-cuda-check [--quick] [--no-bench] [--seed N] [--dump DIR]
+//   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
+//   --dump    write q, k, v, out, lse, dout, dq, dk, dv of a few attention cases as raw
+//             float32 files plus DIR/manifest.txt, for bench/cuda/sdpa_check.py (PyTorch)
+#include "runtime/cuda/CudaRuntime.h"
+#include "runtime/cuda/Device.h"
+#include "runtime/tgrt.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <utility>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<float>;
+using IVec = std::vector<int32_t>;
+
+constexpr double kTol = 1e-5;
+
+// ------------------------------------------------------------------ utilities --
+
+void die(const char* what, const char* detail) {
+  std::fprintf(stderr, "tgrt: cuda-check: %s: %s\n", what, detail);
+  std::exit(2);
+}
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(what, cudaGetErrorString(e));
+}
+
+/// A device buffer of n elements of T.
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t count) : n(count) {
+    ck(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(1, n) * sizeof(T)), "cudaMalloc");
+  }
+  Dev(const std::vector<T>& host) : Dev(host.size()) { put(host); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  void put(const std::vector<T>& host) {
+    ck(cudaMemcpy(p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  }
+  std::vector<T> get() const {
+    ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (a kernel failed)");
+    std::vector<T> h(n);
+    ck(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    return h;
+  }
+  /// Fills with NaN bytes so that unwritten outputs show up.
+  void poison() { ck(cudaMemset(p, 0xff, std::max<size_t>(1, n) * sizeof(T)), "cudaMemset"); }
+};
+
+/// Random numbers from one seed (std::mt19937_64: the same sequence on every platform).
+struct Rng {
+  std::mt19937_64 gen;
+  explicit Rng(uint64_t seed) : gen(seed) {}
+  float uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)((gen() >> 11) * (1.0 / 9007199254740992.0));
+  }
+  float normal() {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    return d(gen);
+  }
+  int32_t below(int64_t n) { return (int32_t)(gen() % (uint64_t)n); }
+  /// n values, uniform in [lo, hi), never exactly zero.
+  Vec vec(size_t n, float lo = -1.0f, float hi = 1.0f) {
+    Vec v(n);
+    for (float& x : v) {
+      do x = uniform(lo, hi);
+      while (x == 0.0f);
+    }
+    return v;
+  }
+  Vec normals(size_t n, float scale = 1.0f) {
+    Vec v(n);
+    for (float& x : v) x = scale * normal();
+    return v;
+  }
+};
+
+/// max |got - ref| / max |ref| (max |got - ref| when ref is all zero); inf on NaN or a size
+/// mismatch. Matching infinities (e.g. lse = -inf) count as equal.
+double relErr(const Vec& got, const Vec& ref) {
+  if (got.size() != ref.size()) return std::numeric_limits<double>::infinity();
+  double maxDiff = 0.0, maxRef = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isinf(ref[i]) && got[i] == ref[i]) continue;
+    const double d = std::fabs((double)got[i] - (double)ref[i]);
+    if (std::isnan(d) || std::isinf(d)) return std::numeric_limits<double>::infinity();
+    maxDiff = std::max(maxDiff, d);
+    if (std::isfinite(ref[i])) maxRef = std::max(maxRef, std::fabs((double)ref[i]));
+  }
+  return maxRef > 0.0 ? maxDiff / maxRef : maxDiff;
+}
+
+/// relErr of several outputs of one op taken together: max diff over all / max |ref| over
+/// all. Used for (dq, dk, dv): at window 1 the exact dq and dk are 0 (P = 1 on the diagonal,
+/// so dS = P (dP - D) = 0 up to rounding), and their own relative error would be noise/0.
+double jointErr(std::initializer_list<std::pair<const Vec*, const Vec*>> pairs) {
+  Vec got, ref;
+  for (const auto& p : pairs) {
+    got.insert(got.end(), p.first->begin(), p.first->end());
+    ref.insert(ref.end(), p.second->begin(), p.second->end());
+  }
+  return relErr(got, ref);
+}
+
+struct Row {
+  std::string kernel, shape;
+  double err;
+  bool pass;
+};
+std::vector<Row> g_rows;
+
+void record(const std::string& kernel, const std::string& shape, double err, double tol = kTol) {
+  const bool pass = err <= tol; // NaN fails
+  g_rows.push_back({kernel, shape, err, pass});
+  std::printf("%-34s %-42s %11.3e  %s\n", kernel.c_str(), shape.c_str(), err,
+              pass ? "PASS" : "FAIL");
+  std::fflush(stdout);
+}
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[256];
+  va_list args;
+  va_start(args, f);
+  std::vsnprintf(buf, sizeof buf, f, args);
+  va_end(args);
+  return buf;
+}
+
+struct Contexts {
+  tgrt_model model;
+  tgrt_ctx* cpu = nullptr;
+  tgrt_cuda::Context* gpu = nullptr;
+};
+
+// ------------------------------------------------------------------------- checks --
+
+void checkContext(Contexts& c, Rng& rng) {
+  // Region round trip through upload / download.
+  Vec v = rng.vec(1000);
+  tgrt_cuda::upload(c.gpu, TGRT_ARENA, 256, v.data(), (int64_t)(v.size() * sizeof(float)));
+  Vec back(v.size());
+  tgrt_cuda::download(c.gpu, TGRT_ARENA, 256, back.data(), (int64_t)(back.size() * sizeof(float)));
+  record("upload/download", "1000 floats @ arena+256", relErr(back, v));
+  // Regions start zero-filled.
+  Vec z(1000);
+  tgrt_cuda::download(c.gpu, TGRT_PERSISTENT, 0, z.data(), (int64_t)(z.size() * sizeof(float)));
+  record("ctx_create zero-fill", "persistent[0:1000]", relErr(z, Vec(1000, 0.0f)));
+  // A plan that cannot fit: NULL and a message, no crash.
+  tgrt_model huge = c.model;
+  huge.arena_bytes = (int64_t)1 << 52;
+  std::fprintf(stderr, "(expected message follows)\n");
+  tgrt_cuda::Context* none = tgrt_cuda::createContext(&huge);
+  record("ctx_create over free memory", "arena 2^52 bytes -> NULL", none ? 1.0 : 0.0);
+  if (none) tgrt_cuda::destroyContext(none);
+}
+
+void checkEmbedding(Contexts& c, Rng& rng) {
+  const int64_t n = 1000, d = 200, vocab = 777;
+  Vec table = rng.vec((size_t)(vocab * d));
+  IVec ids(n);
+  for (auto& id : ids) id = rng.below(vocab);
+  Vec ref((size_t)(n * d));
+  tgrt_embedding_fwd(c.cpu, "check", table.data(), ids.data(), ref.data(), n, d, vocab);
+  Dev<float> dTable(table), dOut((size_t)(n * d));
+  Dev<int32_t> dIds(ids);
+  dOut.poison();
+  tgrt_cuda::embeddingFwd(c.gpu, "check", dTable.p, dIds.p, dOut.p, n, d, vocab);
+  record("embedding_fwd", fmt("n%lld d%lld vocab%lld", (long long)n, (long long)d, (long long)vocab),
+         relErr(dOut.get(), ref));
+
+  // Backward with many repeats (vocab 50) and with few (vocab 5000).
+  for (int64_t v2 : {int64_t(50), int64_t(5000)}) {
+    const int64_t nt = 3000, d2 = 130;
+    IVec ids2(nt);
+    for (auto& id : ids2) id = rng.below(v2);
+    Vec dout = rng.vec((size_t)(nt * d2));
+    Vec ref2((size_t)(v2 * d2));
+    tgrt_embedding_bwd(c.cpu, "check", ids2.data(), dout.data(), ref2.data(), nt, d2, v2);
+    Dev<int32_t> gIds(ids2);
+    Dev<float> gDout(dout), gTable((size_t)(v2 * d2));
+    gTable.poison();
+    tgrt_cuda::embeddingBwd(c.gpu, "check", gIds.p, gDout.p, gTable.p, nt, d2, v2);
+    Vec got = gTable.get();
+    record("embedding_bwd", fmt("n%lld d%lld vocab%lld", (long long)nt, (long long)d2, (long long)v2),
+           relErr(got, ref2));
+    // Deterministic and in token order: bitwise equal to the CPU's in-order sums.
+    const bool same = std::memcmp(got.data(), ref2.data(), got.size() * sizeof(float)) == 0;
+    record("embedding_bwd bitwise == cpu", fmt("vocab%lld", (long long)v2), same ? 0.0 : 1.0, 0.0);
+  }
+}
+
+void checkPositional(Contexts& c, Rng& rng) {
+  const int64_t batch = 3, t = 100, d = 96, context = 128;
+  Vec x = rng.vec((size_t)(batch * t * d)), wpe = rng.vec((size_t)(context * d));
+  Vec ref(x.size());
+  tgrt_positional_fwd(c.cpu, "check", x.data(), wpe.data(), ref.data(), batch, t, d);
+  Dev<float> gx(x), gw(wpe), go(x.size());
+  go.poison();
+  tgrt_cuda::positionalFwd(c.gpu, "check", gx.p, gw.p, go.p, batch, t, d);
+  record("positional_fwd", "b3 t100 d96", relErr(go.get(), ref));
+  Vec dref((size_t)(context * d));
+  tgrt_positional_bwd(c.cpu, "check", x.data(), dref.data(), batch, t, d, context);
+  Dev<float> gd((size_t)(context * d));
+  gd.poison();
+  tgrt_cuda::positionalBwd(c.gpu, "check", gx.p, gd.p, batch, t, d, context);
+  record("positional_bwd", "b3 t100 d96 context128", relErr(gd.get(), dref));
+}
+
+void checkElementwise(Contexts& c, Rng& rng) {
+  const int64_t n = 100003;
+  Vec a = rng.vec((size_t)n), b = rng.vec((size_t)n);
+  {
+    Vec ref((size_t)n);
+    tgrt_add(c.cpu, "check", a.data(), b.data(), ref.data(), n);
+    Dev<float> ga(a), gb(b), go((size_t)n);
+    go.poison();
+    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, go.p, n);
+    record("add", "n100003", relErr(go.get(), ref));
+    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, ga.p, n); // out aliases a
+    record("add (out aliases a)", "n100003", relErr(ga.get(), ref));
+  }
+  {
+    Vec ref = a;
+    tgrt_accumulate(c.cpu, "check", ref.data(), b.data(), n);
+    Dev<float> ga(a), gb(b);
+    tgrt_cuda::accumulate(c.gpu, "check", ga.p, gb.p, n);
+    record("accumulate", "n100003", relErr(ga.get(), ref));
+  }
+  {
+    Vec ref((size_t)n);
+    tgrt_fill(c.cpu, "check", ref.data(), n, 0.375f);
+    Dev<float> go((size_t)n);
+    go.poison();
+    tgrt_cuda::fill(c.gpu, "check", go.p, n, 0.375f);
+    record("fill", "n100003", relErr(go.get(), ref));
+    tgrt_cuda::zero(c.gpu, "check", go.p, (int64_t)(n * sizeof(float)));
+    record("zero", "n100003", relErr(go.get(), Vec((size_t)n, 0.0f)));
+  }
+  {
+    const int64_t rows = 37, cols = 50, sld = 64, dld = 71;
+    Vec src = rng.vec((size_t)(rows * sld)), dst = rng.vec((size_t)(rows * dld));
+    Vec ref = dst;
+    tgrt_copy2d(c.cpu, "check", src.data(), sld, ref.data(), dld, rows, cols);
+    Dev<float> gs(src), gd(dst);
+    tgrt_cuda::copy2d(c.gpu, "check", gs.p, sld, gd.p, dld, rows, cols);
+    record("copy2d", "37x50 ld64 -> ld71", relErr(gd.get(), ref));
+  }
+  {
+    const int64_t d0 = 3, d1 = 17, d2 = 5, d3 = 24;
+    const int32_t perms[4][4] = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 3, 2}};
+    Vec x = rng.vec((size_t)(d0 * d1 * d2 * d3));
+    Dev<float> gx(x), gy(x.size());
+    for (const auto& p : perms) {
+      Vec ref(x.size());
+      tgrt_transpose4(c.cpu, "check", x.data(), ref.data(), d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
+      gy.poison();
+      tgrt_cuda::transpose4(c.gpu, "check", gx.p, gy.p, d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
+      record("transpose4", fmt("[3,17,5,24] perm %d%d%d%d", p[0], p[1], p[2], p[3]),
+             relErr(gy.get(), ref));
+    }
+  }
+  {
+    Vec ref((size_t)n);
+    Vec xa = rng.vec((size_t)n, -4.0f, 4.0f);
+    tgrt_gelu_fwd(c.cpu, "check", xa.data(), ref.data(), n);
+    Dev<float> gx(xa), gy((size_t)n);
+    gy.poison();
+    tgrt_cuda::geluFwd(c.gpu, "check", gx.p, gy.p, n);
+    record("gelu_fwd", "n100003 x in [-4,4]", relErr(gy.get(), ref));
+    Vec dref((size_t)n);
+    tgrt_gelu_bwd(c.cpu, "check", xa.data(), b.data(), dref.data(), n);
+    Dev<float> gdy(b);
+    tgrt_cuda::geluBwd(c.gpu, "check", gx.p, gdy.p, gdy.p, n); // dx aliases dy
+    record("gelu_bwd (dx aliases dy)", "n100003", relErr(gdy.get(), dref));
+  }
+}
+
+void checkDropout(Contexts& c, Rng& rng) {
+  const int64_t n = 200001;
+  Vec x = rng.vec((size_t)n);
+  const uint64_t seed = ((uint64_t)rng.gen() << 1) | 1;
+  for (float rate : {0.1f, 0.5f}) {
+    tgrt_set_step(c.cpu, 7);
+    tgrt_set_micro_batch(c.cpu, 3);
+    tgrt_cuda::setStep(c.gpu, 7);
+    tgrt_cuda::setMicroBatch(c.gpu, 3);
+    Vec ref((size_t)n);
+    tgrt_dropout(c.cpu, "check", x.data(), ref.data(), n, rate, seed);
+    Dev<float> gx(x), gy((size_t)n);
+    gy.poison();
+    tgrt_cuda::dropout(c.gpu, "check", gx.p, gy.p, n, rate, seed);
+    Vec got = gy.get();
+    record("dropout", fmt("n200001 rate %.1f", rate), relErr(got, ref));
+    size_t maskDiff = 0;
+    for (size_t i = 0; i < got.size(); ++i) maskDiff += (got[i] == 0.0f) != (ref[i] == 0.0f);
+    record("dropout mask bitwise == cpu", fmt("rate %.1f, %zu differ", rate, maskDiff),
+           (double)maskDiff, 0.0);
+  }
+  tgrt_set_step(c.cpu, 1);
+  tgrt_set_micro_batch(c.cpu, 0);
+  tgrt_cuda::setStep(c.gpu, 1);
+  tgrt_cuda::setMicroBatch(c.gpu, 0);
+}
+
+void checkLayerNorm(Contexts& c, Rng& rng) {
+  for (int64_t d : {int64_t(768), int64_t(100)}) {
+    const int64_t rows = 333;
+    Vec x = rng.vec((size_t)(rows * d), -2.0f, 3.0f), gamma = rng.vec((size_t)d),
+        beta = rng.vec((size_t)d), dy = rng.vec((size_t)(rows * d));
+    Vec y((size_t)(rows * d)), mean((size_t)rows), rstd((size_t)rows);
+    tgrt_layer_norm_fwd(c.cpu, "check", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+                        rstd.data(), rows, d, 1e-5f);
+    Dev<float> gx(x), gg(gamma), gb(beta), gy(y.size()), gm((size_t)rows), gr((size_t)rows);
+    gy.poison();
+    gm.poison();
+    gr.poison();
+    tgrt_cuda::layerNormFwd(c.gpu, "check", gx.p, gg.p, gb.p, gy.p, gm.p, gr.p, rows, d, 1e-5f);
+    const std::string shape = fmt("rows%lld d%lld", (long long)rows, (long long)d);
+    record("layer_norm_fwd y", shape, relErr(gy.get(), y));
+    record("layer_norm_fwd mean,rstd", shape,
+           std::max(relErr(gm.get(), mean), relErr(gr.get(), rstd)));
+    Vec dx((size_t)(rows * d)), dg((size_t)d), db((size_t)d);
+    tgrt_layer_norm_bwd(c.cpu, "check", dy.data(), x.data(), gamma.data(), mean.data(),
+                        rstd.data(), dx.data(), dg.data(), db.data(), rows, d);
+    Dev<float> gdy(dy), gdx(dx.size()), gdg((size_t)d), gdb((size_t)d), gmean(mean), grstd(rstd);
+    gdx.poison();
+    gdg.poison();
+    gdb.poison();
+    tgrt_cuda::layerNormBwd(c.gpu, "check", gdy.p, gx.p, gg.p, gmean.p, grstd.p, gdx.p, gdg.p,
+                            gdb.p, rows, d);
+    record("layer_norm_bwd dx", shape, relErr(gdx.get(), dx));
+    record("layer_norm_bwd dgamma,dbeta", shape,
+           std::max(relErr(gdg.get(), dg), relErr(gdb.get(), db)));
+  }
+}
+
+void checkMatmul(Contexts& c, Rng& rng) {
+  struct Case {
+    int64_t batch, m, n, k;
+    int ta, tb;
+    int64_t sa, sb, sc; // -1: dense
+    float alpha, beta;
+  };
+  const Case cases[] = {
+      {1, 128, 96, 64, 0, 0, -1, -1, -1, 1.0f, 0.0f},  {1, 128, 96, 64, 1, 0, -1, -1, -1, 1.0f, 0.0f},
+      {1, 128, 96, 64, 0, 1, -1, -1, -1, 1.0f, 0.0f},  {1, 128, 96, 64, 1, 1, -1, -1, -1, 1.0f, 0.0f},
+      {1, 77, 33, 50, 0, 1, -1, -1, -1, 0.7f, 0.5f},   {4, 64, 48, 40, 0, 1, -1, 0, -1, 1.0f, 0.0f},
+      {3, 33, 65, 17, 1, 0, -1, -1, -1, 0.25f, 1.0f},  {5, 31, 29, 23, 0, 0, 0, -1, -1, 1.0f, 0.0f},
+      {2, 256, 768, 768, 0, 1, -1, 0, -1, 1.0f, 1.0f}, {6, 64, 64, 32, 0, 1, -1, -1, -1, 0.125f, 0.0f},
+      {3, 16, 16, 0, 0, 0, -1, -1, -1, 1.0f, 0.5f},   {3, 19, 7, 11, 0, 0, -1, -1, 0, 1.0f, 0.0f},
+  };
+  for (const Case& cs : cases) {
+    const int64_t aElems = cs.m * cs.k, bElems = cs.k * cs.n, cElems = cs.m * cs.n;
+    const int64_t sa = cs.sa < 0 ? aElems : cs.sa, sb = cs.sb < 0 ? bElems : cs.sb,
+                  sc = cs.sc < 0 ? cElems : cs.sc;
+    const size_t aN = (size_t)(sa * (cs.batch - 1) + aElems),
+                 bN = (size_t)(sb * (cs.batch - 1) + bElems),
+                 cN = (size_t)(sc * (cs.batch - 1) + cElems);
+    Vec a = rng.vec(std::max<size_t>(aN, 1)), b = rng.vec(std::max<size_t>(bN, 1)),
+        cc = rng.vec(cN);
+    Vec ref = cc;
+    tgrt_matmul(c.cpu, "check", a.data(), b.data(), ref.data(), cs.batch, cs.m, cs.n, cs.k, cs.ta,
+                cs.tb, sa, sb, sc, cs.alpha, cs.beta);
+    Dev<float> ga(a), gb(b), gc(cc);
+    if (cs.beta == 0.0f) gc.poison(); // beta = 0: C must not be read (NaN stays out)
+    tgrt_cuda::matmul(c.gpu, "check", ga.p, gb.p, gc.p, cs.batch, cs.m, cs.n, cs.k, cs.ta, cs.tb,
+                      sa, sb, sc, cs.alpha, cs.beta);
+    record("matmul",
+           fmt("b%lld %lldx%lldx%lld t%d%d s%lld,%lld,%lld a%.2g b%.2g", (long long)cs.batch,
+               (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, (long long)sa,
+               (long long)sb, (long long)sc, cs.alpha, cs.beta),
+           relErr(gc.get(), ref));
+  }
+  // A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
+  {
+    const int64_t m = 40, n = 24, k = 36;
+    Vec a = rng.vec((size_t)(m * k + 1)), b = rng.vec((size_t)(k * n + 1));
+    Vec ref((size_t)(m * n));
+    tgrt_matmul(c.cpu, "check", a.data() + 1, b.data() + 1, ref.data(), 1, m, n, k, 0, 0, 0, 0, 0,
+                1.0f, 0.0f);
+    Dev<float> ga(a), gb(b), gc((size_t)(m * n + 1));
+    gc.poison();
+    tgrt_cuda::matmul(c.gpu, "check", ga.p + 1, gb.p + 1, gc.p + 1, 1, m, n, k, 0, 0, 0, 0, 0,
+                      1.0f, 0.0f);
+    Vec got = gc.get();
+    got.erase(got.begin());
+    record("matmul (4-byte aligned ptrs)", "40x24x36", relErr(got, ref));
+  }
+}
+
+void checkBias(Contexts& c, Rng& rng) {
+  const int64_t rows = 1000, n = 300;
+  Vec x = rng.vec((size_t)(rows * n)), bias = rng.vec((size_t)n);
+  Vec ref(x.size());
+  tgrt_bias_add(c.cpu, "check", x.data(), bias.data(), ref.data(), rows, n);
+  Dev<float> gx(x), gb(bias);
+  tgrt_cuda::biasAdd(c.gpu, "check", gx.p, gb.p, gx.p, rows, n); // in place
+  record("bias_add (out aliases x)", "rows1000 n300", relErr(gx.get(), ref));
+  Vec dref((size_t)n);
+  tgrt_bias_grad(c.cpu, "check", x.data(), dref.data(), rows, n);
+  Dev<float> gdy(x), gdb((size_t)n);
+  gdb.poison();
+  tgrt_cuda::biasGrad(c.gpu, "check", gdy.p, gdb.p, rows, n);
+  record("bias_grad", "rows1000 n300", relErr(gdb.get(), dref));
+}
+
+void checkSoftmax(Contexts& c, Rng& rng) {
+  const int64_t rows = 100, n = 1000;
+  Vec x = rng.vec((size_t)(rows * n), -5.0f, 5.0f);
+  for (int64_t j = 0; j < n; ++j) x[(size_t)(7 * n + j)] = -INFINITY; // an all-masked row
+  for (int64_t j = n / 2; j < n; ++j) x[(size_t)(9 * n + j)] = -INFINITY;
+  Vec y(x.size());
+  tgrt_softmax_fwd(c.cpu, "check", x.data(), y.data(), rows, n);
+  Dev<float> gx(x), gy(x.size());
+  gy.poison();
+  tgrt_cuda::softmaxFwd(c.gpu, "check", gx.p, gy.p, rows, n);
+  record("softmax_fwd (with -inf rows)", "rows100 n1000", relErr(gy.get(), y));
+  Vec dy = rng.vec(x.size()), dx(x.size());
+  tgrt_softmax_bwd(c.cpu, "check", y.data(), dy.data(), dx.data(), rows, n);
+  Dev<float> gyy(y), gdy(dy);
+  tgrt_cuda::softmaxBwd(c.gpu, "check", gyy.p, gdy.p, gdy.p, rows, n); // dx aliases dy
+  record("softmax_bwd (dx aliases dy)", "rows100 n1000", relErr(gdy.get(), dx));
+
+  for (int64_t window : {int64_t(0), int64_t(16)}) {
+    const int64_t batch = 2, tq = 50, tk = 70;
+    Vec s = rng.vec((size_t)(batch * tq * tk)), ref(s.size());
+    tgrt_causal_mask(c.cpu, "check", s.data(), ref.data(), batch, tq, tk, window, -1e9f);
+    Dev<float> gs(s), go(s.size());
+    go.poison();
+    tgrt_cuda::causalMask(c.gpu, "check", gs.p, go.p, batch, tq, tk, window, -1e9f);
+    record("causal_mask", fmt("b2 tq50 tk70 window%lld", (long long)window), relErr(go.get(), ref));
+  }
+}
+
+void checkCrossEntropy(Contexts& c, Rng& rng) {
+  const int64_t rows = 300, vocab = 5000, ignore = -100;
+  Vec logits = rng.vec((size_t)(rows * vocab), -8.0f, 8.0f);
+  IVec targets((size_t)rows);
+  for (auto& t : targets) t = rng.below(vocab);
+  for (int64_t r = 0; r < rows; r += 17) targets[(size_t)r] = (int32_t)ignore;
+  float lossRef = 0.0f;
+  tgrt_cross_entropy_fwd(c.cpu, "check", logits.data(), targets.data(), &lossRef, rows, vocab,
+                         ignore);
+  Dev<float> gl(logits), gloss(1);
+  Dev<int32_t> gt(targets);
+  gloss.poison();
+  tgrt_cuda::crossEntropyFwd(c.gpu, "check", gl.p, gt.p, gloss.p, rows, vocab, ignore);
+  record("cross_entropy_fwd", "rows300 vocab5000 (some ignored)", relErr(gloss.get(), {lossRef}));
+  const float dloss = 0.75f;
+  Vec dref(logits.size());
+  tgrt_cross_entropy_bwd(c.cpu, "check", logits.data(), targets.data(), &dloss, dref.data(), rows,
+                         vocab, ignore);
+  Dev<float> gdl(Vec{dloss});
+  tgrt_cuda::crossEntropyBwd(c.gpu, "check", gl.p, gt.p, gdl.p, gl.p, rows, vocab, ignore);
+  record("cross_entropy_bwd (in place)", "rows300 vocab5000", relErr(gl.get(), dref));
+  // report_loss + take_loss
+  tgrt_cuda::takeLoss(c.gpu, nullptr);
+  tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
+  tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
+  int64_t count = 0;
+  const double sum = tgrt_cuda::takeLoss(c.gpu, &count);
+  record("report_loss + take_loss", "2 reports",
+         count == 2 ? std::fabs(sum - 2.0 * lossRef) / (2.0 * std::fabs(lossRef)) : 1.0);
+}
+
+void checkOptimizer(Contexts& c, Rng& rng) {
+  const int64_t n = 123457;
+  Vec g = rng.vec((size_t)n, -0.1f, 0.1f);
+  Vec acc = {0.5f, 0.0f};
+  tgrt_grad_norm_sq(c.cpu, "check", g.data(), n, acc.data());
+  Dev<float> gg(g), gacc(Vec{0.5f, 0.0f});
+  tgrt_cuda::gradNormSq(c.gpu, "check", gg.p, n, gacc.p);
+  record("grad_norm_sq", "n123457", relErr(gacc.get(), acc));
+  const float maxNorm = 1.0f;
+  tgrt_clip_scale(c.cpu, "check", acc.data(), maxNorm);
+  tgrt_cuda::clipScale(c.gpu, "check", gacc.p, maxNorm);
+  Vec gotAcc = gacc.get();
+  record("clip_scale", "max_norm 1", relErr(gotAcc, acc));
+  record("last_grad_norm", "after clip_scale",
+         relErr({tgrt_cuda::lastGradNorm(c.gpu)}, {tgrt_last_grad_norm(c.cpu)}));
+
+  Vec p = rng.vec((size_t)n), m = rng.vec((size_t)n, -0.01f, 0.01f),
+      v = rng.vec((size_t)n, 1e-6f, 1e-4f);
+  tgrt_set_step(c.cpu, 3);
+  tgrt_set_lr(c.cpu, 3e-4f);
+  tgrt_cuda::setStep(c.gpu, 3);
+  tgrt_cuda::setLr(c.gpu, 3e-4f);
+  Dev<float> gp(p), gm(m), gv(v);
+  Vec pr = p, mr = m, vr = v;
+  tgrt_adamw(c.cpu, "check", pr.data(), g.data(), mr.data(), vr.data(), n, 0.9f, 0.95f, 1e-8f,
+             0.1f, acc.data());
+  tgrt_cuda::adamw(c.gpu, "check", gp.p, gg.p, gm.p, gv.p, n, 0.9f, 0.95f, 1e-8f, 0.1f, gacc.p);
+  record("adamw p", "n123457 step3", relErr(gp.get(), pr));
+  record("adamw m,v", "n123457 step3", std::max(relErr(gm.get(), mr), relErr(gv.get(), vr)));
+  tgrt_set_step(c.cpu, 1);
+  tgrt_cuda::setStep(c.gpu, 1);
+}
+
+// ------------------------------------------------------------------- attention --
+
+/// Naive attention on the GPU from the runtime's own kernels (the unfused path):
+/// S = scale Q K^T; mask; P = softmax(S); out = P V. Backward: dP = dO V^T; dV = P^T dO;
+/// dS = softmax_bwd(P, dP); dQ = scale dS K; dK = scale dS^T Q.
+struct Naive {
+  tgrt_cuda::Context* ctx;
+  int64_t bh, t, hd;
+  int causal;
+  int64_t window;
+  float scale;
+  void fwd(const float* q, const float* k, const float* v, float* s, float* p, float* out) {
+    const int64_t th = t * hd, tt = t * t;
+    tgrt_cuda::matmul(ctx, "naive", q, k, s, bh, t, t, hd, 0, 1, th, th, tt, scale, 0.0f);
+    if (causal) tgrt_cuda::causalMask(ctx, "naive", s, s, bh, t, t, window, -INFINITY);
+    tgrt_cuda::softmaxFwd(ctx, "naive", s, p, bh * t, t);
+    tgrt_cuda::matmul(ctx, "naive", p, v, out, bh, t, hd, t, 0, 0, tt, th, th, 1.0f, 0.0f);
+  }
+  void bwd(const float* q, const float* k, const float* v, const float* p, const float* dout,
+           float* dp, float* dq, float* dk, float* dv) {
+    const int64_t th = t * hd, tt = t * t;
+    tgrt_cuda::matmul(ctx, "naive", dout, v, dp, bh, t, t, hd, 0, 1, th, th, tt, 1.0f, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", p, dout, dv, bh, t, hd, t, 1, 0, tt, th, th, 1.0f, 0.0f);
+    tgrt_cuda::softmaxBwd(ctx, "naive", p, dp, dp, bh * t, t);
+    tgrt_cuda::matmul(ctx, "naive", dp, k, dq, bh, t, hd, t, 0, 0, tt, th, th, scale, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", dp, q, dk, bh, t, hd, t, 1, 0, tt, th, th, scale, 0.0f);
+  }
+};
+
+void writeRaw(const std::string& path, const Vec& v) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) die("cannot write", path.c_str());
+  std::fwrite(v.data(), sizeof(float), v.size(), f);
+  std::fclose(f);
+}
+
+void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window, int64_t bh,
+                    const std::string& dumpDir) {
+  const int causal = 1;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const size_t n = (size_t)(bh * t * hd);
+  Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
+  Vec out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
+  tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                     hd, causal, window, scale);
+  tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
+                     scale);
+  Dev<float> gq(q), gk(k), gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n);
+  go.poison();
+  gl.poison();
+  gdq.poison();
+  gdk.poison();
+  gdv.poison();
+  tgrt_cuda::attentionFwd(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal, window,
+                          scale);
+  tgrt_cuda::attentionBwd(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
+                          gdv.p, bh, t, hd, causal, window, scale);
+  const Vec fo = go.get(), fl = gl.get(), fdq = gdq.get(), fdk = gdk.get(), fdv = gdv.get();
+  const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
+                                (long long)hd, (long long)window);
+  record("attention_fwd flash vs cpu", shape, std::max(relErr(fo, out), relErr(fl, lse)));
+  record("attention_bwd flash vs cpu", shape, jointErr({{&fdq, &dq}, {&fdk, &dk}, {&fdv, &dv}}));
+
+  Naive naive{c.gpu, bh, t, hd, causal, window, scale};
+  Dev<float> s((size_t)(bh * t * t)), p((size_t)(bh * t * t)), no(n), ndq(n), ndk(n), ndv(n);
+  naive.fwd(gq.p, gk.p, gv.p, s.p, p.p, no.p);
+  naive.bwd(gq.p, gk.p, gv.p, p.p, gdo.p, s.p, ndq.p, ndk.p, ndv.p);
+  record("attention_fwd flash vs naive gpu", shape, relErr(fo, no.get()));
+  const Vec nq = ndq.get(), nk = ndk.get(), nv = ndv.get();
+  record("attention_bwd flash vs naive gpu", shape,
+         jointErr({{&fdq, &nq}, {&fdk, &nk}, {&fdv, &nv}}));
+
+  if (!dumpDir.empty()) {
+    const std::string name = fmt("attn_bh%lld_t%lld_hd%lld_w%lld", (long long)bh, (long long)t,
+                                 (long long)hd, (long long)window);
+    const char* parts[] = {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"};
+    const Vec* data[] = {&q, &k, &v, &fo, &fl, &dout, &fdq, &fdk, &fdv};
+    for (int i = 0; i < 9; ++i) writeRaw(dumpDir + "/" + name + "_" + parts[i] + ".bin", *data[i]);
+    const std::string manifest = dumpDir + "/manifest.txt";
+    FILE* f = std::fopen(manifest.c_str(), "a");
+    if (!f) die("cannot write", manifest.c_str());
+    std::fprintf(f, "%s %lld %lld %lld %d %lld %.9g\n", name.c_str(), (long long)bh, (long long)t,
+                 (long long)hd, causal, (long long)window, (double)scale);
+    std::fclose(f);
+  }
+}
+
+/// Median over `reps` timed runs (after 2 warm-ups) of fn, in ms, with device events.
+template <typename Fn>
+float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
+  cudaStream_t s = static_cast<cudaStream_t>(tgrt_cuda::stream(ctx));
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "cudaEventCreate");
+  ck(cudaEventCreate(&b), "cudaEventCreate");
+  for (int i = 0; i < 2; ++i) fn();
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    ck(cudaEventRecord(a, s), "cudaEventRecord");
+    fn();
+    ck(cudaEventRecord(b, s), "cudaEventRecord");
+    ck(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float x = 0.0f;
+    ck(cudaEventElapsedTime(&x, a, b), "cudaEventElapsedTime");
+    ms.push_back(x);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, int reps) {
+  const size_t n = (size_t)(bh * t * hd);
+  const float scale = 1.0f / std::sqrt((float)hd);
+  Dev<float> q(rng.normals(n)), k(rng.normals(n)), v(rng.normals(n)), dout(rng.normals(n));
+  Dev<float> out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
+  std::printf("\nflash attention timing: bh %lld, t %lld, hd %lld, causal, fp32 (median of %d)\n",
+              (long long)bh, (long long)t, (long long)hd, reps);
+  std::printf("%-8s %10s %10s %10s %14s %12s\n", "window", "fwd ms", "bwd ms", "total ms",
+              "visible pairs", "fwd TFLOP/s");
+  double fullTotal = 0.0;
+  for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
+    const float f = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionFwd(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1, window,
+                              scale);
+    });
+    const float b = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionBwd(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
+                              dv.p, bh, t, hd, 1, window, scale);
+    });
+    double pairs = 0.0; // visible (query, key) pairs per head
+    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double flops = 4.0 * hd * pairs * (double)bh; // QK^T and PV
+    if (window == 0) fullTotal = f + b;
+    std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f   (total %.2fx of window 0)\n",
+                (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
+                (f + b) / fullTotal);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, bench = true;
+  std::string dumpDir;
+  uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
+                                                .time_since_epoch()
+                                                .count()
+                                            << 1);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--no-bench") bench = false;
+    else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--quick] [--no-bench] [--seed N] [--dump DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!dumpDir.empty()) {
+    const std::string manifest = dumpDir + "/manifest.txt";
+    FILE* f = std::fopen(manifest.c_str(), "w"); // truncate
+    if (!f) die("cannot write (does the directory exist?)", manifest.c_str());
+    std::fclose(f);
+  }
+
+  Contexts c;
+  std::memset(&c.model, 0, sizeof c.model);
+  c.model.name = "cuda-check";
+  c.model.persistent_bytes = 1 << 20;
+  c.model.arena_bytes = 1 << 20;
+  c.model.workspace_bytes = 64ll << 20;
+  c.model.lr = 1e-3f;
+  c.cpu = tgrt_ctx_create(&c.model);
+  c.gpu = tgrt_cuda::createContext(&c.model);
+  if (!c.cpu || !c.gpu) die("context", "could not create the CPU or the CUDA context");
+  std::printf("tgrt-cuda-check: device %s, seed %llu%s\n", tgrt_cuda::deviceName(c.gpu),
+              (unsigned long long)seed, quick ? ", quick" : "");
+  std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
+  Rng rng(seed);
+
+  checkContext(c, rng);
+  checkEmbedding(c, rng);
+  checkPositional(c, rng);
+  checkElementwise(c, rng);
+  checkDropout(c, rng);
+  checkLayerNorm(c, rng);
+  checkMatmul(c, rng);
+  checkBias(c, rng);
+  checkSoftmax(c, rng);
+  checkCrossEntropy(c, rng);
+  checkOptimizer(c, rng);
+
+  std::vector<int64_t> ts = quick ? std::vector<int64_t>{64, 100, 256}
+                                  : std::vector<int64_t>{64, 100, 256, 1024};
+  for (int64_t t : ts)
+    for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
+      for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)}) {
+        const int64_t bh = t >= 1024 ? 2 : 3;
+        // Dump a few cases for the PyTorch comparison (full and windowed).
+        const bool dump = !dumpDir.empty() && hd == 64 && (t == 256 || t == 1024);
+        checkAttention(c, rng, t, hd, window, bh, dump ? dumpDir : std::string());
+      }
+
+  int passed = 0, failed = 0;
+  for (const Row& r : g_rows) (r.pass ? passed : failed)++;
+  if (failed) {
+    std::printf("\nfailures:\n");
+    for (const Row& r : g_rows)
+      if (!r.pass)
+        std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
+  }
+  std::printf("\n%d passed, %d failed\n", passed, failed);
+  std::fflush(stdout);
+
+  if (bench && !quick) benchAttention(c, rng, 1024, 64, 16 * 12, 10);
+
+  tgrt_cuda::destroyContext(c.gpu);
+  tgrt_ctx_destroy(c.cpu);
+  return failed ? 1 : 0;
+}
