@@ -53,7 +53,7 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
       return signalPassFailure();
     }
     if (gradAccum < 1) {
-      forward.emitError() << "tg-autodiff: grad-accum must be >= 1, got " << gradAccum;
+      forward.emitError() << "tg-autodiff: grad-accum must be >= 1, got " << (int64_t)gradAccum;
       return signalPassFailure();
     }
     for (Operation &op : forward.getBody().front())

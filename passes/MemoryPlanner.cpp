@@ -50,97 +50,114 @@ int64_t alignUp(int64_t x, int64_t align) {
   return r == 0 ? x : x + (align - r);
 }
 
-/// Static index over all items' intervals answering "which *placed* items have an
-/// interval intersecting [first, last]?". Items are sorted by `first`; a segment tree
-/// over that order keeps, per node, the largest `last` among placed items below it
-/// (kNone if none). A query walks only the prefix of items with first <= last and
-/// only subtrees whose max `last` reaches `first`, so it reports the k overlapping
-/// placed items in O((k + 1) log n). This is the classic augmented interval tree
-/// (Cormen et al., "Introduction to Algorithms", sec. 14.3) laid out over a fixed
-/// sorted array, which works here because the set of intervals is known up front
-/// and only the "placed" flag changes.
-class PlacedIndex {
+/// Byte ranges [begin, end), sorted by begin and pairwise disjoint when kept in an
+/// occupancy set.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+/// Adds [begin, end) to a sorted set of disjoint ranges, merging it with every range
+/// it overlaps or touches. O(log s + s) for a set of s ranges (the move of the tail).
+void insertMerged(Ranges &set, int64_t begin, int64_t end) {
+  // First range whose end reaches `begin` (ends are sorted because ranges are disjoint).
+  auto lo = std::lower_bound(set.begin(), set.end(), begin,
+                             [](const std::pair<int64_t, int64_t> &r, int64_t v) {
+                               return r.second < v;
+                             });
+  auto hi = lo;
+  while (hi != set.end() && hi->first <= end) {
+    begin = std::min(begin, hi->first);
+    end = std::max(end, hi->second);
+    ++hi;
+  }
+  if (lo == hi) {
+    set.insert(lo, {begin, end});
+  } else {
+    *lo = {begin, end};
+    set.erase(lo + 1, hi);
+  }
+}
+
+/// Which bytes are taken, over a span of time, by the buffers placed so far.
+///
+/// Time (the distinct interval endpoints, compressed to 0..T-1) is the leaf range of
+/// a segment tree. A placed buffer covering [lo, hi] is recorded in
+///  - cover(c) for each node c of the canonical decomposition of [lo, hi], and
+///  - any(a) for each such c and every ancestor a of it,
+/// each a merged set of byte ranges. The bytes used at some time inside the span of a
+/// node c are then any(c) (buffers touching the span from below it) united with
+/// cover(a) of c's strict ancestors (buffers covering an enclosing span); a buffer
+/// that meets c's span without covering an ancestor's is stored below c. A query over
+/// [lo, hi] unites those sets over its canonical nodes: O(log T) sets, whose sizes
+/// are the number of maximal runs of used bytes, usually far below the number k of
+/// conflicting buffers (they abut once packed). This is the segment tree of Bentley
+/// (1977) with a "subtree union" augmentation; cf. de Berg et al., "Computational
+/// Geometry", ch. 10. Merged sets cannot forget a buffer, so a placement pass builds
+/// a fresh index; passes never remove buffers.
+class OccupancyIndex {
 public:
-  explicit PlacedIndex(const std::vector<Item> &items) {
-    size_t n = items.size();
-    byFirst.resize(n);
-    std::iota(byFirst.begin(), byFirst.end(), 0);
-    std::sort(byFirst.begin(), byFirst.end(), [&](int32_t a, int32_t b) {
-      if (items[a].first != items[b].first)
-        return items[a].first < items[b].first;
-      return a < b;
-    });
-    firsts.resize(n);
-    posOf.resize(n);
-    for (size_t p = 0; p < n; ++p) {
-      firsts[p] = items[byFirst[p]].first;
-      posOf[byFirst[p]] = static_cast<int32_t>(p);
-    }
-    lasts.resize(n);
-    for (size_t i = 0; i < n; ++i)
-      lasts[i] = items[i].last;
+  /// `times` are the sorted distinct interval endpoints.
+  explicit OccupancyIndex(size_t numTimes) {
     leaves = 1;
-    while (leaves < n)
+    while (leaves < numTimes)
       leaves <<= 1;
-    maxLast.assign(2 * leaves, kNone);
+    cover.resize(2 * leaves);
+    any.resize(2 * leaves);
+    stamp.assign(2 * leaves, 0);
   }
 
-  /// Clears every placed flag.
-  void clear() { std::fill(maxLast.begin(), maxLast.end(), kNone); }
+  void clear() {
+    for (Ranges &r : cover)
+      r.clear();
+    for (Ranges &r : any)
+      r.clear();
+  }
 
-  /// Marks item `id` placed.
-  void insert(int32_t id) {
-    size_t node = leaves + posOf[id];
-    int64_t v = lasts[id];
-    maxLast[node] = v;
-    for (node >>= 1; node >= 1; node >>= 1) {
-      if (maxLast[node] >= v)
-        break;
-      maxLast[node] = v;
+  /// Records bytes [begin, end) as used over compressed times [lo, hi].
+  void insert(size_t lo, size_t hi, int64_t begin, int64_t end) {
+    ++epoch;
+    canonical(lo, hi);
+    for (size_t c : nodes) {
+      insertMerged(cover[c], begin, end);
+      for (size_t a = c; a >= 1 && stamp[a] != epoch; a >>= 1) {
+        stamp[a] = epoch;
+        insertMerged(any[a], begin, end);
+      }
     }
   }
 
-  /// Calls fn(id) for each placed item whose interval intersects [first, last].
-  template <typename Fn> void forEachOverlap(int64_t first, int64_t last, Fn &&fn) {
-    size_t prefix = std::upper_bound(firsts.begin(), firsts.end(), last) - firsts.begin();
-    if (prefix == 0)
-      return;
-    // (node, lowest leaf position under it, number of leaves under it)
-    stack.clear();
-    stack.push_back({1, 0, leaves});
-    while (!stack.empty()) {
-      Frame f = stack.back();
-      stack.pop_back();
-      if (f.lo >= prefix || maxLast[f.node] < first)
-        continue;
-      if (f.width == 1) {
-        fn(byFirst[f.lo]);
-        continue;
+  /// Appends to `out` byte ranges whose union is exactly the bytes used at some time
+  /// in [lo, hi] (unsorted, possibly overlapping).
+  void query(size_t lo, size_t hi, Ranges &out) {
+    ++epoch;
+    canonical(lo, hi);
+    for (size_t c : nodes) {
+      out.insert(out.end(), any[c].begin(), any[c].end());
+      for (size_t a = c >> 1; a >= 1 && stamp[a] != epoch; a >>= 1) {
+        stamp[a] = epoch;
+        out.insert(out.end(), cover[a].begin(), cover[a].end());
       }
-      size_t half = f.width / 2;
-      // Right child pushed first so the left one (lower `first`) is visited first.
-      stack.push_back({2 * f.node + 1, f.lo + half, half});
-      stack.push_back({2 * f.node, f.lo, half});
     }
   }
 
 private:
-  struct Frame {
-    size_t node, lo, width;
-  };
-  std::vector<int32_t> byFirst;  ///< item ids in order of (first, id)
-  std::vector<int64_t> firsts;   ///< firsts[p] = first of byFirst[p]
-  std::vector<int32_t> posOf;    ///< inverse of byFirst
-  std::vector<int64_t> lasts;    ///< by item id
-  std::vector<int64_t> maxLast;  ///< segment tree, 1-based, leaves at [leaves, 2*leaves)
+  /// Fills `nodes` with the canonical decomposition of leaves [lo, hi].
+  void canonical(size_t lo, size_t hi) {
+    nodes.clear();
+    for (size_t l = lo + leaves, r = hi + leaves + 1; l < r; l >>= 1, r >>= 1) {
+      if (l & 1)
+        nodes.push_back(l++);
+      if (r & 1)
+        nodes.push_back(--r);
+    }
+  }
+
   size_t leaves = 1;
-  std::vector<Frame> stack;
+  std::vector<Ranges> cover, any; ///< per node, 1-based; leaves at [leaves, 2*leaves)
+  std::vector<uint64_t> stamp;    ///< per node: last epoch that visited it
+  uint64_t epoch = 0;
+  std::vector<size_t> nodes;
 };
 
 enum class Fit { Best, First };
-
-/// Byte ranges [begin, end) of the placed buffers a new buffer must avoid.
-using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
 /// Chooses an offset (bytes) for a buffer of `bytes` and `align` given the ranges it
 /// must not overlap (sorted by begin in place). Gaps are the free spaces between the
@@ -171,9 +188,35 @@ int64_t chooseOffset(Ranges &ranges, int64_t bytes, int64_t align, Fit fit) {
   return best >= 0 ? best : alignUp(cursor, align);
 }
 
-/// Places items in `order` greedily; writes offsets (bytes) and returns the arena size.
-int64_t placeInOrder(const std::vector<Item> &items, const std::vector<int32_t> &order,
-                     Fit fit, PlacedIndex &index, std::vector<int64_t> &offsets) {
+/// Items with their liveness intervals mapped to compressed time (leaf indices).
+struct Timeline {
+  std::vector<size_t> lo, hi; ///< per item
+  size_t numTimes = 0;
+};
+
+Timeline compressTime(const std::vector<Item> &items) {
+  std::vector<int64_t> times;
+  times.reserve(2 * items.size());
+  for (const Item &it : items) {
+    times.push_back(it.first);
+    times.push_back(it.last);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  Timeline t;
+  t.numTimes = times.size();
+  for (const Item &it : items) {
+    t.lo.push_back(std::lower_bound(times.begin(), times.end(), it.first) - times.begin());
+    t.hi.push_back(std::lower_bound(times.begin(), times.end(), it.last) - times.begin());
+  }
+  return t;
+}
+
+/// Places items in `order` greedily with `fit`; writes offsets (bytes) and returns
+/// the arena size (bytes). O(n log T) index updates plus the query sizes.
+int64_t placeInOrder(const std::vector<Item> &items, const Timeline &time,
+                     const std::vector<int32_t> &order, Fit fit, OccupancyIndex &index,
+                     std::vector<int64_t> &offsets) {
   index.clear();
   offsets.assign(items.size(), -1);
   Ranges ranges;
@@ -181,52 +224,37 @@ int64_t placeInOrder(const std::vector<Item> &items, const std::vector<int32_t> 
   for (int32_t id : order) {
     const Item &it = items[id];
     ranges.clear();
-    index.forEachOverlap(it.first, it.last, [&](int32_t other) {
-      ranges.emplace_back(offsets[other], offsets[other] + items[other].bytes);
-    });
+    index.query(time.lo[id], time.hi[id], ranges);
     int64_t off = chooseOffset(ranges, it.bytes, it.align, fit);
     offsets[id] = off;
-    index.insert(id);
+    index.insert(time.lo[id], time.hi[id], off, off + it.bytes);
     arena = std::max(arena, off + it.bytes);
   }
   return arena;
 }
 
-/// Improves a complete placement: visits buffers by increasing offset and moves each
-/// to the lowest aligned offset where it fits among the others (first fit). A buffer
-/// never moves up, so the arena never grows; repeats while anything moved, at most
-/// `maxRounds` times. Returns the new arena size (bytes).
-int64_t compact(const std::vector<Item> &items, PlacedIndex &index,
-                std::vector<int64_t> &offsets, int maxRounds) {
+/// Improves a complete placement ("gravity" compaction): re-places every buffer, in
+/// order of its current offset, at the lowest aligned offset free of the buffers
+/// re-placed before it. A buffer never moves up: if it meets an earlier re-placed
+/// buffer in time, that one ended below the buffer's old offset before and only moved
+/// down; later buffers that meet it in time lie above its old end and do not block it.
+/// So the arena never grows. Repeats while it shrinks, at most `maxRounds` times.
+/// Returns the arena size (bytes).
+int64_t compact(const std::vector<Item> &items, const Timeline &time, OccupancyIndex &index,
+                std::vector<int64_t> &offsets, int64_t arena, int maxRounds) {
   std::vector<int32_t> byOffset(items.size());
-  std::iota(byOffset.begin(), byOffset.end(), 0);
-  Ranges ranges;
+  std::vector<int64_t> next;
   for (int round = 0; round < maxRounds; ++round) {
+    std::iota(byOffset.begin(), byOffset.end(), 0);
     std::sort(byOffset.begin(), byOffset.end(), [&](int32_t a, int32_t b) {
       return offsets[a] != offsets[b] ? offsets[a] < offsets[b] : a < b;
     });
-    bool moved = false;
-    for (int32_t id : byOffset) {
-      const Item &it = items[id];
-      if (offsets[id] == 0)
-        continue;
-      ranges.clear();
-      index.forEachOverlap(it.first, it.last, [&](int32_t other) {
-        if (other != id)
-          ranges.emplace_back(offsets[other], offsets[other] + items[other].bytes);
-      });
-      int64_t off = chooseOffset(ranges, it.bytes, it.align, Fit::First);
-      if (off < offsets[id]) {
-        offsets[id] = off;
-        moved = true;
-      }
-    }
-    if (!moved)
+    int64_t shrunk = placeInOrder(items, time, byOffset, Fit::First, index, next);
+    if (shrunk >= arena)
       break;
+    arena = shrunk;
+    offsets.swap(next);
   }
-  int64_t arena = 0;
-  for (size_t i = 0; i < items.size(); ++i)
-    arena = std::max(arena, offsets[i] + items[i].bytes);
   return arena;
 }
 
@@ -414,17 +442,18 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers) {
     }
   }
 
-  PlacedIndex index(items);
+  Timeline time = compressTime(items);
+  OccupancyIndex index(time.numTimes);
   std::vector<Order> orders = buildOrders(items);
   std::vector<int64_t> offsets, bestOffsets;
   int64_t bestArena = std::numeric_limits<int64_t>::max();
   const Fit fits[] = {Fit::Best, Fit::First};
   for (const Order &order : orders) {
     for (Fit fit : fits) {
-      int64_t arena = placeInOrder(items, order.ids, fit, index, offsets);
+      int64_t arena = placeInOrder(items, time, order.ids, fit, index, offsets);
       std::string name = order.name + (fit == Fit::Best ? "/best-fit" : "/first-fit");
       if (arena > result.lowerBound) {
-        int64_t compacted = compact(items, index, offsets, /*maxRounds=*/4);
+        int64_t compacted = compact(items, time, index, offsets, arena, /*maxRounds=*/4);
         if (compacted < arena)
           name += "+compact";
         arena = compacted;

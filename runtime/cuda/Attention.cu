@@ -525,58 +525,139 @@ void allowSmem(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
   done = true;
 }
 
-// Tile shapes per head dim. Forward and dq: 64 queries x 64 keys. dk/dv: 64 x 64, and 32
-// queries at hd = 128 to fit shared memory (158 KB).
-template <int HD>
-struct Tiles {
-  static constexpr int kFwdBR = 64, kFwdBC = 64;
-  static constexpr int kDqBR = 64, kDqBC = 64;
-  static constexpr int kKvBR = HD == 128 ? 32 : 64, kKvBC = 64;
-};
+constexpr size_t kMaxSmemBytes = 227 * 1024; // Hopper's per-block opt-in limit
 
+/// Tile shapes used unless setAttentionTiles overrides them: 64 queries x 64 keys; dk/dv
+/// at hd = 128 takes 32 queries to fit shared memory (158 KB instead of 241 KB).
+AttentionTiles defaultTiles(int64_t hd) {
+  AttentionTiles d{64, 64, 64, 64, 64, 64};
+  if (hd == 128) d.kv_br = 32;
+  return d;
+}
+
+template <int HD, int BR, int BC>
+void launchFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+               float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
+               float scale) {
+  constexpr size_t smem = fwdSmemFloats<HD, BR, BC>() * sizeof(float);
+  if constexpr (smem > kMaxSmemBytes) {
+    fail(loc, "attention_fwd: tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
+         smem, HD);
+  } else {
+    static bool smemSet = false;
+    auto* kernel = attention_fwd_kernel<HD, BR, BC>;
+    allowSmem(loc, kernel, smem, smemSet);
+    const int64_t blocks = bh * ((t + BR - 1) / BR);
+    if (blocks > 0x7fffffff) fail(loc, "attention_fwd: bh * t too large");
+    launch(ctx, loc, "attention_fwd_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads), smem,
+           q, k, v, out, lse, t, causal, window, scale);
+  }
+}
+
+template <int HD, int BR, int BC>
+void launchDkDv(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                const float* dout, const float* lse, const float* D, float* dk, float* dv,
+                int64_t bh, int64_t t, int causal, int64_t window, float scale) {
+  constexpr size_t smem = dkdvSmemFloats<HD, BR, BC>() * sizeof(float);
+  if constexpr (smem > kMaxSmemBytes) {
+    fail(loc, "attention_bwd: dk/dv tiles %dx%d need %zu bytes of shared memory at hd %d", BR,
+         BC, smem, HD);
+  } else {
+    static bool smemSet = false;
+    auto* kernel = attention_bwd_dkdv_kernel<HD, BR, BC>;
+    allowSmem(loc, kernel, smem, smemSet);
+    const int64_t blocks = bh * ((t + BC - 1) / BC);
+    if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
+    launch(ctx, loc, "attention_bwd_dkdv_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
+           smem, q, k, v, dout, lse, D, dk, dv, t, causal, window, scale);
+  }
+}
+
+template <int HD, int BR, int BC>
+void launchDq(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+              const float* dout, const float* lse, const float* D, float* dq, int64_t bh,
+              int64_t t, int causal, int64_t window, float scale) {
+  constexpr size_t smem = dqSmemFloats<HD, BR, BC>() * sizeof(float);
+  if constexpr (smem > kMaxSmemBytes) {
+    fail(loc, "attention_bwd: dq tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
+         smem, HD);
+  } else {
+    static bool smemSet = false;
+    auto* kernel = attention_bwd_dq_kernel<HD, BR, BC>;
+    allowSmem(loc, kernel, smem, smemSet);
+    const int64_t blocks = bh * ((t + BR - 1) / BR);
+    if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
+    launch(ctx, loc, "attention_bwd_dq_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
+           smem, q, k, v, dout, lse, D, dq, t, causal, window, scale);
+  }
+}
+
+// The compiled tile shapes (BR query rows x BC key rows); others fail with a message.
+//   forward: 64x64 (default), 128x64, 64x32, 128x32, 32x64
+//   dk/dv:   64x64 (default; 32x64 at hd 128), 32x64, 64x32, 32x32
+//   dq:      64x64 (default), 128x64, 64x32, 32x64
 template <int HD>
 void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
-                    float scale) {
-  constexpr int BR = Tiles<HD>::kFwdBR, BC = Tiles<HD>::kFwdBC;
-  constexpr size_t smem = fwdSmemFloats<HD, BR, BC>() * sizeof(float);
-  static bool smemSet = false;
-  auto* kernel = attention_fwd_kernel<HD, BR, BC>;
-  allowSmem(loc, kernel, smem, smemSet);
-  const int64_t blocks = bh * ((t + BR - 1) / BR);
-  if (blocks > 0x7fffffff) fail(loc, "attention_fwd: bh * t too large");
-  launch(ctx, loc, "attention_fwd_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads), smem,
-         q, k, v, out, lse, t, causal, window, scale);
+                    float scale, int br, int bc) {
+  if (br == 64 && bc == 64)
+    launchFwd<HD, 64, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+  else if (br == 128 && bc == 64)
+    launchFwd<HD, 128, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+  else if (br == 64 && bc == 32)
+    launchFwd<HD, 64, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+  else if (br == 128 && bc == 32)
+    launchFwd<HD, 128, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+  else if (br == 32 && bc == 64)
+    launchFwd<HD, 32, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+  else
+    fail(loc, "attention_fwd: tile shape %dx%d is not compiled", br, bc);
 }
 
 template <int HD>
 void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                    float* dv, int64_t bh, int64_t t, int causal, int64_t window, float scale) {
+                    float* dv, int64_t bh, int64_t t, int causal, int64_t window, float scale,
+                    const AttentionTiles& tl) {
   checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "attention_bwd_d_kernel", attention_bwd_d_kernel, dim3(gridFor(bh * t, 8)),
          dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
 
-  constexpr int KBR = Tiles<HD>::kKvBR, KBC = Tiles<HD>::kKvBC;
-  constexpr size_t kvSmem = dkdvSmemFloats<HD, KBR, KBC>() * sizeof(float);
-  static bool kvSet = false;
-  auto* kvKernel = attention_bwd_dkdv_kernel<HD, KBR, KBC>;
-  allowSmem(loc, kvKernel, kvSmem, kvSet);
-  const int64_t kvBlocks = bh * ((t + KBC - 1) / KBC);
-  if (kvBlocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
-  launch(ctx, loc, "attention_bwd_dkdv_kernel", kvKernel, dim3((unsigned)kvBlocks),
-         dim3(kThreads), kvSmem, q, k, v, dout, lse, D, dk, dv, t, causal, window, scale);
+  const int kbr = tl.kv_br, kbc = tl.kv_bc;
+  if (kbr == 64 && kbc == 64)
+    launchDkDv<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+  else if (kbr == 32 && kbc == 64)
+    launchDkDv<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+  else if (kbr == 64 && kbc == 32)
+    launchDkDv<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+  else if (kbr == 32 && kbc == 32)
+    launchDkDv<HD, 32, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+  else
+    fail(loc, "attention_bwd: dk/dv tile shape %dx%d is not compiled", kbr, kbc);
 
-  constexpr int QBR = Tiles<HD>::kDqBR, QBC = Tiles<HD>::kDqBC;
-  constexpr size_t qSmem = dqSmemFloats<HD, QBR, QBC>() * sizeof(float);
-  static bool qSet = false;
-  auto* qKernel = attention_bwd_dq_kernel<HD, QBR, QBC>;
-  allowSmem(loc, qKernel, qSmem, qSet);
-  const int64_t qBlocks = bh * ((t + QBR - 1) / QBR);
-  launch(ctx, loc, "attention_bwd_dq_kernel", qKernel, dim3((unsigned)qBlocks), dim3(kThreads),
-         qSmem, q, k, v, dout, lse, D, dq, t, causal, window, scale);
+  const int qbr = tl.dq_br, qbc = tl.dq_bc;
+  if (qbr == 64 && qbc == 64)
+    launchDq<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+  else if (qbr == 128 && qbc == 64)
+    launchDq<HD, 128, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+  else if (qbr == 64 && qbc == 32)
+    launchDq<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+  else if (qbr == 32 && qbc == 64)
+    launchDq<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+  else
+    fail(loc, "attention_bwd: dq tile shape %dx%d is not compiled", qbr, qbc);
+}
+
+/// The context's tile shapes for head dim hd: its override where set, else the defaults.
+AttentionTiles tilesFor(const Context* ctx, int64_t hd) {
+  AttentionTiles t = defaultTiles(hd);
+  const AttentionTiles& o = ctx->attn_tiles;
+  if (o.fwd_br > 0 && o.fwd_bc > 0) t.fwd_br = o.fwd_br, t.fwd_bc = o.fwd_bc;
+  if (o.kv_br > 0 && o.kv_bc > 0) t.kv_br = o.kv_br, t.kv_bc = o.kv_bc;
+  if (o.dq_br > 0 && o.dq_bc > 0) t.dq_br = o.dq_br, t.dq_bc = o.dq_bc;
+  return t;
 }
 
 /// Fails unless every pointer is 16-byte aligned (the kernels use float4 accesses).
@@ -595,10 +676,20 @@ void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k,
   checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
   if (bh * t == 0) return;
   checkAligned16(loc, "attention_fwd", {q, k, v, out});
+  const AttentionTiles tl = tilesFor(ctx, hd);
   switch (hd) {
-  case 32: attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 64: attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 128: attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 32:
+    attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
+                       tl.fwd_bc);
+    break;
+  case 64:
+    attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
+                       tl.fwd_bc);
+    break;
+  case 128:
+    attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
+                        tl.fwd_bc);
+    break;
   default:
     fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
@@ -613,21 +704,59 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
   checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
   if (bh * t * hd == 0) return;
   checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
+  const AttentionTiles tl = tilesFor(ctx, hd);
   switch (hd) {
   case 32:
-    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale,
+                       tl);
     break;
   case 64:
-    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale,
+                       tl);
     break;
   case 128:
     attentionBwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window,
-                        scale);
+                        scale, tl);
     break;
   default:
     fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
   }
+}
+
+bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles) {
+  if (hd != 32 && hd != 64 && hd != 128) return false;
+  const AttentionTiles t = [&] {
+    AttentionTiles d = defaultTiles(hd);
+    if (tiles.fwd_br > 0 && tiles.fwd_bc > 0) d.fwd_br = tiles.fwd_br, d.fwd_bc = tiles.fwd_bc;
+    if (tiles.kv_br > 0 && tiles.kv_bc > 0) d.kv_br = tiles.kv_br, d.kv_bc = tiles.kv_bc;
+    if (tiles.dq_br > 0 && tiles.dq_bc > 0) d.dq_br = tiles.dq_br, d.dq_bc = tiles.dq_bc;
+    return d;
+  }();
+  auto is = [](int br, int bc, int a, int b) { return br == a && bc == b; };
+  const bool fwd = is(t.fwd_br, t.fwd_bc, 64, 64) || is(t.fwd_br, t.fwd_bc, 128, 64) ||
+                   is(t.fwd_br, t.fwd_bc, 64, 32) || is(t.fwd_br, t.fwd_bc, 128, 32) ||
+                   is(t.fwd_br, t.fwd_bc, 32, 64);
+  const bool kv = is(t.kv_br, t.kv_bc, 64, 64) || is(t.kv_br, t.kv_bc, 32, 64) ||
+                  is(t.kv_br, t.kv_bc, 64, 32) || is(t.kv_br, t.kv_bc, 32, 32);
+  const bool dq = is(t.dq_br, t.dq_bc, 64, 64) || is(t.dq_br, t.dq_bc, 128, 64) ||
+                  is(t.dq_br, t.dq_bc, 64, 32) || is(t.dq_br, t.dq_bc, 32, 64);
+  // The shared-memory formulas of fwdSmemFloats / dkdvSmemFloats / dqSmemFloats.
+  const size_t H = (size_t)hd;
+  const size_t fwdBytes = 4 * (H * (t.fwd_br + 4) + H * (t.fwd_bc + 4) + t.fwd_bc * (H + 4) +
+                               (size_t)t.fwd_bc * (t.fwd_br + 4));
+  const size_t kvBytes = 4 * (2 * H * (t.kv_bc + 4) + 2 * H * (t.kv_br + 4) +
+                              2 * (size_t)t.kv_br * (H + 4) + 2 * (size_t)t.kv_br * (t.kv_bc + 4) +
+                              2 * (size_t)t.kv_br);
+  const size_t dqBytes = 4 * (2 * H * (t.dq_br + 4) + 2 * H * (t.dq_bc + 4) + t.dq_bc * (H + 4) +
+                              (size_t)t.dq_bc * (t.dq_br + 4) + 2 * (size_t)t.dq_br);
+  return fwd && kv && dq && fwdBytes <= kMaxSmemBytes && kvBytes <= kMaxSmemBytes &&
+         dqBytes <= kMaxSmemBytes;
+}
+
+void setAttentionTiles(Context* ctx, const AttentionTiles& tiles) {
+  checkCtx(ctx, "set_attention_tiles");
+  ctx->attn_tiles = tiles;
 }
 
 } // namespace tgrt_cuda

@@ -104,6 +104,19 @@ void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, fl
            float beta1, float beta2, float eps, float weight_decay, const float* clip);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
 
+// ------------------------------------------------------------- tuning (testing) --
+/// Tile shapes (query rows BR x key rows BC) of the flash attention kernels: forward, dk/dv
+/// and dq. A pair left 0 keeps the default. Compiled shapes are listed in Attention.cu;
+/// others fail at the next attention call. Used by tgrt-cuda-check --sweep.
+struct AttentionTiles {
+  int fwd_br, fwd_bc;
+  int kv_br, kv_bc;
+  int dq_br, dq_bc;
+};
+void setAttentionTiles(Context* ctx, const AttentionTiles& tiles);
+/// Whether these tiles (0 = default) are compiled and fit shared memory at head dim hd.
+bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles);
+
 } // namespace tgrt_cuda
 
 #endif // TGRT_CUDA_CUDARUNTIME_H

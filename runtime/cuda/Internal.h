@@ -76,6 +76,7 @@ struct Context {
   int32_t micro_batch = 0;
   char device_name[256] = {0};
   int sm_count = 0;
+  AttentionTiles attn_tiles = {0, 0, 0, 0, 0, 0}; ///< 0: defaults (Attention.cu)
   std::vector<std::string> locs; ///< locations that device-side errors refer to
   std::unordered_map<MatmulKey, MatmulPlan, MatmulKeyHash> plans;
 };

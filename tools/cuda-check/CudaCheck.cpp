@@ -12,8 +12,11 @@
 // Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
 // 256 and 128.
 //
-// Usage: tgrt-cuda-check [--quick] [--no-bench] [--seed N] [--dump DIR]
+// Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
+//   --sweep   every compiled attention tile shape: checked, and timed unless --quick
+//   --bench-only  only the timings (scripts/gpu-check.sh checks with TGRT_CUDA_SYNC=1, which
+//             synchronises after every launch, and times in a separate run without it)
 //   --dump    write q, k, v, out, lse, dout, dq, dk, dv of a few attention cases as raw
 //             float32 files plus DIR/manifest.txt, for bench/cuda/sdpa_check.py (PyTorch)
 #include "runtime/cuda/CudaRuntime.h"
@@ -402,7 +405,11 @@ void checkMatmul(Contexts& c, Rng& rng) {
                (long long)sb, (long long)sc, cs.alpha, cs.beta),
            relErr(gc.get(), ref));
   }
-  // A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
+}
+
+/// A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
+/// Run last: a library failure here exits the program.
+void checkMatmulMisaligned(Contexts& c, Rng& rng) {
   {
     const int64_t m = 40, n = 24, k = 36;
     Vec a = rng.vec((size_t)(m * k + 1)), b = rng.vec((size_t)(k * n + 1));
@@ -615,6 +622,117 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
   }
 }
 
+template <typename Fn>
+float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn);
+
+/// --sweep: every compiled tile shape of the three attention kernels, per head dim: checked
+/// against the CPU (t 100 and 256, windows 0 and 64) and, unless --quick, timed at t = 1024,
+/// bh = 192, causal, window 0 (the other two kernels at their defaults).
+void sweepAttention(Contexts& c, Rng& rng, bool timing) {
+  struct Shape {
+    int64_t t, window;
+  };
+  const Shape shapes[] = {{100, 0}, {256, 64}, {256, 0}};
+  const int64_t bh = 2;
+  const int shapesFwd[][2] = {{64, 64}, {128, 64}, {64, 32}, {128, 32}, {32, 64}};
+  const int shapesKv[][2] = {{64, 64}, {32, 64}, {64, 32}, {32, 32}};
+  const int shapesDq[][2] = {{64, 64}, {128, 64}, {64, 32}, {32, 64}};
+  std::printf("\nattention tile sweep (timing: bh 192, t 1024, causal, window 0; ms, median of 10)\n");
+  for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)}) {
+    const float scale = 1.0f / std::sqrt((float)hd);
+    struct Ref {
+      int64_t t, window;
+      Vec out, lse, dq, dk, dv;
+      Dev<float>*q, *k, *v, *dout, *o, *l, *gdq, *gdk, *gdv;
+    };
+    std::vector<Ref> refs;
+    for (const Shape& sh : shapes) {
+      const size_t n = (size_t)(bh * sh.t * hd);
+      Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
+      Ref r{sh.t, sh.window, Vec(n), Vec((size_t)(bh * sh.t)), Vec(n), Vec(n), Vec(n)};
+      tgrt_attention_fwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
+                         r.lse.data(), bh, sh.t, hd, 1, sh.window, scale);
+      tgrt_attention_bwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
+                         r.lse.data(), dout.data(), r.dq.data(), r.dk.data(), r.dv.data(), bh,
+                         sh.t, hd, 1, sh.window, scale);
+      r.q = new Dev<float>(q);
+      r.k = new Dev<float>(k);
+      r.v = new Dev<float>(v);
+      r.dout = new Dev<float>(dout);
+      r.o = new Dev<float>(r.out); // the backward runs on the reference forward
+      r.l = new Dev<float>(r.lse);
+      r.gdq = new Dev<float>(n);
+      r.gdk = new Dev<float>(n);
+      r.gdv = new Dev<float>(n);
+      refs.push_back(r);
+    }
+    const int64_t tb = 1024, bhb = 192;
+    const size_t nb = timing ? (size_t)(bhb * tb * hd) : 1;
+    Dev<float> q(rng.normals(nb)), k(rng.normals(nb)), v(rng.normals(nb)), dout(rng.normals(nb));
+    Dev<float> out(nb), lse(timing ? (size_t)(bhb * tb) : 1), dq(nb), dk(nb), dv(nb);
+    if (timing)
+      tgrt_cuda::attentionFwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1, 0,
+                              scale);
+
+    for (int kind = 0; kind < 3; ++kind) {
+      const int(*list)[2] = kind == 0 ? shapesFwd : kind == 1 ? shapesKv : shapesDq;
+      const int count = kind == 0 ? 5 : 4;
+      for (int i = 0; i < count; ++i) {
+        tgrt_cuda::AttentionTiles tiles = {0, 0, 0, 0, 0, 0};
+        int* slot = kind == 0 ? &tiles.fwd_br : kind == 1 ? &tiles.kv_br : &tiles.dq_br;
+        slot[0] = list[i][0];
+        slot[1] = list[i][1];
+        const char* kname = kind == 0 ? "fwd" : kind == 1 ? "bwd dk,dv" : "bwd dq";
+        const std::string label = fmt("sweep %s %dx%d", kname, list[i][0], list[i][1]);
+        const std::string shape = fmt("hd%lld (t 100/256, window 0/64)", (long long)hd);
+        if (!tgrt_cuda::attentionTilesSupported(hd, tiles)) {
+          std::printf("%-34s %-42s %11s  (does not fit shared memory)\n", label.c_str(),
+                      shape.c_str(), "-");
+          continue;
+        }
+        tgrt_cuda::setAttentionTiles(c.gpu, tiles);
+        double err = 0.0;
+        for (Ref& r : refs) {
+          if (kind == 0) {
+            Dev<float> o(r.out.size()), l(r.lse.size());
+            o.poison();
+            l.poison();
+            tgrt_cuda::attentionFwd(c.gpu, "sweep", r.q->p, r.k->p, r.v->p, o.p, l.p, bh, r.t, hd,
+                                    1, r.window, scale);
+            err = std::max({err, relErr(o.get(), r.out), relErr(l.get(), r.lse)});
+          } else {
+            r.gdq->poison();
+            r.gdk->poison();
+            r.gdv->poison();
+            tgrt_cuda::attentionBwd(c.gpu, "sweep", r.q->p, r.k->p, r.v->p, r.o->p, r.l->p,
+                                    r.dout->p, r.gdq->p, r.gdk->p, r.gdv->p, bh, r.t, hd, 1,
+                                    r.window, scale);
+            const Vec a = r.gdq->get(), b = r.gdk->get(), cc = r.gdv->get();
+            err = std::max(err, kind == 1 ? jointErr({{&b, &r.dk}, {&cc, &r.dv}})
+                                          : relErr(a, r.dq));
+          }
+        }
+        record(label, shape, err);
+        if (timing) {
+          const float ms = timeMs(c.gpu, 10, [&] {
+            if (kind == 0)
+              tgrt_cuda::attentionFwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1,
+                                      0, scale);
+            else
+              tgrt_cuda::attentionBwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+                                      dk.p, dv.p, bhb, tb, hd, 1, 0, scale);
+          });
+          std::printf("    time %s %dx%d hd%lld: %.3f ms%s\n", kname, list[i][0], list[i][1],
+                      (long long)hd, ms, kind ? " (whole backward)" : "");
+        }
+      }
+    }
+    for (Ref& r : refs)
+      for (Dev<float>* d : {r.q, r.k, r.v, r.dout, r.o, r.l, r.gdq, r.gdk, r.gdv}) delete d;
+  }
+  tgrt_cuda::setAttentionTiles(c.gpu, {0, 0, 0, 0, 0, 0});
+}
+
 /// Median over `reps` timed runs (after 2 warm-ups) of fn, in ms, with device events.
 template <typename Fn>
 float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
@@ -666,12 +784,21 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
                 (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
                 (f + b) / fullTotal);
   }
+  // The unfused path for scale: S and P materialised (bh * t * t floats each).
+  Naive naive{c.gpu, bh, t, hd, 1, 0, scale};
+  Dev<float> s((size_t)(bh * t * t)), p((size_t)(bh * t * t));
+  const float f = timeMs(c.gpu, reps, [&] { naive.fwd(q.p, k.p, v.p, s.p, p.p, out.p); });
+  const float b = timeMs(c.gpu, reps, [&] {
+    naive.bwd(q.p, k.p, v.p, p.p, dout.p, s.p, dq.p, dk.p, dv.p);
+  });
+  std::printf("%-8s %10.3f %10.3f %10.3f   (naive: matmul+mask+softmax+matmul, window 0)\n",
+              "naive", f, b, f + b);
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, bench = true;
+  bool quick = false, bench = true, checks = true, sweep = false;
   std::string dumpDir;
   uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
                                                 .time_since_epoch()
@@ -681,10 +808,14 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--no-bench") bench = false;
+    else if (a == "--bench-only") checks = false;
+    else if (a == "--sweep") sweep = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--no-bench] [--seed N] [--dump DIR]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -707,8 +838,23 @@ int main(int argc, char** argv) {
   if (!c.cpu || !c.gpu) die("context", "could not create the CPU or the CUDA context");
   std::printf("tgrt-cuda-check: device %s, seed %llu%s\n", tgrt_cuda::deviceName(c.gpu),
               (unsigned long long)seed, quick ? ", quick" : "");
-  std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
   Rng rng(seed);
+  if (sweep) {
+    sweepAttention(c, rng, !quick);
+    int failed = 0;
+    for (const Row& r : g_rows) failed += !r.pass;
+    std::printf("\nsweep: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
+    tgrt_cuda::destroyContext(c.gpu);
+    tgrt_ctx_destroy(c.cpu);
+    return failed ? 1 : 0;
+  }
+  if (!checks) {
+    benchAttention(c, rng, 1024, 64, 16 * 12, 20);
+    tgrt_cuda::destroyContext(c.gpu);
+    tgrt_ctx_destroy(c.cpu);
+    return 0;
+  }
+  std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
 
   checkContext(c, rng);
   checkEmbedding(c, rng);
@@ -732,6 +878,7 @@ int main(int argc, char** argv) {
         const bool dump = !dumpDir.empty() && hd == 64 && (t == 256 || t == 1024);
         checkAttention(c, rng, t, hd, window, bh, dump ? dumpDir : std::string());
       }
+  checkMatmulMisaligned(c, rng);
 
   int passed = 0, failed = 0;
   for (const Row& r : g_rows) (r.pass ? passed : failed)++;

@@ -1,0 +1,29 @@
+// RUN: tg-opt %s -tg-plan-memory -split-input-file -verify-diagnostics -allow-unregistered-dialect
+// RUN: tg-opt %S/Inputs/plan-memory-unplanned.mlir -tg-print-memory-plan -verify-diagnostics
+// Diagnostics of tg-plan-memory (and of tg-print-memory-plan on an unplanned module,
+// in Inputs/ because it needs a different pipeline).
+
+// expected-error @+1 {{tg-plan-memory: no @micro_step or @eval_step (run -tg-autodiff first)}}
+module {
+  func.func @forward(%x: tensor<f32>) -> tensor<f32> {
+    return %x : tensor<f32>
+  }
+}
+
+// -----
+
+// Master weights must be f32.
+// expected-error @+1 {{parameter "w" must be f32 (master weights)}}
+func.func @micro_step(%w: tensor<4xbf16> {tg.param = "w"}) -> tensor<4xbf16> {
+  return %w : tensor<4xbf16>
+}
+
+// -----
+
+// A tensor without a known byte size cannot be placed in the arena. tg ops verify
+// static f32/bf16/f16/i32 types, so only a foreign op can get here.
+func.func @eval_step(%w: tensor<4xf32> {tg.param = "w"}) -> tensor<4xf64> {
+  // expected-error @+1 {{'test.op' op result #0 needs a static shape and a known element type to be planned}}
+  %y = "test.op"() : () -> tensor<4xf64>
+  return %y : tensor<4xf64>
+}
