@@ -188,6 +188,17 @@ Context* createContext(const tgrt_model* model) {
     destroyContext(ctx);
     return nullptr;
   }
+  // Planned bytes versus what the device actually gave up (cudaMemGetInfo before/after;
+  // the CUDA context itself already existed at the first reading).
+  size_t freeAfter = 0;
+  if (cudaMemGetInfo(&freeAfter, &totalBytes) == cudaSuccess)
+    std::fprintf(stderr,
+                 "tgrt: cuda memory on %s: plan %lld bytes (persistent %lld + arena %lld + "
+                 "workspace %lld); device memory used %lld bytes; overhead %lld bytes "
+                 "(context state, stream, cuBLASLt handle, allocation granularity)\n",
+                 ctx->device_name, (long long)need, (long long)sizes[0], (long long)sizes[1],
+                 (long long)sizes[2], (long long)(freeBytes - freeAfter),
+                 (long long)(freeBytes - freeAfter) - (long long)need);
   return ctx;
 }
 

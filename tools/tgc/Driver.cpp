@@ -49,9 +49,11 @@ bool loadSpec(const DriverOptions &opts, Spec &spec) {
   bool ok = opts.specFile.empty()
                 ? parseSpec(defaultSpecJson(), opts.overrides, spec, err, "<default spec>")
                 : loadSpecFile(opts.specFile, opts.overrides, spec, err);
-  if (!ok)
+  if (!ok) {
     reportSpecError(opts.specFile, err);
-  return ok;
+    return false;
+  }
+  return true;
 }
 
 void setupContext(MLIRContext &ctx) {
@@ -98,6 +100,25 @@ std::string withCommas(long long n) {
   for (int i = (int)s.size() - 3; i > 0; i -= 3)
     s.insert(i, ",");
   return (n < 0 ? "-" : "") + s;
+}
+
+/// Spec features that are validated but not compiled yet are refused (never silently
+/// ignored): mixed precision and activation checkpointing.
+bool checkImplemented(const DriverOptions &opts, const Spec &spec) {
+  const char *what = nullptr;
+  std::string path, value;
+  if (spec.training.precision != "fp32") {
+    path = "training.precision", value = spec.training.precision;
+    what = "only fp32 compiles (use --set training.precision=fp32)";
+  } else if (spec.training.checkpointing != "none") {
+    path = "training.checkpointing", value = spec.training.checkpointing;
+    what = "only 'none' compiles (use --set training.checkpointing=none)";
+  }
+  if (!what)
+    return true;
+  reportSpecError(opts.specFile,
+                  SpecError{path, "'" + value + "' is not implemented yet; " + what});
+  return false;
 }
 
 /// Builds the forward module from the spec and runs the shared pipeline up to `stage`.
@@ -250,7 +271,7 @@ int runSummary(const DriverOptions &opts) {
 
 int runCompile(const DriverOptions &opts) {
   Spec spec;
-  if (!loadSpec(opts, spec))
+  if (!loadSpec(opts, spec) || !checkImplemented(opts, spec))
     return 1;
   static const std::pair<const char *, tg::PipelineStage> stages[] = {
       {"mlir", tg::PipelineStage::Forward}, {"fused", tg::PipelineStage::Fused},
@@ -290,7 +311,7 @@ int runCompile(const DriverOptions &opts) {
 
 int runPlan(const DriverOptions &opts) {
   Spec spec;
-  if (!loadSpec(opts, spec))
+  if (!loadSpec(opts, spec) || !checkImplemented(opts, spec))
     return 1;
   long long memory = parseBytes(opts.memory);
   if (memory <= 0) {

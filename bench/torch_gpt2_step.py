@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""PyTorch reference timing of one GPT-2-style training step (fwd + bwd + AdamW).
+
+Same shapes as a tgc spec: --layers --d-model --heads --d-ff --context --vocab --batch.
+Modes: eager fp32 with TF32 matmuls (the first comparison of issue 4) and, with --compile,
+torch.compile. Prints ms/step (median over --steps after --warmup) and peak memory (bytes).
+Runs on the GPU machine (PyTorch 2.x with CUDA)."""
+import argparse, json, math, statistics, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(s, d, h, f):
+        super().__init__()
+        s.h = h
+        s.ln1, s.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        s.qkv, s.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        s.fc, s.mproj = nn.Linear(d, f), nn.Linear(f, d)
+
+    def forward(s, x, window):
+        B, T, D = x.shape
+        q, k, v = s.qkv(s.ln1(x)).split(D, dim=2)
+        q, k, v = (t.view(B, T, s.h, D // s.h).transpose(1, 2) for t in (q, k, v))
+        if window:
+            i = torch.arange(T, device=x.device)
+            mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < window)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + s.proj(o.transpose(1, 2).reshape(B, T, D))
+        return x + s.mproj(F.gelu(s.fc(s.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(s, a):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(a.vocab, a.d_model), nn.Embedding(a.context, a.d_model)
+        s.blocks = nn.ModuleList(Block(a.d_model, a.heads, a.d_ff) for _ in range(a.layers))
+        s.lnf = nn.LayerNorm(a.d_model)
+        s.window = a.window
+
+    def forward(s, idx, tgt):
+        x = s.wte(idx) + s.wpe.weight[: idx.shape[1]]
+        for b in s.blocks:
+            x = b(x, s.window)
+        logits = s.lnf(x) @ s.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for k, v in dict(layers=12, d_model=768, heads=12, d_ff=3072, context=1024, vocab=50304,
+                     batch=16, window=0, steps=20, warmup=5).items():
+        p.add_argument("--" + k.replace("_", "-"), type=int, default=v)
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
+    a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    dev = "cuda"
+    model = GPT(a).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
+                            fused=True)
+    step_fn = torch.compile(model) if a.compile else model
+    idx = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
+    tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
+    times = []
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(a.warmup + a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = step_fn(idx, tgt)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        if i >= a.warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    mode = ("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
+    res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window,
+               ms_per_step=statistics.median(times),
+               tokens_per_s=a.batch * a.context / (statistics.median(times) / 1e3),
+               peak_bytes=torch.cuda.max_memory_allocated(), loss=float(loss))
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
