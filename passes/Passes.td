@@ -80,4 +80,17 @@ def TgPrintMemoryPlan : Pass<"tg-print-memory-plan", "mlir::ModuleOp"> {
     the lower bound and every buffer as `offset = N, size = M, live = [a, b]`.
   }];
 }
+
+def TgEmitCpp : Pass<"tg-emit-cpp", "mlir::ModuleOp"> {
+  let summary = "Print the C++ source of a planned module (the step as runtime calls)";
+  let description = [{
+    Prints what `tgc compile --emit=cpp` writes: the `tgrt_model` table and
+    tg_micro_step / tg_optimizer_step / tg_eval_step as straight-line calls into
+    runtime/tgrt.h on `region base + planned offset` pointers. The spec (model name,
+    optimizer settings, initialisation) is read from the module's `tg.spec` attribute.
+    ```c++
+    tgrt_matmul(ctx, "layers.0.attn.qkv", (float*)(A + 0), (float*)(P + 1024), ...);
+    ```
+  }];
+}
 #endif

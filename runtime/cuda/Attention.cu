@@ -527,11 +527,18 @@ void allowSmem(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
 
 constexpr size_t kMaxSmemBytes = 227 * 1024; // Hopper's per-block opt-in limit
 
-/// Tile shapes used unless setAttentionTiles overrides them: 64 queries x 64 keys; dk/dv
-/// at hd = 128 takes 32 queries to fit shared memory (158 KB instead of 241 KB).
-AttentionTiles defaultTiles(int64_t hd) {
+/// Tile shapes used unless setAttentionTiles overrides them, chosen by the sweep in
+/// bench/cuda/NOTES.md (H100, t 1024, bh 192, causal): forward 128 queries x 64 keys at
+/// hd 64 and 128 (12-16% faster than 64 x 64 at full causal), 64 x 64 at hd 32 (same speed);
+/// dk/dv 32 x 64 at hd 64 and 128 (128 needs it to fit shared memory), 64 x 64 at hd 32; dq
+/// 64 x 64. With a short window a query tile also visits ~(window + BR) keys per row, so the
+/// forward keeps 64-row tiles there (window < 512).
+AttentionTiles defaultTiles(int64_t hd, int64_t window) {
   AttentionTiles d{64, 64, 64, 64, 64, 64};
-  if (hd == 128) d.kv_br = 32;
+  if (hd >= 64) {
+    if (window <= 0 || window >= 512) d.fwd_br = 128;
+    d.kv_br = 32;
+  }
   return d;
 }
 
@@ -593,9 +600,9 @@ void launchDq(Context* ctx, const char* loc, const float* q, const float* k, con
 }
 
 // The compiled tile shapes (BR query rows x BC key rows); others fail with a message.
-//   forward: 64x64 (default), 128x64, 64x32, 128x32, 32x64
-//   dk/dv:   64x64 (default; 32x64 at hd 128), 32x64, 64x32, 32x32
-//   dq:      64x64 (default), 128x64, 64x32, 32x64
+//   forward: 64x64, 128x64, 64x32, 128x32
+//   dk/dv:   64x64, 32x64, 32x32
+//   dq:      64x64, 64x32, 32x64
 template <int HD>
 void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
@@ -608,8 +615,6 @@ void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* 
     launchFwd<HD, 64, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
   else if (br == 128 && bc == 32)
     launchFwd<HD, 128, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
-  else if (br == 32 && bc == 64)
-    launchFwd<HD, 32, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
   else
     fail(loc, "attention_fwd: tile shape %dx%d is not compiled", br, bc);
 }
@@ -630,8 +635,6 @@ void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* 
     launchDkDv<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
   else if (kbr == 32 && kbc == 64)
     launchDkDv<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
-  else if (kbr == 64 && kbc == 32)
-    launchDkDv<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
   else if (kbr == 32 && kbc == 32)
     launchDkDv<HD, 32, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
   else
@@ -640,8 +643,6 @@ void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* 
   const int qbr = tl.dq_br, qbc = tl.dq_bc;
   if (qbr == 64 && qbc == 64)
     launchDq<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
-  else if (qbr == 128 && qbc == 64)
-    launchDq<HD, 128, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
   else if (qbr == 64 && qbc == 32)
     launchDq<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
   else if (qbr == 32 && qbc == 64)
@@ -650,10 +651,9 @@ void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* 
     fail(loc, "attention_bwd: dq tile shape %dx%d is not compiled", qbr, qbc);
 }
 
-/// The context's tile shapes for head dim hd: its override where set, else the defaults.
-AttentionTiles tilesFor(const Context* ctx, int64_t hd) {
-  AttentionTiles t = defaultTiles(hd);
-  const AttentionTiles& o = ctx->attn_tiles;
+/// Tile shapes for head dim hd and window: the overrides in `o` where set, else the defaults.
+AttentionTiles resolveTiles(const AttentionTiles& o, int64_t hd, int64_t window) {
+  AttentionTiles t = defaultTiles(hd, window);
   if (o.fwd_br > 0 && o.fwd_bc > 0) t.fwd_br = o.fwd_br, t.fwd_bc = o.fwd_bc;
   if (o.kv_br > 0 && o.kv_bc > 0) t.kv_br = o.kv_br, t.kv_bc = o.kv_bc;
   if (o.dq_br > 0 && o.dq_bc > 0) t.dq_br = o.dq_br, t.dq_bc = o.dq_bc;
@@ -676,7 +676,7 @@ void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k,
   checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
   if (bh * t == 0) return;
   checkAligned16(loc, "attention_fwd", {q, k, v, out});
-  const AttentionTiles tl = tilesFor(ctx, hd);
+  const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:
     attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
@@ -704,7 +704,7 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
   checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
   if (bh * t * hd == 0) return;
   checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
-  const AttentionTiles tl = tilesFor(ctx, hd);
+  const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:
     attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale,
@@ -726,21 +726,14 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
 
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles) {
   if (hd != 32 && hd != 64 && hd != 128) return false;
-  const AttentionTiles t = [&] {
-    AttentionTiles d = defaultTiles(hd);
-    if (tiles.fwd_br > 0 && tiles.fwd_bc > 0) d.fwd_br = tiles.fwd_br, d.fwd_bc = tiles.fwd_bc;
-    if (tiles.kv_br > 0 && tiles.kv_bc > 0) d.kv_br = tiles.kv_br, d.kv_bc = tiles.kv_bc;
-    if (tiles.dq_br > 0 && tiles.dq_bc > 0) d.dq_br = tiles.dq_br, d.dq_bc = tiles.dq_bc;
-    return d;
-  }();
+  const AttentionTiles t = resolveTiles(tiles, hd, 0);
   auto is = [](int br, int bc, int a, int b) { return br == a && bc == b; };
   const bool fwd = is(t.fwd_br, t.fwd_bc, 64, 64) || is(t.fwd_br, t.fwd_bc, 128, 64) ||
-                   is(t.fwd_br, t.fwd_bc, 64, 32) || is(t.fwd_br, t.fwd_bc, 128, 32) ||
-                   is(t.fwd_br, t.fwd_bc, 32, 64);
+                   is(t.fwd_br, t.fwd_bc, 64, 32) || is(t.fwd_br, t.fwd_bc, 128, 32);
   const bool kv = is(t.kv_br, t.kv_bc, 64, 64) || is(t.kv_br, t.kv_bc, 32, 64) ||
-                  is(t.kv_br, t.kv_bc, 64, 32) || is(t.kv_br, t.kv_bc, 32, 32);
-  const bool dq = is(t.dq_br, t.dq_bc, 64, 64) || is(t.dq_br, t.dq_bc, 128, 64) ||
-                  is(t.dq_br, t.dq_bc, 64, 32) || is(t.dq_br, t.dq_bc, 32, 64);
+                  is(t.kv_br, t.kv_bc, 32, 32);
+  const bool dq = is(t.dq_br, t.dq_bc, 64, 64) || is(t.dq_br, t.dq_bc, 64, 32) ||
+                  is(t.dq_br, t.dq_bc, 32, 64);
   // The shared-memory formulas of fwdSmemFloats / dkdvSmemFloats / dqSmemFloats.
   const size_t H = (size_t)hd;
   const size_t fwdBytes = 4 * (H * (t.fwd_br + 4) + H * (t.fwd_bc + 4) + t.fwd_bc * (H + 4) +

@@ -14,8 +14,10 @@
 //   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB.
 //   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes, at most 2 KiB * d.
 //   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
-// Recommended: workspace_bytes = max(32 MiB, 4*bh*t, 24*n_tokens + 1 MiB). A call whose
-// need exceeds the region fails with "tgrt: <loc>: workspace too small ...".
+// Recommended: workspace_bytes = max(32 MiB, 4*bh*t, 24*n_tokens + 1 MiB, 2 KiB*d_max),
+// where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
+// layer_norm_bwd / bias_grad reduce. A call whose need exceeds the region fails with
+// "tgrt: <loc>: workspace too small ...".
 #ifndef TGRT_CUDA_CUDARUNTIME_H
 #define TGRT_CUDA_CUDARUNTIME_H
 

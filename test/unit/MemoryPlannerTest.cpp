@@ -140,7 +140,7 @@ TEST(MemoryPlanner, ThreeOverlappingBuffersStack) {
   EXPECT_EQ(bs[2].offset, 0);
   EXPECT_EQ(bs[1].offset, 1024);
   EXPECT_EQ(bs[0].offset, 1536);
-  EXPECT_EQ(r.heuristic, "size-desc/best-fit");
+  EXPECT_EQ(r.heuristic, "size-desc/first-fit"); // the first attempt reached the bound
 }
 
 TEST(MemoryPlanner, AlignmentPadding) {
@@ -194,21 +194,27 @@ TEST(MemoryPlanner, FreedSpaceIsReused) {
 
 TEST(MemoryPlanner, BestFitPicksTheTightestGap) {
   // Long-lived P1 1000 [0,9], P2 400 [0,9], P3 280 [0,9]; short G1 500 [0,1] and
-  // G2 300 [0,1]. Size order: P1 0, G1 1000, P2 1500, G2 1900, P3 2200. When X (250,
-  // [2,9]) comes, G1 and G2 are dead: gaps [1000,1500) of 500 B and [1900,2200) of
-  // 300 B. Best fit takes the 300-byte gap: X at 1900 (first fit would say 1000).
-  // Arena 2480 = lower bound at op 0 (1000 + 500 + 400 + 300 + 280).
-  std::vector<PlanBuffer> bs = {buf(1000, 0, 9), buf(500, 0, 1), buf(400, 0, 9),
-                                buf(300, 0, 1),  buf(280, 0, 9), buf(250, 2, 9)};
+  // G2 300 [0,1]. Size order: P1 0, G1 1000, P2 1500, G2 1900, P3 2200. From op 2 on,
+  // G1 and G2 are dead: the holes are [1000,1500) (500 B) and [1900,2200) (300 B).
+  // Then X (250 B, [2,9]) and W (250 B, align 512, [3,9]).
+  //  - First fit puts X at 1000; W needs a multiple of 512: 1024 is taken by X, 2048
+  //    + 250 > 2200, so W goes on top at 2560: arena 2810.
+  //  - Best fit puts X in the tighter hole at 1900 and W at 1024: arena 2480, the
+  //    lower bound (op 0: 1000 + 500 + 400 + 300 + 280), so best fit wins.
+  std::vector<PlanBuffer> bs = {buf(1000, 0, 9), buf(500, 0, 1),   buf(400, 0, 9),
+                                buf(300, 0, 1),  buf(280, 0, 9),   buf(250, 2, 9),
+                                buf(250, 3, 9, 512)};
   PlanResult r = tgc::planArena(bs);
+  EXPECT_EQ(r.heuristic, "size-desc/best-fit");
   EXPECT_EQ(bs[0].offset, 0);
   EXPECT_EQ(bs[1].offset, 1000);
   EXPECT_EQ(bs[2].offset, 1500);
   EXPECT_EQ(bs[3].offset, 1900);
   EXPECT_EQ(bs[4].offset, 2200);
   EXPECT_EQ(bs[5].offset, 1900);
+  EXPECT_EQ(bs[6].offset, 1024);
   EXPECT_EQ(r.arenaBytes, 2480);
-  EXPECT_EQ(r.heuristic, "size-desc/best-fit");
+  EXPECT_EQ(r.lowerBound, 2480);
 }
 
 TEST(MemoryPlanner, ZeroByteBuffersTakeNoSpace) {

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <random>
 #include <string>
@@ -634,37 +635,42 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
   };
   const Shape shapes[] = {{100, 0}, {256, 64}, {256, 0}};
   const int64_t bh = 2;
-  const int shapesFwd[][2] = {{64, 64}, {128, 64}, {64, 32}, {128, 32}, {32, 64}};
-  const int shapesKv[][2] = {{64, 64}, {32, 64}, {64, 32}, {32, 32}};
-  const int shapesDq[][2] = {{64, 64}, {128, 64}, {64, 32}, {32, 64}};
+  const int shapesFwd[][2] = {{64, 64}, {128, 64}, {64, 32}, {128, 32}};
+  const int shapesKv[][2] = {{64, 64}, {32, 64}, {32, 32}};
+  const int shapesDq[][2] = {{64, 64}, {64, 32}, {32, 64}};
   std::printf("\nattention tile sweep (timing: bh 192, t 1024, causal, window 0; ms, median of 10)\n");
   for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)}) {
     const float scale = 1.0f / std::sqrt((float)hd);
     struct Ref {
-      int64_t t, window;
-      Vec out, lse, dq, dk, dv;
-      Dev<float>*q, *k, *v, *dout, *o, *l, *gdq, *gdk, *gdv;
+      int64_t t = 0, window = 0;
+      Vec out, lse, dq, dk, dv;                          // CPU results
+      std::unique_ptr<Dev<float>> q, k, v, dout, o, l;   // inputs on the device
+      std::unique_ptr<Dev<float>> gdq, gdk, gdv;         // CUDA gradients
     };
     std::vector<Ref> refs;
     for (const Shape& sh : shapes) {
       const size_t n = (size_t)(bh * sh.t * hd);
       Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
-      Ref r{sh.t, sh.window, Vec(n), Vec((size_t)(bh * sh.t)), Vec(n), Vec(n), Vec(n)};
+      Ref r;
+      r.t = sh.t;
+      r.window = sh.window;
+      r.out = r.dq = r.dk = r.dv = Vec(n);
+      r.lse = Vec((size_t)(bh * sh.t));
       tgrt_attention_fwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
                          r.lse.data(), bh, sh.t, hd, 1, sh.window, scale);
       tgrt_attention_bwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
                          r.lse.data(), dout.data(), r.dq.data(), r.dk.data(), r.dv.data(), bh,
                          sh.t, hd, 1, sh.window, scale);
-      r.q = new Dev<float>(q);
-      r.k = new Dev<float>(k);
-      r.v = new Dev<float>(v);
-      r.dout = new Dev<float>(dout);
-      r.o = new Dev<float>(r.out); // the backward runs on the reference forward
-      r.l = new Dev<float>(r.lse);
-      r.gdq = new Dev<float>(n);
-      r.gdk = new Dev<float>(n);
-      r.gdv = new Dev<float>(n);
-      refs.push_back(r);
+      r.q = std::make_unique<Dev<float>>(q);
+      r.k = std::make_unique<Dev<float>>(k);
+      r.v = std::make_unique<Dev<float>>(v);
+      r.dout = std::make_unique<Dev<float>>(dout);
+      r.o = std::make_unique<Dev<float>>(r.out); // the backward runs on the reference forward
+      r.l = std::make_unique<Dev<float>>(r.lse);
+      r.gdq = std::make_unique<Dev<float>>(n);
+      r.gdk = std::make_unique<Dev<float>>(n);
+      r.gdv = std::make_unique<Dev<float>>(n);
+      refs.push_back(std::move(r));
     }
     const int64_t tb = 1024, bhb = 192;
     const size_t nb = timing ? (size_t)(bhb * tb * hd) : 1;
@@ -676,7 +682,7 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
 
     for (int kind = 0; kind < 3; ++kind) {
       const int(*list)[2] = kind == 0 ? shapesFwd : kind == 1 ? shapesKv : shapesDq;
-      const int count = kind == 0 ? 5 : 4;
+      const int count = kind == 0 ? 4 : 3;
       for (int i = 0; i < count; ++i) {
         tgrt_cuda::AttentionTiles tiles = {0, 0, 0, 0, 0, 0};
         int* slot = kind == 0 ? &tiles.fwd_br : kind == 1 ? &tiles.kv_br : &tiles.dq_br;
@@ -727,8 +733,6 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
         }
       }
     }
-    for (Ref& r : refs)
-      for (Dev<float>* d : {r.q, r.k, r.v, r.dout, r.o, r.l, r.gdq, r.gdk, r.gdv}) delete d;
   }
   tgrt_cuda::setAttentionTiles(c.gpu, {0, 0, 0, 0, 0, 0});
 }

@@ -144,6 +144,7 @@ std::string printModule(ModuleOp module) {
   llvm::raw_string_ostream os(text);
   OpPrintingFlags flags;
   flags.elideLargeElementsAttrs(16);
+  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false); // keep model place names
   module->print(os, flags);
   os << "\n";
   return text;
