@@ -76,21 +76,9 @@ void insertMerged(Ranges &set, int64_t begin, int64_t end) {
   }
 }
 
-/// Appends to `out` the union of two sorted runs of byte ranges, as a sorted run of
-/// disjoint ranges (touching ones joined). O(|a| + |b|).
-void unite(const std::pair<int64_t, int64_t> *a, const std::pair<int64_t, int64_t> *aEnd,
-           const std::pair<int64_t, int64_t> *b, const std::pair<int64_t, int64_t> *bEnd,
-           Ranges &out) {
-  size_t start = out.size();
-  while (a != aEnd || b != bEnd) {
-    const std::pair<int64_t, int64_t> &next =
-        (b == bEnd || (a != aEnd && a->first <= b->first)) ? *a++ : *b++;
-    if (out.size() > start && next.first <= out.back().second)
-      out.back().second = std::max(out.back().second, next.second);
-    else
-      out.push_back(next);
-  }
-}
+/// How a buffer picks among the free gaps that hold it: the smallest (best fit, least
+/// waste; ties: the lowest) or the lowest (first fit).
+enum class Fit { Best, First };
 
 /// Which bytes are taken, over a span of time, by the buffers placed so far.
 ///
@@ -140,50 +128,63 @@ public:
     }
   }
 
-  /// Sets `out` to the sorted disjoint byte ranges whose union is exactly the bytes
-  /// used at some time in [lo, hi]. The O(log T) sets are each sorted; they are
-  /// united pairwise, O(m log(#sets)) for m ranges in all. Returns m.
-  size_t query(size_t lo, size_t hi, Ranges &out) {
+  /// Chooses an offset (bytes) for a buffer of `bytes` and `align` that will live
+  /// over compressed times [lo, hi], among the bytes used by then. Gaps are the free
+  /// spaces between the runs of used bytes, from offset 0 up; Fit::Best takes the
+  /// smallest gap that holds the aligned buffer (ties: the lowest), Fit::First the
+  /// lowest such gap; when no gap holds it, the buffer goes on top of the highest
+  /// run. The space above the top is unbounded and used only as that fallback.
+  ///
+  /// The used bytes are the union of O(log T) sorted sets (see the class comment),
+  /// walked in address order by a k-way merge over a binary heap of set cursors:
+  /// O(m log s) for m ranges read from s sets. First fit, and best fit on an exact
+  /// fit, stop at the gap they take. Adds m to `work`.
+  int64_t findOffset(size_t lo, size_t hi, int64_t bytes, int64_t align, Fit fit,
+                     uint64_t &work) {
     ++epoch;
     canonical(lo, hi);
-    out.clear();
-    runs.clear();
-    auto append = [&](const Ranges &set) {
-      if (!set.empty()) {
-        runs.push_back(out.size());
-        out.insert(out.end(), set.begin(), set.end());
-      }
+    cursors.clear();
+    auto add = [&](const Ranges &set) {
+      if (!set.empty())
+        cursors.push_back({set.data(), set.data() + set.size()});
     };
     for (size_t c : nodes) {
-      append(any[c]);
+      add(any[c]);
       for (size_t a = c >> 1; a >= 1 && stamp[a] != epoch; a >>= 1) {
         stamp[a] = epoch;
-        append(cover[a]);
+        add(cover[a]);
       }
     }
-    size_t read = out.size();
-    // Bottom-up union of the sorted runs [runs[i], runs[i+1]): each pass unites
-    // neighbouring runs into one sorted disjoint run, which is often much shorter
-    // than the two inputs (the same long-lived buffers appear in several sets).
-    runs.push_back(out.size());
-    while (runs.size() > 2) {
-      scratch.clear();
-      merged.clear();
-      size_t i = 0;
-      for (; i + 2 < runs.size(); i += 2) {
-        merged.push_back(scratch.size());
-        unite(out.data() + runs[i], out.data() + runs[i + 1], out.data() + runs[i + 1],
-              out.data() + runs[i + 2], scratch);
+    // Min-heap of cursors on the begin of their current range.
+    auto later = [](const Cursor &x, const Cursor &y) { return x.at->first > y.at->first; };
+    std::make_heap(cursors.begin(), cursors.end(), later);
+    int64_t free = 0; // lowest byte not used by the ranges read so far
+    int64_t best = -1;
+    int64_t bestGap = std::numeric_limits<int64_t>::max();
+    while (!cursors.empty()) {
+      std::pop_heap(cursors.begin(), cursors.end(), later);
+      Cursor &top = cursors.back();
+      auto [begin, end] = *top.at;
+      if (++top.at == top.end)
+        cursors.pop_back();
+      else
+        std::push_heap(cursors.begin(), cursors.end(), later);
+      ++work;
+      if (begin > free) { // a gap [free, begin)
+        int64_t start = alignUp(free, align);
+        if (start + bytes <= begin) {
+          int64_t gap = begin - free;
+          if (fit == Fit::First || gap == bytes)
+            return start;
+          if (gap < bestGap) {
+            bestGap = gap;
+            best = start;
+          }
+        }
       }
-      if (i + 1 < runs.size()) { // an odd run left over: copy it
-        merged.push_back(scratch.size());
-        scratch.insert(scratch.end(), out.begin() + runs[i], out.begin() + runs[i + 1]);
-      }
-      merged.push_back(scratch.size());
-      out.swap(scratch);
-      runs.swap(merged);
+      free = std::max(free, end);
     }
-    return read;
+    return best >= 0 ? best : alignUp(free, align);
   }
 
 private:
@@ -203,39 +204,11 @@ private:
   std::vector<uint64_t> stamp;    ///< per node: last epoch that visited it
   uint64_t epoch = 0;
   std::vector<size_t> nodes;
-  std::vector<size_t> runs, merged; ///< query scratch: starts of sorted runs in `out`
-  Ranges scratch;
+  struct Cursor {
+    const std::pair<int64_t, int64_t> *at, *end;
+  };
+  std::vector<Cursor> cursors;
 };
-
-enum class Fit { Best, First };
-
-/// Chooses an offset (bytes) for a buffer of `bytes` and `align` given the ranges it
-/// must not overlap (sorted by begin, possibly overlapping each other). Gaps are the free spaces between the
-/// union of the ranges, from offset 0 up. Fit::Best takes the smallest gap that holds
-/// the aligned buffer (ties: the lowest), Fit::First the lowest such gap; when no gap
-/// holds it, the buffer goes on top of the highest range. The gap above all ranges is
-/// unbounded and is only used as that fallback.
-int64_t chooseOffset(const Ranges &ranges, int64_t bytes, int64_t align, Fit fit) {
-  int64_t cursor = 0; // lowest byte not covered by the ranges seen so far
-  int64_t best = -1;
-  int64_t bestGap = std::numeric_limits<int64_t>::max();
-  for (const auto &[begin, end] : ranges) {
-    if (begin > cursor) {
-      int64_t start = alignUp(cursor, align);
-      if (start + bytes <= begin) {
-        int64_t gap = begin - cursor;
-        if (fit == Fit::First)
-          return start;
-        if (gap < bestGap) {
-          bestGap = gap;
-          best = start;
-        }
-      }
-    }
-    cursor = std::max(cursor, end);
-  }
-  return best >= 0 ? best : alignUp(cursor, align);
-}
 
 /// Work units charged per placed buffer on top of the ranges its query read: the
 /// O(log T) set visits and updates cost about this many range reads.
@@ -278,14 +251,13 @@ int64_t placeInOrder(const std::vector<Item> &items, const Timeline &time,
                      uint64_t limit = std::numeric_limits<uint64_t>::max()) {
   index.clear();
   offsets.assign(items.size(), -1);
-  Ranges ranges;
   int64_t arena = 0;
   for (int32_t id : order) {
     const Item &it = items[id];
-    work += index.query(time.lo[id], time.hi[id], ranges) + kWorkPerBuffer;
+    int64_t off = index.findOffset(time.lo[id], time.hi[id], it.bytes, it.align, fit, work);
+    work += kWorkPerBuffer;
     if (work > limit)
       return -1;
-    int64_t off = chooseOffset(ranges, it.bytes, it.align, fit);
     offsets[id] = off;
     index.insert(time.lo[id], time.hi[id], off, alignUp(off + it.bytes, granule));
     arena = std::max(arena, off + it.bytes);
