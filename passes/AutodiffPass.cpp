@@ -68,6 +68,13 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
     b.setInsertionPointAfter(micro);
     buildOptimizer(b, forward);
     forward.setSymName("eval_step");
+    // Evaluation runs the model deterministically: dropout is the identity there.
+    SmallVector<DropoutOp> dropouts;
+    forward.walk([&](DropoutOp op) { dropouts.push_back(op); });
+    for (DropoutOp op : dropouts) {
+      op.getResult().replaceAllUsesWith(op.getX());
+      op.erase();
+    }
   }
 
   /// Appends the backward pass and the gradient accumulation to `fn`.

@@ -80,6 +80,22 @@ void insertMerged(Ranges &set, int64_t begin, int64_t end) {
 /// waste; ties: the lowest) or the lowest (first fit).
 enum class Fit { Best, First };
 
+/// Appends to `out` the union of two sorted runs of byte ranges, as a sorted run of
+/// disjoint ranges (touching ones joined). O(|a| + |b|).
+void unite(const std::pair<int64_t, int64_t> *a, const std::pair<int64_t, int64_t> *aEnd,
+           const std::pair<int64_t, int64_t> *b, const std::pair<int64_t, int64_t> *bEnd,
+           Ranges &out) {
+  size_t start = out.size();
+  while (a != aEnd || b != bEnd) {
+    const std::pair<int64_t, int64_t> &next =
+        (b == bEnd || (a != aEnd && a->first <= b->first)) ? *a++ : *b++;
+    if (out.size() > start && next.first <= out.back().second)
+      out.back().second = std::max(out.back().second, next.second);
+    else
+      out.push_back(next);
+  }
+}
+
 /// Which bytes are taken, over a span of time, by the buffers placed so far.
 ///
 /// Time (the distinct interval endpoints, compressed to 0..T-1) is the leaf range of
@@ -134,60 +150,76 @@ public:
   /// smallest gap that holds the aligned buffer (ties: the lowest), Fit::First the
   /// lowest such gap; when no gap holds it, the buffer goes on top of the highest
   /// run. The space above the top is unbounded and used only as that fallback.
-  ///
-  /// The used bytes are the union of O(log T) sorted sets (see the class comment),
-  /// walked in address order by a k-way merge over a binary heap of set cursors:
-  /// O(m log s) for m ranges read from s sets. First fit, and best fit on an exact
-  /// fit, stop at the gap they take. Adds m to `work`.
+  /// Adds the number of ranges read to `work`.
   int64_t findOffset(size_t lo, size_t hi, int64_t bytes, int64_t align, Fit fit,
                      uint64_t &work) {
-    ++epoch;
-    canonical(lo, hi);
-    cursors.clear();
-    auto add = [&](const Ranges &set) {
-      if (!set.empty())
-        cursors.push_back({set.data(), set.data() + set.size()});
-    };
-    for (size_t c : nodes) {
-      add(any[c]);
-      for (size_t a = c >> 1; a >= 1 && stamp[a] != epoch; a >>= 1) {
-        stamp[a] = epoch;
-        add(cover[a]);
-      }
-    }
-    // Min-heap of cursors on the begin of their current range.
-    auto later = [](const Cursor &x, const Cursor &y) { return x.at->first > y.at->first; };
-    std::make_heap(cursors.begin(), cursors.end(), later);
-    int64_t free = 0; // lowest byte not used by the ranges read so far
+    work += usedBytes(lo, hi);
+    int64_t free = 0; // lowest byte not used by the runs seen so far
     int64_t best = -1;
     int64_t bestGap = std::numeric_limits<int64_t>::max();
-    while (!cursors.empty()) {
-      std::pop_heap(cursors.begin(), cursors.end(), later);
-      Cursor &top = cursors.back();
-      auto [begin, end] = *top.at;
-      if (++top.at == top.end)
-        cursors.pop_back();
-      else
-        std::push_heap(cursors.begin(), cursors.end(), later);
-      ++work;
-      if (begin > free) { // a gap [free, begin)
-        int64_t start = alignUp(free, align);
-        if (start + bytes <= begin) {
-          int64_t gap = begin - free;
-          if (fit == Fit::First || gap == bytes)
-            return start;
-          if (gap < bestGap) {
-            bestGap = gap;
-            best = start;
-          }
+    for (const auto &[begin, end] : runs) {
+      int64_t start = alignUp(free, align);
+      if (start + bytes <= begin) { // the gap [free, begin) holds it
+        int64_t gap = begin - free;
+        if (fit == Fit::First || gap == bytes)
+          return start;
+        if (gap < bestGap) {
+          bestGap = gap;
+          best = start;
         }
       }
-      free = std::max(free, end);
+      free = end;
     }
     return best >= 0 ? best : alignUp(free, align);
   }
 
 private:
+  /// Sets `runs` to the maximal runs of bytes used at some time in [lo, hi], sorted.
+  /// The O(log T) sets that make them up (see the class comment) are each sorted;
+  /// they are united pairwise, bottom-up, O(m log s) for m ranges in s sets; the
+  /// same long-lived buffers appear in several sets, so the runs shrink as they
+  /// are united. Returns m.
+  size_t usedBytes(size_t lo, size_t hi) {
+    ++epoch;
+    canonical(lo, hi);
+    runs.clear();
+    starts.clear();
+    auto append = [&](const Ranges &set) {
+      if (!set.empty()) {
+        starts.push_back(runs.size());
+        runs.insert(runs.end(), set.begin(), set.end());
+      }
+    };
+    for (size_t c : nodes) {
+      append(any[c]);
+      for (size_t a = c >> 1; a >= 1 && stamp[a] != epoch; a >>= 1) {
+        stamp[a] = epoch;
+        append(cover[a]);
+      }
+    }
+    size_t read = runs.size();
+    starts.push_back(runs.size());
+    // starts[i]..starts[i+1] is the i-th sorted run of ranges in `runs`.
+    while (starts.size() > 2) {
+      scratch.clear();
+      nextStarts.clear();
+      size_t i = 0;
+      for (; i + 2 < starts.size(); i += 2) {
+        nextStarts.push_back(scratch.size());
+        unite(runs.data() + starts[i], runs.data() + starts[i + 1],
+              runs.data() + starts[i + 1], runs.data() + starts[i + 2], scratch);
+      }
+      if (i + 1 < starts.size()) { // an odd one left over: copy it
+        nextStarts.push_back(scratch.size());
+        scratch.insert(scratch.end(), runs.begin() + starts[i], runs.begin() + starts[i + 1]);
+      }
+      nextStarts.push_back(scratch.size());
+      runs.swap(scratch);
+      starts.swap(nextStarts);
+    }
+    return read;
+  }
+
   /// Fills `nodes` with the canonical decomposition of leaves [lo, hi].
   void canonical(size_t lo, size_t hi) {
     nodes.clear();
@@ -204,10 +236,8 @@ private:
   std::vector<uint64_t> stamp;    ///< per node: last epoch that visited it
   uint64_t epoch = 0;
   std::vector<size_t> nodes;
-  struct Cursor {
-    const std::pair<int64_t, int64_t> *at, *end;
-  };
-  std::vector<Cursor> cursors;
+  Ranges runs, scratch;                 ///< findOffset scratch
+  std::vector<size_t> starts, nextStarts; ///< starts of the sorted runs being united
 };
 
 /// Work units charged per placed buffer on top of the ranges its query read: the

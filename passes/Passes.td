@@ -33,7 +33,7 @@ def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
       seeded with 1/grad_accum so accumulated gradients are the mean over micro-batches.
     - `@optimizer_step`: `tg.clip_grad_norm` over all parameters, then `tg.adamw` per
       parameter (decoupled weight decay on matrices only unless decay-embeddings).
-    - `@eval_step`: the forward pass alone (a copy of @forward).
+    - `@eval_step`: the forward pass alone, dropout removed (evaluation is deterministic).
     Every op gets `tg.phase` = "forward" | "backward" | "optimizer".
   }];
   let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];

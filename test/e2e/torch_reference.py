@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Gradient and optimizer check of a model compiled with `tgc compile --emit=lib`.
 
-    torch_reference.py --lib model.so [--seed S]
+    torch_reference.py --lib model.so [--seed S] [--device cpu|cuda] [--tol-grad T]
+                       [--tol-update T] [--skip-second-step]
     torch_reference.py --self-test          (reference model vs finite differences, no lib)
 
 Loads the shared library (C ABI: runtime/tglib.h, structs: runtime/tgrt.h) with ctypes,
@@ -13,6 +14,14 @@ micro-step at the updated weights (loss and gradients again).
 
 Errors are "max rel err" = max|lib - ref| / max(max|ref|, 1e-12) per tensor. Exit status 1
 (after printing the table) if any tolerance fails.
+
+--device picks the torch device of the float64 reference (forward, backward, norms); the
+library runs wherever it was compiled for (--target). Comparisons are made per tensor on the
+host in float64; the library's tensors are kept on the host in float32. Memory (float64, on
+--device): parameters, gradients and the reference-updated parameters (3 x 8 bytes/param)
+plus the autograd activations: per layer about B*H*T*T (attention probabilities) + ~12*B*T*D
++ ~5*B*T*F doubles, and ~3*B*T*V for the logits. GPT-2 small at B=4: ~25 GB.
+--tol-grad sets the loss, gradient and grad-norm tolerances, --tol-update the update one.
 """
 import argparse
 import ctypes
@@ -220,9 +229,9 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def causal_mask(T, window):
-    i = torch.arange(T).view(T, 1)
-    j = torch.arange(T).view(1, T)
+def causal_mask(T, window, device=None):
+    i = torch.arange(T, device=device).view(T, 1)
+    j = torch.arange(T, device=device).view(1, T)
     vis = j <= i
     if window > 0:
         vis = vis & (i - j < window)
@@ -237,7 +246,7 @@ def forward(cfg, P, tokens, targets):
     eps = cfg["eps"]
     tk = tokens.long()
     x = P["wte"][tk] + P["wpe"][:T]
-    vis = causal_mask(T, cfg["window"])
+    hidden = ~causal_mask(T, cfg["window"], tokens.device)
     scale = 1.0 / math.sqrt(hd)
     for i in range(cfg["L"]):
         l = f"layers.{i}."
@@ -247,9 +256,11 @@ def forward(cfg, P, tokens, targets):
             qkv = qkv + P[l + "attn.qkv.bias"]
         q, k, v = qkv.split(D, dim=-1)
         q, k, v = (z.reshape(B, T, H, hd).transpose(1, 2) for z in (q, k, v))
-        s = (q @ k.transpose(-1, -2)) * scale
-        s = s.masked_fill(~vis, float("-inf"))
+        # In place on the [B,H,T,T] scores (matmul's backward needs q and k, masked_fill's
+        # only the mask, softmax's its output): one T*T tensor per layer is kept.
+        s = (q @ k.transpose(-1, -2)).mul_(scale).masked_fill_(hidden, float("-inf"))
         p = torch.softmax(s, dim=-1)
+        del s
         o = (p @ v).transpose(1, 2).reshape(B, T, D)
         o = o @ P[l + "attn.proj.weight"]
         if cfg["attn_bias"]:

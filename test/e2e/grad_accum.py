@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Gradient accumulation check: grad_accum = K over micro-batches of size B/K must give the
+same accumulated gradients as one micro-batch of size B (the loss is a mean over an equal
+number of tokens per micro-batch, and tg-autodiff seeds each micro-step with 1/K), and the
+same parameters after one optimizer step.
+
+usage: grad_accum.py --accum LIB_K --single LIB_1 --k K
+Both libraries come from the same spec, built with (batch B/K, grad_accum K) and (batch B,
+grad_accum 1). Prints one line per parameter and 'grad-accum: PASS' or exits 1."""
+import argparse, ctypes, sys
+import numpy as np
+
+
+class Param(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 4),
+                ("numel", ctypes.c_int64), ("offset", ctypes.c_int64), ("grad_offset", ctypes.c_int64),
+                ("m_offset", ctypes.c_int64), ("v_offset", ctypes.c_int64), ("init", ctypes.c_int32),
+                ("init_std", ctypes.c_float), ("weight_decay", ctypes.c_int32)]
+
+
+class Model(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("spec_json", ctypes.c_char_p), ("n_params", ctypes.c_int32),
+                ("params", ctypes.POINTER(Param)), ("persistent_bytes", ctypes.c_int64),
+                ("arena_bytes", ctypes.c_int64), ("workspace_bytes", ctypes.c_int64),
+                ("tokens_offset", ctypes.c_int64), ("targets_offset", ctypes.c_int64),
+                ("batch_size", ctypes.c_int32), ("context", ctypes.c_int32), ("vocab_size", ctypes.c_int32),
+                ("grad_accum", ctypes.c_int32)]
+
+
+def load(path):
+    lib = ctypes.CDLL(path)
+    lib.tglib_create.restype = ctypes.c_void_p
+    lib.tglib_create.argtypes = [ctypes.c_int64]
+    lib.tglib_model.restype = ctypes.POINTER(Model)
+    for fn in ("tglib_set_param", "tglib_get_param", "tglib_get_grad"):
+        getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    lib.tglib_micro_step.restype = ctypes.c_float
+    lib.tglib_micro_step.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.tglib_optimizer_step.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
+    return lib
+
+
+def params(lib):
+    m = lib.tglib_model().contents
+    return m, [(m.params[i].name, m.params[i].numel) for i in range(m.n_params)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--accum", required=True)
+    ap.add_argument("--single", required=True)
+    ap.add_argument("--k", type=int, required=True)
+    a = ap.parse_args()
+    la, ls = load(a.accum), load(a.single)
+    ma, pa = params(la)
+    ms, ps = params(ls)
+    assert ma.grad_accum == a.k and ms.grad_accum == 1, "libraries built with the wrong grad_accum"
+    assert ms.batch_size == ma.batch_size * a.k, "batch sizes do not match B = K * b"
+    ca, cs = la.tglib_create(1), ls.tglib_create(1)
+    rng = np.random.default_rng(7)
+    for (name, n) in ps:  # identical random weights in both
+        w = (rng.standard_normal(n) * 0.05).astype(np.float32)
+        ls.tglib_set_param(cs, name, w.ctypes.data)
+        la.tglib_set_param(ca, name, w.ctypes.data)
+    T, B = ms.context, ms.batch_size
+    tok = rng.integers(0, ms.vocab_size, (B, T), dtype=np.int32)
+    tgt = rng.integers(0, ms.vocab_size, (B, T), dtype=np.int32)
+    loss1 = ls.tglib_micro_step(cs, tok.ctypes.data, tgt.ctypes.data)
+    b = ma.batch_size
+    losses = []
+    for k in range(a.k):
+        t = np.ascontiguousarray(tok[k * b:(k + 1) * b])
+        g = np.ascontiguousarray(tgt[k * b:(k + 1) * b])
+        losses.append(la.tglib_micro_step(ca, t.ctypes.data, g.ctypes.data))
+    worst, ok = 0.0, True
+    mean_loss = float(np.mean(losses))
+    print(f"loss single {loss1:.7f}  mean over {a.k} micro-batches {mean_loss:.7f}")
+    ok &= abs(loss1 - mean_loss) <= 1e-5 * abs(loss1)
+    for (name, n) in ps:
+        g1 = np.empty(n, np.float32); gk = np.empty(n, np.float32)
+        ls.tglib_get_grad(cs, name, g1.ctypes.data)
+        la.tglib_get_grad(ca, name, gk.ctypes.data)
+        err = float(np.max(np.abs(g1 - gk)) / max(np.max(np.abs(g1)), 1e-12))
+        worst = max(worst, err)
+        print(f"  {name.decode():32s} grad rel err {err:.2e}")
+    ok &= worst <= 1e-5
+    ls.tglib_optimizer_step(cs, 1, 1e-3)
+    la.tglib_optimizer_step(ca, 1, 1e-3)
+    pworst = 0.0
+    for (name, n) in ps:
+        p1 = np.empty(n, np.float32); pk = np.empty(n, np.float32)
+        ls.tglib_get_param(cs, name, p1.ctypes.data)
+        la.tglib_get_param(ca, name, pk.ctypes.data)
+        pworst = max(pworst, float(np.max(np.abs(p1 - pk))))
+    print(f"worst grad rel err {worst:.2e}; worst parameter difference after AdamW {pworst:.2e}")
+    ok &= pworst <= 1e-5
+    print("grad-accum: " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
