@@ -209,6 +209,42 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
                         const float* v, const float* out, const float* lse, const float* dout,
                         float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
                         int32_t causal, int64_t window, float scale);
+/* bf16 variants of the two above. bf16 tensors are stored as uint16_t bit patterns (the
+ * upper half of the float32; tgrt_bf16_from_float rounds to nearest even). q, k, v, out,
+ * dout, dq, dk, dv: bf16 [bh, t, hd]; lse: float32 [bh, t]. Products take bf16 operands
+ * with float32 accumulation (the softmax, lse and D = rowsum(dout * out) are float32; dq,
+ * dk, dv are accumulated in float32 and rounded once when stored); same masking as the
+ * float32 versions; deterministic (no float atomics). CUDA: hd 32, 64 or 128 (tensor cores,
+ * mma.sync m16n8k16); every tensor 16-byte aligned. CPU reference: converts to float32,
+ * runs the float32 kernel above and rounds the bf16 outputs (RNE). */
+void tgrt_attention_fwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
+                             const uint16_t* k, const uint16_t* v, uint16_t* out, float* lse,
+                             int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                             float scale);
+void tgrt_attention_bwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
+                             const uint16_t* k, const uint16_t* v, const uint16_t* out,
+                             const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
+                             uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                             int64_t window, float scale);
+/* bf16 <-> float32 on the host: to float is exact; from float rounds to nearest, ties to
+ * even (NaN stays a quiet NaN, overflow gives +-inf). */
+static inline float tgrt_bf16_to_float(uint16_t h) {
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  x.u = (uint32_t)h << 16;
+  return x.f;
+}
+static inline uint16_t tgrt_bf16_from_float(float f) {
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  x.f = f;
+  if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40u); /* NaN */
+  return (uint16_t)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16);
+}
 /* acc[0] += sum(g[i]^2). */
 void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, const float* g, int64_t n, float* acc);
 /* From acc[0] = sum of squares: norm = sqrt(acc[0]); acc[1] = clip scale =

@@ -696,6 +696,54 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
   }
 }
 
+/// bf16 storage -> float (exact).
+std::vector<float> bf16ToFloat(const uint16_t* x, int64_t n) {
+  std::vector<float> f((size_t)n);
+  for (int64_t i = 0; i < n; ++i) f[(size_t)i] = tgrt_bf16_to_float(x[i]);
+  return f;
+}
+void floatToBf16(const std::vector<float>& f, uint16_t* x) {
+  for (size_t i = 0; i < f.size(); ++i) x[i] = tgrt_bf16_from_float(f[i]);
+}
+
+/// bf16 attention forward: the float32 reference on the widened inputs, out rounded to bf16
+/// (RNE); lse stays float32.
+void tgrt_attention_fwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
+                             const uint16_t* k, const uint16_t* v, uint16_t* out, float* lse,
+                             int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                             float scale) {
+  checkNonNegative(loc, "attention_fwd_bf16(bh, t, hd)", bh, t, hd);
+  if (bh * t == 0) return;
+  checkPtrs(loc, "attention_fwd_bf16", {q, k, v, out, lse});
+  const int64_t n = bh * t * hd;
+  const std::vector<float> qf = bf16ToFloat(q, n), kf = bf16ToFloat(k, n), vf = bf16ToFloat(v, n);
+  std::vector<float> of((size_t)n);
+  tgrt_attention_fwd(ctx, loc, qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal,
+                     window, scale);
+  floatToBf16(of, out);
+}
+
+/// bf16 attention backward: the float32 reference on the widened inputs (out and dout as
+/// stored in bf16), dq, dk, dv rounded to bf16 (RNE).
+void tgrt_attention_bwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
+                             const uint16_t* k, const uint16_t* v, const uint16_t* out,
+                             const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
+                             uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                             int64_t window, float scale) {
+  checkNonNegative(loc, "attention_bwd_bf16(bh, t, hd)", bh, t, hd);
+  if (bh * t * hd == 0) return;
+  checkPtrs(loc, "attention_bwd_bf16", {q, k, v, out, lse, dout, dq, dk, dv});
+  const int64_t n = bh * t * hd;
+  const std::vector<float> qf = bf16ToFloat(q, n), kf = bf16ToFloat(k, n), vf = bf16ToFloat(v, n),
+                           of = bf16ToFloat(out, n), dof = bf16ToFloat(dout, n);
+  std::vector<float> dqf((size_t)n), dkf((size_t)n), dvf((size_t)n);
+  tgrt_attention_bwd(ctx, loc, qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(),
+                     dqf.data(), dkf.data(), dvf.data(), bh, t, hd, causal, window, scale);
+  floatToBf16(dqf, dq);
+  floatToBf16(dkf, dk);
+  floatToBf16(dvf, dv);
+}
+
 // ---------------------------------------------------------------------- optimizer --
 
 /// acc[0] += sum_i g[i]^2 (the partial sum in double); g [n].

@@ -28,13 +28,13 @@ import ctypes
 import json
 import math
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
 
 GRAD_TOL = 1e-5      # loss and gradients, relative to the tensor's max |ref|
 UPDATE_TOL = 1e-4    # parameter updates, relative to the tensor's max |ref update|
-LOSS2_TOL = 1e-5     # loss after the update
 F32_ULP = 2.0 ** -23  # one float32 ulp, relative
 
 # ----------------------------------------------------------------- C structs --
@@ -282,10 +282,14 @@ def forward(cfg, P, tokens, targets):
 
 
 def ref_loss_and_grads(cfg, P, tokens, targets):
-    Pg = {n: t.detach().clone().requires_grad_(True) for n, t in P.items()}
+    """Loss and float64 gradients; P's tensors become the autograd leaves (no copy)."""
+    Pg = {n: t.detach().requires_grad_(True) for n, t in P.items()}
     loss = forward(cfg, Pg, tokens, targets)
     loss.backward()
-    return loss.item(), {n: t.grad.detach() for n, t in Pg.items()}
+    G = {n: t.grad for n, t in Pg.items()}
+    for t in Pg.values():
+        t.grad = None
+    return loss.item(), G
 
 
 def decays(cfg, name, rank):
@@ -296,36 +300,37 @@ def decays(cfg, name, rank):
     return True
 
 
-def ref_adamw(cfg, P, G, step, lr):
-    """Clip (global norm) then AdamW from zero moments, float64. Returns (new P, norm)."""
-    b1, b2, eps, wd, clip = cfg["beta1"], cfg["beta2"], cfg["adam_eps"], cfg["weight_decay"], cfg["grad_clip"]
-    norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in G.values()))
-    scale = clip / (norm + 1e-6) if (clip > 0 and norm > clip) else 1.0
-    out = {}
-    for n, p in P.items():
-        g = G[n].double() * scale
-        m = (1 - b1) * g
-        v = (1 - b2) * g * g
-        mhat = m / (1 - b1 ** step)
-        vhat = v / (1 - b2 ** step)
-        w = wd if decays(cfg, n, p.dim()) else 0.0
-        out[n] = p - lr * (mhat / (torch.sqrt(vhat) + eps) + w * p)
-    return out, norm, scale
+def global_norm(G):
+    """sqrt(sum g^2) over all tensors, accumulated in float64 (G: float32 or float64)."""
+    return math.sqrt(sum(float(torch.sum(torch.square(g.double()))) for g in G.values()))
 
 
-def torch_adamw_crosscheck(cfg, P, G, lr, scale):
-    """One torch.optim.AdamW step on the clipped grads; returns max |diff| vs ref_adamw."""
-    params = {n: p.clone().requires_grad_(True) for n, p in P.items()}
-    for n, p in params.items():
-        p.grad = G[n].double() * scale
-    groups = [
-        {"params": [p for n, p in params.items() if decays(cfg, n, p.dim())], "weight_decay": cfg["weight_decay"]},
-        {"params": [p for n, p in params.items() if not decays(cfg, n, p.dim())], "weight_decay": 0.0},
-    ]
-    groups = [g for g in groups if g["params"]]
-    opt = torch.optim.AdamW(groups, lr=lr, betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["adam_eps"])
+def clip_scale(cfg, norm):
+    clip = cfg["grad_clip"]
+    return clip / (norm + 1e-6) if (clip > 0 and norm > clip) else 1.0
+
+
+def ref_adamw_one(cfg, name, p, g, step, lr, scale):
+    """Clipped AdamW from zero moments on one tensor, float64 (as tgrt_adamw)."""
+    b1, b2, eps, wd = cfg["beta1"], cfg["beta2"], cfg["adam_eps"], cfg["weight_decay"]
+    g = g.double() * scale
+    m = (1 - b1) * g
+    v = (1 - b2) * g * g
+    mhat = m / (1 - b1 ** step)
+    vhat = v / (1 - b2 ** step)
+    w = wd if decays(cfg, name, p.dim()) else 0.0
+    return p - lr * (mhat / (torch.sqrt(vhat) + eps) + w * p)
+
+
+def torch_adamw_one(cfg, name, p, g, lr, scale):
+    """One torch.optim.AdamW step (step 1) on one tensor with the clipped gradient."""
+    q = p.clone().requires_grad_(True)
+    q.grad = g.double() * scale
+    wd = cfg["weight_decay"] if decays(cfg, name, p.dim()) else 0.0
+    opt = torch.optim.AdamW([q], lr=lr, betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["adam_eps"],
+                            weight_decay=wd)
     opt.step()
-    return {n: p.detach() for n, p in params.items()}
+    return q.detach()
 
 
 def random_params(cfg, gen):
@@ -342,7 +347,8 @@ def random_params(cfg, gen):
 
 
 def rel_err(a, b):
-    a, b = a.double(), b.double()
+    """max|a - b| / max|b|; b is the reference (promoted to float64, a follows)."""
+    b = b.double()
     return float((a - b).abs().max()) / max(float(b.abs().max()), 1e-12)
 
 
@@ -350,10 +356,24 @@ def fmt_shape(s):
     return "x".join(str(d) for d in s)
 
 
+def host(t):
+    """A reference tensor on the host (no copy when it already is)."""
+    return t.detach().to("cpu")
+
+
+def mem_note(device):
+    if device.type == "cuda":
+        return f", {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB peak torch memory on {device}"
+    return ""
+
+
 # ------------------------------------------------------------------- checks --
 
 
-def check_lib(path, seed, lib=None):
+def check_lib(path, seed, lib=None, device="cpu", tol_grad=GRAD_TOL, tol_update=UPDATE_TOL,
+              second_step=True):
+    device = torch.device(device)
+    t_start = time.time()
     lib = lib or Lib(path)
     m = lib.model
     spec = json.loads(m.spec_json.decode())
@@ -391,95 +411,135 @@ def check_lib(path, seed, lib=None):
         print("grad-check: FAIL")
         return 1
 
+    n_elems = sum(p["numel"] for p in lparams)
     print(f"grad-check: {m.name.decode()}: V={cfg['V']} C={cfg['C']} D={cfg['D']} L={cfg['L']} "
           f"H={cfg['H']} F={cfg['F']} B={cfg['B']} tied={cfg['tied']} attn_bias={cfg['attn_bias']} "
           f"mlp_bias={cfg['mlp_bias']} kernel={cfg['kernel']} window={cfg['window']} "
           f"grad_clip={cfg['grad_clip']}")
+    print(f"grad-check: {n_elems} parameters; float64 reference on {device}; "
+          f"tolerances grad {tol_grad:.0e} update {tol_update:.0e}", flush=True)
+    times = []
 
+    def lap(what):
+        times.append((what, time.time()))
+
+    lap("start")
+
+    # Parameters: float32 on the host (what the lib gets), float64 on the device (reference).
     gen = torch.Generator().manual_seed(seed)
-    P = random_params(cfg, gen)
+    P32 = {n: t.to(torch.float32) for n, t in random_params(cfg, gen).items()}
     B, T, V = cfg["B"], cfg["C"], cfg["V"]
     tokens = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int32)
     targets = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int32)
+    tokens_d, targets_d = tokens.to(device), targets.to(device)
+    P = {n: t.to(device=device, dtype=torch.float64) for n, t in P32.items()}
 
     ctx = lib.create(seed)
-    for n, t in P.items():
+    for n, t in P32.items():
         lib.set_param(ctx, n, t)
-    for n, t in P.items():  # round trip
+    for n, t in P32.items():  # round trip
         back = lib.get_param(ctx, n, t.shape)
-        if not torch.equal(back.double(), t):
+        if not torch.equal(back, t):
             print(f"grad-check: error: {n}: tglib_get_param does not return what tglib_set_param set")
             return 1
+    lap("setup")
 
     rows = []  # (section, tensor, shape, err, tol, note)
 
     # 1. forward + backward
     loss_lib = lib.micro_step(ctx, tokens, targets)
-    loss_ref, G = ref_loss_and_grads(cfg, P, tokens, targets)
-    rows.append(("step1", "loss", "-", abs(loss_lib - loss_ref) / abs(loss_ref), GRAD_TOL,
+    Glib = {n: lib.get_grad(ctx, n, t.shape) for n, t in P32.items()}  # float32, host
+    lap("lib step 1")
+    loss_ref, G = ref_loss_and_grads(cfg, P, tokens_d, targets_d)
+    lap("reference step 1")
+    rows.append(("step1", "loss", "-", abs(loss_lib - loss_ref) / abs(loss_ref), tol_grad,
                  f"lib {loss_lib:.7f} ref {loss_ref:.7f}"))
-    Glib = {}
-    for n, t in P.items():
-        Glib[n] = lib.get_grad(ctx, n, t.shape).double()
-        rows.append(("grad", n, fmt_shape(t.shape), rel_err(Glib[n], G[n]), GRAD_TOL, ""))
+    for n, t in P32.items():
+        rows.append(("grad", n, fmt_shape(t.shape), rel_err(Glib[n], host(G[n])), tol_grad, ""))
+    lap("compare grads")
 
     # 2. optimizer step 1 at the spec's lr
     lr = float(ctypes.c_float(cfg["lr"]).value)
     lib.optimizer_step(ctx, 1, lr)
-    Plib = {n: lib.get_param(ctx, n, t.shape).double() for n, t in P.items()}
-    Pref, norm, scale = ref_adamw(cfg, P, G, 1, lr)
     norm_lib = lib.last_grad_norm(ctx)
-    rows.append(("adamw", "grad norm", "-", abs(norm_lib - norm) / norm, GRAD_TOL,
+    lap("lib adamw")
+    norm = global_norm(G)
+    scale = clip_scale(cfg, norm)
+    # the same AdamW applied to the lib's own gradients (own norm): isolates the optimizer
+    scale_own = clip_scale(cfg, global_norm(Glib))
+    rows.append(("adamw", "grad norm", "-", abs(norm_lib - norm) / norm, tol_grad,
                  f"lib {norm_lib:.6g} ref {norm:.6g} clip scale {scale:.6g}"))
-    # the same AdamW applied to the lib's own gradients: isolates the optimizer
-    Pref_on_lib, _, _ = ref_adamw(cfg, P, Glib, 1, lr)
-    # torch.optim.AdamW must agree with the hand-written float64 reference
-    Ptorch = torch_adamw_crosscheck(cfg, P, G, lr, scale)
-    worst_torch = max(rel_err(Ptorch[n] - P[n], Pref[n] - P[n]) for n in P)
-    if worst_torch > 1e-9:
-        print(f"grad-check: error: own float64 AdamW and torch.optim.AdamW differ (rel {worst_torch:.2e})")
-        ok = False
-    for n in P:
-        du_lib = Plib[n] - P[n]
+    worst_torch = 0.0
+    Plib32 = {}
+    Pref = {} if second_step else None  # reference-updated weights, on the device
+    for n, p32 in P32.items():
+        p = p32.double()
+        g = host(G[n])
+        del G[n]
+        pref = ref_adamw_one(cfg, n, p, g, 1, lr, scale)
+        # torch.optim.AdamW must agree with the hand-written float64 reference
+        ptorch = torch_adamw_one(cfg, n, p, g, lr, scale)
+        worst_torch = max(worst_torch, rel_err(ptorch - p, pref - p))
+        del ptorch
+        du_own = ref_adamw_one(cfg, n, p, Glib[n], 1, lr, scale_own) - p
+        Plib32[n] = lib.get_param(ctx, n, p32.shape)
+        du_lib = Plib32[n] - p
         # The lib stores the new parameter in float32: allow its rounding (one ulp).
-        rounding = F32_ULP * Pref[n].abs()
+        rounding = F32_ULP * pref.abs()
         # (b) the optimizer alone: float64 AdamW on the lib's own gradients, every element.
-        du_own = Pref_on_lib[n] - P[n]
         err_own = float(((du_lib - du_own).abs() - rounding).clamp(min=0).max()) / \
             max(float(du_own.abs().max()), 1e-12)
         # (c) end to end: float64 AdamW on the float64 gradients. Adam's first step is about
         # lr*sign(g) and ill-conditioned where |g| is near eps, so elements with
         # |g| < 1e-6 max|g|, or where the update moves by more than 0.1x the tolerance under the
         # lib's (already checked) float32 gradient error, are left out and counted.
-        du_ref = Pref[n] - P[n]
+        du_ref = pref - p
         scale_u = max(float(du_ref.abs().max()), 1e-12)
-        g = G[n].abs()
-        keep = (g >= 1e-6 * float(g.max())) & ((du_own - du_ref).abs() <= 0.1 * UPDATE_TOL * scale_u)
+        g = g.abs()
+        keep = (g >= 1e-6 * float(g.max())) & ((du_own - du_ref).abs() <= 0.1 * tol_update * scale_u)
         excluded = int((~keep).sum())
         d = ((du_lib - du_ref).abs() - rounding).clamp(min=0)
         err = float(d[keep].max()) / scale_u if bool(keep.any()) else 0.0
         note = f"opt {err_own:.1e} e2e {err:.1e}"
         if excluded:
             note += f" (e2e excl {excluded}/{keep.numel()} ill-conditioned)"
-        rows.append(("update", n, fmt_shape(P[n].shape), max(err, err_own), UPDATE_TOL, note))
+        rows.append(("update", n, fmt_shape(p32.shape), max(err, err_own), tol_update, note))
+        if second_step:
+            Pref[n] = pref.to(device)
+        del p, g, pref, du_own, du_lib, rounding, du_ref, keep, d
+    del G, Glib
+    if worst_torch > 1e-9:
+        print(f"grad-check: error: own float64 AdamW and torch.optim.AdamW differ (rel {worst_torch:.2e})")
+        ok = False
+    lap("reference adamw + compare")
 
     # 3. second micro-step at the updated weights (gradients were zeroed by the optimizer)
-    loss2_lib = lib.micro_step(ctx, tokens, targets)
-    with torch.no_grad():
-        loss2_ref = forward(cfg, Pref, tokens, targets).item()
-    loss2_at_lib, G2 = ref_loss_and_grads(cfg, Plib, tokens, targets)
-    rows.append(("step2", "loss (ref-updated weights)", "-", abs(loss2_lib - loss2_ref) / abs(loss2_ref),
-                 LOSS2_TOL, f"lib {loss2_lib:.7f} ref {loss2_ref:.7f} (step1 {loss_ref:.7f})"))
-    rows.append(("step2", "loss (lib-updated weights)", "-", abs(loss2_lib - loss2_at_lib) / abs(loss2_at_lib),
-                 GRAD_TOL, ""))
-    worst2 = ("", 0.0)
-    for n in P:
-        e = rel_err(lib.get_grad(ctx, n, P[n].shape), G2[n])
-        if e > worst2[1]:
-            worst2 = (n, e)
-    rows.append(("step2", "grads (worst: " + worst2[0] + ")", "-", worst2[1], GRAD_TOL, ""))
+    if second_step:
+        loss2_lib = lib.micro_step(ctx, tokens, targets)
+        G2lib = {n: lib.get_grad(ctx, n, t.shape) for n, t in P32.items()}
+        lap("lib step 2")
+        with torch.no_grad():
+            loss2_ref = forward(cfg, Pref, tokens_d, targets_d).item()
+        del Pref
+        del P
+        Plib = {n: t.to(device=device, dtype=torch.float64) for n, t in Plib32.items()}
+        loss2_at_lib, G2 = ref_loss_and_grads(cfg, Plib, tokens_d, targets_d)
+        lap("reference step 2")
+        rows.append(("step2", "loss (ref-updated weights)", "-", abs(loss2_lib - loss2_ref) / abs(loss2_ref),
+                     tol_grad, f"lib {loss2_lib:.7f} ref {loss2_ref:.7f} (step1 {loss_ref:.7f})"))
+        rows.append(("step2", "loss (lib-updated weights)", "-", abs(loss2_lib - loss2_at_lib) / abs(loss2_at_lib),
+                     tol_grad, ""))
+        worst2 = ("", 0.0)
+        for n in P32:
+            e = rel_err(G2lib[n], host(G2[n]))
+            if e > worst2[1]:
+                worst2 = (n, e)
+        rows.append(("step2", "grads (worst: " + worst2[0] + ")", "-", worst2[1], tol_grad, ""))
+        lap("compare step 2")
     lib.destroy(ctx)
 
+    steps = ", ".join(f"{times[i][0]} {times[i][1] - times[i - 1][1]:.1f}s" for i in range(1, len(times)))
+    print(f"grad-check: time: {steps}; total {time.time() - t_start:.1f}s{mem_note(device)}")
     failed = [r for r in rows if not (r[3] <= r[4])]
     ok = ok and not failed
     print(f"{'check':7} {'tensor':34} {'shape':>10} {'max rel err':>11}  tol")
@@ -487,10 +547,15 @@ def check_lib(path, seed, lib=None):
         flag = "" if err <= tol else "  <-- FAIL"
         print(f"{sec:7} {name:34} {shape:>10} {err:11.2e}  {tol:.0e}{('  ' + note) if note else ''}{flag}")
     grad_rows = [r for r in rows if r[0] == "grad"]
+    upd_rows = [r for r in rows if r[0] == "update"]
+    for label, rs in (("grads", grad_rows), ("updates", upd_rows)):
+        top = sorted(rs, key=lambda r: -r[3])[:5]
+        print(f"grad-check: worst {label}: " + ", ".join(f"{r[1]} {r[3]:.1e}" for r in top))
     worst = max(r[3] for r in grad_rows)
-    worst_upd = max(r[3] for r in rows if r[0] == "update")
+    worst_upd = max(r[3] for r in upd_rows)
     print(f"grad-check: {len(grad_rows)} tensors, worst rel err {worst:.1e} (grads), "
-          f"{worst_upd:.1e} (adamw updates): {'PASS' if ok else 'FAIL'}")
+          f"{worst_upd:.1e} (adamw updates): {'PASS' if ok else 'FAIL'}"
+          + (f" ({len(failed)} over tolerance)" if failed else ""))
     return 0 if ok else 1
 
 
@@ -534,13 +599,24 @@ def main():
     ap.add_argument("--lib", help="shared library from tgc compile --emit=lib")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device of the float64 reference: cpu or cuda[:N] (default cpu)")
+    ap.add_argument("--tol-grad", type=float, default=GRAD_TOL,
+                    help=f"loss / gradient / grad-norm tolerance (default {GRAD_TOL:g})")
+    ap.add_argument("--tol-update", type=float, default=UPDATE_TOL,
+                    help=f"parameter update tolerance (default {UPDATE_TOL:g})")
+    ap.add_argument("--skip-second-step", action="store_true",
+                    help="stop after the optimizer step (no second micro-step)")
     a = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     if a.self_test:
         return self_test()
     if not a.lib:
         ap.error("--lib is required")
-    return check_lib(a.lib, a.seed)
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error("--device cuda: torch has no CUDA device here")
+    return check_lib(a.lib, a.seed, device=a.device, tol_grad=a.tol_grad, tol_update=a.tol_update,
+                     second_step=not a.skip_second_step)
 
 
 if __name__ == "__main__":
