@@ -29,6 +29,8 @@ int64_t prod(ArrayRef<int64_t> s) {
 }
 
 std::string flt(float v) {
+  if (std::isnan(v))
+    return "NAN";
   if (std::isinf(v))
     return v < 0 ? "-INFINITY" : "INFINITY";
   std::string s;
@@ -135,6 +137,9 @@ private:
         return ("(" + type + ")(P + " + std::to_string(it->second->offset) + ")").str();
       }
       if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
+        if (in.getValue() != "tokens" && in.getValue() != "targets")
+          return fn.emitError() << "emit: unknown input " << in << " (expected tokens or targets)",
+                 failure();
         int64_t off = in.getValue() == "tokens" ? report.tokensOffset : report.targetsOffset;
         return ("(" + type + ")(P + " + std::to_string(off) + ")").str();
       }

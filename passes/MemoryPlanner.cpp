@@ -13,12 +13,15 @@
 //  - TensorFlow Lite's simple memory arena / ArenaPlanner, which uses the same
 //    best-fit-among-conflicting-allocations rule on decreasing sizes.
 //  - IREE's stream.resource.pack, which also packs by liveness with a greedy rule.
-// What is ours: several visit orders and two fit rules are all run and the
-// smallest arena is kept; each result is then "compacted" (every buffer, lowest
-// offset first, is dropped to the lowest offset where it fits), which can only
-// shrink the arena; the overlap queries use a static interval index (below) so
-// that a placement costs O((k + 1) log n) for k time-overlapping placed buffers
-// instead of a scan over every placed buffer.
+// What is ours: several visit orders and two fit rules (best fit, first fit) are
+// tried, most useful first, and the smallest arena is kept; best-fit results are
+// then "compacted" (every buffer, lowest offset first, is dropped to the lowest
+// offset where it fits), which can only shrink the arena. Conflicts are found with
+// a segment tree over time whose nodes hold merged runs of used bytes (see
+// OccupancyIndex), so a placement reads O(log T) sorted sets of runs instead of
+// every placed buffer. A work budget (counted, not timed, so plans stay
+// deterministic) bounds the attempts on large, fragmented instances.
+// docs/memory-planning.md describes the model and the heuristics.
 //
 //===----------------------------------------------------------------------------===//
 #include "passes/MemoryPlanner.h"
@@ -110,11 +113,11 @@ void unite(const std::pair<int64_t, int64_t> *a, const std::pair<int64_t, int64_
 /// are the number of maximal runs of used bytes, usually far below the number k of
 /// conflicting buffers (they abut once packed). This is the segment tree of Bentley
 /// (1977) with a "subtree union" augmentation; cf. de Berg et al., "Computational
-/// Geometry", ch. 10. Merged sets cannot forget a buffer, so a placement pass builds
-/// a fresh index; passes never remove buffers.
+/// Geometry", ch. 10. Merged sets cannot forget one buffer, so every placement pass
+/// starts from a cleared index and only adds.
 class OccupancyIndex {
 public:
-  /// `times` are the sorted distinct interval endpoints.
+  /// An empty index over compressed times 0..numTimes-1.
   explicit OccupancyIndex(size_t numTimes) {
     leaves = 1;
     while (leaves < numTimes)
@@ -124,6 +127,7 @@ public:
     stamp.assign(2 * leaves, 0);
   }
 
+  /// Forgets every placed buffer (keeps the allocated capacity).
   void clear() {
     for (Ranges &r : cover)
       r.clear();

@@ -129,6 +129,17 @@ int64_t countValid(const char* loc, const int32_t* targets, int64_t rows, int64_
 
 constexpr double kGeluC = 0.7978845608028654; // sqrt(2/pi)
 constexpr double kGeluA = 0.044715;
+
+/// bf16 storage -> float (exact).
+std::vector<float> bf16ToFloat(const uint16_t* x, int64_t n) {
+  std::vector<float> f((size_t)n);
+  for (int64_t i = 0; i < n; ++i) f[(size_t)i] = tgrt_bf16_to_float(x[i]);
+  return f;
+}
+void floatToBf16(const std::vector<float>& f, uint16_t* x) {
+  for (size_t i = 0; i < f.size(); ++i) x[i] = tgrt_bf16_from_float(f[i]);
+}
+
 } // namespace
 
 extern "C" {
@@ -694,16 +705,6 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
       dv[off + x] = (float)dvAcc[x];
     }
   }
-}
-
-/// bf16 storage -> float (exact).
-std::vector<float> bf16ToFloat(const uint16_t* x, int64_t n) {
-  std::vector<float> f((size_t)n);
-  for (int64_t i = 0; i < n; ++i) f[(size_t)i] = tgrt_bf16_to_float(x[i]);
-  return f;
-}
-void floatToBf16(const std::vector<float>& f, uint16_t* x) {
-  for (size_t i = 0; i < f.size(); ++i) x[i] = tgrt_bf16_from_float(f[i]);
 }
 
 /// bf16 attention forward: the float32 reference on the widened inputs, out rounded to bf16

@@ -758,6 +758,93 @@ TEST_F(Cpu, AttentionBackwardMatchesFiniteDifferences) {
   }
 }
 
+TEST(Bf16, RoundingRoundTrip) {
+  // Exact values survive; the upper 16 bits are the bf16 pattern.
+  for (float x : {0.0f, -0.0f, 1.0f, -2.5f, 0.15625f, 3.0e38f, 1.0e-38f, kInf, -kInf}) {
+    const uint16_t h = tgrt_bf16_from_float(x);
+    const float back = tgrt_bf16_to_float(h);
+    uint32_t u;
+    std::memcpy(&u, &back, 4);
+    EXPECT_EQ(tgrt_bf16_from_float(back), h) << x;
+    EXPECT_EQ(u & 0xffffu, 0u) << x;
+  }
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(1.0f)), 1.0f);
+  // Round to nearest, ties to even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7 -> 1 (even);
+  // 1 + 3*2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6 -> 1 + 2^-6 (even); just above a tie
+  // rounds up.
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(1.0f + 0x1p-8f)), 1.0f);
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(1.0f + 3 * 0x1p-8f)), 1.0f + 0x1p-6f);
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f)), 1.0f + 0x1p-7f);
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(-(1.0f + 0x1p-8f + 0x1p-20f))),
+            -(1.0f + 0x1p-7f));
+  // Overflow past the largest bf16 goes to inf; NaN stays NaN.
+  EXPECT_EQ(tgrt_bf16_to_float(tgrt_bf16_from_float(3.4e38f)), kInf);
+  EXPECT_TRUE(std::isnan(tgrt_bf16_to_float(tgrt_bf16_from_float(std::nanf("")))));
+  // Relative error of rounding is at most 2^-8 (half of the 8-bit significand's ulp).
+  const VecF r = randVec(10000, 7, -100.0f, 100.0f);
+  for (float x : r) {
+    const float b = tgrt_bf16_to_float(tgrt_bf16_from_float(x));
+    EXPECT_LE(std::fabs(b - x), std::ldexp(std::fabs(x), -8)) << x;
+  }
+}
+
+TEST_F(Cpu, AttentionBf16MatchesFp32Reference) {
+  const int64_t bh = 2, t = 9, hd = 8;
+  const int64_t n = bh * t * hd;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  // bf16-representable inputs, so the only difference from fp32 is the output rounding.
+  auto bf = [](const VecF& x, std::vector<uint16_t>& h) {
+    h.resize(x.size());
+    VecF r(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      h[i] = tgrt_bf16_from_float(x[i]);
+      r[i] = tgrt_bf16_to_float(h[i]);
+    }
+    return r;
+  };
+  std::vector<uint16_t> qh, kh, vh, wh;
+  const VecF q = bf(randVec(n, 150, -2.0f, 2.0f), qh), k = bf(randVec(n, 151, -2.0f, 2.0f), kh),
+             v = bf(randVec(n, 152), vh), w = bf(randVec(n, 153), wh);
+  auto expectBf16Close = [](const std::vector<uint16_t>& got, const VecF& want,
+                            const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      // Exactly the RNE rounding of the fp32 result.
+      EXPECT_EQ(got[i], tgrt_bf16_from_float(want[i])) << what << " at " << i;
+      EXPECT_LE(std::fabs(tgrt_bf16_to_float(got[i]) - want[i]),
+                std::ldexp(std::fabs(want[i]), -8) + 1e-30)
+          << what << " at " << i;
+    }
+  };
+  for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
+    const std::string name =
+        "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
+    VecF out(n), lse(bh * t), lse16(bh * t);
+    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                       hd, ac.causal, ac.window, scale);
+    std::vector<uint16_t> out16(n);
+    tgrt_attention_fwd_bf16(ctx_, "attn", qh.data(), kh.data(), vh.data(), out16.data(),
+                            lse16.data(), bh, t, hd, ac.causal, ac.window, scale);
+    expectBf16Close(out16, out, "out " + name);
+    expectClose(lse16, toD(lse), 0.0, 0.0, "lse " + name);
+
+    // Backward: reference on the bf16-stored forward output (what a bf16 model keeps).
+    VecF outR(n);
+    for (int64_t i = 0; i < n; ++i) outR[i] = tgrt_bf16_to_float(out16[i]);
+    VecF dq(n), dk(n), dv(n);
+    tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), outR.data(), lse.data(),
+                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal,
+                       ac.window, scale);
+    std::vector<uint16_t> dq16(n), dk16(n), dv16(n);
+    tgrt_attention_bwd_bf16(ctx_, "attn", qh.data(), kh.data(), vh.data(), out16.data(),
+                            lse16.data(), wh.data(), dq16.data(), dk16.data(), dv16.data(), bh, t,
+                            hd, ac.causal, ac.window, scale);
+    expectBf16Close(dq16, dq, "dq " + name);
+    expectBf16Close(dk16, dk, "dk " + name);
+    expectBf16Close(dv16, dv, "dv " + name);
+  }
+}
+
 TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
   // The same check through the fp32 forward kernel itself (eps 1e-2, loose tolerance).
   const int64_t bh = 1, t = 4, hd = 3;

@@ -177,6 +177,84 @@ void warpExchange(const void* mine, void* out, size_t bytes, int srcLane) {
   g_fibers[g_cur].warpGen++;
 }
 
+void warpGather(const void* mine, void* all, size_t bytes) {
+  if (bytes > 16) die("warp gather of more than 16 bytes");
+  Fiber& f = g_fibers[g_cur];
+  const int lane = f.thread.linear & 31;
+  Warp& w = g_warps[(size_t)(f.thread.linear / 32)];
+  const unsigned buf = f.warpGen & 1;
+  std::memcpy(w.slot[buf][lane], mine, bytes);
+  block(State::AtWarp);
+  const int warpBase = f.thread.linear & ~31;
+  const int n = (int)(g_blockDim.x * g_blockDim.y * g_blockDim.z);
+  for (int l = 0; l < 32 && warpBase + l < n; ++l)
+    std::memcpy(static_cast<char*>(all) + l * bytes, w.slot[buf][l], bytes);
+  g_fibers[g_cur].warpGen++;
+}
+
+namespace {
+float bf16Lo(uint32_t x) {
+  const uint32_t u = x << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+float bf16Hi(uint32_t x) {
+  const uint32_t u = x & 0xffff0000u;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+} // namespace
+
+void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                     const float (&c)[4]) {
+  uint32_t as[32][4], bs[32][2];
+  warpGather(a, as, sizeof as[0]);
+  warpGather(b, bs, sizeof bs[0]);
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, q = l & 3;
+    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * q, 2 * q, 2 * q + 8, 2 * q + 8};
+    for (int i = 0; i < 4; ++i) {
+      A[rows[i]][cols[i]] = bf16Lo(as[l][i]);
+      A[rows[i]][cols[i] + 1] = bf16Hi(as[l][i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      B[2 * q + 8 * i][g] = bf16Lo(bs[l][i]);
+      B[2 * q + 8 * i + 1][g] = bf16Hi(bs[l][i]);
+    }
+  }
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int rr[4] = {g, g, g + 8, g + 8}, cc[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    float s = c[i];
+    for (int kk = 0; kk < 16; ++kk) s += A[rr[i]][kk] * B[kk][cc[i]];
+    out[i] = s;
+  }
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
+}
+
+void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr) {
+  if (n != 1 && n != 2 && n != 4) die("ldmatrix: .x1, .x2 or .x4");
+  const void* ptrs[32];
+  warpGather(&rowAddr, ptrs, sizeof(void*));
+  const int lane = laneId();
+  for (int i = 0; i < n; ++i) {
+    uint16_t lo, hi;
+    if (!trans) {
+      const uint16_t* row = static_cast<const uint16_t*>(ptrs[8 * i + lane / 4]);
+      lo = row[2 * (lane % 4)];
+      hi = row[2 * (lane % 4) + 1];
+    } else {
+      lo = static_cast<const uint16_t*>(ptrs[8 * i + 2 * (lane % 4)])[lane / 4];
+      hi = static_cast<const uint16_t*>(ptrs[8 * i + 2 * (lane % 4) + 1])[lane / 4];
+    }
+    r[i] = (uint32_t)lo | ((uint32_t)hi << 16);
+  }
+}
+
 } // namespace emu
 
 // ---------------------------------------------------------------------- runtime API --

@@ -43,6 +43,10 @@ struct alignas(16) float4 {
 struct alignas(8) float2 {
   float x, y;
 };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 
@@ -69,6 +73,19 @@ void syncwarp();
 /// the value posted by lane `src` (src outside the warp reads the thread's own value).
 void warpExchange(const void* mine, void* out, size_t bytes, int srcLane);
 inline int laneId() { return g_thread->linear & 31; }
+/// Gather through the warp: every live thread posts `bytes` (<= 16) bytes and receives all 32
+/// lanes' posts in all[lane * bytes] (lanes past the block's end are left untouched).
+void warpGather(const void* mine, void* all, size_t bytes);
+/// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (AttentionBf16.cu): d = a b + c with
+/// the PTX ISA fragment layouts (lane = 4 g + q: a {A[g][2q..], A[g+8][2q..], A[g][2q+8..],
+/// A[g+8][2q+8..]}, b {B[2q..][g], B[2q+8..][g]}, c/d {C[g][2q], C[g][2q+1], C[g+8][2q],
+/// C[g+8][2q+1]}). Sums in float, k in order (not the tensor core's order).
+void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                     const float (&c)[4]);
+/// ldmatrix.sync.aligned.m8n8.x{n}{.trans}.shared.b16: lanes 8i..8i+7 give the row addresses
+/// of matrix i (16 bytes each); r[i] gets matrix i's fragment (row lane/4, columns 2(lane%4)
+/// and +1; transposed with trans).
+void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr);
 
 } // namespace emu
 
