@@ -40,6 +40,21 @@ struct PlanResult {
 /// Errors: none (bytes <= 0 gets offset 0 and takes no space).
 PlanResult planArena(std::vector<PlanBuffer> &buffers);
 
+/// Knobs of planArena; the defaults are what planArena(buffers) uses.
+struct PlanOptions {
+  /// Randomized restarts after the fixed heuristics: buffers visited by size with
+  /// each size scaled by a random factor in [0.6, 1.4] (fixed seed, so plans stay
+  /// deterministic), alternating first fit and best fit. 0 turns the search off.
+  int searchRounds = 32;
+  /// Work budget (about one unit per byte range the planner reads) after which no new
+  /// attempt starts and a running one is abandoned; the first attempt always
+  /// completes. 2^24 units take about 0.3 s on one core.
+  uint64_t workBudget = uint64_t(1) << 24;
+};
+
+/// planArena with explicit options.
+PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &options);
+
 /// Sum of bytes live at op i, for each i in [0, numOps).
 std::vector<int64_t> liveBytesPerOp(const std::vector<PlanBuffer> &buffers, int64_t numOps);
 

@@ -154,6 +154,14 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
   tgrt_cuda::attentionBwd(C(ctx), loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window, scale);
 }
 
+void tgrt_attention_fwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+  tgrt_cuda::attentionFwdBf16(C(ctx), loc, q, k, v, out, lse, bh, t, hd, causal, window, scale);
+}
+
+void tgrt_attention_bwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+  tgrt_cuda::attentionBwdBf16(C(ctx), loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window, scale);
+}
+
 void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, const float* g, int64_t n, float* acc) {
   tgrt_cuda::gradNormSq(C(ctx), loc, g, n, acc);
 }

@@ -10,7 +10,7 @@
 // of one call never overlaps another's; the region must hold the largest single need:
 //   - cuBLASLt GEMM: it gets the whole region; 32 MiB lets it pick its fastest algorithms
 //     (with less it picks ones that need less; 0 works).
-//   - attention_bwd: 4*bh*t bytes (D = rowsum(dout*out)).
+//   - attention_bwd, attention_bwd_bf16: 4*bh*t bytes (D = rowsum(dout*out)).
 //   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB.
 //   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes, at most 2 KiB * d.
 //   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
@@ -100,6 +100,14 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
                   const float* out, const float* lse, const float* dout, float* dq, float* dk,
                   float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
                   float scale);
+/// bf16 attention (AttentionBf16.cu): uint16_t bf16 bit patterns, tensor cores, fp32 lse.
+void attentionFwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+                      const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t,
+                      int64_t hd, int32_t causal, int64_t window, float scale);
+void attentionBwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+                      const uint16_t* v, const uint16_t* out, const float* lse,
+                      const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh,
+                      int64_t t, int64_t hd, int32_t causal, int64_t window, float scale);
 void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc);
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, float* v, int64_t n,

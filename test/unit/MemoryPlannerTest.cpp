@@ -109,6 +109,58 @@ std::vector<PlanBuffer> transformerInstance(int layers, int64_t unit, int64_t at
   return bs;
 }
 
+/// A GPT training step in more detail than transformerInstance, in units of B*T*C*4
+/// bytes (`unit`): per block, ln1 (1, plus small mean/rstd), qkv (3), attention
+/// scores and probabilities (`attnUnits` each, B*H*T*T), attention output (1),
+/// projection (1, consumed at once by the residual add), residual (1), ln2 (1 + stats),
+/// fc (4), gelu (4), projection (1, consumed at once), residual (1); then the
+/// logits (`vocabUnits`) and the loss. Saved activations live until the backward op
+/// of their forward op (gelu's input also until the next one, as its backward reads
+/// it); each backward op makes the gradient of its input, read by the next backward
+/// op, except residual-stream gradients, which stay live across the block (both
+/// branches read them); every op has scratch of 1/8 to 1/2 unit. All sizes are
+/// multiples of 256 bytes.
+std::vector<PlanBuffer> gptStepInstance(int layers, int64_t unit, int64_t attnUnits,
+                                        int64_t vocabUnits) {
+  struct FwdOp {
+    int64_t units; // output size
+    bool saved;    // kept for the backward pass
+  };
+  std::vector<FwdOp> fwd;
+  for (int l = 0; l < layers; ++l) {
+    const FwdOp block[] = {{1, true},         {3, true}, {attnUnits, true}, {attnUnits, true},
+                           {1, true},         {1, false}, {1, true},        {1, true},
+                           {4, true},         {4, true}, {1, false},        {1, true}};
+    fwd.insert(fwd.end(), std::begin(block), std::end(block));
+  }
+  fwd.push_back({1, true});          // final layernorm
+  fwd.push_back({vocabUnits, true}); // logits
+  const int64_t F = int64_t(fwd.size());
+  const int64_t total = 2 * F + 1; // forward, loss, backward
+  auto bwd = [&](int64_t j) { return total - 1 - j; };
+  std::vector<PlanBuffer> bs;
+  for (int64_t j = 0; j < F; ++j) {
+    int64_t bytes = fwd[j].units * unit;
+    int64_t last = fwd[j].saved ? bwd(j) : j + 1;
+    if (j % 12 == 8) // fc output: gelu's backward reads it too
+      last = bwd(j) + 1;
+    bs.push_back(buf(bytes, j, last, 256));
+    if (j % 12 == 0 || j % 12 == 7) // layernorm mean and rstd, 2 * B*T*4 bytes
+      bs.push_back(buf(unit / 384 * 256 > 0 ? unit / 384 * 256 : 256, j, bwd(j), 256));
+    bs.push_back(buf(unit / 8 * (1 + j % 4), j, j, 256)); // forward scratch
+  }
+  bs.push_back(buf(unit, F, F, 256)); // loss op scratch
+  for (int64_t j = F - 1; j >= 0; --j) {
+    int64_t t = bwd(j);
+    int64_t bytes = (j > 0 ? fwd[j - 1].units : 1) * unit; // gradient wrt the input
+    bool residual = j % 12 == 6 || j % 12 == 11;
+    int64_t last = std::min(total - 1, residual ? t + 6 : t + 1);
+    bs.push_back(buf(bytes, t, last, 256));
+    bs.push_back(buf(unit / 8 * (1 + (j * 7) % 4), t, t, 256)); // backward scratch
+  }
+  return bs;
+}
+
 } // namespace
 
 // ---- hand cases -------------------------------------------------------------------
@@ -302,7 +354,14 @@ TEST(MemoryPlannerProperty, RandomInstances) {
     int64_t numOps = 1 + int64_t(rng() % 600);
     std::vector<PlanBuffer> bs = randomInstance(rng, n, numOps);
     std::vector<PlanBuffer> again = bs;
-    PlanResult r = tgc::planArena(bs);
+    // Every tenth trial with the defaults; the others with a small budget and few
+    // search rounds to keep the test fast (the properties hold for any options).
+    tgc::PlanOptions options;
+    if (trial % 10 != 0) {
+      options.searchRounds = 2;
+      options.workBudget = uint64_t(1) << 21;
+    }
+    PlanResult r = tgc::planArena(bs, options);
     SCOPED_TRACE("trial " + std::to_string(trial) + " n=" + std::to_string(n) +
                  " heuristic=" + r.heuristic);
     std::string why;
@@ -317,7 +376,7 @@ TEST(MemoryPlannerProperty, RandomInstances) {
     EXPECT_EQ(r.lowerBound, *std::max_element(live.begin(), live.end()));
     EXPECT_FALSE(r.heuristic.empty());
     // Deterministic: the same input gives the same offsets and result.
-    PlanResult r2 = tgc::planArena(again);
+    PlanResult r2 = tgc::planArena(again, options);
     EXPECT_EQ(r2.arenaBytes, r.arenaBytes);
     EXPECT_EQ(r2.heuristic, r.heuristic);
     for (size_t i = 0; i < bs.size(); ++i)
@@ -335,6 +394,29 @@ TEST(MemoryPlannerProperty, SmallInstancesAgreeWithBruteForceCheck) {
   }
 }
 
+TEST(MemoryPlannerProperty, RandomSearchNeverHurtsAndUsuallyHelps) {
+  // The randomized restarts only replace the plan by a strictly smaller one, so the
+  // arena with them is at most the arena without; over these instances they must
+  // also shrink the total excess over the lower bound.
+  std::mt19937_64 rng(31337);
+  tgc::PlanOptions noSearch;
+  noSearch.searchRounds = 0;
+  int64_t excessWithout = 0, excessWith = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<PlanBuffer> a = randomInstance(rng, 300 + int(rng() % 700), 100, 20, false);
+    std::vector<PlanBuffer> b = a;
+    PlanResult without = tgc::planArena(a, noSearch);
+    PlanResult with = tgc::planArena(b);
+    ASSERT_TRUE(tgc::verifyPlan(b));
+    EXPECT_LE(with.arenaBytes, without.arenaBytes) << "trial " << trial;
+    excessWithout += without.arenaBytes - without.lowerBound;
+    excessWith += with.arenaBytes - with.lowerBound;
+  }
+  EXPECT_LT(excessWith, excessWithout);
+  std::printf("excess over the lower bound: %lld B without search, %lld B with\n",
+              (long long)excessWithout, (long long)excessWith);
+}
+
 // ---- transformer-shaped instance ------------------------------------------------
 
 TEST(MemoryPlannerQuality, TransformerLikeWithinFivePercentOfLowerBound) {
@@ -343,6 +425,24 @@ TEST(MemoryPlannerQuality, TransformerLikeWithinFivePercentOfLowerBound) {
       std::vector<PlanBuffer> bs = transformerInstance(layers, 1 << 20, attnUnits);
       PlanResult r = tgc::planArena(bs);
       ASSERT_TRUE(tgc::verifyPlan(bs));
+      EXPECT_LE(double(r.arenaBytes), 1.05 * double(r.lowerBound))
+          << "layers=" << layers << " attn=" << attnUnits << " arena=" << r.arenaBytes
+          << " lower bound=" << r.lowerBound << " heuristic=" << r.heuristic;
+    }
+  }
+}
+
+TEST(MemoryPlannerQuality, GptStepWithinFivePercentOfLowerBound) {
+  // attnUnits = H*T/C: 12 heads, T = 1024, C = 768 gives 16; vocab 50304 / 768 ~ 65.
+  for (int layers : {1, 4, 12}) {
+    for (int64_t attnUnits : {int64_t(0), int64_t(4), int64_t(16)}) {
+      std::vector<PlanBuffer> bs =
+          gptStepInstance(layers, 1 << 20, std::max<int64_t>(attnUnits, 1), 65);
+      PlanResult r = tgc::planArena(bs);
+      ASSERT_TRUE(tgc::verifyPlan(bs));
+      std::printf("gpt step, %d layers, attention %lld units: arena / bound = %.4f (%s)\n",
+                  layers, (long long)attnUnits, double(r.arenaBytes) / double(r.lowerBound),
+                  r.heuristic.c_str());
       EXPECT_LE(double(r.arenaBytes), 1.05 * double(r.lowerBound))
           << "layers=" << layers << " attn=" << attnUnits << " arena=" << r.arenaBytes
           << " lower bound=" << r.lowerBound << " heuristic=" << r.heuristic;

@@ -9,8 +9,11 @@
 // multiple), hd in {32, 64, 128}, window in {0, 1, 64}: flash vs CPU (out, lse, dq, dk, dv)
 // and flash vs a naive GPU composition (matmul, causal_mask, softmax, matmul and their
 // backward). It prints a table, then "N passed, M failed", and exits non-zero on a failure.
+// The bf16 attention (tensor cores) is checked against the CPU bf16 reference (fp32 on the
+// widened bf16 inputs, outputs rounded to bf16) on the same shapes: PASS when out, dq, dk, dv
+// are within 1e-2 and lse within 1e-3 (relative to the largest reference value).
 // Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
-// 256 and 128.
+// 256 and 128, fp32 and bf16.
 //
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
@@ -623,6 +626,62 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
   }
 }
 
+using HVec = std::vector<uint16_t>; // bf16 bit patterns
+
+/// bf16 (RNE) of normal(0, 1) samples.
+HVec bf16Normals(Rng& rng, size_t n) {
+  HVec h(n);
+  for (uint16_t& x : h) x = tgrt_bf16_from_float(rng.normal());
+  return h;
+}
+Vec widen(const HVec& h) {
+  Vec f(h.size());
+  for (size_t i = 0; i < h.size(); ++i) f[i] = tgrt_bf16_to_float(h[i]);
+  return f;
+}
+
+constexpr double kTolBf16 = 1e-2;    // out, dq, dk, dv (bf16 operands of every product)
+constexpr double kTolBf16Lse = 1e-3; // lse (fp32 softmax statistics)
+
+/// bf16 flash attention (tensor cores) vs the CPU reference (fp32 on the widened bf16
+/// inputs, outputs rounded to bf16). Each side runs its backward on its own forward's out
+/// and lse.
+void checkAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window,
+                        int64_t bh) {
+  const int causal = 1;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const size_t n = (size_t)(bh * t * hd);
+  const HVec q = bf16Normals(rng, n), k = bf16Normals(rng, n), v = bf16Normals(rng, n),
+             dout = bf16Normals(rng, n);
+  HVec out(n), dq(n), dk(n), dv(n);
+  Vec lse((size_t)(bh * t));
+  tgrt_attention_fwd_bf16(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                          bh, t, hd, causal, window, scale);
+  tgrt_attention_bwd_bf16(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                          dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
+                          scale);
+  Dev<uint16_t> gq(q), gk(k), gv(v), gdo(dout), go(n), gdq(n), gdk(n), gdv(n);
+  Dev<float> gl((size_t)(bh * t));
+  go.poison();
+  gl.poison();
+  gdq.poison();
+  gdk.poison();
+  gdv.poison();
+  tgrt_cuda::attentionFwdBf16(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
+                              window, scale);
+  tgrt_cuda::attentionBwdBf16(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
+                              gdv.p, bh, t, hd, causal, window, scale);
+  const Vec fo = widen(go.get()), fl = gl.get(), fdq = widen(gdq.get()), fdk = widen(gdk.get()),
+            fdv = widen(gdv.get());
+  const Vec ro = widen(out), rdq = widen(dq), rdk = widen(dk), rdv = widen(dv);
+  const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
+                                (long long)hd, (long long)window);
+  record("attention_fwd_bf16 out vs cpu", shape, relErr(fo, ro), kTolBf16);
+  record("attention_fwd_bf16 lse vs cpu", shape, relErr(fl, lse), kTolBf16Lse);
+  record("attention_bwd_bf16 vs cpu", shape, jointErr({{&fdq, &rdq}, {&fdk, &rdk}, {&fdv, &rdv}}),
+         kTolBf16);
+}
+
 template <typename Fn>
 float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn);
 
@@ -761,6 +820,9 @@ float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
   return ms[ms.size() / 2];
 }
 
+/// fp32 fwd + bwd ms per window of the last benchAttention (for the bf16 rows' ratio).
+float g_fp32TotalMs[3] = {0.0f, 0.0f, 0.0f};
+
 void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, int reps) {
   const size_t n = (size_t)(bh * t * hd);
   const float scale = 1.0f / std::sqrt((float)hd);
@@ -784,6 +846,7 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
     for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
     const double flops = 4.0 * hd * pairs * (double)bh; // QK^T and PV
     if (window == 0) fullTotal = f + b;
+    g_fp32TotalMs[window == 0 ? 0 : window == 256 ? 1 : 2] = f + b;
     std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f   (total %.2fx of window 0)\n",
                 (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
                 (f + b) / fullTotal);
@@ -797,6 +860,39 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
   });
   std::printf("%-8s %10.3f %10.3f %10.3f   (naive: matmul+mask+softmax+matmul, window 0)\n",
               "naive", f, b, f + b);
+}
+
+/// bf16 flash attention timings beside the fp32 rows of benchAttention (same shapes).
+void benchAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, int reps) {
+  const size_t n = (size_t)(bh * t * hd);
+  const float scale = 1.0f / std::sqrt((float)hd);
+  Dev<uint16_t> q(bf16Normals(rng, n)), k(bf16Normals(rng, n)), v(bf16Normals(rng, n)),
+      dout(bf16Normals(rng, n));
+  Dev<uint16_t> out(n), dq(n), dk(n), dv(n);
+  Dev<float> lse((size_t)(bh * t));
+  std::printf("\nflash attention timing: bh %lld, t %lld, hd %lld, causal, bf16 tensor cores "
+              "(median of %d)\n",
+              (long long)bh, (long long)t, (long long)hd, reps);
+  std::printf("%-8s %10s %10s %10s %14s %12s %12s\n", "window", "fwd ms", "bwd ms", "total ms",
+              "visible pairs", "fwd TFLOP/s", "bwd TFLOP/s");
+  int idx = 0;
+  for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
+    const float f = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionFwdBf16(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
+                                  window, scale);
+    });
+    const float b = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionBwdBf16(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+                                  dk.p, dv.p, bh, t, hd, 1, window, scale);
+    });
+    double pairs = 0.0;
+    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
+    const double fp32 = g_fp32TotalMs[idx++];
+    std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f   (fp32/bf16 total %.2fx)\n",
+                (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
+                2.5 * flops / (b * 1e-3) / 1e12, fp32 > 0.0 ? fp32 / (f + b) : 0.0);
+  }
 }
 
 } // namespace
@@ -854,6 +950,7 @@ int main(int argc, char** argv) {
   }
   if (!checks) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 20);
+    benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 20);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
     return 0;
@@ -882,6 +979,10 @@ int main(int argc, char** argv) {
         const bool dump = !dumpDir.empty() && hd == 64 && (t == 256 || t == 1024);
         checkAttention(c, rng, t, hd, window, bh, dump ? dumpDir : std::string());
       }
+  for (int64_t t : ts)
+    for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
+      for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
+        checkAttentionBf16(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
   checkMatmulMisaligned(c, rng);
 
   int passed = 0, failed = 0;
@@ -895,7 +996,10 @@ int main(int argc, char** argv) {
   std::printf("\n%d passed, %d failed\n", passed, failed);
   std::fflush(stdout);
 
-  if (bench && !quick) benchAttention(c, rng, 1024, 64, 16 * 12, 10);
+  if (bench && !quick) {
+    benchAttention(c, rng, 1024, 64, 16 * 12, 10);
+    benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 10);
+  }
 
   tgrt_cuda::destroyContext(c.gpu);
   tgrt_ctx_destroy(c.cpu);

@@ -1,0 +1,734 @@
+// AttentionBf16.cu — fused causal / sliding-window attention on bf16 tensors, forward and
+// backward, on the tensor cores (mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32).
+//
+// Same algorithm, masking, tile skipping and determinism as the fp32 kernels of Attention.cu
+// (FlashAttention-2, Dao 2023; see the comment there): a forward kernel with the softmax
+// online, and a backward of three kernels (D = rowsum(dout * out); dk, dv per key tile;
+// dq per query tile), each output element summed by one thread in a fixed order, no atomics.
+//
+// Arithmetic. Inputs are bf16 (uint16_t bit patterns); every product runs on the tensor cores
+// with bf16 operands and fp32 accumulators. The scores, the running max / sum, lse, D, P and
+// dS are fp32 in registers; P and dS are rounded to bf16 only as operands of the next product
+// (P V, P^T dO, dS^T Q, dS K). Outputs are rounded to bf16 (RNE) once, when stored. Scores are
+// kept in the log2 domain (x = scale * log2(e) * q.k, p = 2^(x - m)), so one ex2 per element.
+//
+// Warp tiling. A block is 4 warps (128 threads); each warp owns 16 rows of the tile it
+// produces (query rows in the forward and dq, key rows in dk/dv) and the full width of the
+// other side. A product C[16 x N] += A[16 x K] B[K x N] is (K/16) x (N/8) mma.sync calls.
+// Shared-memory tiles are row-major [rows][HD + 8] bf16 (16 bytes of padding per row, so the
+// 8 row addresses of an ldmatrix fall in distinct bank groups). Operands come from shared
+// memory through ldmatrix (.trans where the product needs the tile's transpose, e.g. V in
+// P V); the left operand P or dS of the second product comes straight from the first
+// product's accumulators (the m16n8 C fragment of two adjacent n-tiles is the m16k16 A
+// fragment), rounded to bf16.
+//
+// Fragment layouts (PTX ISA, lane = 4 g + q): A {A[g][2q..], A[g+8][2q..], A[g][2q+8..],
+// A[g+8][2q+8..]}, B {B[2q..][g], B[2q+8..][g]}, C {C[g][2q], C[g][2q+1], C[g+8][2q],
+// C[g+8][2q+1]}.
+//
+// The CPU emulator (runtime/cuda/emu) implements mma.sync and ldmatrix (emu::mmaBf16m16n8k16,
+// emu::ldmatrix), so tgrt-cuda-emu-check runs these kernels too.
+#include "runtime/cuda/Internal.h"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+
+namespace tgrt_cuda {
+namespace {
+
+constexpr int kThreads = 128; // 4 warps
+constexpr int kPad = 8;       // bf16 elements of padding per shared-memory row (16 bytes)
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// ------------------------------------------------------------------ primitives --
+
+__device__ __forceinline__ float bf16ToFloat(uint16_t h) {
+#ifdef TGRT_CUDA_EMULATE
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#else
+  return __uint_as_float((uint32_t)h << 16);
+#endif
+}
+
+/// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
+/// address), hi in bits 16-31.
+__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+#ifdef TGRT_CUDA_EMULATE
+  return (uint32_t)tgrt_bf16_from_float(lo) | ((uint32_t)tgrt_bf16_from_float(hi) << 16);
+#else
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+
+/// 2^x (x = -inf gives 0).
+__device__ __forceinline__ float fastExp2(float x) {
+#ifdef TGRT_CUDA_EMULATE
+  return exp2f(x);
+#else
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
+}
+
+/// d += a b: one m16n8k16 bf16 tensor-core product with fp32 accumulators.
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                    uint32_t b1) {
+#ifdef TGRT_CUDA_EMULATE
+  const uint32_t b[2] = {b0, b1};
+  emu::mmaBf16m16n8k16(d, a, b, d);
+#else
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/// ldmatrix .x4: lanes 8i..8i+7 give the 8 row addresses (16 bytes each) of matrix i.
+__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const uint16_t* rowAddr) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::ldmatrix(r, 4, false, rowAddr);
+#else
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(rowAddr);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+#endif
+}
+/// ldmatrix .x4 .trans (each 8 x 8 matrix transposed).
+__device__ __forceinline__ void ldsm4t(uint32_t (&r)[4], const uint16_t* rowAddr) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::ldmatrix(r, 4, true, rowAddr);
+#else
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(rowAddr);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+#endif
+}
+
+// Shared-memory tile [rows][LD], LD = HD + kPad; `lane` is the caller's lane.
+//
+// A operand, rows r0..r0+15, k columns kk*16..kk*16+15 (tile row-major = A row-major).
+__device__ __forceinline__ void loadA(uint32_t (&a)[4], const uint16_t* tile, int ld, int r0,
+                                      int kk, int lane) {
+  ldsm4(a, tile + (r0 + (lane & 15)) * ld + kk * 16 + (lane >> 4) * 8);
+}
+// B operands of two adjacent n-tiles n0/8, n0/8 + 1 where B = tile^T (B[k][n] = tile[n][k]):
+// tile rows n0..n0+15, columns kk*16..+15. {b[0], b[1]} is n-tile 0, {b[2], b[3]} n-tile 1.
+__device__ __forceinline__ void loadBt(uint32_t (&b)[4], const uint16_t* tile, int ld, int n0,
+                                       int kk, int lane) {
+  ldsm4(b, tile + (n0 + (lane >> 4) * 8 + (lane & 7)) * ld + kk * 16 + ((lane >> 3) & 1) * 8);
+}
+// B operands of two adjacent n-tiles where B = tile (B[k][n] = tile[k][n]): tile rows
+// kk*16..+15, columns n0..n0+15.
+__device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, int ld, int n0,
+                                       int kk, int lane) {
+  ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
+}
+
+/// Copies rows [row0, row0 + R) of a row-major bf16 [t, HD] matrix into shared memory
+/// [R][HD + kPad] with 16-byte accesses; rows >= t are zero.
+template <int R, int HD>
+__device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t row0, int64_t t,
+                                         uint16_t* s) {
+  constexpr int C8 = HD / 8, LD = HD + kPad;
+  for (int idx = threadIdx.x; idx < R * C8; idx += kThreads) {
+    const int r = idx / C8, c = idx % C8;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (row0 + r < t) v = *reinterpret_cast<const uint4*>(g + (row0 + r) * HD + 8 * c);
+    *reinterpret_cast<uint4*>(s + r * LD + 8 * c) = v;
+  }
+}
+
+/// Is key j visible to query i? Keys >= t never are (rows >= t are never stored).
+__device__ __forceinline__ bool visibleKey(int64_t i, int64_t j, int64_t t, int causal,
+                                           int64_t window) {
+  if (j >= t) return false;
+  if (!causal) return true;
+  return j <= i && (window <= 0 || i - j < window);
+}
+
+/// Is every (query, key) pair of the tiles [q0, q0 + nq) x [k0, k0 + nk) visible (keys < t)?
+__device__ __forceinline__ bool tileFull(int64_t q0, int nq, int64_t k0, int nk, int64_t t,
+                                         int causal, int64_t window) {
+  if (k0 + nk > t) return false;
+  if (!causal) return true;
+  return k0 + nk - 1 <= q0 && (window <= 0 || q0 + nq - 1 - k0 < window);
+}
+
+/// Key tiles [lo, hi] (of bc keys) that a query tile [q0, q0 + br) must visit.
+__device__ __forceinline__ void keyTiles(int64_t q0, int br, int bc, int64_t t, int causal,
+                                         int64_t window, int64_t& lo, int64_t& hi) {
+  int64_t kHi = t - 1, kLo = 0;
+  if (causal) {
+    kHi = q0 + br - 1 < t - 1 ? q0 + br - 1 : t - 1;
+    if (window > 0) kLo = q0 - window + 1 > 0 ? q0 - window + 1 : 0;
+  }
+  lo = kLo / bc;
+  hi = kHi / bc;
+}
+
+/// Query tiles [lo, hi] (of br queries) that see any key of the key tile [k0, k0 + bc).
+__device__ __forceinline__ void queryTiles(int64_t k0, int br, int bc, int64_t t, int causal,
+                                           int64_t window, int64_t& lo, int64_t& hi) {
+  int64_t qLo = 0, qHi = t - 1;
+  if (causal) {
+    qLo = k0;
+    if (window > 0) {
+      const int64_t last = k0 + bc - 1 + window - 1;
+      qHi = last < t - 1 ? last : t - 1;
+    }
+  }
+  lo = qLo / br;
+  hi = qHi / br;
+}
+
+__device__ __forceinline__ float quadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+/// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
+/// 2kk + 1 of a 16 x N accumulator), rounded to bf16.
+__device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
+                                       const float (&c1)[4]) {
+  a[0] = packBf16(c0[0], c0[1]);
+  a[1] = packBf16(c0[2], c0[3]);
+  a[2] = packBf16(c1[0], c1[1]);
+  a[3] = packBf16(c1[2], c1[3]);
+}
+
+/// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) as bf16 rows of `dst`
+/// ([t, HD]) times `mul`, skipping rows >= t.
+template <int HD>
+__device__ __forceinline__ void storeRows(uint16_t* dst, int64_t r0, int64_t t,
+                                          const float (&acc)[HD / 8][4], float mul0, float mul1,
+                                          int lane) {
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t r = r0 + g + 8 * h;
+    if (r >= t) continue;
+    const float mul = h ? mul1 : mul0;
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n)
+      *reinterpret_cast<uint32_t*>(dst + r * HD + n * 8 + 2 * q) =
+          packBf16(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
+  }
+}
+
+// ---------------------------------------------------------------------- forward --
+
+constexpr int kFwdBR = 64, kFwdBC = 64;
+
+template <int HD>
+constexpr size_t fwdSmemBytes() {
+  return (size_t)(kFwdBR + 2 * kFwdBC) * (HD + kPad) * 2;
+}
+
+// Block = (head h, query tile [q0, q0 + 64)); warp w owns queries q0 + 16 w .. + 15. For each
+// visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
+// Shared memory: Q [64][HD+8], K [64][HD+8], V [64][HD+8] (bf16).
+template <int HD>
+__global__ void __launch_bounds__(kThreads)
+    attention_fwd_bf16_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+                              const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
+                              float* __restrict__ lse, int64_t t, int causal, int64_t window,
+                              float scaleLog2) {
+  constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
+  constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* Ks = Qs + BR * LD;
+  uint16_t* Vs = Ks + BC * LD;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR; // longest tiles first
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = h * t * HD;
+
+  loadTile<BR, HD>(q + base, q0, t, Qs);
+  __syncthreads();
+  uint32_t qf[KT][4];
+#pragma unroll
+  for (int kk = 0; kk < KT; ++kk) loadA(qf[kk], Qs, LD, warp * 16, kk, lane);
+
+  float o[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
+
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    __syncthreads(); // the previous K, V are no longer read
+    loadTile<BC, HD>(k + base, k0, t, Ks);
+    loadTile<BC, HD>(v + base, k0, t, Vs);
+    __syncthreads();
+
+    float s[NS][4];
+#pragma unroll
+    for (int j = 0; j < NS; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk)
+#pragma unroll
+      for (int j = 0; j < NS; j += 2) {
+        uint32_t b[4];
+        loadBt(b, Ks, LD, j * 8, kk, lane);
+        mma(s[j], qf[kk], b[0], b[1]);
+        mma(s[j + 1], qf[kk], b[2], b[3]);
+      }
+
+    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
+#pragma unroll
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[j][e] * scaleLog2;
+        if (!full && !visibleKey(row0 + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1), t, causal,
+                                 window))
+          x = -INFINITY;
+        s[j][e] = x;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      const float mNew = fmaxf(m[r], quadMax(mx));
+      const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
+      const float corr = fastExp2(m[r] - mUse);
+      l[r] *= corr;
+#pragma unroll
+      for (int n = 0; n < NO; ++n) {
+        o[n][2 * r] *= corr;
+        o[n][2 * r + 1] *= corr;
+      }
+#pragma unroll
+      for (int j = 0; j < NS; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fastExp2(s[j][2 * r + e] - mUse);
+          s[j][2 * r + e] = p;
+          l[r] += p; // this lane's share; the quad's shares are added at the end
+        }
+      m[r] = mNew;
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      uint32_t a[4];
+      accToA(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int n = 0; n < NO; n += 2) {
+        uint32_t b[4];
+        loadBn(b, Vs, LD, n * 8, kk, lane);
+        mma(o[n], a, b[0], b[1]);
+        mma(o[n + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float ls = quadSum(l[r]);
+    inv[r] = ls > 0.0f ? 1.0f / ls : 0.0f;
+    const int64_t row = row0 + 8 * r;
+    if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
+  }
+  storeRows<HD>(out + base, q0 + warp * 16, t, o, inv[0], inv[1], lane);
+}
+
+// --------------------------------------------------------------------- backward --
+
+// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row of [rows, hd] bf16.
+__global__ void attention_bwd_d_bf16_kernel(const uint16_t* __restrict__ out,
+                                            const uint16_t* __restrict__ dout,
+                                            float* __restrict__ D, int64_t rows, int64_t hd) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
+       r += warpsPerGrid) {
+    float s = 0.0f;
+    for (int64_t c = lane; c < hd; c += 32)
+      s += bf16ToFloat(dout[r * hd + c]) * bf16ToFloat(out[r * hd + c]);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) D[r] = s;
+  }
+}
+
+/// Query rows per dk/dv step (register pressure: hd 128 keeps 2 x 64 accumulators).
+template <int HD>
+__host__ __device__ constexpr int kvQueryTile() {
+  return HD >= 128 ? 32 : 64;
+}
+constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
+
+template <int HD>
+constexpr size_t dkdvSmemBytes() {
+  return (size_t)(2 * kKvBK + 2 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
+         2 * (size_t)kvQueryTile<HD>() * 4;
+}
+
+/// lse (in log2 units) and D of query rows [row0, row0 + R) into shared memory; rows >= t and
+/// rows with no visible key get L = +inf (so p = 2^(x - L) = 0) and D = 0.
+template <int R>
+__device__ __forceinline__ void loadRowStats(const float* lse, const float* D, int64_t row0,
+                                             int64_t t, float* LS, float* DS) {
+  for (int r = threadIdx.x; r < R; r += kThreads) {
+    const bool in = row0 + r < t;
+    const float L = in ? lse[row0 + r] : -INFINITY;
+    LS[r] = L == -INFINITY ? INFINITY : L * kLog2e;
+    DS[r] = in ? D[row0 + r] : 0.0f;
+  }
+}
+
+// dK, dV for the key tile [k0, k0 + 64) of head h; warp w owns keys k0 + 16 w .. + 15. For
+// each query tile [q0, q0 + BQ) that sees the keys (transposed products, keys as rows):
+//   S^T = K Q^T, dP^T = V dO^T, P^T = 2^(scale log2e S^T - L), dS^T = P^T (dP^T - D),
+//   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
+// Shared memory: K, V [64][HD+8]; Q, dO [BQ][HD+8] (bf16); L, D [BQ] (fp32).
+template <int HD>
+__global__ void __launch_bounds__(kThreads)
+    attention_bwd_dkdv_bf16_kernel(const uint16_t* __restrict__ q,
+                                   const uint16_t* __restrict__ k,
+                                   const uint16_t* __restrict__ v,
+                                   const uint16_t* __restrict__ dout,
+                                   const float* __restrict__ lse, const float* __restrict__ D,
+                                   uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
+                                   int64_t t, int causal, int64_t window, float scale,
+                                   float scaleLog2) {
+  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
+  constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* Vs = Ks + BK * LD;
+  uint16_t* Qs = Vs + BK * LD;
+  uint16_t* dOs = Qs + BQ * LD;
+  float* LS = reinterpret_cast<float*>(dOs + BQ * LD);
+  float* DS = LS + BQ;
+
+  const int64_t nkb = (t + BK - 1) / BK;
+  const int64_t h = blockIdx.x / nkb;
+  const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = h * t * HD;
+  const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
+
+  loadTile<BK, HD>(k + base, k0, t, Ks);
+  loadTile<BK, HD>(v + base, k0, t, Vs);
+
+  float dK[NO][4], dV[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
+
+  int64_t qbLo, qbHi;
+  queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
+  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+    const int64_t q0 = qb * BQ;
+    __syncthreads();
+    loadTile<BQ, HD>(q + base, q0, t, Qs);
+    loadTile<BQ, HD>(dout + base, q0, t, dOs);
+    loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+    __syncthreads();
+
+    float s[NQ][4], dp[NQ][4];
+#pragma unroll
+    for (int j = 0; j < NQ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk) {
+      uint32_t ka[4], va[4];
+      loadA(ka, Ks, LD, warp * 16, kk, lane);
+      loadA(va, Vs, LD, warp * 16, kk, lane);
+#pragma unroll
+      for (int j = 0; j < NQ; j += 2) {
+        uint32_t b[4];
+        loadBt(b, Qs, LD, j * 8, kk, lane);
+        mma(s[j], ka, b[0], b[1]);
+        mma(s[j + 1], ka, b[2], b[3]);
+        loadBt(b, dOs, LD, j * 8, kk, lane);
+        mma(dp[j], va, b[0], b[1]);
+        mma(dp[j + 1], va, b[2], b[3]);
+      }
+    }
+
+    // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
+    const bool full = tileFull(q0, BQ, k0, BK, t, causal, window);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
+        const float L = LS[c], Dq = DS[c];
+        float p = fastExp2(s[j][e] * scaleLog2 - L);
+        if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
+        s[j][e] = p;
+        dp[j][e] = p * (dp[j][e] - Dq);
+      }
+
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      uint32_t pa[4], dsa[4];
+      accToA(pa, s[2 * kk], s[2 * kk + 1]);
+      accToA(dsa, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+      for (int n = 0; n < NO; n += 2) {
+        uint32_t b[4];
+        loadBn(b, dOs, LD, n * 8, kk, lane);
+        mma(dV[n], pa, b[0], b[1]);
+        mma(dV[n + 1], pa, b[2], b[3]);
+        loadBn(b, Qs, LD, n * 8, kk, lane);
+        mma(dK[n], dsa, b[0], b[1]);
+        mma(dK[n + 1], dsa, b[2], b[3]);
+      }
+    }
+  }
+
+  storeRows<HD>(dk + base, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<HD>(dv + base, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+}
+
+constexpr int kDqBR = 64, kDqBC = 64;
+
+template <int HD>
+constexpr size_t dqSmemBytes() {
+  return (size_t)(2 * kDqBR + 2 * kDqBC) * (HD + kPad) * 2;
+}
+
+// dQ for the query tile [q0, q0 + 64) of head h; warp w owns queries q0 + 16 w .. + 15. For
+// each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
+// dQ += dS K;  finally dQ *= scale.
+// Shared memory: Q, dO [64][HD+8]; K, V [64][HD+8] (bf16).
+template <int HD>
+__global__ void __launch_bounds__(kThreads)
+    attention_bwd_dq_bf16_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+                                 const uint16_t* __restrict__ v,
+                                 const uint16_t* __restrict__ dout,
+                                 const float* __restrict__ lse, const float* __restrict__ D,
+                                 uint16_t* __restrict__ dq, int64_t t, int causal,
+                                 int64_t window, float scale, float scaleLog2) {
+  constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
+  constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* dOs = Qs + BR * LD;
+  uint16_t* Ks = dOs + BR * LD;
+  uint16_t* Vs = Ks + BC * LD;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = h * t * HD;
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
+
+  loadTile<BR, HD>(q + base, q0, t, Qs);
+  loadTile<BR, HD>(dout + base, q0, t, dOs);
+  float L[2], Dr[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = row0 + 8 * r;
+    const float x = row < t ? lse[h * t + row] : -INFINITY;
+    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
+    Dr[r] = row < t ? D[h * t + row] : 0.0f;
+  }
+
+  float dQ[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
+
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    __syncthreads();
+    loadTile<BC, HD>(k + base, k0, t, Ks);
+    loadTile<BC, HD>(v + base, k0, t, Vs);
+    __syncthreads();
+
+    float s[NS][4], dp[NS][4];
+#pragma unroll
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk) {
+      uint32_t qa[4], da[4];
+      loadA(qa, Qs, LD, warp * 16, kk, lane);
+      loadA(da, dOs, LD, warp * 16, kk, lane);
+#pragma unroll
+      for (int j = 0; j < NS; j += 2) {
+        uint32_t b[4];
+        loadBt(b, Ks, LD, j * 8, kk, lane);
+        mma(s[j], qa, b[0], b[1]);
+        mma(s[j + 1], qa, b[2], b[3]);
+        loadBt(b, Vs, LD, j * 8, kk, lane);
+        mma(dp[j], da, b[0], b[1]);
+        mma(dp[j + 1], da, b[2], b[3]);
+      }
+    }
+
+    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
+#pragma unroll
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
+        if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
+          p = 0.0f;
+        dp[j][e] = p * (dp[j][e] - Dr[r]);
+      }
+
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      uint32_t a[4];
+      accToA(a, dp[2 * kk], dp[2 * kk + 1]);
+#pragma unroll
+      for (int n = 0; n < NO; n += 2) {
+        uint32_t b[4];
+        loadBn(b, Ks, LD, n * 8, kk, lane);
+        mma(dQ[n], a, b[0], b[1]);
+        mma(dQ[n + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  storeRows<HD>(dq + base, q0 + warp * 16, t, dQ, scale, scale, lane);
+}
+
+// ------------------------------------------------------------------ host side --
+
+template <typename Kernel>
+void allowSmemBf16(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
+  if (done) return;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes), loc,
+        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  done = true;
+}
+
+unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
+  const int64_t blocks = bh * ((t + tile - 1) / tile);
+  if (blocks > 0x7fffffff) fail(loc, "attention bf16: bh * t too large");
+  return (unsigned)blocks;
+}
+
+template <int HD>
+void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+           const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, int causal,
+           int64_t window, float scale) {
+  constexpr size_t smem = fwdSmemBytes<HD>();
+  static bool smemSet = false;
+  auto* kernel = attention_fwd_bf16_kernel<HD>;
+  allowSmemBf16(loc, kernel, smem, smemSet);
+  launch(ctx, loc, "attention_fwd_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
+         dim3(kThreads), smem, q, k, v, out, lse, t, causal, window, scale * kLog2e);
+}
+
+template <int HD>
+void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+           const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout,
+           uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, int causal,
+           int64_t window, float scale) {
+  checkWorkspace(ctx, loc, "attention_bwd_bf16 (D = rowsum(dout * out))",
+                 bh * t * (int64_t)sizeof(float));
+  float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
+  launch(ctx, loc, "attention_bwd_d_bf16_kernel", attention_bwd_d_bf16_kernel,
+         dim3(gridFor(bh * t, 8)), dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
+  {
+    constexpr size_t smem = dkdvSmemBytes<HD>();
+    static bool smemSet = false;
+    auto* kernel = attention_bwd_dkdv_bf16_kernel<HD>;
+    allowSmemBf16(loc, kernel, smem, smemSet);
+    launch(ctx, loc, "attention_bwd_dkdv_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, causal, window,
+           scale, scale * kLog2e);
+  }
+  {
+    constexpr size_t smem = dqSmemBytes<HD>();
+    static bool smemSet = false;
+    auto* kernel = attention_bwd_dq_bf16_kernel<HD>;
+    allowSmemBf16(loc, kernel, smem, smemSet);
+    launch(ctx, loc, "attention_bwd_dq_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kDqBR)),
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, causal, window,
+           scale, scale * kLog2e);
+  }
+}
+
+void checkAligned16Bf16(const char* loc, const char* what,
+                        std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if ((uintptr_t)p % 16 != 0)
+      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
+}
+
+} // namespace
+
+void attentionFwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+                      const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t,
+                      int64_t hd, int32_t causal, int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_fwd_bf16(bh, t, hd)", bh, t, hd);
+  if (bh * t == 0) return;
+  checkAligned16Bf16(loc, "attention_fwd_bf16", {q, k, v, out});
+  switch (hd) {
+  case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 128: fwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  default:
+    fail(loc, "attention_fwd_bf16: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         (long long)hd);
+  }
+}
+
+void attentionBwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
+                      const uint16_t* v, const uint16_t* out, const float* lse,
+                      const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh,
+                      int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_bwd_bf16(bh, t, hd)", bh, t, hd);
+  if (bh * t * hd == 0) return;
+  checkAligned16Bf16(loc, "attention_bwd_bf16", {q, k, v, dout, dq, dk, dv});
+  switch (hd) {
+  case 32:
+    bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    break;
+  case 64:
+    bwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    break;
+  case 128:
+    bwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    break;
+  default:
+    fail(loc, "attention_bwd_bf16: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         (long long)hd);
+  }
+}
+
+} // namespace tgrt_cuda
