@@ -551,16 +551,14 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
       result.heuristic = name;
     }
   };
-  for (const auto &[orderName, fit] : attempts) {
-    if (bestArena <= result.lowerBound || work >= kWorkBudget)
-      break; // optimal (nothing beats the lower bound), or out of budget
-    const Order &order = orderNamed(orderName);
-    std::string name = order.name + (fit == Fit::Best ? "/best-fit" : "/first-fit");
+  // Places in `ids` order with `fit`, compacts a best-fit result, and keeps the
+  // result if it is the smallest so far. False when the pass ran out of budget.
+  auto attempt = [&](const std::vector<int32_t> &ids, Fit fit, std::string name) {
+    name += fit == Fit::Best ? "/best-fit" : "/first-fit";
     uint64_t limit = bestOffsets.empty() ? std::numeric_limits<uint64_t>::max() : kWorkBudget;
-    int64_t arena =
-        placeInOrder(items, time, order.ids, fit, granule, index, offsets, work, limit);
+    int64_t arena = placeInOrder(items, time, ids, fit, granule, index, offsets, work, limit);
     if (arena < 0)
-      break; // abandoned: out of budget
+      return false;
     consider(arena, name);
     if (fit == Fit::Best && arena > result.lowerBound && work < kWorkBudget) {
       int64_t compacted = compact(items, time, granule, index, offsets, arena,
@@ -568,7 +566,13 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
       if (compacted < arena)
         consider(compacted, name + "+compact");
     }
-  }
+    return true;
+  };
+  auto done = [&] { return bestArena <= result.lowerBound || work >= kWorkBudget; };
+
+  for (const auto &[orderName, fit] : attempts)
+    if (done() || !attempt(orderNamed(orderName).ids, fit, orderName))
+      break; // optimal (nothing beats the lower bound), or out of budget
 
   // Randomized restarts (the "greedy randomized" half of GRASP: Feo & Resende,
   // "Greedy Randomized Adaptive Search Procedures", J. Global Optim. 6, 1995): visit
@@ -580,9 +584,7 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
   std::mt19937_64 rng(0x7467632d706c616eULL); // "tgc-plan"
   std::vector<__int128> key(items.size());
   std::vector<int32_t> perturbed(items.size());
-  for (int round = 0; round < options.searchRounds; ++round) {
-    if (bestArena <= result.lowerBound || work >= kWorkBudget)
-      break;
+  for (int round = 0; round < options.searchRounds && !done(); ++round) {
     for (size_t i = 0; i < items.size(); ++i) // factor (1024 + [-410, 410]) / 1024
       key[i] = (__int128)items[i].bytes * (1024 - 410 + int64_t(rng() % 821));
     std::iota(perturbed.begin(), perturbed.end(), 0);
@@ -590,19 +592,8 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
       return key[a] != key[b] ? key[a] > key[b] : a < b;
     });
     Fit fit = round % 2 == 0 ? Fit::First : Fit::Best;
-    std::string name = "size-random#" + std::to_string(round) +
-                       (fit == Fit::Best ? "/best-fit" : "/first-fit");
-    int64_t arena =
-        placeInOrder(items, time, perturbed, fit, granule, index, offsets, work, kWorkBudget);
-    if (arena < 0)
+    if (!attempt(perturbed, fit, "size-random#" + std::to_string(round)))
       break;
-    consider(arena, name);
-    if (fit == Fit::Best && arena > result.lowerBound && work < kWorkBudget) {
-      int64_t compacted = compact(items, time, granule, index, offsets, arena,
-                                  /*maxRounds=*/4, work, kWorkBudget);
-      if (compacted < arena)
-        consider(compacted, name + "+compact");
-    }
   }
 
   for (size_t id = 0; id < items.size(); ++id)
