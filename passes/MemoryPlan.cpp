@@ -31,30 +31,75 @@ static std::string locName(Location loc) {
   return "?";
 }
 
+/// Operands whose buffer result #0 may take over when the operand dies at this op: the
+/// runtime kernel is documented (runtime/tgrt.h) to work with output == that input.
+/// Returns candidate operand indices, in order of preference.
+static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
+  if (isa<CrossEntropyGradOp, BiasAddOp, CausalMaskOp>(op))
+    return {0};               // dlogits over logits; bias_add / mask over x
+  if (isa<GeluGradOp, SoftmaxGradOp>(op))
+    return {1};               // dx over dy
+  if (isa<AddOp>(op))
+    return {0, 1};
+  return {};
+}
+
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   out = FunctionLiveness();
+  Block &body = fn.getBody().front();
+  // Index of the last op reading each value.
+  llvm::DenseMap<Value, int64_t> lastUse;
   int64_t index = 0;
-  for (Operation &op : fn.getBody().front()) {
+  for (Operation &op : body) {
+    for (Value v : op.getOperands())
+      lastUse[v] = index;
+    ++index;
+  }
+  // Last reader over every SSA value sharing each buffer (views, in-place results).
+  std::vector<int64_t> bufferLastUse;
+  index = 0;
+  for (Operation &op : body) {
     auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
     out.opPhase.push_back(phase ? phase.str() : "forward");
     // Uses extend the live interval of the buffer they read.
     for (Value v : op.getOperands()) {
       auto it = out.bufferOf.find(v);
       if (it != out.bufferOf.end())
-        out.buffers[it->second].last =
-            std::max(out.buffers[it->second].last, isa<func::ReturnOp>(op) ? index : index);
+        out.buffers[it->second].last = std::max(out.buffers[it->second].last, index);
     }
     for (OpResult r : op.getResults()) {
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         auto it = out.bufferOf.find(reshape.getX());
-        if (it != out.bufferOf.end())
+        if (it != out.bufferOf.end()) {
           out.bufferOf[r] = it->second; // a view: no new buffer
+          bufferLastUse[it->second] = std::max(bufferLastUse[it->second], lastUse.lookup(r));
+        }
         continue;                       // views of arguments live in the persistent region
       }
       int64_t bytes = tensorBytes(r.getType());
       if (bytes < 0)
         return op.emitOpError() << "result #" << r.getResultNumber()
                                 << " needs a static shape and a known element type to be planned";
+      // In place: take over an operand's buffer when this op is the last reader of every
+      // value living in it (the operand, its views, earlier in-place results).
+      bool reused = false;
+      if (r.getResultNumber() == 0)
+        for (unsigned idx : inPlaceOperands(&op)) {
+          Value v = op.getOperand(idx);
+          auto it = out.bufferOf.find(v);
+          if (it == out.bufferOf.end() || bufferLastUse[it->second] != index ||
+              out.buffers[it->second].bytes != bytes ||
+              out.buffers[it->second].first == index)
+            continue;
+          out.bufferOf[r] = it->second;
+          bufferLastUse[it->second] = std::max(index, lastUse.lookup(r));
+          out.buffers[it->second].name += " > " + locName(op.getLoc()) +
+                                          (out.opPhase.back() == "backward" ? ".grad" : "");
+          reused = true;
+          break;
+        }
+      if (reused)
+        continue;
       BufferInfo b;
       b.value = r;
       b.phase = out.opPhase.back();
@@ -64,6 +109,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       b.first = b.last = index;
       out.bufferOf[r] = out.buffers.size();
       out.buffers.push_back(std::move(b));
+      bufferLastUse.push_back(std::max(index, lastUse.lookup(r)));
     }
     ++index;
   }

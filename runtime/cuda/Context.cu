@@ -9,8 +9,13 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace tgrt_cuda {
 
@@ -80,6 +85,231 @@ void checkDeviceErrors(Context* ctx) {
          s.error_b, s.error_c);
   default: fail(loc, "device error code %d", (int)s.error_code);
   }
+}
+
+
+// ----------------------------------------------------------------------- profiler --
+// TGRT_PROFILE=1 (see CudaRuntime.h). Events come from a free list; a step's call events are
+// read back (cudaEventElapsedTime) after the stream synchronises, so reading never blocks
+// and the event count stays at one step's worth.
+
+bool g_profile = false;
+
+struct Profile {
+  struct Row {
+    std::string key;
+    int64_t calls = 0;
+    double ms = 0.0;
+  };
+  struct Pending {
+    int32_t row;
+    cudaEvent_t a, b;
+  };
+  std::vector<Row> rows;
+  std::unordered_map<std::string, int32_t> index; ///< raw "fn loc" -> row
+  std::vector<cudaEvent_t> freeEvents;
+  std::vector<Pending> pending; ///< calls of the open / unread steps
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> pendingSteps;
+  cudaEvent_t stepStart = nullptr;
+  bool recording = false; ///< inside a counted step
+  int64_t stepsSeen = 0;  ///< set_step calls (the first one is warm-up)
+  int64_t stepsTimed = 0;
+  double stepMs = 0.0;
+  std::string device;
+  bool printed = false;
+};
+
+namespace {
+
+std::vector<Profile*>& liveProfiles() {
+  static std::vector<Profile*>* v = new std::vector<Profile*>(); // outlives atexit handlers
+  return *v;
+}
+
+cudaEvent_t takeEvent(Profile* p) {
+  if (!p->freeEvents.empty()) {
+    cudaEvent_t e = p->freeEvents.back();
+    p->freeEvents.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "profile", "cudaEventCreate");
+  return e;
+}
+
+/// "layers.11.attn.qkv" -> "layers.*.attn.qkv": every all-digit '.'-separated part is "*".
+std::string normaliseLoc(const char* loc) {
+  std::string out;
+  const char* s = loc ? loc : "?";
+  while (*s) {
+    const char* e = s;
+    while (*e && *e != '.') ++e;
+    bool digits = e > s;
+    for (const char* q = s; q < e; ++q) digits = digits && *q >= '0' && *q <= '9';
+    if (digits) out += '*';
+    else out.append(s, e);
+    if (*e == '.') {
+      out += '.';
+      ++e;
+    }
+    s = e;
+  }
+  return out;
+}
+
+/// Reads back every finished step's events (the stream has been synchronised).
+void harvest(Profile* p) {
+  for (const auto& c : p->pending) {
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, c.a, c.b) == cudaSuccess) {
+      p->rows[(size_t)c.row].ms += ms;
+      p->rows[(size_t)c.row].calls += 1;
+    }
+    p->freeEvents.push_back(c.a);
+    p->freeEvents.push_back(c.b);
+  }
+  p->pending.clear();
+  for (const auto& st : p->pendingSteps) {
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, st.first, st.second) == cudaSuccess) {
+      p->stepMs += ms;
+      p->stepsTimed += 1;
+    }
+    p->freeEvents.push_back(st.first);
+    p->freeEvents.push_back(st.second);
+  }
+  p->pendingSteps.clear();
+  cudaGetLastError(); // an unfinished pair (cudaErrorNotReady) is not a launch error
+}
+
+/// Ends the open step: its end event goes on the stream (read back after the next sync).
+void closeStep(Context* ctx) {
+  Profile* p = ctx->prof;
+  if (!p->recording) return;
+  cudaEvent_t end = takeEvent(p);
+  check(cudaEventRecord(end, ctx->stream), "profile", "cudaEventRecord");
+  p->pendingSteps.emplace_back(p->stepStart, end);
+  p->stepStart = nullptr;
+  p->recording = false;
+}
+
+void printProfile(Profile* p) {
+  if (p->printed) return;
+  p->printed = true;
+  std::vector<const Profile::Row*> order;
+  double callMs = 0.0;
+  for (const auto& r : p->rows)
+    if (r.calls > 0) {
+      order.push_back(&r);
+      callMs += r.ms;
+    }
+  std::sort(order.begin(), order.end(),
+            [](const Profile::Row* a, const Profile::Row* b) { return a->ms > b->ms; });
+  const double steps = p->stepsTimed > 0 ? (double)p->stepsTimed : 1.0;
+  const double stepMs = p->stepMs / steps;
+  std::fprintf(stderr,
+               "\ntgrt profile (TGRT_PROFILE=1) on %s: %lld steps after 1 warm-up step, "
+               "step %.3f ms (events around the whole step), calls %.3f ms per step (%.1f%%; "
+               "the rest is the GPU waiting for the host)\n",
+               p->device.c_str(), (long long)p->stepsTimed, stepMs, callMs / steps,
+               stepMs > 0 ? 100.0 * callMs / steps / stepMs : 0.0);
+  std::fprintf(stderr, "%-58s %7s %11s %9s %9s %7s %7s\n", "call (loc, layer = *)", "calls",
+               "total ms", "mean ms", "ms/step", "share", "cum");
+  double cum = 0.0;
+  for (const Profile::Row* r : order) {
+    const double share = stepMs > 0 ? 100.0 * r->ms / (stepMs * steps) : 0.0;
+    cum += share;
+    std::fprintf(stderr, "%-58s %7lld %11.3f %9.4f %9.3f %6.2f%% %6.1f%%\n", r->key.c_str(),
+                 (long long)r->calls, r->ms, r->ms / (double)r->calls, r->ms / steps, share, cum);
+  }
+  // Totals per function (all locs together).
+  std::vector<std::pair<std::string, double>> perFn;
+  for (const Profile::Row* r : order) {
+    const std::string fn = r->key.substr(0, r->key.find(' '));
+    bool found = false;
+    for (auto& f : perFn)
+      if (f.first == fn) {
+        f.second += r->ms;
+        found = true;
+      }
+    if (!found) perFn.emplace_back(fn, r->ms);
+  }
+  std::sort(perFn.begin(), perFn.end(),
+            [](const std::pair<std::string, double>& a, const std::pair<std::string, double>& b) {
+              return a.second > b.second;
+            });
+  std::fprintf(stderr, "per function:\n");
+  for (const auto& f : perFn)
+    std::fprintf(stderr, "  %-30s %9.3f ms/step %6.2f%%\n", f.first.c_str(), f.second / steps,
+                 stepMs > 0 ? 100.0 * f.second / (stepMs * steps) : 0.0);
+  std::fflush(stderr);
+}
+
+void printLiveProfilesAtExit() {
+  for (Profile* p : liveProfiles()) printProfile(p); // host data only: no CUDA calls here
+}
+
+void profileSetStep(Context* ctx) {
+  Profile* p = ctx->prof;
+  closeStep(ctx);
+  p->stepsSeen += 1;
+  if (p->stepsSeen < 2) return; // warm-up
+  p->stepStart = takeEvent(p);
+  check(cudaEventRecord(p->stepStart, ctx->stream), "profile", "cudaEventRecord");
+  p->recording = true;
+}
+
+void destroyProfile(Context* ctx) {
+  Profile* p = ctx->prof;
+  if (!p) return;
+  closeStep(ctx);
+  if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+  harvest(p);
+  printProfile(p);
+  for (cudaEvent_t e : p->freeEvents) cudaEventDestroy(e);
+  auto& live = liveProfiles();
+  for (size_t i = 0; i < live.size(); ++i)
+    if (live[i] == p) {
+      live.erase(live.begin() + (long)i);
+      break;
+    }
+  delete p;
+  ctx->prof = nullptr;
+}
+
+} // namespace
+
+int64_t profileBegin(Context* ctx, const char* fn, const char* loc) {
+  if (!ctx || !ctx->prof || !ctx->prof->recording) return -1;
+  Profile* p = ctx->prof;
+  std::string raw = fn;
+  raw += ' ';
+  raw += loc ? loc : "?";
+  int32_t row;
+  auto it = p->index.find(raw);
+  if (it != p->index.end()) {
+    row = it->second;
+  } else {
+    const std::string key = std::string(fn) + " " + normaliseLoc(loc);
+    row = -1;
+    for (size_t i = 0; i < p->rows.size(); ++i)
+      if (p->rows[i].key == key) row = (int32_t)i;
+    if (row < 0) {
+      p->rows.push_back(Profile::Row{key, 0, 0.0});
+      row = (int32_t)p->rows.size() - 1;
+    }
+    p->index.emplace(raw, row);
+  }
+  Profile::Pending c{row, takeEvent(p), takeEvent(p)};
+  check(cudaEventRecord(c.a, ctx->stream), "profile", "cudaEventRecord");
+  p->pending.push_back(c);
+  return (int64_t)p->pending.size() - 1;
+}
+
+void profileEnd(Context* ctx, int64_t handle) {
+  Profile* p = ctx->prof;
+  if (!p || handle < 0 || (size_t)handle >= p->pending.size()) return;
+  check(cudaEventRecord(p->pending[(size_t)handle].b, ctx->stream), "profile", "cudaEventRecord");
 }
 
 // ------------------------------------------------------------------------ context --
@@ -188,6 +418,18 @@ Context* createContext(const tgrt_model* model) {
     destroyContext(ctx);
     return nullptr;
   }
+  const char* profile = std::getenv("TGRT_PROFILE");
+  if (profile && std::strcmp(profile, "1") == 0) {
+    ctx->prof = new Profile();
+    ctx->prof->device = ctx->device_name;
+    static bool hooked = false;
+    if (!hooked) {
+      hooked = true;
+      std::atexit(printLiveProfilesAtExit);
+    }
+    liveProfiles().push_back(ctx->prof);
+    g_profile = true;
+  }
   // Planned bytes versus what the device actually gave up (cudaMemGetInfo before/after;
   // the CUDA context itself already existed at the first reading).
   size_t freeAfter = 0;
@@ -204,6 +446,7 @@ Context* createContext(const tgrt_model* model) {
 
 void destroyContext(Context* ctx) {
   if (!ctx) return;
+  destroyProfile(ctx);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
   for (auto& entry : ctx->plans) {
     MatmulPlan& p = entry.second;
@@ -245,13 +488,16 @@ void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes)
 
 void synchronize(Context* ctx) {
   checkCtx(ctx, "synchronize");
+  if (ctx->prof) closeStep(ctx);
   check(cudaStreamSynchronize(ctx->stream), "synchronize", "cudaStreamSynchronize");
+  if (ctx->prof) harvest(ctx->prof);
   checkDeviceErrors(ctx);
 }
 
 void setStep(Context* ctx, int64_t step) {
   checkCtx(ctx, "set_step");
   ctx->step = step;
+  if (ctx->prof) profileSetStep(ctx);
 }
 
 void setLr(Context* ctx, float lr) {

@@ -114,6 +114,36 @@ void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, fl
            float beta1, float beta2, float eps, float weight_decay, const float* clip);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
 
+// ------------------------------------------------------------------- profiling --
+/// TGRT_PROFILE=1 at context creation: every tgrt_* kernel call of runtime/tgrt.h (Abi.cu)
+/// is timed with a pair of cudaEvents around its launch(es), keyed by (function, loc with
+/// each all-digit component replaced by "*", e.g. "tgrt_matmul layers.*.attn.qkv"). A step
+/// runs from tgrt_set_step to the next tgrt_synchronize (or tgrt_set_step); the first step
+/// is warm-up and not counted, nor are calls outside a step (evaluation). The table (calls,
+/// total ms, mean ms, ms per step, share of the event-timed step) goes to stderr when the
+/// context is destroyed, or at exit. Unset: Abi.cu tests one global flag per call, nothing
+/// else.
+extern bool g_profile; ///< true once a context was created with TGRT_PROFILE=1
+/// Starts timing one ABI call (no-op outside a profiled step); returns a handle for profileEnd.
+int64_t profileBegin(Context* ctx, const char* fn, const char* loc);
+void profileEnd(Context* ctx, int64_t handle);
+/// RAII form used by Abi.cu: `ProfileScope ps(ctx, "tgrt_matmul", loc);`.
+struct ProfileScope {
+  Context* ctx = nullptr;
+  int64_t handle = -1;
+  ProfileScope(Context* c, const char* fn, const char* loc) {
+    if (g_profile) {
+      ctx = c;
+      handle = profileBegin(c, fn, loc);
+    }
+  }
+  ~ProfileScope() {
+    if (handle >= 0) profileEnd(ctx, handle);
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+};
+
 // ------------------------------------------------------------- tuning (testing) --
 /// Tile shapes (query rows BR x key rows BC) of the flash attention kernels: forward, dk/dv
 /// and dq. A pair left 0 keeps the default. Compiled shapes are listed in Attention.cu;

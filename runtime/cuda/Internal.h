@@ -62,6 +62,8 @@ struct MatmulPlan {
   bool ok = false;
 };
 
+struct Profile; ///< TGRT_PROFILE=1 state (Context.cu)
+
 struct Context {
   const tgrt_model* model = nullptr;
   char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
@@ -79,6 +81,7 @@ struct Context {
   AttentionTiles attn_tiles = {0, 0, 0, 0, 0, 0}; ///< 0: defaults (Attention.cu)
   std::vector<std::string> locs; ///< locations that device-side errors refer to
   std::unordered_map<MatmulKey, MatmulPlan, MatmulKeyHash> plans;
+  Profile* prof = nullptr; ///< non-NULL with TGRT_PROFILE=1 (see CudaRuntime.h)
 };
 
 /// Prints "tgrt: <loc>: <message>" to stderr and exits with status 1.

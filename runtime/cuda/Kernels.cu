@@ -87,6 +87,51 @@ __device__ void reportError(DeviceState* st, int32_t code, int32_t loc, long lon
 /// Workspace bytes rounded up so that consecutive scratch arrays stay 256-byte aligned.
 inline int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// ------------------------------------------------------------ vector access helpers --
+// Memory-bound kernels move float4 (16 bytes per thread and access) when every pointer is
+// 16-byte aligned (and, for rows, every row length and leading dimension a multiple of 4);
+// otherwise the same kernel runs its scalar loop. Results do not depend on the path.
+
+inline bool aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
+inline bool aligned16(const void* a, const void* b) { return aligned16(a) && aligned16(b); }
+inline bool aligned16(const void* a, const void* b, const void* c) {
+  return aligned16(a) && aligned16(b) && aligned16(c);
+}
+inline bool aligned16(const void* a, const void* b, const void* c, const void* d) {
+  return aligned16(a, b) && aligned16(c, d);
+}
+
+__device__ __forceinline__ float4 ld4(const float* p, int64_t i4) {
+  return reinterpret_cast<const float4*>(p)[i4];
+}
+__device__ __forceinline__ void st4(float* p, int64_t i4, float4 v) {
+  reinterpret_cast<float4*>(p)[i4] = v;
+}
+
+/// Grid-stride elementwise loop over n items: op.vec(i4) for the float4 items [0, n/4) when
+/// `vec`, then op(i) for the scalar rest (all of [0, n) when not `vec`). Each item is read and
+/// written by one thread, so outputs may alias inputs.
+template <typename Op>
+__global__ void elementwise_kernel(Op op, int64_t n, bool vec) {
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t n4 = n >> 2;
+    for (int64_t i = t; i < n4; i += stride) op.vec(i);
+    done = n4 << 2;
+  }
+  for (int64_t i = done + t; i < n; i += stride) op(i);
+}
+
+/// Launches elementwise_kernel<Op> over n items (float4 when `vec`).
+template <typename Op>
+void launchElementwise(Context* ctx, const char* loc, const char* name, const Op& op, int64_t n,
+                       bool vec) {
+  launch(ctx, loc, name, elementwise_kernel<Op>, dim3(gridFor(vec ? (n + 3) / 4 : n, kBlock)),
+         dim3(kBlock), 0, op, n, vec);
+}
+
 // ---------------------------------------------------------------------- embedding --
 
 // out[i, :] = table[ids[i], :]. One block per token (grid-stride), threads over d.
@@ -143,16 +188,6 @@ __global__ void embedding_bwd_runs_kernel(const int32_t* __restrict__ keys,
 
 // ---------------------------------------------------------------------- positional --
 
-// out[b, s, c] = x[b, s, c] + wpe[s, c]  (flattened: i = (b*t + s)*d + c).
-__global__ void positional_fwd_kernel(const float* x, const float* __restrict__ wpe, float* out,
-                                      int64_t n, int64_t t, int64_t d) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t s = (i / d) % t, c = i % d;
-    out[i] = x[i] + wpe[s * d + c];
-  }
-}
-
 // dwpe[s, c] = sum_b dout[b, s, c] (b in order, double accumulation) for s < t;
 // dwpe[s, c] = 0 for t <= s < context. One thread per (s, c).
 __global__ void positional_bwd_kernel(const float* __restrict__ dout, float* __restrict__ dwpe,
@@ -174,25 +209,35 @@ __global__ void positional_bwd_kernel(const float* __restrict__ dout, float* __r
 // -------------------------------------------------------------------- elementwise --
 
 // out[i] = a[i] + b[i]  (out may alias a or b: each element is read before it is written).
-__global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    out[i] = a[i] + b[i];
-}
+struct AddOp {
+  const float* a;
+  const float* b;
+  float* out;
+  __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
+  __device__ void vec(int64_t i) const {
+    const float4 x = ld4(a, i), y = ld4(b, i);
+    st4(out, i, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
+  }
+};
 
 // dst[i] += src[i].
-__global__ void accumulate_kernel(float* dst, const float* src, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    dst[i] += src[i];
-}
+struct AccumulateOp {
+  float* dst;
+  const float* src;
+  __device__ void operator()(int64_t i) const { dst[i] += src[i]; }
+  __device__ void vec(int64_t i) const {
+    const float4 x = ld4(dst, i), y = ld4(src, i);
+    st4(dst, i, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
+  }
+};
 
 // out[i] = value.
-__global__ void fill_kernel(float* out, int64_t n, float value) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    out[i] = value;
-}
+struct FillOp {
+  float* out;
+  float value;
+  __device__ void operator()(int64_t i) const { out[i] = value; }
+  __device__ void vec(int64_t i) const { st4(out, i, make_float4(value, value, value, value)); }
+};
 
 /// Shape and strides of a 4-d permutation (see tgrt_transpose4).
 struct Permute4 {
@@ -201,19 +246,53 @@ struct Permute4 {
 };
 
 // y[j0, j1, j2, j3] = x[i0, i1, i2, i3] with i_perm[k] = j_k: one thread per y element, its
-// x offset = sum_k j_k * xstride_of_axis(perm[k]). Writes are coalesced; reads are too when
-// the last axis stays last (the usual [b, t, h, d] <-> [b, h, t, d]).
+// x offset = sum_k j_k * xstride_of_axis(perm[k]). Writes are coalesced. Index type I is
+// uint32_t when every index fits (32-bit division is several times cheaper than 64-bit).
+template <typename I>
 __global__ void transpose4_kernel(const float* __restrict__ x, float* __restrict__ y, Permute4 p,
-                                  int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rest = i, src = 0;
-    for (int k = 3; k >= 0; --k) {
-      const int64_t j = rest % p.ydim[k];
-      rest /= p.ydim[k];
-      src += j * p.xstride[k];
-    }
-    y[i] = x[src];
+                                  I n) {
+  const I yd1 = (I)p.ydim[1], yd2 = (I)p.ydim[2], yd3 = (I)p.ydim[3];
+  const I s0 = (I)p.xstride[0], s1 = (I)p.xstride[1], s2 = (I)p.xstride[2],
+          s3 = (I)p.xstride[3];
+  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+    I rest = i;
+    const I j3 = rest % yd3;
+    rest /= yd3;
+    const I j2 = rest % yd2;
+    rest /= yd2;
+    const I j1 = rest % yd1;
+    const I j0 = rest / yd1;
+    y[i] = x[j0 * s0 + j1 * s1 + j2 * s2 + j3 * s3];
+  }
+}
+
+// The last axis stays last (perm[3] == 3, e.g. [b, t, h, d] <-> [b, h, t, d]): y is rows of
+// d3 contiguous floats, each copied whole from one x row. Items are float4 (or float when
+// not `vec`) of q per row; the row's x offset (in items) is j0*s0 + j1*s1 + j2*s2. Reads and
+// writes are both coalesced along the row.
+template <typename I, bool V>
+__global__ void transpose_rows_kernel(const float* __restrict__ x, float* __restrict__ y, I total,
+                                      I q, I yd1, I yd2, I s0, I s1, I s2) {
+  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
+       i += (I)gridDim.x * blockDim.x) {
+    const I row = i / q, col = i - row * q;
+    const I j2 = row % yd2, r2 = row / yd2;
+    const I j1 = r2 % yd1, j0 = r2 / yd1;
+    const I src = j0 * s0 + j1 * s1 + j2 * s2 + col;
+    if (V) st4(y, (int64_t)i, ld4(x, (int64_t)src));
+    else y[i] = x[src];
+  }
+}
+
+// dst[r, 0:cols] = src[r, 0:cols] with leading dimensions (in items: float4 when V).
+template <typename I, bool V>
+__global__ void copy2d_kernel(const float* __restrict__ src, I sld, float* __restrict__ dst,
+                              I dld, I total, I q) {
+  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
+       i += (I)gridDim.x * blockDim.x) {
+    const I r = i / q, c = i - r * q;
+    if (V) st4(dst, (int64_t)(r * dld + c), ld4(src, (int64_t)(r * sld + c)));
+    else dst[r * dld + c] = src[r * sld + c];
   }
 }
 
@@ -279,6 +358,112 @@ __global__ void layer_norm_bwd_dx_kernel(const float* __restrict__ dy, const flo
       dxr[c] = rs * (dyr[c] * gamma[c] - meanG - xhat * meanGX);
     }
   }
+}
+
+// The same two kernels with the row held in registers: d % 4 == 0, 16-byte aligned pointers
+// and d <= 128 * NV; lane l holds the float4 items l, l + 32, ... (< d/4). One read of x (and
+// dy) per row instead of three.
+template <int NV>
+__global__ void layer_norm_fwd_vec_kernel(const float* __restrict__ x,
+                                          const float* __restrict__ gamma,
+                                          const float* __restrict__ beta, float* __restrict__ y,
+                                          float* __restrict__ mean, float* __restrict__ rstd,
+                                          int64_t rows, int64_t d, float eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t d4 = d >> 2;
+  const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
+       r += warpsPerGrid) {
+    const float* xr = x + r * d;
+    float4 v[NV];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      v[k] = c < d4 ? ld4(xr, c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+    }
+    const float mu = warpSum(s) / (float)d;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      if (lane + 32 * k < d4) {
+        const float a = v[k].x - mu, b = v[k].y - mu, c = v[k].z - mu, e = v[k].w - mu;
+        q += (a * a + b * b) + (c * c + e * e);
+      }
+    }
+    const float var = warpSum(q) / (float)d;
+    const float rs = 1.0f / sqrtf(var + eps);
+    float* yr = y + r * d;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      if (c < d4) {
+        const float4 g = ld4(gamma, c), b = ld4(beta, c);
+        st4(yr, c,
+            make_float4((v[k].x - mu) * rs * g.x + b.x, (v[k].y - mu) * rs * g.y + b.y,
+                        (v[k].z - mu) * rs * g.z + b.z, (v[k].w - mu) * rs * g.w + b.w));
+      }
+    }
+    if (lane == 0) {
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  }
+}
+
+template <int NV>
+__global__ void layer_norm_bwd_dx_vec_kernel(const float* __restrict__ dy,
+                                             const float* __restrict__ x,
+                                             const float* __restrict__ gamma,
+                                             const float* __restrict__ mean,
+                                             const float* __restrict__ rstd,
+                                             float* __restrict__ dx, int64_t rows, int64_t d) {
+  const int lane = threadIdx.x & 31;
+  const int64_t d4 = d >> 2;
+  const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
+       r += warpsPerGrid) {
+    const float mu = mean[r], rs = rstd[r];
+    float4 xh[NV], g[NV]; // xhat and dy * gamma
+    float sg = 0.0f, sgx = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      if (c < d4) {
+        const float4 xv = ld4(x + r * d, c), dv = ld4(dy + r * d, c), gm = ld4(gamma, c);
+        xh[k] = make_float4((xv.x - mu) * rs, (xv.y - mu) * rs, (xv.z - mu) * rs,
+                            (xv.w - mu) * rs);
+        g[k] = make_float4(dv.x * gm.x, dv.y * gm.y, dv.z * gm.z, dv.w * gm.w);
+      } else {
+        xh[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        g[k] = xh[k];
+      }
+      sg += (g[k].x + g[k].y) + (g[k].z + g[k].w);
+      sgx += (g[k].x * xh[k].x + g[k].y * xh[k].y) + (g[k].z * xh[k].z + g[k].w * xh[k].w);
+    }
+    const float meanG = warpSum(sg) / (float)d;
+    const float meanGX = warpSum(sgx) / (float)d;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      if (c < d4)
+        st4(dx + r * d, c,
+            make_float4(rs * (g[k].x - meanG - xh[k].x * meanGX),
+                        rs * (g[k].y - meanG - xh[k].y * meanGX),
+                        rs * (g[k].z - meanG - xh[k].z * meanGX),
+                        rs * (g[k].w - meanG - xh[k].w * meanGX)));
+    }
+  }
+}
+
+/// Float4 items per lane for the register kernels (0: use the scalar kernels).
+inline int layerNormNV(int64_t d, bool aligned) {
+  if (!aligned || d % 4 != 0) return 0;
+  const int64_t per = (d / 4 + 31) / 32;
+  for (int nv : {1, 2, 4, 6, 8})
+    if (per <= nv) return nv;
+  return 0;
 }
 
 /// Rows per chunk of the column sums: a function of `rows` only, so results never depend on
@@ -371,12 +556,39 @@ void columnSums(Context* ctx, const char* loc, const float* dy, const float* x, 
 
 // ------------------------------------------------------------------------- bias --
 
-// out[r, c] = x[r, c] + bias[c]  (flattened i = r*n + c; out may alias x).
-__global__ void bias_add_kernel(const float* x, const float* __restrict__ bias, float* out,
-                                int64_t total, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x)
-    out[i] = x[i] + bias[i % n];
+// out[r, c] = x[r, c] + bias[c]  (out may alias x). Also the positional forward:
+//   out[b, s, c] = x[b, s, c] + wpe[s, c]  with rows r = b*t + s and bias row s = r % period.
+// Grid: x over the columns (float4 when `vec`: n, pointers 16-byte aligned, n % 4 == 0),
+// y over the rows (grid-stride); no per-element division.
+__global__ void row_bias_kernel(const float* x, const float* __restrict__ bias, float* out,
+                                int64_t rows, int64_t n, int64_t period, bool vec) {
+  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (vec) {
+    const int64_t n4 = n >> 2;
+    if (c >= n4) return;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+      const float4 b = ld4(bias + (r % period) * n, c);
+      const float4 v = ld4(x + r * n, c);
+      st4(out + r * n, c, make_float4(v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w));
+    }
+  } else {
+    if (c >= n) return;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+      out[r * n + c] = x[r * n + c] + bias[(r % period) * n + c];
+  }
+}
+
+/// out = x + bias row (r % period) over rows x n.
+void rowBias(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
+             int64_t rows, int64_t n, int64_t period) {
+  const bool vec = n % 4 == 0 && aligned16(x, bias, out);
+  const int64_t cols = vec ? n / 4 : n;
+  const int64_t bx = (cols + 127) / 128;
+  if (bx > 0x7fffffff) fail(loc, "bias_add: row too long");
+  const int64_t by = std::min<int64_t>(rows, std::max<int64_t>(1, 8192 / bx));
+  launch(ctx, loc, "row_bias_kernel", row_bias_kernel,
+         dim3((unsigned)bx, (unsigned)std::min<int64_t>(by, 65535)), dim3(128), 0, x, bias, out,
+         rows, n, period, vec);
 }
 
 // --------------------------------------------------------------------------- GELU --
@@ -386,27 +598,38 @@ constexpr float kGeluA = 0.044715f;
 
 // GELU, tanh approximation (Hendrycks & Gimpel 2016):
 //   y = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
-__global__ void gelu_fwd_kernel(const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const float xi = x[i];
-    const float u = kGeluC * (xi + kGeluA * xi * xi * xi);
-    y[i] = 0.5f * xi * (1.0f + tanhf(u));
-  }
+__device__ __forceinline__ float geluF(float xi) {
+  const float u = kGeluC * (xi + kGeluA * xi * xi * xi);
+  return 0.5f * xi * (1.0f + tanhf(u));
 }
+struct GeluFwdOp {
+  const float* x;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = geluF(x[i]); }
+  __device__ void vec(int64_t i) const {
+    const float4 v = ld4(x, i);
+    st4(y, i, make_float4(geluF(v.x), geluF(v.y), geluF(v.z), geluF(v.w)));
+  }
+};
 
 // dx = dy * (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2)).
 // dx may alias dy.
-__global__ void gelu_bwd_kernel(const float* x, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const float xi = x[i];
-    const float th = tanhf(kGeluC * (xi + kGeluA * xi * xi * xi));
-    const float grad = 0.5f * (1.0f + th) +
-                       0.5f * xi * (1.0f - th * th) * kGeluC * (1.0f + 3.0f * kGeluA * xi * xi);
-    dx[i] = dy[i] * grad;
-  }
+__device__ __forceinline__ float geluGrad(float xi) {
+  const float th = tanhf(kGeluC * (xi + kGeluA * xi * xi * xi));
+  return 0.5f * (1.0f + th) +
+         0.5f * xi * (1.0f - th * th) * kGeluC * (1.0f + 3.0f * kGeluA * xi * xi);
 }
+struct GeluBwdOp {
+  const float* x;
+  const float* dy;
+  float* dx;
+  __device__ void operator()(int64_t i) const { dx[i] = dy[i] * geluGrad(x[i]); }
+  __device__ void vec(int64_t i) const {
+    const float4 v = ld4(x, i), g = ld4(dy, i);
+    st4(dx, i, make_float4(g.x * geluGrad(v.x), g.y * geluGrad(v.y), g.z * geluGrad(v.z),
+                           g.w * geluGrad(v.w)));
+  }
+};
 
 // ------------------------------------------------------------------------ dropout --
 // The mask must equal the CPU backend's bit for bit (runtime/cpu/Kernels.cpp): splitmix64's
@@ -501,17 +724,46 @@ __global__ void softmax_bwd_kernel(const float* y, const float* dy, float* dx, i
 
 // --------------------------------------------------------------- cross entropy --
 
-/// Per-thread online max and sum of exp over a strided slice of a row, then the block's
-/// (M, S) with S = sum_c exp(z_c - M). `fscratch` / `dscratch`: 33 floats / 33 doubles.
-__device__ void rowMaxSumExp(const float* z, int64_t vocab, float* fscratch, double* dscratch,
-                             float& M, float& S) {
-  float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) m = fmaxf(m, z[c]);
+/// Online (max, sum of exp) update: (m, s) with s = sum exp(z - m) absorbs one z.
+__device__ __forceinline__ void onlineAdd(float z, float& m, float& s) {
+  if (z > m) {
+    s = s * expf(m - z) + 1.0f; // m = -inf: s = 0 * 0 + 1
+    m = z;
+  } else {
+    s += expf(z - m); // z = m = -inf gives NaN: guarded by the caller's -inf check
+  }
+}
+
+/// The block's (M, S) with S = sum_c exp(z_c - M) over a row, in one pass: each thread keeps
+/// an online (max, sum) over its strided slice (float4 items when `vec`: vocab % 4 == 0 and z
+/// 16-byte aligned), then the block combines them. `fscratch` / `dscratch`: 33 floats /
+/// 33 doubles. A row of -inf only gives M = -inf (S then unused).
+__device__ void rowMaxSumExp(const float* z, int64_t vocab, bool vec, float* fscratch,
+                             double* dscratch, float& M, float& S) {
+  float m = -INFINITY, s = 0.0f;
+  if (vec) {
+    const int64_t v4 = vocab >> 2;
+    for (int64_t c = threadIdx.x; c < v4; c += blockDim.x) {
+      const float4 q = ld4(z, c);
+      // Update with the max of the four first: one rescale at most per item.
+      const float qm = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
+      if (qm == -INFINITY) continue;
+      if (qm > m) {
+        s *= expf(m - qm);
+        m = qm;
+      }
+      s += (expf(q.x - m) + expf(q.y - m)) + (expf(q.z - m) + expf(q.w - m));
+    }
+  } else {
+    for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
+      const float zc = z[c];
+      if (zc == -INFINITY) continue;
+      onlineAdd(zc, m, s);
+    }
+  }
   M = blockMax(m, fscratch);
-  float s = 0.0f;
-  if (M != -INFINITY)
-    for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) s += expf(z[c] - M);
-  S = (float)blockSumD((double)s, dscratch);
+  const double part = m == -INFINITY ? 0.0 : (double)s * exp((double)(m - M));
+  S = M == -INFINITY ? 0.0f : (float)blockSumD(part, dscratch);
 }
 
 // Cross-entropy forward, first stage, one block per row r of logits [rows, vocab]:
@@ -521,7 +773,7 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
                                           const int32_t* __restrict__ targets,
                                           double* __restrict__ rowLoss, int64_t rows,
                                           int64_t vocab, int64_t ignore, DeviceState* st,
-                                          int32_t loc) {
+                                          int32_t loc, bool vec) {
   __shared__ float fs[33];
   __shared__ double ds[33];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -535,7 +787,7 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
     }
     const float* z = logits + r * vocab;
     float M, S;
-    rowMaxSumExp(z, vocab, fs, ds, M, S);
+    rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
     if (threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)z[t];
   }
 }
@@ -573,7 +825,7 @@ __global__ void cross_entropy_bwd_kernel(const float* logits, const int32_t* __r
                                          const float* __restrict__ dloss,
                                          const double* __restrict__ valid, float* dlogits,
                                          int64_t rows, int64_t vocab, int64_t ignore,
-                                         DeviceState* st, int32_t loc) {
+                                         DeviceState* st, int32_t loc, bool vec) {
   __shared__ float fs[33];
   __shared__ double ds[33];
   const double nValid = *valid;
@@ -588,11 +840,30 @@ __global__ void cross_entropy_bwd_kernel(const float* logits, const int32_t* __r
       continue;
     }
     float M, S;
-    rowMaxSumExp(z, vocab, fs, ds, M, S);
+    rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
     const float invS = 1.0f / S;
-    for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
-      const float p = expf(z[c] - M) * invS;
-      dz[c] = scale * (p - (c == t ? 1.0f : 0.0f));
+    if (vec) {
+      const int64_t v4 = vocab >> 2;
+      for (int64_t c = threadIdx.x; c < v4; c += blockDim.x) {
+        const float4 q = ld4(z, c);
+        float4 o = make_float4(scale * (expf(q.x - M) * invS), scale * (expf(q.y - M) * invS),
+                               scale * (expf(q.z - M) * invS), scale * (expf(q.w - M) * invS));
+        if (t >> 2 == c) {
+          const float p = expf(z[t] - M) * invS, g = scale * (p - 1.0f);
+          switch (t & 3) {
+          case 0: o.x = g; break;
+          case 1: o.y = g; break;
+          case 2: o.z = g; break;
+          default: o.w = g;
+          }
+        }
+        st4(dz, c, o);
+      }
+    } else {
+      for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
+        const float p = expf(z[c] - M) * invS;
+        dz[c] = scale * (p - (c == t ? 1.0f : 0.0f));
+      }
     }
   }
 }
@@ -607,13 +878,24 @@ inline int64_t normBlocks(int64_t n) {
 
 // Sum of squares, first stage: part[b] = sum over block b's grid-stride slice of g_i^2
 // (double per thread, then the block's fixed-order sum).
+// With `vec` (g 16-byte aligned) the slice is float4 items, then the scalar tail.
 __global__ void sumsq_partial_kernel(const float* __restrict__ g, int64_t n,
-                                     double* __restrict__ part) {
+                                     double* __restrict__ part, bool vec) {
   __shared__ double ds[33];
   double s = 0.0;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    s += (double)g[i] * (double)g[i];
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t n4 = n >> 2;
+    for (int64_t i = t; i < n4; i += stride) {
+      const float4 v = ld4(g, i);
+      s += ((double)v.x * (double)v.x + (double)v.y * (double)v.y) +
+           ((double)v.z * (double)v.z + (double)v.w * (double)v.w);
+    }
+    done = n4 << 2;
+  }
+  for (int64_t i = done + t; i < n; i += stride) s += (double)g[i] * (double)g[i];
   s = blockSumD(s, ds);
   if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
@@ -639,22 +921,37 @@ __global__ void clip_scale_kernel(float* acc, float maxNorm, DeviceState* st) {
 // AdamW (Loshchilov & Hutter 2019), in double like the CPU reference:
 //   g' = g * clip[1];  m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
 //   p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p),  bc = 1 - b^step.
-__global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g,
-                             float* __restrict__ m, float* __restrict__ v, int64_t n, double b1,
-                             double b2, double eps, double wd, double lr, double bc1, double bc2,
-                             const float* __restrict__ clip) {
-  const double c = clip ? (double)clip[1] : 1.0;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const double gi = (double)g[i] * c;
-    const double mi = b1 * m[i] + (1.0 - b1) * gi;
-    const double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
-    m[i] = (float)mi;
-    v[i] = (float)vi;
-    const double pi = p[i];
-    p[i] = (float)(pi - lr * ((mi / bc1) / (sqrt(vi / bc2) + eps) + wd * pi));
+struct AdamwOp {
+  float* p;
+  const float* g;
+  float* m;
+  float* v;
+  double b1, b2, eps, wd, lr, bc1, bc2;
+  const float* clip;
+  __device__ __forceinline__ void one(float& pf, float gf, float& mf, float& vf, double c) const {
+    const double gi = (double)gf * c;
+    const double mi = b1 * mf + (1.0 - b1) * gi;
+    const double vi = b2 * vf + (1.0 - b2) * gi * gi;
+    mf = (float)mi;
+    vf = (float)vi;
+    const double pi = pf;
+    pf = (float)(pi - lr * ((mi / bc1) / (sqrt(vi / bc2) + eps) + wd * pi));
   }
-}
+  __device__ double scale() const { return clip ? (double)clip[1] : 1.0; }
+  __device__ void operator()(int64_t i) const { one(p[i], g[i], m[i], v[i], scale()); }
+  __device__ void vec(int64_t i) const {
+    const double c = scale();
+    float4 pv = ld4(p, i), mv = ld4(m, i), vv = ld4(v, i);
+    const float4 gv = ld4(g, i);
+    one(pv.x, gv.x, mv.x, vv.x, c);
+    one(pv.y, gv.y, mv.y, vv.y, c);
+    one(pv.z, gv.z, mv.z, vv.z, c);
+    one(pv.w, gv.w, mv.w, vv.w, c);
+    st4(p, i, pv);
+    st4(m, i, mv);
+    st4(v, i, vv);
+  }
+};
 
 // loss_sum += loss[0]; loss_count += 1. One thread.
 __global__ void report_loss_kernel(const float* loss, DeviceState* st) {
@@ -857,8 +1154,7 @@ void positionalFwd(Context* ctx, const char* loc, const float* x, const float* w
   checkNonNegative(loc, "positional_fwd(batch, t, d)", batch, t, d);
   const int64_t n = batch * t * d;
   if (n == 0) return;
-  launch(ctx, loc, "positional_fwd_kernel", positional_fwd_kernel, dim3(gridFor(n, kBlock)),
-         dim3(kBlock), 0, x, wpe, out, n, t, d);
+  rowBias(ctx, loc, x, wpe, out, batch * t, d, t);
 }
 
 void positionalBwd(Context* ctx, const char* loc, const float* dout, float* dwpe, int64_t batch,
@@ -876,24 +1172,22 @@ void add(Context* ctx, const char* loc, const float* a, const float* b, float* o
   checkCtx(ctx, loc);
   checkNonNegative(loc, "add(n)", n);
   if (n == 0) return;
-  launch(ctx, loc, "add_kernel", add_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0, a, b,
-         out, n);
+  launchElementwise(ctx, loc, "add_kernel", AddOp{a, b, out}, n, aligned16(a, b, out));
 }
 
 void accumulate(Context* ctx, const char* loc, float* dst, const float* src, int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "accumulate(n)", n);
   if (n == 0) return;
-  launch(ctx, loc, "accumulate_kernel", accumulate_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock),
-         0, dst, src, n);
+  launchElementwise(ctx, loc, "accumulate_kernel", AccumulateOp{dst, src}, n,
+                    aligned16(dst, src));
 }
 
 void fill(Context* ctx, const char* loc, float* out, int64_t n, float value) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "fill(n)", n);
   if (n == 0) return;
-  launch(ctx, loc, "fill_kernel", fill_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0, out, n,
-         value);
+  launchElementwise(ctx, loc, "fill_kernel", FillOp{out, value}, n, aligned16(out));
 }
 
 void zero(Context* ctx, const char* loc, void* p, int64_t bytes) {
@@ -911,10 +1205,24 @@ void copy2d(Context* ctx, const char* loc, const float* src, int64_t src_ld, flo
   if (src_ld < cols || dst_ld < cols)
     fail(loc, "copy2d: leading dimensions (src %lld, dst %lld) smaller than cols %lld",
          (long long)src_ld, (long long)dst_ld, (long long)cols);
-  check(cudaMemcpy2DAsync(dst, (size_t)dst_ld * sizeof(float), src, (size_t)src_ld * sizeof(float),
-                          (size_t)cols * sizeof(float), (size_t)rows, cudaMemcpyDeviceToDevice,
-                          ctx->stream),
-        loc, "cudaMemcpy2DAsync");
+  const bool vec = cols % 4 == 0 && src_ld % 4 == 0 && dst_ld % 4 == 0 && aligned16(src, dst);
+  const int64_t w = vec ? 4 : 1, q = cols / w, total = rows * q;
+  // Largest index touched: (rows - 1) * max(ld) + cols (in floats).
+  const bool small = (rows - 1) * std::max(src_ld, dst_ld) + cols < ((int64_t)1 << 31);
+  const dim3 grid(gridFor(total, kBlock, 65535)), block(kBlock);
+  const int64_t sld = src_ld / w, dld = dst_ld / w;
+  if (small && vec)
+    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, true>, grid, block, 0, src, sld, dst,
+           dld, total, q);
+  else if (small)
+    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, false>, grid, block, 0, src, sld,
+           dst, dld, total, q);
+  else if (vec)
+    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, true>, grid, block, 0, src, sld, dst,
+           dld, total, q);
+  else
+    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, false>, grid, block, 0, src, sld,
+           dst, dld, total, q);
 }
 
 void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t d0, int64_t d1,
@@ -938,8 +1246,33 @@ void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t
     pm.ydim[j] = dims[perm[j]];
     pm.xstride[j] = xstride[perm[j]];
   }
-  launch(ctx, loc, "transpose4_kernel", transpose4_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock),
-         0, x, y, pm, n);
+  // Largest x offset + 1 is n; 32-bit indices when n (and so every index) fits.
+  const bool small = n < ((int64_t)1 << 31);
+  if (perm[3] == 3) {
+    const bool vec = d3 % 4 == 0 && aligned16(x, y);
+    const int64_t w = vec ? 4 : 1, q = d3 / w, total = n / w;
+    const int64_t s0 = pm.xstride[0] / w, s1 = pm.xstride[1] / w, s2 = pm.xstride[2] / w;
+    const dim3 grid(gridFor(total, kBlock, 65535)), block(kBlock);
+    if (small && vec)
+      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, true>, grid, block,
+             0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    else if (small)
+      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, false>, grid,
+             block, 0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    else if (vec)
+      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, true>, grid, block,
+             0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    else
+      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, false>, grid,
+             block, 0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    return;
+  }
+  if (small)
+    launch(ctx, loc, "transpose4_kernel", transpose4_kernel<uint32_t>,
+           dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, x, y, pm, n);
+  else
+    launch(ctx, loc, "transpose4_kernel", transpose4_kernel<int64_t>,
+           dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, x, y, pm, n);
 }
 
 void layerNormFwd(Context* ctx, const char* loc, const float* x, const float* gamma,
@@ -949,8 +1282,23 @@ void layerNormFwd(Context* ctx, const char* loc, const float* x, const float* ga
   checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
   if (rows == 0) return;
   if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
-  launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel, dim3(gridFor(rows, 8)),
-         dim3(kBlock), 0, x, gamma, beta, y, mean, rstd, rows, d, eps);
+  const dim3 grid(gridFor(rows, 8)), block(kBlock);
+  switch (layerNormNV(d, aligned16(x, gamma, beta, y))) {
+#define TGRT_LN_FWD(NV)                                                                          \
+  case NV:                                                                                       \
+    launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<NV>, grid, block, 0, \
+           x, gamma, beta, y, mean, rstd, rows, d, eps);                                         \
+    return;
+    TGRT_LN_FWD(1)
+    TGRT_LN_FWD(2)
+    TGRT_LN_FWD(4)
+    TGRT_LN_FWD(6)
+    TGRT_LN_FWD(8)
+#undef TGRT_LN_FWD
+  default:
+    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel, grid, block, 0, x, gamma,
+           beta, y, mean, rstd, rows, d, eps);
+  }
 }
 
 void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x,
@@ -959,9 +1307,25 @@ void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x
   checkCtx(ctx, loc);
   checkNonNegative(loc, "layer_norm_bwd(rows, d)", rows, d);
   if (d == 0) return;
-  if (rows > 0)
-    launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, dy, x, gamma, mean, rstd, dx, rows, d);
+  if (rows > 0) {
+    const dim3 grid(gridFor(rows, 8)), block(kBlock);
+    switch (layerNormNV(d, aligned16(dy, x, gamma, dx))) {
+#define TGRT_LN_BWD(NV)                                                                          \
+  case NV:                                                                                       \
+    launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel", layer_norm_bwd_dx_vec_kernel<NV>, grid,     \
+           block, 0, dy, x, gamma, mean, rstd, dx, rows, d);                                     \
+    break;
+      TGRT_LN_BWD(1)
+      TGRT_LN_BWD(2)
+      TGRT_LN_BWD(4)
+      TGRT_LN_BWD(6)
+      TGRT_LN_BWD(8)
+#undef TGRT_LN_BWD
+    default:
+      launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel, grid, block, 0, dy,
+             x, gamma, mean, rstd, dx, rows, d);
+    }
+  }
   columnSums(ctx, loc, dy, x, mean, rstd, dbeta, dgamma, rows, d);
 }
 
@@ -1003,8 +1367,7 @@ void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, f
   checkCtx(ctx, loc);
   checkNonNegative(loc, "bias_add(rows, n)", rows, n);
   if (rows * n == 0) return;
-  launch(ctx, loc, "bias_add_kernel", bias_add_kernel, dim3(gridFor(rows * n, kBlock)),
-         dim3(kBlock), 0, x, bias, out, rows * n, n);
+  rowBias(ctx, loc, x, bias, out, rows, n, 1);
 }
 
 void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
@@ -1019,8 +1382,7 @@ void geluFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t n)
   checkCtx(ctx, loc);
   checkNonNegative(loc, "gelu_fwd(n)", n);
   if (n == 0) return;
-  launch(ctx, loc, "gelu_fwd_kernel", gelu_fwd_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0,
-         x, y, n);
+  launchElementwise(ctx, loc, "gelu_fwd_kernel", GeluFwdOp{x, y}, n, aligned16(x, y));
 }
 
 void geluBwd(Context* ctx, const char* loc, const float* x, const float* dy, float* dx,
@@ -1028,8 +1390,7 @@ void geluBwd(Context* ctx, const char* loc, const float* x, const float* dy, flo
   checkCtx(ctx, loc);
   checkNonNegative(loc, "gelu_bwd(n)", n);
   if (n == 0) return;
-  launch(ctx, loc, "gelu_bwd_kernel", gelu_bwd_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0,
-         x, dy, dx, n);
+  launchElementwise(ctx, loc, "gelu_bwd_kernel", GeluBwdOp{x, dy, dx}, n, aligned16(x, dy, dx));
 }
 
 void dropout(Context* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
@@ -1090,7 +1451,7 @@ void crossEntropyFwd(Context* ctx, const char* loc, const float* logits, const i
   double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel,
          dim3(gridFor(rows, 1, 65535)), dim3(512), 0, logits, targets, rowLoss, rows, vocab,
-         ignore_index, ctx->state, locIndex(ctx, loc));
+         ignore_index, ctx->state, locIndex(ctx, loc), vocab % 4 == 0 && aligned16(logits));
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
 }
@@ -1107,7 +1468,8 @@ void crossEntropyBwd(Context* ctx, const char* loc, const float* logits, const i
          ignore_index, valid);
   launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel,
          dim3(gridFor(rows, 1, 65535)), dim3(512), 0, logits, targets, dloss, valid, dlogits, rows,
-         vocab, ignore_index, ctx->state, locIndex(ctx, loc));
+         vocab, ignore_index, ctx->state, locIndex(ctx, loc),
+         vocab % 4 == 0 && aligned16(logits, dlogits));
 }
 
 void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc) {
@@ -1118,7 +1480,7 @@ void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float*
   checkWorkspace(ctx, loc, "grad_norm_sq (partials)", blocks * (int64_t)sizeof(double));
   double* part = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "sumsq_partial_kernel", sumsq_partial_kernel, dim3((unsigned)blocks),
-         dim3(kBlock), 0, g, n, part);
+         dim3(kBlock), 0, g, n, part, aligned16(g));
   launch(ctx, loc, "sumsq_finish_kernel", sumsq_finish_kernel, dim3(1), dim3(1024), 0, part,
          blocks, acc);
 }
@@ -1140,8 +1502,9 @@ void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, fl
   const double b1 = beta1, b2 = beta2;
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
-  launch(ctx, loc, "adamw_kernel", adamw_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0, p, g,
-         m, v, n, b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2, clip);
+  const AdamwOp op{p, g, m, v, b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1,
+                   bc2, clip};
+  launchElementwise(ctx, loc, "adamw_kernel", op, n, aligned16(p, g, m, v));
 }
 
 void reportLoss(Context* ctx, const char* loc, const float* loss) {

@@ -19,7 +19,8 @@
 // @micro_step (op index: 0 embed, 1 gelu, 2 reshape, 3 head, 4 reshape, 5 loss, 6 seed,
 // 7 ce_grad, 8 reshape, 9 dx matmul, 10 dw matmul, 11 reshape, 12 gelu_grad,
 // 13 embedding_grad, 14-15 accumulate_grad, 16 return).
-// Max live is at op 10: embed 256 + gelu 256 + loss 4 + dlogits 512 + dx 256 + dw 512
+// Max live is at op 10: embed 256 + gelu 256 + loss 4 + dlogits (in the logits' buffer) 512
+// + dx 256 + dw 512
 // = 1796, and the chain packs exactly into it: arena == lower bound.
 // CHECK-NEXT:   arena 1796
 // CHECK-NEXT:   workspace 0
@@ -37,13 +38,14 @@
 // CHECK-NEXT: buffers
 // Reshapes are views: no "flat" / "unflat" buffer anywhere.
 // CHECK-NOT: flat
-// CHECK-DAG:   micro_step head: offset = {{[0-9]+}}, size = 512, live = [3, 7], forward
-// CHECK-DAG:   micro_step loss.grad: offset = {{[0-9]+}}, size = 512, live = [7, 10], backward
+// In place: cross_entropy_grad (op 7) is the logits' last reader, so dlogits takes over
+// the logits buffer, which then lives until the dw matmul (op 10).
+// CHECK-DAG:   micro_step head > loss.grad: offset = {{[0-9]+}}, size = 512, live = [3, 10], forward
 // CHECK-DAG:   micro_step head.grad: offset = {{[0-9]+}}, size = 512, live = [10, 15], backward
 // CHECK-DAG:   micro_step embed: offset = {{[0-9]+}}, size = 256, live = [0, 12], forward
 // CHECK-DAG:   micro_step gelu: offset = {{[0-9]+}}, size = 256, live = [1, 10], forward
-// CHECK-DAG:   micro_step head.grad: offset = {{[0-9]+}}, size = 256, live = [9, 12], backward
-// CHECK-DAG:   micro_step gelu.grad: offset = {{[0-9]+}}, size = 256, live = [12, 13], backward
+// gelu_grad (op 12) writes over dx, its incoming gradient, which it reads last.
+// CHECK-DAG:   micro_step head.grad > gelu.grad: offset = {{[0-9]+}}, size = 256, live = [9, 13], backward
 // CHECK-DAG:   micro_step embed.grad: offset = {{[0-9]+}}, size = 512, live = [13, 14], backward
 // CHECK-DAG:   micro_step loss: offset = {{[0-9]+}}, size = 4, live = [5, 16], forward
 // CHECK-DAG:   micro_step loss.grad: offset = {{[0-9]+}}, size = 4, live = [6, 7], backward

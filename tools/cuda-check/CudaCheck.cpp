@@ -275,6 +275,40 @@ void checkElementwise(Contexts& c, Rng& rng) {
     record("zero", "n100003", relErr(go.get(), Vec((size_t)n, 0.0f)));
   }
   {
+    // float4 paths without a tail (n % 4 == 0) and the scalar path (operands 4 bytes off).
+    const int64_t n4 = 100000;
+    Vec ref((size_t)n4);
+    tgrt_add(c.cpu, "check", a.data(), b.data(), ref.data(), n4);
+    Dev<float> ga(a), gb(b), go((size_t)n + 1);
+    go.poison();
+    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, go.p, n4);
+    Vec got = go.get();
+    got.resize((size_t)n4);
+    record("add", "n100000 (float4, no tail)", relErr(got, ref));
+    Vec refU((size_t)(n - 1));
+    tgrt_add(c.cpu, "check", a.data() + 1, b.data() + 1, refU.data(), n - 1);
+    go.poison();
+    tgrt_cuda::add(c.gpu, "check", ga.p + 1, gb.p + 1, go.p + 1, n - 1);
+    got = go.get();
+    got = Vec(got.begin() + 1, got.begin() + n);
+    record("add (unaligned, scalar path)", "n100002 at +4 bytes", relErr(got, refU));
+    Vec accRef = a;
+    tgrt_accumulate(c.cpu, "check", accRef.data(), b.data(), n4);
+    Dev<float> gacc(a);
+    tgrt_cuda::accumulate(c.gpu, "check", gacc.p, gb.p, n4);
+    record("accumulate", "n100000 (float4, no tail)", relErr(gacc.get(), accRef));
+  }
+  {
+    // The attention split of a fused qkv row: float4 rows.
+    const int64_t rows = 64, cols = 768, sld = 2304, dld = 768;
+    Vec src = rng.vec((size_t)(rows * sld)), dst = rng.vec((size_t)(rows * dld));
+    Vec ref = dst;
+    tgrt_copy2d(c.cpu, "check", src.data() + 768, sld, ref.data(), dld, rows, cols);
+    Dev<float> gs(src), gd(dst);
+    tgrt_cuda::copy2d(c.gpu, "check", gs.p + 768, sld, gd.p, dld, rows, cols);
+    record("copy2d", "64x768 ld2304+768 -> ld768 (float4)", relErr(gd.get(), ref));
+  }
+  {
     const int64_t rows = 37, cols = 50, sld = 64, dld = 71;
     Vec src = rng.vec((size_t)(rows * sld)), dst = rng.vec((size_t)(rows * dld));
     Vec ref = dst;
@@ -283,9 +317,11 @@ void checkElementwise(Contexts& c, Rng& rng) {
     tgrt_cuda::copy2d(c.gpu, "check", gs.p, sld, gd.p, dld, rows, cols);
     record("copy2d", "37x50 ld64 -> ld71", relErr(gd.get(), ref));
   }
-  {
-    const int64_t d0 = 3, d1 = 17, d2 = 5, d3 = 24;
-    const int32_t perms[4][4] = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 3, 2}};
+  // d3 24: float4 rows when the last axis stays; d3 6: scalar rows.
+  for (int64_t d3 : {int64_t(24), int64_t(6)}) {
+    const int64_t d0 = 3, d1 = 17, d2 = 5;
+    const int32_t perms[5][4] = {
+        {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 3, 2}, {2, 1, 0, 3}};
     Vec x = rng.vec((size_t)(d0 * d1 * d2 * d3));
     Dev<float> gx(x), gy(x.size());
     for (const auto& p : perms) {
@@ -293,7 +329,7 @@ void checkElementwise(Contexts& c, Rng& rng) {
       tgrt_transpose4(c.cpu, "check", x.data(), ref.data(), d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
       gy.poison();
       tgrt_cuda::transpose4(c.gpu, "check", gx.p, gy.p, d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
-      record("transpose4", fmt("[3,17,5,24] perm %d%d%d%d", p[0], p[1], p[2], p[3]),
+      record("transpose4", fmt("[3,17,5,%lld] perm %d%d%d%d", (long long)d3, p[0], p[1], p[2], p[3]),
              relErr(gy.get(), ref));
     }
   }
@@ -341,7 +377,8 @@ void checkDropout(Contexts& c, Rng& rng) {
 }
 
 void checkLayerNorm(Contexts& c, Rng& rng) {
-  for (int64_t d : {int64_t(768), int64_t(100)}) {
+  // 768 and 100: rows in registers (float4); 1030: the scalar kernels.
+  for (int64_t d : {int64_t(768), int64_t(100), int64_t(1030)}) {
     const int64_t rows = 333;
     Vec x = rng.vec((size_t)(rows * d), -2.0f, 3.0f), gamma = rng.vec((size_t)d),
         beta = rng.vec((size_t)d), dy = rng.vec((size_t)(rows * d));
@@ -430,20 +467,24 @@ void checkMatmulMisaligned(Contexts& c, Rng& rng) {
   }
 }
 
-void checkBias(Contexts& c, Rng& rng) {
-  const int64_t rows = 1000, n = 300;
+void checkBiasN(Contexts& c, Rng& rng, int64_t n) {
+  const int64_t rows = 1000;
   Vec x = rng.vec((size_t)(rows * n)), bias = rng.vec((size_t)n);
   Vec ref(x.size());
   tgrt_bias_add(c.cpu, "check", x.data(), bias.data(), ref.data(), rows, n);
   Dev<float> gx(x), gb(bias);
   tgrt_cuda::biasAdd(c.gpu, "check", gx.p, gb.p, gx.p, rows, n); // in place
-  record("bias_add (out aliases x)", "rows1000 n300", relErr(gx.get(), ref));
+  record("bias_add (out aliases x)", fmt("rows1000 n%lld", (long long)n), relErr(gx.get(), ref));
   Vec dref((size_t)n);
   tgrt_bias_grad(c.cpu, "check", x.data(), dref.data(), rows, n);
   Dev<float> gdy(x), gdb((size_t)n);
   gdb.poison();
   tgrt_cuda::biasGrad(c.gpu, "check", gdy.p, gdb.p, rows, n);
-  record("bias_grad", "rows1000 n300", relErr(gdb.get(), dref));
+  record("bias_grad", fmt("rows1000 n%lld", (long long)n), relErr(gdb.get(), dref));
+}
+
+void checkBias(Contexts& c, Rng& rng) {
+  for (int64_t n : {int64_t(300), int64_t(301)}) checkBiasN(c, rng, n);
 }
 
 void checkSoftmax(Contexts& c, Rng& rng) {
@@ -474,8 +515,15 @@ void checkSoftmax(Contexts& c, Rng& rng) {
   }
 }
 
+void checkCrossEntropyV(Contexts& c, Rng& rng, int64_t vocab);
+
 void checkCrossEntropy(Contexts& c, Rng& rng) {
-  const int64_t rows = 300, vocab = 5000, ignore = -100;
+  // 5000: float4 rows; 5001: the scalar loops.
+  for (int64_t vocab : {int64_t(5000), int64_t(5001)}) checkCrossEntropyV(c, rng, vocab);
+}
+
+void checkCrossEntropyV(Contexts& c, Rng& rng, int64_t vocab) {
+  const int64_t rows = 300, ignore = -100;
   Vec logits = rng.vec((size_t)(rows * vocab), -8.0f, 8.0f);
   IVec targets((size_t)rows);
   for (auto& t : targets) t = rng.below(vocab);
@@ -487,14 +535,16 @@ void checkCrossEntropy(Contexts& c, Rng& rng) {
   Dev<int32_t> gt(targets);
   gloss.poison();
   tgrt_cuda::crossEntropyFwd(c.gpu, "check", gl.p, gt.p, gloss.p, rows, vocab, ignore);
-  record("cross_entropy_fwd", "rows300 vocab5000 (some ignored)", relErr(gloss.get(), {lossRef}));
+  record("cross_entropy_fwd", fmt("rows300 vocab%lld (some ignored)", (long long)vocab),
+         relErr(gloss.get(), {lossRef}));
   const float dloss = 0.75f;
   Vec dref(logits.size());
   tgrt_cross_entropy_bwd(c.cpu, "check", logits.data(), targets.data(), &dloss, dref.data(), rows,
                          vocab, ignore);
   Dev<float> gdl(Vec{dloss});
   tgrt_cuda::crossEntropyBwd(c.gpu, "check", gl.p, gt.p, gdl.p, gl.p, rows, vocab, ignore);
-  record("cross_entropy_bwd (in place)", "rows300 vocab5000", relErr(gl.get(), dref));
+  record("cross_entropy_bwd (in place)", fmt("rows300 vocab%lld", (long long)vocab),
+         relErr(gl.get(), dref));
   // report_loss + take_loss
   tgrt_cuda::takeLoss(c.gpu, nullptr);
   tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
