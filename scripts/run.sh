@@ -16,5 +16,5 @@ mkdir -p runs
 build/bin/tgc summary | tail -1
 build/bin/tgc plan --target "$TARGET" | head -16
 build/bin/tgc compile --target "$TARGET" -o runs/train-default
-exec runs/train-default --data runs/data-default --steps 300 --eval-every 100 --eval-batches 20 \
+exec runs/train-default --data runs/data-default --steps 600 --eval-every 200 --eval-batches 20 \
   --log runs/train-default.jsonl "$@"
