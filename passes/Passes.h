@@ -20,11 +20,11 @@ namespace mlir::tg {
 #include "passes/Passes.h.inc"
 
 /// How far the pipeline goes.
-enum class PipelineStage { Forward, Fused, Step, Planned, EmitC };
+enum class PipelineStage { Forward, Fused, Step, Planned };
 
 /// The one pipeline shared by tgc and tg-opt's tests: fuse attention (kernel=flash),
 /// autodiff with the spec's optimizer, plan memory (reserving `workspaceBytes` of
-/// backend scratch), lower to EmitC.
+/// backend scratch). C++ emission (passes/EmitCpp.h) reads the planned module.
 void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
                            int64_t workspaceBytes = 0);
 

@@ -9,7 +9,6 @@
 #include "passes/Passes.h"
 #include "tools/data/DataPrepare.h"
 
-#include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -58,7 +57,7 @@ bool loadSpec(const DriverOptions &opts, Spec &spec) {
 
 void setupContext(MLIRContext &ctx) {
   DialectRegistry registry;
-  registry.insert<tg::TgDialect, func::FuncDialect, emitc::EmitCDialect>();
+  registry.insert<tg::TgDialect, func::FuncDialect>();
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
 }
@@ -276,8 +275,7 @@ int runCompile(const DriverOptions &opts) {
     return 1;
   static const std::pair<const char *, tg::PipelineStage> stages[] = {
       {"mlir", tg::PipelineStage::Forward}, {"fused", tg::PipelineStage::Fused},
-      {"step", tg::PipelineStage::Step},    {"planned", tg::PipelineStage::Planned},
-      {"emitc", tg::PipelineStage::EmitC}};
+      {"step", tg::PipelineStage::Step},    {"planned", tg::PipelineStage::Planned}};
   if (opts.target != "cpu" && opts.target != "cuda") {
     llvm::errs() << "tgc: error: --target: unknown backend '" << opts.target
                  << "' (expected cpu or cuda)\n";
@@ -306,7 +304,7 @@ int runCompile(const DriverOptions &opts) {
     return linkExecutable(cpp, opts) ? 0 : 1;
   }
   llvm::errs() << "tgc: error: --emit: unknown or unavailable output '" << opts.emit
-               << "' (expected mlir, fused, step, planned, emitc, cpp, exe or lib)\n";
+               << "' (expected mlir, fused, step, planned, cpp, exe or lib)\n";
   return 2;
 }
 
