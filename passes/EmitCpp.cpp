@@ -5,6 +5,7 @@
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -237,6 +238,8 @@ private:
         })
         .Case([&](MatmulOp o) { return emitMatmul(o); })
         .Case([&](BiasAddOp o) {
+          if (fusedAway.contains(op))
+            return success(); // done by the producing tgrt_matmul_bias
           int64_t n = dim(o.getX(), -1);
           return call(op, "tgrt_bias_add",
                       {Arg(o.getX()), Arg(o.getBias()), Arg(o.getResult()), numel(o.getX()) / n, n});
@@ -404,6 +407,17 @@ private:
       batch = 1;
       sa = sb = sc = 0;
     }
+    // A linear layer: the bias add is the GEMM's only reader -> one call with the bias
+    // epilogue, written straight into the bias add's (planned, usually the same) buffer.
+    if (batch == 1 && o.getResult().hasOneUse())
+      if (auto bias = dyn_cast<BiasAddOp>(*o.getResult().getUsers().begin());
+          bias && bias.getX() == o.getResult()) {
+        fusedAway.insert(bias);
+        return call(o, "tgrt_matmul_bias",
+                    {Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()), Arg(bias.getResult()), m,
+                     n, k, std::to_string(ta ? 1 : 0), std::to_string(tb ? 1 : 0),
+                     flt(o.getAlpha().convertToFloat())});
+      }
     return call(o, "tgrt_matmul",
                 {Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
                  std::to_string(ta ? 1 : 0), std::to_string(tb ? 1 : 0), sa, sb, sc,
@@ -436,6 +450,7 @@ private:
   llvm::raw_ostream &os;
   PlanReport report;
   llvm::StringMap<const ParamSlot *> slots;
+  llvm::SmallPtrSet<Operation *, 32> fusedAway; ///< ops emitted as part of an earlier call
 };
 
 } // namespace

@@ -157,6 +157,12 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
                  int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                  int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
                  float alpha, float beta);
+/* Linear layer in one call: C = alpha * op(A) op(B) + bias, bias [n] added to every row;
+ * C [m, n], op(A) [m, k], op(B) [k, n] as in tgrt_matmul (batch 1). C must not alias A or B.
+ * CUDA: one cuBLASLt call with the bias epilogue (CUBLASLT_EPILOGUE_BIAS). */
+void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
+                      const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                      int32_t trans_a, int32_t trans_b, float alpha);
 /* out[r,:] = x[r,:] + bias[:]; x [rows, n]. out may alias x. */
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
                    int64_t rows, int64_t n);

@@ -418,6 +418,14 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
 }
 
 /// out[r,:] = x[r,:] + bias[:]; x, out [rows, n]; bias [n]. out may alias x.
+/// Linear layer: the GEMM (beta 0) then the row-broadcast bias, in place on C.
+void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
+                      const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                      int32_t trans_a, int32_t trans_b, float alpha) {
+  tgrt_matmul(ctx, loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+  tgrt_bias_add(ctx, loc, c, bias, c, m, n);
+}
+
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
                    int64_t rows, int64_t n) {
   (void)ctx;

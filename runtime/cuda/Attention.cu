@@ -16,7 +16,8 @@
 // with dS_ij = P_ij (dout_i . v_j - D_i). Kernels 2 and 3 both recompute S and dP; each
 // output element is summed by one thread in a fixed order.
 //
-// Arithmetic: plain FMA on fp32 (no tensor cores yet). Each block has 256 threads as a 16 x 16
+// Arithmetic: plain FMA on fp32 (no tensor cores). With TGRT_TF32=1 (Context::tf32) the entry
+// points below hand over to AttentionTf32.cu (TF32 tensor cores) instead. Each block has 256 threads as a 16 x 16
 // grid (ty, tx); a tile product C[rows x cols] += A^T B over a shared-memory reduction index is
 // an outer-product loop in which thread (ty, tx) owns RM rows x RN cols of C. Operands sit in
 // shared memory "reduction-major" (index [kk][row] / [kk][col]) so each step loads one float4
@@ -673,6 +674,10 @@ void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k,
                   float* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
                   int64_t window, float scale) {
   checkCtx(ctx, loc);
+  if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+    attentionFwdTf32(ctx, loc, q, k, v, out, lse, bh, t, hd, causal, window, scale);
+    return;
+  }
   checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
   if (bh * t == 0) return;
   checkAligned16(loc, "attention_fwd", {q, k, v, out});
@@ -701,6 +706,11 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
                   float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
                   float scale) {
   checkCtx(ctx, loc);
+  if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+    attentionBwdTf32(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window,
+                     scale);
+    return;
+  }
   checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
   if (bh * t * hd == 0) return;
   checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});

@@ -108,6 +108,17 @@ void attentionBwdBf16(Context* ctx, const char* loc, const uint16_t* q, const ui
                       const uint16_t* v, const uint16_t* out, const float* lse,
                       const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh,
                       int64_t t, int64_t hd, int32_t causal, int64_t window, float scale);
+/// TF32 tensor-core attention (AttentionTf32.cu): fp32 in / out like attentionFwd /
+/// attentionBwd, products on mma.sync m16n8k8 TF32 with fp32 accumulation and softmax.
+/// attentionFwd / attentionBwd run these when the context has TGRT_TF32=1; the check tool
+/// calls them directly.
+void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                      const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                      int32_t causal, int64_t window, float scale);
+void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                      const float* v, const float* out, const float* lse, const float* dout,
+                      float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
+                      int32_t causal, int64_t window, float scale);
 void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc);
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, float* v, int64_t n,
@@ -154,6 +165,10 @@ struct AttentionTiles {
   int dq_br, dq_bc;
 };
 void setAttentionTiles(Context* ctx, const AttentionTiles& tiles);
+/// TF32 attention forward (attentionFwdTf32): S = Q K^T in 3xTF32 (true, the default: lse
+/// fp32-accurate) or in single TF32 (false: faster, lse ~3e-4 relative). For the check tool's
+/// timings.
+void setAttentionTf32Split(Context* ctx, bool split);
 /// Whether these tiles (0 = default) are compiled and fit shared memory at head dim hd.
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles);
 

@@ -71,7 +71,9 @@ struct Context {
   DeviceState* state = nullptr; ///< device memory
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
-  bool tf32 = false;      ///< TGRT_TF32=1: cuBLASLt may use TF32 tensor cores
+  bool tf32 = false;      ///< TGRT_TF32=1: cuBLASLt and attention use TF32 tensor cores
+  /// TF32 attention forward: S = Q K^T in 3xTF32 (fp32-accurate lse); setAttentionTf32Split.
+  bool tf32_split_scores = true;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   int64_t step = 1;
   float lr = 0.0f;

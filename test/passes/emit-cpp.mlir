@@ -81,8 +81,11 @@
 // CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.v", (float*)(A + [[$SV]]),
 // CHECK: tgrt_transpose4(ctx, "layers.0.attn.merge", (float*)(A + {{[0-9]+}}), (float*)(A + [[$MERGE]]), 2LL, 1LL, 8LL, 32LL, 0, 2, 1, 3);
 // The merge reshape is a view too: the projection (16 x 32 @ 32 x 32, one GEMM over
-// the folded batch) reads the transpose output.
-// CHECK-NEXT: tgrt_matmul(ctx, "layers.0.attn.proj", (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(A + [[$PROJ_OUT]]), 1LL, 16LL, 32LL, 32LL, 0, 0, 0LL, 0LL, 0LL, 1.0f, 0.0f);
+// the folded batch) reads the transpose output. Its bias add is the GEMM's only reader, so
+// both are one call with the bias epilogue, writing the bias add's buffer, which is the
+// GEMM's own (in place).
+// CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16LL, 32LL, 32LL, 0, 0, 1.0f);
+// CHECK-NOT: tgrt_bias_add(ctx, "layers.0.attn.proj.bias"
 // CHECK: tgrt_matmul(ctx, "lm_head", (float*)(A + {{[0-9]+}}), (float*)(P + 0), (float*)(A + [[$LOGITS]]), 1LL, 16LL, 64LL, 32LL, 0, 1,
 // CHECK-NEXT: tgrt_cross_entropy_fwd(ctx, "loss", (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), 16LL, 64LL, -1LL);
 // CHECK-NEXT: tgrt_fill(ctx, "loss", (float*)(A + [[$ONE]]), 1LL, 1.0f);

@@ -970,3 +970,28 @@ TEST_F(Cpu, NegativeSizesAndNullPointersFailWithLocation) {
 }
 
 } // namespace
+
+// tgrt_matmul_bias is the GEMM followed by the row-broadcast bias (a linear layer).
+TEST(CpuLinear, MatmulBiasEqualsMatmulThenBiasAdd) {
+  tgrt_model model{};
+  tgrt_ctx* ctx = tgrt_ctx_create(&model);
+  ASSERT_NE(ctx, nullptr);
+  const int64_t m = 7, n = 5, k = 3;
+  std::vector<float> a(m * k), b(n * k), bias(n), want(m * n), got(m * n, 123.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.1f * (float)((i * 37) % 11) - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.2f * (float)((i * 17) % 7) - 0.6f;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.3f * (float)i - 0.7f;
+  for (int32_t tb = 0; tb < 2; ++tb) { // b stored [k, n] or, transposed, [n, k]
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += (double)a[r * k + p] * (tb ? b[c * k + p] : b[p * n + c]);
+        want[r * n + c] = (float)(0.5 * s + bias[c]);
+      }
+    tgrt_matmul_bias(ctx, "test", a.data(), b.data(), bias.data(), got.data(), m, n, k, 0, tb,
+                     0.5f);
+    for (int64_t i = 0; i < m * n; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "tb " << tb << " i " << i;
+  }
+  tgrt_ctx_destroy(ctx);
+}

@@ -12,8 +12,11 @@
 // The bf16 attention (tensor cores) is checked against the CPU bf16 reference (fp32 on the
 // widened bf16 inputs, outputs rounded to bf16) on the same shapes: PASS when out, dq, dk, dv
 // are within 1e-2 and lse within 1e-3 (relative to the largest reference value).
+// The TF32 attention (fp32 in/out, tensor cores; what TGRT_TF32=1 selects, called here
+// directly) is checked against the fp32 CPU reference on the same shapes: PASS when out and
+// (dq, dk, dv) are within 2e-3 and lse within 1e-4.
 // Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
-// 256 and 128, fp32 and bf16.
+// 256 and 128, fp32, bf16 and TF32.
 //
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
@@ -732,6 +735,43 @@ void checkAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t wi
          kTolBf16);
 }
 
+constexpr double kTolTf32 = 2e-3;    // out, dq, dk, dv (TF32 operands of every product)
+constexpr double kTolTf32Lse = 1e-4; // lse (fp32 softmax statistics of TF32 scores)
+
+/// TF32 flash attention (tensor cores; what attentionFwd / attentionBwd run with TGRT_TF32=1,
+/// called here directly so the check does not depend on the environment) vs the fp32 CPU
+/// reference. Each side runs its backward on its own forward's out and lse.
+void checkAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window,
+                        int64_t bh) {
+  const int causal = 1;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const size_t n = (size_t)(bh * t * hd);
+  Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
+  Vec out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
+  tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
+                     hd, causal, window, scale);
+  tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
+                     scale);
+  Dev<float> gq(q), gk(k), gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n);
+  go.poison();
+  gl.poison();
+  gdq.poison();
+  gdk.poison();
+  gdv.poison();
+  tgrt_cuda::attentionFwdTf32(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
+                              window, scale);
+  tgrt_cuda::attentionBwdTf32(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
+                              gdv.p, bh, t, hd, causal, window, scale);
+  const Vec fo = go.get(), fl = gl.get(), fdq = gdq.get(), fdk = gdk.get(), fdv = gdv.get();
+  const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
+                                (long long)hd, (long long)window);
+  record("attention_fwd_tf32 out vs cpu", shape, relErr(fo, out), kTolTf32);
+  record("attention_fwd_tf32 lse vs cpu", shape, relErr(fl, lse), kTolTf32Lse);
+  record("attention_bwd_tf32 vs cpu", shape, jointErr({{&fdq, &dq}, {&fdk, &dk}, {&fdv, &dv}}),
+         kTolTf32);
+}
+
 template <typename Fn>
 float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn);
 
@@ -945,6 +985,46 @@ void benchAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
   }
 }
 
+/// TF32 flash attention timings (TGRT_TF32=1's kernels) beside the fp32 rows of benchAttention.
+void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, int reps) {
+  const size_t n = (size_t)(bh * t * hd);
+  const float scale = 1.0f / std::sqrt((float)hd);
+  Dev<float> q(rng.normals(n)), k(rng.normals(n)), v(rng.normals(n)), dout(rng.normals(n));
+  Dev<float> out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
+  std::printf("\nflash attention timing: bh %lld, t %lld, hd %lld, causal, fp32 in/out, TF32 "
+              "tensor cores (TGRT_TF32=1; median of %d)\n",
+              (long long)bh, (long long)t, (long long)hd, reps);
+  std::printf("(fwd: S = Q K^T in 3xTF32, the default; fwd 1x: single TF32 scores, "
+              "tgrt_cuda::setAttentionTf32Split(ctx, false))\n");
+  std::printf("%-8s %10s %10s %10s %14s %12s %12s %10s\n", "window", "fwd ms", "bwd ms",
+              "total ms", "visible pairs", "fwd TFLOP/s", "bwd TFLOP/s", "fwd 1x ms");
+  int idx = 0;
+  for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
+    tgrt_cuda::setAttentionTf32Split(c.gpu, false);
+    const float f1 = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
+                                  window, scale);
+    });
+    tgrt_cuda::setAttentionTf32Split(c.gpu, true);
+    const float f = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
+                                  window, scale);
+    });
+    const float b = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionBwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+                                  dk.p, dv.p, bh, t, hd, 1, window, scale);
+    });
+    double pairs = 0.0;
+    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
+    const double fp32 = g_fp32TotalMs[idx++];
+    std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f %10.3f   (fp32/tf32 total "
+                "%.2fx)\n",
+                (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
+                2.5 * flops / (b * 1e-3) / 1e12, f1, fp32 > 0.0 ? fp32 / (f + b) : 0.0);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -1001,6 +1081,7 @@ int main(int argc, char** argv) {
   if (!checks) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 20);
     benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 20);
+    benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 20);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
     return 0;
@@ -1033,6 +1114,10 @@ int main(int argc, char** argv) {
     for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
       for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
         checkAttentionBf16(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
+  for (int64_t t : ts)
+    for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
+      for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
+        checkAttentionTf32(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
   checkMatmulMisaligned(c, rng);
 
   int passed = 0, failed = 0;
@@ -1049,6 +1134,7 @@ int main(int argc, char** argv) {
   if (bench && !quick) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 10);
     benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 10);
+    benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 10);
   }
 
   tgrt_cuda::destroyContext(c.gpu);

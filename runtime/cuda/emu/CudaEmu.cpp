@@ -236,6 +236,49 @@ void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[
   for (int i = 0; i < 4; ++i) d[i] = out[i];
 }
 
+float tf32Rna(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) { // finite: add half an ulp of TF32 to the magnitude
+    u += 0x1000u;                          // (sign-magnitude, so ties go away from zero)
+    u &= 0xffffe000u;
+  }
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+void mmaTf32m16n8k8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                    const float (&c)[4]) {
+  uint32_t as[32][4], bs[32][2];
+  warpGather(a, as, sizeof as[0]);
+  warpGather(b, bs, sizeof bs[0]);
+  auto tf = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return tf32Rna(f);
+  };
+  float A[16][8], B[8][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, q = l & 3;
+    A[g][q] = tf(as[l][0]);
+    A[g + 8][q] = tf(as[l][1]);
+    A[g][q + 4] = tf(as[l][2]);
+    A[g + 8][q + 4] = tf(as[l][3]);
+    B[q][g] = tf(bs[l][0]);
+    B[q + 4][g] = tf(bs[l][1]);
+  }
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int rr[4] = {g, g, g + 8, g + 8}, cc[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    float s = c[i];
+    for (int kk = 0; kk < 8; ++kk) s += A[rr[i]][kk] * B[kk][cc[i]];
+    out[i] = s;
+  }
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
+}
+
 void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr) {
   if (n != 1 && n != 2 && n != 4) die("ldmatrix: .x1, .x2 or .x4");
   const void* ptrs[32];

@@ -82,6 +82,16 @@ void warpGather(const void* mine, void* all, size_t bytes);
 /// C[g+8][2q+1]}). Sums in float, k in order (not the tensor core's order).
 void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                      const float (&c)[4]);
+/// cvt.rna.tf32.f32: x rounded to TF32 (10 mantissa bits, nearest, ties away from zero),
+/// returned as a float with the low 13 mantissa bits zero; inf and NaN pass through.
+float tf32Rna(float x);
+/// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (AttentionTf32.cu): d = a b + c with the
+/// PTX ISA fragment layouts (lane = 4 g + q: a {A[g][q], A[g+8][q], A[g][q+4], A[g+8][q+4]},
+/// b {B[q][g], B[q+4][g]}, c/d {C[g][2q], C[g][2q+1], C[g+8][2q], C[g+8][2q+1]}); a and b are
+/// fp32 bit patterns, each rounded to TF32 here (tf32Rna) as the tensor core reads only the
+/// TF32 bits. Sums in float, k in order (not the tensor core's order).
+void mmaTf32m16n8k8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                    const float (&c)[4]);
 /// ldmatrix.sync.aligned.m8n8.x{n}{.trans}.shared.b16: lanes 8i..8i+7 give the row addresses
 /// of matrix i (16 bytes each); r[i] gets matrix i's fragment (row lane/4, columns 2(lane%4)
 /// and +1; transposed with trans).
