@@ -205,7 +205,14 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, const float* logits,
 /* Fused attention (FlashAttention, Dao et al. 2022, with online softmax):
  * q, k, v, out [bh, t, hd]; lse [bh, t] = logsumexp of the scaled, masked scores row.
  * s = scale * q k^T; causal: key j visible to query i iff j <= i; window > 0 additionally
- * requires i - j < window. out = softmax(s) v. Never materialises t x t on CUDA. */
+ * requires i - j < window. out = softmax(s) v. Never materialises t x t on CUDA.
+ * CUDA precision: by default exact fp32 arithmetic (CUDA cores). With TGRT_TF32=1 in the
+ * environment at context creation (which also lets cuBLASLt GEMMs use TF32) this and
+ * tgrt_attention_bwd run on the TF32 tensor cores: fp32 in / out, products with operands
+ * rounded to TF32 (10 mantissa bits, cvt.rna) and fp32 accumulation, fp32 online softmax,
+ * lse and D; the forward's scores use 3xTF32 (hi/lo split), so lse stays fp32-accurate.
+ * Expected error ~5e-4 (out) and ~1.5e-3 (dq, dk, dv) relative to the largest value, against
+ * ~1e-6 in fp32; same masking, tile skipping and determinism (no float atomics). */
 void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, const float* q, const float* k,
                         const float* v, float* out, float* lse, int64_t bh, int64_t t,
                         int64_t hd, int32_t causal, int64_t window, float scale);
