@@ -122,8 +122,7 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
 
 void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_bias", loc);
-  tgrt_cuda::matmul(C(ctx), loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
-  tgrt_cuda::biasAdd(C(ctx), loc, c, bias, c, m, n);
+  tgrt_cuda::matmulBias(C(ctx), loc, a, b, bias, c, m, n, k, trans_a, trans_b, alpha);
 }
 
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out, int64_t rows, int64_t n) {

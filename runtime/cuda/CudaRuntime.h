@@ -75,6 +75,11 @@ void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x
 void matmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
+/// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue, falling back
+/// to the GEMM and the bias kernel when no epilogue algorithm exists for the shape.
+void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
+                const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                int32_t trans_b, float alpha);
 void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
              int64_t rows, int64_t n);
 void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,

@@ -39,17 +39,20 @@ struct MatmulKey {
   int64_t batch, m, n, k, sa, sb, sc;
   int32_t ta, tb;
   uint32_t align_a, align_b, align_c;
+  int32_t epilogue = 0;     ///< 0 none, 1 bias (CUBLASLT_EPILOGUE_BIAS, bias [n] per row)
+  uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogue 1)
   bool operator==(const MatmulKey& o) const {
     return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
            sc == o.sc && ta == o.ta && tb == o.tb && align_a == o.align_a &&
-           align_b == o.align_b && align_c == o.align_c;
+           align_b == o.align_b && align_c == o.align_c && epilogue == o.epilogue &&
+           align_bias == o.align_bias;
   }
 };
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     uint64_t h = 1469598103934665603ull;
-    const int64_t v[12] = {k.batch, k.m,  k.n,       k.k,       k.sa,      k.sb,
-                           k.sc,    k.ta, k.tb,      k.align_a, k.align_b, k.align_c};
+    const int64_t v[14] = {k.batch, k.m,  k.n,  k.k,       k.sa,      k.sb,      k.sc,
+                           k.ta,    k.tb, k.align_a, k.align_b, k.align_c, k.epilogue, k.align_bias};
     for (int64_t x : v) h = (h ^ (uint64_t)x) * 1099511628211ull;
     return (size_t)h;
   }

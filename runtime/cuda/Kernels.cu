@@ -976,7 +976,8 @@ uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch) {
 /// Creates (or finds) the cuBLASLt plan for key. Row-major C = op(A) op(B) is computed as the
 /// column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our b, its B is our a, both with their
 /// own transposes, and C^T [n x m] column-major is C [m x n] row-major.
-MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key) {
+MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
+                    const float* bias = nullptr) {
   auto it = ctx->plans.find(key);
   if (it != ctx->plans.end()) return it->second;
   if (ctx->plans.size() >= 4096) { // a runaway number of shapes: start over
@@ -997,6 +998,16 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key) {
             loc, "cublasLtMatmulDescSetAttribute");
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
             loc, "cublasLtMatmulDescSetAttribute");
+  if (key.epilogue == 1) {
+    // Column-major D^T is [n x m]: the bias [n] runs along D^T's rows, as the epilogue wants.
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+              loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    // The heuristic reads the pointer's alignment (it is set again before every call).
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias),
+              loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
   // Stored shapes (column-major rows x cols, ld): b is [k x n] row-major = [n x k] col-major
   // (ld n), or [n x k] row-major = [k x n] col-major (ld k) when trans_b. Same for a.
   const int64_t m = key.m, n = key.n, k = key.k;
@@ -1059,6 +1070,29 @@ bool ltMatmul(Context* ctx, const char* loc, const float* a, const float* b, flo
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
             loc, "cublasLtMatmul");
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  return true;
+}
+
+/// One cuBLASLt call computing C = alpha op(A) op(B) + bias (bias [n] added to every row of
+/// the row-major C) through the bias epilogue; false when cuBLASLt has no algorithm.
+bool ltMatmulBias(Context* ctx, const char* loc, const float* a, const float* b,
+                  const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t ta,
+                  int32_t tb, float alpha) {
+  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1),
+                alignmentOf(b, 0, 1), alignmentOf(c, 0, 1)};
+  key.epilogue = 1;
+  key.align_bias = alignmentOf(bias, 0, 1);
+  MatmulPlan& p = getPlan(ctx, loc, key, bias);
+  if (!p.ok) return false;
+  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias),
+            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  const float beta = 0.0f;
+  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
+                           &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
+            loc, "cublasLtMatmul(bias epilogue)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -1327,6 +1361,18 @@ void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x
     }
   }
   columnSums(ctx, loc, dy, x, mean, rstd, dbeta, dgamma, rows, d);
+}
+
+void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
+                const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
+  if (m == 0 || n == 0) return;
+  if (k > 0 && ltMatmulBias(ctx, loc, a, b, bias, c, m, n, k, trans_a, trans_b, alpha)) return;
+  // No epilogue algorithm for this shape (or k == 0): the GEMM, then the bias kernel.
+  matmul(ctx, loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+  biasAdd(ctx, loc, c, bias, c, m, n);
 }
 
 void matmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,

@@ -451,6 +451,27 @@ void checkMatmul(Contexts& c, Rng& rng) {
   }
 }
 
+/// tgrt_matmul_bias (cuBLASLt bias epilogue) against the CPU: GEMM then row-broadcast bias.
+void checkMatmulBias(Contexts& c, Rng& rng) {
+  struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
+  const Case cases[] = {{512, 2304, 768, 0, 0, 1.0f}, {37, 29, 23, 0, 1, 0.5f},
+                        {64, 96, 48, 1, 0, 1.0f},     {16384 / 64, 3072, 768, 0, 0, 1.0f}};
+  for (const Case& cs : cases) {
+    Vec a = rng.vec((size_t)(cs.m * cs.k)), b = rng.vec((size_t)(cs.k * cs.n)),
+        bias = rng.vec((size_t)cs.n), ref((size_t)(cs.m * cs.n));
+    tgrt_matmul_bias(c.cpu, "check", a.data(), b.data(), bias.data(), ref.data(), cs.m, cs.n,
+                     cs.k, cs.ta, cs.tb, cs.alpha);
+    Dev<float> ga(a), gb(b), gbias(bias), gc((size_t)(cs.m * cs.n));
+    gc.poison(); // C is written, never read
+    tgrt_cuda::matmulBias(c.gpu, "check", ga.p, gb.p, gbias.p, gc.p, cs.m, cs.n, cs.k, cs.ta,
+                          cs.tb, cs.alpha);
+    record("matmul_bias (epilogue)",
+           fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m, (long long)cs.n, (long long)cs.k,
+               cs.ta, cs.tb, cs.alpha),
+           relErr(gc.get(), ref));
+  }
+}
+
 /// A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
 /// Run last: a library failure here exits the program.
 void checkMatmulMisaligned(Contexts& c, Rng& rng) {
@@ -1095,6 +1116,7 @@ int main(int argc, char** argv) {
   checkDropout(c, rng);
   checkLayerNorm(c, rng);
   checkMatmul(c, rng);
+  checkMatmulBias(c, rng);
   checkBias(c, rng);
   checkSoftmax(c, rng);
   checkCrossEntropy(c, rng);

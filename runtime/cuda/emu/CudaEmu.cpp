@@ -409,6 +409,8 @@ struct EmuLtHandle {};
 struct EmuLtDesc {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  int32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* bias = nullptr; ///< CUBLASLT_EPILOGUE_BIAS: one value per row of D
 };
 struct EmuLtLayout {
   uint64_t rows = 0, cols = 0;
@@ -450,12 +452,20 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr,
                                               const void* buf, size_t bytes) {
+  if (attr == CUBLASLT_MATMUL_DESC_BIAS_POINTER) {
+    if (bytes != sizeof(const float*)) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&d->bias, buf, sizeof d->bias);
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (bytes != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
   int32_t v;
   std::memcpy(&v, buf, sizeof v);
   if (attr == CUBLASLT_MATMUL_DESC_TRANSA) d->transa = v;
   else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) d->transb = v;
-  else return CUBLAS_STATUS_INVALID_VALUE;
+  else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE) {
+    if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->epilogue = v;
+  } else return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t rows,
@@ -570,6 +580,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
         }
         double r = alpha * s;
         if (beta != 0.0f) r += (double)beta * cb[i + j * cd->ld];
+        if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS) {
+          if (!desc->bias) return CUBLAS_STATUS_INVALID_VALUE;
+          r += desc->bias[i]; // broadcast along the columns of D
+        }
         db[i + j * dd->ld] = (float)r;
       }
   }
