@@ -23,12 +23,14 @@
 // shared memory "reduction-major" (index [kk][row] / [kk][col]) so each step loads one float4
 // of A (broadcast) and RN/4 float4s of B (consecutive across tx, conflict-free).
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/AttentionMask.cuh"
 
 #include <cmath>
 #include <initializer_list>
 
 namespace tgrt_cuda {
 namespace {
+using namespace attn;
 
 constexpr int kThreads = 256; // 16 x 16
 
@@ -165,34 +167,6 @@ __device__ __forceinline__ float rowSum16(float v) {
   return v;
 }
 
-/// Key tiles [lo, hi] a query tile [q0, q0 + BR) must visit.
-__host__ __device__ __forceinline__ void keyTileRange(int64_t q0, int br, int bc, int64_t t,
-                                                      int causal, int64_t window, int64_t& lo,
-                                                      int64_t& hi) {
-  int64_t kHi = t - 1, kLo = 0;
-  if (causal) {
-    kHi = q0 + br - 1 < t - 1 ? q0 + br - 1 : t - 1;
-    if (window > 0) kLo = q0 - window + 1 > 0 ? q0 - window + 1 : 0;
-  }
-  lo = kLo / bc;
-  hi = kHi / bc;
-}
-
-/// Query tiles [lo, hi] that see any key of the key tile [k0, k0 + BC).
-__device__ __forceinline__ void queryTileRange(int64_t k0, int br, int bc, int64_t t, int causal,
-                                               int64_t window, int64_t& lo, int64_t& hi) {
-  int64_t qLo = 0, qHi = t - 1;
-  if (causal) {
-    qLo = k0;
-    if (window > 0) {
-      const int64_t last = k0 + bc - 1 + window - 1;
-      qHi = last < t - 1 ? last : t - 1;
-    }
-  }
-  lo = qLo / br;
-  hi = qHi / br;
-}
-
 // ---------------------------------------------------------------------- forward --
 
 template <int HD, int BR, int BC>
@@ -241,7 +215,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   int64_t kbLo, kbHi;
-  keyTileRange(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous tile's Kt, V and Pt are no longer read
@@ -393,7 +367,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 
   int64_t qbLo, qbHi;
-  queryTileRange(k0, BR, BC, t, causal, window, qbLo, qbHi);
+  queryTiles(k0, BR, BC, t, causal, window, qbLo, qbHi);
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BR;
     __syncthreads(); // the previous tile's Q, dO, P, dS are no longer read
@@ -480,7 +454,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < RNQ; ++j) dQ[i][j] = 0.0f;
 
   int64_t kbLo, kbHi;
-  keyTileRange(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();

@@ -34,6 +34,7 @@
 // The CPU emulator (runtime/cuda/emu) implements the tf32 mma and cvt.rna
 // (emu::mmaTf32m16n8k8, emu::tf32Rna), so tgrt-cuda-emu-check runs these kernels too.
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/AttentionMask.cuh"
 
 #include <cmath>
 #include <cstring>
@@ -41,6 +42,7 @@
 
 namespace tgrt_cuda {
 namespace {
+using namespace attn;
 
 constexpr int kThreads = 128; // 4 warps
 constexpr int kPad = 4;       // floats of padding per shared-memory row
@@ -188,57 +190,6 @@ __device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t ro
   }
 }
 
-/// Is key j visible to query i? Keys >= t never are (rows >= t are never stored).
-__device__ __forceinline__ bool visibleKey(int64_t i, int64_t j, int64_t t, int causal,
-                                           int64_t window) {
-  if (j >= t) return false;
-  if (!causal) return true;
-  return j <= i && (window <= 0 || i - j < window);
-}
-
-/// Is every (query, key) pair of the tiles [q0, q0 + nq) x [k0, k0 + nk) visible (keys < t)?
-__device__ __forceinline__ bool tileFull(int64_t q0, int nq, int64_t k0, int nk, int64_t t,
-                                         int causal, int64_t window) {
-  if (k0 + nk > t) return false;
-  if (!causal) return true;
-  return k0 + nk - 1 <= q0 && (window <= 0 || q0 + nq - 1 - k0 < window);
-}
-
-/// Key tiles [lo, hi] (of bc keys) that a query tile [q0, q0 + br) must visit.
-__device__ __forceinline__ void keyTiles(int64_t q0, int br, int bc, int64_t t, int causal,
-                                         int64_t window, int64_t& lo, int64_t& hi) {
-  int64_t kHi = t - 1, kLo = 0;
-  if (causal) {
-    kHi = q0 + br - 1 < t - 1 ? q0 + br - 1 : t - 1;
-    if (window > 0) kLo = q0 - window + 1 > 0 ? q0 - window + 1 : 0;
-  }
-  lo = kLo / bc;
-  hi = kHi / bc;
-}
-
-/// Query tiles [lo, hi] (of br queries) that see any key of the key tile [k0, k0 + bc).
-__device__ __forceinline__ void queryTiles(int64_t k0, int br, int bc, int64_t t, int causal,
-                                           int64_t window, int64_t& lo, int64_t& hi) {
-  int64_t qLo = 0, qHi = t - 1;
-  if (causal) {
-    qLo = k0;
-    if (window > 0) {
-      const int64_t last = k0 + bc - 1 + window - 1;
-      qHi = last < t - 1 ? last : t - 1;
-    }
-  }
-  lo = qLo / br;
-  hi = qHi / br;
-}
-
-__device__ __forceinline__ float quadMax(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quadSum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
 
 /// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) into rows of `dst`
 /// ([t, HD]) times mul0 (rows r0 + g) / mul1 (rows r0 + g + 8), skipping rows >= t.
