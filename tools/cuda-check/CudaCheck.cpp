@@ -74,8 +74,12 @@ struct Dev {
   ~Dev() { cudaFree(p); }
   Dev(const Dev&) = delete;
   Dev& operator=(const Dev&) = delete;
+  // The runtime's kernels run on a non-blocking stream, which does not wait for the legacy
+  // default stream that cudaMemcpy / cudaMemset use (and a pageable cudaMemcpy may return
+  // before its DMA lands): finish every transfer before a kernel can read it.
   void put(const std::vector<T>& host) {
     ck(cudaMemcpy(p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after H2D)");
   }
   std::vector<T> get() const {
     ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (a kernel failed)");
@@ -84,7 +88,10 @@ struct Dev {
     return h;
   }
   /// Fills with NaN bytes so that unwritten outputs show up.
-  void poison() { ck(cudaMemset(p, 0xff, std::max<size_t>(1, n) * sizeof(T)), "cudaMemset"); }
+  void poison() {
+    ck(cudaMemset(p, 0xff, std::max<size_t>(1, n) * sizeof(T)), "cudaMemset");
+    ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after memset)");
+  }
 };
 
 /// Random numbers from one seed (std::mt19937_64: the same sequence on every platform).
