@@ -132,17 +132,17 @@ private:
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
-        auto it = slots.find(name.getValue());
-        if (it == slots.end())
+        const ParamSlot *s = slotOf(v);
+        if (!s)
           return fn.emitError() << "emit: parameter " << name << " has no planned slot", failure();
-        return ("(" + type + ")(P + " + std::to_string(it->second->offset) + ")").str();
+        return persistent(s->offset, type);
       }
       if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
         if (in.getValue() != "tokens" && in.getValue() != "targets")
           return fn.emitError() << "emit: unknown input " << in << " (expected tokens or targets)",
                  failure();
-        int64_t off = in.getValue() == "tokens" ? report.tokensOffset : report.targetsOffset;
-        return ("(" + type + ")(P + " + std::to_string(off) + ")").str();
+        return persistent(in.getValue() == "tokens" ? report.tokensOffset : report.targetsOffset,
+                          type);
       }
       return fn.emitError() << "emit: argument #" << arg.getArgNumber()
                             << " is neither a parameter nor an input", failure();
@@ -155,6 +155,11 @@ private:
     if (!offsets || idx >= offsets.size() || offsets[idx] < 0)
       return def->emitOpError() << "has no planned offset (run -tg-plan-memory)", failure();
     return ("(" + type + ")(A + " + std::to_string(offsets[idx]) + ")").str();
+  }
+
+  /// `(type)(P + offset)`: a pointer into the persistent region.
+  static std::string persistent(int64_t offset, StringRef type = "float*") {
+    return ("(" + type + ")(P + " + std::to_string(offset) + ")").str();
   }
 
   /// Parameter slot of a block argument (for gradient / moment pointers).
@@ -347,7 +352,7 @@ private:
           if (!s)
             return LogicalResult(op->emitOpError() << "emit: param has no planned slot");
           return call(op, "tgrt_accumulate",
-                      {"(float*)(P + " + std::to_string(s->gradOffset) + ")", Arg(o.getGrad()),
+                      {persistent(s->gradOffset), Arg(o.getGrad()),
                        s->numel});
         })
         .Case([&](ClipGradNormOp o) {
@@ -358,7 +363,7 @@ private:
             if (!s)
               return LogicalResult(op->emitOpError() << "emit: param has no planned slot");
             if (failed(call(op, "tgrt_grad_norm_sq",
-                            {"(float*)(P + " + std::to_string(s->gradOffset) + ")", s->numel,
+                            {persistent(s->gradOffset), s->numel,
                              Arg(o.getResult())})))
               return failure();
           }
@@ -369,7 +374,7 @@ private:
           const ParamSlot *s = slotOf(o.getParam());
           if (!s)
             return LogicalResult(op->emitOpError() << "emit: param has no planned slot");
-          auto at = [](int64_t off) { return "(float*)(P + " + std::to_string(off) + ")"; };
+          auto at = [](int64_t off) { return persistent(off); };
           if (failed(call(op, "tgrt_adamw",
                           {at(s->offset), at(s->gradOffset), at(s->mOffset), at(s->vOffset),
                            s->numel, flt(o.getBeta1().convertToFloat()),

@@ -116,6 +116,21 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   return success();
 }
 
+std::vector<PlanBuffer> toPlanBuffers(const FunctionLiveness &live) {
+  std::vector<PlanBuffer> out;
+  out.reserve(live.buffers.size());
+  for (const BufferInfo &b : live.buffers) {
+    PlanBuffer p;
+    p.bytes = b.bytes;
+    p.alignment = kBufferAlignment;
+    p.first = b.first;
+    p.last = b.last;
+    p.offset = b.offset;
+    out.push_back(p);
+  }
+  return out;
+}
+
 static int64_t getI64(DictionaryAttr d, StringRef key) {
   auto a = d ? d.getAs<IntegerAttr>(key) : IntegerAttr();
   return a ? a.getInt() : 0;
@@ -158,22 +173,15 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     FunctionLiveness live;
     if (failed(analyzeLiveness(fn, live)))
       return failure();
-    std::vector<PlanBuffer> pb;
     for (BufferInfo &b : live.buffers) {
       Operation *def = b.value.getDefiningOp();
       auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
       unsigned idx = cast<OpResult>(b.value).getResultNumber();
       b.offset = offsets && idx < offsets.size() ? offsets[idx] : -1;
-      PlanBuffer p;
-      p.bytes = b.bytes;
-      p.alignment = kBufferAlignment;
-      p.first = b.first;
-      p.last = b.last;
-      p.offset = b.offset;
-      pb.push_back(p);
       r.buffers.push_back({fn.getSymName().str(), b.name, b.phase, b.bytes, b.offset, b.first,
                            b.last});
     }
+    std::vector<PlanBuffer> pb = toPlanBuffers(live);
     std::vector<int64_t> live_bytes = liveBytesPerOp(pb, (int64_t)live.opPhase.size());
     for (size_t i = 0; i < live_bytes.size(); ++i) {
       int64_t v = live_bytes[i];

@@ -16,6 +16,7 @@
 
 #include "dialect/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "passes/MemoryPlanner.h"
 
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct FunctionLiveness {
 /// Computes buffers and intervals. Errors: a tensor with a dynamic shape or an unknown
 /// element type (emits a diagnostic on the op and returns failure).
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out);
+
+/// The function's buffers as planner input (passes/MemoryPlanner.h), in the same order,
+/// with kBufferAlignment and each BufferInfo's offset (-1 before planning).
+std::vector<tgc::PlanBuffer> toPlanBuffers(const FunctionLiveness &live);
 
 /// Bytes of a ranked tensor type (f32/i32: 4, bf16/f16: 2).
 int64_t tensorBytes(Type type);

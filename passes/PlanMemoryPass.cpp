@@ -93,15 +93,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       FunctionLiveness live;
       if (failed(analyzeLiveness(f, live)))
         return signalPassFailure();
-      std::vector<PlanBuffer> buffers;
-      for (const BufferInfo &bi : live.buffers) {
-        PlanBuffer pb;
-        pb.bytes = bi.bytes;
-        pb.alignment = kBufferAlignment;
-        pb.first = bi.first;
-        pb.last = bi.last;
-        buffers.push_back(pb);
-      }
+      std::vector<PlanBuffer> buffers = toPlanBuffers(live);
       PlanResult result = planArena(buffers);
       std::string why;
       if (!verifyPlan(buffers, &why)) {

@@ -26,6 +26,16 @@ void uploadBatch(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
   tgrt_upload(ctx, TGRT_PERSISTENT, m->targets_offset, targets, bytes);
 }
 
+/// Copies one persistent slot of a parameter (value, gradient, ...) to the host: 0, or -1
+/// for an unknown name.
+int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot, float *dst) {
+  const tgrt_param *p = findParam(name);
+  if (!p)
+    return -1;
+  tgrt_download(ctx, TGRT_PERSISTENT, p->*slot, dst, p->numel * 4);
+  return 0;
+}
+
 float takeLoss(tgrt_ctx *ctx) {
   tgrt_synchronize(ctx);
   int64_t count = 0;
@@ -70,19 +80,11 @@ int32_t tglib_set_param(tgrt_ctx *ctx, const char *name, const float *src) {
 }
 
 int32_t tglib_get_param(tgrt_ctx *ctx, const char *name, float *dst) {
-  const tgrt_param *p = findParam(name);
-  if (!p)
-    return -1;
-  tgrt_download(ctx, TGRT_PERSISTENT, p->offset, dst, p->numel * 4);
-  return 0;
+  return downloadSlot(ctx, name, &tgrt_param::offset, dst);
 }
 
 int32_t tglib_get_grad(tgrt_ctx *ctx, const char *name, float *dst) {
-  const tgrt_param *p = findParam(name);
-  if (!p)
-    return -1;
-  tgrt_download(ctx, TGRT_PERSISTENT, p->grad_offset, dst, p->numel * 4);
-  return 0;
+  return downloadSlot(ctx, name, &tgrt_param::grad_offset, dst);
 }
 
 float tglib_micro_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
