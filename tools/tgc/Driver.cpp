@@ -334,12 +334,11 @@ int runPlan(const DriverOptions &opts) {
   if (opts.maxBatch) {
     // The plan grows monotonically with the micro-batch: double, then bisect.
     auto fits = [&](int64_t batch, int64_t &bytes) {
-      Spec s = spec;
-      std::vector<std::string> ov = opts.overrides;
-      ov.push_back("training.batch_size=" + std::to_string(batch));
+      // spec.json already holds the user's overrides; only the micro-batch changes.
       SpecError err;
       Spec sb;
-      if (!parseSpec(spec.json, ov, sb, err, "<spec>"))
+      if (!parseSpec(spec.json, {"training.batch_size=" + std::to_string(batch)}, sb, err,
+                     "<spec>"))
         return false;
       tg::PlanReport r;
       MLIRContext c;
