@@ -71,8 +71,10 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         auto it = out.bufferOf.find(reshape.getX());
         if (it != out.bufferOf.end()) {
-          out.bufferOf[r] = it->second; // a view: no new buffer
-          bufferLastUse[it->second] = std::max(bufferLastUse[it->second], lastUse.lookup(r));
+          // Copy the id out first: inserting into bufferOf may rehash and move `it`.
+          size_t id = it->second;
+          out.bufferOf[r] = id; // a view: no new buffer
+          bufferLastUse[id] = std::max(bufferLastUse[id], lastUse.lookup(r));
         }
         continue;                       // views of arguments live in the persistent region
       }
@@ -91,10 +93,11 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
               out.buffers[it->second].bytes != bytes ||
               out.buffers[it->second].first == index)
             continue;
-          out.bufferOf[r] = it->second;
-          bufferLastUse[it->second] = std::max(index, lastUse.lookup(r));
-          out.buffers[it->second].name += " > " + locName(op.getLoc()) +
-                                          (out.opPhase.back() == "backward" ? ".grad" : "");
+          size_t id = it->second; // before the insertion below, which may move `it`
+          out.bufferOf[r] = id;
+          bufferLastUse[id] = std::max(index, lastUse.lookup(r));
+          out.buffers[id].name += " > " + locName(op.getLoc()) +
+                                  (out.opPhase.back() == "backward" ? ".grad" : "");
           reused = true;
           break;
         }
