@@ -24,7 +24,7 @@ enum class PipelineStage { Forward, Fused, Step, Planned };
 
 /// The one pipeline shared by tgc and tg-opt's tests: fuse attention (kernel=flash),
 /// autodiff with the spec's optimizer, plan memory (reserving `workspaceBytes` of
-/// backend scratch). C++ emission (passes/EmitCpp.h) reads the planned module.
+/// backend scratch). -tg-lower-to-emitc (passes/LowerToEmitC.h) lowers the planned module to EmitC.
 void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
                            int64_t workspaceBytes = 0);
 

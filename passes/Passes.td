@@ -81,16 +81,25 @@ def TgPrintMemoryPlan : Pass<"tg-print-memory-plan", "mlir::ModuleOp"> {
   }];
 }
 
-def TgEmitCpp : Pass<"tg-emit-cpp", "mlir::ModuleOp"> {
-  let summary = "Print the C++ source of a planned module (the step as runtime calls)";
+def TgLowerToEmitC : Pass<"tg-lower-to-emitc", "mlir::ModuleOp"> {
+  let summary = "Lower a planned module to EmitC: the step as runtime calls";
   let description = [{
-    Prints what `tgc compile --emit=cpp` writes: the `tgrt_model` table and
-    tg_micro_step / tg_optimizer_step / tg_eval_step as straight-line calls into
-    runtime/tgrt.h on `region base + planned offset` pointers. The spec (model name,
-    optimizer settings, initialisation) is read from the module's `tg.spec` attribute.
-    ```c++
-    tgrt_matmul(ctx, "layers.0.attn.qkv", (float*)(A + 0), (float*)(P + 1024), ...);
+    Rewrites the module planned by -tg-plan-memory into the EmitC dialect, which
+    `mlir::emitc::translateToCpp` prints as the C++ that `tgc compile --emit=cpp` writes
+    (`mlir-translate --mlir-to-cpp` prints it too): includes, the `tgrt_param` table and
+    `tgrt_model` (`emitc.global`s with the planned persistent offsets and region sizes),
+    and `emitc.func @tg_micro_step / @tg_optimizer_step / @tg_eval_step(tgrt_ctx*)`, each
+    a straight-line sequence of `emitc.call_opaque "tgrt_*"` (runtime/tgrt.h) on
+    `(float*)(region base + planned byte offset)` pointers:
+    ```mlir
+    %3 = emitc.expression : !emitc.ptr<f32> { ... emitc.add %A, %c ... emitc.cast ... }
+    emitc.call_opaque "tgrt_matmul"(%ctx, %3, ...) {args = [0 : index, #emitc.opaque<"\22layers.0.attn.qkv\22">, 1 : index, ...]}
     ```
+    One tg op becomes one call (matmul + its only bias_add: one `tgrt_matmul_bias`).
+    The spec (model name, optimizer settings, initialisation) is read from the module's
+    `tg.spec` attribute. Errors name the op and its model location: no planned offset,
+    a non-f32 tensor, an op without a runtime kernel, a missing step function.
   }];
+  let dependentDialects = ["mlir::emitc::EmitCDialect"];
 }
 #endif

@@ -2,13 +2,14 @@
 #include "dialect/TgDialect.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
+  registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect, mlir::emitc::EmitCDialect>();
   mlir::tg::registerTgPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

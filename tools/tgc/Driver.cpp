@@ -4,7 +4,7 @@
 #include "dialect/TgDialect.h"
 #include "frontend/MLIRGen.h"
 #include "frontend/Spec.h"
-#include "passes/EmitCpp.h"
+#include "passes/LowerToEmitC.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "tools/data/DataPrepare.h"

@@ -1,16 +1,16 @@
-// RUN: tg-opt %s -tg-emit-cpp -split-input-file -verify-diagnostics -allow-unregistered-dialect -o /dev/null
-// Diagnostics of tg-emit-cpp. The modules are hand-written: a minimal tg.spec (every
+// RUN: tg-opt %s -tg-lower-to-emitc -split-input-file -verify-diagnostics -allow-unregistered-dialect -o /dev/null
+// Diagnostics of tg-lower-to-emitc. The modules are hand-written: a minimal tg.spec (every
 // other field takes its default) and a tg.plan holding only what each case needs
 // (missing integer keys read as 0).
 
-// expected-error @+1 {{tg-emit-cpp: module has no tg.spec attribute (build it with tgc)}}
+// expected-error @+1 {{tg-lower-to-emitc: module has no tg.spec attribute (build it with tgc)}}
 module {
 }
 
 // -----
 
 // The spec is parsed with the same checks as a spec file.
-// expected-error @+1 {{tg-emit-cpp: tg.spec: model.d_model: expected a positive integer, got "x"}}
+// expected-error @+1 {{tg-lower-to-emitc: tg.spec: model.d_model: expected a positive integer, got "x"}}
 module attributes {tg.spec = "{\"name\": \"t\", \"model\": {\"d_model\": \"x\"}}"} {
 }
 
@@ -25,7 +25,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}"} {
 
 // -----
 
-// expected-error @+1 {{emit: missing @micro_step}}
+// expected-error @+1 {{lower-to-emitc: missing @micro_step}}
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
   func.func @eval_step() {
     return
@@ -34,9 +34,9 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
 
 // -----
 
-// The functions are emitted in the order micro, optimizer, eval: an empty micro step
+// The functions are lowered in the order micro, optimizer, eval: an empty micro step
 // is fine, the optimizer step is then missing.
-// expected-error @+1 {{emit: missing @optimizer_step}}
+// expected-error @+1 {{lower-to-emitc: missing @optimizer_step}}
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
   func.func @micro_step() {
     return
@@ -73,7 +73,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {params = [{name = "
 // tg ops accept bf16/f16, but the runtime kernels are f32 only.
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
   func.func @micro_step(%x: tensor<4xbf16> {tg.input = "tokens"}) {
-    // expected-error @+1 {{'tg.gelu' op emit: the runtime computes in f32 only, got 'tensor<4xbf16>'}}
+    // expected-error @+1 {{'tg.gelu' op lower-to-emitc: the runtime computes in f32 only, got 'tensor<4xbf16>'}}
     %0 = tg.gelu %x {tg.offsets = array<i64: 0>} : (tensor<4xbf16>) -> tensor<4xbf16>
     return
   }
@@ -83,7 +83,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
 
 // A parameter that the plan does not list.
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {params = []}} {
-  // expected-error @+1 {{emit: parameter "u" has no planned slot}}
+  // expected-error @+1 {{lower-to-emitc: parameter "u" has no planned slot}}
   func.func @micro_step(%u: tensor<4xf32> {tg.param = "u"}) {
     %0 = tg.gelu %u {tg.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
     return
@@ -94,7 +94,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {params = []}} {
 
 // Every argument must be a parameter (tg.param) or an input (tg.input).
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
-  // expected-error @+1 {{emit: argument #0 is neither a parameter nor an input}}
+  // expected-error @+1 {{lower-to-emitc: argument #0 is neither a parameter nor an input}}
   func.func @micro_step(%x: tensor<4xf32>) {
     %0 = tg.gelu %x {tg.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
     return
@@ -108,7 +108,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
   func.func @micro_step(%x: tensor<4xf32> {tg.input = "tokens"}) {
     %0 = tg.gelu %x {tg.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
-    // expected-error @+1 {{'tg.accumulate_grad' op emit: param has no planned slot}}
+    // expected-error @+1 {{'tg.accumulate_grad' op lower-to-emitc: param has no planned slot}}
     tg.accumulate_grad %x, %0 : tensor<4xf32>
     return
   }
@@ -119,7 +119,7 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
 // An op with no runtime kernel (a foreign op, planned like any other).
 module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {}} {
   func.func @micro_step() {
-    // expected-error @+1 {{'test.op' op emit: no runtime kernel for this op}}
+    // expected-error @+1 {{'test.op' op lower-to-emitc: no runtime kernel for this op}}
     %0 = "test.op"() {tg.offsets = array<i64: 0>} : () -> tensor<4xf32>
     return
   }
