@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace mlir::tg {
@@ -350,6 +351,8 @@ private:
   }
 
   LogicalResult lowerOp(Operation *op) {
+    if (fusedAway.contains(op))
+      return success(); // done by an earlier call (tgrt_matmul_bias / _bias_gelu)
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
           return call(op, "tgrt_embedding_fwd",
@@ -374,8 +377,6 @@ private:
         })
         .Case([&](MatmulOp o) { return emitMatmul(o); })
         .Case([&](BiasAddOp o) {
-          if (fusedAway.contains(op))
-            return success(); // done by the producing tgrt_matmul_bias
           int64_t n = dim(o.getX(), -1);
           return call(op, "tgrt_bias_add",
                       {Arg(o.getX()), Arg(o.getBias()), Arg(o.getResult()), numel(o.getX()) / n, n});
@@ -548,6 +549,17 @@ private:
       if (auto bias = dyn_cast<BiasAddOp>(*o.getResult().getUsers().begin());
           bias && bias.getX() == o.getResult()) {
         fusedAway.insert(bias);
+        // The MLP's up-projection: GELU right after it -> one call that also writes the
+        // GELU output (cuBLASLt's GELU_AUX_BIAS epilogue keeps the pre-activation as aux).
+        auto gelu = dyn_cast_or_null<GeluOp>(bias->getNextNode());
+        if (o->getNextNode() == bias.getOperation() && gelu &&
+            gelu.getX() == bias.getResult() && writesEarlySafely(gelu.getResult(), o)) {
+          fusedAway.insert(gelu);
+          return call(o, "tgrt_matmul_bias_gelu",
+                      {Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()), Arg(bias.getResult()),
+                       Arg(gelu.getResult()), m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
+                       flt(o.getAlpha().convertToFloat())});
+        }
         return call(o, "tgrt_matmul_bias",
                     {Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()), Arg(bias.getResult()), m,
                      n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
@@ -557,6 +569,25 @@ private:
                 {Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
                  int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0), sa, sb, sc,
                  flt(o.getAlpha().convertToFloat()), flt(0.0f)});
+  }
+
+  /// Whether `early` (planned to be written at its own op) may be written by `at` two ops
+  /// sooner: its arena range must not overlap `at`'s operands and result, which are the only
+  /// buffers that can die between the two ops (the three ops are adjacent).
+  bool writesEarlySafely(Value early, MatmulOp at) {
+    auto range = [&](Value v) -> std::optional<std::pair<int64_t, int64_t>> {
+      FailureOr<PtrRef> p = ptrOf(v, false);
+      if (failed(p) || p->persistent)
+        return std::nullopt;
+      return std::make_pair(p->byteOffset, p->byteOffset + 4 * numel(v));
+    };
+    auto mine = range(early);
+    if (!mine)
+      return false;
+    for (Value v : {at.getA(), at.getB(), at.getResult()})
+      if (auto r = range(v); r && r->first < mine->second && mine->first < r->second)
+        return false;
+    return true;
   }
 
   /// split (whole -> parts) or concat (parts -> whole) along `axis` as strided copies.

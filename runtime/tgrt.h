@@ -163,6 +163,15 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
 void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
                       const float* bias, float* c, int64_t m, int64_t n, int64_t k,
                       int32_t trans_a, int32_t trans_b, float alpha);
+/* MLP up-projection in one call: pre = alpha * op(A) op(B) + bias (as tgrt_matmul_bias) and
+ * out = GELU(pre) (tanh approximation, as tgrt_gelu_fwd); pre, out [m, n]; pre is kept for
+ * the backward (tgrt_gelu_bwd reads it). pre and out must not alias each other, A or B.
+ * CUDA: with TGRT_TF32=1 one cuBLASLt call with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = out,
+ * the aux output = pre); in exact fp32 mode, and for shapes the epilogue does not take
+ * (n % 8 != 0), the bias epilogue then the own GELU kernel (bit-equal to the unfused ops). */
+void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
+                           const float* bias, float* pre, float* out, int64_t m, int64_t n,
+                           int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
 /* out[r,:] = x[r,:] + bias[:]; x [rows, n]. out may alias x. */
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
                    int64_t rows, int64_t n);

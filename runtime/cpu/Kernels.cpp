@@ -426,6 +426,15 @@ void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const floa
   tgrt_bias_add(ctx, loc, c, bias, c, m, n);
 }
 
+/// pre = alpha op(A) op(B) + bias, out = GELU(pre): the two reference kernels in turn.
+void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
+                           const float* bias, float* pre, float* out, int64_t m, int64_t n,
+                           int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
+  tgrt_matmul_bias(ctx, loc, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
+  tgrt_gelu_fwd(ctx, loc, pre, out, m * n);
+}
+
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
                    int64_t rows, int64_t n) {
   (void)ctx;

@@ -125,6 +125,11 @@ void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const floa
   tgrt_cuda::matmulBias(C(ctx), loc, a, b, bias, c, m, n, k, trans_a, trans_b, alpha);
 }
 
+void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_bias_gelu", loc);
+  tgrt_cuda::matmulBiasGelu(C(ctx), loc, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha);
+}
+
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out, int64_t rows, int64_t n) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_bias_add", loc);
   tgrt_cuda::biasAdd(C(ctx), loc, x, bias, out, rows, n);

@@ -360,6 +360,8 @@ Context* createContext(const tgrt_model* model) {
   ctx->lr = model->lr;
   const char* tf32 = std::getenv("TGRT_TF32");
   ctx->tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  const char* geluEpilogue = std::getenv("TGRT_GELU_EPILOGUE");
+  ctx->gelu_epilogue = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : ctx->tf32;
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
 

@@ -80,6 +80,14 @@ void matmul(Context* ctx, const char* loc, const float* a, const float* b, float
 void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
                 const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                 int32_t trans_b, float alpha);
+/// pre = alpha op(A) op(B) + bias, out = GELU(pre) (tgrt_matmul_bias_gelu): in TF32 mode one
+/// cuBLASLt call with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (aux = pre); otherwise, or when that
+/// epilogue has no algorithm for the shape, matmulBias then geluFwd.
+void matmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
+                    const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
+                    int32_t trans_a, int32_t trans_b, float alpha);
+/// Selects matmulBiasGelu's path (tests): the GELU_AUX_BIAS epilogue or bias epilogue + geluFwd.
+void setGeluEpilogue(Context* ctx, bool on);
 void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
              int64_t rows, int64_t n);
 void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,

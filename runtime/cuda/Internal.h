@@ -39,7 +39,9 @@ struct MatmulKey {
   int64_t batch, m, n, k, sa, sb, sc;
   int32_t ta, tb;
   uint32_t align_a, align_b, align_c;
-  int32_t epilogue = 0;     ///< 0 none, 1 bias (CUBLASLT_EPILOGUE_BIAS, bias [n] per row)
+  int32_t epilogue = 0;     ///< 0 none, 1 bias (CUBLASLT_EPILOGUE_BIAS, bias [n] per row),
+                            ///< 2 bias + GELU with the pre-activation as aux output
+                            ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n)
   uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogue 1)
   bool operator==(const MatmulKey& o) const {
     return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
@@ -77,6 +79,9 @@ struct Context {
   bool tf32 = false;      ///< TGRT_TF32=1: cuBLASLt and attention use TF32 tensor cores
   /// TF32 attention forward: S = Q K^T in 3xTF32 (fp32-accurate lse); setAttentionTf32Split.
   bool tf32_split_scores = true;
+  /// matmulBiasGelu through CUBLASLT_EPILOGUE_GELU_AUX_BIAS: TGRT_GELU_EPILOGUE=1/0, default
+  /// = tf32 (the epilogue's GELU precision is measured by tgrt-cuda-check, not documented).
+  bool gelu_epilogue = false;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   int64_t step = 1;
   float lr = 0.0f;

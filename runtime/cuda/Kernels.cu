@@ -998,15 +998,22 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
             loc, "cublasLtMatmulDescSetAttribute");
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
             loc, "cublasLtMatmulDescSetAttribute");
-  if (key.epilogue == 1) {
+  if (key.epilogue == 1 || key.epilogue == 2) {
     // Column-major D^T is [n x m]: the bias [n] runs along D^T's rows, as the epilogue wants.
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epi =
+        key.epilogue == 1 ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
     // The heuristic reads the pointer's alignment (it is set again before every call).
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                              sizeof bias),
               loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
+  if (key.epilogue == 2) { // the aux output (pre-activation) has D's shape, ld n (elements)
+    const int64_t ld = key.n;
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                                             sizeof ld),
+              loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
   }
   // Stored shapes (column-major rows x cols, ld): b is [k x n] row-major = [n x k] col-major
   // (ld n), or [n x k] row-major = [k x n] col-major (ld k) when trans_b. Same for a.
@@ -1093,6 +1100,34 @@ bool ltMatmulBias(Context* ctx, const char* loc, const float* a, const float* b,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
             loc, "cublasLtMatmul(bias epilogue)");
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  return true;
+}
+
+/// One cuBLASLt call computing pre = alpha op(A) op(B) + bias and out = GELU(pre) through the
+/// GELU_AUX_BIAS epilogue (D = out, aux = pre); false when cuBLASLt has no algorithm or the
+/// aux layout is not one the epilogue takes (ld n a multiple of 8, 16-byte aligned aux).
+bool ltMatmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
+                      const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
+                      int32_t ta, int32_t tb, float alpha) {
+  if (n % 8 != 0 || alignmentOf(pre, 0, 1) < 16) return false;
+  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1),
+                alignmentOf(b, 0, 1), alignmentOf(out, 0, 1)};
+  key.epilogue = 2;
+  key.align_bias = alignmentOf(bias, 0, 1);
+  MatmulPlan& p = getPlan(ctx, loc, key, bias);
+  if (!p.ok) return false;
+  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias),
+            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                           &pre, sizeof pre),
+            loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+  const float beta = 0.0f;
+  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, out, p.lc, out,
+                           p.lc, &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
+            loc, "cublasLtMatmul(gelu_aux_bias epilogue)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -1406,6 +1441,23 @@ void matmul(Context* ctx, const char* loc, const float* a, const float* b, float
       fail(loc,
            "cuBLASLt has no algorithm for matmul m %lld n %lld k %lld trans_a %d trans_b %d",
            (long long)m, (long long)n, (long long)k, (int)trans_a, (int)trans_b);
+}
+
+void setGeluEpilogue(Context* ctx, bool on) { ctx->gelu_epilogue = on; }
+
+void matmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
+                    const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
+                    int32_t trans_a, int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
+  if (m == 0 || n == 0) return;
+  // cuBLASLt does not document the precision of its GELU: by default the fused epilogue only
+  // in the fast (TF32) mode; the exact mode keeps the own fp32 kernel (gelu_epilogue).
+  if (ctx->gelu_epilogue && k > 0 &&
+      ltMatmulBiasGelu(ctx, loc, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
+    return;
+  matmulBias(ctx, loc, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
+  geluFwd(ctx, loc, pre, out, m * n);
 }
 
 void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,

@@ -479,6 +479,39 @@ void checkMatmulBias(Contexts& c, Rng& rng) {
   }
 }
 
+/// tgrt_matmul_bias_gelu against the CPU (GEMM + bias, then tanh GELU), both outputs: the
+/// exact path (bias epilogue + own GELU kernel, fp32 tolerance) and the fused
+/// CUBLASLT_EPILOGUE_GELU_AUX_BIAS path, measured with an fp32 GEMM so that the error shown
+/// is the epilogue's GELU alone; it is held to the TF32 tolerance of the mode that uses it.
+void checkMatmulBiasGelu(Contexts& c, Rng& rng) {
+  struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
+  const Case cases[] = {{128, 3072, 768, 0, 0, 1.0f}, {40, 24, 36, 0, 1, 0.5f},
+                        {37, 29, 23, 0, 0, 1.0f}}; // n = 29: no epilogue (aux ld % 8)
+  for (const Case& cs : cases) {
+    const size_t mn = (size_t)(cs.m * cs.n);
+    Vec a = rng.vec((size_t)(cs.m * cs.k)), b = rng.vec((size_t)(cs.k * cs.n)),
+        bias = rng.vec((size_t)cs.n), pre(mn), out(mn);
+    tgrt_matmul_bias_gelu(c.cpu, "check", a.data(), b.data(), bias.data(), pre.data(),
+                          out.data(), cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
+    Dev<float> ga(a), gb(b), gbias(bias);
+    for (bool fused : {false, true}) {
+      Dev<float> gpre(mn), gout(mn);
+      gpre.poison(); // both written, never read
+      gout.poison();
+      tgrt_cuda::setGeluEpilogue(c.gpu, fused);
+      tgrt_cuda::matmulBiasGelu(c.gpu, "check", ga.p, gb.p, gbias.p, gpre.p, gout.p, cs.m, cs.n,
+                                cs.k, cs.ta, cs.tb, cs.alpha);
+      const std::string shape = fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m,
+                                    (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha);
+      const char* name = fused ? "matmul_bias_gelu (GELU_AUX_BIAS epilogue)"
+                               : "matmul_bias_gelu (bias epilogue + gelu)";
+      record(std::string(name) + " pre", shape, relErr(gpre.get(), pre), fused ? 2e-3 : kTol);
+      record(std::string(name) + " out", shape, relErr(gout.get(), out), fused ? 2e-3 : kTol);
+    }
+    tgrt_cuda::setGeluEpilogue(c.gpu, false);
+  }
+}
+
 /// A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
 /// Run last: a library failure here exits the program.
 void checkMatmulMisaligned(Contexts& c, Rng& rng) {
@@ -1124,6 +1157,7 @@ int main(int argc, char** argv) {
   checkLayerNorm(c, rng);
   checkMatmul(c, rng);
   checkMatmulBias(c, rng);
+  checkMatmulBiasGelu(c, rng);
   checkBias(c, rng);
   checkSoftmax(c, rng);
   checkCrossEntropy(c, rng);

@@ -1,6 +1,7 @@
 // CudaEmu.cpp — fiber scheduler, runtime API and cuBLASLt stand-ins of CudaEmu.h.
 #include "runtime/cuda/emu/CudaEmu.h"
 
+#include <cmath>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -411,6 +412,8 @@ struct EmuLtDesc {
   int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
   int32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr; ///< CUBLASLT_EPILOGUE_BIAS: one value per row of D
+  float* aux = nullptr;        ///< GELU_AUX_BIAS: the pre-activation, D's shape
+  int64_t auxLd = 0;           ///< its leading dimension (elements)
 };
 struct EmuLtLayout {
   uint64_t rows = 0, cols = 0;
@@ -457,13 +460,25 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     std::memcpy(&d->bias, buf, sizeof d->bias);
     return CUBLAS_STATUS_SUCCESS;
   }
+  if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER) {
+    if (bytes != sizeof(float*)) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&d->aux, buf, sizeof d->aux);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD) {
+    if (bytes != sizeof(int64_t)) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&d->auxLd, buf, sizeof d->auxLd);
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (bytes != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
   int32_t v;
   std::memcpy(&v, buf, sizeof v);
   if (attr == CUBLASLT_MATMUL_DESC_TRANSA) d->transa = v;
   else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) d->transb = v;
   else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE) {
-    if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS &&
+        v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
     d->epilogue = v;
   } else return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
@@ -580,9 +595,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
         }
         double r = alpha * s;
         if (beta != 0.0f) r += (double)beta * cb[i + j * cd->ld];
-        if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS) {
+        if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+            desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
           if (!desc->bias) return CUBLAS_STATUS_INVALID_VALUE;
           r += desc->bias[i]; // broadcast along the columns of D
+        }
+        if (desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+          if (!desc->aux || desc->auxLd < (int64_t)m || cd->batch != 1)
+            return CUBLAS_STATUS_INVALID_VALUE;
+          const float x = (float)r;
+          desc->aux[i + j * desc->auxLd] = x;
+          const double xd = x; // tanh GELU (Hendrycks & Gimpel 2016)
+          r = 0.5 * xd * (1.0 + std::tanh(0.7978845608028654 * (xd + 0.044715 * xd * xd * xd)));
         }
         db[i + j * dd->ld] = (float)r;
       }

@@ -1,0 +1,77 @@
+// RUN: tg-opt %s -tg-lower-to-emitc -split-input-file | mlir-translate --mlir-to-cpp | FileCheck %s
+// When tg-lower-to-emitc fuses matmul -> bias_add -> gelu into one tgrt_matmul_bias_gelu.
+// The fused call writes the GELU output at the matmul, two ops before the plan says it
+// starts to live, so it may only do so when that buffer does not overlap the matmul's
+// input or result (the buffers that can die in between). Hand-written plans: x [4 x 8] at
+// arena 0 (128 bytes), the matmul / bias_add result [4 x 16] at 256 (256 bytes), and the
+// GELU output [4 x 16] placed after them (first case) or over x (second case).
+
+// CHECK-LABEL: void tg_micro_step(
+// CHECK: tgrt_matmul_bias_gelu({{v[0-9]+}}, "mlp.fc", [[X:v[0-9]+]], [[W:v[0-9]+]], [[B:v[0-9]+]], [[PRE:v[0-9]+]], [[OUT:v[0-9]+]], 4, 16, 8, 0, 0, 1.000000000e+00f);
+// CHECK-NOT: tgrt_gelu_fwd
+// CHECK-NOT: tgrt_bias_add
+// CHECK: return;
+module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 768 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+  func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
+    %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
+    %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %1 = tg.bias_add %0, %b {tg.offsets = array<i64: 256>} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %2 = tg.gelu %1 {tg.offsets = array<i64: 512>} : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("mlp.gelu")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
+
+// -----
+
+// The GELU output at arena 0 overlaps x (dead after the matmul, so the plan may reuse it):
+// three calls, each at its planned time.
+// CHECK-LABEL: void tg_micro_step(
+// CHECK-NOT: tgrt_matmul_bias_gelu
+// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc",
+// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu",
+module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 512 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+  func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
+    %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
+    %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %1 = tg.bias_add %0, %b {tg.offsets = array<i64: 256>} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %2 = tg.gelu %1 {tg.offsets = array<i64: 0>} : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("mlp.gelu")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
+
+// -----
+
+// An op between the bias add and the GELU: no fusion (the GELU must follow at once).
+// CHECK-LABEL: void tg_micro_step(
+// CHECK-NOT: tgrt_matmul_bias_gelu
+// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc",
+// CHECK: tgrt_fill({{v[0-9]+}}, "y",
+// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu",
+module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 896 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+  func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
+    %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
+    %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %1 = tg.bias_add %0, %b {tg.offsets = array<i64: 256>} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
+    %y = tg.fill {value = 2.0 : f32, tg.offsets = array<i64: 768>} : tensor<4x8xf32> loc("y")
+    %2 = tg.gelu %1 {tg.offsets = array<i64: 512>} : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("mlp.gelu")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
