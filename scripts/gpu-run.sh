@@ -12,6 +12,12 @@ runs/gpt2-cuda --info 2>&1 | tail -8
 echo "== tgc GPT-2 small: $STEPS steps =="
 runs/gpt2-cuda --data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 4 \
   --log "$OUT/tgc-gpt2.jsonl" 2>&1 | tee "$OUT/tgc-gpt2.log" | grep -vE '^\s*$' | tail -14
+echo "== tgc GPT-2 small, TGRT_TF32=1 (TF32 GEMMs/attention, GELU_AUX_BIAS epilogue): 20 steps =="
+TGRT_TF32=1 runs/gpt2-cuda --data runs/data-gpu --steps 20 --eval-every 0 --eval-batches 1 \
+  --log "$OUT/tgc-gpt2-tf32.jsonl" 2>&1 | tail -3
+echo "== TGRT_TF32=1 TGRT_GELU_EPILOGUE=0 (own GELU kernel): 20 steps =="
+TGRT_TF32=1 TGRT_GELU_EPILOGUE=0 runs/gpt2-cuda --data runs/data-gpu --steps 20 --eval-every 0 \
+  --eval-batches 1 --log "$OUT/tgc-gpt2-tf32-noepi.jsonl" 2>&1 | tail -3
 echo "== window 256 (same binary family, compiled separately) =="
 [ -x runs/gpt2-cuda-w256 ] && runs/gpt2-cuda-w256 --data runs/data-gpu --steps 15 --eval-every 0 \
   --eval-batches 1 --log "$OUT/tgc-gpt2-w256.jsonl" 2>&1 | tail -3
@@ -30,10 +36,13 @@ def tgc(path):
     ms = statistics.median(r["ms"] for r in steps[3:] or steps)
     return dict(ms=ms, first=steps[0]["loss"], last=steps[-1]["loss"])
 t = tgc(f"{out}/tgc-gpt2.jsonl"); w = tgc(f"{out}/tgc-gpt2-w256.jsonl")
+t32 = tgc(f"{out}/tgc-gpt2-tf32.jsonl"); t32n = tgc(f"{out}/tgc-gpt2-tf32-noepi.jsonl")
 mem = re.search(r"plan (\d+) bytes.*used (\d+) bytes; overhead (-?\d+)", open(f"{out}/tgc-gpt2.log").read())
 print("\n| run | ms/step (median) | note |\n|---|---|---|")
 if t: print(f"| tgc fp32 flash, B=16 | {t['ms']:.1f} | loss {t['first']:.3f} -> {t['last']:.3f} |")
 if w: print(f"| tgc fp32 flash window 256, B=16 | {w['ms']:.1f} | |")
+if t32: print(f"| tgc TGRT_TF32=1 (GELU epilogue), B=16 | {t32['ms']:.1f} | loss {t32['first']:.3f} -> {t32['last']:.3f} |")
+if t32n: print(f"| tgc TGRT_TF32=1 TGRT_GELU_EPILOGUE=0, B=16 | {t32n['ms']:.1f} | |")
 for name in ("torch-eager", "torch-compile", "torch-compile-bf16"):
     try:
         r = json.load(open(f"{out}/{name}.json"))

@@ -503,8 +503,7 @@ void checkMatmulBiasGelu(Contexts& c, Rng& rng) {
                                 cs.k, cs.ta, cs.tb, cs.alpha);
       const std::string shape = fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m,
                                     (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha);
-      const char* name = fused ? "matmul_bias_gelu (GELU_AUX_BIAS epilogue)"
-                               : "matmul_bias_gelu (bias epilogue + gelu)";
+      const char* name = fused ? "matmul_bias_gelu [gelu epi]" : "matmul_bias_gelu [exact]";
       record(std::string(name) + " pre", shape, relErr(gpre.get(), pre), fused ? 2e-3 : kTol);
       record(std::string(name) + " out", shape, relErr(gout.get(), out), fused ? 2e-3 : kTol);
     }
