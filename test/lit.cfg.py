@@ -17,7 +17,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tg_src", config.tg_src_root))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "TGC_HOST_FLAGS", "ASAN_OPTIONS", "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 tool_dirs = [config.tg_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["tg-opt", "tgc"], tool_dirs)

@@ -206,6 +206,14 @@ bool linkExecutable(const std::string &cpp, const DriverOptions &opts) {
     args.push_back("-lopenblas");
   }
   args.push_back("-lpthread");
+  // Extra host-compiler flags, e.g. TGC_HOST_FLAGS="-g -fsanitize=address" (whitespace-split).
+  if (const char *extra = getenv("TGC_HOST_FLAGS")) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(extra).split(parts, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef p : parts)
+      if (!p.trim().empty())
+        args.push_back(p.trim().str());
+  }
   args.push_back("-o");
   args.push_back(tmpOut);
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
