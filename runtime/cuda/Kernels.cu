@@ -1082,52 +1082,32 @@ bool ltMatmul(Context* ctx, const char* loc, const float* a, const float* b, flo
 }
 
 /// One cuBLASLt call computing C = alpha op(A) op(B) + bias (bias [n] added to every row of
-/// the row-major C) through the bias epilogue; false when cuBLASLt has no algorithm.
-bool ltMatmulBias(Context* ctx, const char* loc, const float* a, const float* b,
-                  const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t ta,
-                  int32_t tb, float alpha) {
+/// the row-major C) through an epilogue: without `aux`, CUBLASLT_EPILOGUE_BIAS; with `aux`,
+/// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, which writes the sum to aux and GELU of it to C. False
+/// when cuBLASLt has no algorithm, or (GELU) when the aux layout is not one the epilogue
+/// takes (ld n a multiple of 8, 16-byte aligned aux).
+bool ltMatmulEpilogue(Context* ctx, const char* loc, const float* a, const float* b,
+                      const float* bias, float* aux, float* c, int64_t m, int64_t n, int64_t k,
+                      int32_t ta, int32_t tb, float alpha) {
+  if (aux && (n % 8 != 0 || alignmentOf(aux, 0, 1) < 16)) return false;
   MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1),
                 alignmentOf(b, 0, 1), alignmentOf(c, 0, 1)};
-  key.epilogue = 1;
+  key.epilogue = aux ? 2 : 1;
   key.align_bias = alignmentOf(bias, 0, 1);
   MatmulPlan& p = getPlan(ctx, loc, key, bias);
   if (!p.ok) return false;
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                            sizeof bias),
             loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  if (aux)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                             &aux, sizeof aux),
+              loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
   const float beta = 0.0f;
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, "cublasLtMatmul(bias epilogue)");
-  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
-  return true;
-}
-
-/// One cuBLASLt call computing pre = alpha op(A) op(B) + bias and out = GELU(pre) through the
-/// GELU_AUX_BIAS epilogue (D = out, aux = pre); false when cuBLASLt has no algorithm or the
-/// aux layout is not one the epilogue takes (ld n a multiple of 8, 16-byte aligned aux).
-bool ltMatmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
-                      const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
-                      int32_t ta, int32_t tb, float alpha) {
-  if (n % 8 != 0 || alignmentOf(pre, 0, 1) < 16) return false;
-  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1),
-                alignmentOf(b, 0, 1), alignmentOf(out, 0, 1)};
-  key.epilogue = 2;
-  key.align_bias = alignmentOf(bias, 0, 1);
-  MatmulPlan& p = getPlan(ctx, loc, key, bias);
-  if (!p.ok) return false;
-  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                           sizeof bias),
-            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                           &pre, sizeof pre),
-            loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
-  const float beta = 0.0f;
-  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, out, p.lc, out,
-                           p.lc, &p.algo, ctx->regions[TGRT_WORKSPACE],
-                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, "cublasLtMatmul(gelu_aux_bias epilogue)");
+            loc, aux ? "cublasLtMatmul(gelu_aux_bias epilogue)" : "cublasLtMatmul(bias epilogue)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -1404,7 +1384,9 @@ void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
   checkCtx(ctx, loc);
   checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
   if (m == 0 || n == 0) return;
-  if (k > 0 && ltMatmulBias(ctx, loc, a, b, bias, c, m, n, k, trans_a, trans_b, alpha)) return;
+  if (k > 0 &&
+      ltMatmulEpilogue(ctx, loc, a, b, bias, nullptr, c, m, n, k, trans_a, trans_b, alpha))
+    return;
   // No epilogue algorithm for this shape (or k == 0): the GEMM, then the bias kernel.
   matmul(ctx, loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
   biasAdd(ctx, loc, c, bias, c, m, n);
@@ -1454,7 +1436,7 @@ void matmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* 
   // cuBLASLt does not document the precision of its GELU: by default the fused epilogue only
   // in the fast (TF32) mode; the exact mode keeps the own fp32 kernel (gelu_epilogue).
   if (ctx->gelu_epilogue && k > 0 &&
-      ltMatmulBiasGelu(ctx, loc, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
+      ltMatmulEpilogue(ctx, loc, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
     return;
   matmulBias(ctx, loc, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
   geluFwd(ctx, loc, pre, out, m * n);
