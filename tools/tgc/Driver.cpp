@@ -299,6 +299,13 @@ int runCompile(const DriverOptions &opts) {
       return 1;
     return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
   }
+  if (opts.emit == "emitc") {
+    OwningOpRef<ModuleOp> module;
+    if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, opts.target) ||
+        failed(tg::lowerToEmitC(*module, spec)))
+      return 1;
+    return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
+  }
   if (opts.emit == "cpp" || opts.emit == "exe" || opts.emit == "lib") {
     OwningOpRef<ModuleOp> module;
     if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, opts.target))
@@ -312,7 +319,7 @@ int runCompile(const DriverOptions &opts) {
     return linkExecutable(cpp, opts) ? 0 : 1;
   }
   llvm::errs() << "tgc: error: --emit: unknown or unavailable output '" << opts.emit
-               << "' (expected mlir, fused, step, planned, cpp, exe or lib)\n";
+               << "' (expected mlir, fused, step, planned, emitc, cpp, exe or lib)\n";
   return 2;
 }
 

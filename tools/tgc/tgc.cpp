@@ -34,7 +34,8 @@ cl::OptionCategory compileCat("Compile options");
 cl::opt<std::string> emit(
     "emit",
     cl::desc("What to produce: mlir (forward IR), fused, step (after autodiff), planned "
-             "(memory plan in IR), cpp (C++ source), exe (executable, default), "
+             "(memory plan in IR), emitc (after tg-lower-to-emitc), cpp (C++ source), exe "
+             "(executable, default), "
              "lib (shared library with the C ABI)"),
     cl::init("exe"), cl::sub(compileCmd), cl::cat(compileCat));
 cl::opt<std::string> target("target",
