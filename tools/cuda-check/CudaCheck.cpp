@@ -687,38 +687,55 @@ void writeRaw(const std::string& path, const Vec& v) {
   std::fclose(f);
 }
 
+/// One causal fp32 attention case: random inputs, the CPU reference forward and backward,
+/// and the device copies of the inputs with poisoned (NaN) outputs for a kernel to fill.
+struct AttentionCase {
+  int64_t bh, t, hd, window;
+  int causal = 1;
+  float scale;
+  size_t n;
+  Vec q, k, v, dout, out, lse, dq, dk, dv; // inputs and the CPU reference
+  Dev<float> gq, gk, gv, gdo, go, gl, gdq, gdk, gdv;
+
+  AttentionCase(Contexts& c, Rng& rng, int64_t bh_, int64_t t_, int64_t hd_, int64_t window_)
+      : bh(bh_), t(t_), hd(hd_), window(window_), scale(1.0f / std::sqrt((float)hd_)),
+        n((size_t)(bh_ * t_ * hd_)), q(rng.normals(n)), k(rng.normals(n)), v(rng.normals(n)),
+        dout(rng.normals(n)), out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n), gq(q), gk(k),
+        gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n) {
+    tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
+                       t, hd, causal, window, scale);
+    tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
+                       scale);
+    for (Dev<float>* d : {&go, &gl, &gdq, &gdk, &gdv}) d->poison();
+  }
+  std::string shape() const {
+    return fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t, (long long)hd,
+               (long long)window);
+  }
+};
+
 void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window, int64_t bh,
                     const std::string& dumpDir) {
-  const int causal = 1;
-  const float scale = 1.0f / std::sqrt((float)hd);
-  const size_t n = (size_t)(bh * t * hd);
-  Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
-  Vec out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
-  tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                     hd, causal, window, scale);
-  tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
-                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
-                     scale);
-  Dev<float> gq(q), gk(k), gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n);
-  go.poison();
-  gl.poison();
-  gdq.poison();
-  gdk.poison();
-  gdv.poison();
-  tgrt_cuda::attentionFwd(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal, window,
-                          scale);
-  tgrt_cuda::attentionBwd(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                          gdv.p, bh, t, hd, causal, window, scale);
-  const Vec fo = go.get(), fl = gl.get(), fdq = gdq.get(), fdk = gdk.get(), fdv = gdv.get();
-  const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
-                                (long long)hd, (long long)window);
-  record("attention_fwd flash vs cpu", shape, std::max(relErr(fo, out), relErr(fl, lse)));
-  record("attention_bwd flash vs cpu", shape, jointErr({{&fdq, &dq}, {&fdk, &dk}, {&fdv, &dv}}));
+  AttentionCase a(c, rng, bh, t, hd, window);
+  const int causal = a.causal;
+  const float scale = a.scale;
+  const size_t n = a.n;
+  tgrt_cuda::attentionFwd(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
+                          causal, window, scale);
+  tgrt_cuda::attentionBwd(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
+                          a.gdq.p, a.gdk.p, a.gdv.p, bh, t, hd, causal, window, scale);
+  const Vec fo = a.go.get(), fl = a.gl.get(), fdq = a.gdq.get(), fdk = a.gdk.get(),
+            fdv = a.gdv.get();
+  const std::string shape = a.shape();
+  record("attention_fwd flash vs cpu", shape, std::max(relErr(fo, a.out), relErr(fl, a.lse)));
+  record("attention_bwd flash vs cpu", shape,
+         jointErr({{&fdq, &a.dq}, {&fdk, &a.dk}, {&fdv, &a.dv}}));
 
   Naive naive{c.gpu, bh, t, hd, causal, window, scale};
   Dev<float> s((size_t)(bh * t * t)), p((size_t)(bh * t * t)), no(n), ndq(n), ndk(n), ndv(n);
-  naive.fwd(gq.p, gk.p, gv.p, s.p, p.p, no.p);
-  naive.bwd(gq.p, gk.p, gv.p, p.p, gdo.p, s.p, ndq.p, ndk.p, ndv.p);
+  naive.fwd(a.gq.p, a.gk.p, a.gv.p, s.p, p.p, no.p);
+  naive.bwd(a.gq.p, a.gk.p, a.gv.p, p.p, a.gdo.p, s.p, ndq.p, ndk.p, ndv.p);
   record("attention_fwd flash vs naive gpu", shape, relErr(fo, no.get()));
   const Vec nq = ndq.get(), nk = ndk.get(), nv = ndv.get();
   record("attention_bwd flash vs naive gpu", shape,
@@ -728,7 +745,7 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
     const std::string name = fmt("attn_bh%lld_t%lld_hd%lld_w%lld", (long long)bh, (long long)t,
                                  (long long)hd, (long long)window);
     const char* parts[] = {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"};
-    const Vec* data[] = {&q, &k, &v, &fo, &fl, &dout, &fdq, &fdk, &fdv};
+    const Vec* data[] = {&a.q, &a.k, &a.v, &fo, &fl, &a.dout, &fdq, &fdk, &fdv};
     for (int i = 0; i < 9; ++i) writeRaw(dumpDir + "/" + name + "_" + parts[i] + ".bin", *data[i]);
     const std::string manifest = dumpDir + "/manifest.txt";
     FILE* f = std::fopen(manifest.c_str(), "a");
@@ -803,33 +820,18 @@ constexpr double kTolTf32Lse = 1e-4; // lse (fp32 softmax statistics of TF32 sco
 /// reference. Each side runs its backward on its own forward's out and lse.
 void checkAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window,
                         int64_t bh) {
-  const int causal = 1;
-  const float scale = 1.0f / std::sqrt((float)hd);
-  const size_t n = (size_t)(bh * t * hd);
-  Vec q = rng.normals(n), k = rng.normals(n), v = rng.normals(n), dout = rng.normals(n);
-  Vec out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n);
-  tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                     hd, causal, window, scale);
-  tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
-                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
-                     scale);
-  Dev<float> gq(q), gk(k), gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n);
-  go.poison();
-  gl.poison();
-  gdq.poison();
-  gdk.poison();
-  gdv.poison();
-  tgrt_cuda::attentionFwdTf32(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
-                              window, scale);
-  tgrt_cuda::attentionBwdTf32(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                              gdv.p, bh, t, hd, causal, window, scale);
-  const Vec fo = go.get(), fl = gl.get(), fdq = gdq.get(), fdk = gdk.get(), fdv = gdv.get();
-  const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
-                                (long long)hd, (long long)window);
-  record("attention_fwd_tf32 out vs cpu", shape, relErr(fo, out), kTolTf32);
-  record("attention_fwd_tf32 lse vs cpu", shape, relErr(fl, lse), kTolTf32Lse);
-  record("attention_bwd_tf32 vs cpu", shape, jointErr({{&fdq, &dq}, {&fdk, &dk}, {&fdv, &dv}}),
-         kTolTf32);
+  AttentionCase a(c, rng, bh, t, hd, window);
+  tgrt_cuda::attentionFwdTf32(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
+                              a.causal, window, a.scale);
+  tgrt_cuda::attentionBwdTf32(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
+                              a.gdq.p, a.gdk.p, a.gdv.p, bh, t, hd, a.causal, window, a.scale);
+  const Vec fo = a.go.get(), fl = a.gl.get(), fdq = a.gdq.get(), fdk = a.gdk.get(),
+            fdv = a.gdv.get();
+  const std::string shape = a.shape();
+  record("attention_fwd_tf32 out vs cpu", shape, relErr(fo, a.out), kTolTf32);
+  record("attention_fwd_tf32 lse vs cpu", shape, relErr(fl, a.lse), kTolTf32Lse);
+  record("attention_bwd_tf32 vs cpu", shape,
+         jointErr({{&fdq, &a.dq}, {&fdk, &a.dk}, {&fdv, &a.dv}}), kTolTf32);
 }
 
 template <typename Fn>
