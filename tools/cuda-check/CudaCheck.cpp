@@ -834,6 +834,14 @@ void checkAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t wi
          jointErr({{&fdq, &a.dq}, {&fdk, &a.dk}, {&fdv, &a.dv}}), kTolTf32);
 }
 
+/// Causal (query, key) pairs attention computes per head: sum over queries of the keys it
+/// sees (all earlier keys and itself, or the last `window` of them).
+double visiblePairs(int64_t t, int64_t window) {
+  double pairs = 0.0;
+  for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+  return pairs;
+}
+
 template <typename Fn>
 float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn);
 
@@ -994,8 +1002,7 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
       tgrt_cuda::attentionBwd(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
                               dv.p, bh, t, hd, 1, window, scale);
     });
-    double pairs = 0.0; // visible (query, key) pairs per head
-    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // QK^T and PV
     if (window == 0) fullTotal = f + b;
     g_fp32TotalMs[window == 0 ? 0 : window == 256 ? 1 : 2] = f + b;
@@ -1037,8 +1044,7 @@ void benchAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
       tgrt_cuda::attentionBwdBf16(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
                                   dk.p, dv.p, bh, t, hd, 1, window, scale);
     });
-    double pairs = 0.0;
-    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
     const double fp32 = g_fp32TotalMs[idx++];
     std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f   (fp32/bf16 total %.2fx)\n",
@@ -1076,8 +1082,7 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
       tgrt_cuda::attentionBwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
                                   dk.p, dv.p, bh, t, hd, 1, window, scale);
     });
-    double pairs = 0.0;
-    for (int64_t i = 0; i < t; ++i) pairs += (double)(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
     const double fp32 = g_fp32TotalMs[idx++];
     std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f %10.3f   (fp32/tf32 total "

@@ -163,33 +163,37 @@ void syncwarp() {
   g_fibers[g_cur].warpGen++;
 }
 
-void warpExchange(const void* mine, void* out, size_t bytes, int srcLane) {
-  if (bytes > 16) die("warp exchange of more than 16 bytes");
+/// Publishes `bytes` (<= 16) of `mine` in this lane's slot and waits for the warp (a
+/// barrier). Returns the warp's slots; `lane` is this lane, `lanes` how many lanes exist (a
+/// partial last warp has fewer than 32). The caller reads what it needs, then increments
+/// g_fibers[g_cur].warpGen to flip the double buffer.
+unsigned char (*publishToWarp(const void* mine, size_t bytes, const char* what, int& lane,
+                              int& lanes))[16] {
+  if (bytes > 16) die(what);
   Fiber& f = g_fibers[g_cur];
-  const int lane = f.thread.linear & 31;
+  lane = f.thread.linear & 31;
   Warp& w = g_warps[(size_t)(f.thread.linear / 32)];
   const unsigned buf = f.warpGen & 1;
   std::memcpy(w.slot[buf][lane], mine, bytes);
   block(State::AtWarp);
-  const int warpBase = f.thread.linear & ~31;
   const int n = (int)(g_blockDim.x * g_blockDim.y * g_blockDim.z);
-  const int src = (srcLane >= 0 && srcLane < 32 && warpBase + srcLane < n) ? srcLane : lane;
-  std::memcpy(out, w.slot[buf][src], bytes);
+  lanes = std::min(32, n - (f.thread.linear & ~31));
+  return w.slot[buf];
+}
+
+void warpExchange(const void* mine, void* out, size_t bytes, int srcLane) {
+  int lane = 0, lanes = 0;
+  auto slots = publishToWarp(mine, bytes, "warp exchange of more than 16 bytes", lane, lanes);
+  const int src = (srcLane >= 0 && srcLane < lanes) ? srcLane : lane;
+  std::memcpy(out, slots[src], bytes);
   g_fibers[g_cur].warpGen++;
 }
 
 void warpGather(const void* mine, void* all, size_t bytes) {
-  if (bytes > 16) die("warp gather of more than 16 bytes");
-  Fiber& f = g_fibers[g_cur];
-  const int lane = f.thread.linear & 31;
-  Warp& w = g_warps[(size_t)(f.thread.linear / 32)];
-  const unsigned buf = f.warpGen & 1;
-  std::memcpy(w.slot[buf][lane], mine, bytes);
-  block(State::AtWarp);
-  const int warpBase = f.thread.linear & ~31;
-  const int n = (int)(g_blockDim.x * g_blockDim.y * g_blockDim.z);
-  for (int l = 0; l < 32 && warpBase + l < n; ++l)
-    std::memcpy(static_cast<char*>(all) + l * bytes, w.slot[buf][l], bytes);
+  int lane = 0, lanes = 0;
+  auto slots = publishToWarp(mine, bytes, "warp gather of more than 16 bytes", lane, lanes);
+  for (int l = 0; l < lanes; ++l)
+    std::memcpy(static_cast<char*>(all) + l * bytes, slots[l], bytes);
   g_fibers[g_cur].warpGen++;
 }
 
