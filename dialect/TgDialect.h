@@ -27,6 +27,23 @@ inline constexpr llvm::StringLiteral kParamNameAttr = "tg.param";
 /// Name of the discardable attribute on function arguments marking token inputs
 /// ("tokens" or "targets").
 inline constexpr llvm::StringLiteral kInputAttr = "tg.input";
+/// Argument attribute (TypeAttr) of a parameter: the element type of its AdamW moments
+/// (tg-mixed-precision; f32 when absent).
+inline constexpr llvm::StringLiteral kMomentTypeAttr = "tg.moment_type";
+/// Argument attributes of a parameter set by the frontend: initialisation ("normal",
+/// "zeros", "ones"), its standard deviation (F32Attr), and whether AdamW decays it (unit).
+inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
+inline constexpr llvm::StringLiteral kInitStdAttr = "tg.init_std";
+inline constexpr llvm::StringLiteral kDecayAttr = "tg.decay";
+/// Module attribute: the precision policy applied by tg-mixed-precision ("fp32",
+/// "bf16-mixed", "fp16-mixed", "bf16"); absent means fp32.
+inline constexpr llvm::StringLiteral kPrecisionAttr = "tg.precision";
+/// Module attribute: dynamic loss scaling {init : f32, growth_interval : i64} (fp16-mixed).
+inline constexpr llvm::StringLiteral kLossScaleAttr = "tg.loss_scale";
+/// Module attribute: the optimizer and schedule the driver runs, a dictionary {lr, min_lr,
+/// beta1, beta2, eps, weight_decay, grad_clip : f32, warmup_steps, decay, seed : i64}
+/// (decay: 0 none, 1 cosine, 2 linear), written by the frontend.
+inline constexpr llvm::StringLiteral kOptimizerAttr = "tg.optimizer";
 } // namespace mlir::tg
 
 #endif

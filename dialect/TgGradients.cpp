@@ -37,7 +37,7 @@ Value flatten2d(OpBuilder &b, Location loc, Value v) {
 }
 
 Value zerosLike(OpBuilder &b, Location loc, Value like) {
-  return b.create<FillOp>(loc, like.getType(), b.getF32FloatAttr(0.0f));
+  return b.create<FillOp>(loc, like.getType(), b.getF32FloatAttr(0.0f), UnitAttr());
 }
 
 } // namespace
@@ -54,6 +54,12 @@ SmallVector<Value> PositionalEmbeddingOp::buildGradient(OpBuilder &b, ValueRange
     return {Value(), Value()};
   Value dw = b.create<PositionalEmbeddingGradOp>(getLoc(), getWpe().getType(), g[0]);
   return {g[0], dw};
+}
+
+SmallVector<Value> CastOp::buildGradient(OpBuilder &b, ValueRange g) {
+  if (!g[0])
+    return {Value()};
+  return {b.create<CastOp>(getLoc(), getX().getType(), g[0]).getResult()};
 }
 
 SmallVector<Value> AddOp::buildGradient(OpBuilder &, ValueRange g) { return {g[0], g[0]}; }

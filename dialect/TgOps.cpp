@@ -122,7 +122,8 @@ LogicalResult LayerNormOp::verify() {
   int64_t d = x.getShape().back();
   if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
       failed(expectShape(*this, "beta", getBeta(), {d})) ||
-      failed(expectSameType(*this, "y", getY(), x)) ||
+      failed(expectShape(*this, "y", getY(), x.getShape())) ||
+      failed(expectElementType(*this, "beta", getBeta(), rt(getGamma()).getElementType())) ||
       failed(expectShape(*this, "mean", getMean(), dropLast(x.getShape()))) ||
       failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))))
     return failure();
@@ -308,6 +309,27 @@ LogicalResult AttentionOp::verify() {
   return expectShape(*this, "lse", getLse(), dropLast(rt(getQ()).getShape()));
 }
 
+LogicalResult CastOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return expectShape(*this, "result", getResult(), rt(getX()).getShape());
+}
+
+/// True when every value of `narrow` is exactly representable in `wide`.
+static bool holdsEvery(Type wide, Type narrow) {
+  return wide == narrow || (wide.isF32() && (narrow.isBF16() || narrow.isF16()));
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getX().getType() == getResult().getType())
+    return getX();
+  if (auto inner = getX().getDefiningOp<CastOp>())
+    if (inner.getX().getType() == getResult().getType() &&
+        holdsEvery(rt(inner.getResult()).getElementType(), rt(inner.getX()).getElementType()))
+      return inner.getX();
+  return {};
+}
+
 //===------------------------------------------------------------ backward --===//
 
 LogicalResult FillOp::verify() { return verifyStatic(*this); }
@@ -337,7 +359,7 @@ LogicalResult LayerNormGradOp::verify() {
   auto x = rt(getX());
   if (x.getRank() < 1)
     return emitOpError() << "x must have rank >= 1";
-  return failure(failed(expectSameType(*this, "dy", getDy(), x)) ||
+  return failure(failed(expectShape(*this, "dy", getDy(), x.getShape())) ||
                  failed(expectShape(*this, "gamma", getGamma(), {x.getShape().back()})) ||
                  failed(expectShape(*this, "mean", getMean(), dropLast(x.getShape()))) ||
                  failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))) ||

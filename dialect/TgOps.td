@@ -64,6 +64,9 @@ def Tg_LayerNormOp : Tg_DiffOp<"layer_norm"> {
     x: [..., D]; gamma, beta: [D]. `y = (x - mean) * rstd * gamma + beta` with
     `rstd = 1/sqrt(var + eps)` (biased variance). Also returns the statistics for the
     backward: mean and rstd, f32, shape x.shape[:-1]. `eps` is unitless.
+    y has x's shape and any float element type: the statistics and the normalisation are
+    computed in f32 and y is rounded once (mixed precision: f32 residual stream in,
+    bf16/f16 out, with no separate cast). gamma and beta share one element type.
   }];
   let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$gamma, Tg_FloatTensor:$beta,
                    DefaultValuedAttr<F32Attr, "1e-5f">:$eps);
@@ -179,6 +182,23 @@ def Tg_CrossEntropyOp : Tg_DiffOp<"cross_entropy"> {
   let results = (outs Tg_F32Tensor:$loss);
 }
 
+def Tg_CastOp : Tg_DiffOp<"cast"> {
+  let summary = "convert a tensor to another float element type";
+  let description = [{
+    Same shape; widening (bf16/f16 -> f32) is exact, narrowing rounds to nearest even
+    (overflow gives +-inf). Its gradient is the cast of the incoming gradient back to the
+    source type. Inserted by tg-mixed-precision. Folds: a cast to the same type is its
+    input; `cast(cast(x : A -> B) : B -> A)` is `x` when B holds every value of A
+    (bf16 -> f32 -> bf16, f16 -> f32 -> f16).
+    ```mlir
+    %w16 = tg.cast %w : (tensor<768x2304xf32>) -> tensor<768x2304xbf16>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$x);
+  let results = (outs Tg_FloatTensor:$result);
+  let hasFolder = 1;
+}
+
 def Tg_AttentionOp : Tg_DiffOp<"attention"> {
   let summary = "fused scaled dot-product attention (FlashAttention, Dao et al. 2022)";
   let description = [{
@@ -197,7 +217,12 @@ def Tg_AttentionOp : Tg_DiffOp<"attention"> {
 
 def Tg_FillOp : Tg_PureOp<"fill"> {
   let summary = "tensor filled with a constant";
-  let arguments = (ins F32Attr:$value);
+  let description = [{
+    Every element is `value` rounded to the result type. With `loss_scaled`, every element
+    is `value * S` where S is the runtime's current dynamic loss scale (fp16-mixed's
+    backward seed; tgrt_fill_loss_scaled).
+  }];
+  let arguments = (ins F32Attr:$value, UnitAttr:$loss_scaled);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
@@ -222,8 +247,9 @@ def Tg_PositionalEmbeddingGradOp : Tg_PureOp<"positional_embedding_grad"> {
 def Tg_LayerNormGradOp : Tg_PureOp<"layer_norm_grad"> {
   let summary = "gradient of tg.layer_norm";
   let description = [{
-    dy, x: [..., D]; gamma: [D]; mean, rstd: x.shape[:-1] f32. Results dx ([..., D]),
-    dgamma, dbeta ([D]). With xhat = (x-mean)*rstd and g = dy*gamma:
+    dy, x: [..., D] (dy has the forward y's element type, which may differ from x's);
+    gamma: [D]; mean, rstd: x.shape[:-1] f32. Results dx ([..., D], x's type),
+    dgamma, dbeta ([D], gamma's type). With xhat = (x-mean)*rstd and g = dy*gamma:
     `dx = rstd (g - mean(g) - xhat mean(g xhat))`, `dgamma = sum dy xhat`, `dbeta = sum dy`.
   }];
   let arguments = (ins Tg_FloatTensor:$dy, Tg_FloatTensor:$x, Tg_FloatTensor:$gamma,
@@ -263,7 +289,8 @@ def Tg_CrossEntropyGradOp : Tg_PureOp<"cross_entropy_grad"> {
 def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
   let summary = "gradient of tg.attention (FlashAttention-2 backward, Dao 2023)";
   let description = [{
-    Operands q, k, v, out, dout: [B, H, T, hd]; lse: [B, H, T] f32. Results dq, dk, dv.
+    Operands q, k, v, out, dout: [B, H, T, hd] (one float type); lse: [B, H, T] f32.
+    Results dq, dk, dv (q's type).
     Recomputes P = exp(scale q k^T - lse) blockwise; never stores T x T.
   }];
   let arguments = (ins Tg_FloatTensor:$q, Tg_FloatTensor:$k, Tg_FloatTensor:$v,

@@ -30,8 +30,25 @@ public:
     module->setAttr("tg.batch_size", b.getI64IntegerAttr(B));
     module->setAttr("tg.context", b.getI64IntegerAttr(T));
     module->setAttr("tg.grad_accum", b.getI64IntegerAttr(spec.training.grad_accum));
+    module->setAttr("tg.vocab_size", b.getI64IntegerAttr(m.vocab_size));
+    // What the driver needs of the training spec, as IR (the lowering reads this, never JSON).
+    const OptimizerSpec &o = spec.training.optimizer;
+    int64_t decayKind = o.decay == "cosine" ? 1 : o.decay == "linear" ? 2 : 0;
+    module->setAttr(kOptimizerAttr,
+                    b.getDictionaryAttr({
+                        b.getNamedAttr("lr", b.getF32FloatAttr((float)o.lr)),
+                        b.getNamedAttr("min_lr", b.getF32FloatAttr((float)o.min_lr)),
+                        b.getNamedAttr("beta1", b.getF32FloatAttr((float)o.beta1)),
+                        b.getNamedAttr("beta2", b.getF32FloatAttr((float)o.beta2)),
+                        b.getNamedAttr("eps", b.getF32FloatAttr((float)o.eps)),
+                        b.getNamedAttr("weight_decay", b.getF32FloatAttr((float)o.weight_decay)),
+                        b.getNamedAttr("grad_clip", b.getF32FloatAttr((float)o.grad_clip)),
+                        b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(o.warmup_steps)),
+                        b.getNamedAttr("decay", b.getI64IntegerAttr(decayKind)),
+                        b.getNamedAttr("seed", b.getI64IntegerAttr(spec.training.seed)),
+                    }));
 
-    std::vector<ParamInfo> params = modelParameters(m);
+    std::vector<ParamInfo> params = modelParameters(m, o.decay_embeddings);
     SmallVector<Type> argTypes;
     for (const ParamInfo &p : params)
       argTypes.push_back(RankedTensorType::get(p.shape, f32));
@@ -44,6 +61,14 @@ public:
     Block *entry = fn.addEntryBlock();
     for (auto [i, p] : llvm::enumerate(params)) {
       fn.setArgAttr(i, kParamNameAttr, b.getStringAttr(p.name));
+      fn.setArgAttr(i, kInitAttr,
+                    b.getStringAttr(p.init == ParamInfo::Init::Zeros  ? "zeros"
+                                    : p.init == ParamInfo::Init::Ones ? "ones"
+                                                                      : "normal"));
+      if (p.init == ParamInfo::Init::Normal)
+        fn.setArgAttr(i, kInitStdAttr, b.getF32FloatAttr((float)p.initStd));
+      if (p.decay)
+        fn.setArgAttr(i, kDecayAttr, b.getUnitAttr());
       paramByName[p.name] = entry->getArgument(i);
     }
     fn.setArgAttr(params.size(), kInputAttr, b.getStringAttr("tokens"));

@@ -739,31 +739,37 @@ bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
   return true;
 }
 
-std::vector<ParamInfo> modelParameters(const ModelSpec &m) {
+std::vector<ParamInfo> modelParameters(const ModelSpec &m, bool decay_embeddings) {
   const int64_t V = m.vocab_size, C = m.context, D = m.d_model, F = m.d_ff;
   std::vector<ParamInfo> ps;
-  auto add = [&](std::string name, std::vector<int64_t> shape) {
-    ps.push_back(ParamInfo{std::move(name), std::move(shape)});
+  using Init = ParamInfo::Init;
+  // Matrices decay (embeddings only when asked), vectors never (GPT-2 / nanoGPT).
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init = Init::Normal,
+                 double std = 0.02, bool embedding = false) {
+    bool decay = shape.size() >= 2 && (!embedding || decay_embeddings);
+    ps.push_back(ParamInfo{std::move(name), std::move(shape), init, std, decay});
   };
-  add("wte", {V, D});
-  add("wpe", {C, D});
+  // Residual projections: std 0.02 / sqrt(2 n_layers) (GPT-2, Radford et al. 2019).
+  const double residualStd = (double)(0.02f / std::sqrt(2.0f * (float)m.n_layers));
+  add("wte", {V, D}, Init::Normal, 0.02, true);
+  add("wpe", {C, D}, Init::Normal, 0.02, true);
   for (int64_t i = 0; i < m.n_layers; ++i) {
     std::string l = "layers." + std::to_string(i) + ".";
-    add(l + "ln1.weight", {D});
-    add(l + "ln1.bias", {D});
+    add(l + "ln1.weight", {D}, Init::Ones);
+    add(l + "ln1.bias", {D}, Init::Zeros);
     add(l + "attn.qkv.weight", {D, 3 * D});
-    if (m.attention_bias) add(l + "attn.qkv.bias", {3 * D});
-    add(l + "attn.proj.weight", {D, D});
-    if (m.attention_bias) add(l + "attn.proj.bias", {D});
-    add(l + "ln2.weight", {D});
-    add(l + "ln2.bias", {D});
+    if (m.attention_bias) add(l + "attn.qkv.bias", {3 * D}, Init::Zeros);
+    add(l + "attn.proj.weight", {D, D}, Init::Normal, residualStd);
+    if (m.attention_bias) add(l + "attn.proj.bias", {D}, Init::Zeros);
+    add(l + "ln2.weight", {D}, Init::Ones);
+    add(l + "ln2.bias", {D}, Init::Zeros);
     add(l + "mlp.fc.weight", {D, F});
-    if (m.mlp_bias) add(l + "mlp.fc.bias", {F});
-    add(l + "mlp.proj.weight", {F, D});
-    if (m.mlp_bias) add(l + "mlp.proj.bias", {D});
+    if (m.mlp_bias) add(l + "mlp.fc.bias", {F}, Init::Zeros);
+    add(l + "mlp.proj.weight", {F, D}, Init::Normal, residualStd);
+    if (m.mlp_bias) add(l + "mlp.proj.bias", {D}, Init::Zeros);
   }
-  add("ln_f.weight", {D});
-  add("ln_f.bias", {D});
+  add("ln_f.weight", {D}, Init::Ones);
+  add("ln_f.bias", {D}, Init::Zeros);
   if (!m.tie_embeddings) add("lm_head.weight", {D, V});
   return ps;
 }

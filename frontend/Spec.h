@@ -105,8 +105,13 @@ const char *defaultSpecJson();
 
 /// One named parameter tensor of the model, in creation order.
 struct ParamInfo {
+  /// How the driver initialises a parameter (GPT-2 / nanoGPT scheme).
+  enum class Init { Normal, Zeros, Ones };
   std::string name;              ///< "layers.0.attn.qkv.weight"
   std::vector<int64_t> shape;
+  Init init = Init::Normal;
+  double initStd = 0.02;         ///< for Init::Normal; residual projections: 0.02/sqrt(2 L)
+  bool decay = false;            ///< AdamW applies decoupled weight decay
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -119,7 +124,8 @@ struct ParamInfo {
 ///   attn.qkv.weight [D,3D] (+ .bias [3D]), attn.proj.weight [D,D] (+ .bias [D]),
 ///   ln2.{weight,bias} [D], mlp.fc.weight [D,F] (+ .bias [F]), mlp.proj.weight [F,D]
 ///   (+ .bias [D]); ln_f.{weight,bias} [D]; lm_head.weight [D,V] unless tied.
-std::vector<ParamInfo> modelParameters(const ModelSpec &m);
+/// Each with its initialisation and weight-decay role (decay_embeddings: wte/wpe decay).
+std::vector<ParamInfo> modelParameters(const ModelSpec &m, bool decay_embeddings = false);
 
 /// Sum of numel() over modelParameters(m).
 int64_t parameterCount(const ModelSpec &m);

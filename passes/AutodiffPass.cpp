@@ -88,8 +88,11 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
     OpBuilder b(ret);
     Value loss = ret.getOperand(0);
     llvm::DenseMap<Value, Value> grads;
+    // fp16-mixed (tg.loss_scale): the seed is multiplied by the runtime's loss scale.
+    bool lossScaled = (bool)fn->getParentOfType<ModuleOp>()->getAttr(kLossScaleAttr);
     auto seed = b.create<FillOp>(loss.getLoc(), loss.getType(),
-                                 b.getF32FloatAttr(1.0f / (float)gradAccum));
+                                 b.getF32FloatAttr(1.0f / (float)gradAccum),
+                                 lossScaled ? b.getUnitAttr() : UnitAttr());
     setPhase(seed, "backward");
     grads[loss] = seed;
 
@@ -144,26 +147,36 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
   void buildOptimizer(OpBuilder &b, func::FuncOp forward) {
     SmallVector<Type> types;
     SmallVector<StringAttr> names;
+    SmallVector<DictionaryAttr> argAttrs;
+    SmallVector<bool> decayFlags;
     for (BlockArgument arg : forward.getArguments())
       if (auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
         types.push_back(arg.getType());
         names.push_back(name);
+        argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
+        // The frontend marks which parameters decay (tg.decay); without it, the rule.
+        bool marked = forward.getArgAttr(arg.getArgNumber(), kDecayAttr) != nullptr;
+        bool anyMarks = false;
+        for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+          anyMarks |= forward.getArgAttr(i, kDecayAttr) != nullptr;
+        decayFlags.push_back(anyMarks ? marked
+                                      : decays(name.getValue(),
+                                               cast<RankedTensorType>(arg.getType()),
+                                               decayEmbeddings));
       }
     Location loc = NameLoc::get(b.getStringAttr("optimizer"));
     auto fn = b.create<func::FuncOp>(loc, "optimizer_step", b.getFunctionType(types, {}));
     Block *entry = fn.addEntryBlock();
-    for (auto [i, name] : llvm::enumerate(names))
-      fn.setArgAttr(i, kParamNameAttr, name);
+    for (auto [i, attrs] : llvm::enumerate(argAttrs))
+      fn.setArgAttrs(i, attrs);
     OpBuilder ob = OpBuilder::atBlockBegin(entry);
     auto clip = ob.create<ClipGradNormOp>(
         NameLoc::get(ob.getStringAttr("optimizer.clip")),
         RankedTensorType::get({2}, ob.getF32Type()), entry->getArguments(),
         ob.getF32FloatAttr((float)gradClip));
     setPhase(clip, "optimizer");
-    for (auto [arg, name] : llvm::zip(entry->getArguments(), names)) {
-      float wd = decays(name.getValue(), cast<RankedTensorType>(arg.getType()), decayEmbeddings)
-                     ? (float)weightDecay
-                     : 0.0f;
+    for (auto [arg, name, decay] : llvm::zip(entry->getArguments(), names, decayFlags)) {
+      float wd = decay ? (float)weightDecay : 0.0f;
       auto step = ob.create<AdamWOp>(
           NameLoc::get(ob.getStringAttr("optimizer." + name.getValue())), arg, clip,
           ob.getF32FloatAttr((float)beta1), ob.getF32FloatAttr((float)beta2),

@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------------===//
 #include "passes/LowerToEmitC.h"
 #include "dialect/TgDialect.h"
-#include "frontend/Spec.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -76,26 +75,53 @@ std::string locName(Location loc) {
   return "?";
 }
 
-/// A pointer into a region: `(T*)(base + byteOffset)`, T = float or int32_t.
+/// C element type of a pointer.
+enum class Elem { F32 = 0, U16 = 1, I32 = 2 };
+
+/// A pointer into a region: `(T*)(base + byteOffset)`, T = float, uint16_t or int32_t.
 struct PtrRef {
   bool persistent = false; ///< P (persistent region) or A (arena)
   int64_t byteOffset = 0;
-  bool i32 = false;
-  auto key() const { return std::make_tuple(persistent, byteOffset, i32); }
+  Elem elem = Elem::F32;
+  auto key() const { return std::make_tuple(persistent, byteOffset, (int)elem); }
 };
+
+/// The TGRT_* dtype enumerator of a float element type, or "" for another type.
+std::string tgrtDtype(Type e) {
+  if (e.isF32())
+    return "TGRT_F32";
+  if (e.isBF16())
+    return "TGRT_BF16";
+  if (e.isF16())
+    return "TGRT_F16";
+  return "";
+}
+std::string tgrtDtype(StringRef name) {
+  return name == "f32" ? "TGRT_F32" : name == "bf16" ? "TGRT_BF16" : name == "f16" ? "TGRT_F16" : "";
+}
+Elem elemOf(Type e) { return e.isInteger(32) ? Elem::I32 : e.isF32() ? Elem::F32 : Elem::U16; }
+Elem elemOf(StringRef dtype) { return dtype == "f32" ? Elem::F32 : Elem::U16; }
+int64_t elemBytes(Value v) {
+  Type e = rt(v).getElementType();
+  return e.isF32() || e.isInteger(32) ? 4 : 2;
+}
 
 class Lowering {
 public:
-  Lowering(ModuleOp module, const tgc::Spec &spec)
-      : module(module), spec(spec), b(module.getContext()), ctx(module.getContext()) {}
+  Lowering(ModuleOp module) : module(module), b(module.getContext()), ctx(module.getContext()) {}
 
   LogicalResult run() {
     if (failed(readPlanReport(module, report)))
       return failure();
     for (const ParamSlot &p : report.params)
+      if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
+        return module.emitError() << "lower-to-emitc: parameter \"" << p.name
+                                  << "\" has dtypes " << p.dtype << "/" << p.stateDtype
+                                  << " the runtime does not have";
+    if (failed(emitHeader()))
+      return failure();
+    for (const ParamSlot &p : report.params)
       slots[p.name] = &p;
-    b.setInsertionPointToEnd(module.getBody());
-    emitHeader();
     // In this order, so that diagnostics come in the order of the C++.
     SmallVector<func::FuncOp, 3> steps;
     for (StringRef name : {"micro_step", "optimizer_step", "eval_step"}) {
@@ -123,38 +149,89 @@ private:
   Type ptrTo(Type t) { return emitc::PointerType::get(t); }
   Attribute opaqueAttr(StringRef s) { return emitc::OpaqueAttr::get(ctx, s); }
 
-  /// The includes, the parameter and model tables, and tg_model_info().
-  void emitHeader() {
+  /// A module attribute the frontend writes, or a located error naming it.
+  template <typename A> FailureOr<A> moduleAttr(StringRef name) {
+    auto a = module->getAttrOfType<A>(name);
+    if (!a)
+      return module.emitError() << "lower-to-emitc: module attribute " << name
+                                << " is missing or has the wrong kind (build the module with tgc)",
+             failure();
+    return a;
+  }
+
+  /// The includes, the parameter and model tables, and tg_model_info(), from the IR.
+  LogicalResult emitHeader() {
+    // Each check returns at the first missing attribute, so one error names it.
+    auto name = moduleAttr<StringAttr>("tg.name");
+    if (failed(name))
+      return failure();
+    auto json = moduleAttr<StringAttr>("tg.spec");
+    if (failed(json))
+      return failure();
+    int64_t sizes[4];
+    const char *sizeNames[4] = {"tg.batch_size", "tg.context", "tg.vocab_size", "tg.grad_accum"};
+    for (int k = 0; k < 4; ++k) {
+      auto a = moduleAttr<IntegerAttr>(sizeNames[k]);
+      if (failed(a))
+        return failure();
+      sizes[k] = a->getInt();
+    }
+    auto opt = moduleAttr<DictionaryAttr>(kOptimizerAttr);
+    if (failed(opt))
+      return failure();
+    float fv[7];
+    const char *fNames[7] = {"lr", "min_lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip"};
+    for (int k = 0; k < 7; ++k) {
+      auto a = opt->getAs<FloatAttr>(fNames[k]);
+      if (!a)
+        return module.emitError() << "lower-to-emitc: tg.optimizer has no float '" << fNames[k]
+                                  << "'";
+      fv[k] = (float)a.getValueAsDouble();
+    }
+    int64_t iv[3];
+    const char *iNames[3] = {"warmup_steps", "decay", "seed"};
+    for (int k = 0; k < 3; ++k) {
+      auto a = opt->getAs<IntegerAttr>(iNames[k]);
+      if (!a)
+        return module.emitError() << "lower-to-emitc: tg.optimizer has no integer '"
+                                  << iNames[k] << "'";
+      iv[k] = a.getInt();
+    }
+    int precision = report.precision == "bf16-mixed"   ? 1
+                    : report.precision == "fp16-mixed" ? 2
+                    : report.precision == "bf16"       ? 3
+                                                       : 0;
+    float lossScaleInit = 0.0f;
+    int64_t growth = 0;
+    if (auto ls = module->getAttrOfType<DictionaryAttr>(kLossScaleAttr)) {
+      auto init = ls.getAs<FloatAttr>("init");
+      auto interval = ls.getAs<IntegerAttr>("growth_interval");
+      if (!init || !interval)
+        return module.emitError() << "lower-to-emitc: tg.loss_scale needs init and growth_interval",
+               failure();
+      lossScaleInit = (float)init.getValueAsDouble();
+      growth = interval.getInt();
+    }
+
     Location loc = module.getLoc();
-    b.create<emitc::VerbatimOp>(loc, "// Generated by tgc from spec '" + spec.name +
+    b.setInsertionPointToEnd(module.getBody());
+    b.create<emitc::VerbatimOp>(loc, "// Generated by tgc from spec '" + name->str() +
                                          "' (tg-lower-to-emitc). Do not edit.");
     b.create<emitc::IncludeOp>(loc, "runtime/tgrt.h", false);
     b.create<emitc::IncludeOp>(loc, "cmath", true);
     b.create<emitc::IncludeOp>(loc, "cstdint", true);
 
-    const tgc::ModelSpec &m = spec.model;
-    const tgc::OptimizerSpec &o = spec.training.optimizer;
     std::string params;
     llvm::raw_string_ostream ps(params);
     ps << "{\n";
-    float residualStd = 0.02f / std::sqrt(2.0f * (float)m.n_layers);
     for (const ParamSlot &p : report.params) {
-      StringRef n = p.name;
-      int init = 0;
-      float std = 0.02f;
-      bool isNorm = n.starts_with("ln_f.") || n.contains(".ln1.") || n.contains(".ln2.");
-      if (n.ends_with(".bias"))
-        init = 1;
-      else if (isNorm)
-        init = 2;
-      else if (n.ends_with("attn.proj.weight") || n.ends_with("mlp.proj.weight"))
-        std = residualStd;
-      bool decay = p.shape.size() >= 2 && ((n != "wte" && n != "wpe") || o.decay_embeddings);
-      ps << "  {" << cstr(n) << ", " << p.shape.size() << ", {";
-      for (int i = 0; i < 4; ++i)
-        ps << (i ? ", " : "") << (i < (int)p.shape.size() ? p.shape[i] : 1);
+      int init = p.init == "zeros" ? 1 : p.init == "ones" ? 2 : 0;
+      ps << "  {" << cstr(p.name) << ", " << p.shape.size() << ", {";
+      for (int k = 0; k < 4; ++k)
+        ps << (k ? ", " : "") << (k < (int)p.shape.size() ? p.shape[k] : 1);
       ps << "}, " << p.numel << ", " << p.offset << ", " << p.gradOffset << ", " << p.mOffset
-         << ", " << p.vOffset << ", " << init << ", " << fltText(std) << ", " << (decay ? 1 : 0)
+         << ", " << p.vOffset << ", " << init << ", " << fltText(p.initStd) << ", "
+         << (p.decay ? 1 : 0) << ", " << tgrtDtype(p.dtype) << ", " << tgrtDtype(p.stateDtype)
          << "},\n";
     }
     ps << "}";
@@ -164,21 +241,20 @@ private:
     b.create<emitc::GlobalOp>(loc, "kParams", paramsType, opaqueAttr(params),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
-    int decayKind = o.decay == "cosine" ? 1 : o.decay == "linear" ? 2 : 0;
     std::string model;
     llvm::raw_string_ostream ms(model);
     ms << "{\n"
-       << "  " << cstr(spec.name) << ",\n  " << cstr(spec.json) << ",\n"
+       << "  " << cstr(name->getValue()) << ",\n  " << cstr(json->getValue()) << ",\n"
        << "  " << report.params.size() << ", kParams,\n"
        << "  " << report.persistentBytes << "LL, " << report.arenaBytes << "LL, "
        << report.workspaceBytes << "LL,\n"
        << "  " << report.tokensOffset << "LL, " << report.targetsOffset << "LL,\n"
-       << "  " << spec.training.batch_size << ", " << m.context << ", " << m.vocab_size << ", "
-       << spec.training.grad_accum << ",\n"
-       << "  " << fltText(o.lr) << ", " << fltText(o.min_lr) << ", " << fltText(o.beta1) << ", "
-       << fltText(o.beta2) << ", " << fltText(o.eps) << ", " << fltText(o.weight_decay) << ", "
-       << fltText(o.grad_clip) << ",\n"
-       << "  " << o.warmup_steps << ", " << decayKind << ", " << spec.training.seed << "\n}";
+       << "  " << sizes[0] << ", " << sizes[1] << ", " << sizes[2] << ", " << sizes[3] << ",\n"
+       << "  " << fltText(fv[0]) << ", " << fltText(fv[1]) << ", " << fltText(fv[2]) << ", "
+       << fltText(fv[3]) << ", " << fltText(fv[4]) << ", " << fltText(fv[5]) << ", "
+       << fltText(fv[6]) << ",\n"
+       << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
+       << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << "\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
@@ -189,11 +265,13 @@ private:
     b.setInsertionPointToStart(info.addEntryBlock());
     Value addr = b.create<emitc::LiteralOp>(loc, modelPtr, "&kModel");
     b.create<emitc::ReturnOp>(loc, addr);
+    return success();
   }
 
   /// The pointer of `v`: a parameter's or input's persistent slot, or the planned arena
   /// offset of a result (a reshape is a view of its source).
-  FailureOr<PtrRef> ptrOf(Value v, bool i32) {
+  FailureOr<PtrRef> ptrOf(Value v) {
+    Elem e = elemOf(rt(v).getElementType());
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
@@ -201,7 +279,7 @@ private:
         if (!s)
           return fn.emitError() << "lower-to-emitc: parameter " << name
                                 << " has no planned slot", failure();
-        return PtrRef{true, s->offset, i32};
+        return PtrRef{true, s->offset, e};
       }
       if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
         if (in.getValue() != "tokens" && in.getValue() != "targets")
@@ -209,23 +287,25 @@ private:
                                 << " (expected tokens or targets)", failure();
         return PtrRef{true,
                       in.getValue() == "tokens" ? report.tokensOffset : report.targetsOffset,
-                      i32};
+                      e};
       }
       return fn.emitError() << "lower-to-emitc: argument #" << arg.getArgNumber()
                             << " is neither a parameter nor an input", failure();
     }
     Operation *def = v.getDefiningOp();
     if (auto reshape = dyn_cast<ReshapeOp>(def))
-      return ptrOf(reshape.getX(), i32);
+      return ptrOf(reshape.getX());
     auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
     unsigned idx = cast<OpResult>(v).getResultNumber();
     if (!offsets || idx >= offsets.size() || offsets[idx] < 0)
       return def->emitOpError() << "has no planned offset (run -tg-plan-memory)", failure();
-    return PtrRef{false, offsets[idx], i32};
+    return PtrRef{false, offsets[idx], e};
   }
 
-  /// `(float*)(P + offset)`: an fp32 pointer into the persistent region.
-  static PtrRef persistent(int64_t offset) { return PtrRef{true, offset, false}; }
+  /// `(T*)(P + offset)`: a pointer of element type `dtype` into the persistent region.
+  static PtrRef persistent(int64_t offset, StringRef dtype) {
+    return PtrRef{true, offset, elemOf(dtype)};
+  }
 
   /// Parameter slot of a block argument (for gradient / moment pointers).
   const ParamSlot *slotOf(Value v) {
@@ -247,7 +327,10 @@ private:
     if (it != ptrCache.end())
       return it->second;
     Type charPtr = ptrTo(opaque("char"));
-    Type elemPtr = ptrTo(r.i32 ? Type(b.getIntegerType(32)) : Type(b.getF32Type()));
+    Type elem = r.elem == Elem::I32   ? Type(b.getIntegerType(32))
+                : r.elem == Elem::U16 ? Type(b.getIntegerType(16, /*isSigned=*/false))
+                                      : Type(b.getF32Type());
+    Type elemPtr = ptrTo(elem);
     Value offset = b.create<emitc::LiteralOp>(loc, b.getI64Type(), std::to_string(r.byteOffset));
     auto expr = b.create<emitc::ExpressionOp>(loc, elemPtr, /*do_not_inline=*/false);
     {
@@ -281,10 +364,8 @@ private:
     P = region("TGRT_PERSISTENT");
     A = region("TGRT_ARENA");
     for (Operation &op : fn.getBody().front()) {
-      for (Type t : op.getResultTypes())
-        if (auto r = dyn_cast<RankedTensorType>(t); r && !r.getElementType().isF32())
-          return op.emitOpError() << "lower-to-emitc: the runtime computes in f32 only, got "
-                                  << t;
+      // Element types need no check here: the plan (readPlanReport) already refused any
+      // tensor that is not f32, bf16, f16 or i32.
       if (failed(lowerOp(&op)))
         return failure();
     }
@@ -299,7 +380,7 @@ private:
     enum Kind { Int, Float, Text, Val, Ptr } kind;
     Arg(int64_t i) : kind(Int), i(i) {}
     Arg(std::string t) : kind(Text), text(std::move(t)) {}
-    Arg(Value v, bool i32 = false) : kind(Val), value(v), i32(i32) {}
+    Arg(Value v) : kind(Val), value(v) {}
     Arg(PtrRef p) : kind(Ptr), ptr(p) {}
     static Arg fp32(float v) {
       Arg a(int64_t(0));
@@ -311,10 +392,12 @@ private:
     float f = 0;
     std::string text;
     Value value;
-    bool i32 = false;
     PtrRef ptr;
   };
   static Arg flt(float v) { return Arg::fp32(v); }
+  /// The TGRT_* element type of a value, as a call argument.
+  static Arg dt(Value v) { return Arg(tgrtDtype(rt(v).getElementType())); }
+  static Arg dt(StringRef dtype) { return Arg(tgrtDtype(dtype)); }
 
   /// Emits `emitc.call_opaque "fnName"(ctx, "loc", args...)`.
   LogicalResult call(Operation *op, StringRef fnName, ArrayRef<Arg> args) {
@@ -338,7 +421,7 @@ private:
       }
       PtrRef r = a.ptr;
       if (a.kind == Arg::Val) {
-        auto p = ptrOf(a.value, a.i32);
+        auto p = ptrOf(a.value);
         if (failed(p))
           return failure();
         r = *p;
@@ -356,22 +439,23 @@ private:
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
           return call(op, "tgrt_embedding_fwd",
-                      {Arg(o.getTable()), Arg(o.getIds(), true), Arg(o.getResult()),
+                      {dt(o.getTable()), Arg(o.getTable()), Arg(o.getIds()), Arg(o.getResult()),
                        numel(o.getIds()), dim(o.getTable(), 1), dim(o.getTable(), 0)});
         })
         .Case([&](PositionalEmbeddingOp o) {
           return call(op, "tgrt_positional_fwd",
-                      {Arg(o.getX()), Arg(o.getWpe()), Arg(o.getResult()), dim(o.getX(), 0),
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getWpe()), Arg(o.getResult()), dim(o.getX(), 0),
                        dim(o.getX(), 1), dim(o.getX(), 2)});
         })
         .Case([&](AddOp o) {
           return call(op, "tgrt_add",
-                      {Arg(o.getLhs()), Arg(o.getRhs()), Arg(o.getResult()), numel(o.getLhs())});
+                      {dt(o.getLhs()), Arg(o.getLhs()), Arg(o.getRhs()), Arg(o.getResult()), numel(o.getLhs())});
         })
         .Case([&](LayerNormOp o) {
           int64_t d = dim(o.getX(), -1);
           return call(op, "tgrt_layer_norm_fwd",
-                      {Arg(o.getX()), Arg(o.getGamma()), Arg(o.getBeta()), Arg(o.getY()),
+                      {dt(o.getX()), Arg(o.getX()), dt(o.getGamma()), Arg(o.getGamma()),
+                       Arg(o.getBeta()), dt(o.getY()), Arg(o.getY()),
                        Arg(o.getMean()), Arg(o.getRstd()), numel(o.getX()) / d, d,
                        flt(o.getEps().convertToFloat())});
         })
@@ -379,18 +463,22 @@ private:
         .Case([&](BiasAddOp o) {
           int64_t n = dim(o.getX(), -1);
           return call(op, "tgrt_bias_add",
-                      {Arg(o.getX()), Arg(o.getBias()), Arg(o.getResult()), numel(o.getX()) / n, n});
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getBias()), Arg(o.getResult()), numel(o.getX()) / n, n});
         })
         .Case([&](GeluOp o) {
-          return call(op, "tgrt_gelu_fwd", {Arg(o.getX()), Arg(o.getResult()), numel(o.getX())});
+          return call(op, "tgrt_gelu_fwd", {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getX())});
         })
         .Case([&](DropoutOp o) {
           return call(op, "tgrt_dropout",
-                      {Arg(o.getX()), Arg(o.getResult()), numel(o.getX()),
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getX()),
                        flt(o.getRate().convertToFloat()),
                        std::to_string((uint64_t)o.getSeed()) + "ULL"});
         })
         .Case([&](ReshapeOp) { return success(); }) // a view: no code
+        .Case([&](CastOp o) {
+          return call(op, "tgrt_cast", {dt(o.getX()), Arg(o.getX()), dt(o.getResult()),
+                                        Arg(o.getResult()), numel(o.getX())});
+        })
         .Case([&](TransposeOp o) {
           auto shape = rt(o.getX()).getShape();
           int64_t pad = 4 - (int64_t)shape.size();
@@ -401,7 +489,7 @@ private:
           for (int64_t x : o.getPerm())
             p.push_back(x + pad);
           return call(op, "tgrt_transpose4",
-                      {Arg(o.getX()), Arg(o.getResult()), d[0], d[1], d[2], d[3],
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), d[0], d[1], d[2], d[3],
                        p[0], p[1], p[2], p[3]});
         })
         .Case([&](SplitOp o) { return emitPieces(op, o.getX(), o.getResults(), o.getAxis(), true); })
@@ -409,70 +497,72 @@ private:
         .Case([&](CausalMaskOp o) {
           int64_t tq = dim(o.getX(), -2), tk = dim(o.getX(), -1);
           return call(op, "tgrt_causal_mask",
-                      {Arg(o.getX()), Arg(o.getResult()), numel(o.getX()) / (tq * tk), tq, tk,
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getX()) / (tq * tk), tq, tk,
                        (int64_t)o.getWindow(), flt(o.getMaskedValue().convertToFloat())});
         })
         .Case([&](SoftmaxOp o) {
           int64_t n = dim(o.getX(), -1);
           return call(op, "tgrt_softmax_fwd",
-                      {Arg(o.getX()), Arg(o.getResult()), numel(o.getX()) / n, n});
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getX()) / n, n});
         })
         .Case([&](CrossEntropyOp o) {
           return call(op, "tgrt_cross_entropy_fwd",
-                      {Arg(o.getLogits()), Arg(o.getTargets(), true), Arg(o.getLoss()),
+                      {dt(o.getLogits()), Arg(o.getLogits()), Arg(o.getTargets()), Arg(o.getLoss()),
                        numel(o.getTargets()), dim(o.getLogits(), -1), (int64_t)o.getIgnoreIndex()});
         })
         .Case([&](AttentionOp o) {
           return call(op, "tgrt_attention_fwd",
-                      {Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
+                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
                        Arg(o.getLse()), dim(o.getQ(), 0) * dim(o.getQ(), 1), dim(o.getQ(), 2),
                        dim(o.getQ(), 3), int64_t(o.getCausal() ? 1 : 0),
                        (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
         })
         .Case([&](FillOp o) {
-          return call(op, "tgrt_fill", {Arg(o.getResult()), numel(o.getResult()),
+          return call(op, o.getLossScaled() ? "tgrt_fill_loss_scaled" : "tgrt_fill",
+                      {dt(o.getResult()), Arg(o.getResult()), numel(o.getResult()),
                                         flt(o.getValue().convertToFloat())});
         })
         .Case([&](EmbeddingGradOp o) {
           return call(op, "tgrt_embedding_bwd",
-                      {Arg(o.getIds(), true), Arg(o.getDout()), Arg(o.getResult()),
+                      {dt(o.getDout()), Arg(o.getIds()), Arg(o.getDout()), Arg(o.getResult()),
                        numel(o.getIds()), dim(o.getResult(), 1), dim(o.getResult(), 0)});
         })
         .Case([&](PositionalEmbeddingGradOp o) {
           return call(op, "tgrt_positional_bwd",
-                      {Arg(o.getDout()), Arg(o.getResult()), dim(o.getDout(), 0),
+                      {dt(o.getDout()), Arg(o.getDout()), Arg(o.getResult()), dim(o.getDout(), 0),
                        dim(o.getDout(), 1), dim(o.getDout(), 2), dim(o.getResult(), 0)});
         })
         .Case([&](LayerNormGradOp o) {
           int64_t d = dim(o.getX(), -1);
           return call(op, "tgrt_layer_norm_bwd",
-                      {Arg(o.getDy()), Arg(o.getX()), Arg(o.getGamma()), Arg(o.getMean()),
+                      {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
+                       dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()),
                        Arg(o.getRstd()), Arg(o.getDx()), Arg(o.getDgamma()), Arg(o.getDbeta()),
                        numel(o.getX()) / d, d});
         })
         .Case([&](BiasGradOp o) {
           int64_t n = dim(o.getDy(), -1);
           return call(op, "tgrt_bias_grad",
-                      {Arg(o.getDy()), Arg(o.getResult()), numel(o.getDy()) / n, n});
+                      {dt(o.getDy()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getDy()) / n, n});
         })
         .Case([&](GeluGradOp o) {
           return call(op, "tgrt_gelu_bwd",
-                      {Arg(o.getX()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getX())});
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getX())});
         })
         .Case([&](SoftmaxGradOp o) {
           int64_t n = dim(o.getY(), -1);
           return call(op, "tgrt_softmax_bwd",
-                      {Arg(o.getY()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getY()) / n, n});
+                      {dt(o.getY()), Arg(o.getY()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getY()) / n, n});
         })
         .Case([&](CrossEntropyGradOp o) {
           return call(op, "tgrt_cross_entropy_bwd",
-                      {Arg(o.getLogits()), Arg(o.getTargets(), true), Arg(o.getDloss()),
+                      {dt(o.getLogits()), Arg(o.getLogits()), Arg(o.getTargets()), Arg(o.getDloss()),
                        Arg(o.getResult()), numel(o.getTargets()), dim(o.getLogits(), -1),
                        (int64_t)o.getIgnoreIndex()});
         })
         .Case([&](AttentionGradOp o) {
           return call(op, "tgrt_attention_bwd",
-                      {Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
+                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
                        Arg(o.getLse()), Arg(o.getDout()), Arg(o.getDq()), Arg(o.getDk()),
                        Arg(o.getDv()), dim(o.getQ(), 0) * dim(o.getQ(), 1), dim(o.getQ(), 2),
                        dim(o.getQ(), 3), int64_t(o.getCausal() ? 1 : 0),
@@ -483,7 +573,7 @@ private:
           if (!s)
             return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
           return call(op, "tgrt_accumulate",
-                      {persistent(s->gradOffset), Arg(o.getGrad()),
+                      {dt(s->dtype), persistent(s->gradOffset, s->dtype), Arg(o.getGrad()),
                        s->numel});
         })
         .Case([&](ClipGradNormOp o) {
@@ -494,7 +584,7 @@ private:
             if (!s)
               return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
             if (failed(call(op, "tgrt_grad_norm_sq",
-                            {persistent(s->gradOffset), s->numel,
+                            {dt(s->dtype), persistent(s->gradOffset, s->dtype), s->numel,
                              Arg(o.getResult())})))
               return failure();
           }
@@ -505,14 +595,17 @@ private:
           const ParamSlot *s = slotOf(o.getParam());
           if (!s)
             return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
-          auto at = [](int64_t off) { return persistent(off); };
           if (failed(call(op, "tgrt_adamw",
-                          {at(s->offset), at(s->gradOffset), at(s->mOffset), at(s->vOffset),
+                          {dt(s->dtype), persistent(s->offset, s->dtype),
+                           persistent(s->gradOffset, s->dtype), dt(s->stateDtype),
+                           persistent(s->mOffset, s->stateDtype),
+                           persistent(s->vOffset, s->stateDtype),
                            s->numel, flt(o.getBeta1().convertToFloat()),
                            flt(o.getBeta2().convertToFloat()), flt(o.getEps().convertToFloat()),
                            flt(o.getWeightDecay().convertToFloat()), Arg(o.getClip())})))
             return failure();
-          return call(op, "tgrt_zero", {at(s->gradOffset), 4 * s->numel});
+          return call(op, "tgrt_zero", {persistent(s->gradOffset, s->dtype),
+                                        dtypeBytes(s->dtype) * s->numel});
         })
         .Case([&](func::ReturnOp o) {
           for (Value v : o.getOperands())
@@ -545,9 +638,14 @@ private:
     }
     // A linear layer: the bias add is the GEMM's only reader -> one call with the bias
     // epilogue, written straight into the bias add's (planned, usually the same) buffer.
+    // The bias must exist when the GEMM runs: a parameter, or computed before the GEMM.
+    auto biasReady = [&](BiasAddOp bias) {
+      Operation *def = bias.getBias().getDefiningOp();
+      return !def || def->isBeforeInBlock(o);
+    };
     if (batch == 1 && o.getResult().hasOneUse())
       if (auto bias = dyn_cast<BiasAddOp>(*o.getResult().getUsers().begin());
-          bias && bias.getX() == o.getResult()) {
+          bias && bias.getX() == o.getResult() && biasReady(bias)) {
         fusedAway.insert(bias);
         // The MLP's up-projection: GELU right after it -> one call that also writes the
         // GELU output (cuBLASLt's GELU_AUX_BIAS epilogue keeps the pre-activation as aux).
@@ -556,17 +654,18 @@ private:
             gelu.getX() == bias.getResult() && writesEarlySafely(gelu.getResult(), o)) {
           fusedAway.insert(gelu);
           return call(o, "tgrt_matmul_bias_gelu",
-                      {Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()), Arg(bias.getResult()),
-                       Arg(gelu.getResult()), m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()),
+                       Arg(bias.getResult()), Arg(gelu.getResult()), m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
                        flt(o.getAlpha().convertToFloat())});
         }
         return call(o, "tgrt_matmul_bias",
-                    {Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()), Arg(bias.getResult()), m,
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()),
+                     Arg(bias.getResult()), m,
                      n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
                      flt(o.getAlpha().convertToFloat())});
       }
     return call(o, "tgrt_matmul",
-                {Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
+                {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
                  int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0), sa, sb, sc,
                  flt(o.getAlpha().convertToFloat()), flt(0.0f)});
   }
@@ -576,10 +675,10 @@ private:
   /// buffers that can die between the two ops (the three ops are adjacent).
   bool writesEarlySafely(Value early, MatmulOp at) {
     auto range = [&](Value v) -> std::optional<std::pair<int64_t, int64_t>> {
-      FailureOr<PtrRef> p = ptrOf(v, false);
+      FailureOr<PtrRef> p = ptrOf(v);
       if (failed(p) || p->persistent)
         return std::nullopt;
-      return std::make_pair(p->byteOffset, p->byteOffset + 4 * numel(v));
+      return std::make_pair(p->byteOffset, p->byteOffset + elemBytes(v) * numel(v));
     };
     auto mine = range(early);
     if (!mine)
@@ -598,13 +697,13 @@ private:
     int64_t ld = shape[axis] * inner, at = 0;
     for (Value p : parts) {
       int64_t cols = dim(p, axis) * inner;
-      auto w = ptrOf(whole, false), q = ptrOf(p, false);
+      auto w = ptrOf(whole), q = ptrOf(p);
       if (failed(w) || failed(q))
         return failure();
       PtrRef wp = *w;
-      wp.byteOffset += 4 * at; // fp32 elements
-      LogicalResult r = split ? call(op, "tgrt_copy2d", {wp, ld, *q, cols, rows, cols})
-                              : call(op, "tgrt_copy2d", {*q, cols, wp, ld, rows, cols});
+      wp.byteOffset += elemBytes(whole) * at;
+      LogicalResult r = split ? call(op, "tgrt_copy2d", {dt(whole), wp, ld, *q, cols, rows, cols})
+                              : call(op, "tgrt_copy2d", {dt(whole), *q, cols, wp, ld, rows, cols});
       if (failed(r))
         return failure();
       at += cols;
@@ -613,7 +712,6 @@ private:
   }
 
   ModuleOp module;
-  const tgc::Spec &spec;
   OpBuilder b;
   MLIRContext *ctx;
   PlanReport report;
@@ -626,14 +724,14 @@ private:
 
 } // namespace
 
-LogicalResult lowerToEmitC(ModuleOp module, const tgc::Spec &spec) {
+LogicalResult lowerToEmitC(ModuleOp module) {
   module.getContext()->getOrLoadDialect<emitc::EmitCDialect>();
-  return Lowering(module, spec).run();
+  return Lowering(module).run();
 }
 
-LogicalResult emitTrainingCpp(ModuleOp module, const tgc::Spec &spec, llvm::raw_ostream &os) {
+LogicalResult emitTrainingCpp(ModuleOp module, llvm::raw_ostream &os) {
   OwningOpRef<ModuleOp> clone = module.clone();
-  if (failed(lowerToEmitC(*clone, spec)))
+  if (failed(lowerToEmitC(*clone)))
     return failure();
   return emitc::translateToCpp(*clone, os, /*declareVariablesAtTop=*/false);
 }

@@ -10,7 +10,8 @@
 //     grad_accum, optimizer settings), and `tg_model_info()` returning &kModel;
 //   - `emitc.func @tg_micro_step / @tg_optimizer_step / @tg_eval_step (tgrt_ctx*)`, each a
 //     straight-line sequence of `emitc.call_opaque "tgrt_*"` (runtime/tgrt.h) whose pointer
-//     operands are `(float*)(region base + planned byte offset)` expressions and whose
+//     operands are `(T*)(region base + planned byte offset)` expressions (T = float,
+//     uint16_t for bf16/f16, int32_t), preceded by their TGRT_* element types, and whose
 //     scalars (sizes in elements, flags, fp32 constants) are call attributes.
 //
 // The lowering table (one runtime call per tg op; matmul + its only bias_add become one
@@ -23,26 +24,26 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
-namespace tgc {
-struct Spec;
-}
-
 namespace mlir::tg {
 
 /// Rewrites the planned `module` in place into the EmitC dialect (see the file comment):
 /// the func.func ops @micro_step / @optimizer_step / @eval_step and the module's tg.plan /
-/// tg.* attributes are replaced by EmitC globals and functions. `spec` supplies the
-/// model name, the spec text embedded in the binary and the optimizer settings.
+/// tg.* attributes are replaced by EmitC globals and functions. Everything the tables need
+/// is read from the IR: the model name, sizes and spec text (tg.name, tg.batch_size,
+/// tg.context, tg.vocab_size, tg.grad_accum, tg.spec), the optimizer settings
+/// (tg.optimizer), the precision and loss scaling (tg.precision, tg.loss_scale), and each
+/// parameter's dtypes, initialisation and decay (the plan's params).
 ///
 /// Errors (reported on the op, whose location names its place in the model; the module is
 /// then left partly rewritten and must be discarded): a module without a plan, a missing
-/// step function, a value without a planned offset, a non-f32 tensor (the runtime computes
-/// in fp32), an op with no runtime kernel.
-LogicalResult lowerToEmitC(ModuleOp module, const tgc::Spec &spec);
+/// step function, a missing module attribute, a value without a planned offset, a tensor
+/// whose element type the runtime does not have (f32, bf16, f16, i32 ids), an op with no
+/// runtime kernel.
+LogicalResult lowerToEmitC(ModuleOp module);
 
 /// Lowers a clone of `module` with lowerToEmitC and prints it with
 /// mlir::emitc::translateToCpp to `os`. `module` itself is left unchanged.
-LogicalResult emitTrainingCpp(ModuleOp module, const tgc::Spec &spec, llvm::raw_ostream &os);
+LogicalResult emitTrainingCpp(ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace mlir::tg
 

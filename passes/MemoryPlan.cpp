@@ -21,6 +21,22 @@ int64_t tensorBytes(Type type) {
   return width < 0 ? -1 : width * t.getNumElements();
 }
 
+std::string dtypeName(Type e) {
+  if (e.isF32())
+    return "f32";
+  if (e.isBF16())
+    return "bf16";
+  if (e.isF16())
+    return "f16";
+  if (e.isInteger(32))
+    return "i32";
+  return "?";
+}
+
+int64_t dtypeBytes(llvm::StringRef d) {
+  return d == "f32" || d == "i32" ? 4 : d == "bf16" || d == "f16" ? 2 : 0;
+}
+
 static std::string locName(Location loc) {
   if (auto n = dyn_cast<NameLoc>(loc))
     return n.getName().str();
@@ -109,6 +125,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       b.name = locName(op.getLoc()) + (b.phase == "backward" ? ".grad" : "") +
                (op.getNumResults() > 1 ? "#" + std::to_string(r.getResultNumber()) : "");
       b.bytes = bytes;
+      b.dtype = dtypeName(cast<RankedTensorType>(r.getType()).getElementType());
       b.first = b.last = index;
       out.bufferOf[r] = out.buffers.size();
       out.buffers.push_back(std::move(b));
@@ -152,6 +169,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   r.inputBytes = getI64(plan, "input_bytes");
   if (auto h = plan.getAs<StringAttr>("heuristic"))
     r.heuristic = h.str();
+  if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr))
+    r.precision = p.str();
   if (auto params = plan.getAs<ArrayAttr>("params"))
     for (Attribute a : params) {
       auto d = cast<DictionaryAttr>(a);
@@ -164,11 +183,35 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.gradOffset = getI64(d, "grad_offset");
       s.mOffset = getI64(d, "m_offset");
       s.vOffset = getI64(d, "v_offset");
-      r.paramBytes += 4 * s.numel;
+      if (auto t = d.getAs<StringAttr>("dtype"))
+        s.dtype = t.str();
+      if (auto t = d.getAs<StringAttr>("state_dtype"))
+        s.stateDtype = t.str();
+      if (auto t = d.getAs<StringAttr>("init"))
+        s.init = t.str();
+      if (auto t = d.getAs<FloatAttr>("init_std"))
+        s.initStd = (float)t.getValueAsDouble();
+      s.decay = (bool)d.get("decay");
+      r.paramBytes += dtypeBytes(s.dtype) * s.numel;
+      r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * s.numel;
       r.params.push_back(std::move(s));
     }
   r.gradBytes = r.paramBytes;
-  r.optimizerStateBytes = 2 * r.paramBytes;
+  auto addTo = [](std::vector<std::pair<std::string, int64_t>> &v, const std::string &k,
+                  int64_t bytes) {
+    for (auto &e : v)
+      if (e.first == k) {
+        e.second += bytes;
+        return;
+      }
+    v.push_back({k, bytes});
+  };
+  for (const ParamSlot &s : r.params) {
+    addTo(r.persistentByDtype, "parameters " + s.dtype, dtypeBytes(s.dtype) * s.numel);
+    addTo(r.persistentByDtype, "gradients " + s.dtype, dtypeBytes(s.dtype) * s.numel);
+    addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype,
+          2 * dtypeBytes(s.stateDtype) * s.numel);
+  }
 
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
@@ -181,8 +224,10 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
       unsigned idx = cast<OpResult>(b.value).getResultNumber();
       b.offset = offsets && idx < offsets.size() ? offsets[idx] : -1;
-      r.buffers.push_back({fn.getSymName().str(), b.name, b.phase, b.bytes, b.offset, b.first,
-                           b.last});
+      r.buffers.push_back({fn.getSymName().str(), b.name, b.phase, b.dtype, b.bytes, b.offset,
+                           b.first, b.last});
+      if (fn.getSymName() == "micro_step")
+        addTo(r.arenaByDtype, b.dtype, b.bytes);
     }
     std::vector<PlanBuffer> pb = toPlanBuffers(live);
     std::vector<int64_t> live_bytes = liveBytesPerOp(pb, (int64_t)live.opPhase.size());
@@ -225,12 +270,11 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "  " << llvm::left_justify(label, 30) << llvm::right_justify(std::to_string(bytes), 14)
        << "  " << human(bytes) << "\n";
   };
-  os << "memory plan (bytes)\n";
+  os << "memory plan (bytes), precision " << r.precision << "\n";
   row("persistent", r.persistentBytes);
-  row("  parameters", r.paramBytes);
-  row("  gradients", r.gradBytes);
-  row("  optimizer state (m, v)", r.optimizerStateBytes);
-  row("  inputs (tokens, targets)", r.inputBytes);
+  for (const auto &[what, bytes] : r.persistentByDtype)
+    row("  " + what, bytes);
+  row("  inputs (tokens, targets) i32", r.inputBytes);
   row("arena", r.arenaBytes);
   row("workspace", r.workspaceBytes);
   row("total", r.totalBytes());
@@ -244,6 +288,11 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "  arena / lower bound = "
        << llvm::format("%.4f", (double)r.arenaBytes / (double)r.lowerBound)
        << " (heuristic: " << r.heuristic << ")\n";
+  if (!r.arenaByDtype.empty()) {
+    os << "micro-step arena buffers by dtype (sum of sizes, before reuse)\n";
+    for (const auto &[dtype, bytes] : r.arenaByDtype)
+      row(dtype, bytes);
+  }
   std::vector<const PlanReport::Buffer *> sorted;
   for (const auto &b : r.buffers)
     sorted.push_back(&b);
@@ -256,7 +305,7 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
       const auto *b = sorted[i];
       os << "  " << b->function << " " << b->name << ": offset = " << b->offset
          << ", size = " << b->bytes << ", live = [" << b->first << ", " << b->last << "], "
-         << b->phase << "\n";
+         << b->phase << ", " << b->dtype << "\n";
     }
   }
   return s;
@@ -274,12 +323,15 @@ std::string planReportJson(const PlanReport &r) {
                                         {"offset", p.offset},
                                         {"grad_offset", p.gradOffset},
                                         {"m_offset", p.mOffset},
-                                        {"v_offset", p.vOffset}});
+                                        {"v_offset", p.vOffset},
+                                        {"dtype", p.dtype},
+                                        {"state_dtype", p.stateDtype}});
   }
   for (const auto &b : r.buffers)
     buffers.push_back(llvm::json::Object{{"function", b.function},
                                          {"name", b.name},
                                          {"phase", b.phase},
+                                         {"dtype", b.dtype},
                                          {"bytes", b.bytes},
                                          {"offset", b.offset},
                                          {"first", b.first},
@@ -291,6 +343,7 @@ std::string planReportJson(const PlanReport &r) {
       {"total_bytes", r.totalBytes()},
       {"lower_bound_bytes", r.lowerBound},
       {"heuristic", r.heuristic},
+      {"precision", r.precision},
       {"param_bytes", r.paramBytes},
       {"grad_bytes", r.gradBytes},
       {"optimizer_state_bytes", r.optimizerStateBytes},

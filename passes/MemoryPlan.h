@@ -31,6 +31,7 @@ struct BufferInfo {
   Value value;            ///< the SSA value it holds (views share their source's buffer)
   std::string name;       ///< model place from the location, e.g. "layers.0.mlp.fc#0"
   std::string phase;      ///< forward | backward | optimizer
+  std::string dtype;      ///< element type: "f32", "bf16", "f16", "i32"
   int64_t bytes = 0;      ///< numel * element size
   int64_t first = 0, last = 0; ///< op indices (inclusive) in the function's order
   int64_t offset = -1;    ///< arena offset (bytes), -1 before planning
@@ -54,11 +55,21 @@ std::vector<tgc::PlanBuffer> toPlanBuffers(const FunctionLiveness &live);
 /// Bytes of a ranked tensor type (f32/i32: 4, bf16/f16: 2).
 int64_t tensorBytes(Type type);
 
+/// Short name of a tensor element type: "f32", "bf16", "f16", "i32" ("?" otherwise).
+std::string dtypeName(Type elementType);
+/// Bytes of one element of a dtype name (4 for f32/i32, 2 for bf16/f16, 0 otherwise).
+int64_t dtypeBytes(llvm::StringRef dtype);
+
 /// One parameter's slots in the persistent region (bytes).
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
   int64_t numel = 0, offset = 0, gradOffset = 0, mOffset = 0, vOffset = 0;
+  std::string dtype = "f32";      ///< value and gradient element type
+  std::string stateDtype = "f32"; ///< AdamW m, v element type
+  std::string init = "normal";    ///< normal | zeros | ones (driver initialisation)
+  float initStd = 0.02f;
+  bool decay = false;             ///< AdamW weight decay applies
 };
 
 /// The whole plan, read back from a planned module's attributes.
@@ -67,12 +78,18 @@ struct PlanReport {
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
   int64_t tokensOffset = 0, targetsOffset = 0;
+  std::string precision = "fp32"; ///< the module's tg.precision
+  /// Persistent bytes by (what, dtype), e.g. {"parameters", "f32"} -> bytes, in order.
+  std::vector<std::pair<std::string, int64_t>> persistentByDtype;
+  /// Peak-independent totals of arena buffer bytes by dtype over @micro_step (activations
+  /// and gradients as planned, before reuse), for the report.
+  std::vector<std::pair<std::string, int64_t>> arenaByDtype;
   /// Peak live arena bytes per phase: forward / backward (micro_step), optimizer.
   int64_t peakForward = 0, peakBackward = 0, peakOptimizer = 0, peakEval = 0;
   std::string heuristic;
   std::vector<ParamSlot> params;
   struct Buffer {
-    std::string function, name, phase;
+    std::string function, name, phase, dtype;
     int64_t bytes, offset, first, last;
   };
   std::vector<Buffer> buffers;

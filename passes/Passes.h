@@ -7,10 +7,6 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
-namespace tgc {
-struct Spec;
-}
-
 namespace mlir::tg {
 
 #define GEN_PASS_DECL
@@ -22,11 +18,46 @@ namespace mlir::tg {
 /// How far the pipeline goes.
 enum class PipelineStage { Forward, Fused, Step, Planned };
 
-/// The one pipeline shared by tgc and tg-opt's tests: fuse attention (kernel=flash),
-/// autodiff with the spec's optimizer, plan memory (reserving `workspaceBytes` of
-/// backend scratch). -tg-lower-to-emitc (passes/LowerToEmitC.h) lowers the planned module to EmitC.
-void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
-                           int64_t workspaceBytes = 0);
+/// Options of the training pipeline. tgc fills them from the spec; tg-opt's
+/// `-tg-pipeline="..."` takes the same ones, so a lit test replays what tgc compile runs.
+struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> attention{*this, "attention",
+                                llvm::cl::desc("naive | flash (fuse into tg.attention)"),
+                                llvm::cl::init("naive")};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32 | bf16-mixed | fp16-mixed | bf16"),
+                                llvm::cl::init("fp32")};
+  Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::desc("micro-batches per step"),
+                            llvm::cl::init(1)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"), llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"), llvm::cl::init(0.95)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"), llvm::cl::init(1e-8)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("decoupled weight decay"),
+                             llvm::cl::init(0.1)};
+  Option<double> gradClip{*this, "grad-clip", llvm::cl::desc("global-norm clip (0: off)"),
+                          llvm::cl::init(1.0)};
+  Option<bool> decayEmbeddings{*this, "decay-embeddings",
+                               llvm::cl::desc("weight decay on embeddings (when the frontend "
+                                              "did not mark parameters with tg.decay)"),
+                               llvm::cl::init(false)};
+  Option<int64_t> workspaceBytes{*this, "workspace-bytes",
+                                 llvm::cl::desc("backend scratch to reserve, bytes"),
+                                 llvm::cl::init(0)};
+  Option<std::string> until{*this, "until",
+                            llvm::cl::desc("forward | fused | step | planned (last stage)"),
+                            llvm::cl::init("planned")};
+};
+
+/// The one pipeline shared by tgc and tg-opt (`-tg-pipeline`): mixed precision (when not
+/// fp32), fuse attention (attention=flash), autodiff, CSE, plan memory (reserving
+/// workspace-bytes of backend scratch). -tg-lower-to-emitc (passes/LowerToEmitC.h) lowers
+/// the planned module to EmitC. `until` overrides options.until.
+void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,
+                           PipelineStage until);
+/// Parses "forward|fused|step|planned"; false for another word.
+bool parsePipelineStage(llvm::StringRef word, PipelineStage &stage);
+/// Registers `-tg-pipeline` (tg-opt).
+void registerTrainingPipeline();
 
 /// Backend scratch the runtime needs, bytes: 0 on the CPU; the cuBLASLt workspace on CUDA.
 int64_t workspaceBytesFor(llvm::StringRef target);

@@ -22,6 +22,36 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "mlir::ModuleOp"> {
   let statistics = [Statistic<"numFused", "num-fused", "Attention chains fused">];
 }
 
+def TgMixedPrecision : Pass<"tg-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Apply a precision policy (bf16/fp16 mixed, pure bf16) to @forward";
+  let description = [{
+    Runs on the frontend's `@forward`, before tg-autodiff. Retypes every op by the
+    autocast-like policy documented in docs/spec.md ("Precision") and inserts `tg.cast`
+    where an op wants an operand in another type: matmuls and attention in the low type
+    with f32 accumulation, layer norm statistics, softmax, cross-entropy's loss and the
+    residual stream in f32 (mixed policies), parameters f32 (master weights) cast once per
+    micro-step. `precision=bf16` retypes the parameters themselves (and marks their AdamW
+    moments bf16). `fp16-mixed` also records dynamic loss scaling as `tg.loss_scale`.
+    ```mlir
+    %w = tg.cast %qkv_w : (tensor<64x192xf32>) -> tensor<64x192xbf16>
+    %h = tg.layer_norm %x, %g, %b : (tensor<2x16x64xf32>, ...) -> (tensor<2x16x64xbf16>, ...)
+    %y = tg.matmul %h, %w : (tensor<2x16x64xbf16>, tensor<64x192xbf16>) -> tensor<2x16x192xbf16>
+    ```
+    Errors: an unknown policy, a second application, parameters that are not f32, an op
+    without a precision rule.
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16-mixed\"",
+           "fp32 | bf16-mixed | fp16-mixed | bf16">,
+    Option<"lossScaleInit", "loss-scale-init", "double", "65536.0",
+           "fp16-mixed: initial dynamic loss scale">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t", "2000",
+           "fp16-mixed: clean steps before the scale doubles">,
+  ];
+  let statistics = [Statistic<"numCasts", "num-casts", "tg.cast ops inserted">];
+}
+
 def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   let summary = "Build the training step from @forward (reverse mode + AdamW)";
   let description = [{

@@ -1,37 +1,67 @@
 //===- Pipeline.cpp - the tgc pass pipeline ----------------------------------===//
 #include "passes/Passes.h"
-#include "frontend/Spec.h"
 
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::tg {
 
-void buildTrainingPipeline(OpPassManager &pm, const tgc::Spec &spec, PipelineStage until,
-                           int64_t workspaceBytes) {
+void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
+                           PipelineStage until) {
   if (until == PipelineStage::Forward)
     return;
-  if (spec.training.attention.kernel == "flash")
+  // Fusion first (DESIGN.md's order): it matches the f32 naive chain; the precision pass
+  // then retypes tg.attention as one op (low-precision q, k, v, out; f32 lse).
+  if (o.attention == "flash")
     pm.addPass(createTgFuseAttention());
+  if (o.precision != "fp32") {
+    TgMixedPrecisionOptions mp;
+    mp.precision = o.precision;
+    pm.addPass(createTgMixedPrecision(mp));
+  }
   if (until == PipelineStage::Fused)
     return;
-  const tgc::OptimizerSpec &o = spec.training.optimizer;
   TgAutodiffOptions ad;
-  ad.gradAccum = spec.training.grad_accum;
+  ad.gradAccum = o.gradAccum;
   ad.beta1 = o.beta1;
   ad.beta2 = o.beta2;
   ad.eps = o.eps;
-  ad.weightDecay = o.weight_decay;
-  ad.gradClip = o.grad_clip;
-  ad.decayEmbeddings = o.decay_embeddings;
+  ad.weightDecay = o.weightDecay;
+  ad.gradClip = o.gradClip;
+  ad.decayEmbeddings = o.decayEmbeddings;
   pm.addPass(createTgAutodiff(ad));
   pm.addPass(createCSEPass());
   if (until == PipelineStage::Step)
     return;
   TgPlanMemoryOptions plan;
-  plan.workspaceBytes = workspaceBytes;
+  plan.workspaceBytes = o.workspaceBytes;
   pm.addPass(createTgPlanMemory(plan));
-  if (until == PipelineStage::Planned)
-    return;
+}
+
+bool parsePipelineStage(llvm::StringRef word, PipelineStage &stage) {
+  if (word == "forward")
+    stage = PipelineStage::Forward;
+  else if (word == "fused")
+    stage = PipelineStage::Fused;
+  else if (word == "step")
+    stage = PipelineStage::Step;
+  else if (word == "planned")
+    stage = PipelineStage::Planned;
+  else
+    return false;
+  return true;
+}
+
+void registerTrainingPipeline() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "tg-pipeline",
+      "tgc's training pipeline (mixed precision, attention fusion, autodiff, CSE, memory "
+      "plan) with the options tgc compile derives from a spec",
+      [](OpPassManager &pm, const TrainingPipelineOptions &o) {
+        PipelineStage stage = PipelineStage::Planned;
+        (void)parsePipelineStage(o.until, stage);
+        buildTrainingPipeline(pm, o, stage);
+      });
 }
 
 int64_t workspaceBytesFor(llvm::StringRef target) {

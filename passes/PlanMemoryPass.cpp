@@ -35,22 +35,34 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       return signalPassFailure();
     }
     // Persistent region: all values, all gradients, all first moments, all second
-    // moments, then the inputs. Every slot 256-byte aligned.
+    // moments, then the inputs. Every slot 256-byte aligned. Values and gradients have the
+    // parameter's type (f32 master weights, or bf16 in the pure policy); the moments have
+    // the tg.moment_type of the argument (f32 when absent).
     struct Param {
       StringAttr name;
       RankedTensorType type;
-      int64_t bytes;
+      Type momentType;
+      int64_t bytes, momentBytes;
+      DictionaryAttr argAttrs;
     };
     SmallVector<Param> params;
     SmallVector<std::pair<StringAttr, RankedTensorType>> inputs;
     for (BlockArgument arg : fn.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
       if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
-        if (!type.getElementType().isF32()) {
-          fn.emitError() << "parameter " << name << " must be f32 (master weights)";
+        Type moment = b.getF32Type();
+        if (auto m = fn.getArgAttrOfType<TypeAttr>(arg.getArgNumber(), kMomentTypeAttr))
+          moment = m.getValue();
+        auto momentTensor = RankedTensorType::get(type.getShape(), moment);
+        if (tensorBytes(type) < 0 || !isa<FloatType>(type.getElementType()) ||
+            tensorBytes(momentTensor) < 0 || !isa<FloatType>(moment)) {
+          fn.emitError() << "tg-plan-memory: parameter " << name
+                         << " needs a static shape and f32, bf16 or f16 value and moment types, got "
+                         << type << " and moments " << moment;
           return signalPassFailure();
         }
-        params.push_back({name, type, tensorBytes(type)});
+        params.push_back({name, type, moment, tensorBytes(type), tensorBytes(momentTensor),
+                          fn.getArgAttrDict(arg.getArgNumber())});
       } else if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
         inputs.push_back({in, type});
       }
@@ -60,7 +72,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     for (int slot = 0; slot < 4; ++slot)
       for (const Param &p : params) {
         offs[slot].push_back(cursor);
-        cursor = alignUp(cursor + p.bytes);
+        cursor = alignUp(cursor + (slot < 2 ? p.bytes : p.momentBytes));
       }
     SmallVector<NamedAttribute> plan;
     int64_t inputStart = cursor;
@@ -72,9 +84,22 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     int64_t persistent = cursor;
 
     SmallVector<Attribute> paramAttrs;
-    for (auto [i, p] : llvm::enumerate(params))
-      paramAttrs.push_back(b.getDictionaryAttr({
+    for (auto [i, p] : llvm::enumerate(params)) {
+      // The initialisation and decay role the frontend put on the argument travel with
+      // the slot, so the lowering's parameter table needs nothing else.
+      SmallVector<NamedAttribute> role;
+      if (p.argAttrs) {
+        if (auto a = p.argAttrs.get(kInitAttr))
+          role.push_back(b.getNamedAttr("init", a));
+        if (auto a = p.argAttrs.get(kInitStdAttr))
+          role.push_back(b.getNamedAttr("init_std", a));
+        if (p.argAttrs.get(kDecayAttr))
+          role.push_back(b.getNamedAttr("decay", b.getUnitAttr()));
+      }
+      paramAttrs.push_back(b.getDictionaryAttr(SmallVector<NamedAttribute>{
           b.getNamedAttr("name", p.name),
+          b.getNamedAttr("dtype", b.getStringAttr(dtypeName(p.type.getElementType()))),
+          b.getNamedAttr("state_dtype", b.getStringAttr(dtypeName(p.momentType))),
           b.getNamedAttr("shape", b.getDenseI64ArrayAttr(p.type.getShape())),
           b.getNamedAttr("numel", b.getI64IntegerAttr(p.type.getNumElements())),
           b.getNamedAttr("offset", b.getI64IntegerAttr(offs[0][i])),
@@ -82,6 +107,11 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
           b.getNamedAttr("m_offset", b.getI64IntegerAttr(offs[2][i])),
           b.getNamedAttr("v_offset", b.getI64IntegerAttr(offs[3][i])),
       }));
+      auto d = cast<DictionaryAttr>(paramAttrs.back());
+      SmallVector<NamedAttribute> all(d.getValue());
+      all.append(role.begin(), role.end());
+      paramAttrs.back() = b.getDictionaryAttr(all);
+    }
 
     // Arena: one plan per step function; they never overlap in time, so the arena is the
     // largest of them.

@@ -5,7 +5,13 @@
  * signatures are implemented by runtime/cpu (reference, OpenBLAS) and runtime/cuda.
  *
  * Conventions
- *  - Every tensor is dense, row-major, float32 unless stated (token ids: int32).
+ *  - Every tensor is dense and row-major. Floating-point tensors have a runtime element
+ *    type (enum tgrt_dtype): f32, bf16 or f16; int32 for token ids. A kernel takes its
+ *    floating tensors as `void*` and, right after `loc`, the element type `dt` that they
+ *    share, unless its comment names another (e.g. layer_norm's statistics are always f32,
+ *    tgrt_cast and tgrt_layer_norm_* take one dtype per tensor group). Unless stated, the
+ *    arithmetic is float32: every low-precision input is widened exactly, every output is
+ *    rounded once, to nearest even (the CPU reference rounds at exactly these points).
  *  - Sizes are element counts (int64_t); "bytes" says bytes.
  *  - `loc` names the op in the model (e.g. "layers.3.attn.qkv"): a backend that fails
  *    reports it and aborts with a non-zero exit ("tgrt: <loc>: <what>").
@@ -29,6 +35,19 @@ extern "C" {
 
 enum tgrt_region { TGRT_PERSISTENT = 0, TGRT_ARENA = 1, TGRT_WORKSPACE = 2 };
 
+/* Element type of a floating-point tensor. Sizes: f32 4 bytes, bf16 and f16 2 bytes
+ * (stored as uint16_t bit patterns: bf16 = the upper half of an IEEE float32, f16 = IEEE
+ * binary16). */
+enum tgrt_dtype { TGRT_F32 = 0, TGRT_BF16 = 1, TGRT_F16 = 2 };
+
+/* Precision policy of the compiled step (tg-mixed-precision, docs/spec.md). */
+enum tgrt_precision {
+  TGRT_PRECISION_FP32 = 0,
+  TGRT_PRECISION_BF16_MIXED = 1, /* bf16 compute, fp32 master weights + AdamW state     */
+  TGRT_PRECISION_FP16_MIXED = 2, /* f16 compute, fp32 master weights, dynamic loss scale */
+  TGRT_PRECISION_BF16 = 3,       /* everything bf16, also weights, grads, AdamW state    */
+};
+
 /* How the driver initialises a parameter (GPT-2 scheme). */
 enum tgrt_init {
   TGRT_INIT_NORMAL = 0, /* N(0, std)                                   */
@@ -48,6 +67,8 @@ typedef struct tgrt_param {
   int32_t init;           /* enum tgrt_init                              */
   float init_std;         /* std for TGRT_INIT_NORMAL                    */
   int32_t weight_decay;   /* 1 if AdamW applies decoupled weight decay   */
+  int32_t dtype;          /* enum tgrt_dtype of the value and gradient   */
+  int32_t state_dtype;    /* enum tgrt_dtype of the AdamW moments m, v   */
 } tgrt_param;
 
 typedef struct tgrt_model {
@@ -69,6 +90,13 @@ typedef struct tgrt_model {
   int32_t warmup_steps;
   int32_t decay;                /* 0 none, 1 cosine, 2 linear (to min_lr)     */
   int32_t seed;
+  int32_t precision;            /* enum tgrt_precision                        */
+  /* Dynamic loss scaling (fp16-mixed; PyTorch GradScaler's rule): the backward is seeded
+   * with loss_scale; a step whose gradients are not finite is skipped and the scale
+   * halved; after loss_scale_growth_interval clean steps in a row it doubles.
+   * loss_scale_init = 0: no loss scaling (the scale is 1). */
+  float loss_scale_init;
+  int32_t loss_scale_growth_interval;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */
@@ -96,160 +124,179 @@ void tgrt_synchronize(tgrt_ctx* ctx);
 /* Optimizer step counter (1-based inside AdamW's bias correction) and learning rate. */
 void tgrt_set_step(tgrt_ctx* ctx, int64_t step);
 void tgrt_set_lr(tgrt_ctx* ctx, float lr);
+/* Current loss scale (1 unless the model uses loss scaling); read by tgrt_fill_loss_scaled
+ * and tgrt_clip_scale. The driver owns the scaling schedule. */
+void tgrt_set_loss_scale(tgrt_ctx* ctx, float scale);
 /* Index of the micro-batch within the optimizer step (dropout masks depend on it). */
 void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index);
 /* Sum of losses reported since the last call, and how many; resets both. */
 double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count);
-/* Global gradient norm (before clipping) of the last optimizer step. */
+/* Global gradient norm (before clipping, after unscaling) of the last optimizer step;
+ * not finite when a gradient overflowed (that step was skipped, see tgrt_adamw). */
 float tgrt_last_grad_norm(tgrt_ctx* ctx);
 /* "cpu" or "cuda". */
 const char* tgrt_backend_name(void);
 
 /* ------------------------------------------------------------------ kernels -- */
 
-/* out[i,:] = table[ids[i],:] for i < n_tokens; table [vocab, d]. Errors: id out of range. */
-void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, const float* table, const int32_t* ids,
-                        float* out, int64_t n_tokens, int64_t d, int64_t vocab);
-/* dtable = 0; dtable[ids[i],:] += dout[i,:]  (deterministic order). */
-void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, const int32_t* ids, const float* dout,
-                        float* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
-/* out[b,t,:] = x[b,t,:] + wpe[t,:]; x [batch, t, d], wpe [context >= t, d]. */
-void tgrt_positional_fwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* wpe,
-                         float* out, int64_t batch, int64_t t, int64_t d);
-/* dwpe[t,:] = sum_b dout[b,t,:] for t < tlen, 0 for tlen <= t < context. */
-void tgrt_positional_bwd(tgrt_ctx* ctx, const char* loc, const float* dout, float* dwpe,
-                         int64_t batch, int64_t t, int64_t d, int64_t context);
-/* out = a + b (n elements). out may alias a or b. */
-void tgrt_add(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, float* out, int64_t n);
-/* dst += src (n elements). */
-void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, float* dst, const float* src, int64_t n);
-/* out[i] = value. */
-void tgrt_fill(tgrt_ctx* ctx, const char* loc, float* out, int64_t n, float value);
+/* out[i,:] = table[ids[i],:] for i < n_tokens; table [vocab, d]. Errors: id out of range.
+ * table, out: dt. */
+void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* table,
+                        const int32_t* ids, void* out, int64_t n_tokens, int64_t d,
+                        int64_t vocab);
+/* dtable = 0; dtable[ids[i],:] += dout[i,:] (deterministic order, float32 sums, one
+ * rounding per row). dout, dtable: dt. */
+void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                        const void* dout, void* dtable, int64_t n_tokens, int64_t d,
+                        int64_t vocab);
+/* out[b,t,:] = x[b,t,:] + wpe[t,:]; x [batch, t, d], wpe [context >= t, d]. All dt. */
+void tgrt_positional_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                         const void* wpe, void* out, int64_t batch, int64_t t, int64_t d);
+/* dwpe[t,:] = sum_b dout[b,t,:] for t < tlen, 0 for tlen <= t < context. All dt. */
+void tgrt_positional_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dout,
+                         void* dwpe, int64_t batch, int64_t t, int64_t d, int64_t context);
+/* out = a + b (n elements, all dt). out may alias a or b. */
+void tgrt_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+              void* out, int64_t n);
+/* dst += src (n elements, both dt). */
+void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, int32_t dt, void* dst, const void* src,
+                     int64_t n);
+/* out[i] = value (rounded to dt). */
+void tgrt_fill(tgrt_ctx* ctx, const char* loc, int32_t dt, void* out, int64_t n, float value);
+/* out[i] = value * the context's loss scale (tgrt_set_loss_scale), rounded to dt: the seed
+ * of a loss-scaled backward. */
+void tgrt_fill_loss_scaled(tgrt_ctx* ctx, const char* loc, int32_t dt, void* out, int64_t n,
+                           float value);
+/* dst[i] = src[i] converted from src_dt to dst_dt (widening is exact; narrowing rounds to
+ * nearest even, overflow gives +-inf, NaN stays NaN). n elements. */
+void tgrt_cast(tgrt_ctx* ctx, const char* loc, int32_t src_dt, const void* src, int32_t dst_dt,
+               void* dst, int64_t n);
 /* Sets `bytes` bytes at p to zero. */
 void tgrt_zero(tgrt_ctx* ctx, const char* loc, void* p, int64_t bytes);
-/* Copies a rows x cols block: dst[r*dst_ld + c] = src[r*src_ld + c]. (split / concat / copy) */
-void tgrt_copy2d(tgrt_ctx* ctx, const char* loc, const float* src, int64_t src_ld, float* dst,
-                 int64_t dst_ld, int64_t rows, int64_t cols);
-/* y = permute(x): x has shape [d0,d1,d2,d3] (pad lower ranks with leading 1s), y has shape
- * [d_p0, d_p1, d_p2, d_p3] with y[i_p0,i_p1,i_p2,i_p3] = x[i0,i1,i2,i3]. */
-void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t d0,
-                     int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2,
-                     int32_t p3);
+/* Copies a rows x cols block of dt elements: dst[r*dst_ld + c] = src[r*src_ld + c].
+ * (split / concat / copy) */
+void tgrt_copy2d(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* src, int64_t src_ld,
+                 void* dst, int64_t dst_ld, int64_t rows, int64_t cols);
+/* y = permute(x) (both dt): x has shape [d0,d1,d2,d3] (pad lower ranks with leading 1s), y
+ * has shape [d_p0, d_p1, d_p2, d_p3] with y[i_p0,i_p1,i_p2,i_p3] = x[i0,i1,i2,i3]. */
+void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                     int64_t d0, int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1,
+                     int32_t p2, int32_t p3);
 
 /* Layer normalisation (Ba et al. 2016) over the last dim d of x [rows, d]:
  *   mean = E[x], rstd = 1/sqrt(Var[x] + eps) (biased variance),
- *   y = (x - mean) * rstd * gamma + beta.  mean, rstd: [rows]. */
-void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* gamma,
-                         const float* beta, float* y, float* mean, float* rstd, int64_t rows,
-                         int64_t d, float eps);
+ *   y = (x - mean) * rstd * gamma + beta.  mean, rstd: float32 [rows].
+ * x: x_dt; gamma, beta: p_dt; y: y_dt (mixed precision: x f32 residual stream, y bf16). */
+void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                         int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
+                         void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps);
 /* xhat = (x-mean)*rstd; dbeta = sum_rows dy; dgamma = sum_rows dy*xhat (both overwritten);
- * g = dy*gamma; dx = rstd * (g - mean_d(g) - xhat * mean_d(g*xhat)). */
-void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, const float* dy, const float* x,
-                         const float* gamma, const float* mean, const float* rstd, float* dx,
-                         float* dgamma, float* dbeta, int64_t rows, int64_t d);
+ * g = dy*gamma; dx = rstd * (g - mean_d(g) - xhat * mean_d(g*xhat)).
+ * dy: y_dt; x, dx: x_dt; gamma, dgamma, dbeta: p_dt; mean, rstd: float32. */
+void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                         int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                         const float* mean, const float* rstd, void* dx, void* dgamma,
+                         void* dbeta, int64_t rows, int64_t d);
 
-/* Batched row-major GEMM: for b < batch,
+/* Batched row-major GEMM (a, b, c: dt; float32 accumulation): for b < batch,
  *   C_b = alpha * op(A_b) * op(B_b) + beta * C_b,  C_b is m x n,
  *   op(A_b) is m x k (A_b stored k x m when trans_a), op(B_b) is k x n (n x k when trans_b),
  *   A_b = a + b*stride_a, etc. (strides in elements; 0 broadcasts a weight).
  * beta = 0 means C is not read (may hold garbage/NaN). */
-void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, float* c,
-                 int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                 void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                  int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
                  float alpha, float beta);
-/* Linear layer in one call: C = alpha * op(A) op(B) + bias, bias [n] added to every row;
- * C [m, n], op(A) [m, k], op(B) [k, n] as in tgrt_matmul (batch 1). C must not alias A or B.
+/* Linear layer in one call: C = alpha * op(A) op(B) + bias, bias [n] added to every row
+ * before the single rounding; C [m, n], op(A) [m, k], op(B) [k, n] as in tgrt_matmul
+ * (batch 1); all dt. C must not alias A or B.
  * CUDA: one cuBLASLt call with the bias epilogue (CUBLASLT_EPILOGUE_BIAS). */
-void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
-                      const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                      const void* bias, void* c, int64_t m, int64_t n, int64_t k,
                       int32_t trans_a, int32_t trans_b, float alpha);
 /* MLP up-projection in one call: pre = alpha * op(A) op(B) + bias (as tgrt_matmul_bias) and
- * out = GELU(pre) (tanh approximation, as tgrt_gelu_fwd); pre, out [m, n]; pre is kept for
- * the backward (tgrt_gelu_bwd reads it). pre and out must not alias each other, A or B.
- * CUDA: with TGRT_TF32=1 one cuBLASLt call with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = out,
- * the aux output = pre); in exact fp32 mode, and for shapes the epilogue does not take
- * (n % 8 != 0), the bias epilogue then the own GELU kernel (bit-equal to the unfused ops). */
-void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
-                           const float* bias, float* pre, float* out, int64_t m, int64_t n,
-                           int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
-/* out[r,:] = x[r,:] + bias[:]; x [rows, n]. out may alias x. */
-void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
-                   int64_t rows, int64_t n);
-/* dbias[:] = sum_r dy[r,:] (overwritten). */
-void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
-                    int64_t n);
+ * out = GELU(pre) (tanh approximation, as tgrt_gelu_fwd, computed from the rounded pre);
+ * pre, out [m, n]; all dt; pre is kept for the backward (tgrt_gelu_bwd reads it). pre and
+ * out must not alias each other, A or B.
+ * CUDA: with TGRT_TF32=1 (f32) or a low-precision dt, one cuBLASLt call with
+ * CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = out, the aux output = pre); in exact fp32 mode, and
+ * for shapes the epilogue does not take (n % 8 != 0), the bias epilogue then the own GELU
+ * kernel (bit-equal to the unfused ops). */
+void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                           const void* b, const void* bias, void* pre, void* out, int64_t m,
+                           int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
+/* out[r,:] = x[r,:] + bias[:]; x [rows, n]; all dt. out may alias x. */
+void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
+                   void* out, int64_t rows, int64_t n);
+/* dbias[:] = sum_r dy[r,:] (overwritten; float32 sums); dy, dbias: dt. */
+void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
+                    int64_t rows, int64_t n);
 /* GELU, tanh approximation (Hendrycks & Gimpel 2016):
- *   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t n);
-/* dx = dy * dGELU/dx(x). dx may alias dy. */
-void tgrt_gelu_bwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* dy, float* dx,
+ *   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). x, y: dt. */
+void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
                    int64_t n);
+/* dx = dy * dGELU/dx(x). x, dy, dx: dt. dx may alias dy. */
+void tgrt_gelu_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* dy,
+                   void* dx, int64_t n);
 /* Inverted dropout: keep element i iff u(seed, step, i) >= rate, u uniform in [0,1) from a
- * counter-based hash of (seed, optimizer step from ctx, micro-batch index, i); y = keep ? x/(1-rate) : 0.
- * The same call with dy in place of x is the backward (the mask is regenerated). */
-void tgrt_dropout(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
-                  uint64_t seed);
+ * counter-based hash of (seed, optimizer step from ctx, micro-batch index, i); y = keep ?
+ * x/(1-rate) : 0. x, y: dt. The same call with dy in place of x is the backward (the mask
+ * is regenerated). */
+void tgrt_dropout(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                  int64_t n, float rate, uint64_t seed);
 /* Causal (optionally sliding-window) mask on scores x [batch, tq, tk] (query i sits at key
  * position i + tk - tq): y[b,i,j] = x[b,i,j] if j <= i' and (window <= 0 or i' - j < window),
- * else masked_value. y may alias x. */
-void tgrt_causal_mask(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t batch,
-                      int64_t tq, int64_t tk, int64_t window, float masked_value);
-/* Row softmax over the last dim: y = exp(x - max) / sum exp(x - max); x [rows, n].
+ * else masked_value. x, y: dt. y may alias x. */
+void tgrt_causal_mask(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                      int64_t batch, int64_t tq, int64_t tk, int64_t window,
+                      float masked_value);
+/* Row softmax over the last dim: y = exp(x - max) / sum exp(x - max); x [rows, n]; x, y: dt.
  * A row of all -inf gives zeros. */
-void tgrt_softmax_fwd(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t rows,
-                      int64_t n);
-/* dx = y * (dy - sum_n(dy * y)). dx may alias dy. */
-void tgrt_softmax_bwd(tgrt_ctx* ctx, const char* loc, const float* y, const float* dy, float* dx,
+void tgrt_softmax_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
                       int64_t rows, int64_t n);
-/* loss[0] = mean over rows r with targets[r] != ignore_index of
- *   logsumexp(logits[r,:]) - logits[r, targets[r]]; 0 if no row counts. */
-void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, const float* logits,
+/* dx = y * (dy - sum_n(dy * y)). y, dy, dx: dt. dx may alias dy. */
+void tgrt_softmax_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* y, const void* dy,
+                      void* dx, int64_t rows, int64_t n);
+/* loss[0] (float32) = mean over rows r with targets[r] != ignore_index of
+ *   logsumexp(logits[r,:]) - logits[r, targets[r]]; 0 if no row counts.
+ * logits: dt, read directly (never copied to float32). */
+void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
                             const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
                             int64_t ignore_index);
 /* dlogits[r,:] = dloss[0] * (softmax(logits[r,:]) - onehot(targets[r])) / n_valid, rows with
- * ignore_index get 0. dlogits MAY alias logits (computed in place). */
-void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, const float* logits,
-                            const int32_t* targets, const float* dloss, float* dlogits,
+ * ignore_index get 0. logits, dlogits: dt; dloss: float32. dlogits MAY alias logits
+ * (computed in place). */
+void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
+                            const int32_t* targets, const float* dloss, void* dlogits,
                             int64_t rows, int64_t vocab, int64_t ignore_index);
 /* Fused attention (FlashAttention, Dao et al. 2022, with online softmax):
- * q, k, v, out [bh, t, hd]; lse [bh, t] = logsumexp of the scaled, masked scores row.
- * s = scale * q k^T; causal: key j visible to query i iff j <= i; window > 0 additionally
- * requires i - j < window. out = softmax(s) v. Never materialises t x t on CUDA.
- * CUDA precision: by default exact fp32 arithmetic (CUDA cores). With TGRT_TF32=1 in the
+ * q, k, v, out [bh, t, hd] (dt); lse [bh, t] float32 = logsumexp of the scaled, masked
+ * scores row. s = scale * q k^T; causal: key j visible to query i iff j <= i; window > 0
+ * additionally requires i - j < window. out = softmax(s) v. Never materialises t x t on CUDA.
+ * f32 on CUDA: by default exact fp32 arithmetic (CUDA cores). With TGRT_TF32=1 in the
  * environment at context creation (which also lets cuBLASLt GEMMs use TF32) this and
  * tgrt_attention_bwd run on the TF32 tensor cores: fp32 in / out, products with operands
  * rounded to TF32 (10 mantissa bits, cvt.rna) and fp32 accumulation, fp32 online softmax,
  * lse and D; the forward's scores use 3xTF32 (hi/lo split), so lse stays fp32-accurate.
  * Expected error ~5e-4 (out) and ~1.5e-3 (dq, dk, dv) relative to the largest value, against
- * ~1e-6 in fp32; same masking, tile skipping and determinism (no float atomics). */
-void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, const float* q, const float* k,
-                        const float* v, float* out, float* lse, int64_t bh, int64_t t,
-                        int64_t hd, int32_t causal, int64_t window, float scale);
+ * ~1e-6 in fp32; same masking, tile skipping and determinism (no float atomics).
+ * bf16 / f16: products take dt operands with float32 accumulation (the softmax, lse and
+ * D = rowsum(dout * out) are float32; P is rounded to dt before P V); CUDA needs hd 32, 64 or
+ * 128 (tensor cores, mma.sync m16n8k16) and 16-byte aligned tensors. The CPU reference widens
+ * the inputs, runs the float32 algorithm and rounds the outputs. */
+void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                        const void* k, const void* v, void* out, float* lse, int64_t bh,
+                        int64_t t, int64_t hd, int32_t causal, int64_t window, float scale);
 /* Backward of tgrt_attention_fwd: with P = exp(s - lse), D_i = sum(dout_i * out_i),
- * dv = P^T dout, dS = P * (dout v^T - D), dq = scale dS k, dk = scale dS^T q (overwritten). */
-void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const float* k,
-                        const float* v, const float* out, const float* lse, const float* dout,
-                        float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
-                        int32_t causal, int64_t window, float scale);
-/* bf16 variants of the two above. bf16 tensors are stored as uint16_t bit patterns (the
- * upper half of the float32; tgrt_bf16_from_float rounds to nearest even). q, k, v, out,
- * dout, dq, dk, dv: bf16 [bh, t, hd]; lse: float32 [bh, t]. Products take bf16 operands
- * with float32 accumulation (the softmax, lse and D = rowsum(dout * out) are float32; dq,
- * dk, dv are accumulated in float32 and rounded once when stored); same masking as the
- * float32 versions; deterministic (no float atomics). CUDA: hd 32, 64 or 128 (tensor cores,
- * mma.sync m16n8k16); every tensor 16-byte aligned. CPU reference: converts to float32,
- * runs the float32 kernel above and rounds the bf16 outputs (RNE). */
-void tgrt_attention_fwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
-                             const uint16_t* k, const uint16_t* v, uint16_t* out, float* lse,
-                             int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                             float scale);
-void tgrt_attention_bwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
-                             const uint16_t* k, const uint16_t* v, const uint16_t* out,
-                             const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
-                             uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
-                             int64_t window, float scale);
-/* bf16 <-> float32 on the host: to float is exact; from float rounds to nearest, ties to
- * even (NaN stays a quiet NaN, overflow gives +-inf). */
+ * dv = P^T dout, dS = P * (dout v^T - D), dq = scale dS k, dk = scale dS^T q (overwritten;
+ * accumulated in float32, rounded once). q, k, v, out, dout, dq, dk, dv: dt; lse float32. */
+void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                        const void* k, const void* v, const void* out, const float* lse,
+                        const void* dout, void* dq, void* dk, void* dv, int64_t bh, int64_t t,
+                        int64_t hd, int32_t causal, int64_t window, float scale);
+/* Host conversions between float32 and bf16 / f16 bit patterns: to float is exact; from
+ * float rounds to nearest, ties to even (NaN stays a quiet NaN, overflow gives +-inf,
+ * f16 subnormals are kept). */
 static inline float tgrt_bf16_to_float(uint16_t h) {
   union {
     uint32_t u;
@@ -267,19 +314,68 @@ static inline uint16_t tgrt_bf16_from_float(float f) {
   if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40u); /* NaN */
   return (uint16_t)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16);
 }
-/* acc[0] += sum(g[i]^2). */
-void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, const float* g, int64_t n, float* acc);
-/* From acc[0] = sum of squares: norm = sqrt(acc[0]); acc[1] = clip scale =
- * (max_norm > 0 && norm > max_norm) ? max_norm / (norm + 1e-6) : 1. Records norm for
- * tgrt_last_grad_norm. */
+static inline float tgrt_f16_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  if (exp == 0x1fu) {
+    x.u = sign | 0x7f800000u | (man << 13); /* inf / NaN */
+  } else if (exp != 0) {
+    x.u = sign | ((exp + 112u) << 23) | (man << 13);
+  } else { /* zero or subnormal: man * 2^-24 */
+    x.f = (float)man * 5.9604644775390625e-8f;
+    x.u |= sign;
+  }
+  return x.f;
+}
+static inline uint16_t tgrt_f16_from_float(float f) {
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  x.f = f;
+  uint32_t sign = (x.u >> 16) & 0x8000u, a = x.u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
+  if (a >= 0x38800000u) {                                   /* normal f16 */
+    uint32_t r = a - 0x38000000u;                           /* rebias exponent 127 -> 15 */
+    r = r + 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+  }
+  /* subnormal f16 (or zero): value / 2^-24 rounded to nearest even */
+  union {
+    uint32_t u;
+    float f;
+  } y;
+  y.u = a;
+  float q = y.f * 16777216.0f; /* exact scaling by 2^24 */
+  float r = q + 12582912.0f - 12582912.0f; /* RNE to an integer (|q| < 2^10) */
+  return (uint16_t)(sign | (uint16_t)r);
+}
+/* Bytes of one element of a tgrt_dtype (0 for an unknown value). */
+static inline int64_t tgrt_dtype_size(int32_t dt) {
+  return dt == TGRT_F32 ? 4 : (dt == TGRT_BF16 || dt == TGRT_F16) ? 2 : 0;
+}
+/* acc[0] += sum(g[i]^2) (float32 accumulation); g: dt. */
+void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g, int64_t n,
+                       float* acc);
+/* From acc[0] = sum of squares of the (loss-scaled) gradients, with S the context's loss
+ * scale: norm = sqrt(acc[0]) / S; acc[1] = the factor AdamW multiplies the gradients by =
+ * (1/S) * ((max_norm > 0 && norm > max_norm) ? max_norm / (norm + 1e-6) : 1), or NaN when
+ * norm is not finite (AdamW then skips the step). Records norm for tgrt_last_grad_norm.
+ * acc: float32 [2]. */
 void tgrt_clip_scale(tgrt_ctx* ctx, const char* loc, float* acc, float max_norm);
 /* AdamW (Loshchilov & Hutter 2019), step t and lr from the context, g' = g * clip[1]:
  *   m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
- *   p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * p). */
-void tgrt_adamw(tgrt_ctx* ctx, const char* loc, float* p, const float* g, float* m, float* v,
-                int64_t n, float beta1, float beta2, float eps, float weight_decay,
-                const float* clip);
-/* Adds loss[0] to the context's loss sum (read back with tgrt_take_loss). */
+ *   p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * p).
+ * p, g: p_dt; m, v: state_dt; arithmetic float32, each stored value rounded once. When
+ * clip[1] is not finite (an overflowed, skipped step) nothing is changed. */
+void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                float eps, float weight_decay, const float* clip);
+/* Adds loss[0] (float32) to the context's loss sum (read back with tgrt_take_loss). */
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss);
 
 #ifdef __cplusplus

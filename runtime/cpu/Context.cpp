@@ -2,11 +2,13 @@
 //
 // A context owns three host allocations (persistent, arena, workspace), each 64-byte aligned
 // and zero-filled, plus the small amount of host state kernels consult (optimizer step,
-// learning rate, micro-batch index) or produce (loss sum/count, last gradient norm).
+// learning rate, micro-batch index, loss scale) or produce (loss sum/count, last gradient
+// norm).
 // Everything is synchronous, so tgrt_synchronize is a no-op.
 #include "runtime/cpu/CpuContext.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -77,8 +79,8 @@ extern "C" {
 
 /// Creates a CPU context for `model`: allocates persistent_bytes, arena_bytes and
 /// workspace_bytes (bytes; each 64-byte aligned, zero-filled). Step starts at 1, lr at
-/// model->lr. Returns NULL with a message on stderr when model is NULL, a size is negative or
-/// an allocation fails. The model must outlive the context.
+/// model->lr, the loss scale at 1. Returns NULL with a message on stderr when model is NULL,
+/// a size is negative or an allocation fails. The model must outlive the context.
 tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
   if (!model) {
     std::fprintf(stderr, "tgrt: ctx_create: NULL model\n");
@@ -156,6 +158,16 @@ void tgrt_set_lr(tgrt_ctx* ctx, float lr) {
   ctx->lr = lr;
 }
 
+/// Sets the loss scale S read by tgrt_fill_loss_scaled (seed = value * S) and tgrt_clip_scale
+/// (unscales by 1/S). The context starts at S = 1; the driver owns the schedule (e.g. dynamic
+/// loss scaling from model->loss_scale_init). Fails (exit 1) unless scale is finite and > 0.
+void tgrt_set_loss_scale(tgrt_ctx* ctx, float scale) {
+  tgrt_cpu::checkCtx(ctx, "set_loss_scale");
+  if (!(std::isfinite(scale) && scale > 0.0f))
+    tgrt_cpu::fail("set_loss_scale", "loss scale %g must be finite and > 0", (double)scale);
+  ctx->loss_scale = scale;
+}
+
 /// Sets the micro-batch index within the optimizer step (dropout masks depend on it).
 void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index) {
   tgrt_cpu::checkCtx(ctx, "set_micro_batch");
@@ -173,7 +185,8 @@ double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count) {
   return sum;
 }
 
-/// Global gradient L2 norm (before clipping) recorded by the last tgrt_clip_scale; 0 before any.
+/// Global gradient L2 norm (before clipping, after unscaling by the loss scale) recorded by the
+/// last tgrt_clip_scale; 0 before any; not finite when a gradient overflowed (skipped step).
 float tgrt_last_grad_norm(tgrt_ctx* ctx) {
   tgrt_cpu::checkCtx(ctx, "last_grad_norm");
   return ctx->last_grad_norm;

@@ -8,8 +8,8 @@
 #include <cstdint>
 
 /// The CPU context: the model plan, the three zero-filled 64-byte-aligned regions, and the
-/// host-side optimizer state the kernels read (step, lr, micro-batch) or write (loss sum,
-/// grad norm).
+/// host-side optimizer state the kernels read (step, lr, micro-batch, loss scale) or write
+/// (loss sum, grad norm).
 struct tgrt_ctx {
   const tgrt_model* model = nullptr;
   char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
@@ -19,7 +19,8 @@ struct tgrt_ctx {
   int32_t micro_batch = 0;   ///< index within the optimizer step (dropout masks)
   double loss_sum = 0.0;     ///< sum of reported losses since the last take
   int64_t loss_count = 0;    ///< how many losses were reported since the last take
-  float last_grad_norm = 0.0f; ///< norm recorded by tgrt_clip_scale
+  float last_grad_norm = 0.0f; ///< unscaled norm recorded by tgrt_clip_scale
+  float loss_scale = 1.0f;     ///< S: tgrt_fill_loss_scaled seeds value*S, clip unscales by S
 };
 
 namespace tgrt_cpu {

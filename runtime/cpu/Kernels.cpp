@@ -1,11 +1,41 @@
 // Kernels.cpp — the CPU reference implementation of the "kernels" half of runtime/tgrt.h.
 //
-// This backend is the correctness oracle: fp32 storage, straightforward loops, reductions
-// accumulated in double, OpenBLAS cblas_sgemm for GEMM. Every kernel runs synchronously.
-// Errors (bad sizes, ids/targets out of range, NULL pointers) print "tgrt: <loc>: <what>"
-// to stderr and exit(1).
+// This backend is the correctness oracle: straightforward loops, reductions accumulated in
+// double, OpenBLAS cblas_sgemm for GEMM. Every kernel runs synchronously. Errors (bad sizes,
+// ids/targets out of range, NULL pointers, an unknown dtype) print "tgrt: <loc>: <what>" to
+// stderr and exit(1).
 //
-// Math of each kernel family (x, y row-major float32; sums over the named index):
+// Element types (enum tgrt_dtype). Floating tensors are f32, bf16 or f16 (bf16 / f16 stored
+// as uint16_t bit patterns). Each kernel is written once over float values: a load widens an
+// element to float (exact), a store rounds a float to the element type (round to nearest
+// even, overflow to +-inf, NaN stays NaN; tgrt_bf16_from_float / tgrt_f16_from_float).
+//   - f32: the loads and stores are plain float accesses, so the results are exactly those of
+//     the former fp32-only reference (same loops, same double accumulation).
+//   - bf16 / f16: every input is widened exactly, the f32 computation runs unchanged, and
+//     every output is rounded once from the float value the f32 path would have stored, i.e.
+//     low(x) == round_dt(f32 kernel on the widened x), bit for bit. Where the f32 path
+//     computes in double, the value is rounded to float first and then to dt (the rounding
+//     of the f32 result, by definition of this oracle).
+//   - Intermediate values never pass through low-precision storage, except where the ABI
+//     makes them an output: tgrt_matmul_bias_gelu rounds pre to dt and computes GELU from the
+//     rounded pre (bit-equal to tgrt_matmul_bias then tgrt_gelu_fwd). Accumulations stay
+//     wide: tgrt_embedding_bwd sums into a float buffer and rounds each element once.
+//   - GEMM: A and B are widened to float buffers (C too when beta != 0), cblas_sgemm runs in
+//     fp32, the bias is added in float, and C is rounded once.
+//   - Attention: the low-precision versions widen q, k, v (and out, dout) to float, run the
+//     f32 algorithm (so P is NOT rounded to dt before P V, unlike the CUDA tensor-core
+//     kernels) and round out / dq / dk / dv; lse stays float32.
+//   - Cross-entropy reads low-precision logits row by row (no float32 copy of the tensor).
+//   - AdamW: p, g in p_dt, m, v in state_dt; the update is computed in double from the
+//     widened values and each of p, m, v is rounded once (to float, then to its dtype).
+//
+// Loss scaling (fp16-mixed). The context holds the current loss scale S (1 by default,
+// tgrt_set_loss_scale). tgrt_fill_loss_scaled seeds the backward with value * S. The
+// gradients then carry the factor S: tgrt_clip_scale returns norm = sqrt(sum g^2) / S and the
+// AdamW factor acc[1] = (1/S) * clip(norm), or NaN when norm is not finite; tgrt_adamw
+// changes nothing when that factor is not finite (the driver skips the step and lowers S).
+//
+// Math of each kernel family (x, y row-major; sums over the named index):
 //   embedding   out[i,:] = table[ids[i],:];           dtable[v,:] = sum_{i: ids[i]=v} dout[i,:]
 //   positional  out[b,t,:] = x[b,t,:] + wpe[t,:];      dwpe[t,:] = sum_b dout[b,t,:]
 //   layer norm  mu = mean_d x, rstd = 1/sqrt(mean_d (x-mu)^2 + eps), xhat = (x-mu) rstd,
@@ -28,7 +58,8 @@
 //               out_i = sum_j P_ij v_j;  D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
 //               dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j,
 //               dk_j = scale sum_i dS_ij q_i   (Dao et al. 2022, recomputing P from lse)
-//   grad norm   acc0 += sum g^2; norm = sqrt(acc0), clip = norm > max ? max/(norm+1e-6) : 1
+//   grad norm   acc0 += sum g^2; norm = sqrt(acc0) / S,
+//               acc1 = (1/S) (norm > max ? max/(norm+1e-6) : 1), NaN if norm is not finite
 //   AdamW       g' = g clip; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
 //               p -= lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)
 //               (Loshchilov & Hutter 2019)
@@ -57,6 +88,95 @@ void checkPtrs(const char* loc, const char* kernel, std::initializer_list<const 
     ++index;
   }
 }
+
+// ------------------------------------------------------------- element types --
+
+/// Fails unless dt is a known enum tgrt_dtype value; `what` names the kernel (and, for
+/// kernels with several dtypes, the tensor group).
+void checkDtype(const char* loc, const char* what, int32_t dt) {
+  if (tgrt_dtype_size(dt) == 0)
+    fail(loc, "%s: unknown dtype %d (expected 0 = f32, 1 = bf16, 2 = f16)", what, (int)dt);
+}
+
+/// Bytes of one element of a checked dtype, as size_t (for memcpy / memset).
+inline size_t elemBytes(int32_t dt) { return (size_t)tgrt_dtype_size(dt); }
+
+/// Element access for one dtype: T is the stored type, ld widens element i of p to float
+/// (exact), st rounds v to the dtype (nearest even) and stores it as element i of p.
+struct F32Io {
+  using T = float;
+  static constexpr int32_t kDt = TGRT_F32;
+  static float ld(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+  static void st(void* p, int64_t i, float v) { static_cast<float*>(p)[i] = v; }
+};
+struct Bf16Io {
+  using T = uint16_t;
+  static constexpr int32_t kDt = TGRT_BF16;
+  static float ld(const void* p, int64_t i) {
+    return tgrt_bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+  }
+  static void st(void* p, int64_t i, float v) {
+    static_cast<uint16_t*>(p)[i] = tgrt_bf16_from_float(v);
+  }
+};
+struct F16Io {
+  using T = uint16_t;
+  static constexpr int32_t kDt = TGRT_F16;
+  static float ld(const void* p, int64_t i) {
+    return tgrt_f16_to_float(static_cast<const uint16_t*>(p)[i]);
+  }
+  static void st(void* p, int64_t i, float v) {
+    static_cast<uint16_t*>(p)[i] = tgrt_f16_from_float(v);
+  }
+};
+
+/// Calls fn(Io{}) with the element access struct of dt (F32Io, Bf16Io or F16Io); fails on an
+/// unknown dtype. fn is a generic lambda, instantiated once per dtype.
+template <class Fn>
+void withDtype(const char* loc, const char* what, int32_t dt, Fn&& fn) {
+  switch (dt) {
+  case TGRT_F32:
+    fn(F32Io{});
+    return;
+  case TGRT_BF16:
+    fn(Bf16Io{});
+    return;
+  case TGRT_F16:
+    fn(F16Io{});
+    return;
+  default:
+    checkDtype(loc, what, dt); // fails
+  }
+}
+
+/// dst[i] = widened src[offset + i] for i < n.
+template <class Io>
+void widenTo(const void* src, int64_t offset, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Io::ld(src, offset + i);
+}
+
+/// dst[offset + i] = src[i] rounded to the dtype, for i < n.
+template <class Io>
+void roundFrom(const float* src, int64_t n, void* dst, int64_t offset) {
+  for (int64_t i = 0; i < n; ++i) Io::st(dst, offset + i, src[i]);
+}
+
+/// n elements of dt at p widened to a float vector.
+std::vector<float> widen(const char* loc, const char* what, int32_t dt, const void* p,
+                         int64_t n) {
+  std::vector<float> f((size_t)n);
+  withDtype(loc, what, dt, [&](auto io) { widenTo<decltype(io)>(p, 0, n, f.data()); });
+  return f;
+}
+
+/// Stores f (all of it) into p as dt, each element rounded once.
+void roundInto(const char* loc, const char* what, int32_t dt, const std::vector<float>& f,
+               void* p) {
+  withDtype(loc, what, dt,
+            [&](auto io) { roundFrom<decltype(io)>(f.data(), (int64_t)f.size(), p, 0); });
+}
+
+// ------------------------------------------------------------------- helpers --
 
 /// splitmix64 output function (Steele, Lea & Flood 2014, "Fast splittable pseudorandom
 /// number generators"): a bijective 64-bit mixer.
@@ -103,12 +223,21 @@ inline double dotd(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-/// Max and log-sum-exp (double) of one row of logits.
-inline double rowLogSumExp(const float* z, int64_t vocab) {
+/// dotd over elements [ao, ao + n) of a and [bo, bo + n) of b, both of the dtype of Io.
+template <class Io>
+inline double dotIo(const void* a, int64_t ao, const void* b, int64_t bo, int64_t n) {
+  double s = 0.0;
+  for (int64_t x = 0; x < n; ++x) s += (double)Io::ld(a, ao + x) * (double)Io::ld(b, bo + x);
+  return s;
+}
+
+/// Max and log-sum-exp (double) of the row of logits z[off, off + vocab) (dtype of Io).
+template <class Io>
+inline double rowLogSumExp(const void* z, int64_t off, int64_t vocab) {
   float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t c = 0; c < vocab; ++c) mx = std::max(mx, z[c]);
+  for (int64_t c = 0; c < vocab; ++c) mx = std::max(mx, Io::ld(z, off + c));
   double sum = 0.0;
-  for (int64_t c = 0; c < vocab; ++c) sum += std::exp((double)z[c] - mx);
+  for (int64_t c = 0; c < vocab; ++c) sum += std::exp((double)Io::ld(z, off + c) - mx);
   return mx + std::log(sum);
 }
 
@@ -130,518 +259,10 @@ int64_t countValid(const char* loc, const int32_t* targets, int64_t rows, int64_
 constexpr double kGeluC = 0.7978845608028654; // sqrt(2/pi)
 constexpr double kGeluA = 0.044715;
 
-/// bf16 storage -> float (exact).
-std::vector<float> bf16ToFloat(const uint16_t* x, int64_t n) {
-  std::vector<float> f((size_t)n);
-  for (int64_t i = 0; i < n; ++i) f[(size_t)i] = tgrt_bf16_to_float(x[i]);
-  return f;
-}
-void floatToBf16(const std::vector<float>& f, uint16_t* x) {
-  for (size_t i = 0; i < f.size(); ++i) x[i] = tgrt_bf16_from_float(f[i]);
-}
-
-} // namespace
-
-extern "C" {
-
-// ----------------------------------------------------------------------- embedding --
-
-/// out[i,:] = table[ids[i],:]. table [vocab, d] f32, ids [n_tokens] i32, out [n_tokens, d] f32.
-/// Errors: id outside [0, vocab), negative sizes.
-void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, const float* table, const int32_t* ids,
-                        float* out, int64_t n_tokens, int64_t d, int64_t vocab) {
-  (void)ctx;
-  checkNonNegative(loc, "embedding_fwd(n_tokens, d, vocab)", n_tokens, d, vocab);
-  if (n_tokens == 0 || d == 0) return;
-  checkPtrs(loc, "embedding_fwd", {table, ids, out});
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= vocab)
-      fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
-           (long long)i, (long long)vocab);
-    std::memcpy(out + i * d, table + id * d, (size_t)d * sizeof(float));
-  }
-}
-
-/// dtable = 0; dtable[ids[i],:] += dout[i,:] in increasing i (deterministic).
-/// dout [n_tokens, d], dtable [vocab, d]. Errors: id outside [0, vocab).
-void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, const int32_t* ids, const float* dout,
-                        float* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
-  (void)ctx;
-  checkNonNegative(loc, "embedding_bwd(n_tokens, d, vocab)", n_tokens, d, vocab);
-  if (vocab * d > 0) {
-    checkPtrs(loc, "embedding_bwd", {dtable});
-    std::memset(dtable, 0, (size_t)(vocab * d) * sizeof(float));
-  }
-  if (n_tokens == 0 || d == 0) return;
-  checkPtrs(loc, "embedding_bwd", {ids, dout});
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= vocab)
-      fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
-           (long long)i, (long long)vocab);
-    float* row = dtable + id * d;
-    const float* src = dout + i * d;
-    for (int64_t c = 0; c < d; ++c) row[c] += src[c];
-  }
-}
-
-/// out[b,s,:] = x[b,s,:] + wpe[s,:] for s < t. x, out [batch, t, d]; wpe [>= t, d].
-/// out may alias x.
-void tgrt_positional_fwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* wpe,
-                         float* out, int64_t batch, int64_t t, int64_t d) {
-  (void)ctx;
-  checkNonNegative(loc, "positional_fwd(batch, t, d)", batch, t, d);
-  if (batch * t * d == 0) return;
-  checkPtrs(loc, "positional_fwd", {x, wpe, out});
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < t; ++s) {
-      const int64_t base = (b * t + s) * d;
-      for (int64_t c = 0; c < d; ++c) out[base + c] = x[base + c] + wpe[s * d + c];
-    }
-}
-
-/// dwpe[s,:] = sum_b dout[b,s,:] for s < t (double accumulation), 0 for t <= s < context.
-/// dout [batch, t, d], dwpe [context, d] (overwritten). Errors: context < t.
-void tgrt_positional_bwd(tgrt_ctx* ctx, const char* loc, const float* dout, float* dwpe,
-                         int64_t batch, int64_t t, int64_t d, int64_t context) {
-  (void)ctx;
-  checkNonNegative(loc, "positional_bwd(batch, t, d, context)", batch, t, d, context);
-  if (context < t) fail(loc, "positional_bwd: context %lld < t %lld", (long long)context, (long long)t);
-  if (context * d == 0) return;
-  checkPtrs(loc, "positional_bwd", {dwpe});
-  if (batch > 0 && t > 0) checkPtrs(loc, "positional_bwd", {dout});
-  std::vector<double> acc((size_t)d);
-  for (int64_t s = 0; s < t; ++s) {
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t b = 0; b < batch; ++b) {
-      const float* row = dout + (b * t + s) * d;
-      for (int64_t c = 0; c < d; ++c) acc[c] += row[c];
-    }
-    for (int64_t c = 0; c < d; ++c) dwpe[s * d + c] = (float)acc[c];
-  }
-  std::memset(dwpe + t * d, 0, (size_t)((context - t) * d) * sizeof(float));
-}
-
-// ---------------------------------------------------------------------- elementwise --
-
-/// out = a + b over n f32 elements; out may alias a or b.
-void tgrt_add(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, float* out,
-              int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "add(n)", n);
-  if (n == 0) return;
-  checkPtrs(loc, "add", {a, b, out});
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-}
-
-/// dst += src over n f32 elements.
-void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, float* dst, const float* src, int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "accumulate(n)", n);
-  if (n == 0) return;
-  checkPtrs(loc, "accumulate", {dst, src});
-  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
-}
-
-/// out[i] = value for i < n.
-void tgrt_fill(tgrt_ctx* ctx, const char* loc, float* out, int64_t n, float value) {
-  (void)ctx;
-  checkNonNegative(loc, "fill(n)", n);
-  if (n == 0) return;
-  checkPtrs(loc, "fill", {out});
-  std::fill(out, out + n, value);
-}
-
-/// Sets `bytes` bytes at p to zero.
-void tgrt_zero(tgrt_ctx* ctx, const char* loc, void* p, int64_t bytes) {
-  (void)ctx;
-  checkNonNegative(loc, "zero(bytes)", bytes);
-  if (bytes == 0) return;
-  checkPtrs(loc, "zero", {p});
-  std::memset(p, 0, (size_t)bytes);
-}
-
-/// dst[r*dst_ld + c] = src[r*src_ld + c] for r < rows, c < cols (elements).
-/// Errors: src_ld or dst_ld < cols.
-void tgrt_copy2d(tgrt_ctx* ctx, const char* loc, const float* src, int64_t src_ld, float* dst,
-                 int64_t dst_ld, int64_t rows, int64_t cols) {
-  (void)ctx;
-  checkNonNegative(loc, "copy2d(src_ld, dst_ld, rows, cols)", src_ld, dst_ld, rows, cols);
-  if (rows == 0 || cols == 0) return;
-  if (src_ld < cols || dst_ld < cols)
-    fail(loc, "copy2d: leading dimensions (src %lld, dst %lld) smaller than cols %lld",
-         (long long)src_ld, (long long)dst_ld, (long long)cols);
-  checkPtrs(loc, "copy2d", {src, dst});
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(dst + r * dst_ld, src + r * src_ld, (size_t)cols * sizeof(float));
-}
-
-/// y = permute(x, p): x [d0,d1,d2,d3], y [d_p0,d_p1,d_p2,d_p3],
-/// y[i_p0,i_p1,i_p2,i_p3] = x[i0,i1,i2,i3]. Errors: p not a permutation of {0,1,2,3}.
-void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t d0,
-                     int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2,
-                     int32_t p3) {
-  (void)ctx;
-  checkNonNegative(loc, "transpose4(d0, d1, d2, d3)", d0, d1, d2, d3);
-  const int64_t dims[4] = {d0, d1, d2, d3};
-  const int32_t perm[4] = {p0, p1, p2, p3};
-  bool seen[4] = {false, false, false, false};
-  for (int32_t p : perm) {
-    if (p < 0 || p > 3 || seen[p])
-      fail(loc, "transpose4: (%d, %d, %d, %d) is not a permutation of (0, 1, 2, 3)", (int)p0,
-           (int)p1, (int)p2, (int)p3);
-    seen[p] = true;
-  }
-  if (d0 * d1 * d2 * d3 == 0) return;
-  checkPtrs(loc, "transpose4", {x, y});
-  // Row-major strides of y, then the y-stride of each x axis: x axis perm[j] is y axis j.
-  int64_t ystride[4];
-  ystride[3] = 1;
-  for (int j = 2; j >= 0; --j) ystride[j] = ystride[j + 1] * dims[perm[j + 1]];
-  int64_t sx[4];
-  for (int j = 0; j < 4; ++j) sx[perm[j]] = ystride[j];
-  int64_t src = 0;
-  for (int64_t i0 = 0; i0 < d0; ++i0)
-    for (int64_t i1 = 0; i1 < d1; ++i1)
-      for (int64_t i2 = 0; i2 < d2; ++i2) {
-        const int64_t base = i0 * sx[0] + i1 * sx[1] + i2 * sx[2];
-        for (int64_t i3 = 0; i3 < d3; ++i3) y[base + i3 * sx[3]] = x[src++];
-      }
-}
-
-// ----------------------------------------------------------------------- layer norm --
-
-/// Layer norm (Ba et al. 2016) over the last dim: x, y [rows, d]; gamma, beta [d];
-/// mean, rstd [rows] (outputs). Statistics in double, biased variance, two passes.
-void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* gamma,
-                         const float* beta, float* y, float* mean, float* rstd, int64_t rows,
-                         int64_t d, float eps) {
-  (void)ctx;
-  checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
-  if (rows == 0) return;
-  if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
-  checkPtrs(loc, "layer_norm_fwd", {x, gamma, beta, y, mean, rstd});
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    double mu = 0.0;
-    for (int64_t c = 0; c < d; ++c) mu += xr[c];
-    mu /= (double)d;
-    double var = 0.0;
-    for (int64_t c = 0; c < d; ++c) {
-      const double dx = xr[c] - mu;
-      var += dx * dx;
-    }
-    var /= (double)d;
-    const double rs = 1.0 / std::sqrt(var + (double)eps);
-    float* yr = y + r * d;
-    for (int64_t c = 0; c < d; ++c)
-      yr[c] = (float)((xr[c] - mu) * rs * gamma[c] + beta[c]);
-    mean[r] = (float)mu;
-    rstd[r] = (float)rs;
-  }
-}
-
-/// Layer norm backward: dy, x, dx [rows, d]; gamma, dgamma, dbeta [d]; mean, rstd [rows]
-/// from the forward. dgamma and dbeta are overwritten (not accumulated).
-void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, const float* dy, const float* x,
-                         const float* gamma, const float* mean, const float* rstd, float* dx,
-                         float* dgamma, float* dbeta, int64_t rows, int64_t d) {
-  (void)ctx;
-  checkNonNegative(loc, "layer_norm_bwd(rows, d)", rows, d);
-  if (d == 0) return;
-  checkPtrs(loc, "layer_norm_bwd", {dgamma, dbeta});
-  std::vector<double> dg((size_t)d, 0.0), db((size_t)d, 0.0), xhat((size_t)d), g((size_t)d);
-  if (rows > 0) checkPtrs(loc, "layer_norm_bwd", {dy, x, gamma, mean, rstd, dx});
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    const float* dyr = dy + r * d;
-    const double mu = mean[r], rs = rstd[r];
-    double meanG = 0.0, meanGX = 0.0;
-    for (int64_t c = 0; c < d; ++c) {
-      xhat[c] = (xr[c] - mu) * rs;
-      g[c] = (double)dyr[c] * gamma[c];
-      meanG += g[c];
-      meanGX += g[c] * xhat[c];
-      db[c] += dyr[c];
-      dg[c] += dyr[c] * xhat[c];
-    }
-    meanG /= (double)d;
-    meanGX /= (double)d;
-    float* dxr = dx + r * d;
-    for (int64_t c = 0; c < d; ++c) dxr[c] = (float)(rs * (g[c] - meanG - xhat[c] * meanGX));
-  }
-  for (int64_t c = 0; c < d; ++c) {
-    dgamma[c] = (float)dg[c];
-    dbeta[c] = (float)db[c];
-  }
-}
-
-// --------------------------------------------------------------------------- matmul --
-
-/// Batched row-major GEMM via cblas_sgemm, one call per batch entry:
-///   C_b = alpha op(A_b) op(B_b) + beta C_b, C_b [m, n], op(A_b) [m, k], op(B_b) [k, n];
-/// A_b stored [k, m] when trans_a, B_b stored [n, k] when trans_b; X_b = x + b*stride_x
-/// (elements, 0 broadcasts). beta == 0: C is never read (NaN-safe), per the BLAS contract.
-/// Errors: negative sizes or strides.
-void tgrt_matmul(tgrt_ctx* ctx, const char* loc, const float* a, const float* b, float* c,
-                 int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
-                 int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
-                 float alpha, float beta) {
-  (void)ctx;
-  checkNonNegative(loc, "matmul(batch, m, n, k)", batch, m, n, k);
-  checkNonNegative(loc, "matmul(stride_a, stride_b, stride_c)", stride_a, stride_b, stride_c);
-  if (batch == 0 || m == 0 || n == 0) return;
-  const int64_t kMaxBlas = std::numeric_limits<int>::max();
-  if (m > kMaxBlas || n > kMaxBlas || k > kMaxBlas)
-    fail(loc, "matmul: dimension exceeds the BLAS int range (m %lld, n %lld, k %lld)",
-         (long long)m, (long long)n, (long long)k);
-  checkPtrs(loc, "matmul", {c});
-  if (k > 0) checkPtrs(loc, "matmul", {a, b});
-  const int lda = (int)std::max<int64_t>(1, trans_a ? m : k);
-  const int ldb = (int)std::max<int64_t>(1, trans_b ? k : n);
-  const int ldc = (int)n;
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    float* cb = c + bi * stride_c;
-    if (k == 0) { // alpha * (empty product) = 0, so C = beta C
-      if (beta == 0.0f)
-        std::memset(cb, 0, (size_t)(m * n) * sizeof(float));
-      else if (beta != 1.0f)
-        for (int64_t i = 0; i < m * n; ++i) cb[i] *= beta;
-      continue;
-    }
-    // BLAS contract (and OpenBLAS): with beta == 0, C is not read on input.
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha,
-                a + bi * stride_a, lda, b + bi * stride_b, ldb, beta, cb, ldc);
-  }
-}
-
-/// out[r,:] = x[r,:] + bias[:]; x, out [rows, n]; bias [n]. out may alias x.
-/// Linear layer: the GEMM (beta 0) then the row-broadcast bias, in place on C.
-void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
-                      const float* bias, float* c, int64_t m, int64_t n, int64_t k,
-                      int32_t trans_a, int32_t trans_b, float alpha) {
-  tgrt_matmul(ctx, loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
-  tgrt_bias_add(ctx, loc, c, bias, c, m, n);
-}
-
-/// pre = alpha op(A) op(B) + bias, out = GELU(pre): the two reference kernels in turn.
-void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, const float* a, const float* b,
-                           const float* bias, float* pre, float* out, int64_t m, int64_t n,
-                           int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
-  checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
-  tgrt_matmul_bias(ctx, loc, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
-  tgrt_gelu_fwd(ctx, loc, pre, out, m * n);
-}
-
-void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, const float* x, const float* bias, float* out,
-                   int64_t rows, int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "bias_add(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  checkPtrs(loc, "bias_add", {x, bias, out});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; ++c) out[r * n + c] = x[r * n + c] + bias[c];
-}
-
-/// dbias[:] = sum_r dy[r,:] (double accumulation, overwritten); dy [rows, n], dbias [n].
-void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
-                    int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "bias_grad(rows, n)", rows, n);
-  if (n == 0) return;
-  checkPtrs(loc, "bias_grad", {dbias});
-  if (rows > 0) checkPtrs(loc, "bias_grad", {dy});
-  std::vector<double> acc((size_t)n, 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; ++c) acc[c] += dy[r * n + c];
-  for (int64_t c = 0; c < n; ++c) dbias[c] = (float)acc[c];
-}
-
-// ----------------------------------------------------------------------------- GELU --
-
-
-/// GELU, tanh approximation (Hendrycks & Gimpel 2016): x, y [n]; y may alias x.
-void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "gelu_fwd(n)", n);
-  if (n == 0) return;
-  checkPtrs(loc, "gelu_fwd", {x, y});
-  for (int64_t i = 0; i < n; ++i) {
-    const double xi = x[i];
-    y[i] = (float)(0.5 * xi * (1.0 + std::tanh(kGeluC * (xi + kGeluA * xi * xi * xi))));
-  }
-}
-
-/// dx = dy * GELU'(x) with GELU' = 0.5(1+tanh u) + 0.5 x (1-tanh^2 u) c (1 + 3a x^2);
-/// x, dy, dx [n]; dx may alias dy.
-void tgrt_gelu_bwd(tgrt_ctx* ctx, const char* loc, const float* x, const float* dy, float* dx,
-                   int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "gelu_bwd(n)", n);
-  if (n == 0) return;
-  checkPtrs(loc, "gelu_bwd", {x, dy, dx});
-  for (int64_t i = 0; i < n; ++i) {
-    const double xi = x[i];
-    const double th = std::tanh(kGeluC * (xi + kGeluA * xi * xi * xi));
-    const double grad =
-        0.5 * (1.0 + th) + 0.5 * xi * (1.0 - th * th) * kGeluC * (1.0 + 3.0 * kGeluA * xi * xi);
-    dx[i] = (float)(dy[i] * grad);
-  }
-}
-
-// -------------------------------------------------------------------------- dropout --
-
-/// Inverted dropout, x, y [n] (y may alias x). Element i is kept iff u_i >= rate where
-/// u_i = (splitmix64(key + (i+1)*0x9E3779B97F4A7C15) >> 40) / 2^24 and
-/// key = mix(mix(mix(seed + G) ^ step*G) ^ micro_batch*0xD1B54A32D192ED03) (mix = splitmix64
-/// finaliser, G = 0x9E3779B97F4A7C15; step and micro_batch from ctx). Kept elements are
-/// scaled by 1/(1-rate); rate 1 drops everything. Calling it with dy in place of x is the
-/// backward. Errors: rate outside [0, 1], NULL ctx.
-void tgrt_dropout(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
-                  uint64_t seed) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "dropout(n)", n);
-  if (!(rate >= 0.0f && rate <= 1.0f)) fail(loc, "dropout rate %g outside [0, 1]", (double)rate);
-  if (n == 0) return;
-  checkPtrs(loc, "dropout", {x, y});
-  if (rate == 0.0f) {
-    if (y != x) std::memcpy(y, x, (size_t)n * sizeof(float));
-    return;
-  }
-  const uint64_t key = dropoutKey(seed, ctx->step, ctx->micro_batch);
-  const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = dropoutUniform(key, (uint64_t)i) >= rate ? x[i] * scale : 0.0f;
-}
-
-// ---------------------------------------------------------------- softmax and mask --
-
-/// Causal / sliding-window mask on scores x, y [batch, tq, tk] (y may alias x): query i sits at
-/// key position i' = i + tk - tq; keeps x where j <= i' and (window <= 0 or i' - j < window),
-/// writes masked_value elsewhere.
-void tgrt_causal_mask(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t batch,
-                      int64_t tq, int64_t tk, int64_t window, float masked_value) {
-  (void)ctx;
-  checkNonNegative(loc, "causal_mask(batch, tq, tk)", batch, tq, tk);
-  if (batch * tq * tk == 0) return;
-  checkPtrs(loc, "causal_mask", {x, y});
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i < tq; ++i) {
-      const int64_t ip = i + tk - tq;
-      const int64_t base = (b * tq + i) * tk;
-      for (int64_t j = 0; j < tk; ++j) {
-        const bool keep = j <= ip && (window <= 0 || ip - j < window);
-        y[base + j] = keep ? x[base + j] : masked_value;
-      }
-    }
-}
-
-/// Row softmax over the last dim, x, y [rows, n] (y may alias x); sum in double; a row whose
-/// maximum is -inf (all masked) gives zeros.
-void tgrt_softmax_fwd(tgrt_ctx* ctx, const char* loc, const float* x, float* y, int64_t rows,
-                      int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "softmax_fwd(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  checkPtrs(loc, "softmax_fwd", {x, y});
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t c = 0; c < n; ++c) mx = std::max(mx, xr[c]);
-    if (mx == -std::numeric_limits<float>::infinity()) {
-      std::fill(yr, yr + n, 0.0f);
-      continue;
-    }
-    double sum = 0.0;
-    for (int64_t c = 0; c < n; ++c) sum += std::exp((double)xr[c] - mx);
-    const double inv = 1.0 / sum;
-    for (int64_t c = 0; c < n; ++c) yr[c] = (float)(std::exp((double)xr[c] - mx) * inv);
-  }
-}
-
-/// dx = y * (dy - sum_n(dy*y)) per row; y, dy, dx [rows, n]; dx may alias dy.
-void tgrt_softmax_bwd(tgrt_ctx* ctx, const char* loc, const float* y, const float* dy, float* dx,
-                      int64_t rows, int64_t n) {
-  (void)ctx;
-  checkNonNegative(loc, "softmax_bwd(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  checkPtrs(loc, "softmax_bwd", {y, dy, dx});
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + r * n;
-    const float* dyr = dy + r * n;
-    float* dxr = dx + r * n;
-    const double dot = dotd(dyr, yr, n);
-    for (int64_t c = 0; c < n; ++c) dxr[c] = (float)(yr[c] * (dyr[c] - dot));
-  }
-}
-
-// -------------------------------------------------------------------- cross entropy --
-
-
-/// loss[0] = mean over rows with targets[r] != ignore_index of logsumexp(logits[r,:]) -
-/// logits[r, targets[r]] (double accumulation); 0 when no row counts. logits [rows, vocab] f32,
-/// targets [rows] i32, loss [1]. Errors: target outside [0, vocab) and != ignore_index.
-void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, const float* logits,
-                            const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
-                            int64_t ignore_index) {
-  (void)ctx;
-  checkNonNegative(loc, "cross_entropy_fwd(rows, vocab)", rows, vocab);
-  checkPtrs(loc, "cross_entropy_fwd", {loss});
-  if (rows > 0) checkPtrs(loc, "cross_entropy_fwd", {logits, targets});
-  const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
-  double sum = 0.0;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (targets[r] == ignore_index) continue;
-    const float* z = logits + r * vocab;
-    sum += rowLogSumExp(z, vocab) - (double)z[targets[r]];
-  }
-  loss[0] = valid > 0 ? (float)(sum / (double)valid) : 0.0f;
-}
-
-/// dlogits[r,:] = dloss[0] (softmax(logits[r,:]) - onehot(targets[r])) / n_valid, zeros for
-/// ignored rows. dlogits may alias logits (each row's lse is computed before it is written).
-void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, const float* logits,
-                            const int32_t* targets, const float* dloss, float* dlogits,
-                            int64_t rows, int64_t vocab, int64_t ignore_index) {
-  (void)ctx;
-  checkNonNegative(loc, "cross_entropy_bwd(rows, vocab)", rows, vocab);
-  if (rows == 0 || vocab == 0) return;
-  checkPtrs(loc, "cross_entropy_bwd", {logits, targets, dloss, dlogits});
-  const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
-  const double scale = valid > 0 ? (double)dloss[0] / (double)valid : 0.0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* z = logits + r * vocab;
-    float* dz = dlogits + r * vocab;
-    if (targets[r] == ignore_index) {
-      std::fill(dz, dz + vocab, 0.0f);
-      continue;
-    }
-    const double lse = rowLogSumExp(z, vocab);
-    const int64_t t = targets[r];
-    for (int64_t c = 0; c < vocab; ++c) {
-      const double p = std::exp((double)z[c] - lse);
-      dz[c] = (float)(scale * (p - (c == t ? 1.0 : 0.0)));
-    }
-  }
-}
-
-// ------------------------------------------------------------------------ attention --
-
-/// Attention forward, one (bh, query) at a time: q, k, v, out [bh, t, hd]; lse [bh, t].
-/// s_ij = scale q_i.k_j over visible keys (causal: j <= i, and i - j < window when window > 0;
-/// the window only applies with causal), lse_i = logsumexp_j s_ij (double), out_i =
-/// sum_j exp(s_ij - lse_i) v_j. A query with no visible key (impossible in the causal case)
-/// gets out = 0, lse = -inf.
-void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, const float* q, const float* k,
-                        const float* v, float* out, float* lse, int64_t bh, int64_t t,
-                        int64_t hd, int32_t causal, int64_t window, float scale) {
-  (void)ctx;
-  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
-  if (bh * t == 0) return;
-  checkPtrs(loc, "attention_fwd", {q, k, v, out, lse});
+/// The float32 attention forward (see tgrt_attention_fwd); arguments already checked.
+void attentionFwdF32(const float* q, const float* k, const float* v, float* out, float* lse,
+                     int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                     float scale) {
   std::vector<double> s((size_t)t), o((size_t)hd);
   for (int64_t h = 0; h < bh; ++h) {
     const float* qh = q + h * t * hd;
@@ -674,18 +295,11 @@ void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
   }
 }
 
-/// Attention backward (dq, dk, dv [bh, t, hd], overwritten), recomputing P_ij = exp(s_ij -
-/// lse_i) with the forward's visibility rule: D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
-/// dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
-/// All accumulation in double.
-void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const float* k,
-                        const float* v, const float* out, const float* lse, const float* dout,
-                        float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
-                        int32_t causal, int64_t window, float scale) {
-  (void)ctx;
-  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
-  if (bh * t * hd == 0) return;
-  checkPtrs(loc, "attention_bwd", {q, k, v, out, lse, dout, dq, dk, dv});
+/// The float32 attention backward (see tgrt_attention_bwd); arguments already checked.
+void attentionBwdF32(const float* q, const float* k, const float* v, const float* out,
+                     const float* lse, const float* dout, float* dq, float* dk, float* dv,
+                     int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+                     float scale) {
   std::vector<double> dkAcc((size_t)(t * hd)), dvAcc((size_t)(t * hd)), dqRow((size_t)hd);
   for (int64_t h = 0; h < bh; ++h) {
     const int64_t off = h * t * hd;
@@ -724,97 +338,877 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, const float* q, const fl
   }
 }
 
-/// bf16 attention forward: the float32 reference on the widened inputs, out rounded to bf16
-/// (RNE); lse stays float32.
-void tgrt_attention_fwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
-                             const uint16_t* k, const uint16_t* v, uint16_t* out, float* lse,
-                             int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                             float scale) {
-  checkNonNegative(loc, "attention_fwd_bf16(bh, t, hd)", bh, t, hd);
-  if (bh * t == 0) return;
-  checkPtrs(loc, "attention_fwd_bf16", {q, k, v, out, lse});
-  const int64_t n = bh * t * hd;
-  const std::vector<float> qf = bf16ToFloat(q, n), kf = bf16ToFloat(k, n), vf = bf16ToFloat(v, n);
-  std::vector<float> of((size_t)n);
-  tgrt_attention_fwd(ctx, loc, qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal,
-                     window, scale);
-  floatToBf16(of, out);
+} // namespace
+
+extern "C" {
+
+// ----------------------------------------------------------------------- embedding --
+
+/// out[i,:] = table[ids[i],:] (a copy of dt elements, exact for every dtype).
+/// table [vocab, d], ids [n_tokens] i32, out [n_tokens, d]; table, out: dt.
+/// Errors: id outside [0, vocab), negative sizes, unknown dtype.
+void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* table,
+                        const int32_t* ids, void* out, int64_t n_tokens, int64_t d,
+                        int64_t vocab) {
+  (void)ctx;
+  checkNonNegative(loc, "embedding_fwd(n_tokens, d, vocab)", n_tokens, d, vocab);
+  checkDtype(loc, "embedding_fwd", dt);
+  if (n_tokens == 0 || d == 0) return;
+  checkPtrs(loc, "embedding_fwd", {table, ids, out});
+  const size_t rowBytes = (size_t)d * elemBytes(dt);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= vocab)
+      fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
+           (long long)i, (long long)vocab);
+    std::memcpy(static_cast<char*>(out) + (size_t)i * rowBytes,
+                static_cast<const char*>(table) + (size_t)id * rowBytes, rowBytes);
+  }
 }
 
-/// bf16 attention backward: the float32 reference on the widened inputs (out and dout as
-/// stored in bf16), dq, dk, dv rounded to bf16 (RNE).
-void tgrt_attention_bwd_bf16(tgrt_ctx* ctx, const char* loc, const uint16_t* q,
-                             const uint16_t* k, const uint16_t* v, const uint16_t* out,
-                             const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
-                             uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
-                             int64_t window, float scale) {
-  checkNonNegative(loc, "attention_bwd_bf16(bh, t, hd)", bh, t, hd);
-  if (bh * t * hd == 0) return;
-  checkPtrs(loc, "attention_bwd_bf16", {q, k, v, out, lse, dout, dq, dk, dv});
+/// dtable = 0; dtable[ids[i],:] += dout[i,:] in increasing i (deterministic), float32 sums;
+/// bf16 / f16: the sums run in a float buffer and each dtable element is rounded once.
+/// dout [n_tokens, d], dtable [vocab, d] (both dt). Errors: id outside [0, vocab), unknown
+/// dtype.
+void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                        const void* dout, void* dtable, int64_t n_tokens, int64_t d,
+                        int64_t vocab) {
+  (void)ctx;
+  checkNonNegative(loc, "embedding_bwd(n_tokens, d, vocab)", n_tokens, d, vocab);
+  checkDtype(loc, "embedding_bwd", dt);
+  // f32 sums in place in dtable; bf16 / f16 in a float buffer rounded at the end.
+  const bool lowp = dt != TGRT_F32;
+  std::vector<float> buf;
+  float* acc = static_cast<float*>(dtable);
+  if (vocab * d > 0) {
+    checkPtrs(loc, "embedding_bwd", {dtable});
+    if (lowp) {
+      buf.assign((size_t)(vocab * d), 0.0f);
+      acc = buf.data();
+    } else {
+      std::memset(acc, 0, (size_t)(vocab * d) * sizeof(float));
+    }
+  }
+  if (n_tokens > 0 && d > 0) {
+    checkPtrs(loc, "embedding_bwd", {ids, dout});
+    withDtype(loc, "embedding_bwd", dt, [&](auto io) {
+      using Io = decltype(io);
+      for (int64_t i = 0; i < n_tokens; ++i) {
+        const int64_t id = ids[i];
+        if (id < 0 || id >= vocab)
+          fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
+               (long long)i, (long long)vocab);
+        float* row = acc + id * d;
+        for (int64_t c = 0; c < d; ++c) row[c] += Io::ld(dout, i * d + c);
+      }
+    });
+  }
+  if (lowp && vocab * d > 0) roundInto(loc, "embedding_bwd", dt, buf, dtable);
+}
+
+/// out[b,s,:] = x[b,s,:] + wpe[s,:] for s < t (float add, rounded to dt).
+/// x, out [batch, t, d]; wpe [>= t, d]; all dt. out may alias x.
+void tgrt_positional_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                         const void* wpe, void* out, int64_t batch, int64_t t, int64_t d) {
+  (void)ctx;
+  checkNonNegative(loc, "positional_fwd(batch, t, d)", batch, t, d);
+  checkDtype(loc, "positional_fwd", dt);
+  if (batch * t * d == 0) return;
+  checkPtrs(loc, "positional_fwd", {x, wpe, out});
+  withDtype(loc, "positional_fwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t s = 0; s < t; ++s) {
+        const int64_t base = (b * t + s) * d;
+        for (int64_t c = 0; c < d; ++c)
+          Io::st(out, base + c, Io::ld(x, base + c) + Io::ld(wpe, s * d + c));
+      }
+  });
+}
+
+/// dwpe[s,:] = sum_b dout[b,s,:] for s < t (double accumulation), 0 for t <= s < context.
+/// dout [batch, t, d], dwpe [context, d] (overwritten); both dt. Errors: context < t,
+/// unknown dtype.
+void tgrt_positional_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dout,
+                         void* dwpe, int64_t batch, int64_t t, int64_t d, int64_t context) {
+  (void)ctx;
+  checkNonNegative(loc, "positional_bwd(batch, t, d, context)", batch, t, d, context);
+  checkDtype(loc, "positional_bwd", dt);
+  if (context < t)
+    fail(loc, "positional_bwd: context %lld < t %lld", (long long)context, (long long)t);
+  if (context * d == 0) return;
+  checkPtrs(loc, "positional_bwd", {dwpe});
+  if (batch > 0 && t > 0) checkPtrs(loc, "positional_bwd", {dout});
+  withDtype(loc, "positional_bwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    std::vector<double> acc((size_t)d);
+    for (int64_t s = 0; s < t; ++s) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t row = (b * t + s) * d;
+        for (int64_t c = 0; c < d; ++c) acc[c] += Io::ld(dout, row + c);
+      }
+      for (int64_t c = 0; c < d; ++c) Io::st(dwpe, s * d + c, (float)acc[c]);
+    }
+  });
+  std::memset(static_cast<char*>(dwpe) + (size_t)(t * d) * elemBytes(dt), 0,
+              (size_t)((context - t) * d) * elemBytes(dt));
+}
+
+// ---------------------------------------------------------------------- elementwise --
+
+/// out = a + b over n elements (float add, rounded to dt); out may alias a or b.
+void tgrt_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+              void* out, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "add(n)", n);
+  checkDtype(loc, "add", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "add", {a, b, out});
+  withDtype(loc, "add", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) Io::st(out, i, Io::ld(a, i) + Io::ld(b, i));
+  });
+}
+
+/// dst += src over n elements (float add, rounded to dt).
+void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, int32_t dt, void* dst, const void* src,
+                     int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "accumulate(n)", n);
+  checkDtype(loc, "accumulate", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "accumulate", {dst, src});
+  withDtype(loc, "accumulate", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) Io::st(dst, i, Io::ld(dst, i) + Io::ld(src, i));
+  });
+}
+
+/// out[i] = value rounded to dt, for i < n.
+void tgrt_fill(tgrt_ctx* ctx, const char* loc, int32_t dt, void* out, int64_t n, float value) {
+  (void)ctx;
+  checkNonNegative(loc, "fill(n)", n);
+  checkDtype(loc, "fill", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "fill", {out});
+  withDtype(loc, "fill", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) Io::st(out, i, value);
+  });
+}
+
+/// out[i] = value * S (float product, rounded to dt) with S the context's loss scale
+/// (tgrt_set_loss_scale, 1 by default): the seed of a loss-scaled backward.
+/// Errors: NULL ctx, negative n, unknown dtype.
+void tgrt_fill_loss_scaled(tgrt_ctx* ctx, const char* loc, int32_t dt, void* out, int64_t n,
+                           float value) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "fill_loss_scaled(n)", n);
+  checkDtype(loc, "fill_loss_scaled", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "fill_loss_scaled", {out});
+  const float scaled = value * ctx->loss_scale;
+  withDtype(loc, "fill_loss_scaled", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) Io::st(out, i, scaled);
+  });
+}
+
+/// dst[i] = src[i] converted from src_dt to dst_dt for i < n: widening is exact, narrowing
+/// rounds to nearest even (overflow to +-inf, NaN stays NaN); src_dt == dst_dt copies the
+/// bits. dst may equal src only when the dtypes are equal. Errors: unknown dtype.
+void tgrt_cast(tgrt_ctx* ctx, const char* loc, int32_t src_dt, const void* src, int32_t dst_dt,
+               void* dst, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "cast(n)", n);
+  checkDtype(loc, "cast (src_dt)", src_dt);
+  checkDtype(loc, "cast (dst_dt)", dst_dt);
+  if (n == 0) return;
+  checkPtrs(loc, "cast", {src, dst});
+  if (src_dt == dst_dt) {
+    if (src != dst) std::memmove(dst, src, (size_t)n * elemBytes(src_dt));
+    return;
+  }
+  withDtype(loc, "cast (src_dt)", src_dt, [&](auto sio) {
+    withDtype(loc, "cast (dst_dt)", dst_dt, [&](auto dio) {
+      using S = decltype(sio);
+      using D = decltype(dio);
+      for (int64_t i = 0; i < n; ++i) D::st(dst, i, S::ld(src, i));
+    });
+  });
+}
+
+/// Sets `bytes` bytes at p to zero.
+void tgrt_zero(tgrt_ctx* ctx, const char* loc, void* p, int64_t bytes) {
+  (void)ctx;
+  checkNonNegative(loc, "zero(bytes)", bytes);
+  if (bytes == 0) return;
+  checkPtrs(loc, "zero", {p});
+  std::memset(p, 0, (size_t)bytes);
+}
+
+/// dst[r*dst_ld + c] = src[r*src_ld + c] for r < rows, c < cols (elements of dt, copied
+/// bit for bit). Errors: src_ld or dst_ld < cols, unknown dtype.
+void tgrt_copy2d(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* src, int64_t src_ld,
+                 void* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+  (void)ctx;
+  checkNonNegative(loc, "copy2d(src_ld, dst_ld, rows, cols)", src_ld, dst_ld, rows, cols);
+  checkDtype(loc, "copy2d", dt);
+  if (rows == 0 || cols == 0) return;
+  if (src_ld < cols || dst_ld < cols)
+    fail(loc, "copy2d: leading dimensions (src %lld, dst %lld) smaller than cols %lld",
+         (long long)src_ld, (long long)dst_ld, (long long)cols);
+  checkPtrs(loc, "copy2d", {src, dst});
+  const size_t es = elemBytes(dt);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(dst) + (size_t)(r * dst_ld) * es,
+                static_cast<const char*>(src) + (size_t)(r * src_ld) * es, (size_t)cols * es);
+}
+
+/// y = permute(x, p): x [d0,d1,d2,d3], y [d_p0,d_p1,d_p2,d_p3] (both dt, copied bit for bit),
+/// y[i_p0,i_p1,i_p2,i_p3] = x[i0,i1,i2,i3]. Errors: p not a permutation of {0,1,2,3},
+/// unknown dtype.
+void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                     int64_t d0, int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1,
+                     int32_t p2, int32_t p3) {
+  (void)ctx;
+  checkNonNegative(loc, "transpose4(d0, d1, d2, d3)", d0, d1, d2, d3);
+  checkDtype(loc, "transpose4", dt);
+  const int64_t dims[4] = {d0, d1, d2, d3};
+  const int32_t perm[4] = {p0, p1, p2, p3};
+  bool seen[4] = {false, false, false, false};
+  for (int32_t p : perm) {
+    if (p < 0 || p > 3 || seen[p])
+      fail(loc, "transpose4: (%d, %d, %d, %d) is not a permutation of (0, 1, 2, 3)", (int)p0,
+           (int)p1, (int)p2, (int)p3);
+    seen[p] = true;
+  }
+  if (d0 * d1 * d2 * d3 == 0) return;
+  checkPtrs(loc, "transpose4", {x, y});
+  // Row-major strides of y, then the y-stride of each x axis: x axis perm[j] is y axis j.
+  int64_t ystride[4];
+  ystride[3] = 1;
+  for (int j = 2; j >= 0; --j) ystride[j] = ystride[j + 1] * dims[perm[j + 1]];
+  int64_t sx[4];
+  for (int j = 0; j < 4; ++j) sx[perm[j]] = ystride[j];
+  withDtype(loc, "transpose4", dt, [&](auto io) {
+    using T = typename decltype(io)::T;
+    const T* xs = static_cast<const T*>(x);
+    T* ys = static_cast<T*>(y);
+    int64_t src = 0;
+    for (int64_t i0 = 0; i0 < d0; ++i0)
+      for (int64_t i1 = 0; i1 < d1; ++i1)
+        for (int64_t i2 = 0; i2 < d2; ++i2) {
+          const int64_t base = i0 * sx[0] + i1 * sx[1] + i2 * sx[2];
+          for (int64_t i3 = 0; i3 < d3; ++i3) ys[base + i3 * sx[3]] = xs[src++];
+        }
+  });
+}
+
+// ----------------------------------------------------------------------- layer norm --
+
+/// Layer norm (Ba et al. 2016) over the last dim: x [rows, d] (x_dt), gamma, beta [d] (p_dt),
+/// y [rows, d] (y_dt), mean, rstd [rows] float32 (outputs). Statistics in double, biased
+/// variance, two passes; each y element rounded once to y_dt. Errors: d == 0 with rows > 0,
+/// unknown dtype.
+void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                         int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
+                         void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
+  (void)ctx;
+  checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
+  checkDtype(loc, "layer_norm_fwd (x_dt)", x_dt);
+  checkDtype(loc, "layer_norm_fwd (p_dt)", p_dt);
+  checkDtype(loc, "layer_norm_fwd (y_dt)", y_dt);
+  if (rows == 0) return;
+  if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
+  checkPtrs(loc, "layer_norm_fwd", {x, gamma, beta, y, mean, rstd});
+  withDtype(loc, "layer_norm_fwd (x_dt)", x_dt, [&](auto xio) {
+    withDtype(loc, "layer_norm_fwd (p_dt)", p_dt, [&](auto pio) {
+      withDtype(loc, "layer_norm_fwd (y_dt)", y_dt, [&](auto yio) {
+        using X = decltype(xio);
+        using P = decltype(pio);
+        using Y = decltype(yio);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t o = r * d;
+          double mu = 0.0;
+          for (int64_t c = 0; c < d; ++c) mu += X::ld(x, o + c);
+          mu /= (double)d;
+          double var = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            const double dx = X::ld(x, o + c) - mu;
+            var += dx * dx;
+          }
+          var /= (double)d;
+          const double rs = 1.0 / std::sqrt(var + (double)eps);
+          for (int64_t c = 0; c < d; ++c)
+            Y::st(y, o + c,
+                  (float)((X::ld(x, o + c) - mu) * rs * P::ld(gamma, c) + P::ld(beta, c)));
+          mean[r] = (float)mu;
+          rstd[r] = (float)rs;
+        }
+      });
+    });
+  });
+}
+
+/// Layer norm backward: dy [rows, d] (y_dt); x, dx [rows, d] (x_dt); gamma, dgamma, dbeta [d]
+/// (p_dt); mean, rstd [rows] float32 from the forward. Sums in double; dgamma and dbeta are
+/// overwritten (not accumulated). Errors: unknown dtype.
+void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                         int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                         const float* mean, const float* rstd, void* dx, void* dgamma,
+                         void* dbeta, int64_t rows, int64_t d) {
+  (void)ctx;
+  checkNonNegative(loc, "layer_norm_bwd(rows, d)", rows, d);
+  checkDtype(loc, "layer_norm_bwd (y_dt)", y_dt);
+  checkDtype(loc, "layer_norm_bwd (x_dt)", x_dt);
+  checkDtype(loc, "layer_norm_bwd (p_dt)", p_dt);
+  if (d == 0) return;
+  checkPtrs(loc, "layer_norm_bwd", {dgamma, dbeta});
+  if (rows > 0) checkPtrs(loc, "layer_norm_bwd", {dy, x, gamma, mean, rstd, dx});
+  withDtype(loc, "layer_norm_bwd (y_dt)", y_dt, [&](auto yio) {
+    withDtype(loc, "layer_norm_bwd (x_dt)", x_dt, [&](auto xio) {
+      withDtype(loc, "layer_norm_bwd (p_dt)", p_dt, [&](auto pio) {
+        using Y = decltype(yio);
+        using X = decltype(xio);
+        using P = decltype(pio);
+        std::vector<double> dg((size_t)d, 0.0), db((size_t)d, 0.0), xhat((size_t)d),
+            g((size_t)d);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t o = r * d;
+          const double mu = mean[r], rs = rstd[r];
+          double meanG = 0.0, meanGX = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            const float dyc = Y::ld(dy, o + c);
+            xhat[c] = (X::ld(x, o + c) - mu) * rs;
+            g[c] = (double)dyc * P::ld(gamma, c);
+            meanG += g[c];
+            meanGX += g[c] * xhat[c];
+            db[c] += dyc;
+            dg[c] += dyc * xhat[c];
+          }
+          meanG /= (double)d;
+          meanGX /= (double)d;
+          for (int64_t c = 0; c < d; ++c)
+            X::st(dx, o + c, (float)(rs * (g[c] - meanG - xhat[c] * meanGX)));
+        }
+        for (int64_t c = 0; c < d; ++c) {
+          P::st(dgamma, c, (float)dg[c]);
+          P::st(dbeta, c, (float)db[c]);
+        }
+      });
+    });
+  });
+}
+
+// --------------------------------------------------------------------------- matmul --
+
+/// Batched row-major GEMM via cblas_sgemm, one call per batch entry:
+///   C_b = alpha op(A_b) op(B_b) + beta C_b, C_b [m, n], op(A_b) [m, k], op(B_b) [k, n];
+/// A_b stored [k, m] when trans_a, B_b stored [n, k] when trans_b; X_b = x + b*stride_x
+/// (elements, 0 broadcasts); a, b, c: dt. beta == 0: C is never read (NaN-safe), per the
+/// BLAS contract. bf16 / f16: A_b, B_b (and C_b when beta != 0) are widened to float
+/// buffers, the fp32 GEMM runs on them and C_b is rounded once.
+/// Errors: negative sizes or strides, a dimension above INT_MAX, unknown dtype.
+void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                 void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                 int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                 float alpha, float beta) {
+  (void)ctx;
+  checkNonNegative(loc, "matmul(batch, m, n, k)", batch, m, n, k);
+  checkNonNegative(loc, "matmul(stride_a, stride_b, stride_c)", stride_a, stride_b, stride_c);
+  checkDtype(loc, "matmul", dt);
+  if (batch == 0 || m == 0 || n == 0) return;
+  const int64_t kMaxBlas = std::numeric_limits<int>::max();
+  if (m > kMaxBlas || n > kMaxBlas || k > kMaxBlas)
+    fail(loc, "matmul: dimension exceeds the BLAS int range (m %lld, n %lld, k %lld)",
+         (long long)m, (long long)n, (long long)k);
+  checkPtrs(loc, "matmul", {c});
+  if (k > 0) checkPtrs(loc, "matmul", {a, b});
+  const int lda = (int)std::max<int64_t>(1, trans_a ? m : k);
+  const int ldb = (int)std::max<int64_t>(1, trans_b ? k : n);
+  const int ldc = (int)n;
+  withDtype(loc, "matmul", dt, [&](auto io) {
+    using Io = decltype(io);
+    // Float copies of the current A_b, B_b and C_b (low precision only); a broadcast
+    // operand (stride 0) is widened once.
+    std::vector<float> af, bf, cf;
+    if (Io::kDt != TGRT_F32 && k > 0) {
+      af.resize((size_t)(m * k));
+      bf.resize((size_t)(k * n));
+      cf.resize((size_t)(m * n));
+    }
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      const int64_t co = bi * stride_c;
+      if (k == 0) { // alpha * (empty product) = 0, so C = beta C
+        if (beta == 0.0f)
+          std::memset(static_cast<char*>(c) + (size_t)co * elemBytes(dt), 0,
+                      (size_t)(m * n) * elemBytes(dt));
+        else if (beta != 1.0f)
+          for (int64_t i = 0; i < m * n; ++i) Io::st(c, co + i, Io::ld(c, co + i) * beta);
+        continue;
+      }
+      if constexpr (Io::kDt == TGRT_F32) {
+        // BLAS contract (and OpenBLAS): with beta == 0, C is not read on input.
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha,
+                    static_cast<const float*>(a) + bi * stride_a, lda,
+                    static_cast<const float*>(b) + bi * stride_b, ldb, beta,
+                    static_cast<float*>(c) + co, ldc);
+      } else {
+        if (bi == 0 || stride_a != 0) widenTo<Io>(a, bi * stride_a, m * k, af.data());
+        if (bi == 0 || stride_b != 0) widenTo<Io>(b, bi * stride_b, k * n, bf.data());
+        if (beta != 0.0f) widenTo<Io>(c, co, m * n, cf.data());
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha,
+                    af.data(), lda, bf.data(), ldb, beta, cf.data(), ldc);
+        roundFrom<Io>(cf.data(), m * n, c, co);
+      }
+    }
+  });
+}
+
+/// Linear layer: C = alpha op(A) op(B) + bias[:] on every row (batch 1; shapes as
+/// tgrt_matmul; a, b, bias, c: dt). f32: the GEMM (beta 0) then the row-broadcast bias in
+/// place on C. bf16 / f16: the fp32 GEMM of the widened A, B into a float buffer, the
+/// widened bias added in float, C rounded once. C must not alias A or B.
+/// Errors: as tgrt_matmul; NULL bias.
+void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                      const void* bias, void* c, int64_t m, int64_t n, int64_t k,
+                      int32_t trans_a, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
+  checkDtype(loc, "matmul_bias", dt);
+  if (dt == TGRT_F32) {
+    tgrt_matmul(ctx, loc, dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+    tgrt_bias_add(ctx, loc, dt, c, bias, c, m, n);
+    return;
+  }
+  if (m * n == 0) return;
+  checkPtrs(loc, "matmul_bias", {bias, c});
+  if (k > 0) checkPtrs(loc, "matmul_bias", {a, b});
+  const std::vector<float> af = widen(loc, "matmul_bias", dt, a, m * k),
+                           bf = widen(loc, "matmul_bias", dt, b, k * n),
+                           biasf = widen(loc, "matmul_bias", dt, bias, n);
+  std::vector<float> cf((size_t)(m * n));
+  tgrt_matmul(ctx, loc, TGRT_F32, af.data(), bf.data(), cf.data(), 1, m, n, k, trans_a, trans_b,
+              0, 0, 0, alpha, 0.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t col = 0; col < n; ++col) cf[r * n + col] = cf[r * n + col] + biasf[col];
+  roundInto(loc, "matmul_bias", dt, cf, c);
+}
+
+/// pre = alpha op(A) op(B) + bias (tgrt_matmul_bias, rounded to dt), out = GELU(pre) from the
+/// rounded pre (tgrt_gelu_fwd): the two reference kernels in turn, so the result is bit-equal
+/// to the unfused ops. pre, out [m, n]; all dt.
+void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                           const void* b, const void* bias, void* pre, void* out, int64_t m,
+                           int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
+  checkDtype(loc, "matmul_bias_gelu", dt);
+  tgrt_matmul_bias(ctx, loc, dt, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
+  tgrt_gelu_fwd(ctx, loc, dt, pre, out, m * n);
+}
+
+/// out[r,:] = x[r,:] + bias[:] (float add, rounded to dt); x, out [rows, n]; bias [n]; all
+/// dt. out may alias x.
+void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
+                   void* out, int64_t rows, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "bias_add(rows, n)", rows, n);
+  checkDtype(loc, "bias_add", dt);
+  if (rows * n == 0) return;
+  checkPtrs(loc, "bias_add", {x, bias, out});
+  withDtype(loc, "bias_add", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        Io::st(out, r * n + c, Io::ld(x, r * n + c) + Io::ld(bias, c));
+  });
+}
+
+/// dbias[:] = sum_r dy[r,:] (double accumulation, overwritten); dy [rows, n], dbias [n]; dt.
+void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
+                    int64_t rows, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "bias_grad(rows, n)", rows, n);
+  checkDtype(loc, "bias_grad", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "bias_grad", {dbias});
+  if (rows > 0) checkPtrs(loc, "bias_grad", {dy});
+  withDtype(loc, "bias_grad", dt, [&](auto io) {
+    using Io = decltype(io);
+    std::vector<double> acc((size_t)n, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c) acc[c] += Io::ld(dy, r * n + c);
+    for (int64_t c = 0; c < n; ++c) Io::st(dbias, c, (float)acc[c]);
+  });
+}
+
+// ----------------------------------------------------------------------------- GELU --
+
+
+/// GELU, tanh approximation (Hendrycks & Gimpel 2016), in double: x, y [n] (dt); y may
+/// alias x.
+void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                   int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "gelu_fwd(n)", n);
+  checkDtype(loc, "gelu_fwd", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "gelu_fwd", {x, y});
+  withDtype(loc, "gelu_fwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = Io::ld(x, i);
+      Io::st(y, i, (float)(0.5 * xi * (1.0 + std::tanh(kGeluC * (xi + kGeluA * xi * xi * xi)))));
+    }
+  });
+}
+
+/// dx = dy * GELU'(x) with GELU' = 0.5(1+tanh u) + 0.5 x (1-tanh^2 u) c (1 + 3a x^2), in
+/// double; x, dy, dx [n] (dt); dx may alias dy.
+void tgrt_gelu_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* dy,
+                   void* dx, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "gelu_bwd(n)", n);
+  checkDtype(loc, "gelu_bwd", dt);
+  if (n == 0) return;
+  checkPtrs(loc, "gelu_bwd", {x, dy, dx});
+  withDtype(loc, "gelu_bwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = Io::ld(x, i);
+      const double th = std::tanh(kGeluC * (xi + kGeluA * xi * xi * xi));
+      const double grad =
+          0.5 * (1.0 + th) + 0.5 * xi * (1.0 - th * th) * kGeluC * (1.0 + 3.0 * kGeluA * xi * xi);
+      Io::st(dx, i, (float)(Io::ld(dy, i) * grad));
+    }
+  });
+}
+
+// -------------------------------------------------------------------------- dropout --
+
+/// Inverted dropout, x, y [n] (dt; y may alias x). Element i is kept iff u_i >= rate where
+/// u_i = (splitmix64(key + (i+1)*0x9E3779B97F4A7C15) >> 40) / 2^24 and
+/// key = mix(mix(mix(seed + G) ^ step*G) ^ micro_batch*0xD1B54A32D192ED03) (mix = splitmix64
+/// finaliser, G = 0x9E3779B97F4A7C15; step and micro_batch from ctx). Kept elements are
+/// scaled by 1/(1-rate) in float and rounded to dt; rate 1 drops everything; rate 0 copies.
+/// Calling it with dy in place of x is the backward. Errors: rate outside [0, 1], NULL ctx,
+/// unknown dtype.
+void tgrt_dropout(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                  int64_t n, float rate, uint64_t seed) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "dropout(n)", n);
+  checkDtype(loc, "dropout", dt);
+  if (!(rate >= 0.0f && rate <= 1.0f)) fail(loc, "dropout rate %g outside [0, 1]", (double)rate);
+  if (n == 0) return;
+  checkPtrs(loc, "dropout", {x, y});
+  if (rate == 0.0f) {
+    if (y != x) std::memcpy(y, x, (size_t)n * elemBytes(dt));
+    return;
+  }
+  const uint64_t key = dropoutKey(seed, ctx->step, ctx->micro_batch);
+  const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+  withDtype(loc, "dropout", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i)
+      Io::st(y, i, dropoutUniform(key, (uint64_t)i) >= rate ? Io::ld(x, i) * scale : 0.0f);
+  });
+}
+
+// ---------------------------------------------------------------- softmax and mask --
+
+/// Causal / sliding-window mask on scores x, y [batch, tq, tk] (dt; y may alias x): query i
+/// sits at key position i' = i + tk - tq; keeps x (bit for bit) where j <= i' and (window <= 0
+/// or i' - j < window), writes masked_value (rounded to dt) elsewhere.
+void tgrt_causal_mask(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                      int64_t batch, int64_t tq, int64_t tk, int64_t window,
+                      float masked_value) {
+  (void)ctx;
+  checkNonNegative(loc, "causal_mask(batch, tq, tk)", batch, tq, tk);
+  checkDtype(loc, "causal_mask", dt);
+  if (batch * tq * tk == 0) return;
+  checkPtrs(loc, "causal_mask", {x, y});
+  withDtype(loc, "causal_mask", dt, [&](auto io) {
+    using Io = decltype(io);
+    using T = typename Io::T;
+    T masked;
+    Io::st(&masked, 0, masked_value);
+    const T* xs = static_cast<const T*>(x);
+    T* ys = static_cast<T*>(y);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < tq; ++i) {
+        const int64_t ip = i + tk - tq;
+        const int64_t base = (b * tq + i) * tk;
+        for (int64_t j = 0; j < tk; ++j) {
+          const bool keep = j <= ip && (window <= 0 || ip - j < window);
+          ys[base + j] = keep ? xs[base + j] : masked;
+        }
+      }
+  });
+}
+
+/// Row softmax over the last dim, x, y [rows, n] (dt; y may alias x); sum in double; a row
+/// whose maximum is -inf (all masked) gives zeros.
+void tgrt_softmax_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                      int64_t rows, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "softmax_fwd(rows, n)", rows, n);
+  checkDtype(loc, "softmax_fwd", dt);
+  if (rows * n == 0) return;
+  checkPtrs(loc, "softmax_fwd", {x, y});
+  withDtype(loc, "softmax_fwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r * n;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < n; ++c) mx = std::max(mx, Io::ld(x, o + c));
+      if (mx == -std::numeric_limits<float>::infinity()) {
+        for (int64_t c = 0; c < n; ++c) Io::st(y, o + c, 0.0f);
+        continue;
+      }
+      double sum = 0.0;
+      for (int64_t c = 0; c < n; ++c) sum += std::exp((double)Io::ld(x, o + c) - mx);
+      const double inv = 1.0 / sum;
+      for (int64_t c = 0; c < n; ++c)
+        Io::st(y, o + c, (float)(std::exp((double)Io::ld(x, o + c) - mx) * inv));
+    }
+  });
+}
+
+/// dx = y * (dy - sum_n(dy*y)) per row (the dot in double); y, dy, dx [rows, n] (dt); dx may
+/// alias dy.
+void tgrt_softmax_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* y, const void* dy,
+                      void* dx, int64_t rows, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "softmax_bwd(rows, n)", rows, n);
+  checkDtype(loc, "softmax_bwd", dt);
+  if (rows * n == 0) return;
+  checkPtrs(loc, "softmax_bwd", {y, dy, dx});
+  withDtype(loc, "softmax_bwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r * n;
+      const double dot = dotIo<Io>(dy, o, y, o, n);
+      for (int64_t c = 0; c < n; ++c)
+        Io::st(dx, o + c, (float)(Io::ld(y, o + c) * (Io::ld(dy, o + c) - dot)));
+    }
+  });
+}
+
+// -------------------------------------------------------------------- cross entropy --
+
+
+/// loss[0] = mean over rows with targets[r] != ignore_index of logsumexp(logits[r,:]) -
+/// logits[r, targets[r]] (double accumulation); 0 when no row counts. logits [rows, vocab]
+/// (dt, widened element by element, never copied), targets [rows] i32, loss [1] float32.
+/// Errors: target outside [0, vocab) and != ignore_index, unknown dtype.
+void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
+                            const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
+                            int64_t ignore_index) {
+  (void)ctx;
+  checkNonNegative(loc, "cross_entropy_fwd(rows, vocab)", rows, vocab);
+  checkDtype(loc, "cross_entropy_fwd", dt);
+  checkPtrs(loc, "cross_entropy_fwd", {loss});
+  if (rows > 0) checkPtrs(loc, "cross_entropy_fwd", {logits, targets});
+  const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
+  double sum = 0.0;
+  withDtype(loc, "cross_entropy_fwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (targets[r] == ignore_index) continue;
+      const int64_t o = r * vocab;
+      sum += rowLogSumExp<Io>(logits, o, vocab) - (double)Io::ld(logits, o + targets[r]);
+    }
+  });
+  loss[0] = valid > 0 ? (float)(sum / (double)valid) : 0.0f;
+}
+
+/// dlogits[r,:] = dloss[0] (softmax(logits[r,:]) - onehot(targets[r])) / n_valid, zeros for
+/// ignored rows (logits, dlogits: dt; dloss float32 [1]). dlogits may alias logits (each
+/// row's lse is computed before it is written, and element c is read before it is written).
+void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
+                            const int32_t* targets, const float* dloss, void* dlogits,
+                            int64_t rows, int64_t vocab, int64_t ignore_index) {
+  (void)ctx;
+  checkNonNegative(loc, "cross_entropy_bwd(rows, vocab)", rows, vocab);
+  checkDtype(loc, "cross_entropy_bwd", dt);
+  if (rows == 0 || vocab == 0) return;
+  checkPtrs(loc, "cross_entropy_bwd", {logits, targets, dloss, dlogits});
+  const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
+  const double scale = valid > 0 ? (double)dloss[0] / (double)valid : 0.0;
+  withDtype(loc, "cross_entropy_bwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r * vocab;
+      if (targets[r] == ignore_index) {
+        for (int64_t c = 0; c < vocab; ++c) Io::st(dlogits, o + c, 0.0f);
+        continue;
+      }
+      const double lse = rowLogSumExp<Io>(logits, o, vocab);
+      const int64_t t = targets[r];
+      for (int64_t c = 0; c < vocab; ++c) {
+        const double p = std::exp((double)Io::ld(logits, o + c) - lse);
+        Io::st(dlogits, o + c, (float)(scale * (p - (c == t ? 1.0 : 0.0))));
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------------ attention --
+
+/// Attention forward, one (bh, query) at a time: q, k, v, out [bh, t, hd] (dt); lse [bh, t]
+/// float32. s_ij = scale q_i.k_j over visible keys (causal: j <= i, and i - j < window when
+/// window > 0; the window only applies with causal), lse_i = logsumexp_j s_ij (double),
+/// out_i = sum_j exp(s_ij - lse_i) v_j. A query with no visible key (impossible in the causal
+/// case) gets out = 0, lse = -inf. bf16 / f16: q, k, v widened to float, the f32 algorithm,
+/// out rounded once (P is not rounded). Errors: negative sizes, unknown dtype.
+void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                        const void* k, const void* v, void* out, float* lse, int64_t bh,
+                        int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+  (void)ctx;
+  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+  checkDtype(loc, "attention_fwd", dt);
+  if (bh * t == 0) return;
+  checkPtrs(loc, "attention_fwd", {q, k, v, out, lse});
+  if (dt == TGRT_F32) {
+    attentionFwdF32(static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<float*>(out), lse, bh, t, hd,
+                    causal, window, scale);
+    return;
+  }
   const int64_t n = bh * t * hd;
-  const std::vector<float> qf = bf16ToFloat(q, n), kf = bf16ToFloat(k, n), vf = bf16ToFloat(v, n),
-                           of = bf16ToFloat(out, n), dof = bf16ToFloat(dout, n);
+  const std::vector<float> qf = widen(loc, "attention_fwd", dt, q, n),
+                           kf = widen(loc, "attention_fwd", dt, k, n),
+                           vf = widen(loc, "attention_fwd", dt, v, n);
+  std::vector<float> of((size_t)n);
+  attentionFwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal, window,
+                  scale);
+  roundInto(loc, "attention_fwd", dt, of, out);
+}
+
+/// Attention backward (dq, dk, dv [bh, t, hd], overwritten), recomputing P_ij = exp(s_ij -
+/// lse_i) with the forward's visibility rule: D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
+/// dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
+/// All accumulation in double. q, k, v, out, dout, dq, dk, dv: dt; lse float32 [bh, t].
+/// bf16 / f16: the inputs widened to float, the f32 algorithm, dq, dk, dv rounded once.
+/// Errors: negative sizes, unknown dtype.
+void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                        const void* k, const void* v, const void* out, const float* lse,
+                        const void* dout, void* dq, void* dk, void* dv, int64_t bh, int64_t t,
+                        int64_t hd, int32_t causal, int64_t window, float scale) {
+  (void)ctx;
+  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  checkDtype(loc, "attention_bwd", dt);
+  if (bh * t * hd == 0) return;
+  checkPtrs(loc, "attention_bwd", {q, k, v, out, lse, dout, dq, dk, dv});
+  if (dt == TGRT_F32) {
+    attentionBwdF32(static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<const float*>(out), lse,
+                    static_cast<const float*>(dout), static_cast<float*>(dq),
+                    static_cast<float*>(dk), static_cast<float*>(dv), bh, t, hd, causal, window,
+                    scale);
+    return;
+  }
+  const int64_t n = bh * t * hd;
+  const std::vector<float> qf = widen(loc, "attention_bwd", dt, q, n),
+                           kf = widen(loc, "attention_bwd", dt, k, n),
+                           vf = widen(loc, "attention_bwd", dt, v, n),
+                           of = widen(loc, "attention_bwd", dt, out, n),
+                           dof = widen(loc, "attention_bwd", dt, dout, n);
   std::vector<float> dqf((size_t)n), dkf((size_t)n), dvf((size_t)n);
-  tgrt_attention_bwd(ctx, loc, qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(),
-                     dqf.data(), dkf.data(), dvf.data(), bh, t, hd, causal, window, scale);
-  floatToBf16(dqf, dq);
-  floatToBf16(dkf, dk);
-  floatToBf16(dvf, dv);
+  attentionBwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(), dqf.data(),
+                  dkf.data(), dvf.data(), bh, t, hd, causal, window, scale);
+  roundInto(loc, "attention_bwd", dt, dqf, dq);
+  roundInto(loc, "attention_bwd", dt, dkf, dk);
+  roundInto(loc, "attention_bwd", dt, dvf, dv);
 }
 
 // ---------------------------------------------------------------------- optimizer --
 
-/// acc[0] += sum_i g[i]^2 (the partial sum in double); g [n].
-void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, const float* g, int64_t n, float* acc) {
+/// acc[0] += sum_i g[i]^2 (the partial sum in double over the widened g, then one float
+/// add); g [n] (dt), acc float32 [>= 1]. Errors: unknown dtype, NULL acc.
+void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g, int64_t n,
+                       float* acc) {
   (void)ctx;
   checkNonNegative(loc, "grad_norm_sq(n)", n);
+  checkDtype(loc, "grad_norm_sq", dt);
   checkPtrs(loc, "grad_norm_sq", {acc});
   if (n == 0) return;
   checkPtrs(loc, "grad_norm_sq", {g});
   double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += (double)g[i] * g[i];
+  withDtype(loc, "grad_norm_sq", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t i = 0; i < n; ++i) {
+      const double gi = Io::ld(g, i);
+      s += gi * gi;
+    }
+  });
   acc[0] = (float)((double)acc[0] + s);
 }
 
-/// norm = sqrt(acc[0]); acc[1] = (max_norm > 0 && norm > max_norm) ? max_norm/(norm+1e-6) : 1;
-/// records norm in ctx for tgrt_last_grad_norm. Errors: NULL ctx or acc.
+/// With S = the context's loss scale: norm = sqrt(acc[0]) / S (the unscaled global gradient
+/// norm, in double); acc[1] = (1/S) * ((max_norm > 0 && norm > max_norm) ?
+/// max_norm/(norm+1e-6) : 1), the factor tgrt_adamw multiplies the gradients by, or NaN when
+/// norm is not finite (an overflowed step: tgrt_adamw then changes nothing). Records norm in
+/// ctx for tgrt_last_grad_norm. acc: float32 [2]. Errors: NULL ctx or acc.
 void tgrt_clip_scale(tgrt_ctx* ctx, const char* loc, float* acc, float max_norm) {
   checkCtx(ctx, loc);
   checkPtrs(loc, "clip_scale", {acc});
-  const double norm = std::sqrt((double)acc[0]);
-  acc[1] = (max_norm > 0.0f && norm > (double)max_norm) ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+  const double S = ctx->loss_scale;
+  const double norm = std::sqrt((double)acc[0]) / S;
+  if (!std::isfinite(norm)) {
+    acc[1] = std::numeric_limits<float>::quiet_NaN();
+  } else {
+    const float clip =
+        (max_norm > 0.0f && norm > (double)max_norm) ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+    acc[1] = (float)((1.0 / S) * (double)clip);
+  }
   ctx->last_grad_norm = (float)norm;
 }
 
-/// AdamW (Loshchilov & Hutter 2019) on p, g, m, v [n], step t and lr from ctx, g' = g*clip[1]
-/// (clip may be NULL: scale 1). Bias correction 1 - b^t and the update in double.
-/// Errors: NULL ctx, ctx step < 1.
-void tgrt_adamw(tgrt_ctx* ctx, const char* loc, float* p, const float* g, float* m, float* v,
-                int64_t n, float beta1, float beta2, float eps, float weight_decay,
-                const float* clip) {
+/// AdamW (Loshchilov & Hutter 2019) on p, g [n] (p_dt) and m, v [n] (state_dt), step t and lr
+/// from ctx, g' = g*clip[1] (clip may be NULL: factor 1). Bias correction 1 - b^t and the
+/// update in double from the widened values; m, v and p each rounded once (to float, then to
+/// their dtype). When clip[1] is not finite (an overflowed step, see tgrt_clip_scale) p, m, v
+/// are left unchanged. Errors: NULL ctx, ctx step < 1, unknown dtype.
+void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                float eps, float weight_decay, const float* clip) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "adamw(n)", n);
+  checkDtype(loc, "adamw (p_dt)", p_dt);
+  checkDtype(loc, "adamw (state_dt)", state_dt);
   if (ctx->step < 1)
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
   if (n == 0) return;
   checkPtrs(loc, "adamw", {p, g, m, v});
+  if (clip && !std::isfinite(clip[1])) return; // skipped step: nothing changes
   const double c = clip ? (double)clip[1] : 1.0;
   const double b1 = beta1, b2 = beta2, lr = ctx->lr, wd = weight_decay;
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
-  for (int64_t i = 0; i < n; ++i) {
-    const double gi = (double)g[i] * c;
-    const double mi = b1 * m[i] + (1.0 - b1) * gi;
-    const double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
-    m[i] = (float)mi;
-    v[i] = (float)vi;
-    const double pi = p[i];
-    p[i] = (float)(pi - lr * ((mi / bc1) / (std::sqrt(vi / bc2) + eps) + wd * pi));
-  }
+  withDtype(loc, "adamw (p_dt)", p_dt, [&](auto pio) {
+    withDtype(loc, "adamw (state_dt)", state_dt, [&](auto sio) {
+      using P = decltype(pio);
+      using S = decltype(sio);
+      for (int64_t i = 0; i < n; ++i) {
+        const double gi = (double)P::ld(g, i) * c;
+        const double mi = b1 * S::ld(m, i) + (1.0 - b1) * gi;
+        const double vi = b2 * S::ld(v, i) + (1.0 - b2) * gi * gi;
+        S::st(m, i, (float)mi);
+        S::st(v, i, (float)vi);
+        const double pi = P::ld(p, i);
+        P::st(p, i, (float)(pi - lr * ((mi / bc1) / (std::sqrt(vi / bc2) + eps) + wd * pi)));
+      }
+    });
+  });
 }
 
-/// Adds loss[0] to the context's loss sum and counts one report. Errors: NULL ctx or loss.
+/// Adds loss[0] (float32) to the context's loss sum and counts one report. Errors: NULL ctx
+/// or loss.
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {
   checkCtx(ctx, loc);
   checkPtrs(loc, "report_loss", {loss});

@@ -642,12 +642,10 @@ void checkAligned16(const char* loc, const char* what, std::initializer_list<con
       fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
 }
 
-} // namespace
-
-void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                  float* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
-                  int64_t window, float scale) {
-  checkCtx(ctx, loc);
+/// The f32 forward: exact fp32 kernels, or TF32 ones with TGRT_TF32=1.
+void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float* k,
+                     const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                     int32_t causal, int64_t window, float scale) {
   if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
     attentionFwdTf32(ctx, loc, q, k, v, out, lse, bh, t, hd, causal, window, scale);
     return;
@@ -675,11 +673,11 @@ void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k,
   }
 }
 
-void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                  const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                  float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                  float scale) {
-  checkCtx(ctx, loc);
+/// The f32 backward, as attentionFwdF32.
+void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float* k,
+                     const float* v, const float* out, const float* lse, const float* dout,
+                     float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
+                     int32_t causal, int64_t window, float scale) {
   if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
     attentionBwdTf32(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window,
                      scale);
@@ -705,6 +703,48 @@ void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k,
   default:
     fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
+  }
+}
+
+} // namespace
+
+void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                  const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                  int32_t causal, int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  switch (dt) {
+  case TGRT_F32:
+    attentionFwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<float*>(out), lse, bh, t, hd,
+                    causal, window, scale);
+    return;
+  case TGRT_BF16:
+  case TGRT_F16:
+    attentionFwd16(ctx, loc, dt, q, k, v, out, lse, bh, t, hd, causal, window, scale);
+    return;
+  default: fail(loc, "attention_fwd: unknown dtype %d", (int)dt);
+  }
+}
+
+void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                  const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                  void* dk, void* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                  int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  switch (dt) {
+  case TGRT_F32:
+    attentionBwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<const float*>(out), lse,
+                    static_cast<const float*>(dout), static_cast<float*>(dq),
+                    static_cast<float*>(dk), static_cast<float*>(dv), bh, t, hd, causal, window,
+                    scale);
+    return;
+  case TGRT_BF16:
+  case TGRT_F16:
+    attentionBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window,
+                   scale);
+    return;
+  default: fail(loc, "attention_bwd: unknown dtype %d", (int)dt);
   }
 }
 

@@ -1,33 +1,38 @@
-// AttentionBf16.cu — fused causal / sliding-window attention on bf16 tensors, forward and
-// backward, on the tensor cores (mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32).
+// AttentionBf16.cu — fused causal / sliding-window attention on bf16 and f16 tensors, forward
+// and backward, on the tensor cores (mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,
+// f16}.f32). Every kernel is a template on the element type E (Bf16 or F16 below: the
+// conversions and the mma instruction); the two instantiations differ in nothing else.
 //
 // Same algorithm, masking, tile skipping and determinism as the fp32 kernels of Attention.cu
 // (FlashAttention-2, Dao 2023; see the comment there): a forward kernel with the softmax
 // online, and a backward of three kernels (D = rowsum(dout * out); dk, dv per key tile;
 // dq per query tile), each output element summed by one thread in a fixed order, no atomics.
 //
-// Arithmetic. Inputs are bf16 (uint16_t bit patterns); every product runs on the tensor cores
-// with bf16 operands and fp32 accumulators. The scores, the running max / sum, lse, D, P and
-// dS are fp32 in registers; P and dS are rounded to bf16 only as operands of the next product
-// (P V, P^T dO, dS^T Q, dS K). Outputs are rounded to bf16 (RNE) once, when stored. Scores are
-// kept in the log2 domain (x = scale * log2(e) * q.k, p = 2^(x - m)), so one ex2 per element.
+// Arithmetic. Inputs are bf16 or f16 (uint16_t bit patterns); every product runs on the tensor
+// cores with 2-byte operands and fp32 accumulators. The scores, the running max / sum, lse, D,
+// P and dS are fp32 in registers; P and dS are rounded to E only as operands of the next
+// product (P V, P^T dO, dS^T Q, dS K). Outputs are rounded to E (RNE) once, when stored. Scores
+// are kept in the log2 domain (x = scale * log2(e) * q.k, p = 2^(x - m)), so one ex2 per
+// element. (f16: P in [0, 1] and the softmax statistics are safe; dS, dq, dk, dv overflow to
+// inf only where the values exceed f16's range, which dynamic loss scaling detects.)
 //
 // Warp tiling. A block is 4 warps (128 threads); each warp owns 16 rows of the tile it
 // produces (query rows in the forward and dq, key rows in dk/dv) and the full width of the
 // other side. A product C[16 x N] += A[16 x K] B[K x N] is (K/16) x (N/8) mma.sync calls.
-// Shared-memory tiles are row-major [rows][HD + 8] bf16 (16 bytes of padding per row, so the
+// Shared-memory tiles are row-major [rows][HD + 8] E (16 bytes of padding per row, so the
 // 8 row addresses of an ldmatrix fall in distinct bank groups). Operands come from shared
 // memory through ldmatrix (.trans where the product needs the tile's transpose, e.g. V in
 // P V); the left operand P or dS of the second product comes straight from the first
 // product's accumulators (the m16n8 C fragment of two adjacent n-tiles is the m16k16 A
-// fragment), rounded to bf16.
+// fragment), rounded to E.
 //
 // Fragment layouts (PTX ISA, lane = 4 g + q): A {A[g][2q..], A[g+8][2q..], A[g][2q+8..],
 // A[g+8][2q+8..]}, B {B[2q..][g], B[2q+8..][g]}, C {C[g][2q], C[g][2q+1], C[g+8][2q],
 // C[g+8][2q+1]}.
 //
 // The CPU emulator (runtime/cuda/emu) implements mma.sync and ldmatrix (emu::mmaBf16m16n8k16,
-// emu::ldmatrix), so tgrt-cuda-emu-check runs these kernels too.
+// emu::mmaF16m16n8k16, emu::ldmatrix), so tgrt-cuda-emu-check runs these kernels too.
+#include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/AttentionMask.cuh"
 
@@ -46,28 +51,68 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 // ------------------------------------------------------------------ primitives --
 
-__device__ __forceinline__ float bf16ToFloat(uint16_t h) {
+/// The element types: conversions to / from float and the m16n8k16 tensor-core product.
+struct Bf16 {
+  static constexpr const char* kFwdName = "attention_fwd_bf16_kernel";
+  static constexpr const char* kDName = "attention_bwd_d_bf16_kernel";
+  static constexpr const char* kDkDvName = "attention_bwd_dkdv_bf16_kernel";
+  static constexpr const char* kDqName = "attention_bwd_dq_bf16_kernel";
+  static __device__ __forceinline__ float toFloat(uint16_t h) { return bf16ToFloat(h); }
+  /// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
+  /// address), hi in bits 16-31.
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
 #ifdef TGRT_CUDA_EMULATE
-  const uint32_t u = (uint32_t)h << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+    return (uint32_t)tgrt_bf16_from_float(lo) | ((uint32_t)tgrt_bf16_from_float(hi) << 16);
 #else
-  return __uint_as_float((uint32_t)h << 16);
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
 #endif
-}
-
-/// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
-/// address), hi in bits 16-31.
-__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+  }
+  /// d += a b: one m16n8k16 bf16 tensor-core product with fp32 accumulators.
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
 #ifdef TGRT_CUDA_EMULATE
-  return (uint32_t)tgrt_bf16_from_float(lo) | ((uint32_t)tgrt_bf16_from_float(hi) << 16);
+    const uint32_t b[2] = {b0, b1};
+    emu::mmaBf16m16n8k16(d, a, b, d);
 #else
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
-}
+  }
+};
+struct F16 {
+  static constexpr const char* kFwdName = "attention_fwd_f16_kernel";
+  static constexpr const char* kDName = "attention_bwd_d_f16_kernel";
+  static constexpr const char* kDkDvName = "attention_bwd_dkdv_f16_kernel";
+  static constexpr const char* kDqName = "attention_bwd_dq_f16_kernel";
+  static __device__ __forceinline__ float toFloat(uint16_t h) { return f16ToFloat(h); }
+  /// Two floats rounded to f16 (RNE; overflow to inf) in one word, lo in bits 0-15.
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+#ifdef TGRT_CUDA_EMULATE
+    return (uint32_t)tgrt_f16_from_float(lo) | ((uint32_t)tgrt_f16_from_float(hi) << 16);
+#else
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
+  }
+  /// d += a b: one m16n8k16 f16 tensor-core product with fp32 accumulators.
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+#ifdef TGRT_CUDA_EMULATE
+    const uint32_t b[2] = {b0, b1};
+    emu::mmaF16m16n8k16(d, a, b, d);
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+};
 
 /// 2^x (x = -inf gives 0).
 __device__ __forceinline__ float fastExp2(float x) {
@@ -77,20 +122,6 @@ __device__ __forceinline__ float fastExp2(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
-#endif
-}
-
-/// d += a b: one m16n8k16 bf16 tensor-core product with fp32 accumulators.
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1) {
-#ifdef TGRT_CUDA_EMULATE
-  const uint32_t b[2] = {b0, b1};
-  emu::mmaBf16m16n8k16(d, a, b, d);
-#else
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
 }
 
@@ -139,7 +170,7 @@ __device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, i
   ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
 }
 
-/// Copies rows [row0, row0 + R) of a row-major bf16 [t, HD] matrix into shared memory
+/// Copies rows [row0, row0 + R) of a row-major 2-byte [t, HD] matrix into shared memory
 /// [R][HD + kPad] with 16-byte accesses; rows >= t are zero.
 template <int R, int HD>
 __device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t row0, int64_t t,
@@ -155,18 +186,19 @@ __device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t
 
 
 /// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
-/// 2kk + 1 of a 16 x N accumulator), rounded to bf16.
+/// 2kk + 1 of a 16 x N accumulator), rounded to E.
+template <typename E>
 __device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
                                        const float (&c1)[4]) {
-  a[0] = packBf16(c0[0], c0[1]);
-  a[1] = packBf16(c0[2], c0[3]);
-  a[2] = packBf16(c1[0], c1[1]);
-  a[3] = packBf16(c1[2], c1[3]);
+  a[0] = E::pack(c0[0], c0[1]);
+  a[1] = E::pack(c0[2], c0[3]);
+  a[2] = E::pack(c1[0], c1[1]);
+  a[3] = E::pack(c1[2], c1[3]);
 }
 
-/// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) as bf16 rows of `dst`
+/// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) as E rows of `dst`
 /// ([t, HD]) times `mul`, skipping rows >= t.
-template <int HD>
+template <typename E, int HD>
 __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t r0, int64_t t,
                                           const float (&acc)[HD / 8][4], float mul0, float mul1,
                                           int lane) {
@@ -179,7 +211,7 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t r0, int64_t t,
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
       *reinterpret_cast<uint32_t*>(dst + r * HD + n * 8 + 2 * q) =
-          packBf16(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
+          E::pack(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
   }
 }
 
@@ -194,10 +226,10 @@ constexpr size_t fwdSmemBytes() {
 
 // Block = (head h, query tile [q0, q0 + 64)); warp w owns queries q0 + 16 w .. + 15. For each
 // visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
-// Shared memory: Q [64][HD+8], K [64][HD+8], V [64][HD+8] (bf16).
-template <int HD>
+// Shared memory: Q [64][HD+8], K [64][HD+8], V [64][HD+8] (E).
+template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
-    attention_fwd_bf16_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+    attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                               const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
                               float* __restrict__ lse, int64_t t, int causal, int64_t window,
                               float scaleLog2) {
@@ -245,8 +277,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < NS; j += 2) {
         uint32_t b[4];
         loadBt(b, Ks, LD, j * 8, kk, lane);
-        mma(s[j], qf[kk], b[0], b[1]);
-        mma(s[j + 1], qf[kk], b[2], b[3]);
+        E::mma(s[j], qf[kk], b[0], b[1]);
+        E::mma(s[j + 1], qf[kk], b[2], b[3]);
       }
 
     const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
@@ -288,13 +320,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
       uint32_t a[4];
-      accToA(a, s[2 * kk], s[2 * kk + 1]);
+      accToA<E>(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, Vs, LD, n * 8, kk, lane);
-        mma(o[n], a, b[0], b[1]);
-        mma(o[n + 1], a, b[2], b[3]);
+        E::mma(o[n], a, b[0], b[1]);
+        E::mma(o[n + 1], a, b[2], b[3]);
       }
     }
   }
@@ -307,13 +339,14 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row = row0 + 8 * r;
     if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
   }
-  storeRows<HD>(out + base, q0 + warp * 16, t, o, inv[0], inv[1], lane);
+  storeRows<E, HD>(out + base, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
 // --------------------------------------------------------------------- backward --
 
-// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row of [rows, hd] bf16.
-__global__ void attention_bwd_d_bf16_kernel(const uint16_t* __restrict__ out,
+// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row of [rows, hd] E.
+template <typename E>
+__global__ void attention_bwd_d_lp_kernel(const uint16_t* __restrict__ out,
                                             const uint16_t* __restrict__ dout,
                                             float* __restrict__ D, int64_t rows, int64_t hd) {
   const int lane = threadIdx.x & 31;
@@ -322,7 +355,7 @@ __global__ void attention_bwd_d_bf16_kernel(const uint16_t* __restrict__ out,
        r += warpsPerGrid) {
     float s = 0.0f;
     for (int64_t c = lane; c < hd; c += 32)
-      s += bf16ToFloat(dout[r * hd + c]) * bf16ToFloat(out[r * hd + c]);
+      s += E::toFloat(dout[r * hd + c]) * E::toFloat(out[r * hd + c]);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) D[r] = s;
   }
@@ -358,10 +391,10 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 // each query tile [q0, q0 + BQ) that sees the keys (transposed products, keys as rows):
 //   S^T = K Q^T, dP^T = V dO^T, P^T = 2^(scale log2e S^T - L), dS^T = P^T (dP^T - D),
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
-// Shared memory: K, V [64][HD+8]; Q, dO [BQ][HD+8] (bf16); L, D [BQ] (fp32).
-template <int HD>
+// Shared memory: K, V [64][HD+8]; Q, dO [BQ][HD+8] (E); L, D [BQ] (fp32).
+template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
-    attention_bwd_dkdv_bf16_kernel(const uint16_t* __restrict__ q,
+    attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
                                    const uint16_t* __restrict__ v,
                                    const uint16_t* __restrict__ dout,
@@ -420,11 +453,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < NQ; j += 2) {
         uint32_t b[4];
         loadBt(b, Qs, LD, j * 8, kk, lane);
-        mma(s[j], ka, b[0], b[1]);
-        mma(s[j + 1], ka, b[2], b[3]);
+        E::mma(s[j], ka, b[0], b[1]);
+        E::mma(s[j + 1], ka, b[2], b[3]);
         loadBt(b, dOs, LD, j * 8, kk, lane);
-        mma(dp[j], va, b[0], b[1]);
-        mma(dp[j + 1], va, b[2], b[3]);
+        E::mma(dp[j], va, b[0], b[1]);
+        E::mma(dp[j + 1], va, b[2], b[3]);
       }
     }
 
@@ -445,23 +478,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) {
       uint32_t pa[4], dsa[4];
-      accToA(pa, s[2 * kk], s[2 * kk + 1]);
-      accToA(dsa, dp[2 * kk], dp[2 * kk + 1]);
+      accToA<E>(pa, s[2 * kk], s[2 * kk + 1]);
+      accToA<E>(dsa, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, dOs, LD, n * 8, kk, lane);
-        mma(dV[n], pa, b[0], b[1]);
-        mma(dV[n + 1], pa, b[2], b[3]);
+        E::mma(dV[n], pa, b[0], b[1]);
+        E::mma(dV[n + 1], pa, b[2], b[3]);
         loadBn(b, Qs, LD, n * 8, kk, lane);
-        mma(dK[n], dsa, b[0], b[1]);
-        mma(dK[n + 1], dsa, b[2], b[3]);
+        E::mma(dK[n], dsa, b[0], b[1]);
+        E::mma(dK[n + 1], dsa, b[2], b[3]);
       }
     }
   }
 
-  storeRows<HD>(dk + base, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<HD>(dv + base, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<E, HD>(dk + base, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + base, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 constexpr int kDqBR = 64, kDqBC = 64;
@@ -474,10 +507,10 @@ constexpr size_t dqSmemBytes() {
 // dQ for the query tile [q0, q0 + 64) of head h; warp w owns queries q0 + 16 w .. + 15. For
 // each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
 // dQ += dS K;  finally dQ *= scale.
-// Shared memory: Q, dO [64][HD+8]; K, V [64][HD+8] (bf16).
-template <int HD>
+// Shared memory: Q, dO [64][HD+8]; K, V [64][HD+8] (E).
+template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
-    attention_bwd_dq_bf16_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+    attention_bwd_dq_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v,
                                  const uint16_t* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
@@ -537,11 +570,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < NS; j += 2) {
         uint32_t b[4];
         loadBt(b, Ks, LD, j * 8, kk, lane);
-        mma(s[j], qa, b[0], b[1]);
-        mma(s[j + 1], qa, b[2], b[3]);
+        E::mma(s[j], qa, b[0], b[1]);
+        E::mma(s[j + 1], qa, b[2], b[3]);
         loadBt(b, Vs, LD, j * 8, kk, lane);
-        mma(dp[j], da, b[0], b[1]);
-        mma(dp[j + 1], da, b[2], b[3]);
+        E::mma(dp[j], da, b[0], b[1]);
+        E::mma(dp[j + 1], da, b[2], b[3]);
       }
     }
 
@@ -560,24 +593,24 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
       uint32_t a[4];
-      accToA(a, dp[2 * kk], dp[2 * kk + 1]);
+      accToA<E>(a, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, Ks, LD, n * 8, kk, lane);
-        mma(dQ[n], a, b[0], b[1]);
-        mma(dQ[n + 1], a, b[2], b[3]);
+        E::mma(dQ[n], a, b[0], b[1]);
+        E::mma(dQ[n + 1], a, b[2], b[3]);
       }
     }
   }
 
-  storeRows<HD>(dq + base, q0 + warp * 16, t, dQ, scale, scale, lane);
+  storeRows<E, HD>(dq + base, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
 // ------------------------------------------------------------------ host side --
 
 template <typename Kernel>
-void allowSmemBf16(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
+void allowSmem16(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
   if (done) return;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes), loc,
         "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
@@ -586,100 +619,135 @@ void allowSmemBf16(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
 
 unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
   const int64_t blocks = bh * ((t + tile - 1) / tile);
-  if (blocks > 0x7fffffff) fail(loc, "attention bf16: bh * t too large");
+  if (blocks > 0x7fffffff) fail(loc, "attention (bf16 / f16): bh * t too large");
   return (unsigned)blocks;
 }
 
-template <int HD>
+template <typename E, int HD>
 void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, int causal,
            int64_t window, float scale) {
   constexpr size_t smem = fwdSmemBytes<HD>();
   static bool smemSet = false;
-  auto* kernel = attention_fwd_bf16_kernel<HD>;
-  allowSmemBf16(loc, kernel, smem, smemSet);
-  launch(ctx, loc, "attention_fwd_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
-         dim3(kThreads), smem, q, k, v, out, lse, t, causal, window, scale * kLog2e);
+  auto* kernel = attention_fwd_lp_kernel<E, HD>;
+  allowSmem16(loc, kernel, smem, smemSet);
+  launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)), dim3(kThreads), smem,
+         q, k, v, out, lse, t, causal, window, scale * kLog2e);
 }
 
-template <int HD>
+template <typename E, int HD>
 void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout,
            uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, int causal,
            int64_t window, float scale) {
-  checkWorkspace(ctx, loc, "attention_bwd_bf16 (D = rowsum(dout * out))",
+  checkWorkspace(ctx, loc, "attention_bwd (bf16 / f16; D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
-  launch(ctx, loc, "attention_bwd_d_bf16_kernel", attention_bwd_d_bf16_kernel,
-         dim3(gridFor(bh * t, 8)), dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
+  launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E>, dim3(gridFor(bh * t, 8)), dim3(256),
+         0, out, dout, D, bh * t, (int64_t)HD);
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dkdv_bf16_kernel<HD>;
-    allowSmemBf16(loc, kernel, smem, smemSet);
-    launch(ctx, loc, "attention_bwd_dkdv_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, causal, window,
-           scale, scale * kLog2e);
+    auto* kernel = attention_bwd_dkdv_lp_kernel<E, HD>;
+    allowSmem16(loc, kernel, smem, smemSet);
+    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
+           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, causal, window, scale,
+           scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_bf16_kernel<HD>;
-    allowSmemBf16(loc, kernel, smem, smemSet);
-    launch(ctx, loc, "attention_bwd_dq_bf16_kernel", kernel, dim3(blocksFor(loc, bh, t, kDqBR)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, causal, window,
-           scale, scale * kLog2e);
+    auto* kernel = attention_bwd_dq_lp_kernel<E, HD>;
+    allowSmem16(loc, kernel, smem, smemSet);
+    launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads), smem,
+           q, k, v, dout, lse, (const float*)D, dq, t, causal, window, scale, scale * kLog2e);
   }
 }
 
-void checkAligned16Bf16(const char* loc, const char* what,
-                        std::initializer_list<const void*> ptrs) {
+void checkAligned16Lp(const char* loc, const char* what, std::initializer_list<const void*> ptrs) {
   for (const void* p : ptrs)
     if ((uintptr_t)p % 16 != 0)
       fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
 }
 
-} // namespace
-
-void attentionFwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
-                      const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t,
-                      int64_t hd, int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_fwd_bf16(bh, t, hd)", bh, t, hd);
-  if (bh * t == 0) return;
-  checkAligned16Bf16(loc, "attention_fwd_bf16", {q, k, v, out});
+template <typename E>
+void fwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+          uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+          int64_t window, float scale) {
   switch (hd) {
-  case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 128: fwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 32: fwdHD<E, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 64: fwdHD<E, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 128: fwdHD<E, 128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
   default:
-    fail(loc, "attention_fwd_bf16: head dim %lld is not supported on CUDA (32, 64 or 128)",
+    fail(loc, "attention_fwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
   }
 }
 
-void attentionBwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
-                      const uint16_t* v, const uint16_t* out, const float* lse,
-                      const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh,
-                      int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_bwd_bf16(bh, t, hd)", bh, t, hd);
-  if (bh * t * hd == 0) return;
-  checkAligned16Bf16(loc, "attention_bwd_bf16", {q, k, v, dout, dq, dk, dv});
+template <typename E>
+void bwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+          const uint16_t* out, const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
+          uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
+          float scale) {
   switch (hd) {
   case 32:
-    bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
     break;
   case 64:
-    bwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
     break;
   case 128:
-    bwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
     break;
   default:
-    fail(loc, "attention_bwd_bf16: head dim %lld is not supported on CUDA (32, 64 or 128)",
+    fail(loc, "attention_bwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
   }
+}
+
+} // namespace
+
+void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                    const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                    int32_t causal, int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+  if (dt != TGRT_BF16 && dt != TGRT_F16)
+    fail(loc, "attention_fwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
+  if (bh * t == 0) return;
+  checkAligned16Lp(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
+  const auto* q16 = static_cast<const uint16_t*>(q);
+  const auto* k16 = static_cast<const uint16_t*>(k);
+  const auto* v16 = static_cast<const uint16_t*>(v);
+  auto* o16 = static_cast<uint16_t*>(out);
+  if (dt == TGRT_BF16) fwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, causal, window, scale);
+  else fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, causal, window, scale);
+}
+
+void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                    const void* v, const void* out, const float* lse, const void* dout,
+                    void* dq, void* dk, void* dv, int64_t bh, int64_t t, int64_t hd,
+                    int32_t causal, int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  if (dt != TGRT_BF16 && dt != TGRT_F16)
+    fail(loc, "attention_bwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
+  if (bh * t * hd == 0) return;
+  checkAligned16Lp(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
+  const auto* q16 = static_cast<const uint16_t*>(q);
+  const auto* k16 = static_cast<const uint16_t*>(k);
+  const auto* v16 = static_cast<const uint16_t*>(v);
+  const auto* o16 = static_cast<const uint16_t*>(out);
+  const auto* do16 = static_cast<const uint16_t*>(dout);
+  auto* dq16 = static_cast<uint16_t*>(dq);
+  auto* dk16 = static_cast<uint16_t*>(dk);
+  auto* dv16 = static_cast<uint16_t*>(dv);
+  if (dt == TGRT_BF16)
+    bwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, causal, window,
+               scale);
+  else
+    bwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, causal, window,
+              scale);
 }
 
 } // namespace tgrt_cuda

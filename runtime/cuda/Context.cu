@@ -6,6 +6,7 @@
 // it compares the plan with the free device memory and refuses (NULL) when it cannot fit.
 #include "runtime/cuda/Internal.h"
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -360,8 +361,11 @@ Context* createContext(const tgrt_model* model) {
   ctx->lr = model->lr;
   const char* tf32 = std::getenv("TGRT_TF32");
   ctx->tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  // TGRT_GELU_EPILOGUE=1/0 forces the fused GELU epilogue on or off for every dtype; unset:
+  // on for f32 only with TF32, on for bf16 / f16.
   const char* geluEpilogue = std::getenv("TGRT_GELU_EPILOGUE");
   ctx->gelu_epilogue = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : ctx->tf32;
+  ctx->gelu_epilogue_low = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : true;
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
 
@@ -505,6 +509,13 @@ void setStep(Context* ctx, int64_t step) {
 void setLr(Context* ctx, float lr) {
   checkCtx(ctx, "set_lr");
   ctx->lr = lr;
+}
+
+void setLossScale(Context* ctx, float scale) {
+  checkCtx(ctx, "set_loss_scale");
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    fail("set_loss_scale", "loss scale %g must be positive and finite", (double)scale);
+  ctx->loss_scale = scale;
 }
 
 void setMicroBatch(Context* ctx, int32_t index) {

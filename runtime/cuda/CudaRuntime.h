@@ -41,6 +41,7 @@ void download(Context* ctx, int32_t region, int64_t offset, void* dst, int64_t b
 void synchronize(Context* ctx);
 void setStep(Context* ctx, int64_t step);
 void setLr(Context* ctx, float lr);
+void setLossScale(Context* ctx, float scale);
 void setMicroBatch(Context* ctx, int32_t index);
 double takeLoss(Context* ctx, int64_t* count);
 float lastGradNorm(Context* ctx);
@@ -50,81 +51,107 @@ void* stream(Context* ctx);
 const char* deviceName(Context* ctx);
 
 // -------------------------------------------------------------------------- kernels --
-void embeddingFwd(Context* ctx, const char* loc, const float* table, const int32_t* ids,
-                  float* out, int64_t n_tokens, int64_t d, int64_t vocab);
-void embeddingBwd(Context* ctx, const char* loc, const int32_t* ids, const float* dout,
-                  float* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
-void positionalFwd(Context* ctx, const char* loc, const float* x, const float* wpe, float* out,
-                   int64_t batch, int64_t t, int64_t d);
-void positionalBwd(Context* ctx, const char* loc, const float* dout, float* dwpe, int64_t batch,
-                   int64_t t, int64_t d, int64_t context);
-void add(Context* ctx, const char* loc, const float* a, const float* b, float* out, int64_t n);
-void accumulate(Context* ctx, const char* loc, float* dst, const float* src, int64_t n);
-void fill(Context* ctx, const char* loc, float* out, int64_t n, float value);
+// Floating tensors are `void*` with their tgrt_dtype (`dt`, or one per tensor group) as in
+// tgrt.h; every kernel takes f32, bf16 and f16 (float arithmetic, outputs rounded once).
+void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
+                  const int32_t* ids, void* out, int64_t n_tokens, int64_t d, int64_t vocab);
+void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                  const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
+void positionalFwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* wpe,
+                   void* out, int64_t batch, int64_t t, int64_t d);
+void positionalBwd(Context* ctx, const char* loc, int32_t dt, const void* dout, void* dwpe,
+                   int64_t batch, int64_t t, int64_t d, int64_t context);
+void add(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* out,
+         int64_t n);
+void accumulate(Context* ctx, const char* loc, int32_t dt, void* dst, const void* src,
+                int64_t n);
+void fill(Context* ctx, const char* loc, int32_t dt, void* out, int64_t n, float value);
+/// fill with value * the context's loss scale (setLossScale), the product rounded to float
+/// on the host, then to dt.
+void fillLossScaled(Context* ctx, const char* loc, int32_t dt, void* out, int64_t n,
+                    float value);
+void cast(Context* ctx, const char* loc, int32_t src_dt, const void* src, int32_t dst_dt,
+          void* dst, int64_t n);
 void zero(Context* ctx, const char* loc, void* p, int64_t bytes);
-void copy2d(Context* ctx, const char* loc, const float* src, int64_t src_ld, float* dst,
+void copy2d(Context* ctx, const char* loc, int32_t dt, const void* src, int64_t src_ld, void* dst,
             int64_t dst_ld, int64_t rows, int64_t cols);
-void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t d0, int64_t d1,
-                int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2, int32_t p3);
-void layerNormFwd(Context* ctx, const char* loc, const float* x, const float* gamma,
-                  const float* beta, float* y, float* mean, float* rstd, int64_t rows, int64_t d,
-                  float eps);
-void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x,
-                  const float* gamma, const float* mean, const float* rstd, float* dx,
-                  float* dgamma, float* dbeta, int64_t rows, int64_t d);
-void matmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,
+void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t d0,
+                int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2,
+                int32_t p3);
+/// Vectorised (row in registers) for every dtype combination where x, gamma / beta and y
+/// share one type, or x, gamma / beta are f32 and y bf16 / f16; other combinations run a
+/// scalar kernel that reads each tensor in its own type.
+void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                  const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                  float* rstd, int64_t rows, int64_t d, float eps);
+void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                  const void* x, int32_t p_dt, const void* gamma, const float* mean,
+                  const float* rstd, void* dx, void* dgamma, void* dbeta, int64_t rows,
+                  int64_t d);
+void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
-/// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue, falling back
-/// to the GEMM and the bias kernel when no epilogue algorithm exists for the shape.
-void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
-                const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+/// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue (bias of C's
+/// dtype), falling back to the GEMM and the bias kernel when no epilogue algorithm exists
+/// for the shape.
+void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                 int32_t trans_b, float alpha);
-/// pre = alpha op(A) op(B) + bias, out = GELU(pre) (tgrt_matmul_bias_gelu): in TF32 mode one
-/// cuBLASLt call with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (aux = pre); otherwise, or when that
-/// epilogue has no algorithm for the shape, matmulBias then geluFwd.
-void matmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
-                    const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
+/// pre = alpha op(A) op(B) + bias, out = GELU(pre) (tgrt_matmul_bias_gelu): one cuBLASLt call
+/// with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (aux = pre, of out's dtype) for bf16 / f16, and for
+/// f32 in TF32 mode; otherwise (TGRT_GELU_EPILOGUE=0, exact f32), or when that epilogue has
+/// no algorithm for the shape, matmulBias then geluFwd.
+void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                    const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
                     int32_t trans_a, int32_t trans_b, float alpha);
-/// Selects matmulBiasGelu's path (tests): the GELU_AUX_BIAS epilogue or bias epilogue + geluFwd.
+/// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias
+/// epilogue + geluFwd.
 void setGeluEpilogue(Context* ctx, bool on);
-void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
-             int64_t rows, int64_t n);
-void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
-              int64_t n);
-void geluFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t n);
-void geluBwd(Context* ctx, const char* loc, const float* x, const float* dy, float* dx, int64_t n);
-void dropout(Context* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
-             uint64_t seed);
-void causalMask(Context* ctx, const char* loc, const float* x, float* y, int64_t batch,
+void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
+             void* out, int64_t rows, int64_t n);
+void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
+              int64_t rows, int64_t n);
+void geluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n);
+void geluBwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* dy, void* dx,
+             int64_t n);
+void dropout(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n,
+             float rate, uint64_t seed);
+void causalMask(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch,
                 int64_t tq, int64_t tk, int64_t window, float masked_value);
-void softmaxFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t rows, int64_t n);
-void softmaxBwd(Context* ctx, const char* loc, const float* y, const float* dy, float* dx,
-                int64_t rows, int64_t n);
-void crossEntropyFwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
-                     float* loss, int64_t rows, int64_t vocab, int64_t ignore_index);
-void crossEntropyBwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
-                     const float* dloss, float* dlogits, int64_t rows, int64_t vocab,
+void softmaxFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t rows,
+                int64_t n);
+void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const void* dy,
+                void* dx, int64_t rows, int64_t n);
+/// Reads the logits in their dtype (never a float32 copy of them).
+void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                     const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
                      int64_t ignore_index);
-void attentionFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                  float* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                     const int32_t* targets, const float* dloss, void* dlogits, int64_t rows,
+                     int64_t vocab, int64_t ignore_index);
+/// Flash attention on dt: f32 runs the exact fp32 kernels (Attention.cu), or the TF32 ones
+/// (AttentionTf32.cu) when the context has TGRT_TF32=1; bf16 / f16 run the tensor-core
+/// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16).
+void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                  const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                  int32_t causal, int64_t window, float scale);
+void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                  const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                  void* dk, void* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
                   int64_t window, float scale);
-void attentionBwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                  const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                  float* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                  float scale);
-/// bf16 attention (AttentionBf16.cu): uint16_t bf16 bit patterns, tensor cores, fp32 lse.
-void attentionFwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
-                      const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t,
-                      int64_t hd, int32_t causal, int64_t window, float scale);
-void attentionBwdBf16(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
-                      const uint16_t* v, const uint16_t* out, const float* lse,
-                      const uint16_t* dout, uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh,
-                      int64_t t, int64_t hd, int32_t causal, int64_t window, float scale);
+/// bf16 / f16 attention (AttentionBf16.cu; dt TGRT_BF16 or TGRT_F16): 2-byte bit patterns,
+/// mma.sync m16n8k16 tensor cores with fp32 accumulation, fp32 softmax and lse.
+void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                    const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                    int32_t causal, int64_t window, float scale);
+void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                    const void* v, const void* out, const float* lse, const void* dout,
+                    void* dq, void* dk, void* dv, int64_t bh, int64_t t, int64_t hd,
+                    int32_t causal, int64_t window, float scale);
 /// TF32 tensor-core attention (AttentionTf32.cu): fp32 in / out like attentionFwd /
 /// attentionBwd, products on mma.sync m16n8k8 TF32 with fp32 accumulation and softmax.
-/// attentionFwd / attentionBwd run these when the context has TGRT_TF32=1; the check tool
-/// calls them directly.
+/// attentionFwd / attentionBwd run these for f32 when the context has TGRT_TF32=1; the check
+/// tool calls them directly.
 void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
                       const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
                       int32_t causal, int64_t window, float scale);
@@ -132,10 +159,15 @@ void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float
                       const float* v, const float* out, const float* lse, const float* dout,
                       float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
                       int32_t causal, int64_t window, float scale);
-void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc);
+void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc);
+/// Unscales by the context's loss scale S (setLossScale): acc[1] = (1/S) * clip factor, NaN
+/// when the norm is not finite.
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
-void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, float* v, int64_t n,
-           float beta1, float beta2, float eps, float weight_decay, const float* clip);
+/// p, g: p_dt; m, v: state_dt. Reads clip[1] on the device and changes nothing when it is not
+/// finite (no host synchronisation).
+void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
+           void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
+           const float* clip);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
 
 // ------------------------------------------------------------------- profiling --

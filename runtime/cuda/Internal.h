@@ -42,19 +42,21 @@ struct MatmulKey {
   int32_t epilogue = 0;     ///< 0 none, 1 bias (CUBLASLT_EPILOGUE_BIAS, bias [n] per row),
                             ///< 2 bias + GELU with the pre-activation as aux output
                             ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n)
-  uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogue 1)
+  uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogues 1, 2)
+  int32_t dt = TGRT_F32;    ///< element type of A, B, C, D, bias and aux (enum tgrt_dtype)
   bool operator==(const MatmulKey& o) const {
     return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
            sc == o.sc && ta == o.ta && tb == o.tb && align_a == o.align_a &&
            align_b == o.align_b && align_c == o.align_c && epilogue == o.epilogue &&
-           align_bias == o.align_bias;
+           align_bias == o.align_bias && dt == o.dt;
   }
 };
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     uint64_t h = 1469598103934665603ull;
-    const int64_t v[14] = {k.batch, k.m,  k.n,  k.k,       k.sa,      k.sb,      k.sc,
-                           k.ta,    k.tb, k.align_a, k.align_b, k.align_c, k.epilogue, k.align_bias};
+    const int64_t v[15] = {k.batch,   k.m,       k.n,       k.k,        k.sa,
+                           k.sb,      k.sc,      k.ta,      k.tb,       k.align_a,
+                           k.align_b, k.align_c, k.epilogue, k.align_bias, k.dt};
     for (int64_t x : v) h = (h ^ (uint64_t)x) * 1099511628211ull;
     return (size_t)h;
   }
@@ -79,12 +81,17 @@ struct Context {
   bool tf32 = false;      ///< TGRT_TF32=1: cuBLASLt and attention use TF32 tensor cores
   /// TF32 attention forward: S = Q K^T in 3xTF32 (fp32-accurate lse); setAttentionTf32Split.
   bool tf32_split_scores = true;
-  /// matmulBiasGelu through CUBLASLT_EPILOGUE_GELU_AUX_BIAS: TGRT_GELU_EPILOGUE=1/0, default
-  /// = tf32 (the epilogue's GELU precision is measured by tgrt-cuda-check, not documented).
+  /// f32 matmulBiasGelu through CUBLASLT_EPILOGUE_GELU_AUX_BIAS: TGRT_GELU_EPILOGUE=1/0,
+  /// default = tf32 (the epilogue's GELU precision is measured by tgrt-cuda-check, not
+  /// documented).
   bool gelu_epilogue = false;
+  /// The same for bf16 / f16: TGRT_GELU_EPILOGUE=1/0, default on (its error is far below the
+  /// rounding of a 2-byte output).
+  bool gelu_epilogue_low = true;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   int64_t step = 1;
   float lr = 0.0f;
+  float loss_scale = 1.0f; ///< tgrt_set_loss_scale (fill_loss_scaled, clip_scale)
   int32_t micro_batch = 0;
   char device_name[256] = {0};
   int sm_count = 0;

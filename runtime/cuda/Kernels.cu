@@ -1,10 +1,21 @@
-// Kernels.cu — the CUDA "kernels" half of runtime/tgrt.h, except attention (Attention.cu).
+// Kernels.cu — the CUDA "kernels" half of runtime/tgrt.h, except attention (Attention*.cu).
 //
-// fp32 throughout. One kernel per operation, the math in a comment above it, the launch in
-// the host function below it. Reductions are deterministic: every sum has a fixed order that
-// depends only on the sizes (block partials written to the workspace, then reduced in index
-// order by one block), never on float atomics or on the device.
-// GEMMs go to cuBLASLt (CUBLAS_COMPUTE_32F; TGRT_TF32=1 allows TF32 tensor cores).
+// Element types. Every kernel is a template on the storage type of its tensors (float, bf16_t,
+// f16_t; Dtype.cuh) with float arithmetic: low-precision inputs are widened exactly, outputs
+// rounded once (RNE). The host functions dispatch on the runtime dtype arguments. Memory-bound
+// kernels move 16 bytes per access (4 f32 or 8 bf16 / f16 elements, a "pack") when the
+// pointers are 16-byte aligned (and, for rows, the row lengths whole packs); otherwise the
+// same kernel runs its scalar loop, with identical results. The f32 instantiations compute
+// exactly what the fp32-only backend computed (same operations in the same order).
+//
+// One kernel per operation, the math in a comment above it, the launch in the host function
+// below it. Reductions are deterministic: every sum has a fixed order that depends only on
+// the sizes (block partials written to the workspace, then reduced in index order by one
+// block), never on float atomics or on the device.
+// GEMMs go to cuBLASLt: f32 with CUBLAS_COMPUTE_32F (TGRT_TF32=1 allows TF32 tensor cores),
+// bf16 / f16 operands (CUDA_R_16BF / CUDA_R_16F for A, B, C, D, bias and GELU aux) with
+// CUBLAS_COMPUTE_32F and float alpha / beta.
+#include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Internal.h"
 
 #include <algorithm>
@@ -87,10 +98,12 @@ __device__ void reportError(DeviceState* st, int32_t code, int32_t loc, long lon
 /// Workspace bytes rounded up so that consecutive scratch arrays stay 256-byte aligned.
 inline int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// ------------------------------------------------------------ vector access helpers --
-// Memory-bound kernels move float4 (16 bytes per thread and access) when every pointer is
-// 16-byte aligned (and, for rows, every row length and leading dimension a multiple of 4);
-// otherwise the same kernel runs its scalar loop. Results do not depend on the path.
+/// Bytes of one element of dt (fails on an unknown dtype).
+inline int64_t elemBytes(const char* loc, const char* what, int32_t dt) {
+  const int64_t s = tgrt_dtype_size(dt);
+  if (s == 0) fail(loc, "%s: unknown dtype %d (expected 0 f32, 1 bf16 or 2 f16)", what, (int)dt);
+  return s;
+}
 
 inline bool aligned16(const void* p) { return ((uintptr_t)p & 15u) == 0; }
 inline bool aligned16(const void* a, const void* b) { return aligned16(a) && aligned16(b); }
@@ -101,54 +114,202 @@ inline bool aligned16(const void* a, const void* b, const void* c, const void* d
   return aligned16(a, b) && aligned16(c, d);
 }
 
-__device__ __forceinline__ float4 ld4(const float* p, int64_t i4) {
-  return reinterpret_cast<const float4*>(p)[i4];
+// ---------------------------------------------------------------- pack arithmetic --
+// Fixed-order sums over a pack's W (4 or 8) values: pairs, then pairs of pairs (for W = 4 the
+// expressions of the fp32-only backend, (x + y) + (z + w)).
+
+template <int W>
+__device__ __forceinline__ float packSum(const float (&f)[W]) {
+  float s = (f[0] + f[1]) + (f[2] + f[3]);
+  if (W == 8) s = s + ((f[4 % W] + f[5 % W]) + (f[6 % W] + f[7 % W]));
+  return s;
 }
-__device__ __forceinline__ void st4(float* p, int64_t i4, float4 v) {
-  reinterpret_cast<float4*>(p)[i4] = v;
+/// sum (f - mu)^2 over the pack.
+template <int W>
+__device__ __forceinline__ float packSqDev(const float (&f)[W], float mu) {
+  const float a = f[0] - mu, b = f[1] - mu, c = f[2] - mu, e = f[3] - mu;
+  float s = (a * a + b * b) + (c * c + e * e);
+  if (W == 8) {
+    const float a2 = f[4 % W] - mu, b2 = f[5 % W] - mu, c2 = f[6 % W] - mu, e2 = f[7 % W] - mu;
+    s = s + ((a2 * a2 + b2 * b2) + (c2 * c2 + e2 * e2));
+  }
+  return s;
+}
+/// sum f * g over the pack.
+template <int W>
+__device__ __forceinline__ float packDot(const float (&f)[W], const float (&g)[W]) {
+  float s = (f[0] * g[0] + f[1] * g[1]) + (f[2] * g[2] + f[3] * g[3]);
+  if (W == 8)
+    s = s + ((f[4 % W] * g[4 % W] + f[5 % W] * g[5 % W]) + (f[6 % W] * g[6 % W] + f[7 % W] * g[7 % W]));
+  return s;
 }
 
-/// Grid-stride elementwise loop over n items: op.vec(i4) for the float4 items [0, n/4) when
-/// `vec`, then op(i) for the scalar rest (all of [0, n) when not `vec`). Each item is read and
-/// written by one thread, so outputs may alias inputs.
-template <typename Op>
+// ------------------------------------------------------------ elementwise framework --
+
+/// Grid-stride elementwise loop over n items: op.vec(i) for the packs [0, n/W) when `vec`
+/// (W = Op::kW elements each), then op(i) for the scalar rest (all of [0, n) when not `vec`).
+/// Each item is read and written by one thread, so outputs may alias inputs.
+template <int W, typename Op>
 __global__ void elementwise_kernel(Op op, int64_t n, bool vec) {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t done = 0;
   if (vec) {
-    const int64_t n4 = n >> 2;
-    for (int64_t i = t; i < n4; i += stride) op.vec(i);
-    done = n4 << 2;
+    const int64_t nW = n / W;
+    for (int64_t i = t; i < nW; i += stride) op.vec(i);
+    done = nW * W;
   }
   for (int64_t i = done + t; i < n; i += stride) op(i);
 }
 
-/// Launches elementwise_kernel<Op> over n items (float4 when `vec`).
+/// Launches elementwise_kernel<Op> over n items (packs when `vec`).
 template <typename Op>
 void launchElementwise(Context* ctx, const char* loc, const char* name, const Op& op, int64_t n,
                        bool vec) {
-  launch(ctx, loc, name, elementwise_kernel<Op>, dim3(gridFor(vec ? (n + 3) / 4 : n, kBlock)),
+  constexpr int W = Op::kW;
+  launch(ctx, loc, name, elementwise_kernel<W, Op>, dim3(gridFor(vec ? (n + W - 1) / W : n, kBlock)),
          dim3(kBlock), 0, op, n, vec);
 }
 
+// out[i] = a[i] + b[i]  (out may alias a or b: each element is read before it is written).
+template <typename T>
+struct AddOp {
+  static constexpr int kW = packWidth<T>();
+  const T* a;
+  const T* b;
+  T* out;
+  __device__ void operator()(int64_t i) const { out[i] = fromF<T>(toF(a[i]) + toF(b[i])); }
+  __device__ void vec(int64_t i) const {
+    float x[kW], y[kW];
+    ldPack(a, i, x);
+    ldPack(b, i, y);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) x[j] = x[j] + y[j];
+    stPack(out, i, x);
+  }
+};
+
+// dst[i] += src[i].
+template <typename T>
+struct AccumulateOp {
+  static constexpr int kW = packWidth<T>();
+  T* dst;
+  const T* src;
+  __device__ void operator()(int64_t i) const { dst[i] = fromF<T>(toF(dst[i]) + toF(src[i])); }
+  __device__ void vec(int64_t i) const {
+    float x[kW], y[kW];
+    ldPack(dst, i, x);
+    ldPack(src, i, y);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) x[j] = x[j] + y[j];
+    stPack(dst, i, x);
+  }
+};
+
+// out[i] = value (already rounded to T; `pattern` is 16 bytes of it).
+template <typename T>
+struct FillOp {
+  static constexpr int kW = (int)(16 / sizeof(T));
+  T* out;
+  T value;
+  uint4 pattern;
+  __device__ void operator()(int64_t i) const { out[i] = value; }
+  __device__ void vec(int64_t i) const { store16(out + i * kW, pattern); }
+};
+
+// dst[i] = src[i] converted (widened exactly, then rounded once to TD).
+template <typename TS, typename TD>
+struct CastOp {
+  static constexpr int kW = packWidth<TS, TD>();
+  const TS* src;
+  TD* dst;
+  __device__ void operator()(int64_t i) const { dst[i] = fromF<TD>(toF(src[i])); }
+  __device__ void vec(int64_t i) const {
+    float x[kW];
+    ldPack(src, i, x);
+    stPack(dst, i, x);
+  }
+};
+
+// C = beta C (the k == 0 GEMM; C not read when beta == 0).
+template <typename T>
+struct ScaleOp {
+  static constexpr int kW = packWidth<T>();
+  T* c;
+  float beta;
+  __device__ void operator()(int64_t i) const {
+    c[i] = fromF<T>(beta == 0.0f ? 0.0f : beta * toF(c[i]));
+  }
+  __device__ void vec(int64_t i) const {
+    float x[kW];
+    if (beta == 0.0f) {
+#pragma unroll
+      for (int j = 0; j < kW; ++j) x[j] = 0.0f;
+    } else {
+      ldPack(c, i, x);
+#pragma unroll
+      for (int j = 0; j < kW; ++j) x[j] = beta * x[j];
+    }
+    stPack(c, i, x);
+  }
+};
+
+// -------------------------------------------------------- scalar tensor accessors --
+// The scalar kernels of the mixed-type operations (layer norm, column sums) read and write
+// through accessors: Ld<T> / St<T> for a compile-time type, LdDyn / StDyn for a runtime one
+// (a switch per element; used only for dtype combinations without a typed instantiation).
+
+template <typename T>
+struct Ld {
+  const T* p;
+  __device__ __forceinline__ float operator()(int64_t i) const { return toF(p[i]); }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+template <typename T>
+struct St {
+  T* p;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const { p[i] = fromF<T>(v); }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+struct LdDyn {
+  const void* p;
+  int32_t dt;
+  __device__ __forceinline__ float operator()(int64_t i) const {
+    if (dt == TGRT_BF16) return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    if (dt == TGRT_F16) return f16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    return static_cast<const float*>(p)[i];
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+struct StDyn {
+  void* p;
+  int32_t dt;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const {
+    if (dt == TGRT_BF16) static_cast<uint16_t*>(p)[i] = bf16FromFloat(v);
+    else if (dt == TGRT_F16) static_cast<uint16_t*>(p)[i] = f16FromFloat(v);
+    else static_cast<float*>(p)[i] = v;
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+
 // ---------------------------------------------------------------------- embedding --
 
-// out[i, :] = table[ids[i], :]. One block per token (grid-stride), threads over d.
+// out[i, :] = table[ids[i], :], copied as U units (16-byte words when the row bytes and both
+// pointers allow, else elements). One block per token (grid-stride), threads over the row.
 // An id outside [0, vocab) is reported (first one wins) and its row is left unwritten.
-__global__ void embedding_fwd_kernel(const float* __restrict__ table,
-                                     const int32_t* __restrict__ ids, float* __restrict__ out,
-                                     int64_t n, int64_t d, int64_t vocab, DeviceState* st,
-                                     int32_t loc) {
+template <typename U>
+__global__ void embedding_fwd_kernel(const U* __restrict__ table, const int32_t* __restrict__ ids,
+                                     U* __restrict__ out, int64_t n, int64_t units, int64_t vocab,
+                                     DeviceState* st, int32_t loc) {
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int64_t id = ids[i];
     if (id < 0 || id >= vocab) {
       if (threadIdx.x == 0) reportError(st, kEmbeddingIdOutOfRange, loc, id, i, vocab);
       continue;
     }
-    const float* src = table + id * d;
-    float* dst = out + i * d;
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) dst[c] = src[c];
+    const U* src = table + id * units;
+    U* dst = out + i * units;
+    for (int64_t c = threadIdx.x; c < units; c += blockDim.x) dst[c] = src[c];
   }
 }
 
@@ -161,14 +322,16 @@ __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
 
 // Deterministic embedding backward over the tokens sorted (stably) by id:
 //   dtable[v, :] = sum over the run of sorted positions p with key[p] = v of dout[pos[p], :],
-// summed in increasing token order (the order the CPU reference adds them). One block per run
-// head p (key[p] != key[p-1]); other blocks exit. Rows of dtable with no token stay zero
-// (cleared before). Ids outside [0, vocab) are reported and skipped.
+// summed in float in increasing token order (the order the CPU reference adds them), rounded
+// once per row element. One block per run head p (key[p] != key[p-1]); other blocks exit.
+// Rows of dtable with no token stay zero (cleared before). Ids outside [0, vocab) are reported
+// and skipped.
+template <typename T>
 __global__ void embedding_bwd_runs_kernel(const int32_t* __restrict__ keys,
                                           const int32_t* __restrict__ pos,
-                                          const float* __restrict__ dout,
-                                          float* __restrict__ dtable, int64_t n, int64_t d,
-                                          int64_t vocab, DeviceState* st, int32_t loc) {
+                                          const T* __restrict__ dout, T* __restrict__ dtable,
+                                          int64_t n, int64_t d, int64_t vocab, DeviceState* st,
+                                          int32_t loc) {
   for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
     const int32_t id = keys[p];
     if (p > 0 && keys[p - 1] == id) continue; // not the head of a run
@@ -180,8 +343,8 @@ __global__ void embedding_bwd_runs_kernel(const int32_t* __restrict__ keys,
     while (end < n && keys[end] == id) ++end;
     for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
       float acc = 0.0f;
-      for (int64_t r = p; r < end; ++r) acc += dout[(int64_t)pos[r] * d + c];
-      dtable[(int64_t)id * d + c] = acc;
+      for (int64_t r = p; r < end; ++r) acc += toF(dout[(int64_t)pos[r] * d + c]);
+      dtable[(int64_t)id * d + c] = fromF<T>(acc);
     }
   }
 }
@@ -190,54 +353,24 @@ __global__ void embedding_bwd_runs_kernel(const int32_t* __restrict__ keys,
 
 // dwpe[s, c] = sum_b dout[b, s, c] (b in order, double accumulation) for s < t;
 // dwpe[s, c] = 0 for t <= s < context. One thread per (s, c).
-__global__ void positional_bwd_kernel(const float* __restrict__ dout, float* __restrict__ dwpe,
+template <typename T>
+__global__ void positional_bwd_kernel(const T* __restrict__ dout, T* __restrict__ dwpe,
                                       int64_t batch, int64_t t, int64_t d, int64_t context) {
   const int64_t n = context * d;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t s = i / d;
     if (s >= t) {
-      dwpe[i] = 0.0f;
+      dwpe[i] = fromF<T>(0.0f);
       continue;
     }
     double acc = 0.0;
-    for (int64_t b = 0; b < batch; ++b) acc += dout[b * t * d + i];
-    dwpe[i] = (float)acc;
+    for (int64_t b = 0; b < batch; ++b) acc += toF(dout[b * t * d + i]);
+    dwpe[i] = fromF<T>((float)acc);
   }
 }
 
-// -------------------------------------------------------------------- elementwise --
-
-// out[i] = a[i] + b[i]  (out may alias a or b: each element is read before it is written).
-struct AddOp {
-  const float* a;
-  const float* b;
-  float* out;
-  __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
-  __device__ void vec(int64_t i) const {
-    const float4 x = ld4(a, i), y = ld4(b, i);
-    st4(out, i, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
-  }
-};
-
-// dst[i] += src[i].
-struct AccumulateOp {
-  float* dst;
-  const float* src;
-  __device__ void operator()(int64_t i) const { dst[i] += src[i]; }
-  __device__ void vec(int64_t i) const {
-    const float4 x = ld4(dst, i), y = ld4(src, i);
-    st4(dst, i, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
-  }
-};
-
-// out[i] = value.
-struct FillOp {
-  float* out;
-  float value;
-  __device__ void operator()(int64_t i) const { out[i] = value; }
-  __device__ void vec(int64_t i) const { st4(out, i, make_float4(value, value, value, value)); }
-};
+// ------------------------------------------------------------------ data movement --
 
 /// Shape and strides of a 4-d permutation (see tgrt_transpose4).
 struct Permute4 {
@@ -245,12 +378,12 @@ struct Permute4 {
   int64_t xstride[4]; ///< stride in x of y's axis j: x_stride[perm[j]]
 };
 
-// y[j0, j1, j2, j3] = x[i0, i1, i2, i3] with i_perm[k] = j_k: one thread per y element, its
-// x offset = sum_k j_k * xstride_of_axis(perm[k]). Writes are coalesced. Index type I is
-// uint32_t when every index fits (32-bit division is several times cheaper than 64-bit).
-template <typename I>
-__global__ void transpose4_kernel(const float* __restrict__ x, float* __restrict__ y, Permute4 p,
-                                  I n) {
+// y[j0, j1, j2, j3] = x[i0, i1, i2, i3] with i_perm[k] = j_k: one thread per y element (U the
+// element's bits: float or uint16_t), its x offset = sum_k j_k * xstride_of_axis(perm[k]).
+// Writes are coalesced. Index type I is uint32_t when every index fits (32-bit division is
+// several times cheaper than 64-bit).
+template <typename I, typename U>
+__global__ void transpose4_kernel(const U* __restrict__ x, U* __restrict__ y, Permute4 p, I n) {
   const I yd1 = (I)p.ydim[1], yd2 = (I)p.ydim[2], yd3 = (I)p.ydim[3];
   const I s0 = (I)p.xstride[0], s1 = (I)p.xstride[1], s2 = (I)p.xstride[2],
           s3 = (I)p.xstride[3];
@@ -267,33 +400,37 @@ __global__ void transpose4_kernel(const float* __restrict__ x, float* __restrict
 }
 
 // The last axis stays last (perm[3] == 3, e.g. [b, t, h, d] <-> [b, h, t, d]): y is rows of
-// d3 contiguous floats, each copied whole from one x row. Items are float4 (or float when
-// not `vec`) of q per row; the row's x offset (in items) is j0*s0 + j1*s1 + j2*s2. Reads and
-// writes are both coalesced along the row.
-template <typename I, bool V>
-__global__ void transpose_rows_kernel(const float* __restrict__ x, float* __restrict__ y, I total,
-                                      I q, I yd1, I yd2, I s0, I s1, I s2) {
+// d3 contiguous elements, each copied whole from one x row. Items are U units (16-byte words,
+// or single elements) of q per row; the row's x offset (in items) is j0*s0 + j1*s1 + j2*s2.
+// Reads and writes are both coalesced along the row.
+template <typename I, typename U>
+__global__ void transpose_rows_kernel(const U* __restrict__ x, U* __restrict__ y, I total, I q,
+                                      I yd1, I yd2, I s0, I s1, I s2) {
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
        i += (I)gridDim.x * blockDim.x) {
     const I row = i / q, col = i - row * q;
     const I j2 = row % yd2, r2 = row / yd2;
     const I j1 = r2 % yd1, j0 = r2 / yd1;
-    const I src = j0 * s0 + j1 * s1 + j2 * s2 + col;
-    if (V) st4(y, (int64_t)i, ld4(x, (int64_t)src));
-    else y[i] = x[src];
+    y[i] = x[j0 * s0 + j1 * s1 + j2 * s2 + col];
   }
 }
 
-// dst[r, 0:cols] = src[r, 0:cols] with leading dimensions (in items: float4 when V).
-template <typename I, bool V>
-__global__ void copy2d_kernel(const float* __restrict__ src, I sld, float* __restrict__ dst,
-                              I dld, I total, I q) {
+// dst[r, 0:cols] = src[r, 0:cols] with leading dimensions (in U items).
+template <typename I, typename U>
+__global__ void copy2d_kernel(const U* __restrict__ src, I sld, U* __restrict__ dst, I dld,
+                              I total, I q) {
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
        i += (I)gridDim.x * blockDim.x) {
     const I r = i / q, c = i - r * q;
-    if (V) st4(dst, (int64_t)(r * dld + c), ld4(src, (int64_t)(r * sld + c)));
-    else dst[r * dld + c] = src[r * sld + c];
+    dst[r * dld + c] = src[r * sld + c];
   }
+}
+
+/// The data-movement kernels' element unit for an element size (4: float, 2: uint16_t).
+template <typename F>
+void withUnit(int64_t esize, F&& f) {
+  if (esize == 4) f(float{});
+  else f(uint16_t{});
 }
 
 // ---------------------------------------------------------------------- layer norm --
@@ -301,27 +438,27 @@ __global__ void copy2d_kernel(const float* __restrict__ src, I sld, float* __res
 // Layer norm (Ba et al. 2016), one warp per row of x [rows, d]:
 //   mean = sum_c x / d;  var = sum_c (x - mean)^2 / d  (two passes, biased);
 //   rstd = 1 / sqrt(var + eps);  y = (x - mean) * rstd * gamma + beta.
-__global__ void layer_norm_fwd_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
-                                      const float* __restrict__ beta, float* __restrict__ y,
-                                      float* __restrict__ mean, float* __restrict__ rstd,
-                                      int64_t rows, int64_t d, float eps) {
+// Scalar form through accessors (any dtypes of x, gamma/beta, y).
+template <typename AX, typename AP, typename AY>
+__global__ void layer_norm_fwd_kernel(AX x, AP gamma, AP beta, AY y, float* __restrict__ mean,
+                                      float* __restrict__ rstd, int64_t rows, int64_t d,
+                                      float eps) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
-    const float* xr = x + r * d;
+    const int64_t o = r * d;
     float s = 0.0f;
-    for (int64_t c = lane; c < d; c += 32) s += xr[c];
+    for (int64_t c = lane; c < d; c += 32) s += x(o + c);
     const float mu = warpSum(s) / (float)d;
     float v = 0.0f;
     for (int64_t c = lane; c < d; c += 32) {
-      const float dx = xr[c] - mu;
+      const float dx = x(o + c) - mu;
       v += dx * dx;
     }
     const float var = warpSum(v) / (float)d;
     const float rs = 1.0f / sqrtf(var + eps);
-    float* yr = y + r * d;
-    for (int64_t c = lane; c < d; c += 32) yr[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+    for (int64_t c = lane; c < d; c += 32) y(o + c, (x(o + c) - mu) * rs * gamma(c) + beta(c));
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
@@ -329,80 +466,79 @@ __global__ void layer_norm_fwd_kernel(const float* __restrict__ x, const float* 
   }
 }
 
-// Layer norm input gradient, one warp per row:
+// Layer norm input gradient, one warp per row (scalar form through accessors):
 //   xhat = (x - mean) * rstd,  g = dy * gamma,
 //   dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)).
-__global__ void layer_norm_bwd_dx_kernel(const float* __restrict__ dy, const float* __restrict__ x,
-                                         const float* __restrict__ gamma,
-                                         const float* __restrict__ mean,
-                                         const float* __restrict__ rstd, float* __restrict__ dx,
-                                         int64_t rows, int64_t d) {
+template <typename ADY, typename AX, typename AP, typename ADX>
+__global__ void layer_norm_bwd_dx_kernel(ADY dy, AX x, AP gamma, const float* __restrict__ mean,
+                                         const float* __restrict__ rstd, ADX dx, int64_t rows,
+                                         int64_t d) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
-    const float* xr = x + r * d;
-    const float* dyr = dy + r * d;
+    const int64_t o = r * d;
     const float mu = mean[r], rs = rstd[r];
     float sg = 0.0f, sgx = 0.0f;
     for (int64_t c = lane; c < d; c += 32) {
-      const float g = dyr[c] * gamma[c];
+      const float g = dy(o + c) * gamma(c);
       sg += g;
-      sgx += g * (xr[c] - mu) * rs;
+      sgx += g * (x(o + c) - mu) * rs;
     }
     const float meanG = warpSum(sg) / (float)d;
     const float meanGX = warpSum(sgx) / (float)d;
-    float* dxr = dx + r * d;
     for (int64_t c = lane; c < d; c += 32) {
-      const float xhat = (xr[c] - mu) * rs;
-      dxr[c] = rs * (dyr[c] * gamma[c] - meanG - xhat * meanGX);
+      const float xhat = (x(o + c) - mu) * rs;
+      dx(o + c, rs * (dy(o + c) * gamma(c) - meanG - xhat * meanGX));
     }
   }
 }
 
-// The same two kernels with the row held in registers: d % 4 == 0, 16-byte aligned pointers
-// and d <= 128 * NV; lane l holds the float4 items l, l + 32, ... (< d/4). One read of x (and
-// dy) per row instead of three.
-template <int NV>
-__global__ void layer_norm_fwd_vec_kernel(const float* __restrict__ x,
-                                          const float* __restrict__ gamma,
-                                          const float* __restrict__ beta, float* __restrict__ y,
+// The same two kernels with the row held in registers: d a multiple of the pack width W,
+// 16-byte aligned pointers and d <= 32 * W * NV; lane l holds the packs l, l + 32, ... (< d/W).
+// One read of x (and dy) per row instead of three.
+template <int NV, int W, typename TX, typename TP, typename TY>
+__global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __restrict__ gamma,
+                                          const TP* __restrict__ beta, TY* __restrict__ y,
                                           float* __restrict__ mean, float* __restrict__ rstd,
                                           int64_t rows, int64_t d, float eps) {
   const int lane = threadIdx.x & 31;
-  const int64_t d4 = d >> 2;
+  const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
-    const float* xr = x + r * d;
-    float4 v[NV];
+    const TX* xr = x + r * d;
+    float v[NV][W];
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      v[k] = c < d4 ? ld4(xr, c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+      if (c < dW) {
+        ldPack(xr, c, v[k]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) v[k][j] = 0.0f;
+      }
+      s += packSum(v[k]);
     }
     const float mu = warpSum(s) / (float)d;
     float q = 0.0f;
 #pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      if (lane + 32 * k < d4) {
-        const float a = v[k].x - mu, b = v[k].y - mu, c = v[k].z - mu, e = v[k].w - mu;
-        q += (a * a + b * b) + (c * c + e * e);
-      }
-    }
+    for (int k = 0; k < NV; ++k)
+      if (lane + 32 * k < dW) q += packSqDev(v[k], mu);
     const float var = warpSum(q) / (float)d;
     const float rs = 1.0f / sqrtf(var + eps);
-    float* yr = y + r * d;
+    TY* yr = y + r * d;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      if (c < d4) {
-        const float4 g = ld4(gamma, c), b = ld4(beta, c);
-        st4(yr, c,
-            make_float4((v[k].x - mu) * rs * g.x + b.x, (v[k].y - mu) * rs * g.y + b.y,
-                        (v[k].z - mu) * rs * g.z + b.z, (v[k].w - mu) * rs * g.w + b.w));
+      if (c < dW) {
+        float g[W], b[W], o[W];
+        ldPack(gamma, c, g);
+        ldPack(beta, c, b);
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = (v[k][j] - mu) * rs * g[j] + b[j];
+        stPack(yr, c, o);
       }
     }
     if (lane == 0) {
@@ -412,57 +548,67 @@ __global__ void layer_norm_fwd_vec_kernel(const float* __restrict__ x,
   }
 }
 
-template <int NV>
-__global__ void layer_norm_bwd_dx_vec_kernel(const float* __restrict__ dy,
-                                             const float* __restrict__ x,
-                                             const float* __restrict__ gamma,
+// dx has x's type.
+template <int NV, int W, typename TDY, typename TX, typename TP>
+__global__ void layer_norm_bwd_dx_vec_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
+                                             const TP* __restrict__ gamma,
                                              const float* __restrict__ mean,
-                                             const float* __restrict__ rstd,
-                                             float* __restrict__ dx, int64_t rows, int64_t d) {
+                                             const float* __restrict__ rstd, TX* __restrict__ dx,
+                                             int64_t rows, int64_t d) {
   const int lane = threadIdx.x & 31;
-  const int64_t d4 = d >> 2;
+  const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
     const float mu = mean[r], rs = rstd[r];
-    float4 xh[NV], g[NV]; // xhat and dy * gamma
+    float xh[NV][W], g[NV][W]; // xhat and dy * gamma
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      if (c < d4) {
-        const float4 xv = ld4(x + r * d, c), dv = ld4(dy + r * d, c), gm = ld4(gamma, c);
-        xh[k] = make_float4((xv.x - mu) * rs, (xv.y - mu) * rs, (xv.z - mu) * rs,
-                            (xv.w - mu) * rs);
-        g[k] = make_float4(dv.x * gm.x, dv.y * gm.y, dv.z * gm.z, dv.w * gm.w);
+      if (c < dW) {
+        float xv[W], dv[W], gm[W];
+        ldPack(x + r * d, c, xv);
+        ldPack(dy + r * d, c, dv);
+        ldPack(gamma, c, gm);
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          xh[k][j] = (xv[j] - mu) * rs;
+          g[k][j] = dv[j] * gm[j];
+        }
       } else {
-        xh[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        g[k] = xh[k];
+#pragma unroll
+        for (int j = 0; j < W; ++j) xh[k][j] = g[k][j] = 0.0f;
       }
-      sg += (g[k].x + g[k].y) + (g[k].z + g[k].w);
-      sgx += (g[k].x * xh[k].x + g[k].y * xh[k].y) + (g[k].z * xh[k].z + g[k].w * xh[k].w);
+      sg += packSum(g[k]);
+      sgx += packDot(g[k], xh[k]);
     }
     const float meanG = warpSum(sg) / (float)d;
     const float meanGX = warpSum(sgx) / (float)d;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      if (c < d4)
-        st4(dx + r * d, c,
-            make_float4(rs * (g[k].x - meanG - xh[k].x * meanGX),
-                        rs * (g[k].y - meanG - xh[k].y * meanGX),
-                        rs * (g[k].z - meanG - xh[k].z * meanGX),
-                        rs * (g[k].w - meanG - xh[k].w * meanGX)));
+      if (c < dW) {
+        float o[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = rs * (g[k][j] - meanG - xh[k][j] * meanGX);
+        stPack(dx + r * d, c, o);
+      }
     }
   }
 }
 
-/// Float4 items per lane for the register kernels (0: use the scalar kernels).
-inline int layerNormNV(int64_t d, bool aligned) {
-  if (!aligned || d % 4 != 0) return 0;
-  const int64_t per = (d / 4 + 31) / 32;
-  for (int nv : {1, 2, 4, 6, 8})
-    if (per <= nv) return nv;
+/// Packs per lane for the register kernels (0: use the scalar kernels), for pack width W.
+inline int layerNormNV(int64_t d, int W, bool aligned) {
+  if (!aligned || d % W != 0) return 0;
+  const int64_t per = (d / W + 31) / 32;
+  if (W == 4) {
+    for (int nv : {1, 2, 4, 6, 8})
+      if (per <= nv) return nv;
+  } else {
+    for (int nv : {1, 2, 3, 4, 6, 8})
+      if (per <= nv) return nv;
+  }
   return 0;
 }
 
@@ -479,8 +625,8 @@ inline int64_t chunkRows(int64_t rows) {
 //   part1[chunk, c] = sum_{r in chunk} dy[r, c] * (x[r, c] - mean[r]) * rstd[r]   (if x)
 // Block (32, 8): threadIdx.x picks the column (coalesced), threadIdx.y strides the rows; the
 // 8 row-lanes are then added in order. grid = (ceil(d/32), chunks).
-__global__ void column_partials_kernel(const float* __restrict__ dy, const float* __restrict__ x,
-                                       const float* __restrict__ mean,
+template <typename AD, typename AX>
+__global__ void column_partials_kernel(AD dy, AX x, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, float* __restrict__ part0,
                                        float* __restrict__ part1, int64_t rows, int64_t d,
                                        int64_t rowsPerChunk) {
@@ -490,12 +636,13 @@ __global__ void column_partials_kernel(const float* __restrict__ dy, const float
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rowsPerChunk;
   const int64_t r1 = r0 + rowsPerChunk < rows ? r0 + rowsPerChunk : rows;
+  const bool hasX = x.valid();
   float a0 = 0.0f, a1 = 0.0f;
   if (c < d) {
     for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
-      const float g = dy[r * d + c];
+      const float g = dy(r * d + c);
       a0 += g;
-      if (x) a1 += g * (x[r * d + c] - mean[r]) * rstd[r];
+      if (hasX) a1 += g * (x(r * d + c) - mean[r]) * rstd[r];
     }
   }
   s0[threadIdx.y][threadIdx.x] = a0;
@@ -508,34 +655,38 @@ __global__ void column_partials_kernel(const float* __restrict__ dy, const float
       t1 += s1[k][threadIdx.x];
     }
     part0[chunk * d + c] = t0;
-    if (x) part1[chunk * d + c] = t1;
+    if (hasX) part1[chunk * d + c] = t1;
   }
 }
 
 // Second stage: out0[c] = sum_chunk part0[chunk, c] (in chunk order, double), same for out1.
+template <typename AO>
 __global__ void column_finish_kernel(const float* __restrict__ part0,
-                                     const float* __restrict__ part1, float* __restrict__ out0,
-                                     float* __restrict__ out1, int64_t chunks, int64_t d) {
+                                     const float* __restrict__ part1, AO out0, AO out1,
+                                     int64_t chunks, int64_t d) {
+  const bool two = out1.valid();
   for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < d;
        c += (int64_t)gridDim.x * blockDim.x) {
     double t0 = 0.0, t1 = 0.0;
     for (int64_t k = 0; k < chunks; ++k) {
       t0 += part0[k * d + c];
-      if (out1) t1 += part1[k * d + c];
+      if (two) t1 += part1[k * d + c];
     }
-    out0[c] = (float)t0;
-    if (out1) out1[c] = (float)t1;
+    out0(c, (float)t0);
+    if (two) out1(c, (float)t1);
   }
 }
 
 /// dbias-style column sums of dy [rows, d] into out0 (and, with x, dgamma-style into out1)
-/// through the workspace.
-void columnSums(Context* ctx, const char* loc, const float* dy, const float* x, const float* mean,
-                const float* rstd, float* out0, float* out1, int64_t rows, int64_t d) {
+/// through the workspace; AD / AX / AO are the accessors of dy, x and the outputs.
+template <typename AD, typename AX, typename AO>
+void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, const float* rstd,
+                AO out0, AO out1, int64_t outBytesPerElem, int64_t rows, int64_t d) {
   if (rows == 0) {
-    check(cudaMemsetAsync(out0, 0, (size_t)d * sizeof(float), ctx->stream), loc, "cudaMemsetAsync");
-    if (out1)
-      check(cudaMemsetAsync(out1, 0, (size_t)d * sizeof(float), ctx->stream), loc,
+    check(cudaMemsetAsync(out0.p, 0, (size_t)(d * outBytesPerElem), ctx->stream), loc,
+          "cudaMemsetAsync");
+    if (out1.p)
+      check(cudaMemsetAsync(out1.p, 0, (size_t)(d * outBytesPerElem), ctx->stream), loc,
             "cudaMemsetAsync");
     return;
   }
@@ -547,46 +698,53 @@ void columnSums(Context* ctx, const char* loc, const float* dy, const float* x, 
   float* part1 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + partBytes);
   const int64_t colBlocks = (d + 31) / 32;
   if (colBlocks > 0x7fffffff || chunks > 65535) fail(loc, "column sums: shape too large");
-  launch(ctx, loc, "column_partials_kernel", column_partials_kernel,
+  launch(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
          dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd, part0,
-         x ? part1 : nullptr, rows, d, per);
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel, dim3(gridFor(d, kBlock)),
-         dim3(kBlock), 0, part0, x ? part1 : nullptr, out0, out1, chunks, d);
+         x.p ? part1 : nullptr, rows, d, per);
+  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>, dim3(gridFor(d, kBlock)),
+         dim3(kBlock), 0, part0, x.p ? part1 : nullptr, out0, out1, chunks, d);
 }
 
 // ------------------------------------------------------------------------- bias --
 
 // out[r, c] = x[r, c] + bias[c]  (out may alias x). Also the positional forward:
 //   out[b, s, c] = x[b, s, c] + wpe[s, c]  with rows r = b*t + s and bias row s = r % period.
-// Grid: x over the columns (float4 when `vec`: n, pointers 16-byte aligned, n % 4 == 0),
-// y over the rows (grid-stride); no per-element division.
-__global__ void row_bias_kernel(const float* x, const float* __restrict__ bias, float* out,
-                                int64_t rows, int64_t n, int64_t period, bool vec) {
+// Grid: x over the columns (packs when `vec`: pointers 16-byte aligned, n a multiple of the
+// pack width), y over the rows (grid-stride); no per-element division.
+template <typename T>
+__global__ void row_bias_kernel(const T* x, const T* __restrict__ bias, T* out, int64_t rows,
+                                int64_t n, int64_t period, bool vec) {
+  constexpr int W = packWidth<T>();
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (vec) {
-    const int64_t n4 = n >> 2;
-    if (c >= n4) return;
+    const int64_t nW = n / W;
+    if (c >= nW) return;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-      const float4 b = ld4(bias + (r % period) * n, c);
-      const float4 v = ld4(x + r * n, c);
-      st4(out + r * n, c, make_float4(v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w));
+      float b[W], v[W];
+      ldPack(bias + (r % period) * n, c, b);
+      ldPack(x + r * n, c, v);
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[j] = v[j] + b[j];
+      stPack(out + r * n, c, v);
     }
   } else {
     if (c >= n) return;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-      out[r * n + c] = x[r * n + c] + bias[(r % period) * n + c];
+      out[r * n + c] = fromF<T>(toF(x[r * n + c]) + toF(bias[(r % period) * n + c]));
   }
 }
 
 /// out = x + bias row (r % period) over rows x n.
-void rowBias(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
-             int64_t rows, int64_t n, int64_t period) {
-  const bool vec = n % 4 == 0 && aligned16(x, bias, out);
-  const int64_t cols = vec ? n / 4 : n;
+template <typename T>
+void rowBias(Context* ctx, const char* loc, const T* x, const T* bias, T* out, int64_t rows,
+             int64_t n, int64_t period) {
+  constexpr int W = packWidth<T>();
+  const bool vec = n % W == 0 && aligned16(x, bias, out);
+  const int64_t cols = vec ? n / W : n;
   const int64_t bx = (cols + 127) / 128;
   if (bx > 0x7fffffff) fail(loc, "bias_add: row too long");
   const int64_t by = std::min<int64_t>(rows, std::max<int64_t>(1, 8192 / bx));
-  launch(ctx, loc, "row_bias_kernel", row_bias_kernel,
+  launch(ctx, loc, "row_bias_kernel", row_bias_kernel<T>,
          dim3((unsigned)bx, (unsigned)std::min<int64_t>(by, 65535)), dim3(128), 0, x, bias, out,
          rows, n, period, vec);
 }
@@ -602,13 +760,18 @@ __device__ __forceinline__ float geluF(float xi) {
   const float u = kGeluC * (xi + kGeluA * xi * xi * xi);
   return 0.5f * xi * (1.0f + tanhf(u));
 }
+template <typename T>
 struct GeluFwdOp {
-  const float* x;
-  float* y;
-  __device__ void operator()(int64_t i) const { y[i] = geluF(x[i]); }
+  static constexpr int kW = packWidth<T>();
+  const T* x;
+  T* y;
+  __device__ void operator()(int64_t i) const { y[i] = fromF<T>(geluF(toF(x[i]))); }
   __device__ void vec(int64_t i) const {
-    const float4 v = ld4(x, i);
-    st4(y, i, make_float4(geluF(v.x), geluF(v.y), geluF(v.z), geluF(v.w)));
+    float v[kW];
+    ldPack(x, i, v);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) v[j] = geluF(v[j]);
+    stPack(y, i, v);
   }
 };
 
@@ -619,15 +782,20 @@ __device__ __forceinline__ float geluGrad(float xi) {
   return 0.5f * (1.0f + th) +
          0.5f * xi * (1.0f - th * th) * kGeluC * (1.0f + 3.0f * kGeluA * xi * xi);
 }
+template <typename T>
 struct GeluBwdOp {
-  const float* x;
-  const float* dy;
-  float* dx;
-  __device__ void operator()(int64_t i) const { dx[i] = dy[i] * geluGrad(x[i]); }
+  static constexpr int kW = packWidth<T>();
+  const T* x;
+  const T* dy;
+  T* dx;
+  __device__ void operator()(int64_t i) const { dx[i] = fromF<T>(toF(dy[i]) * geluGrad(toF(x[i]))); }
   __device__ void vec(int64_t i) const {
-    const float4 v = ld4(x, i), g = ld4(dy, i);
-    st4(dx, i, make_float4(g.x * geluGrad(v.x), g.y * geluGrad(v.y), g.z * geluGrad(v.z),
-                           g.w * geluGrad(v.w)));
+    float v[kW], g[kW];
+    ldPack(x, i, v);
+    ldPack(dy, i, g);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) g[j] = g[j] * geluGrad(v[j]);
+    stPack(dx, i, g);
   }
 };
 
@@ -654,22 +822,35 @@ inline uint64_t dropoutKey(uint64_t seed, int64_t step, int32_t microBatch) {
 
 // Inverted dropout: u_i = (mix64(key + (i+1) G) >> 40) / 2^24 (24 random bits, exact in
 // float); y_i = u_i >= rate ? x_i * scale : 0 with scale = 1/(1-rate). y may alias x.
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, float rate, float scale,
-                               uint64_t key) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+template <typename T>
+struct DropoutOp {
+  static constexpr int kW = packWidth<T>();
+  const T* x;
+  T* y;
+  float rate, scale;
+  uint64_t key;
+  __device__ __forceinline__ float apply(int64_t i, float xi) const {
     const uint64_t bits = mix64(key + ((uint64_t)i + 1) * kGolden);
     const float u = (float)(bits >> 40) * (1.0f / 16777216.0f);
-    y[i] = u >= rate ? x[i] * scale : 0.0f;
+    return u >= rate ? xi * scale : 0.0f;
   }
-}
+  __device__ void operator()(int64_t i) const { y[i] = fromF<T>(apply(i, toF(x[i]))); }
+  __device__ void vec(int64_t i) const {
+    float v[kW];
+    ldPack(x, i, v);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) v[j] = apply(i * kW + j, v[j]);
+    stPack(y, i, v);
+  }
+};
 
 // ------------------------------------------------------------- mask and softmax --
 
 // y[b, i, j] = x[b, i, j] if j <= i' and (window <= 0 or i' - j < window), else masked_value,
 // where i' = i + tk - tq (query i sits at key position i'). y may alias x.
-__global__ void causal_mask_kernel(const float* x, float* y, int64_t n, int64_t tq, int64_t tk,
-                                   int64_t window, float masked) {
+template <typename T>
+__global__ void causal_mask_kernel(const T* x, T* y, int64_t n, int64_t tq, int64_t tk,
+                                   int64_t window, T masked) {
   for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < n;
        idx += (int64_t)gridDim.x * blockDim.x) {
     const int64_t j = idx % tk;
@@ -683,42 +864,43 @@ __global__ void causal_mask_kernel(const float* x, float* y, int64_t n, int64_t 
 // Row softmax, one warp per row of x [rows, n]:
 //   M = max_c x_c;  S = sum_c exp(x_c - M);  y_c = exp(x_c - M) / S.
 // A row with M = -inf (all masked) gives zeros. y may alias x.
-__global__ void softmax_fwd_kernel(const float* x, float* y, int64_t rows, int64_t n) {
+template <typename T>
+__global__ void softmax_fwd_kernel(const T* x, T* y, int64_t rows, int64_t n) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
     float m = -INFINITY;
-    for (int64_t c = lane; c < n; c += 32) m = fmaxf(m, xr[c]);
+    for (int64_t c = lane; c < n; c += 32) m = fmaxf(m, toF(xr[c]));
     m = warpMax(m);
     if (m == -INFINITY) {
-      for (int64_t c = lane; c < n; c += 32) yr[c] = 0.0f;
+      for (int64_t c = lane; c < n; c += 32) yr[c] = fromF<T>(0.0f);
       continue;
     }
     float s = 0.0f;
-    for (int64_t c = lane; c < n; c += 32) s += expf(xr[c] - m);
+    for (int64_t c = lane; c < n; c += 32) s += expf(toF(xr[c]) - m);
     const float inv = 1.0f / warpSum(s);
-    for (int64_t c = lane; c < n; c += 32) yr[c] = expf(xr[c] - m) * inv;
+    for (int64_t c = lane; c < n; c += 32) yr[c] = fromF<T>(expf(toF(xr[c]) - m) * inv);
   }
 }
 
 // Softmax backward, one warp per row: dx = y * (dy - sum_c(dy_c * y_c)). dx may alias dy
 // (the dot product reads the whole row before any element is written).
-__global__ void softmax_bwd_kernel(const float* y, const float* dy, float* dx, int64_t rows,
-                                   int64_t n) {
+template <typename T>
+__global__ void softmax_bwd_kernel(const T* y, const T* dy, T* dx, int64_t rows, int64_t n) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
-    const float* yr = y + r * n;
-    const float* dyr = dy + r * n;
-    float* dxr = dx + r * n;
+    const T* yr = y + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
     float s = 0.0f;
-    for (int64_t c = lane; c < n; c += 32) s += dyr[c] * yr[c];
+    for (int64_t c = lane; c < n; c += 32) s += toF(dyr[c]) * toF(yr[c]);
     const float dot = warpSum(s);
-    for (int64_t c = lane; c < n; c += 32) dxr[c] = yr[c] * (dyr[c] - dot);
+    for (int64_t c = lane; c < n; c += 32) dxr[c] = fromF<T>(toF(yr[c]) * (toF(dyr[c]) - dot));
   }
 }
 
@@ -734,29 +916,49 @@ __device__ __forceinline__ void onlineAdd(float z, float& m, float& s) {
   }
 }
 
+/// Max of a pack (pairs, then pairs of pairs).
+template <int W>
+__device__ __forceinline__ float packMax(const float (&f)[W]) {
+  float m = fmaxf(fmaxf(f[0], f[1]), fmaxf(f[2], f[3]));
+  if (W == 8) m = fmaxf(m, fmaxf(fmaxf(f[4 % W], f[5 % W]), fmaxf(f[6 % W], f[7 % W])));
+  return m;
+}
+/// sum exp(f - m) over a pack.
+template <int W>
+__device__ __forceinline__ float packExpSum(const float (&f)[W], float m) {
+  float s = (expf(f[0] - m) + expf(f[1] - m)) + (expf(f[2] - m) + expf(f[3] - m));
+  if (W == 8)
+    s = s + ((expf(f[4 % W] - m) + expf(f[5 % W] - m)) + (expf(f[6 % W] - m) + expf(f[7 % W] - m)));
+  return s;
+}
+
 /// The block's (M, S) with S = sum_c exp(z_c - M) over a row, in one pass: each thread keeps
-/// an online (max, sum) over its strided slice (float4 items when `vec`: vocab % 4 == 0 and z
-/// 16-byte aligned), then the block combines them. `fscratch` / `dscratch`: 33 floats /
-/// 33 doubles. A row of -inf only gives M = -inf (S then unused).
-__device__ void rowMaxSumExp(const float* z, int64_t vocab, bool vec, float* fscratch,
+/// an online (max, sum) over its strided slice (packs when `vec`: vocab a multiple of the pack
+/// width and z 16-byte aligned), then the block combines them. `fscratch` / `dscratch`: 33
+/// floats / 33 doubles. A row of -inf only gives M = -inf (S then unused). z is read in its
+/// own type (bf16 / f16 logits are never copied to float32).
+template <typename T>
+__device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratch,
                              double* dscratch, float& M, float& S) {
+  constexpr int W = packWidth<T>();
   float m = -INFINITY, s = 0.0f;
   if (vec) {
-    const int64_t v4 = vocab >> 2;
-    for (int64_t c = threadIdx.x; c < v4; c += blockDim.x) {
-      const float4 q = ld4(z, c);
-      // Update with the max of the four first: one rescale at most per item.
-      const float qm = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
+    const int64_t vW = vocab / W;
+    for (int64_t c = threadIdx.x; c < vW; c += blockDim.x) {
+      float q[W];
+      ldPack(z, c, q);
+      // Update with the max of the pack first: one rescale at most per pack.
+      const float qm = packMax(q);
       if (qm == -INFINITY) continue;
       if (qm > m) {
         s *= expf(m - qm);
         m = qm;
       }
-      s += (expf(q.x - m) + expf(q.y - m)) + (expf(q.z - m) + expf(q.w - m));
+      s += packExpSum(q, m);
     }
   } else {
     for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
-      const float zc = z[c];
+      const float zc = toF(z[c]);
       if (zc == -INFINITY) continue;
       onlineAdd(zc, m, s);
     }
@@ -769,7 +971,8 @@ __device__ void rowMaxSumExp(const float* z, int64_t vocab, bool vec, float* fsc
 // Cross-entropy forward, first stage, one block per row r of logits [rows, vocab]:
 //   rowLoss[r] = logsumexp(z_r) - z_r[target_r] = M + log(S) - z_r[t]  (0 when ignored).
 // Targets outside [0, vocab) (and != ignore_index) are reported.
-__global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
+template <typename T>
+__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits,
                                           const int32_t* __restrict__ targets,
                                           double* __restrict__ rowLoss, int64_t rows,
                                           int64_t vocab, int64_t ignore, DeviceState* st,
@@ -785,10 +988,10 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
       }
       continue;
     }
-    const float* z = logits + r * vocab;
+    const T* z = logits + r * vocab;
     float M, S;
     rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
-    if (threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)z[t];
+    if (threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)toF(z[t]);
   }
 }
 
@@ -821,48 +1024,45 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 //   dz_c = dloss * (exp(z_c - M) / S - [c == target]) / n_valid;  ignored rows get 0.
 // dlogits may alias logits: the row's M and S are complete (block barriers) before any
 // element is overwritten, and each element is read and written by the same thread.
-__global__ void cross_entropy_bwd_kernel(const float* logits, const int32_t* __restrict__ targets,
+template <typename T>
+__global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
                                          const float* __restrict__ dloss,
-                                         const double* __restrict__ valid, float* dlogits,
+                                         const double* __restrict__ valid, T* dlogits,
                                          int64_t rows, int64_t vocab, int64_t ignore,
                                          DeviceState* st, int32_t loc, bool vec) {
+  constexpr int W = packWidth<T>();
   __shared__ float fs[33];
   __shared__ double ds[33];
   const double nValid = *valid;
   const float scale = nValid > 0.0 ? (float)((double)dloss[0] / nValid) : 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t t = targets[r];
-    const float* z = logits + r * vocab;
-    float* dz = dlogits + r * vocab;
+    const T* z = logits + r * vocab;
+    T* dz = dlogits + r * vocab;
     if (t == ignore || t < 0 || t >= vocab) {
       if (t != ignore && threadIdx.x == 0) reportError(st, kTargetOutOfRange, loc, t, r, vocab);
-      for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) dz[c] = 0.0f;
+      for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) dz[c] = fromF<T>(0.0f);
       continue;
     }
     float M, S;
     rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
     const float invS = 1.0f / S;
     if (vec) {
-      const int64_t v4 = vocab >> 2;
-      for (int64_t c = threadIdx.x; c < v4; c += blockDim.x) {
-        const float4 q = ld4(z, c);
-        float4 o = make_float4(scale * (expf(q.x - M) * invS), scale * (expf(q.y - M) * invS),
-                               scale * (expf(q.z - M) * invS), scale * (expf(q.w - M) * invS));
-        if (t >> 2 == c) {
-          const float p = expf(z[t] - M) * invS, g = scale * (p - 1.0f);
-          switch (t & 3) {
-          case 0: o.x = g; break;
-          case 1: o.y = g; break;
-          case 2: o.z = g; break;
-          default: o.w = g;
-          }
+      const int64_t vW = vocab / W;
+      for (int64_t c = threadIdx.x; c < vW; c += blockDim.x) {
+        float q[W], o[W];
+        ldPack(z, c, q);
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const float p = expf(q[j] - M) * invS;
+          o[j] = c * W + j == t ? scale * (p - 1.0f) : scale * p;
         }
-        st4(dz, c, o);
+        stPack(dz, c, o);
       }
     } else {
       for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
-        const float p = expf(z[c] - M) * invS;
-        dz[c] = scale * (p - (c == t ? 1.0f : 0.0f));
+        const float p = expf(toF(z[c]) - M) * invS;
+        dz[c] = fromF<T>(scale * (p - (c == t ? 1.0f : 0.0f)));
       }
     }
   }
@@ -876,26 +1076,42 @@ inline int64_t normBlocks(int64_t n) {
   return b < 1 ? 1 : (b > 1024 ? 1024 : b);
 }
 
+/// Sum of the squares of a pack's values in double, (x^2 + y^2) + (z^2 + w^2) per 4.
+template <int W>
+__device__ __forceinline__ double packSqD(const float (&f)[W]) {
+  double s = ((double)f[0] * (double)f[0] + (double)f[1] * (double)f[1]) +
+             ((double)f[2] * (double)f[2] + (double)f[3] * (double)f[3]);
+  if (W == 8)
+    s = s + (((double)f[4 % W] * (double)f[4 % W] + (double)f[5 % W] * (double)f[5 % W]) +
+             ((double)f[6 % W] * (double)f[6 % W] + (double)f[7 % W] * (double)f[7 % W]));
+  return s;
+}
+
 // Sum of squares, first stage: part[b] = sum over block b's grid-stride slice of g_i^2
 // (double per thread, then the block's fixed-order sum).
-// With `vec` (g 16-byte aligned) the slice is float4 items, then the scalar tail.
-__global__ void sumsq_partial_kernel(const float* __restrict__ g, int64_t n,
-                                     double* __restrict__ part, bool vec) {
+// With `vec` (g 16-byte aligned) the slice is packs, then the scalar tail.
+template <typename T>
+__global__ void sumsq_partial_kernel(const T* __restrict__ g, int64_t n, double* __restrict__ part,
+                                     bool vec) {
+  constexpr int W = packWidth<T>();
   __shared__ double ds[33];
   double s = 0.0;
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t done = 0;
   if (vec) {
-    const int64_t n4 = n >> 2;
-    for (int64_t i = t; i < n4; i += stride) {
-      const float4 v = ld4(g, i);
-      s += ((double)v.x * (double)v.x + (double)v.y * (double)v.y) +
-           ((double)v.z * (double)v.z + (double)v.w * (double)v.w);
+    const int64_t nW = n / W;
+    for (int64_t i = t; i < nW; i += stride) {
+      float v[W];
+      ldPack(g, i, v);
+      s += packSqD(v);
     }
-    done = n4 << 2;
+    done = nW * W;
   }
-  for (int64_t i = done + t; i < n; i += stride) s += (double)g[i] * (double)g[i];
+  for (int64_t i = done + t; i < n; i += stride) {
+    const float gi = toF(g[i]);
+    s += (double)gi * (double)gi;
+  }
   s = blockSumD(s, ds);
   if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
@@ -910,48 +1126,82 @@ __global__ void sumsq_finish_kernel(const double* __restrict__ part, int64_t par
   if (threadIdx.x == 0) acc[0] = (float)((double)acc[0] + s);
 }
 
-// norm = sqrt(acc[0]); acc[1] = (max_norm > 0 && norm > max_norm) ? max_norm/(norm+1e-6) : 1;
-// the norm is kept in the context state for tgrt_last_grad_norm. One thread.
-__global__ void clip_scale_kernel(float* acc, float maxNorm, DeviceState* st) {
-  const double norm = sqrt((double)acc[0]);
-  acc[1] = (maxNorm > 0.0f && norm > (double)maxNorm) ? (float)(maxNorm / (norm + 1e-6)) : 1.0f;
-  st->grad_norm = (float)norm;
+// With S the loss scale: norm = sqrt(acc[0]) / S;
+// acc[1] = (1/S) * ((max_norm > 0 && norm > max_norm) ? max_norm/(norm+1e-6) : 1), or NaN when
+// norm is not finite (an overflowed gradient: AdamW skips the step). The norm is kept in the
+// context state for tgrt_last_grad_norm. One thread; double like the fp32-only backend (with
+// S = 1 the same values).
+__global__ void clip_scale_kernel(float* acc, float maxNorm, float lossScale, DeviceState* st) {
+  const double norm = sqrt((double)acc[0]) / (double)lossScale;
+  const float normF = (float)norm;
+  if (!finiteF(normF)) {
+    acc[1] = bitsFloat(0x7fc00000u); // quiet NaN
+  } else {
+    const float clip =
+        (maxNorm > 0.0f && norm > (double)maxNorm) ? (float)(maxNorm / (norm + 1e-6)) : 1.0f;
+    acc[1] = (float)((1.0 / (double)lossScale) * (double)clip);
+  }
+  st->grad_norm = normF;
+}
+
+/// AdamW constants (double, like the CPU reference), see adamw_kernel.
+struct AdamwParams {
+  double b1, b2, eps, wd, lr, bc1, bc2;
+};
+
+/// One element: g' = g c; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
+/// p -= lr (m / bc1 / (sqrt(v / bc2) + eps) + wd p); m, v, p returned as floats (the caller
+/// rounds them to their storage types).
+__device__ __forceinline__ void adamwOne(const AdamwParams& a, float& pf, float gf, float& mf,
+                                         float& vf, double c) {
+  const double gi = (double)gf * c;
+  const double mi = a.b1 * mf + (1.0 - a.b1) * gi;
+  const double vi = a.b2 * vf + (1.0 - a.b2) * gi * gi;
+  mf = (float)mi;
+  vf = (float)vi;
+  const double pi = pf;
+  pf = (float)(pi - a.lr * ((mi / a.bc1) / (sqrt(vi / a.bc2) + a.eps) + a.wd * pi));
 }
 
 // AdamW (Loshchilov & Hutter 2019), in double like the CPU reference:
 //   g' = g * clip[1];  m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
 //   p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p),  bc = 1 - b^step.
-struct AdamwOp {
-  float* p;
-  const float* g;
-  float* m;
-  float* v;
-  double b1, b2, eps, wd, lr, bc1, bc2;
-  const float* clip;
-  __device__ __forceinline__ void one(float& pf, float gf, float& mf, float& vf, double c) const {
-    const double gi = (double)gf * c;
-    const double mi = b1 * mf + (1.0 - b1) * gi;
-    const double vi = b2 * vf + (1.0 - b2) * gi * gi;
-    mf = (float)mi;
-    vf = (float)vi;
-    const double pi = pf;
-    pf = (float)(pi - lr * ((mi / bc1) / (sqrt(vi / bc2) + eps) + wd * pi));
+// p, g: TP; m, v: TS. clip[1] is read here on the device: when it is not finite (a skipped,
+// overflowed step) the kernel changes nothing. Packs of W when `vec` (all four pointers
+// 16-byte aligned), then the scalar tail.
+template <int W, typename TP, typename TS>
+__global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, AdamwParams a,
+                             const float* clip, int64_t n, bool vec) {
+  const float cf = clip ? clip[1] : 1.0f;
+  if (!finiteF(cf)) return;
+  const double c = (double)cf;
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t nW = n / W;
+    for (int64_t i = t; i < nW; i += stride) {
+      float pv[W], gv[W], mv[W], vv[W];
+      ldPack(p, i, pv);
+      ldPack(g, i, gv);
+      ldPack(m, i, mv);
+      ldPack(v, i, vv);
+#pragma unroll
+      for (int j = 0; j < W; ++j) adamwOne(a, pv[j], gv[j], mv[j], vv[j], c);
+      stPack(p, i, pv);
+      stPack(m, i, mv);
+      stPack(v, i, vv);
+    }
+    done = nW * W;
   }
-  __device__ double scale() const { return clip ? (double)clip[1] : 1.0; }
-  __device__ void operator()(int64_t i) const { one(p[i], g[i], m[i], v[i], scale()); }
-  __device__ void vec(int64_t i) const {
-    const double c = scale();
-    float4 pv = ld4(p, i), mv = ld4(m, i), vv = ld4(v, i);
-    const float4 gv = ld4(g, i);
-    one(pv.x, gv.x, mv.x, vv.x, c);
-    one(pv.y, gv.y, mv.y, vv.y, c);
-    one(pv.z, gv.z, mv.z, vv.z, c);
-    one(pv.w, gv.w, mv.w, vv.w, c);
-    st4(p, i, pv);
-    st4(m, i, mv);
-    st4(v, i, vv);
+  for (int64_t i = done + t; i < n; i += stride) {
+    float pf = toF(p[i]), mf = toF(m[i]), vf = toF(v[i]);
+    adamwOne(a, pf, toF(g[i]), mf, vf, c);
+    p[i] = fromF<TP>(pf);
+    m[i] = fromF<TS>(mf);
+    v[i] = fromF<TS>(vf);
   }
-};
+}
 
 // loss_sum += loss[0]; loss_count += 1. One thread.
 __global__ void report_loss_kernel(const float* loss, DeviceState* st) {
@@ -959,25 +1209,27 @@ __global__ void report_loss_kernel(const float* loss, DeviceState* st) {
   st->loss_count += 1;
 }
 
-// k == 0 GEMM: C = beta * C (C not read when beta == 0), C [m*n] contiguous.
-__global__ void scale_kernel(float* c, int64_t n, float beta) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+// -------------------------------------------------------------------------- GEMM --
+
+/// cuBLASLt data type of a tgrt_dtype.
+cudaDataType_t ltType(int32_t dt) {
+  return dt == TGRT_BF16 ? CUDA_R_16BF : dt == TGRT_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 /// Largest power of two <= 256 dividing the address and (for batches) the byte stride.
-uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch) {
+uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch, int64_t esize) {
   uint64_t bits = (uint64_t)(uintptr_t)p | 256u;
-  if (batch > 1 && strideElems != 0) bits |= (uint64_t)strideElems * sizeof(float);
+  if (batch > 1 && strideElems != 0) bits |= (uint64_t)strideElems * (uint64_t)esize;
   return (uint32_t)(bits & (~bits + 1)); // lowest set bit
 }
 
 /// Creates (or finds) the cuBLASLt plan for key. Row-major C = op(A) op(B) is computed as the
 /// column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our b, its B is our a, both with their
-/// own transposes, and C^T [n x m] column-major is C [m x n] row-major.
+/// own transposes, and C^T [n x m] column-major is C [m x n] row-major. Every matrix, the bias
+/// and the GELU aux have the key's dtype; f32 computes in CUBLAS_COMPUTE_32F (or
+/// _FAST_TF32 with TGRT_TF32=1), bf16 / f16 in CUBLAS_COMPUTE_32F; alpha, beta are float.
 MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
-                    const float* bias = nullptr) {
+                    const void* bias = nullptr) {
   auto it = ctx->plans.find(key);
   if (it != ctx->plans.end()) return it->second;
   if (ctx->plans.size() >= 4096) { // a runaway number of shapes: start over
@@ -990,7 +1242,10 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     ctx->plans.clear();
   }
   MatmulPlan& p = ctx->plans[key];
-  const cublasComputeType_t compute = ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t type = ltType(key.dt);
+  const cublasComputeType_t compute = key.dt == TGRT_F32 && ctx->tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   checkBlas(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F), loc, "cublasLtMatmulDescCreate");
   const int32_t opA = key.tb ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt A = our b
   const int32_t opB = key.ta ? CUBLAS_OP_T : CUBLAS_OP_N; // cuBLASLt B = our a
@@ -1004,6 +1259,11 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
         key.epilogue == 1 ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    // The bias has D's type (also cuBLASLt's default; stated for clarity).
+    const int32_t biasType = (int32_t)type;
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                             &biasType, sizeof biasType),
+              loc, "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
     // The heuristic reads the pointer's alignment (it is set again before every call).
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                              sizeof bias),
@@ -1014,18 +1274,21 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                              sizeof ld),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+    const int32_t auxType = (int32_t)type; // D's type (the default)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                             &auxType, sizeof auxType),
+              loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_DATA_TYPE)");
   }
   // Stored shapes (column-major rows x cols, ld): b is [k x n] row-major = [n x k] col-major
   // (ld n), or [n x k] row-major = [k x n] col-major (ld k) when trans_b. Same for a.
   const int64_t m = key.m, n = key.n, k = key.k;
-  checkBlas(cublasLtMatrixLayoutCreate(&p.la, CUDA_R_32F, key.tb ? k : n, key.tb ? n : k,
+  checkBlas(cublasLtMatrixLayoutCreate(&p.la, type, key.tb ? k : n, key.tb ? n : k,
                                        key.tb ? k : n),
             loc, "cublasLtMatrixLayoutCreate");
-  checkBlas(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_32F, key.ta ? m : k, key.ta ? k : m,
+  checkBlas(cublasLtMatrixLayoutCreate(&p.lb, type, key.ta ? m : k, key.ta ? k : m,
                                        key.ta ? m : k),
             loc, "cublasLtMatrixLayoutCreate");
-  checkBlas(cublasLtMatrixLayoutCreate(&p.lc, CUDA_R_32F, n, m, n), loc,
-            "cublasLtMatrixLayoutCreate");
+  checkBlas(cublasLtMatrixLayoutCreate(&p.lc, type, n, m, n), loc, "cublasLtMatrixLayoutCreate");
   if (key.batch > 1) {
     const int32_t count = (int32_t)key.batch;
     const int64_t strides[3] = {key.sb, key.sa, key.sc};
@@ -1065,12 +1328,14 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
 
 /// One cuBLASLt call for the (already validated) batched GEMM; false when cuBLASLt has no
 /// algorithm for this shape.
-bool ltMatmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,
+bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
               int64_t batch, int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb, int64_t sa,
               int64_t sb, int64_t sc, float alpha, float beta) {
+  const int64_t es = tgrt_dtype_size(dt);
   MatmulKey key{batch, m, n, k, batch > 1 ? sa : 0, batch > 1 ? sb : 0, batch > 1 ? sc : 0,
-                ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, sa, batch), alignmentOf(b, sb, batch),
-                alignmentOf(c, sc, batch)};
+                ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, sa, batch, es), alignmentOf(b, sb, batch, es),
+                alignmentOf(c, sc, batch, es)};
+  key.dt = dt;
   MatmulPlan& p = getPlan(ctx, loc, key);
   if (!p.ok) return false;
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
@@ -1086,14 +1351,16 @@ bool ltMatmul(Context* ctx, const char* loc, const float* a, const float* b, flo
 /// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, which writes the sum to aux and GELU of it to C. False
 /// when cuBLASLt has no algorithm, or (GELU) when the aux layout is not one the epilogue
 /// takes (ld n a multiple of 8, 16-byte aligned aux).
-bool ltMatmulEpilogue(Context* ctx, const char* loc, const float* a, const float* b,
-                      const float* bias, float* aux, float* c, int64_t m, int64_t n, int64_t k,
+bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                      const void* bias, void* aux, void* c, int64_t m, int64_t n, int64_t k,
                       int32_t ta, int32_t tb, float alpha) {
-  if (aux && (n % 8 != 0 || alignmentOf(aux, 0, 1) < 16)) return false;
-  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1),
-                alignmentOf(b, 0, 1), alignmentOf(c, 0, 1)};
+  const int64_t es = tgrt_dtype_size(dt);
+  if (aux && (n % 8 != 0 || alignmentOf(aux, 0, 1, es) < 16)) return false;
+  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
+                alignmentOf(b, 0, 1, es), alignmentOf(c, 0, 1, es)};
+  key.dt = dt;
   key.epilogue = aux ? 2 : 1;
-  key.align_bias = alignmentOf(bias, 0, 1);
+  key.align_bias = alignmentOf(bias, 0, 1, es);
   MatmulPlan& p = getPlan(ctx, loc, key, bias);
   if (!p.ok) return false;
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -1156,26 +1423,51 @@ size_t sortTempBytes(const char* loc, int64_t n, int endBit) {
 #endif
 }
 
+/// Typed pointer casts for the host dispatch.
+template <typename T>
+const T* cp(const void* p) {
+  return static_cast<const T*>(p);
+}
+template <typename T>
+T* mp(void* p) {
+  return static_cast<T*>(p);
+}
+
 } // namespace
 
 // ================================================================ host functions ==
 
-void embeddingFwd(Context* ctx, const char* loc, const float* table, const int32_t* ids,
-                  float* out, int64_t n_tokens, int64_t d, int64_t vocab) {
+void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
+                  const int32_t* ids, void* out, int64_t n_tokens, int64_t d, int64_t vocab) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "embedding_fwd(n_tokens, d, vocab)", n_tokens, d, vocab);
+  const int64_t es = elemBytes(loc, "embedding_fwd", dt);
   if (n_tokens == 0 || d == 0) return;
-  launch(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel, dim3(gridFor(n_tokens, 1, 65535)),
-         dim3(d >= 256 ? 256 : 128), 0, table, ids, out, n_tokens, d, vocab, ctx->state,
-         locIndex(ctx, loc));
+  const int64_t rowBytes = d * es;
+  const dim3 grid(gridFor(n_tokens, 1, 65535));
+  const int32_t li = locIndex(ctx, loc);
+  if (rowBytes % 16 == 0 && aligned16(table, out)) {
+    const int64_t units = rowBytes / 16;
+    launch(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<uint4>, grid,
+           dim3(units >= 256 ? 256 : 128), 0, cp<uint4>(table), ids, mp<uint4>(out), n_tokens,
+           units, vocab, ctx->state, li);
+    return;
+  }
+  withUnit(es, [&](auto u) {
+    using U = decltype(u);
+    launch(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<U>, grid,
+           dim3(d >= 256 ? 256 : 128), 0, cp<U>(table), ids, mp<U>(out), n_tokens, d, vocab,
+           ctx->state, li);
+  });
 }
 
-void embeddingBwd(Context* ctx, const char* loc, const int32_t* ids, const float* dout,
-                  float* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
+void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                  const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "embedding_bwd(n_tokens, d, vocab)", n_tokens, d, vocab);
+  const int64_t es = elemBytes(loc, "embedding_bwd", dt);
   if (vocab * d > 0)
-    check(cudaMemsetAsync(dtable, 0, (size_t)(vocab * d) * sizeof(float), ctx->stream), loc,
+    check(cudaMemsetAsync(dtable, 0, (size_t)(vocab * d * es), ctx->stream), loc,
           "cudaMemsetAsync");
   if (n_tokens == 0 || d == 0) return;
   if (n_tokens > 0x7fffffff) fail(loc, "embedding_bwd: more than 2^31 tokens");
@@ -1192,51 +1484,107 @@ void embeddingBwd(Context* ctx, const char* loc, const int32_t* ids, const float
   launch(ctx, loc, "iota_kernel", iota_kernel, dim3(gridFor(n_tokens, kBlock)), dim3(kBlock), 0,
          posIn, n_tokens);
   sortIdsStable(ctx, loc, ids, keysOut, posIn, posOut, n_tokens, endBit, temp, tempBytes);
-  launch(ctx, loc, "embedding_bwd_runs_kernel", embedding_bwd_runs_kernel,
-         dim3(gridFor(n_tokens, 1, 65535)), dim3(d >= 256 ? 256 : 128), 0, keysOut, posOut, dout,
-         dtable, n_tokens, d, vocab, ctx->state, locIndex(ctx, loc));
+  withDtype(loc, "embedding_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, loc, "embedding_bwd_runs_kernel", embedding_bwd_runs_kernel<T>,
+           dim3(gridFor(n_tokens, 1, 65535)), dim3(d >= 256 ? 256 : 128), 0, keysOut, posOut,
+           cp<T>(dout), mp<T>(dtable), n_tokens, d, vocab, ctx->state, locIndex(ctx, loc));
+  });
 }
 
-void positionalFwd(Context* ctx, const char* loc, const float* x, const float* wpe, float* out,
-                   int64_t batch, int64_t t, int64_t d) {
+void positionalFwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* wpe,
+                   void* out, int64_t batch, int64_t t, int64_t d) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "positional_fwd(batch, t, d)", batch, t, d);
   const int64_t n = batch * t * d;
-  if (n == 0) return;
-  rowBias(ctx, loc, x, wpe, out, batch * t, d, t);
+  withDtype(loc, "positional_fwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n > 0) rowBias<T>(ctx, loc, cp<T>(x), cp<T>(wpe), mp<T>(out), batch * t, d, t);
+  });
 }
 
-void positionalBwd(Context* ctx, const char* loc, const float* dout, float* dwpe, int64_t batch,
-                   int64_t t, int64_t d, int64_t context) {
+void positionalBwd(Context* ctx, const char* loc, int32_t dt, const void* dout, void* dwpe,
+                   int64_t batch, int64_t t, int64_t d, int64_t context) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "positional_bwd(batch, t, d, context)", batch, t, d, context);
   if (context < t)
     fail(loc, "positional_bwd: context %lld < t %lld", (long long)context, (long long)t);
-  if (context * d == 0) return;
-  launch(ctx, loc, "positional_bwd_kernel", positional_bwd_kernel,
-         dim3(gridFor(context * d, kBlock)), dim3(kBlock), 0, dout, dwpe, batch, t, d, context);
+  withDtype(loc, "positional_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (context * d == 0) return;
+    launch(ctx, loc, "positional_bwd_kernel", positional_bwd_kernel<T>,
+           dim3(gridFor(context * d, kBlock)), dim3(kBlock), 0, cp<T>(dout), mp<T>(dwpe), batch,
+           t, d, context);
+  });
 }
 
-void add(Context* ctx, const char* loc, const float* a, const float* b, float* out, int64_t n) {
+void add(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* out,
+         int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "add(n)", n);
-  if (n == 0) return;
-  launchElementwise(ctx, loc, "add_kernel", AddOp{a, b, out}, n, aligned16(a, b, out));
+  withDtype(loc, "add", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    launchElementwise(ctx, loc, "add_kernel", AddOp<T>{cp<T>(a), cp<T>(b), mp<T>(out)}, n,
+                      aligned16(a, b, out));
+  });
 }
 
-void accumulate(Context* ctx, const char* loc, float* dst, const float* src, int64_t n) {
+void accumulate(Context* ctx, const char* loc, int32_t dt, void* dst, const void* src,
+                int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "accumulate(n)", n);
-  if (n == 0) return;
-  launchElementwise(ctx, loc, "accumulate_kernel", AccumulateOp{dst, src}, n,
-                    aligned16(dst, src));
+  withDtype(loc, "accumulate", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    launchElementwise(ctx, loc, "accumulate_kernel", AccumulateOp<T>{mp<T>(dst), cp<T>(src)}, n,
+                      aligned16(dst, src));
+  });
 }
 
-void fill(Context* ctx, const char* loc, float* out, int64_t n, float value) {
+void fill(Context* ctx, const char* loc, int32_t dt, void* out, int64_t n, float value) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "fill(n)", n);
+  withDtype(loc, "fill", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    const T v = hostFromF<T>(value);
+    uint4 pattern;
+    unsigned char bytes[16];
+    for (size_t i = 0; i < 16; i += sizeof(T)) std::memcpy(bytes + i, &v, sizeof(T));
+    std::memcpy(&pattern, bytes, 16);
+    launchElementwise(ctx, loc, "fill_kernel", FillOp<T>{mp<T>(out), v, pattern}, n,
+                      aligned16(out));
+  });
+}
+
+void fillLossScaled(Context* ctx, const char* loc, int32_t dt, void* out, int64_t n,
+                    float value) {
+  checkCtx(ctx, loc);
+  fill(ctx, loc, dt, out, n, value * ctx->loss_scale);
+}
+
+void cast(Context* ctx, const char* loc, int32_t src_dt, const void* src, int32_t dst_dt,
+          void* dst, int64_t n) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "cast(n)", n);
+  const int64_t es = elemBytes(loc, "cast (source)", src_dt);
+  elemBytes(loc, "cast (destination)", dst_dt);
   if (n == 0) return;
-  launchElementwise(ctx, loc, "fill_kernel", FillOp{out, value}, n, aligned16(out));
+  if (src_dt == dst_dt) {
+    if (dst != src)
+      check(cudaMemcpyAsync(dst, src, (size_t)(n * es), cudaMemcpyDeviceToDevice, ctx->stream),
+            loc, "cudaMemcpyAsync");
+    return;
+  }
+  withDtype(loc, "cast", src_dt, [&](auto st) {
+    using TS = decltype(st);
+    withDtype(loc, "cast", dst_dt, [&](auto dtag) {
+      using TD = decltype(dtag);
+      launchElementwise(ctx, loc, "cast_kernel", CastOp<TS, TD>{cp<TS>(src), mp<TD>(dst)}, n,
+                        aligned16(src, dst));
+    });
+  });
 }
 
 void zero(Context* ctx, const char* loc, void* p, int64_t bytes) {
@@ -1246,38 +1594,43 @@ void zero(Context* ctx, const char* loc, void* p, int64_t bytes) {
   check(cudaMemsetAsync(p, 0, (size_t)bytes, ctx->stream), loc, "cudaMemsetAsync");
 }
 
-void copy2d(Context* ctx, const char* loc, const float* src, int64_t src_ld, float* dst,
+void copy2d(Context* ctx, const char* loc, int32_t dt, const void* src, int64_t src_ld, void* dst,
             int64_t dst_ld, int64_t rows, int64_t cols) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "copy2d(src_ld, dst_ld, rows, cols)", src_ld, dst_ld, rows, cols);
+  const int64_t es = elemBytes(loc, "copy2d", dt);
   if (rows == 0 || cols == 0) return;
   if (src_ld < cols || dst_ld < cols)
     fail(loc, "copy2d: leading dimensions (src %lld, dst %lld) smaller than cols %lld",
          (long long)src_ld, (long long)dst_ld, (long long)cols);
-  const bool vec = cols % 4 == 0 && src_ld % 4 == 0 && dst_ld % 4 == 0 && aligned16(src, dst);
-  const int64_t w = vec ? 4 : 1, q = cols / w, total = rows * q;
-  // Largest index touched: (rows - 1) * max(ld) + cols (in floats).
+  // 16-byte words when every row start and length is whole words.
+  const int64_t per = 16 / es; // elements per word
+  const bool vec = cols % per == 0 && src_ld % per == 0 && dst_ld % per == 0 &&
+                   aligned16(src, dst);
+  const int64_t w = vec ? per : 1, q = cols / w, total = rows * q;
+  // Largest index touched: (rows - 1) * max(ld) + cols (in elements).
   const bool small = (rows - 1) * std::max(src_ld, dst_ld) + cols < ((int64_t)1 << 31);
   const dim3 grid(gridFor(total, kBlock, 65535)), block(kBlock);
   const int64_t sld = src_ld / w, dld = dst_ld / w;
-  if (small && vec)
-    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, true>, grid, block, 0, src, sld, dst,
-           dld, total, q);
-  else if (small)
-    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, false>, grid, block, 0, src, sld,
-           dst, dld, total, q);
-  else if (vec)
-    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, true>, grid, block, 0, src, sld, dst,
-           dld, total, q);
-  else
-    launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, false>, grid, block, 0, src, sld,
-           dst, dld, total, q);
+  auto go = [&](auto u) {
+    using U = decltype(u);
+    if (small)
+      launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, U>, grid, block, 0, cp<U>(src),
+             sld, mp<U>(dst), dld, total, q);
+    else
+      launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, U>, grid, block, 0, cp<U>(src),
+             sld, mp<U>(dst), dld, total, q);
+  };
+  if (vec) go(uint4{});
+  else withUnit(es, go);
 }
 
-void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t d0, int64_t d1,
-                int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2, int32_t p3) {
+void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t d0,
+                int64_t d1, int64_t d2, int64_t d3, int32_t p0, int32_t p1, int32_t p2,
+                int32_t p3) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "transpose4(d0, d1, d2, d3)", d0, d1, d2, d3);
+  const int64_t es = elemBytes(loc, "transpose4", dt);
   const int64_t dims[4] = {d0, d1, d2, d3};
   const int32_t perm[4] = {p0, p1, p2, p3};
   bool seen[4] = {false, false, false, false};
@@ -1298,112 +1651,207 @@ void transpose4(Context* ctx, const char* loc, const float* x, float* y, int64_t
   // Largest x offset + 1 is n; 32-bit indices when n (and so every index) fits.
   const bool small = n < ((int64_t)1 << 31);
   if (perm[3] == 3) {
-    const bool vec = d3 % 4 == 0 && aligned16(x, y);
-    const int64_t w = vec ? 4 : 1, q = d3 / w, total = n / w;
+    const int64_t per = 16 / es;
+    const bool vec = d3 % per == 0 && aligned16(x, y);
+    const int64_t w = vec ? per : 1, q = d3 / w, total = n / w;
     const int64_t s0 = pm.xstride[0] / w, s1 = pm.xstride[1] / w, s2 = pm.xstride[2] / w;
     const dim3 grid(gridFor(total, kBlock, 65535)), block(kBlock);
-    if (small && vec)
-      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, true>, grid, block,
-             0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
-    else if (small)
-      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, false>, grid,
-             block, 0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
-    else if (vec)
-      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, true>, grid, block,
-             0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
-    else
-      launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, false>, grid,
-             block, 0, x, y, total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    auto go = [&](auto u) {
+      using U = decltype(u);
+      if (small)
+        launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, U>, grid, block,
+               0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+      else
+        launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, U>, grid, block,
+               0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+    };
+    if (vec) go(uint4{});
+    else withUnit(es, go);
     return;
   }
-  if (small)
-    launch(ctx, loc, "transpose4_kernel", transpose4_kernel<uint32_t>,
-           dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, x, y, pm, n);
-  else
-    launch(ctx, loc, "transpose4_kernel", transpose4_kernel<int64_t>,
-           dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, x, y, pm, n);
+  withUnit(es, [&](auto u) {
+    using U = decltype(u);
+    if (small)
+      launch(ctx, loc, "transpose4_kernel", transpose4_kernel<uint32_t, U>,
+             dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
+    else
+      launch(ctx, loc, "transpose4_kernel", transpose4_kernel<int64_t, U>,
+             dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
+  });
 }
 
-void layerNormFwd(Context* ctx, const char* loc, const float* x, const float* gamma,
-                  const float* beta, float* y, float* mean, float* rstd, int64_t rows, int64_t d,
-                  float eps) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
-  if (rows == 0) return;
-  if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
+namespace {
+
+/// Layer norm forward with compile-time types: the register kernel when the shape allows,
+/// else the scalar one.
+template <typename TX, typename TP, typename TY>
+void layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void* gv,
+                       const void* bv, void* yv, float* mean, float* rstd, int64_t rows,
+                       int64_t d, float eps) {
+  constexpr int W = packWidth<TX, TP, TY>();
+  const TX* x = cp<TX>(xv);
+  const TP* gamma = cp<TP>(gv);
+  const TP* beta = cp<TP>(bv);
+  TY* y = mp<TY>(yv);
   const dim3 grid(gridFor(rows, 8)), block(kBlock);
-  switch (layerNormNV(d, aligned16(x, gamma, beta, y))) {
+  switch (layerNormNV(d, W, aligned16(x, gamma, beta, y))) {
 #define TGRT_LN_FWD(NV)                                                                          \
   case NV:                                                                                       \
-    launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<NV>, grid, block, 0, \
-           x, gamma, beta, y, mean, rstd, rows, d, eps);                                         \
+    launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY>,  \
+           grid, block, 0, x, gamma, beta, y, mean, rstd, rows, d, eps);                         \
     return;
     TGRT_LN_FWD(1)
     TGRT_LN_FWD(2)
     TGRT_LN_FWD(4)
     TGRT_LN_FWD(6)
     TGRT_LN_FWD(8)
+  case 3:
+    if constexpr (W == 8) {
+      launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<3, W, TX, TP, TY>,
+             grid, block, 0, x, gamma, beta, y, mean, rstd, rows, d, eps);
+      return;
+    }
+    [[fallthrough]];
 #undef TGRT_LN_FWD
   default:
-    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel, grid, block, 0, x, gamma,
-           beta, y, mean, rstd, rows, d, eps);
+    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>, grid,
+           block, 0, Ld<TX>{x}, Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows, d, eps);
   }
 }
 
-void layerNormBwd(Context* ctx, const char* loc, const float* dy, const float* x,
-                  const float* gamma, const float* mean, const float* rstd, float* dx,
-                  float* dgamma, float* dbeta, int64_t rows, int64_t d) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "layer_norm_bwd(rows, d)", rows, d);
-  if (d == 0) return;
-  if (rows > 0) {
-    const dim3 grid(gridFor(rows, 8)), block(kBlock);
-    switch (layerNormNV(d, aligned16(dy, x, gamma, dx))) {
+/// Layer norm dx with compile-time types (dx has x's type), as layerNormFwdTyped.
+template <typename TDY, typename TX, typename TP>
+void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const void* xv,
+                         const void* gv, const float* mean, const float* rstd, void* dxv,
+                         int64_t rows, int64_t d) {
+  constexpr int W = packWidth<TDY, TX, TP>();
+  const TDY* dy = cp<TDY>(dyv);
+  const TX* x = cp<TX>(xv);
+  const TP* gamma = cp<TP>(gv);
+  TX* dx = mp<TX>(dxv);
+  const dim3 grid(gridFor(rows, 8)), block(kBlock);
+  switch (layerNormNV(d, W, aligned16(dy, x, gamma, dx))) {
 #define TGRT_LN_BWD(NV)                                                                          \
   case NV:                                                                                       \
-    launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel", layer_norm_bwd_dx_vec_kernel<NV>, grid,     \
-           block, 0, dy, x, gamma, mean, rstd, dx, rows, d);                                     \
-    break;
-      TGRT_LN_BWD(1)
-      TGRT_LN_BWD(2)
-      TGRT_LN_BWD(4)
-      TGRT_LN_BWD(6)
-      TGRT_LN_BWD(8)
+    launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel",                                             \
+           layer_norm_bwd_dx_vec_kernel<NV, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean, \
+           rstd, dx, rows, d);                                                                   \
+    return;
+    TGRT_LN_BWD(1)
+    TGRT_LN_BWD(2)
+    TGRT_LN_BWD(4)
+    TGRT_LN_BWD(6)
+    TGRT_LN_BWD(8)
+  case 3:
+    if constexpr (W == 8) {
+      launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel",
+             layer_norm_bwd_dx_vec_kernel<3, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean,
+             rstd, dx, rows, d);
+      return;
+    }
+    [[fallthrough]];
 #undef TGRT_LN_BWD
-    default:
-      launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel, grid, block, 0, dy,
-             x, gamma, mean, rstd, dx, rows, d);
+  default:
+    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
+           layer_norm_bwd_dx_kernel<Ld<TDY>, Ld<TX>, Ld<TP>, St<TX>>, grid, block, 0, Ld<TDY>{dy},
+           Ld<TX>{x}, Ld<TP>{gamma}, mean, rstd, St<TX>{dx}, rows, d);
+  }
+}
+
+/// The dtype combinations of layer norm with compiled typed kernels: all one type, or
+/// x and the parameters f32 with y (dy) bf16 / f16 (the mixed-precision residual stream).
+/// Calls f(TX{}, TP{}, TY{}) and returns true for those; false otherwise.
+template <typename F>
+bool withLayerNormTypes(int32_t x_dt, int32_t p_dt, int32_t y_dt, F&& f) {
+  if (x_dt == p_dt && p_dt == y_dt) {
+    switch (x_dt) {
+    case TGRT_F32: f(float{}, float{}, float{}); return true;
+    case TGRT_BF16: f(bf16_t{}, bf16_t{}, bf16_t{}); return true;
+    case TGRT_F16: f(f16_t{}, f16_t{}, f16_t{}); return true;
+    default: return false;
     }
   }
-  columnSums(ctx, loc, dy, x, mean, rstd, dbeta, dgamma, rows, d);
+  if (x_dt == TGRT_F32 && p_dt == TGRT_F32) {
+    if (y_dt == TGRT_BF16) {
+      f(float{}, float{}, bf16_t{});
+      return true;
+    }
+    if (y_dt == TGRT_F16) {
+      f(float{}, float{}, f16_t{});
+      return true;
+    }
+  }
+  return false;
 }
 
-void matmulBias(Context* ctx, const char* loc, const float* a, const float* b,
-                const float* bias, float* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
-                int32_t trans_b, float alpha) {
+} // namespace
+
+void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                  const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                  float* rstd, int64_t rows, int64_t d, float eps) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
-  if (m == 0 || n == 0) return;
-  if (k > 0 &&
-      ltMatmulEpilogue(ctx, loc, a, b, bias, nullptr, c, m, n, k, trans_a, trans_b, alpha))
-    return;
-  // No epilogue algorithm for this shape (or k == 0): the GEMM, then the bias kernel.
-  matmul(ctx, loc, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
-  biasAdd(ctx, loc, c, bias, c, m, n);
+  checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
+  elemBytes(loc, "layer_norm_fwd (x)", x_dt);
+  elemBytes(loc, "layer_norm_fwd (gamma, beta)", p_dt);
+  elemBytes(loc, "layer_norm_fwd (y)", y_dt);
+  if (rows == 0) return;
+  if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
+  const bool typed = withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
+    layerNormFwdTyped<decltype(tx), decltype(tp), decltype(ty)>(ctx, loc, x, gamma, beta, y, mean,
+                                                                rstd, rows, d, eps);
+  });
+  if (!typed)
+    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<LdDyn, LdDyn, StDyn>,
+           dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt},
+           LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps);
 }
 
-void matmul(Context* ctx, const char* loc, const float* a, const float* b, float* c,
+void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                  const void* x, int32_t p_dt, const void* gamma, const float* mean,
+                  const float* rstd, void* dx, void* dgamma, void* dbeta, int64_t rows,
+                  int64_t d) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "layer_norm_bwd(rows, d)", rows, d);
+  elemBytes(loc, "layer_norm_bwd (dy)", y_dt);
+  elemBytes(loc, "layer_norm_bwd (x, dx)", x_dt);
+  const int64_t pes = elemBytes(loc, "layer_norm_bwd (gamma, dgamma, dbeta)", p_dt);
+  if (d == 0) return;
+  const bool typed = withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
+    using TX = decltype(tx);
+    using TP = decltype(tp);
+    using TY = decltype(ty);
+    if (rows > 0)
+      layerNormBwdDxTyped<TY, TX, TP>(ctx, loc, dy, x, gamma, mean, rstd, dx, rows, d);
+    columnSums(ctx, loc, Ld<TY>{cp<TY>(dy)}, Ld<TX>{cp<TX>(x)}, mean, rstd,
+               St<TP>{mp<TP>(dbeta)}, St<TP>{mp<TP>(dgamma)}, pes, rows, d);
+  });
+  if (typed) return;
+  if (rows > 0)
+    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
+           layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, StDyn>, dim3(gridFor(rows, 8)),
+           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, mean, rstd,
+           StDyn{dx, x_dt}, rows, d);
+  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
+             StDyn{dgamma, p_dt}, pes, rows, d);
+}
+
+void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "matmul(batch, m, n, k)", batch, m, n, k);
   checkNonNegative(loc, "matmul(stride_a, stride_b, stride_c)", stride_a, stride_b, stride_c);
+  const int64_t es = elemBytes(loc, "matmul", dt);
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) { // C = beta C (alpha times an empty product is 0)
-    for (int64_t bi = 0; bi < batch; ++bi)
-      if (beta != 1.0f)
-        launch(ctx, loc, "scale_kernel", scale_kernel, dim3(gridFor(m * n, kBlock)), dim3(kBlock),
-               0, c + bi * stride_c, m * n, beta);
+    if (beta != 1.0f)
+      withDtype(loc, "matmul", dt, [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t bi = 0; bi < batch; ++bi) {
+          T* cb = mp<T>(c) + bi * stride_c;
+          launchElementwise(ctx, loc, "scale_kernel", ScaleOp<T>{cb, beta}, m * n, aligned16(cb));
+        }
+      });
     return;
   }
   // A weight shared by every batch entry (stride_b = 0) against contiguous rows of a: one
@@ -1414,153 +1862,223 @@ void matmul(Context* ctx, const char* loc, const float* a, const float* b, float
   }
   // Strided batches need distinct outputs and a batch count that fits cuBLASLt's int32.
   const bool oneCall = batch == 1 || (stride_c != 0 && batch <= 0x7fffffff);
-  if (oneCall && ltMatmul(ctx, loc, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a, stride_b,
-                          stride_c, alpha, beta))
+  if (oneCall && ltMatmul(ctx, loc, dt, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a,
+                          stride_b, stride_c, alpha, beta))
     return;
+  const char* ab = static_cast<const char*>(a);
+  const char* bb = static_cast<const char*>(b);
+  char* cb = static_cast<char*>(c);
   for (int64_t bi = 0; bi < batch; ++bi)
-    if (!ltMatmul(ctx, loc, a + bi * stride_a, b + bi * stride_b, c + bi * stride_c, 1, m, n, k,
-                  trans_a, trans_b, 0, 0, 0, alpha, beta))
+    if (!ltMatmul(ctx, loc, dt, ab + bi * stride_a * es, bb + bi * stride_b * es,
+                  cb + bi * stride_c * es, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, beta))
       fail(loc,
-           "cuBLASLt has no algorithm for matmul m %lld n %lld k %lld trans_a %d trans_b %d",
-           (long long)m, (long long)n, (long long)k, (int)trans_a, (int)trans_b);
+           "cuBLASLt has no algorithm for matmul (dtype %d) m %lld n %lld k %lld trans_a %d "
+           "trans_b %d",
+           (int)dt, (long long)m, (long long)n, (long long)k, (int)trans_a, (int)trans_b);
 }
 
-void setGeluEpilogue(Context* ctx, bool on) { ctx->gelu_epilogue = on; }
+void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_bias", dt);
+  if (m == 0 || n == 0) return;
+  if (k > 0 &&
+      ltMatmulEpilogue(ctx, loc, dt, a, b, bias, nullptr, c, m, n, k, trans_a, trans_b, alpha))
+    return;
+  // No epilogue algorithm for this shape (or k == 0): the GEMM, then the bias kernel (for a
+  // low-precision dt the GEMM's result is rounded before the bias is added).
+  matmul(ctx, loc, dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+  biasAdd(ctx, loc, dt, c, bias, c, m, n);
+}
 
-void matmulBiasGelu(Context* ctx, const char* loc, const float* a, const float* b,
-                    const float* bias, float* pre, float* out, int64_t m, int64_t n, int64_t k,
+void setGeluEpilogue(Context* ctx, bool on) {
+  ctx->gelu_epilogue = on;
+  ctx->gelu_epilogue_low = on;
+}
+
+void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                    const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
                     int32_t trans_a, int32_t trans_b, float alpha) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_bias_gelu", dt);
   if (m == 0 || n == 0) return;
-  // cuBLASLt does not document the precision of its GELU: by default the fused epilogue only
-  // in the fast (TF32) mode; the exact mode keeps the own fp32 kernel (gelu_epilogue).
-  if (ctx->gelu_epilogue && k > 0 &&
-      ltMatmulEpilogue(ctx, loc, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
+  // cuBLASLt does not document the precision of its GELU: for f32 the fused epilogue by
+  // default only in the fast (TF32) mode, the exact mode keeps the own fp32 kernel; for bf16 /
+  // f16 by default always (its error is far below the output's rounding). TGRT_GELU_EPILOGUE
+  // overrides both (Context.cu).
+  const bool epilogue = dt == TGRT_F32 ? ctx->gelu_epilogue : ctx->gelu_epilogue_low;
+  if (epilogue && k > 0 &&
+      ltMatmulEpilogue(ctx, loc, dt, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
     return;
-  matmulBias(ctx, loc, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
-  geluFwd(ctx, loc, pre, out, m * n);
+  matmulBias(ctx, loc, dt, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
+  geluFwd(ctx, loc, dt, pre, out, m * n);
 }
 
-void biasAdd(Context* ctx, const char* loc, const float* x, const float* bias, float* out,
-             int64_t rows, int64_t n) {
+void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
+             void* out, int64_t rows, int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "bias_add(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  rowBias(ctx, loc, x, bias, out, rows, n, 1);
+  withDtype(loc, "bias_add", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (rows * n == 0) return;
+    rowBias<T>(ctx, loc, cp<T>(x), cp<T>(bias), mp<T>(out), rows, n, 1);
+  });
 }
 
-void biasGrad(Context* ctx, const char* loc, const float* dy, float* dbias, int64_t rows,
-              int64_t n) {
+void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
+              int64_t rows, int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "bias_grad(rows, n)", rows, n);
-  if (n == 0) return;
-  columnSums(ctx, loc, dy, nullptr, nullptr, nullptr, dbias, nullptr, rows, n);
+  const int64_t es = elemBytes(loc, "bias_grad", dt);
+  withDtype(loc, "bias_grad", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr, St<T>{mp<T>(dbias)},
+               St<T>{nullptr}, es, rows, n);
+  });
 }
 
-void geluFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t n) {
+void geluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "gelu_fwd(n)", n);
-  if (n == 0) return;
-  launchElementwise(ctx, loc, "gelu_fwd_kernel", GeluFwdOp{x, y}, n, aligned16(x, y));
+  withDtype(loc, "gelu_fwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    launchElementwise(ctx, loc, "gelu_fwd_kernel", GeluFwdOp<T>{cp<T>(x), mp<T>(y)}, n,
+                      aligned16(x, y));
+  });
 }
 
-void geluBwd(Context* ctx, const char* loc, const float* x, const float* dy, float* dx,
+void geluBwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* dy, void* dx,
              int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "gelu_bwd(n)", n);
-  if (n == 0) return;
-  launchElementwise(ctx, loc, "gelu_bwd_kernel", GeluBwdOp{x, dy, dx}, n, aligned16(x, dy, dx));
+  withDtype(loc, "gelu_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    launchElementwise(ctx, loc, "gelu_bwd_kernel", GeluBwdOp<T>{cp<T>(x), cp<T>(dy), mp<T>(dx)},
+                      n, aligned16(x, dy, dx));
+  });
 }
 
-void dropout(Context* ctx, const char* loc, const float* x, float* y, int64_t n, float rate,
-             uint64_t seed) {
+void dropout(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n,
+             float rate, uint64_t seed) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "dropout(n)", n);
+  const int64_t es = elemBytes(loc, "dropout", dt);
   if (!(rate >= 0.0f && rate <= 1.0f)) fail(loc, "dropout rate %g outside [0, 1]", (double)rate);
   if (n == 0) return;
   if (rate == 0.0f) {
     if (y != x)
-      check(cudaMemcpyAsync(y, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice,
-                            ctx->stream),
-            loc, "cudaMemcpyAsync");
+      check(cudaMemcpyAsync(y, x, (size_t)(n * es), cudaMemcpyDeviceToDevice, ctx->stream), loc,
+            "cudaMemcpyAsync");
     return;
   }
   const uint64_t key = dropoutKey(seed, ctx->step, ctx->micro_batch);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
-  launch(ctx, loc, "dropout_kernel", dropout_kernel, dim3(gridFor(n, kBlock)), dim3(kBlock), 0, x,
-         y, n, rate, scale, key);
+  withDtype(loc, "dropout", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launchElementwise(ctx, loc, "dropout_kernel", DropoutOp<T>{cp<T>(x), mp<T>(y), rate, scale, key},
+                      n, aligned16(x, y));
+  });
 }
 
-void causalMask(Context* ctx, const char* loc, const float* x, float* y, int64_t batch,
+void causalMask(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch,
                 int64_t tq, int64_t tk, int64_t window, float masked_value) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "causal_mask(batch, tq, tk)", batch, tq, tk);
   const int64_t n = batch * tq * tk;
-  if (n == 0) return;
-  launch(ctx, loc, "causal_mask_kernel", causal_mask_kernel, dim3(gridFor(n, kBlock)),
-         dim3(kBlock), 0, x, y, n, tq, tk, window, masked_value);
+  withDtype(loc, "causal_mask", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (n == 0) return;
+    launch(ctx, loc, "causal_mask_kernel", causal_mask_kernel<T>, dim3(gridFor(n, kBlock)),
+           dim3(kBlock), 0, cp<T>(x), mp<T>(y), n, tq, tk, window, hostFromF<T>(masked_value));
+  });
 }
 
-void softmaxFwd(Context* ctx, const char* loc, const float* x, float* y, int64_t rows, int64_t n) {
+void softmaxFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t rows,
+                int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "softmax_fwd(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  launch(ctx, loc, "softmax_fwd_kernel", softmax_fwd_kernel, dim3(gridFor(rows, 8)), dim3(kBlock),
-         0, x, y, rows, n);
+  withDtype(loc, "softmax_fwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (rows * n == 0) return;
+    launch(ctx, loc, "softmax_fwd_kernel", softmax_fwd_kernel<T>, dim3(gridFor(rows, 8)),
+           dim3(kBlock), 0, cp<T>(x), mp<T>(y), rows, n);
+  });
 }
 
-void softmaxBwd(Context* ctx, const char* loc, const float* y, const float* dy, float* dx,
-                int64_t rows, int64_t n) {
+void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const void* dy,
+                void* dx, int64_t rows, int64_t n) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "softmax_bwd(rows, n)", rows, n);
-  if (rows * n == 0) return;
-  launch(ctx, loc, "softmax_bwd_kernel", softmax_bwd_kernel, dim3(gridFor(rows, 8)), dim3(kBlock),
-         0, y, dy, dx, rows, n);
+  withDtype(loc, "softmax_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (rows * n == 0) return;
+    launch(ctx, loc, "softmax_bwd_kernel", softmax_bwd_kernel<T>, dim3(gridFor(rows, 8)),
+           dim3(kBlock), 0, cp<T>(y), cp<T>(dy), mp<T>(dx), rows, n);
+  });
 }
 
-void crossEntropyFwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
-                     float* loss, int64_t rows, int64_t vocab, int64_t ignore_index) {
+void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                     const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
+                     int64_t ignore_index) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "cross_entropy_fwd(rows, vocab)", rows, vocab);
+  elemBytes(loc, "cross_entropy_fwd", dt);
   if (rows == 0) {
     check(cudaMemsetAsync(loss, 0, sizeof(float), ctx->stream), loc, "cudaMemsetAsync");
     return;
   }
   checkWorkspace(ctx, loc, "cross_entropy (row losses)", rows * (int64_t)sizeof(double));
   double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
-  launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel,
-         dim3(gridFor(rows, 1, 65535)), dim3(512), 0, logits, targets, rowLoss, rows, vocab,
-         ignore_index, ctx->state, locIndex(ctx, loc), vocab % 4 == 0 && aligned16(logits));
+  withDtype(loc, "cross_entropy_fwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T>,
+           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, rowLoss, rows,
+           vocab, ignore_index, ctx->state, locIndex(ctx, loc),
+           vocab % packWidth<T>() == 0 && aligned16(logits));
+  });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
 }
 
-void crossEntropyBwd(Context* ctx, const char* loc, const float* logits, const int32_t* targets,
-                     const float* dloss, float* dlogits, int64_t rows, int64_t vocab,
-                     int64_t ignore_index) {
+void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                     const int32_t* targets, const float* dloss, void* dlogits, int64_t rows,
+                     int64_t vocab, int64_t ignore_index) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "cross_entropy_bwd(rows, vocab)", rows, vocab);
+  elemBytes(loc, "cross_entropy_bwd", dt);
   if (rows == 0 || vocab == 0) return;
   checkWorkspace(ctx, loc, "cross_entropy (valid count)", (int64_t)sizeof(double));
   double* valid = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
          ignore_index, valid);
-  launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel,
-         dim3(gridFor(rows, 1, 65535)), dim3(512), 0, logits, targets, dloss, valid, dlogits, rows,
-         vocab, ignore_index, ctx->state, locIndex(ctx, loc),
-         vocab % 4 == 0 && aligned16(logits, dlogits));
+  withDtype(loc, "cross_entropy_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
+           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
+           (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
+           locIndex(ctx, loc), vocab % packWidth<T>() == 0 && aligned16(logits, dlogits));
+  });
 }
 
-void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float* acc) {
+void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "grad_norm_sq(n)", n);
+  elemBytes(loc, "grad_norm_sq", dt);
   if (n == 0) return;
   const int64_t blocks = normBlocks(n);
   checkWorkspace(ctx, loc, "grad_norm_sq (partials)", blocks * (int64_t)sizeof(double));
   double* part = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
-  launch(ctx, loc, "sumsq_partial_kernel", sumsq_partial_kernel, dim3((unsigned)blocks),
-         dim3(kBlock), 0, g, n, part, aligned16(g));
+  withDtype(loc, "grad_norm_sq", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, loc, "sumsq_partial_kernel", sumsq_partial_kernel<T>, dim3((unsigned)blocks),
+           dim3(kBlock), 0, cp<T>(g), n, part, aligned16(g));
+  });
   launch(ctx, loc, "sumsq_finish_kernel", sumsq_finish_kernel, dim3(1), dim3(1024), 0, part,
          blocks, acc);
 }
@@ -1568,13 +2086,16 @@ void gradNormSq(Context* ctx, const char* loc, const float* g, int64_t n, float*
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
   checkCtx(ctx, loc);
   launch(ctx, loc, "clip_scale_kernel", clip_scale_kernel, dim3(1), dim3(1), 0, acc, max_norm,
-         ctx->state);
+         ctx->loss_scale, ctx->state);
 }
 
-void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, float* v, int64_t n,
-           float beta1, float beta2, float eps, float weight_decay, const float* clip) {
+void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
+           void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
+           const float* clip) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "adamw(n)", n);
+  elemBytes(loc, "adamw (p, g)", p_dt);
+  elemBytes(loc, "adamw (m, v)", state_dt);
   if (ctx->step < 1)
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
@@ -1582,9 +2103,18 @@ void adamw(Context* ctx, const char* loc, float* p, const float* g, float* m, fl
   const double b1 = beta1, b2 = beta2;
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
-  const AdamwOp op{p, g, m, v, b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1,
-                   bc2, clip};
-  launchElementwise(ctx, loc, "adamw_kernel", op, n, aligned16(p, g, m, v));
+  const AdamwParams ap{b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2};
+  const bool vec = aligned16(p, g, m, v);
+  withDtype(loc, "adamw", p_dt, [&](auto ptag) {
+    using TP = decltype(ptag);
+    withDtype(loc, "adamw", state_dt, [&](auto stag) {
+      using TS = decltype(stag);
+      constexpr int W = packWidth<TP, TS>();
+      launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS>,
+             dim3(gridFor(vec ? (n + W - 1) / W : n, kBlock)), dim3(kBlock), 0, mp<TP>(p),
+             cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec);
+    });
+  });
 }
 
 void reportLoss(Context* ctx, const char* loc, const float* loss) {

@@ -4,7 +4,12 @@
 // Reproducibility contract: for a fixed model, data, seed and schedule length, the sequence of
 // sampled batches and therefore of losses is a function of (seed, step) only through the state
 // of one std::mt19937_64 (the data RNG). A checkpoint stores the parameters, the AdamW moments,
-// the step and that RNG state, so `--resume` continues exactly as an uninterrupted run would.
+// the step, that RNG state and (under dynamic loss scaling) the scale, its growth counter and
+// the skip count, so `--resume` continues exactly as an uninterrupted run would.
+//
+// Parameters live on the device in their own element type (tgrt_param.dtype, state_dtype);
+// every host copy (init, checkpoints) is float32 and converted on the host: widening is exact,
+// narrowing rounds to nearest even. Checkpoints are float32 and record the precision policy.
 #include "runtime/driver/Driver.h"
 
 #include "runtime/driver/Npy.h"
@@ -81,6 +86,188 @@ int64_t stepsPerEpoch(const tgrt_model& m, int64_t train_tokens) {
   return per_step <= 0 ? 0 : train_tokens / per_step;
 }
 
+const char* precisionName(int32_t precision) {
+  switch (precision) {
+  case TGRT_PRECISION_FP32: return "fp32";
+  case TGRT_PRECISION_BF16_MIXED: return "bf16-mixed";
+  case TGRT_PRECISION_FP16_MIXED: return "fp16-mixed";
+  case TGRT_PRECISION_BF16: return "bf16";
+  default: return nullptr;
+  }
+}
+
+const char* dtypeName(int32_t dtype) {
+  switch (dtype) {
+  case TGRT_F32: return "fp32";
+  case TGRT_BF16: return "bf16";
+  case TGRT_F16: return "fp16";
+  default: return nullptr;
+  }
+}
+
+void floatToDtype(const float* src, int64_t n, int32_t dtype, void* dst) {
+  if (dtype == TGRT_F32) {
+    if (n > 0) std::memcpy(dst, src, (size_t)n * 4);
+    return;
+  }
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  if (dtype == TGRT_BF16)
+    for (int64_t i = 0; i < n; ++i) d[i] = tgrt_bf16_from_float(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) d[i] = tgrt_f16_from_float(src[i]);
+}
+
+void dtypeToFloat(const void* src, int32_t dtype, int64_t n, float* dst) {
+  if (dtype == TGRT_F32) {
+    if (n > 0) std::memcpy(dst, src, (size_t)n * 4);
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  if (dtype == TGRT_BF16)
+    for (int64_t i = 0; i < n; ++i) dst[i] = tgrt_bf16_to_float(s[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = tgrt_f16_to_float(s[i]);
+}
+
+void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n) {
+  if (dtype == TGRT_F32) {
+    tgrt_upload(ctx, TGRT_PERSISTENT, offset, src, n * 4);
+    return;
+  }
+  std::vector<uint16_t> buf((size_t)n);
+  floatToDtype(src, n, dtype, buf.data());
+  tgrt_upload(ctx, TGRT_PERSISTENT, offset, buf.data(), n * tgrt_dtype_size(dtype));
+}
+
+void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n) {
+  if (dtype == TGRT_F32) {
+    tgrt_download(ctx, TGRT_PERSISTENT, offset, dst, n * 4);
+    return;
+  }
+  std::vector<uint16_t> buf((size_t)n);
+  tgrt_download(ctx, TGRT_PERSISTENT, offset, buf.data(), n * tgrt_dtype_size(dtype));
+  dtypeToFloat(buf.data(), dtype, n, dst);
+}
+
+bool validateDtypes(const tgrt_model& m, std::string* err) {
+  if (!precisionName(m.precision)) {
+    if (err) *err = "the model has an unknown precision " + std::to_string(m.precision);
+    return false;
+  }
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    const char* bad = !dtypeName(p.dtype) ? "dtype" : !dtypeName(p.state_dtype) ? "state_dtype"
+                                                                                   : nullptr;
+    if (bad) {
+      if (err)
+        *err = std::string("parameter '") + (p.name ? p.name : "?") + "' has an unknown " + bad +
+               " " + std::to_string(bad[0] == 'd' ? p.dtype : p.state_dtype);
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+const char* const kSlotPrefix[3] = {"", "optim.m.", "optim.v."};
+
+/// Byte offset and dtype of slot k (0 value, 1 m, 2 v) of a parameter.
+int64_t slotOffset(const tgrt_param& p, int k) {
+  return k == 0 ? p.offset : k == 1 ? p.m_offset : p.v_offset;
+}
+int32_t slotDtype(const tgrt_param& p, int k) { return k == 0 ? p.dtype : p.state_dtype; }
+
+std::string shapeStr(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t k = 0; k < s.size(); ++k) o += (k ? ", " : "") + std::to_string(s[k]);
+  return o + "]";
+}
+
+bool failWith(std::string* err, const std::string& msg) {
+  if (err) *err = msg;
+  return false;
+}
+
+} // namespace
+
+bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
+                std::map<std::string, std::string> metadata, std::string* err) {
+  std::vector<std::vector<float>> host;
+  std::vector<StTensorView> views;
+  host.reserve((size_t)m.n_params * 3);
+  tgrt_synchronize(ctx);
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    std::vector<int64_t> shape(p.shape, p.shape + std::max(1, (int)p.rank));
+    for (int k = 0; k < 3; ++k) {
+      host.emplace_back((size_t)p.numel);
+      downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.back().data(), p.numel);
+      views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, host.back().data()});
+    }
+  }
+  const char* prec = precisionName(m.precision);
+  metadata["precision"] = prec ? prec : std::to_string(m.precision);
+  return writeSafetensors(path, views, metadata, err);
+}
+
+bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* have_optim,
+                std::string* err) {
+  const std::string& path = r.path();
+  const auto& meta = r.metadata();
+  const char* model_prec = precisionName(m.precision);
+  const std::string want_prec = model_prec ? model_prec : std::to_string(m.precision);
+  auto prec_it = meta.find("precision");
+  const std::string have_prec = prec_it == meta.end() ? "fp32" : prec_it->second;
+  if (have_prec != want_prec)
+    return failWith(err, path + ": the checkpoint was saved with precision '" + have_prec + "'" +
+                             (prec_it == meta.end() ? " (it has no precision metadata)" : "") +
+                             " but the model is compiled for precision '" + want_prec +
+                             "'; resume with a model compiled for '" + have_prec + "'");
+  bool have = false, missing = false;
+  std::vector<float> host;
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    if (!r.find(p.name))
+      return failWith(err, path + ": no tensor for parameter '" + std::string(p.name) + "'");
+    const std::vector<int64_t> want(p.shape, p.shape + std::max(1, (int)p.rank));
+    host.resize((size_t)p.numel);
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = std::string(kSlotPrefix[k]) + p.name;
+      const StTensorInfo* e = r.find(name);
+      if (!e) {
+        missing = true;
+        continue;
+      }
+      if (k > 0) have = true;
+      if (e->shape != want)
+        return failWith(err, path + ": tensor '" + name + "' has shape " + shapeStr(e->shape) +
+                                 " but the model's parameter has shape " + shapeStr(want));
+      if (!r.readF32(name, host.data(), p.numel, err)) return false;
+      uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.data(), p.numel);
+    }
+  }
+  if (have && missing)
+    return failWith(err, path + ": some AdamW moments (optim.m.* / optim.v.*) are missing");
+  if (have_optim) *have_optim = have;
+  return true;
+}
+
+void LossScaler::update(bool finite) {
+  if (!enabled_) return;
+  if (!finite) {
+    scale_ *= 0.5f;
+    ++skipped_;
+    counter_ = 0;
+    return;
+  }
+  if (++counter_ == interval_) {
+    const float grown = scale_ * 2.0f;
+    if (std::isfinite(grown)) scale_ = grown;
+    counter_ = 0;
+  }
+}
+
 namespace {
 
 /// A user-facing failure: the message is printed as "error: <what>" and main returns `code`.
@@ -101,10 +288,13 @@ const char* kUsage =
     "  --eval-every N        evaluate on val every N steps (0 = only at the end; default 0)\n"
     "  --eval-batches K      batches per periodic eval (default 20); the final eval covers the\n"
     "                        whole val and test splits\n"
-    "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on --resume)\n"
+    "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on\n"
+    "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
+    "                        the step ran with) and skipped_steps (skips so far)\n"
     "  --save FILE           safetensors checkpoint at the end (and every --save-every steps)\n"
     "  --save-every N        also checkpoint every N steps (needs --save)\n"
-    "  --resume FILE         continue from a checkpoint (params, AdamW moments, step, data RNG);\n"
+    "  --resume FILE         continue from a checkpoint (params, AdamW moments, step, data RNG,\n"
+    "                        loss scale) saved with the same precision;\n"
     "                        without --steps/--epochs/--time-limit the saved total is kept\n"
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
@@ -201,12 +391,34 @@ std::string humanDuration(double s) {
   return buf;
 }
 
+/// "64 B fp32 + 32 B bf16": bytes[dt] per tgrt_dtype, zero entries left out ("0 B" if all are).
+std::string bytesByDtype(const int64_t (&bytes)[3]) {
+  std::string s;
+  for (int32_t dt = 0; dt < 3; ++dt)
+    if (bytes[dt] > 0) s += (s.empty() ? "" : " + ") + humanBytes(bytes[dt]) + " " + dtypeName(dt);
+  return s.empty() ? "0 B" : s;
+}
+
+/// The model summary of --info. The dtypes must have passed validateDtypes.
 void printInfo(const tgrt_model& m) {
-  int64_t numel = 0;
-  for (int32_t i = 0; i < m.n_params; ++i) numel += m.params[i].numel;
+  int64_t numel = 0, value_bytes[3] = {0, 0, 0}, state_bytes[3] = {0, 0, 0};
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    numel += p.numel;
+    value_bytes[p.dtype] += p.numel * tgrt_dtype_size(p.dtype);
+    state_bytes[p.state_dtype] += 2 * p.numel * tgrt_dtype_size(p.state_dtype);
+  }
   std::printf("model        %s (backend %s)\n", m.name ? m.name : "?", tgrt_backend_name());
-  std::printf("parameters   %lld in %d tensors (%s fp32)\n", (long long)numel, (int)m.n_params,
-              humanBytes(numel * 4).c_str());
+  if (m.loss_scale_init > 0)
+    std::printf("precision    %s, dynamic loss scaling from %.9g (x2 after %d clean steps, x0.5 "
+                "and the step skipped on overflow)\n",
+                precisionName(m.precision), (double)m.loss_scale_init,
+                (int)m.loss_scale_growth_interval);
+  else
+    std::printf("precision    %s\n", precisionName(m.precision));
+  std::printf("parameters   %lld in %d tensors (%s; gradients the same)\n", (long long)numel,
+              (int)m.n_params, bytesByDtype(value_bytes).c_str());
+  std::printf("adamw state  %s (moments m and v)\n", bytesByDtype(state_bytes).c_str());
   std::printf("persistent   %lld bytes (%s): params, grads, AdamW moments, inputs\n",
               (long long)m.persistent_bytes, humanBytes(m.persistent_bytes).c_str());
   std::printf("arena        %lld bytes (%s): planned transient tensors\n",
@@ -259,8 +471,11 @@ private:
   double evaluate(const Split& s, int64_t max_batches, int64_t* used, int64_t* dropped_windows);
   void logLine(const nlohmann::json& j);
   void say(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-  void progress(int64_t step, int64_t total, double loss, double lr, float norm, double tok_s,
-                double ms, double eta_s, bool force_line);
+  /// One progress line; loss_scale: the scale of this step (0 = no loss scaling), skipped:
+  /// the step overflowed and changed nothing.
+  void progress(int64_t step, int64_t total, double loss, double lr, float norm,
+                double loss_scale, bool skipped, double tok_s, double ms, double eta_s,
+                bool force_line);
 
   Options opt_;
   tgrt_driver_hooks hooks_;
@@ -272,6 +487,7 @@ private:
   int64_t start_step_ = 0;  ///< last completed step (from --resume), 0 for a fresh run
   int64_t saved_total_ = 0; ///< total_steps stored in the resumed checkpoint
   int64_t total_steps_ = 0;
+  LossScaler scaler_; ///< dynamic loss scale (disabled unless model.loss_scale_init > 0)
   FILE* log_ = nullptr;
   bool tty_ = false;
   bool line_open_ = false; ///< a \r progress line is on screen
@@ -346,7 +562,7 @@ void Trainer::initParams() {
     const tgrt_param& p = m_.params[i];
     host.resize((size_t)p.numel);
     initParam(p, seed_, host.data());
-    tgrt_upload(ctx_, TGRT_PERSISTENT, p.offset, host.data(), p.numel * 4);
+    uploadFloats(ctx_, p.offset, p.dtype, host.data(), p.numel); // rounded to p.dtype
   }
 }
 
@@ -410,22 +626,14 @@ std::string rngState(const std::mt19937_64& rng) {
   return os.str();
 }
 
+/// A float as text that parses back to the same float ("%.9g").
+std::string floatText(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", (double)x);
+  return buf;
+}
+
 void Trainer::save(int64_t step) {
-  std::vector<std::vector<float>> host;
-  std::vector<StTensorView> views;
-  host.reserve((size_t)m_.n_params * 3);
-  tgrt_synchronize(ctx_);
-  for (int32_t i = 0; i < m_.n_params; ++i) {
-    const tgrt_param& p = m_.params[i];
-    std::vector<int64_t> shape(p.shape, p.shape + std::max(1, (int)p.rank));
-    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
-    const char* prefix[3] = {"", "optim.m.", "optim.v."};
-    for (int k = 0; k < 3; ++k) {
-      host.emplace_back((size_t)p.numel);
-      tgrt_download(ctx_, TGRT_PERSISTENT, offs[k], host.back().data(), p.numel * 4);
-      views.push_back({std::string(prefix[k]) + p.name, shape, host.back().data()});
-    }
-  }
   std::map<std::string, std::string> meta;
   meta["format"] = "tgc-checkpoint-1";
   meta["step"] = std::to_string(step);
@@ -435,8 +643,13 @@ void Trainer::save(int64_t step) {
   meta["model"] = m_.name ? m_.name : "";
   meta["spec"] = m_.spec_json ? m_.spec_json : "";
   meta["backend"] = tgrt_backend_name();
+  if (scaler_.enabled()) {
+    meta["loss_scale"] = floatText(scaler_.scale());
+    meta["loss_scale_growth_counter"] = std::to_string(scaler_.growthCounter());
+    meta["skipped_steps"] = std::to_string(scaler_.skippedSteps());
+  }
   std::string err;
-  if (!writeSafetensors(opt_.save, views, meta, &err)) throw DriverError(err);
+  if (!saveParams(ctx_, m_, opt_.save, std::move(meta), &err)) throw DriverError(err);
   say("saved %s at step %lld\n", opt_.save.c_str(), (long long)step);
 }
 
@@ -464,39 +677,9 @@ void Trainer::resume() {
   if (name_it != meta.end() && m_.name && name_it->second != m_.name)
     std::fprintf(stderr, "warning: %s was saved from model '%s', resuming into '%s'\n",
                  path.c_str(), name_it->second.c_str(), m_.name);
-  bool have_optim = false, missing_optim = false;
-  std::vector<float> host;
-  for (int32_t i = 0; i < m_.n_params; ++i) {
-    const tgrt_param& p = m_.params[i];
-    const StTensorInfo* t = r.find(p.name);
-    if (!t) throw DriverError(path + ": no tensor for parameter '" + std::string(p.name) + "'");
-    const std::vector<int64_t> want(p.shape, p.shape + std::max(1, (int)p.rank));
-    auto shapeStr = [](const std::vector<int64_t>& s) {
-      std::string o = "[";
-      for (size_t k = 0; k < s.size(); ++k) o += (k ? ", " : "") + std::to_string(s[k]);
-      return o + "]";
-    };
-    const char* prefix[3] = {"", "optim.m.", "optim.v."};
-    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
-    host.resize((size_t)p.numel);
-    for (int k = 0; k < 3; ++k) {
-      const std::string name = std::string(prefix[k]) + p.name;
-      const StTensorInfo* e = r.find(name);
-      if (!e) {
-        if (k == 0) continue;
-        missing_optim = true;
-        continue;
-      }
-      if (k > 0) have_optim = true;
-      if (e->shape != want)
-        throw DriverError(path + ": tensor '" + name + "' has shape " + shapeStr(e->shape) +
-                          " but the model's parameter has shape " + shapeStr(want));
-      if (!r.readF32(name, host.data(), p.numel, &err)) throw DriverError(err);
-      tgrt_upload(ctx_, TGRT_PERSISTENT, offs[k], host.data(), p.numel * 4);
-    }
-  }
-  if (have_optim && missing_optim)
-    throw DriverError(path + ": some AdamW moments (optim.m.* / optim.v.*) are missing");
+  // Precision check, values and moments (converted to the slots' dtypes).
+  bool have_optim = false;
+  if (!loadParams(ctx_, m_, r, &have_optim, &err)) throw DriverError(err);
   if (!have_optim && !opt_.quiet)
     std::fprintf(stderr, "warning: %s holds no optimizer state; AdamW moments start at zero\n",
                  path.c_str());
@@ -510,17 +693,36 @@ void Trainer::resume() {
     std::fprintf(stderr, "warning: %s has no data RNG state; sampling restarts from the seed\n",
                  path.c_str());
   }
+  if (scaler_.enabled()) {
+    auto scale_it = meta.find("loss_scale");
+    if (scale_it != meta.end()) {
+      char* end = nullptr;
+      const float scale = std::strtof(scale_it->second.c_str(), &end);
+      if (scale_it->second.empty() || *end != '\0' || !(scale > 0) || !std::isfinite(scale))
+        throw DriverError(path + ": __metadata__.loss_scale = '" + scale_it->second +
+                          "' is not a positive finite number");
+      const int64_t counter = metaInt("loss_scale_growth_counter");
+      const int64_t skipped = meta.count("skipped_steps") ? metaInt("skipped_steps") : 0;
+      scaler_.restore(scale, (int32_t)std::min<int64_t>(counter, INT32_MAX), skipped);
+    } else if (!opt_.quiet) {
+      std::fprintf(stderr, "warning: %s has no loss scale state; the scale restarts at %.9g\n",
+                   path.c_str(), (double)scaler_.scale());
+    }
+  }
   say("resumed %s at step %lld\n", path.c_str(), (long long)start_step_);
 }
 
 void Trainer::progress(int64_t step, int64_t total, double loss, double lr, float norm,
-                       double tok_s, double ms, double eta_s, bool force_line) {
+                       double loss_scale, bool skipped, double tok_s, double ms, double eta_s,
+                       bool force_line) {
   if (opt_.quiet) return;
-  char buf[256], of[32] = "";
+  char buf[320], of[32] = "", scale[64] = "";
   if (total > 0) std::snprintf(of, sizeof of, "/%lld", (long long)total);
+  if (loss_scale > 0)
+    std::snprintf(scale, sizeof scale, " | scale %.9g%s", loss_scale, skipped ? " (skipped)" : "");
   std::snprintf(buf, sizeof buf,
-                "step %lld%s | loss %.4f | lr %.3e | norm %.3f | %.0f tok/s | %.1f ms | ETA %s",
-                (long long)step, of, loss, lr, norm, tok_s, ms,
+                "step %lld%s | loss %.4f | lr %.3e | norm %.3f%s | %.0f tok/s | %.1f ms | ETA %s",
+                (long long)step, of, loss, lr, norm, scale, tok_s, ms,
                 humanDuration(eta_s).c_str());
   if (tty_) {
     std::printf("\r%s\x1b[K", buf);
@@ -548,6 +750,7 @@ int Trainer::run() {
   ctx_ = tgrt_ctx_create(&m_);
   if (!ctx_) throw DriverError("cannot create the runtime context (see the message above)");
   initParams();
+  scaler_ = LossScaler(m_.loss_scale_init, m_.loss_scale_growth_interval);
   if (!opt_.resume.empty()) resume();
 
   // Schedule length.
@@ -579,6 +782,10 @@ int Trainer::run() {
       (long long)train_.tokens.size(), (long long)tokens_per_step,
       timed ? "time-limited" : std::to_string(total_steps_).c_str(),
       per_epoch > 0 && !timed ? (double)total_steps_ / (double)per_epoch : 0.0);
+  if (scaler_.enabled())
+    say("dynamic loss scaling: scale %.9g, x2 after %d clean steps, x0.5 (step skipped) when "
+        "the gradients overflow\n",
+        (double)scaler_.scale(), (int)m_.loss_scale_growth_interval);
 
   const auto t_start = clock::now();
   const double limit_s = opt_.time_limit_min * 60.0;
@@ -595,6 +802,8 @@ int Trainer::run() {
     const double lr = learningRate(m_, s, total_steps_);
     tgrt_set_step(ctx_, s);
     tgrt_set_lr(ctx_, (float)lr);
+    const float loss_scale = scaler_.scale(); // the scale this step runs with
+    if (scaler_.enabled()) tgrt_set_loss_scale(ctx_, loss_scale);
     for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
       tgrt_set_micro_batch(ctx_, k);
       sampleBatch(&batch);
@@ -612,13 +821,28 @@ int Trainer::run() {
     if (++steps_timed == 1) first_step_s = secs;
     const double avg = step_time_sum / (double)steps_timed;
     const double tok_s = secs > 0 ? (double)tokens_per_step / secs : 0.0;
-    logLine({{"step", s}, {"loss", loss}, {"lr", lr}, {"grad_norm", norm},
-             {"tokens_per_s", tok_s}, {"ms", secs * 1e3}});
+    // Loss scaling: a step whose gradients overflowed was skipped by AdamW.
+    const bool skipped = scaler_.enabled() && !std::isfinite(norm);
+    scaler_.update(std::isfinite(norm));
+    nlohmann::json rec = {{"step", s},         {"loss", loss},         {"lr", lr},
+                          {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3}};
+    if (scaler_.enabled()) {
+      rec["loss_scale"] = loss_scale;
+      rec["skipped_steps"] = scaler_.skippedSteps();
+    }
+    logLine(rec);
     if (!std::isfinite(loss)) {
       say("\n");
       throw DriverError("loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
                         " at step " + std::to_string(s) +
                         " (training diverged; try a lower lr or a longer warmup)");
+    }
+    if (scaler_.enabled() && !(scaler_.scale() >= std::numeric_limits<float>::min())) {
+      say("\n");
+      throw DriverError("the loss scale fell to " + floatText(scaler_.scale()) + " at step " +
+                        std::to_string(s) + " after " + std::to_string(scaler_.skippedSteps()) +
+                        " skipped steps: the gradients are not finite even unscaled (training "
+                        "diverged; try a lower lr or a longer warmup)");
     }
     if (timed && steps_timed == 5) {
       // Fix the schedule length from the speed of steps 2..5 of this process (step 1 pays for
@@ -632,7 +856,8 @@ int Trainer::run() {
     const int64_t shown_total = timed && steps_timed < 5 ? 0 : last_step;
     const double eta = (double)(last_step - s) * avg;
     const bool periodic_eval = opt_.eval_every > 0 && s % opt_.eval_every == 0 && s != last_step;
-    progress(s, shown_total, loss, lr, norm, tok_s, secs * 1e3, eta, periodic_eval);
+    progress(s, shown_total, loss, lr, norm, scaler_.enabled() ? loss_scale : 0.0, skipped,
+             tok_s, secs * 1e3, eta, periodic_eval);
     if (periodic_eval) {
       int64_t used = 0, dropped = 0;
       const double vl = evaluate(val_, opt_.eval_batches, &used, &dropped);
@@ -654,6 +879,10 @@ int Trainer::run() {
     line_open_ = false;
   }
   if (timed) total_steps_ = step; // what the run actually did, for the checkpoint
+  if (scaler_.enabled())
+    say("loss scaling: %lld of %lld optimizer steps skipped (gradients not finite), scale now "
+        "%.9g\n",
+        (long long)scaler_.skippedSteps(), (long long)step, (double)scaler_.scale());
   if (!opt_.save.empty()) save(step);
 
   // Final evaluation over the whole val and test splits.
@@ -693,6 +922,11 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
       throw DriverError("internal: incomplete model hooks");
     const tgrt_model* m = hooks.model_info();
     if (!m) throw DriverError("the model provides no tg_model_info");
+    std::string err;
+    if (!validateDtypes(*m, &err)) throw DriverError(err);
+    if (!(m->loss_scale_init >= 0) || !std::isfinite(m->loss_scale_init))
+      throw DriverError("the model's loss_scale_init " + std::to_string(m->loss_scale_init) +
+                        " is not a finite number >= 0");
     if (o.info) {
       printInfo(*m);
       return 0;

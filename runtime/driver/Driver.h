@@ -10,6 +10,7 @@
 #include "runtime/tgrt.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 /// The four entry points of a compiled model (see runtime/tgrt.h).
@@ -43,6 +44,96 @@ void initParam(const tgrt_param& param, uint64_t seed, float* out);
 /// Optimizer steps in one epoch over `train_tokens` tokens:
 /// floor(train_tokens / (batch_size * context * grad_accum)).
 int64_t stepsPerEpoch(const tgrt_model& model, int64_t train_tokens);
+
+// ------------------------------------------------------------------ element types --
+
+/// Spec name of a precision policy (enum tgrt_precision): "fp32", "bf16-mixed", "fp16-mixed",
+/// "bf16"; nullptr for an unknown value.
+const char* precisionName(int32_t precision);
+
+/// Short name of an element type (enum tgrt_dtype): "fp32", "bf16", "fp16"; nullptr for an
+/// unknown value.
+const char* dtypeName(int32_t dtype);
+
+/// Converts n float32 values to element type `dtype` (f32: copied; bf16 / f16: rounded to
+/// nearest even, see tgrt.h) into dst (n * tgrt_dtype_size(dtype) bytes). dtype must be known.
+void floatToDtype(const float* src, int64_t n, int32_t dtype, void* dst);
+
+/// Converts n elements of type `dtype` at src to float32 (exact for every tgrt_dtype).
+void dtypeToFloat(const void* src, int32_t dtype, int64_t n, float* dst);
+
+/// Uploads n float32 values to the persistent region at byte `offset`, stored as `dtype`
+/// (n * tgrt_dtype_size(dtype) bytes; rounded to nearest even when narrower than f32).
+void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n);
+
+/// Downloads n elements of type `dtype` from the persistent region at byte `offset` and
+/// widens them to float32 into dst (exact).
+void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n);
+
+/// Checks that every parameter of `model` has a known dtype and state_dtype and that the
+/// precision is a known tgrt_precision. Returns false with *err naming the parameter otherwise.
+bool validateDtypes(const tgrt_model& model, std::string* err);
+
+// ------------------------------------------------------------------------ checkpoints --
+
+class SafetensorsReader;
+
+/// Writes a float32 safetensors checkpoint of every parameter of `model` held in ctx: the value
+/// as "<name>" (downloaded in param.dtype) and the AdamW moments as "optim.m.<name>",
+/// "optim.v.<name>" (in param.state_dtype); bf16 / f16 widen exactly. `metadata` is stored as
+/// given, plus "precision" = precisionName(model.precision). Synchronises ctx first. Returns
+/// false and sets *err (naming the file) on failure; no partial file remains.
+bool saveParams(tgrt_ctx* ctx, const tgrt_model& model, const std::string& path,
+                std::map<std::string, std::string> metadata, std::string* err);
+
+/// Loads a checkpoint written by saveParams (or any float32 safetensors file with the same
+/// tensor names) into ctx: each value is rounded (to nearest even) to param.dtype, each moment
+/// to param.state_dtype, then uploaded. *have_optim receives whether the AdamW moments were in
+/// the file (if none are, ctx's moments are left as they are). Fails (false, *err naming the
+/// file) when the file's "precision" metadata (absent = "fp32") differs from the model's, a
+/// parameter is missing, a shape differs, a tensor is not F32, or only some moments are present.
+bool loadParams(tgrt_ctx* ctx, const tgrt_model& model, SafetensorsReader& reader,
+                bool* have_optim, std::string* err);
+
+// ----------------------------------------------------------------------- loss scaling --
+
+/// Dynamic loss scaling with PyTorch GradScaler's rule (growth factor 2, backoff 0.5): the
+/// backward is seeded with scale(); after each optimizer step update(finite) is told whether
+/// the gradients were finite. An overflowed step (skipped by AdamW) halves the scale, counts a
+/// skip and resets the growth counter; a clean step increments the counter, and when it
+/// reaches growth_interval the scale doubles (unless that would overflow float32) and the
+/// counter restarts at 0. growth_interval <= 0 never grows. Disabled (init_scale <= 0): the
+/// scale is 1 and update() does nothing.
+class LossScaler {
+public:
+  LossScaler() = default;
+  LossScaler(float init_scale, int32_t growth_interval)
+      : enabled_(init_scale > 0), scale_(init_scale > 0 ? init_scale : 1.0f),
+        interval_(growth_interval) {}
+
+  bool enabled() const { return enabled_; }
+  /// The current loss scale (1 when disabled).
+  float scale() const { return scale_; }
+  /// Clean steps in a row since the last growth or overflow.
+  int32_t growthCounter() const { return counter_; }
+  /// Optimizer steps skipped because their gradients were not finite.
+  int64_t skippedSteps() const { return skipped_; }
+  /// Applies the rule after one optimizer step; `finite`: its gradient norm was finite.
+  void update(bool finite);
+  /// Restores a saved state (scale > 0, counter >= 0, skipped >= 0; from a checkpoint).
+  void restore(float scale, int32_t counter, int64_t skipped) {
+    scale_ = scale;
+    counter_ = counter;
+    skipped_ = skipped;
+  }
+
+private:
+  bool enabled_ = false;
+  float scale_ = 1.0f;
+  int32_t interval_ = 0;
+  int32_t counter_ = 0;
+  int64_t skipped_ = 0;
+};
 
 } // namespace tgrt
 

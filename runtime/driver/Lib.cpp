@@ -1,13 +1,16 @@
 //===- Lib.cpp - the tglib.h C ABI over an emitted model ---------------------===//
 //
 // Linked into `tgc compile --emit=lib` shared libraries. Uses only tgrt.h context
-// functions and the emitted tg_* symbols, so it works with either backend.
+// functions and the emitted tg_* symbols, so it works with either backend. The host side
+// is float32; values are converted to / from each parameter's dtype (tgrt::uploadFloats).
 //
 //===----------------------------------------------------------------------------===//
 #include "runtime/tglib.h"
 #include "runtime/driver/Driver.h"
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -26,13 +29,13 @@ void uploadBatch(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
   tgrt_upload(ctx, TGRT_PERSISTENT, m->targets_offset, targets, bytes);
 }
 
-/// Copies one persistent slot of a parameter (value, gradient, ...) to the host: 0, or -1
-/// for an unknown name.
+/// Copies one persistent slot of a parameter (value or gradient, both in p.dtype) to the
+/// host as float32 (exact): 0, or -1 for an unknown name.
 int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot, float *dst) {
   const tgrt_param *p = findParam(name);
   if (!p)
     return -1;
-  tgrt_download(ctx, TGRT_PERSISTENT, p->*slot, dst, p->numel * 4);
+  tgrt::downloadFloats(ctx, p->*slot, p->dtype, dst, p->numel);
   return 0;
 }
 
@@ -48,6 +51,11 @@ extern "C" {
 
 tgrt_ctx *tglib_create(int64_t seed) {
   const tgrt_model *m = tg_model_info();
+  std::string err;
+  if (!tgrt::validateDtypes(*m, &err)) {
+    std::fprintf(stderr, "tglib: %s\n", err.c_str());
+    return nullptr;
+  }
   tgrt_ctx *ctx = tgrt_ctx_create(m);
   if (!ctx)
     return nullptr;
@@ -56,7 +64,7 @@ tgrt_ctx *tglib_create(int64_t seed) {
     const tgrt_param &p = m->params[i];
     buf.resize(p.numel);
     tgrt::initParam(p, (uint64_t)seed, buf.data());
-    tgrt_upload(ctx, TGRT_PERSISTENT, p.offset, buf.data(), p.numel * 4);
+    tgrt::uploadFloats(ctx, p.offset, p.dtype, buf.data(), p.numel);
   }
   tgrt_synchronize(ctx);
   return ctx;
@@ -74,7 +82,7 @@ int32_t tglib_set_param(tgrt_ctx *ctx, const char *name, const float *src) {
   const tgrt_param *p = findParam(name);
   if (!p)
     return -1;
-  tgrt_upload(ctx, TGRT_PERSISTENT, p->offset, src, p->numel * 4);
+  tgrt::uploadFloats(ctx, p->offset, p->dtype, src, p->numel); // rounded to p->dtype
   tgrt_synchronize(ctx);
   return 0;
 }
@@ -93,6 +101,8 @@ float tglib_micro_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targ
   tg_micro_step(ctx);
   return takeLoss(ctx);
 }
+
+void tglib_set_loss_scale(tgrt_ctx *ctx, float scale) { tgrt_set_loss_scale(ctx, scale); }
 
 void tglib_optimizer_step(tgrt_ctx *ctx, int64_t step, float lr) {
   tgrt_set_step(ctx, step);

@@ -47,6 +47,8 @@ public:
 
   /// Opens and validates `path`. Errors name the file and the byte offset of the problem.
   bool open(const std::string& path, std::string* err);
+  /// The path given to open().
+  const std::string& path() const { return path_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::map<std::string, StTensorInfo>& tensors() const { return tensors_; }
   /// The entry for `name`, or nullptr.

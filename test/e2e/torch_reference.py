@@ -54,6 +54,8 @@ class TgrtParam(ctypes.Structure):
         ("init", ctypes.c_int32),
         ("init_std", ctypes.c_float),
         ("weight_decay", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),        # enum tgrt_dtype of the value and gradient
+        ("state_dtype", ctypes.c_int32),  # enum tgrt_dtype of the AdamW moments
     ]
 
 
@@ -82,6 +84,9 @@ class TgrtModel(ctypes.Structure):
         ("warmup_steps", ctypes.c_int32),
         ("decay", ctypes.c_int32),
         ("seed", ctypes.c_int32),
+        ("precision", ctypes.c_int32),    # enum tgrt_precision
+        ("loss_scale_init", ctypes.c_float),
+        ("loss_scale_growth_interval", ctypes.c_int32),
     ]
 
 

@@ -7,11 +7,11 @@
 // GELU output [4 x 16] placed after them (first case) or over x (second case).
 
 // CHECK-LABEL: void tg_micro_step(
-// CHECK: tgrt_matmul_bias_gelu({{v[0-9]+}}, "mlp.fc", [[X:v[0-9]+]], [[W:v[0-9]+]], [[B:v[0-9]+]], [[PRE:v[0-9]+]], [[OUT:v[0-9]+]], 4, 16, 8, 0, 0, 1.000000000e+00f);
+// CHECK: tgrt_matmul_bias_gelu({{v[0-9]+}}, "mlp.fc", TGRT_F32, [[X:v[0-9]+]], [[W:v[0-9]+]], [[B:v[0-9]+]], [[PRE:v[0-9]+]], [[OUT:v[0-9]+]], 4, 16, 8, 0, 0, 1.000000000e+00f);
 // CHECK-NOT: tgrt_gelu_fwd
 // CHECK-NOT: tgrt_bias_add
 // CHECK: return;
-module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 768 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 768 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
   func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
     %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
     %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
@@ -33,9 +33,9 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 768 :
 // three calls, each at its planned time.
 // CHECK-LABEL: void tg_micro_step(
 // CHECK-NOT: tgrt_matmul_bias_gelu
-// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc",
-// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu",
-module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 512 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc", TGRT_F32,
+// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu", TGRT_F32,
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 512 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
   func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
     %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
     %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
@@ -56,10 +56,10 @@ module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 512 :
 // An op between the bias add and the GELU: no fusion (the GELU must follow at once).
 // CHECK-LABEL: void tg_micro_step(
 // CHECK-NOT: tgrt_matmul_bias_gelu
-// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc",
-// CHECK: tgrt_fill({{v[0-9]+}}, "y",
-// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu",
-module attributes {tg.spec = "{\"name\": \"t\"}", tg.plan = {arena_bytes = 896 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+// CHECK: tgrt_matmul_bias({{v[0-9]+}}, "mlp.fc", TGRT_F32,
+// CHECK: tgrt_fill({{v[0-9]+}}, "y", TGRT_F32,
+// CHECK: tgrt_gelu_fwd({{v[0-9]+}}, "mlp.gelu", TGRT_F32,
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 896 : i64, persistent_bytes = 1024 : i64, params = [{name = "w", shape = array<i64: 8, 16>, numel = 128 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 16>, numel = 16 : i64, offset = 512 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
   func.func @micro_step(%w: tensor<8x16xf32> {tg.param = "w"}, %b: tensor<16xf32> {tg.param = "b"}) {
     %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
     %0 = tg.matmul %x, %w {tg.offsets = array<i64: 256>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mlp.fc")

@@ -41,7 +41,7 @@
 // EMITC-NEXT: %[[SUM:.*]] = emitc.add %[[P]], %[[OFF]] : (!emitc.ptr<!emitc.opaque<"char">>, i64) -> !emitc.ptr<!emitc.opaque<"char">>
 // EMITC-NEXT: %[[CAST:.*]] = emitc.cast %[[SUM]] : !emitc.ptr<!emitc.opaque<"char">> to !emitc.ptr<f32>
 // EMITC-NEXT: emitc.yield %[[CAST]] : !emitc.ptr<f32>
-// EMITC: emitc.call_opaque "tgrt_embedding_fwd"(%arg0, %[[WTE]], %{{.*}}, %{{.*}}) {args = [0 : index, #emitc.opaque<"\22wte\22">, 1 : index, 2 : index, 3 : index, 16, 32, 64]}
+// EMITC: emitc.call_opaque "tgrt_embedding_fwd"(%arg0, %[[WTE]], %{{.*}}, %{{.*}}) {args = [0 : index, #emitc.opaque<"\22wte\22">, #emitc.opaque<"TGRT_F32">, 1 : index, 2 : index, 3 : index, 16, 32, 64]}
 // EMITC-LABEL: emitc.func @tg_optimizer_step(
 // EMITC-LABEL: emitc.func @tg_eval_step(
 // EMITC-NOT: tg.
@@ -54,9 +54,9 @@
 // CPP-NEXT: float* [[WTE:v[0-9]+]] = (float*) ([[P]] + 0);
 // CPP-NEXT: int32_t* [[TOK:v[0-9]+]] = (int32_t*) ([[P]] + {{[0-9]+}});
 // CPP-NEXT: float* [[EMB:v[0-9]+]] = (float*) ([[A]] + {{[0-9]+}});
-// CPP-NEXT: tgrt_embedding_fwd([[CTX]], "wte", [[WTE]], [[TOK]], [[EMB]], 16, 32, 64);
+// CPP-NEXT: tgrt_embedding_fwd([[CTX]], "wte", TGRT_F32, [[WTE]], [[TOK]], [[EMB]], 16, 32, 64);
 // CPP-NOT: = (float*) ([[P]] + 0);
-// CPP: tgrt_matmul([[CTX]], "lm_head", {{v[0-9]+}}, [[WTE]],
+// CPP: tgrt_matmul([[CTX]], "lm_head", TGRT_F32, {{v[0-9]+}}, [[WTE]],
 // CPP: return;
 // CPP-NEXT: }
 
@@ -65,16 +65,17 @@
 // Parameter slots: wte (64 x 32 x 4 = 8192 bytes) at 0, then wpe at 8192.
 // CHECK: module attributes
 // CHECK-SAME: tg.plan = {arena_bytes = [[$ARENA:[0-9]+]] : i64,
-// CHECK-SAME: {grad_offset = [[$WTE_G:[0-9]+]] : i64, m_offset = [[$WTE_M:[0-9]+]] : i64, name = "wte", numel = 2048 : i64, offset = 0 : i64, shape = array<i64: 64, 32>, v_offset = [[$WTE_V:[0-9]+]] : i64}
-// CHECK-SAME: {grad_offset = [[$WPE_G:[0-9]+]] : i64, {{.*}}, name = "wpe", numel = 256 : i64, offset = 8192 : i64,
-// CHECK-SAME: {grad_offset = [[$PROJ_G:[0-9]+]] : i64, m_offset = [[$PROJ_M:[0-9]+]] : i64, name = "layers.0.attn.proj.weight", numel = 1024 : i64, offset = [[$PROJ:[0-9]+]] : i64, shape = array<i64: 32, 32>, v_offset = [[$PROJ_V:[0-9]+]] : i64}
+// CHECK-SAME: {dtype = "f32", grad_offset = [[$WTE_G:[0-9]+]] : i64, init = "normal", init_std = 2.000000e-02 : f32, m_offset = [[$WTE_M:[0-9]+]] : i64, name = "wte", numel = 2048 : i64, offset = 0 : i64, shape = array<i64: 64, 32>, state_dtype = "f32", v_offset = [[$WTE_V:[0-9]+]] : i64}
+// CHECK-SAME: {dtype = "f32", grad_offset = [[$WPE_G:[0-9]+]] : i64, {{.*}}, name = "wpe", numel = 256 : i64, offset = 8192 : i64,
+// Matrices other than the embeddings decay; the residual projection's init std is 0.02/sqrt(2 L).
+// CHECK-SAME: {decay, dtype = "f32", grad_offset = [[$PROJ_G:[0-9]+]] : i64, init = "normal", init_std = 0.0141421352 : f32, m_offset = [[$PROJ_M:[0-9]+]] : i64, name = "layers.0.attn.proj.weight", numel = 1024 : i64, offset = [[$PROJ:[0-9]+]] : i64, shape = array<i64: 32, 32>, state_dtype = "f32", v_offset = [[$PROJ_V:[0-9]+]] : i64}
 // CHECK-SAME: persistent_bytes = [[$PERSIST:[0-9]+]] : i64, targets_offset = [[$TGT:[0-9]+]] : i64, tokens_offset = [[$TOK:[0-9]+]] : i64, workspace_bytes = 0 : i64}
 
 // ---- The planned micro step. ----
 // CHECK-LABEL: func.func @micro_step(
-// CHECK-SAME: %[[WTE:arg[0-9]+]]: tensor<64x32xf32> {tg.param = "wte"}
-// CHECK-SAME: %[[WPE:arg[0-9]+]]: tensor<8x32xf32> {tg.param = "wpe"}
-// CHECK-SAME: %[[PROJW:arg[0-9]+]]: tensor<32x32xf32> {tg.param = "layers.0.attn.proj.weight"}
+// CHECK-SAME: %[[WTE:arg[0-9]+]]: tensor<64x32xf32> {{{.*}}tg.param = "wte"}
+// CHECK-SAME: %[[WPE:arg[0-9]+]]: tensor<8x32xf32> {{{.*}}tg.param = "wpe"}
+// CHECK-SAME: %[[PROJW:arg[0-9]+]]: tensor<32x32xf32> {{{.*}}tg.param = "layers.0.attn.proj.weight"}
 // CHECK-SAME: %[[TOKS:arg[0-9]+]]: tensor<2x8xi32> {tg.input = "tokens"}
 // CHECK-SAME: %[[TGTS:arg[0-9]+]]: tensor<2x8xi32> {tg.input = "targets"}
 // CHECK: %[[EMB:[0-9]+]] = tg.embedding %[[WTE]], %[[TOKS]] {tg.offsets = array<i64: [[$EMB:[0-9]+]]>
@@ -101,8 +102,8 @@
 
 // ---- The C++: the model table repeats the plan. ----
 // CHECK-LABEL: static const tgrt_param kParams[16] = {
-// CHECK-NEXT: {"wte", 2, {64, 32, 1, 1}, 2048, 0, [[$WTE_G]], [[$WTE_M]], [[$WTE_V]], 0, 0.0199999996f, 0},
-// CHECK: {"layers.0.attn.proj.weight", 2, {32, 32, 1, 1}, 1024, [[$PROJ]], [[$PROJ_G]], [[$PROJ_M]], [[$PROJ_V]], 0, 0.0141421352f, 1},
+// CHECK-NEXT: {"wte", 2, {64, 32, 1, 1}, 2048, 0, [[$WTE_G]], [[$WTE_M]], [[$WTE_V]], 0, 0.0199999996f, 0, TGRT_F32, TGRT_F32},
+// CHECK: {"layers.0.attn.proj.weight", 2, {32, 32, 1, 1}, 1024, [[$PROJ]], [[$PROJ_G]], [[$PROJ_M]], [[$PROJ_V]], 0, 0.0141421352f, 1, TGRT_F32, TGRT_F32},
 // CHECK-LABEL: static const tgrt_model kModel = {
 // CHECK: 16, kParams,
 // CHECK-NEXT: [[$PERSIST]]LL, [[$ARENA]]LL, 0LL,
@@ -112,42 +113,42 @@
 // CHECK-LABEL: extern "C" void tg_micro_step(tgrt_ctx* ctx) {
 // wte is the parameter at P + 0; the ids are the tokens input slot; the result goes to
 // the arena at the embedding's planned offset. 2 x 8 = 16 ids, d_model 32, vocab 64.
-// CHECK: tgrt_embedding_fwd(ctx, "wte", (float*)(P + 0), (int32_t*)(P + [[$TOK]]), (float*)(A + [[$EMB]]), 16, 32, 64);
-// CHECK-NEXT: tgrt_positional_fwd(ctx, "wpe", (float*)(A + [[$EMB]]), (float*)(P + 8192), (float*)(A + [[$POS]]), 2, 8, 32);
+// CHECK: tgrt_embedding_fwd(ctx, "wte", TGRT_F32, (float*)(P + 0), (int32_t*)(P + [[$TOK]]), (float*)(A + [[$EMB]]), 16, 32, 64);
+// CHECK-NEXT: tgrt_positional_fwd(ctx, "wpe", TGRT_F32, (float*)(A + [[$EMB]]), (float*)(P + 8192), (float*)(A + [[$POS]]), 2, 8, 32);
 // split: 16 rows of 96 floats into three 16 x 32 pieces at float columns 0, 32, 64
 // (bytes 0, 128, 256 past the qkv buffer).
-// CHECK: tgrt_copy2d(ctx, "layers.0.attn.split", (float*)(A + [[#QKV:]]), 96, (float*)(A + [[$SQ]]), 32, 16, 32);
-// CHECK-NEXT: tgrt_copy2d(ctx, "layers.0.attn.split", (float*)(A + [[#QKV+128]]), 96, (float*)(A + [[$SK]]), 32, 16, 32);
-// CHECK-NEXT: tgrt_copy2d(ctx, "layers.0.attn.split", (float*)(A + [[#QKV+256]]), 96, (float*)(A + [[$SV]]), 32, 16, 32);
+// CHECK: tgrt_copy2d(ctx, "layers.0.attn.split", TGRT_F32, (float*)(A + [[#QKV:]]), 96, (float*)(A + [[$SQ]]), 32, 16, 32);
+// CHECK-NEXT: tgrt_copy2d(ctx, "layers.0.attn.split", TGRT_F32, (float*)(A + [[#QKV+128]]), 96, (float*)(A + [[$SK]]), 32, 16, 32);
+// CHECK-NEXT: tgrt_copy2d(ctx, "layers.0.attn.split", TGRT_F32, (float*)(A + [[#QKV+256]]), 96, (float*)(A + [[$SV]]), 32, 16, 32);
 // The reshape to 2 x 8 x 1 x 32 emits nothing: the transpose reads the split output.
-// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.q", (float*)(A + [[$SQ]]), (float*)(A + [[$QT]]), 2, 8, 1, 32, 0, 2, 1, 3);
-// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.k", (float*)(A + [[$SK]]),
-// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.v", (float*)(A + [[$SV]]),
-// CHECK: tgrt_transpose4(ctx, "layers.0.attn.merge", (float*)(A + {{[0-9]+}}), (float*)(A + [[$MERGE]]), 2, 1, 8, 32, 0, 2, 1, 3);
+// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.q", TGRT_F32, (float*)(A + [[$SQ]]), (float*)(A + [[$QT]]), 2, 8, 1, 32, 0, 2, 1, 3);
+// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.k", TGRT_F32, (float*)(A + [[$SK]]),
+// CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.v", TGRT_F32, (float*)(A + [[$SV]]),
+// CHECK: tgrt_transpose4(ctx, "layers.0.attn.merge", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[$MERGE]]), 2, 1, 8, 32, 0, 2, 1, 3);
 // The merge reshape is a view too: the projection (16 x 32 @ 32 x 32, one GEMM over
 // the folded batch) reads the transpose output. Its bias add is the GEMM's only reader, so
 // both are one call with the bias epilogue, writing the bias add's buffer, which is the
 // GEMM's own (in place).
-// CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16, 32, 32, 0, 0, 1.000000000e+00f);
+// CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16, 32, 32, 0, 0, 1.000000000e+00f);
 // CHECK-NOT: tgrt_bias_add(ctx, "layers.0.attn.proj.bias"
-// CHECK: tgrt_matmul(ctx, "lm_head", (float*)(A + {{[0-9]+}}), (float*)(P + 0), (float*)(A + [[$LOGITS]]), 1, 16, 64, 32, 0, 1,
-// CHECK-NEXT: tgrt_cross_entropy_fwd(ctx, "loss", (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), 16, 64, -1);
-// CHECK-NEXT: tgrt_fill(ctx, "loss", (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
-// CHECK-NEXT: tgrt_cross_entropy_bwd(ctx, "loss", (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
+// CHECK: tgrt_matmul(ctx, "lm_head", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + 0), (float*)(A + [[$LOGITS]]), 1, 16, 64, 32, 0, 1,
+// CHECK-NEXT: tgrt_cross_entropy_fwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), 16, 64, -1);
+// CHECK-NEXT: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
+// CHECK-NEXT: tgrt_cross_entropy_bwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
 // The gradient of a parameter goes to its persistent grad slot.
-// CHECK: tgrt_add(ctx, "wte", {{.*}}, (float*)(A + [[$DWTE]]), 2048);
-// CHECK-NEXT: tgrt_accumulate(ctx, "wte", (float*)(P + [[$WTE_G]]), (float*)(A + [[$DWTE]]), 2048);
-// CHECK-NEXT: tgrt_accumulate(ctx, "wpe", (float*)(P + [[$WPE_G]]), {{.*}}, 256);
+// CHECK: tgrt_add(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[$DWTE]]), 2048);
+// CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[$DWTE]]), 2048);
+// CHECK-NEXT: tgrt_accumulate(ctx, "wpe", TGRT_F32, (float*)(P + [[$WPE_G]]), {{.*}}, 256);
 // CHECK: tgrt_report_loss(ctx, "loss", (float*)(A + [[$LOSS]]));
 // CHECK-NEXT: return;
 // CHECK-NEXT: }
 
 // CHECK-LABEL: extern "C" void tg_optimizer_step(tgrt_ctx* ctx) {
-// CHECK: tgrt_adamw(ctx, "optimizer.wte", (float*)(P + 0), (float*)(P + [[$WTE_G]]), (float*)(P + [[$WTE_M]]), (float*)(P + [[$WTE_V]]), 2048,
+// CHECK: tgrt_adamw(ctx, "optimizer.wte", TGRT_F32, (float*)(P + 0), (float*)(P + [[$WTE_G]]), TGRT_F32, (float*)(P + [[$WTE_M]]), (float*)(P + [[$WTE_V]]), 2048,
 // 2048 x 4 bytes.
 // CHECK-NEXT: tgrt_zero(ctx, "optimizer.wte", (float*)(P + [[$WTE_G]]), 8192);
-// CHECK: tgrt_adamw(ctx, "optimizer.layers.0.attn.proj.weight", (float*)(P + [[$PROJ]]), (float*)(P + [[$PROJ_G]]), (float*)(P + [[$PROJ_M]]), (float*)(P + [[$PROJ_V]]), 1024,
+// CHECK: tgrt_adamw(ctx, "optimizer.layers.0.attn.proj.weight", TGRT_F32, (float*)(P + [[$PROJ]]), (float*)(P + [[$PROJ_G]]), TGRT_F32, (float*)(P + [[$PROJ_M]]), (float*)(P + [[$PROJ_V]]), 1024,
 // CHECK-NEXT: tgrt_zero(ctx, "optimizer.layers.0.attn.proj.weight", (float*)(P + [[$PROJ_G]]), 4096);
 
 // CHECK-LABEL: extern "C" void tg_eval_step(tgrt_ctx* ctx) {
-// CHECK: tgrt_embedding_fwd(ctx, "wte", (float*)(P + 0), (int32_t*)(P + [[$TOK]]),
+// CHECK: tgrt_embedding_fwd(ctx, "wte", TGRT_F32, (float*)(P + 0), (int32_t*)(P + [[$TOK]]),

@@ -12,9 +12,16 @@ module {
 
 // -----
 
-// Master weights must be f32.
-// expected-error @+1 {{parameter "w" must be f32 (master weights)}}
-func.func @micro_step(%w: tensor<4xbf16> {tg.param = "w"}) -> tensor<4xbf16> {
+// Parameters are f32, bf16 or f16 (values, gradients) with float moments.
+// expected-error @+1 {{tg-plan-memory: parameter "w" needs a static shape and f32, bf16 or f16 value and moment types, got 'tensor<4xf64>' and moments 'f32'}}
+func.func @micro_step(%w: tensor<4xf64> {tg.param = "w"}) -> tensor<4xf64> {
+  return %w : tensor<4xf64>
+}
+
+// -----
+
+// expected-error @+1 {{tg-plan-memory: parameter "w" needs a static shape and f32, bf16 or f16 value and moment types, got 'tensor<4xbf16>' and moments 'i32'}}
+func.func @micro_step(%w: tensor<4xbf16> {tg.param = "w", tg.moment_type = i32}) -> tensor<4xbf16> {
   return %w : tensor<4xbf16>
 }
 

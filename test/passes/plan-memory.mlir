@@ -9,12 +9,12 @@
 // Persistent region, every slot rounded up to 256 B:
 //   wte [16, 8] f32 = 512 B, head.w [8, 16] f32 = 512 B; value, grad, m, v slots:
 //   4 x (512 + 512) = 4096; tokens, targets [2, 4] i32 = 32 B -> 256 each: 4096 + 512 = 4608.
-// CHECK:      memory plan (bytes)
+// CHECK:      memory plan (bytes), precision fp32
 // CHECK-NEXT:   persistent 4608
-// CHECK-NEXT:     parameters 1024
-// CHECK-NEXT:     gradients 1024
-// CHECK-NEXT:     optimizer state (m, v) 2048
-// CHECK-NEXT:     inputs (tokens, targets) 512
+// CHECK-NEXT:     parameters f32 1024
+// CHECK-NEXT:     gradients f32 1024
+// CHECK-NEXT:     AdamW m, v f32 2048
+// CHECK-NEXT:     inputs (tokens, targets) i32 512
 //
 // @micro_step (op index: 0 embed, 1 gelu, 2 reshape, 3 head, 4 reshape, 5 loss, 6 seed,
 // 7 ce_grad, 8 reshape, 9 dx matmul, 10 dw matmul, 11 reshape, 12 gelu_grad,
@@ -60,8 +60,8 @@
 // WS-NEXT:   total 7428
 
 // IR: module attributes {tg.plan = {arena_bytes = 1796 : i64, heuristic = {{.*}}, input_bytes = 512 : i64,
-// IR-SAME: params = [{grad_offset = 1024 : i64, m_offset = 2048 : i64, name = "wte", numel = 128 : i64, offset = 0 : i64, shape = array<i64: 16, 8>, v_offset = 3072 : i64},
-// IR-SAME: {grad_offset = 1536 : i64, m_offset = 2560 : i64, name = "head.w", numel = 128 : i64, offset = 512 : i64, shape = array<i64: 8, 16>, v_offset = 3584 : i64}]
+// IR-SAME: params = [{dtype = "f32", grad_offset = 1024 : i64, m_offset = 2048 : i64, name = "wte", numel = 128 : i64, offset = 0 : i64, shape = array<i64: 16, 8>, state_dtype = "f32", v_offset = 3072 : i64},
+// IR-SAME: {dtype = "f32", grad_offset = 1536 : i64, m_offset = 2560 : i64, name = "head.w", numel = 128 : i64, offset = 512 : i64, shape = array<i64: 8, 16>, state_dtype = "f32", v_offset = 3584 : i64}]
 // IR-SAME: persistent_bytes = 4608 : i64
 // IR-SAME: targets_offset = 4352 : i64, tokens_offset = 4096 : i64, workspace_bytes = 0 : i64}}
 // IR-LABEL: func.func @eval_step

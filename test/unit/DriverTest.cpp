@@ -1,6 +1,7 @@
 // DriverTest.cpp — unit tests of the training driver (runtime/driver) and `tgc data prepare`
 // (tools/data): file formats, lr schedule, init, data preparation on a small corpus, and a
-// fake model trained through tgrt_driver_main on the CPU backend, including exact resume.
+// fake model trained through tgrt_driver_main on the CPU backend, including exact resume,
+// bf16 parameters, precision checks on resume and dynamic loss scaling.
 #include "runtime/driver/Driver.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Safetensors.h"
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -253,6 +255,262 @@ TEST(Init, DeterministicPerSeedAndName) {
   EXPECT_EQ(a[123], 0.0f);
 }
 
+// ------------------------------------------------------------- element types, loss scale --
+
+TEST(Dtypes, NamesAndHostConversions) {
+  EXPECT_STREQ(tgrt::precisionName(TGRT_PRECISION_FP32), "fp32");
+  EXPECT_STREQ(tgrt::precisionName(TGRT_PRECISION_BF16_MIXED), "bf16-mixed");
+  EXPECT_STREQ(tgrt::precisionName(TGRT_PRECISION_FP16_MIXED), "fp16-mixed");
+  EXPECT_STREQ(tgrt::precisionName(TGRT_PRECISION_BF16), "bf16");
+  EXPECT_EQ(tgrt::precisionName(4), nullptr);
+  EXPECT_STREQ(tgrt::dtypeName(TGRT_BF16), "bf16");
+  EXPECT_EQ(tgrt::dtypeName(-1), nullptr);
+  // 1 + 2^-8 lies half-way between the bf16 neighbours 1 and 1 + 2^-7: ties go to the even
+  // mantissa (1); 1 + 3 * 2^-8 lies between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
+  const float in[4] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -2.5f, 1e6f};
+  uint16_t h[4];
+  float back[4];
+  tgrt::floatToDtype(in, 4, TGRT_BF16, h);
+  tgrt::dtypeToFloat(h, TGRT_BF16, 4, back);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], 1.0f + 0x1p-6f);
+  EXPECT_EQ(back[2], -2.5f);
+  EXPECT_EQ(back[3], 999424.0f); // 1e6 = 0xF4240: 8 significant bits keep 0xF4000
+  tgrt::floatToDtype(in, 4, TGRT_F16, h);
+  tgrt::dtypeToFloat(h, TGRT_F16, 4, back);
+  EXPECT_EQ(back[0], 1.0f + 0x1p-8f); // exact in f16 (10 mantissa bits)
+  EXPECT_TRUE(std::isinf(back[3]));   // > 65504
+}
+
+TEST(LossScaler, GradScalerRule) {
+  tgrt::LossScaler off;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_EQ(off.scale(), 1.0f);
+  off.update(false);
+  EXPECT_EQ(off.scale(), 1.0f);
+  EXPECT_EQ(off.skippedSteps(), 0);
+  EXPECT_FALSE(tgrt::LossScaler(0.0f, 100).enabled());
+
+  tgrt::LossScaler s(65536.0f, 3);
+  EXPECT_TRUE(s.enabled());
+  EXPECT_EQ(s.scale(), 65536.0f);
+  s.update(true);
+  s.update(true);
+  EXPECT_EQ(s.growthCounter(), 2);
+  EXPECT_EQ(s.scale(), 65536.0f);
+  // Overflow: halve, count the skip, reset the counter.
+  s.update(false);
+  EXPECT_EQ(s.scale(), 32768.0f);
+  EXPECT_EQ(s.skippedSteps(), 1);
+  EXPECT_EQ(s.growthCounter(), 0);
+  // Three clean steps in a row: doubles and the counter restarts.
+  s.update(true);
+  s.update(true);
+  EXPECT_EQ(s.scale(), 32768.0f);
+  s.update(true);
+  EXPECT_EQ(s.scale(), 65536.0f);
+  EXPECT_EQ(s.growthCounter(), 0);
+  s.update(true);
+  EXPECT_EQ(s.growthCounter(), 1);
+  s.update(false);
+  s.update(false);
+  EXPECT_EQ(s.scale(), 16384.0f);
+  EXPECT_EQ(s.skippedSteps(), 3);
+  // Growth never overflows float32; interval 0 never grows.
+  tgrt::LossScaler big(0x1p127f, 1);
+  big.update(true);
+  EXPECT_EQ(big.scale(), 0x1p127f);
+  EXPECT_EQ(big.growthCounter(), 0);
+  tgrt::LossScaler never(8.0f, 0);
+  for (int i = 0; i < 10; ++i) never.update(true);
+  EXPECT_EQ(never.scale(), 8.0f);
+  s.restore(4.0f, 2, 7);
+  EXPECT_EQ(s.scale(), 4.0f);
+  EXPECT_EQ(s.growthCounter(), 2);
+  EXPECT_EQ(s.skippedSteps(), 7);
+}
+
+// ------------------------------------------------------- checkpoints of typed parameters --
+
+/// A parameter table for checkpoint tests: slots packed from byte 0 of the persistent region.
+struct TypedTable {
+  std::vector<std::string> names;
+  std::vector<tgrt_param> params;
+  tgrt_model model{};
+
+  /// One parameter per (shape, dtype, state_dtype) entry.
+  TypedTable(const std::vector<std::pair<std::vector<int64_t>, std::pair<int32_t, int32_t>>>&
+                 spec,
+             int32_t precision) {
+    int64_t off = 0;
+    for (size_t i = 0; i < spec.size(); ++i) names.push_back("p" + std::to_string(i));
+    for (size_t i = 0; i < spec.size(); ++i) {
+      tgrt_param p{};
+      p.name = names[i].c_str();
+      p.rank = (int32_t)spec[i].first.size();
+      p.numel = 1;
+      for (int r = 0; r < 4; ++r) p.shape[r] = r < p.rank ? spec[i].first[(size_t)r] : 1;
+      for (int64_t d : spec[i].first) p.numel *= d;
+      p.dtype = spec[i].second.first;
+      p.state_dtype = spec[i].second.second;
+      auto take = [&](int64_t bytes) {
+        const int64_t o = off;
+        off += (bytes + 63) / 64 * 64;
+        return o;
+      };
+      p.offset = take(p.numel * tgrt_dtype_size(p.dtype));
+      p.grad_offset = take(p.numel * tgrt_dtype_size(p.dtype));
+      p.m_offset = take(p.numel * tgrt_dtype_size(p.state_dtype));
+      p.v_offset = take(p.numel * tgrt_dtype_size(p.state_dtype));
+      p.init = TGRT_INIT_NORMAL;
+      p.init_std = 1.0f;
+      params.push_back(p);
+    }
+    model.name = "typed";
+    model.n_params = (int32_t)params.size();
+    model.params = params.data();
+    model.persistent_bytes = off;
+    model.precision = precision;
+  }
+};
+
+/// Random float32 values (not representable in bf16 in general), one vector per slot.
+std::vector<float> randomFloats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> v((size_t)n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+/// The values a `dtype` slot holds after storing `v` (rounded to nearest even).
+std::vector<float> rounded(const std::vector<float>& v, int32_t dtype) {
+  std::vector<uint16_t> h(v.size() * 2);
+  std::vector<float> out(v.size());
+  tgrt::floatToDtype(v.data(), (int64_t)v.size(), dtype, h.data());
+  tgrt::dtypeToFloat(h.data(), dtype, (int64_t)v.size(), out.data());
+  return out;
+}
+
+TEST(Checkpoint, Bf16TableRoundTripsThroughSaveAndLoad) {
+  TempDir d;
+  TypedTable t({{{3, 5}, {TGRT_BF16, TGRT_BF16}},
+                {{7}, {TGRT_BF16, TGRT_F32}},
+                {{2, 2, 3}, {TGRT_F16, TGRT_F32}},
+                {{4}, {TGRT_F32, TGRT_F32}}},
+               TGRT_PRECISION_BF16);
+  tgrt_ctx* ctx = tgrt_ctx_create(&t.model);
+  ASSERT_NE(ctx, nullptr);
+  // Slot k of parameter i holds rounded(randomFloats(...), slot dtype).
+  std::vector<std::vector<float>> want;
+  for (size_t i = 0; i < t.params.size(); ++i) {
+    const tgrt_param& p = t.params[i];
+    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
+    for (int k = 0; k < 3; ++k) {
+      const int32_t dt = k == 0 ? p.dtype : p.state_dtype;
+      const std::vector<float> v = randomFloats(p.numel, (uint32_t)(10 * i + k));
+      tgrt::uploadFloats(ctx, offs[k], dt, v.data(), p.numel);
+      want.push_back(rounded(v, dt));
+      // The slot holds exactly numel * dtype-size bytes of the rounded bit patterns.
+      std::vector<float> back((size_t)p.numel);
+      tgrt::downloadFloats(ctx, offs[k], dt, back.data(), p.numel);
+      EXPECT_EQ(back, want.back()) << p.name << " slot " << k;
+    }
+  }
+  std::string err;
+  ASSERT_TRUE(tgrt::saveParams(ctx, t.model, d / "ck.safetensors", {{"step", "4"}}, &err))
+      << err;
+  tgrt_ctx_destroy(ctx);
+
+  // The file is float32 holding exactly the rounded values, and records the precision.
+  tgrt::SafetensorsReader r;
+  ASSERT_TRUE(r.open(d / "ck.safetensors", &err)) << err;
+  EXPECT_EQ(r.metadata().at("precision"), "bf16");
+  EXPECT_EQ(r.metadata().at("step"), "4");
+  EXPECT_EQ(r.find("p0")->dtype, "F32");
+  EXPECT_EQ(r.find("optim.v.p2")->shape, (std::vector<int64_t>{2, 2, 3}));
+  size_t w = 0;
+  for (const tgrt_param& p : t.params)
+    for (const char* prefix : {"", "optim.m.", "optim.v."}) {
+      std::vector<float> f((size_t)p.numel);
+      ASSERT_TRUE(r.readF32(prefix + std::string(p.name), f.data(), p.numel, &err)) << err;
+      EXPECT_EQ(f, want[w++]) << prefix << p.name;
+    }
+
+  // Load into a fresh context: every slot comes back bit-equal.
+  tgrt_ctx* ctx2 = tgrt_ctx_create(&t.model);
+  ASSERT_NE(ctx2, nullptr);
+  bool have_optim = false;
+  ASSERT_TRUE(tgrt::loadParams(ctx2, t.model, r, &have_optim, &err)) << err;
+  EXPECT_TRUE(have_optim);
+  w = 0;
+  for (const tgrt_param& p : t.params) {
+    const int64_t offs[3] = {p.offset, p.m_offset, p.v_offset};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> back((size_t)p.numel);
+      tgrt::downloadFloats(ctx2, offs[k], k == 0 ? p.dtype : p.state_dtype, back.data(),
+                           p.numel);
+      EXPECT_EQ(back, want[w++]) << p.name << " slot " << k;
+    }
+  }
+  tgrt_ctx_destroy(ctx2);
+
+  // Unrounded float32 values loaded into bf16 slots are rounded to nearest even.
+  TypedTable one({{{4}, {TGRT_BF16, TGRT_BF16}}}, TGRT_PRECISION_BF16);
+  const std::vector<float> raw = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0.1f, -7.3f};
+  ASSERT_TRUE(tgrt::writeSafetensors(d / "raw.safetensors", {{"p0", {4}, raw.data()}},
+                                     {{"precision", "bf16"}}, &err));
+  tgrt::SafetensorsReader r2;
+  ASSERT_TRUE(r2.open(d / "raw.safetensors", &err)) << err;
+  tgrt_ctx* ctx3 = tgrt_ctx_create(&one.model);
+  ASSERT_NE(ctx3, nullptr);
+  ASSERT_TRUE(tgrt::loadParams(ctx3, one.model, r2, &have_optim, &err)) << err;
+  EXPECT_FALSE(have_optim);
+  std::vector<uint16_t> bits(4);
+  tgrt_download(ctx3, TGRT_PERSISTENT, one.params[0].offset, bits.data(), 8);
+  EXPECT_EQ(bits[0], 0x3f80); // 1 + 2^-8: tie to even -> 1
+  EXPECT_EQ(bits[1], 0x3f82); // 1 + 3 * 2^-8: tie to even -> 1 + 2^-6
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(bits[(size_t)i], tgrt_bf16_from_float(raw[(size_t)i]));
+  tgrt_ctx_destroy(ctx3);
+}
+
+TEST(Checkpoint, PrecisionMismatchIsRefused) {
+  TempDir d;
+  TypedTable fp32({{{4}, {TGRT_F32, TGRT_F32}}}, TGRT_PRECISION_FP32);
+  TypedTable bf16({{{4}, {TGRT_BF16, TGRT_BF16}}}, TGRT_PRECISION_BF16);
+  tgrt_ctx* ctx = tgrt_ctx_create(&bf16.model);
+  ASSERT_NE(ctx, nullptr);
+  std::string err;
+  ASSERT_TRUE(tgrt::saveParams(ctx, bf16.model, d / "bf16.safetensors", {}, &err)) << err;
+  tgrt_ctx_destroy(ctx);
+  tgrt::SafetensorsReader r;
+  ASSERT_TRUE(r.open(d / "bf16.safetensors", &err)) << err;
+  ctx = tgrt_ctx_create(&fp32.model);
+  ASSERT_NE(ctx, nullptr);
+  bool have_optim = false;
+  EXPECT_FALSE(tgrt::loadParams(ctx, fp32.model, r, &have_optim, &err));
+  EXPECT_NE(err.find("bf16.safetensors: the checkpoint was saved with precision 'bf16' but "
+                     "the model is compiled for precision 'fp32'"),
+            std::string::npos)
+      << err;
+  tgrt_ctx_destroy(ctx);
+  // No precision key counts as fp32: fine for an fp32 model, refused for a bf16 one.
+  const std::vector<float> v(4, 0.5f);
+  ASSERT_TRUE(tgrt::writeSafetensors(d / "old.safetensors", {{"p0", {4}, v.data()}}, {}, &err));
+  tgrt::SafetensorsReader r2;
+  ASSERT_TRUE(r2.open(d / "old.safetensors", &err)) << err;
+  ctx = tgrt_ctx_create(&fp32.model);
+  EXPECT_TRUE(tgrt::loadParams(ctx, fp32.model, r2, &have_optim, &err)) << err;
+  tgrt_ctx_destroy(ctx);
+  ctx = tgrt_ctx_create(&bf16.model);
+  EXPECT_FALSE(tgrt::loadParams(ctx, bf16.model, r2, &have_optim, &err));
+  EXPECT_NE(err.find("precision 'fp32' (it has no precision metadata) but the model is "
+                     "compiled for precision 'bf16'"),
+            std::string::npos)
+      << err;
+  tgrt_ctx_destroy(ctx);
+}
+
 // --------------------------------------------------------------------- data prepare --
 
 const char* kSentences[] = {
@@ -461,14 +719,45 @@ TEST(DataPrepare, MaxBytesCapsInput) {
 // One parameter vector w [16]; the micro-batch's tokens define a target
 // t_i = tokens[i] / vocab, loss = mean_i (w_i - t_i)^2, dL/dw_i = 2 (w_i - t_i) / 16, scaled by
 // 1/grad_accum. The optimizer step uses the CPU backend's grad-norm, clip and AdamW kernels.
+// gFake selects the element types (w and its gradient in `dtype`, m and v in `state_dtype`)
+// and loss scaling: the micro-step then multiplies its gradient by the context's loss scale
+// and, with f16_overflow, rounds it through f16 as an fp16 backward would (> 65504 -> inf).
 
 constexpr int64_t kN = 16, kB = 2, kT = 8, kVocab = 50;
 // Persistent layout (bytes): w 0, grad 64, m 128, v 192, tokens 256, targets 320, acc 384,
-// loss 392.
-tgrt_param gParam = {"w", 1, {kN, 1, 1, 1}, kN, 0, 64, 128, 192, TGRT_INIT_NORMAL, 0.5f, 0};
+// loss 392 (room for f32; bf16 / f16 slots use the first half).
+tgrt_param gParam = {"w",  1,          {kN, 1, 1, 1}, kN, 0, 64, 128, 192, TGRT_INIT_NORMAL,
+                     0.5f, 0, TGRT_F32, TGRT_F32};
 tgrt_model gModel;
 
+struct FakeConfig {
+  int32_t dtype = TGRT_F32, state_dtype = TGRT_F32, precision = TGRT_PRECISION_FP32;
+  float loss_scale_init = 0;
+  int32_t growth_interval = 0;
+  bool f16_overflow = false;
+  bool nan_grads = false; ///< every gradient NaN (overflows at any loss scale)
+};
+FakeConfig gFake;
+
+/// Sets gFake for the lifetime of the object (one test), then restores the default.
+struct FakeScope {
+  explicit FakeScope(const FakeConfig& c) { gFake = c; }
+  ~FakeScope() { gFake = FakeConfig{}; }
+};
+
+float loadElem(const char* p, int32_t dt, int64_t i) {
+  float x = 0;
+  tgrt::dtypeToFloat(p + i * tgrt_dtype_size(dt), dt, 1, &x);
+  return x;
+}
+
+void storeElem(char* p, int32_t dt, int64_t i, float x) {
+  tgrt::floatToDtype(&x, 1, dt, p + i * tgrt_dtype_size(dt));
+}
+
 const tgrt_model* fakeInfo() {
+  gParam.dtype = gFake.dtype;
+  gParam.state_dtype = gFake.state_dtype;
   gModel = tgrt_model{};
   gModel.name = "fake";
   gModel.spec_json = "{\"name\": \"fake\"}";
@@ -491,19 +780,28 @@ const tgrt_model* fakeInfo() {
   gModel.warmup_steps = 3;
   gModel.decay = 1;
   gModel.seed = 5;
+  gModel.precision = gFake.precision;
+  gModel.loss_scale_init = gFake.loss_scale_init;
+  gModel.loss_scale_growth_interval = gFake.growth_interval;
   return &gModel;
 }
 
 float fakeLoss(tgrt_ctx* ctx, bool accumulate) {
   char* base = tgrt_region(ctx, TGRT_PERSISTENT);
-  float* w = reinterpret_cast<float*>(base);
-  float* g = reinterpret_cast<float*>(base + 64);
+  const int32_t dt = gParam.dtype;
   const int32_t* tok = reinterpret_cast<const int32_t*>(base + 256);
+  float scale = 1.0f; // the seed of a loss-scaled backward: 1 * the context's loss scale
+  if (accumulate && gModel.loss_scale_init > 0)
+    tgrt_fill_loss_scaled(ctx, "fake.seed", TGRT_F32, &scale, 1, 1.0f);
   double loss = 0;
   for (int64_t i = 0; i < kN; ++i) {
-    const double t = (double)tok[i] / kVocab, diff = w[i] - t;
+    const double t = (double)tok[i] / kVocab, diff = loadElem(base, dt, i) - t;
     loss += diff * diff / kN;
-    if (accumulate) g[i] += (float)(2.0 * diff / kN / gModel.grad_accum);
+    if (!accumulate) continue;
+    float gi = loadElem(base + 64, dt, i) + (float)(scale * 2.0 * diff / kN / gModel.grad_accum);
+    if (gFake.f16_overflow) gi = tgrt_f16_to_float(tgrt_f16_from_float(gi));
+    if (gFake.nan_grads) gi = std::numeric_limits<float>::quiet_NaN();
+    storeElem(base + 64, dt, i, gi);
   }
   float* l = reinterpret_cast<float*>(base + 392);
   *l = (float)loss;
@@ -518,15 +816,13 @@ void fakeMicro(tgrt_ctx* ctx) {
 void fakeOptim(tgrt_ctx* ctx) {
   char* base = tgrt_region(ctx, TGRT_PERSISTENT);
   float* acc = reinterpret_cast<float*>(base + 384);
-  float* w = reinterpret_cast<float*>(base);
-  float* g = reinterpret_cast<float*>(base + 64);
+  const int32_t dt = gParam.dtype, sdt = gParam.state_dtype;
   tgrt_zero(ctx, "fake.acc", acc, 8);
-  tgrt_grad_norm_sq(ctx, "fake.norm", g, kN, acc);
+  tgrt_grad_norm_sq(ctx, "fake.norm", dt, base + 64, kN, acc);
   tgrt_clip_scale(ctx, "fake.clip", acc, gModel.grad_clip);
-  tgrt_adamw(ctx, "fake.adamw", w, g, reinterpret_cast<float*>(base + 128),
-             reinterpret_cast<float*>(base + 192), kN, gModel.beta1, gModel.beta2, gModel.eps,
-             gModel.weight_decay, acc);
-  tgrt_zero(ctx, "fake.zero_grad", g, kN * 4);
+  tgrt_adamw(ctx, "fake.adamw", dt, base, base + 64, sdt, base + 128, base + 192, kN,
+             gModel.beta1, gModel.beta2, gModel.eps, gModel.weight_decay, acc);
+  tgrt_zero(ctx, "fake.zero_grad", base + 64, kN * tgrt_dtype_size(dt));
 }
 
 void fakeEval(tgrt_ctx* ctx) {
@@ -600,6 +896,8 @@ TEST(DriverFake, TrainsAndLossFalls) {
     EXPECT_EQ(log.steps[i]["step"], i + 1);
     for (const char* k : {"loss", "lr", "grad_norm", "tokens_per_s", "ms"})
       EXPECT_TRUE(log.steps[i].contains(k)) << k;
+    EXPECT_FALSE(log.steps[i].contains("loss_scale")); // no loss scaling: no extra fields
+    EXPECT_FALSE(log.steps[i].contains("skipped_steps"));
   }
   // w starts ~N(0, 0.5^2) against targets in [0, 1): mean squared error ~0.33 drops towards
   // the variance of the targets (~1/12 = 0.083).
@@ -621,6 +919,7 @@ TEST(DriverFake, TrainsAndLossFalls) {
   EXPECT_NE(out.find("val loss "), std::string::npos) << out;
   EXPECT_NE(out.find("test loss "), std::string::npos) << out;
   EXPECT_NE(out.find("step 20/20"), std::string::npos) << out;
+  EXPECT_EQ(out.find("scale"), std::string::npos) << out;
 }
 
 TEST(DriverFake, ResumeContinuesExactly) {
@@ -761,12 +1060,223 @@ TEST(DriverFake, InfoAndHelp) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(runDriver({"--info"}), 0);
   std::string out = testing::internal::GetCapturedStdout();
-  EXPECT_NE(out.find("parameters   16 in 1 tensors"), std::string::npos) << out;
+  EXPECT_NE(out.find("precision    fp32\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("parameters   16 in 1 tensors (64 B fp32; gradients the same)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("adamw state  128 B fp32 (moments m and v)"), std::string::npos) << out;
   EXPECT_NE(out.find("persistent   448 bytes"), std::string::npos) << out;
+  {
+    FakeConfig c;
+    c.precision = TGRT_PRECISION_BF16;
+    c.dtype = c.state_dtype = TGRT_BF16;
+    FakeScope scope(c);
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(runDriver({"--info"}), 0);
+    out = testing::internal::GetCapturedStdout();
+    EXPECT_NE(out.find("precision    bf16\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("parameters   16 in 1 tensors (32 B bf16; gradients the same)"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("adamw state  64 B bf16 (moments m and v)"), std::string::npos) << out;
+  }
+  {
+    FakeConfig c;
+    c.precision = TGRT_PRECISION_FP16_MIXED;
+    c.loss_scale_init = 65536.0f;
+    c.growth_interval = 2000;
+    FakeScope scope(c);
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(runDriver({"--info"}), 0);
+    out = testing::internal::GetCapturedStdout();
+    EXPECT_NE(out.find("precision    fp16-mixed, dynamic loss scaling from 65536 (x2 after 2000 "
+                       "clean steps"),
+              std::string::npos)
+        << out;
+  }
+  {
+    FakeConfig c;
+    c.dtype = 9;
+    FakeScope scope(c);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(runDriver({"--info"}), 1);
+    const std::string e = testing::internal::GetCapturedStderr();
+    EXPECT_NE(e.find("parameter 'w' has an unknown dtype 9"), std::string::npos) << e;
+  }
   testing::internal::CaptureStdout();
   EXPECT_EQ(runDriver({"--help"}), 0);
   out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("--resume FILE"), std::string::npos) << out;
+}
+
+/// Every value in the float32 tensor `name` of checkpoint `path` is a bf16 value.
+void expectBf16Values(const std::string& path, const std::string& name) {
+  tgrt::SafetensorsReader r;
+  std::string err;
+  ASSERT_TRUE(r.open(path, &err)) << err;
+  std::vector<float> v(kN);
+  ASSERT_TRUE(r.readF32(name, v.data(), kN, &err)) << err;
+  for (float x : v) EXPECT_EQ(x, tgrt_bf16_to_float(tgrt_bf16_from_float(x))) << name;
+}
+
+TEST(DriverFake, Bf16ParamsTrainAndResumeExactly) {
+  FakeConfig c;
+  c.precision = TGRT_PRECISION_BF16;
+  c.dtype = c.state_dtype = TGRT_BF16;
+  FakeScope scope(c);
+  TempDir d;
+  writeFakeData(d, "data");
+  const std::string data = d / "data";
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "20", "--log", d / "full.jsonl", "--quiet"}),
+            0);
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "20", "--stop-after", "10", "--save",
+                       d / "ck.safetensors", "--log", d / "part.jsonl", "--quiet"}),
+            0);
+  {
+    tgrt::SafetensorsReader r;
+    std::string err;
+    ASSERT_TRUE(r.open(d / "ck.safetensors", &err)) << err;
+    EXPECT_EQ(r.metadata().at("precision"), "bf16");
+    EXPECT_EQ(r.find("w")->dtype, "F32");
+    EXPECT_EQ(r.metadata().count("loss_scale"), 0u); // no loss scaling
+  }
+  for (const char* name : {"w", "optim.m.w", "optim.v.w"})
+    expectBf16Values(d / "ck.safetensors", name);
+  ASSERT_EQ(runDriver({"--data", data, "--resume", d / "ck.safetensors", "--log",
+                       d / "part.jsonl", "--quiet"}),
+            0);
+  const LogLines full = readLog(d / "full.jsonl"), part = readLog(d / "part.jsonl");
+  ASSERT_EQ(full.steps.size(), 20u);
+  ASSERT_EQ(part.steps.size(), 20u);
+  for (size_t i = 0; i < 20; ++i)
+    EXPECT_EQ(part.steps[i]["loss"].get<double>(), full.steps[i]["loss"].get<double>())
+        << "step " << i + 1;
+  EXPECT_LT(full.steps[19]["loss"].get<double>(), 0.6 * full.steps[0]["loss"].get<double>());
+
+  // The bf16 checkpoint cannot be resumed by the fp32 build of the model.
+  gFake = FakeConfig{};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", data, "--resume", d / "ck.safetensors", "--quiet"}), 1);
+  const std::string e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("ck.safetensors: the checkpoint was saved with precision 'bf16' but the "
+                   "model is compiled for precision 'fp32'"),
+            std::string::npos)
+      << e;
+}
+
+TEST(DriverFake, PrecisionMismatchResumeIsRefused) {
+  TempDir d;
+  writeFakeData(d, "data");
+  // An fp32 checkpoint (precision recorded) resumed by a bf16-mixed build of the model.
+  ASSERT_EQ(runDriver({"--data", d / "data", "--steps", "2", "--save", d / "ck.safetensors",
+                       "--quiet"}),
+            0);
+  FakeConfig c;
+  c.precision = TGRT_PRECISION_BF16_MIXED;
+  FakeScope scope(c);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", d / "data", "--resume", d / "ck.safetensors", "--quiet"}), 1);
+  const std::string e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("ck.safetensors: the checkpoint was saved with precision 'fp32' but the "
+                   "model is compiled for precision 'bf16-mixed'"),
+            std::string::npos)
+      << e;
+}
+
+/// Fake fp16-mixed model: fp32 weights, gradients rounded through f16, loss scale from 2^20
+/// (too large at first: the scaled gradients overflow f16), doubling after 4 clean steps.
+FakeConfig lossScaledFake() {
+  FakeConfig c;
+  c.precision = TGRT_PRECISION_FP16_MIXED;
+  c.loss_scale_init = 1048576.0f;
+  c.growth_interval = 4;
+  c.f16_overflow = true;
+  return c;
+}
+
+TEST(DriverFake, LossScalingSkipsHalvesGrowsAndResumes) {
+  FakeScope scope(lossScaledFake());
+  TempDir d;
+  writeFakeData(d, "data");
+  const std::string data = d / "data";
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "30", "--log", d / "full.jsonl"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const LogLines full = readLog(d / "full.jsonl");
+  ASSERT_EQ(full.steps.size(), 30u);
+  // Replay the GradScaler rule from the records: each step logs the scale it ran with and the
+  // skips so far; a skipped step has a non-finite (null) grad_norm.
+  tgrt::LossScaler ref(1048576.0f, 4);
+  int64_t grown = 0;
+  for (size_t i = 0; i < 30; ++i) {
+    const auto& st = full.steps[i];
+    ASSERT_TRUE(st.contains("loss_scale") && st.contains("skipped_steps")) << st.dump();
+    EXPECT_EQ(st["loss_scale"].get<double>(), (double)ref.scale()) << "step " << i + 1;
+    const bool skipped = st["grad_norm"].is_null();
+    if (!skipped) {
+      EXPECT_LT(st["grad_norm"].get<double>(), 10.0) << "unscaled, step " << i + 1;
+    }
+    const float before = ref.scale();
+    ref.update(!skipped);
+    grown += ref.scale() > before;
+    EXPECT_EQ(st["skipped_steps"].get<int64_t>(), ref.skippedSteps()) << "step " << i + 1;
+    EXPECT_TRUE(std::isfinite(st["loss"].get<double>()));
+  }
+  EXPECT_GE(ref.skippedSteps(), 1); // the initial scale overflows
+  EXPECT_GE(grown, 1);              // and it grows again after clean steps
+  EXPECT_TRUE(full.steps[0]["grad_norm"].is_null()) << full.steps[0].dump();
+  EXPECT_EQ(full.steps[1]["loss_scale"].get<double>(), 524288.0);
+  EXPECT_LT(full.steps[29]["loss"].get<double>(), 0.6 * full.steps[0]["loss"].get<double>());
+  EXPECT_NE(out.find("| scale "), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(ref.skippedSteps()) + " of 30 optimizer steps skipped"),
+            std::string::npos)
+      << out;
+
+  // Interrupted at step 13 and resumed: scale, growth counter and skips continue exactly.
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "30", "--stop-after", "13", "--save",
+                       d / "ck.safetensors", "--log", d / "part.jsonl", "--quiet"}),
+            0);
+  {
+    tgrt::SafetensorsReader r;
+    std::string err;
+    ASSERT_TRUE(r.open(d / "ck.safetensors", &err)) << err;
+    EXPECT_EQ(r.metadata().at("precision"), "fp16-mixed");
+    EXPECT_TRUE(r.metadata().count("loss_scale") && r.metadata().count("skipped_steps") &&
+                r.metadata().count("loss_scale_growth_counter"));
+  }
+  ASSERT_EQ(runDriver({"--data", data, "--resume", d / "ck.safetensors", "--log",
+                       d / "part.jsonl", "--quiet"}),
+            0);
+  const LogLines part = readLog(d / "part.jsonl");
+  ASSERT_EQ(part.steps.size(), 30u);
+  for (size_t i = 0; i < 30; ++i) {
+    EXPECT_EQ(part.steps[i]["loss"].get<double>(), full.steps[i]["loss"].get<double>())
+        << "step " << i + 1;
+    EXPECT_EQ(part.steps[i]["loss_scale"], full.steps[i]["loss_scale"]) << "step " << i + 1;
+    EXPECT_EQ(part.steps[i]["skipped_steps"], full.steps[i]["skipped_steps"]) << i + 1;
+    EXPECT_EQ(part.steps[i]["grad_norm"], full.steps[i]["grad_norm"]) << "step " << i + 1;
+  }
+}
+
+TEST(DriverFake, LossScaleUnderflowStopsTraining) {
+  FakeConfig c = lossScaledFake();
+  c.loss_scale_init = 1.0f;
+  c.nan_grads = true;
+  FakeScope scope(c);
+  TempDir d;
+  writeFakeData(d, "data");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", d / "data", "--steps", "500", "--log", d / "log.jsonl",
+                       "--quiet"}),
+            1);
+  const std::string e = testing::internal::GetCapturedStderr();
+  // 1 -> 2^-127 (below the smallest normal float) after 127 skipped steps.
+  EXPECT_NE(e.find("the loss scale fell to 5.87747175e-39 at step 127 after 127 skipped steps"),
+            std::string::npos)
+      << e;
+  const LogLines log = readLog(d / "log.jsonl");
+  ASSERT_EQ(log.steps.size(), 127u);
+  EXPECT_EQ(log.steps[126]["skipped_steps"], 127);
 }
 
 } // namespace

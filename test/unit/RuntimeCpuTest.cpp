@@ -5,6 +5,12 @@
 // index loops). Backward kernels are checked by central finite differences of those double
 // references (h = 1e-5, so the FD gradient is accurate to ~1e-9 and any tolerance failure is
 // the kernel's), plus a few fp32 FD checks through the kernels themselves.
+//
+// bf16 / f16 (tests CpuLow/*, parameterised by dtype): every low-precision kernel must equal,
+// bit for bit, the f32 kernel run on the widened inputs and rounded once (RNE) to the output
+// dtype; plus tgrt_cast (overflow, NaN, f16 subnormals, ties to even), loss scaling
+// (tgrt_fill_loss_scaled, tgrt_clip_scale's unscaling, the skipped step on an overflowed
+// gradient) and unknown dtypes.
 #include "runtime/tgrt.h"
 
 #include <gtest/gtest.h>
@@ -192,13 +198,13 @@ TEST_F(Cpu, EmbeddingForwardBackward) {
   const VecF table = randVec(vocab * d, 2);
   const std::vector<int32_t> ids = {3, 0, 6, 3, 3, 1, 6, 2, 0};
   VecF out(n * d, kInf);
-  tgrt_embedding_fwd(ctx_, "wte", table.data(), ids.data(), out.data(), n, d, vocab);
+  tgrt_embedding_fwd(ctx_, "wte", TGRT_F32, table.data(), ids.data(), out.data(), n, d, vocab);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < d; ++c) ASSERT_EQ(out[i * d + c], table[ids[i] * d + c]);
 
   const VecF dout = randVec(n * d, 3);
   VecF dtable(vocab * d, 123.0f); // must be overwritten, not accumulated
-  tgrt_embedding_bwd(ctx_, "wte", ids.data(), dout.data(), dtable.data(), n, d, vocab);
+  tgrt_embedding_bwd(ctx_, "wte", TGRT_F32, ids.data(), dout.data(), dtable.data(), n, d, vocab);
   VecD want(vocab * d, 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < d; ++c) want[ids[i] * d + c] += dout[i * d + c];
@@ -210,11 +216,12 @@ TEST_F(Cpu, EmbeddingIdOutOfRangeFails) {
   const VecF table(4 * 2, 1.0f);
   const std::vector<int32_t> ids = {0, 4};
   VecF out(4 * 2);
-  EXPECT_EXIT(tgrt_embedding_fwd(ctx_, "model.wte", table.data(), ids.data(), out.data(), 2, 2, 4),
+  EXPECT_EXIT(tgrt_embedding_fwd(ctx_, "model.wte", TGRT_F32, table.data(), ids.data(), out.data(),
+                                 2, 2, 4),
               ::testing::ExitedWithCode(1),
               "tgrt: model.wte: embedding id 4 at position 1 is outside \\[0, 4\\)");
   const std::vector<int32_t> neg = {-1};
-  EXPECT_EXIT(tgrt_embedding_bwd(ctx_, "e", neg.data(), out.data(), out.data(), 1, 2, 4),
+  EXPECT_EXIT(tgrt_embedding_bwd(ctx_, "e", TGRT_F32, neg.data(), out.data(), out.data(), 1, 2, 4),
               ::testing::ExitedWithCode(1), "tgrt: e: embedding id -1");
 }
 
@@ -222,7 +229,7 @@ TEST_F(Cpu, PositionalForwardBackward) {
   const int64_t batch = 3, t = 4, d = 5, context = 6;
   const VecF x = randVec(batch * t * d, 4), wpe = randVec(context * d, 5);
   VecF out(x.size());
-  tgrt_positional_fwd(ctx_, "wpe", x.data(), wpe.data(), out.data(), batch, t, d);
+  tgrt_positional_fwd(ctx_, "wpe", TGRT_F32, x.data(), wpe.data(), out.data(), batch, t, d);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < t; ++s)
       for (int64_t c = 0; c < d; ++c)
@@ -230,7 +237,7 @@ TEST_F(Cpu, PositionalForwardBackward) {
 
   const VecF dout = randVec(batch * t * d, 6);
   VecF dwpe(context * d, 99.0f);
-  tgrt_positional_bwd(ctx_, "wpe", dout.data(), dwpe.data(), batch, t, d, context);
+  tgrt_positional_bwd(ctx_, "wpe", TGRT_F32, dout.data(), dwpe.data(), batch, t, d, context);
   VecD want(context * d, 0.0);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < t; ++s)
@@ -245,18 +252,18 @@ TEST_F(Cpu, PositionalForwardBackward) {
 TEST_F(Cpu, AddAccumulateFillZero) {
   const int64_t n = 37;
   VecF a = randVec(n, 7), b = randVec(n, 8), out(n);
-  tgrt_add(ctx_, "add", a.data(), b.data(), out.data(), n);
+  tgrt_add(ctx_, "add", TGRT_F32, a.data(), b.data(), out.data(), n);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]);
   VecF alias = a;
-  tgrt_add(ctx_, "add", alias.data(), b.data(), alias.data(), n); // out aliases a
+  tgrt_add(ctx_, "add", TGRT_F32, alias.data(), b.data(), alias.data(), n); // out aliases a
   EXPECT_EQ(alias, out);
 
   VecF dst = a;
-  tgrt_accumulate(ctx_, "acc", dst.data(), b.data(), n);
-  tgrt_accumulate(ctx_, "acc", dst.data(), b.data(), n);
+  tgrt_accumulate(ctx_, "acc", TGRT_F32, dst.data(), b.data(), n);
+  tgrt_accumulate(ctx_, "acc", TGRT_F32, dst.data(), b.data(), n);
   for (int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(dst[i], a[i] + b[i] + b[i]);
 
-  tgrt_fill(ctx_, "fill", dst.data(), n - 1, -2.5f);
+  tgrt_fill(ctx_, "fill", TGRT_F32, dst.data(), n - 1, -2.5f);
   for (int64_t i = 0; i < n - 1; ++i) ASSERT_EQ(dst[i], -2.5f);
   EXPECT_NE(dst[n - 1], -2.5f); // only n-1 written
 
@@ -270,13 +277,13 @@ TEST_F(Cpu, Copy2dBlock) {
   const int64_t rows = 3, cols = 4, srcLd = 10, dstLd = 6;
   const VecF src = randVec(rows * srcLd, 9);
   VecF dst(rows * dstLd, -7.0f);
-  tgrt_copy2d(ctx_, "split", src.data() + 2, srcLd, dst.data() + 1, dstLd, rows, cols);
+  tgrt_copy2d(ctx_, "split", TGRT_F32, src.data() + 2, srcLd, dst.data() + 1, dstLd, rows, cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < dstLd; ++c) {
       const float want = (c >= 1 && c < 1 + cols) ? src[r * srcLd + 2 + c - 1] : -7.0f;
       ASSERT_EQ(dst[r * dstLd + c], want) << r << "," << c;
     }
-  EXPECT_EXIT(tgrt_copy2d(ctx_, "bad", src.data(), 2, dst.data(), 6, 1, 4),
+  EXPECT_EXIT(tgrt_copy2d(ctx_, "bad", TGRT_F32, src.data(), 2, dst.data(), 6, 1, 4),
               ::testing::ExitedWithCode(1), "tgrt: bad: copy2d: leading dimensions");
 }
 
@@ -287,7 +294,8 @@ TEST_F(Cpu, Transpose4AllPermutations) {
   int count = 0;
   do {
     VecF y(x.size(), kInf);
-    tgrt_transpose4(ctx_, "t", x.data(), y.data(), d[0], d[1], d[2], d[3], p[0], p[1], p[2], p[3]);
+    tgrt_transpose4(ctx_, "t", TGRT_F32, x.data(), y.data(), d[0], d[1], d[2], d[3], p[0], p[1],
+                    p[2], p[3]);
     const int64_t yd[4] = {d[p[0]], d[p[1]], d[p[2]], d[p[3]]};
     // Walk y's coordinates j and read x at i with i[p[a]] = j[a].
     int64_t j[4];
@@ -305,7 +313,7 @@ TEST_F(Cpu, Transpose4AllPermutations) {
   } while (std::next_permutation(p, p + 4));
   EXPECT_EQ(count, 24);
   VecF y(x.size());
-  EXPECT_EXIT(tgrt_transpose4(ctx_, "t", x.data(), y.data(), 2, 3, 4, 5, 0, 1, 1, 3),
+  EXPECT_EXIT(tgrt_transpose4(ctx_, "t", TGRT_F32, x.data(), y.data(), 2, 3, 4, 5, 0, 1, 1, 3),
               ::testing::ExitedWithCode(1), "is not a permutation");
 }
 
@@ -335,7 +343,8 @@ TEST_F(Cpu, LayerNormForward) {
   const VecF x = randVec(rows * d, 11, -2.0f, 3.0f), gamma = randVec(d, 12, 0.5f, 1.5f),
              beta = randVec(d, 13);
   VecF y(rows * d), mean(rows), rstd(rows);
-  tgrt_layer_norm_fwd(ctx_, "ln", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
+                      TGRT_F32, y.data(), mean.data(),
                       rstd.data(), rows, d, eps);
   VecD wm, wr;
   const VecD want = layerNormRef(toD(x), toD(gamma), toD(beta), rows, d, eps, &wm, &wr);
@@ -350,10 +359,12 @@ TEST_F(Cpu, LayerNormBackwardMatchesFiniteDifferences) {
   const VecF x = randVec(rows * d, 14, -2.0f, 2.0f), gamma = randVec(d, 15, 0.5f, 1.5f),
              beta = randVec(d, 16), w = randVec(rows * d, 17);
   VecF y(rows * d), mean(rows), rstd(rows);
-  tgrt_layer_norm_fwd(ctx_, "ln", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
+                      TGRT_F32, y.data(), mean.data(),
                       rstd.data(), rows, d, (float)eps);
   VecF dx(rows * d), dgamma(d, 5.0f), dbeta(d, 5.0f);
-  tgrt_layer_norm_bwd(ctx_, "ln", w.data(), x.data(), gamma.data(), mean.data(), rstd.data(),
+  tgrt_layer_norm_bwd(ctx_, "ln", TGRT_F32, w.data(), TGRT_F32, x.data(), TGRT_F32, gamma.data(),
+                      mean.data(), rstd.data(),
                       dx.data(), dgamma.data(), dbeta.data(), rows, d);
   // L = sum(w * LN(x; gamma, beta)), so dy = w.
   const VecD xd = toD(x), gd = toD(gamma), bd = toD(beta), wd = toD(w);
@@ -396,8 +407,8 @@ TEST_F(Cpu, MatmulAllTransposesStridesAlphaBeta) {
       const VecF a = randVec(batch * sa, 20 + ta), b = randVec(batch * sb, 30 + tb);
       const VecF c0 = randVec(batch * sc, 40);
       VecF c = c0;
-      tgrt_matmul(ctx_, "mm", a.data(), b.data(), c.data(), batch, m, n, k, ta, tb, sa, sb, sc,
-                  0.7f, 0.3f);
+      tgrt_matmul(ctx_, "mm", TGRT_F32, a.data(), b.data(), c.data(), batch, m, n, k, ta, tb, sa,
+                  sb, sc, 0.7f, 0.3f);
       const VecD want = matmulRef(a, b, c0, batch, m, n, k, ta, tb, sa, sb, sc, 0.7, 0.3);
       expectClose(c, want, 1e-5, 1e-5,
                   "matmul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
@@ -410,24 +421,24 @@ TEST_F(Cpu, MatmulBetaZeroIgnoresGarbageAndBroadcastsStrideZero) {
   const int64_t batch = 4, m = 3, n = 6, k = 5;
   const VecF a = randVec(batch * m * k, 50), w = randVec(k * n, 51); // one shared weight
   VecF c(batch * m * n, std::numeric_limits<float>::quiet_NaN());
-  tgrt_matmul(ctx_, "mm", a.data(), w.data(), c.data(), batch, m, n, k, 0, 0, m * k, 0, m * n,
-              1.0f, 0.0f);
+  tgrt_matmul(ctx_, "mm", TGRT_F32, a.data(), w.data(), c.data(), batch, m, n, k, 0, 0, m * k, 0,
+              m * n, 1.0f, 0.0f);
   const VecF zeros(batch * m * n, 0.0f);
   const VecD want = matmulRef(a, w, zeros, batch, m, n, k, false, false, m * k, 0, m * n, 1, 0);
   expectClose(c, want, 1e-5, 1e-5, "broadcast B");
   // Broadcast A instead (stride_a = 0), with B transposed.
   const VecF bt = randVec(batch * n * k, 52), a1 = randVec(m * k, 53);
   std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
-  tgrt_matmul(ctx_, "mm", a1.data(), bt.data(), c.data(), batch, m, n, k, 0, 1, 0, n * k, m * n,
-              2.0f, 0.0f);
+  tgrt_matmul(ctx_, "mm", TGRT_F32, a1.data(), bt.data(), c.data(), batch, m, n, k, 0, 1, 0, n * k,
+              m * n, 2.0f, 0.0f);
   expectClose(c, matmulRef(a1, bt, zeros, batch, m, n, k, false, true, 0, n * k, m * n, 2, 0),
               1e-5, 1e-5, "broadcast A");
   // A single 1x1x1 product and k = 0 (empty sum: C = beta C).
   const float one = 3.0f, two = -2.0f;
   float out = 100.0f;
-  tgrt_matmul(ctx_, "mm", &one, &two, &out, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0f, 1.0f);
+  tgrt_matmul(ctx_, "mm", TGRT_F32, &one, &two, &out, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1.0f, 1.0f);
   EXPECT_FLOAT_EQ(out, 94.0f);
-  tgrt_matmul(ctx_, "mm", nullptr, nullptr, &out, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f);
+  tgrt_matmul(ctx_, "mm", TGRT_F32, nullptr, nullptr, &out, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f);
   EXPECT_FLOAT_EQ(out, 47.0f);
 }
 
@@ -435,14 +446,14 @@ TEST_F(Cpu, BiasAddAndGrad) {
   const int64_t rows = 5, n = 9;
   const VecF x = randVec(rows * n, 60), bias = randVec(n, 61);
   VecF out(rows * n);
-  tgrt_bias_add(ctx_, "b", x.data(), bias.data(), out.data(), rows, n);
+  tgrt_bias_add(ctx_, "b", TGRT_F32, x.data(), bias.data(), out.data(), rows, n);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < n; ++c) ASSERT_EQ(out[r * n + c], x[r * n + c] + bias[c]);
   VecF inplace = x;
-  tgrt_bias_add(ctx_, "b", inplace.data(), bias.data(), inplace.data(), rows, n);
+  tgrt_bias_add(ctx_, "b", TGRT_F32, inplace.data(), bias.data(), inplace.data(), rows, n);
   EXPECT_EQ(inplace, out);
   VecF db(n, 42.0f);
-  tgrt_bias_grad(ctx_, "b", x.data(), db.data(), rows, n);
+  tgrt_bias_grad(ctx_, "b", TGRT_F32, x.data(), db.data(), rows, n);
   VecD want(n, 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < n; ++c) want[c] += x[r * n + c];
@@ -459,20 +470,20 @@ TEST_F(Cpu, GeluForwardBackward) {
   const int64_t n = 64;
   const VecF x = randVec(n, 70, -4.0f, 4.0f), dy = randVec(n, 71);
   VecF y(n);
-  tgrt_gelu_fwd(ctx_, "gelu", x.data(), y.data(), n);
+  tgrt_gelu_fwd(ctx_, "gelu", TGRT_F32, x.data(), y.data(), n);
   VecD want(n);
   for (int64_t i = 0; i < n; ++i) want[i] = geluRef(x[i]);
   expectClose(y, want, 1e-6, 1e-5, "gelu");
   EXPECT_NEAR(y[0] - (float)want[0], 0.0, 1e-6);
 
   VecF dx(n);
-  tgrt_gelu_bwd(ctx_, "gelu", x.data(), dy.data(), dx.data(), n);
+  tgrt_gelu_bwd(ctx_, "gelu", TGRT_F32, x.data(), dy.data(), dx.data(), n);
   VecD fd(n);
   for (int64_t i = 0; i < n; ++i)
     fd[i] = dy[i] * (geluRef(x[i] + 1e-5) - geluRef(x[i] - 1e-5)) / 2e-5;
   expectClose(dx, fd, 1e-6, 1e-5, "dgelu");
   VecF alias = dy; // dx may alias dy
-  tgrt_gelu_bwd(ctx_, "gelu", x.data(), alias.data(), alias.data(), n);
+  tgrt_gelu_bwd(ctx_, "gelu", TGRT_F32, x.data(), alias.data(), alias.data(), n);
   EXPECT_EQ(alias, dx);
 }
 
@@ -485,7 +496,7 @@ TEST_F(Cpu, DropoutStatisticsAndDeterminism) {
     tgrt_set_step(ctx_, step);
     tgrt_set_micro_batch(ctx_, mb);
     VecF y(n);
-    tgrt_dropout(ctx_, "drop", x.data(), y.data(), n, rate, seed);
+    tgrt_dropout(ctx_, "drop", TGRT_F32, x.data(), y.data(), n, rate, seed);
     return y;
   };
   auto keptFraction = [&](const VecF& y) {
@@ -517,10 +528,10 @@ TEST_F(Cpu, DropoutStatisticsAndDeterminism) {
   tgrt_set_step(ctx_, 5);
   tgrt_set_micro_batch(ctx_, 0);
   VecF dx = dy; // in place
-  tgrt_dropout(ctx_, "drop", dx.data(), dx.data(), n, 0.5f, 1234);
+  tgrt_dropout(ctx_, "drop", TGRT_F32, dx.data(), dx.data(), n, 0.5f, 1234);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dx[i], y[i] != 0.0f ? dy[i] * 2.0f : 0.0f) << i;
 
-  EXPECT_EXIT(tgrt_dropout(ctx_, "drop", x.data(), dx.data(), n, 1.5f, 1),
+  EXPECT_EXIT(tgrt_dropout(ctx_, "drop", TGRT_F32, x.data(), dx.data(), n, 1.5f, 1),
               ::testing::ExitedWithCode(1), "tgrt: drop: dropout rate 1.5 outside");
 }
 
@@ -531,7 +542,7 @@ TEST_F(Cpu, CausalMaskWithOffsetAndWindow) {
   const VecF x = randVec(batch * tq * tk, 90);
   for (int64_t window : {0, 1, 2}) {
     VecF y = x; // in place
-    tgrt_causal_mask(ctx_, "mask", y.data(), y.data(), batch, tq, tk, window, -1e9f);
+    tgrt_causal_mask(ctx_, "mask", TGRT_F32, y.data(), y.data(), batch, tq, tk, window, -1e9f);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < tq; ++i)
         for (int64_t j = 0; j < tk; ++j) {
@@ -544,7 +555,7 @@ TEST_F(Cpu, CausalMaskWithOffsetAndWindow) {
   // Spot checks of the rule: window 1 keeps only the diagonal.
   VecF y(tk * tk);
   const VecF sq = randVec(tk * tk, 91);
-  tgrt_causal_mask(ctx_, "mask", sq.data(), y.data(), 1, tk, tk, 1, -kInf);
+  tgrt_causal_mask(ctx_, "mask", TGRT_F32, sq.data(), y.data(), 1, tk, tk, 1, -kInf);
   EXPECT_EQ(y[2 * tk + 2], sq[2 * tk + 2]);
   EXPECT_EQ(y[2 * tk + 1], -kInf);
   EXPECT_EQ(y[2 * tk + 3], -kInf);
@@ -556,7 +567,7 @@ TEST_F(Cpu, SoftmaxForwardBackward) {
   x[1 * n + 2] = -kInf; // a masked entry
   for (int64_t c = 0; c < n; ++c) x[3 * n + c] = -kInf; // a fully masked row
   VecF y(rows * n, 5.0f);
-  tgrt_softmax_fwd(ctx_, "sm", x.data(), y.data(), rows, n);
+  tgrt_softmax_fwd(ctx_, "sm", TGRT_F32, x.data(), y.data(), rows, n);
   for (int64_t r = 0; r < 3; ++r) {
     double mx = -INFINITY, s = 0;
     for (int64_t c = 0; c < n; ++c) mx = std::max(mx, (double)x[r * n + c]);
@@ -571,9 +582,9 @@ TEST_F(Cpu, SoftmaxForwardBackward) {
   const int64_t r2 = 3;
   const VecF xs = randVec(r2 * n, 101, -2.0f, 2.0f), w = randVec(r2 * n, 102);
   VecF ys(r2 * n);
-  tgrt_softmax_fwd(ctx_, "sm", xs.data(), ys.data(), r2, n);
+  tgrt_softmax_fwd(ctx_, "sm", TGRT_F32, xs.data(), ys.data(), r2, n);
   VecF dx = w; // dx aliases dy
-  tgrt_softmax_bwd(ctx_, "sm", ys.data(), dx.data(), dx.data(), r2, n);
+  tgrt_softmax_bwd(ctx_, "sm", TGRT_F32, ys.data(), dx.data(), dx.data(), r2, n);
   auto loss = [&](const VecD& v) {
     double l = 0;
     for (int64_t r = 0; r < r2; ++r) {
@@ -609,22 +620,23 @@ TEST_F(Cpu, CrossEntropyForwardBackwardWithIgnoreIndex) {
   const VecF z = randVec(rows * vocab, 110, -4.0f, 4.0f);
   const std::vector<int32_t> t = {3, -100, 0, 10, -100, 7};
   float loss = -1.0f;
-  tgrt_cross_entropy_fwd(ctx_, "ce", z.data(), t.data(), &loss, rows, vocab, ignore);
+  tgrt_cross_entropy_fwd(ctx_, "ce", TGRT_F32, z.data(), t.data(), &loss, rows, vocab, ignore);
   const double want = crossEntropyRef(toD(z), t, rows, vocab, ignore);
   EXPECT_NEAR(loss, want, 1e-5 * std::fabs(want));
   EXPECT_GT(loss, 0.0f);
 
   const float dloss = 1.7f;
   VecF dz(rows * vocab, kInf);
-  tgrt_cross_entropy_bwd(ctx_, "ce", z.data(), t.data(), &dloss, dz.data(), rows, vocab, ignore);
+  tgrt_cross_entropy_bwd(ctx_, "ce", TGRT_F32, z.data(), t.data(), &dloss, dz.data(), rows, vocab,
+                         ignore);
   VecD fd = numericGrad(
       [&](const VecD& v) { return dloss * crossEntropyRef(v, t, rows, vocab, ignore); }, toD(z));
   expectClose(dz, fd, 1e-6, 1e-4, "dlogits");
   for (int64_t c = 0; c < vocab; ++c) EXPECT_EQ(dz[1 * vocab + c], 0.0f); // ignored row
 
   VecF inplace = z; // dlogits == logits
-  tgrt_cross_entropy_bwd(ctx_, "ce", inplace.data(), t.data(), &dloss, inplace.data(), rows, vocab,
-                         ignore);
+  tgrt_cross_entropy_bwd(ctx_, "ce", TGRT_F32, inplace.data(), t.data(), &dloss, inplace.data(),
+                         rows, vocab, ignore);
   EXPECT_EQ(inplace, dz);
 }
 
@@ -633,14 +645,15 @@ TEST_F(Cpu, CrossEntropyAllIgnoredAndBadTarget) {
   const VecF z = randVec(rows * vocab, 111);
   const std::vector<int32_t> t = {-1, -1};
   float loss = 9.0f, dloss = 1.0f;
-  tgrt_cross_entropy_fwd(ctx_, "ce", z.data(), t.data(), &loss, rows, vocab, -1);
+  tgrt_cross_entropy_fwd(ctx_, "ce", TGRT_F32, z.data(), t.data(), &loss, rows, vocab, -1);
   EXPECT_EQ(loss, 0.0f);
   VecF dz(rows * vocab, 9.0f);
-  tgrt_cross_entropy_bwd(ctx_, "ce", z.data(), t.data(), &dloss, dz.data(), rows, vocab, -1);
+  tgrt_cross_entropy_bwd(ctx_, "ce", TGRT_F32, z.data(), t.data(), &dloss, dz.data(), rows, vocab,
+                         -1);
   for (float v : dz) EXPECT_EQ(v, 0.0f);
   const std::vector<int32_t> bad = {0, 3};
-  EXPECT_EXIT(tgrt_cross_entropy_fwd(ctx_, "lm_head.ce", z.data(), bad.data(), &loss, rows, vocab,
-                                     -1),
+  EXPECT_EXIT(tgrt_cross_entropy_fwd(ctx_, "lm_head.ce", TGRT_F32, z.data(), bad.data(), &loss,
+                                     rows, vocab, -1),
               ::testing::ExitedWithCode(1), "tgrt: lm_head.ce: cross_entropy target 3 at row 1");
 }
 
@@ -678,14 +691,14 @@ VecD attentionRef(const VecD& q, const VecD& k, const VecD& v, int64_t bh, int64
 VecF attentionComposed(tgrt_ctx* ctx, const VecF& q, const VecF& k, const VecF& v, int64_t bh,
                        int64_t t, int64_t hd, bool causal, int64_t window, float scale) {
   VecF s(bh * t * t), p(bh * t * t), out(bh * t * hd);
-  tgrt_matmul(ctx, "qk", q.data(), k.data(), s.data(), bh, t, t, hd, 0, 1, t * hd, t * hd, t * t,
-              scale, 0.0f);
+  tgrt_matmul(ctx, "qk", TGRT_F32, q.data(), k.data(), s.data(), bh, t, t, hd, 0, 1, t * hd, t * hd,
+              t * t, scale, 0.0f);
   if (causal)
-    tgrt_causal_mask(ctx, "mask", s.data(), s.data(), bh, t, t, window,
+    tgrt_causal_mask(ctx, "mask", TGRT_F32, s.data(), s.data(), bh, t, t, window,
                      -std::numeric_limits<float>::infinity());
-  tgrt_softmax_fwd(ctx, "sm", s.data(), p.data(), bh * t, t);
-  tgrt_matmul(ctx, "pv", p.data(), v.data(), out.data(), bh, t, hd, t, 0, 0, t * t, t * hd, t * hd,
-              1.0f, 0.0f);
+  tgrt_softmax_fwd(ctx, "sm", TGRT_F32, s.data(), p.data(), bh * t, t);
+  tgrt_matmul(ctx, "pv", TGRT_F32, p.data(), v.data(), out.data(), bh, t, hd, t, 0, 0, t * t,
+              t * hd, t * hd, 1.0f, 0.0f);
   return out;
 }
 
@@ -699,12 +712,13 @@ TEST_F(Cpu, AttentionForwardMatchesComposedAndNaive) {
   const float scale = 1.0f / std::sqrt((float)hd);
   const VecF q = randVec(bh * t * hd, 120, -2.0f, 2.0f), k = randVec(bh * t * hd, 121, -2.0f, 2.0f),
              v = randVec(bh * t * hd, 122);
-  for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
+  for (AttnCase ac :
+       {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
     const std::string name =
         "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
     VecF out(bh * t * hd), lse(bh * t);
-    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                       hd, ac.causal, ac.window, scale);
+    tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       bh, t, hd, ac.causal, ac.window, scale);
     VecD wantLse;
     const VecD want =
         attentionRef(toD(q), toD(k), toD(v), bh, t, hd, ac.causal, ac.window, scale, &wantLse);
@@ -736,10 +750,10 @@ TEST_F(Cpu, AttentionBackwardMatchesFiniteDifferences) {
     const std::string name =
         "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
     VecF out(bh * t * hd), lse(bh * t);
-    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                       hd, ac.causal, ac.window, scale);
+    tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       bh, t, hd, ac.causal, ac.window, scale);
     VecF dq(q.size(), kInf), dk(k.size(), kInf), dv(v.size(), kInf);
-    tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(),
+    tgrt_attention_bwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
                        w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal, ac.window,
                        scale);
     // L = sum(w * attention(q, k, v)), so dout = w.
@@ -788,63 +802,6 @@ TEST(Bf16, RoundingRoundTrip) {
   }
 }
 
-TEST_F(Cpu, AttentionBf16MatchesFp32Reference) {
-  const int64_t bh = 2, t = 9, hd = 8;
-  const int64_t n = bh * t * hd;
-  const float scale = 1.0f / std::sqrt((float)hd);
-  // bf16-representable inputs, so the only difference from fp32 is the output rounding.
-  auto bf = [](const VecF& x, std::vector<uint16_t>& h) {
-    h.resize(x.size());
-    VecF r(x.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-      h[i] = tgrt_bf16_from_float(x[i]);
-      r[i] = tgrt_bf16_to_float(h[i]);
-    }
-    return r;
-  };
-  std::vector<uint16_t> qh, kh, vh, wh;
-  const VecF q = bf(randVec(n, 150, -2.0f, 2.0f), qh), k = bf(randVec(n, 151, -2.0f, 2.0f), kh),
-             v = bf(randVec(n, 152), vh), w = bf(randVec(n, 153), wh);
-  auto expectBf16Close = [](const std::vector<uint16_t>& got, const VecF& want,
-                            const std::string& what) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      // Exactly the RNE rounding of the fp32 result.
-      EXPECT_EQ(got[i], tgrt_bf16_from_float(want[i])) << what << " at " << i;
-      EXPECT_LE(std::fabs(tgrt_bf16_to_float(got[i]) - want[i]),
-                std::ldexp(std::fabs(want[i]), -8) + 1e-30)
-          << what << " at " << i;
-    }
-  };
-  for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
-    const std::string name =
-        "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
-    VecF out(n), lse(bh * t), lse16(bh * t);
-    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                       hd, ac.causal, ac.window, scale);
-    std::vector<uint16_t> out16(n);
-    tgrt_attention_fwd_bf16(ctx_, "attn", qh.data(), kh.data(), vh.data(), out16.data(),
-                            lse16.data(), bh, t, hd, ac.causal, ac.window, scale);
-    expectBf16Close(out16, out, "out " + name);
-    expectClose(lse16, toD(lse), 0.0, 0.0, "lse " + name);
-
-    // Backward: reference on the bf16-stored forward output (what a bf16 model keeps).
-    VecF outR(n);
-    for (int64_t i = 0; i < n; ++i) outR[i] = tgrt_bf16_to_float(out16[i]);
-    VecF dq(n), dk(n), dv(n);
-    tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), outR.data(), lse.data(),
-                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal,
-                       ac.window, scale);
-    std::vector<uint16_t> dq16(n), dk16(n), dv16(n);
-    tgrt_attention_bwd_bf16(ctx_, "attn", qh.data(), kh.data(), vh.data(), out16.data(),
-                            lse16.data(), wh.data(), dq16.data(), dk16.data(), dv16.data(), bh, t,
-                            hd, ac.causal, ac.window, scale);
-    expectBf16Close(dq16, dq, "dq " + name);
-    expectBf16Close(dk16, dk, "dk " + name);
-    expectBf16Close(dv16, dv, "dv " + name);
-  }
-}
-
 TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
   // The same check through the fp32 forward kernel itself (eps 1e-2, loose tolerance).
   const int64_t bh = 1, t = 4, hd = 3;
@@ -853,16 +810,16 @@ TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
   const VecF w = randVec(t * hd, 143);
   VecF out(t * hd), lse(t);
   auto loss = [&]() {
-    tgrt_attention_fwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), bh, t,
-                       hd, 1, 0, scale);
+    tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       bh, t, hd, 1, 0, scale);
     double l = 0;
     for (int64_t i = 0; i < t * hd; ++i) l += (double)w[i] * out[i];
     return l;
   };
   loss();
   VecF dq(t * hd), dk(t * hd), dv(t * hd);
-  tgrt_attention_bwd(ctx_, "attn", q.data(), k.data(), v.data(), out.data(), lse.data(), w.data(),
-                     dq.data(), dk.data(), dv.data(), bh, t, hd, 1, 0, scale);
+  tgrt_attention_bwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                     w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, 1, 0, scale);
   const float h = 1e-2f;
   for (VecF* x : {&q, &k, &v}) {
     VecD fd(t * hd);
@@ -885,8 +842,8 @@ TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
 TEST_F(Cpu, GradNormAndClipScale) {
   const VecF g1 = {3.0f, 4.0f}, g2 = {12.0f};
   float acc[2] = {0.0f, -1.0f};
-  tgrt_grad_norm_sq(ctx_, "norm", g1.data(), 2, acc);
-  tgrt_grad_norm_sq(ctx_, "norm", g2.data(), 1, acc);
+  tgrt_grad_norm_sq(ctx_, "norm", TGRT_F32, g1.data(), 2, acc);
+  tgrt_grad_norm_sq(ctx_, "norm", TGRT_F32, g2.data(), 1, acc);
   EXPECT_EQ(acc[0], 169.0f); // 9 + 16 + 144, norm 13
   tgrt_clip_scale(ctx_, "clip", acc, 1.0f);
   EXPECT_NEAR(acc[1], 1.0 / (13.0 + 1e-6), 1e-7);
@@ -908,12 +865,12 @@ TEST_F(Cpu, AdamWTwoStepsByHand) {
   const float g = 2.0f, clip[2] = {0.0f, 0.5f};
   tgrt_set_lr(ctx_, 0.1f);
   tgrt_set_step(ctx_, 1);
-  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
+  tgrt_adamw(ctx_, "opt", TGRT_F32, &p, &g, TGRT_F32, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
   EXPECT_NEAR(m, 0.1, 1e-7);
   EXPECT_NEAR(v, 0.001, 3e-8); // (1 - 0.999f) carries fp32 rounding of beta2 (~1.3e-5 rel.)
   EXPECT_NEAR(p, 0.89, 1e-6);
   tgrt_set_step(ctx_, 2);
-  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
+  tgrt_adamw(ctx_, "opt", TGRT_F32, &p, &g, TGRT_F32, &m, &v, 1, 0.9f, 0.999f, 1e-8f, 0.1f, clip);
   EXPECT_NEAR(m, 0.19, 1e-7);
   EXPECT_NEAR(v, 0.001999, 6e-8);
   EXPECT_NEAR(p, 0.7811, 1e-6);
@@ -928,12 +885,13 @@ TEST_F(Cpu, AdamWNonTrivialRatioNoDecay) {
   const float g = -0.3f;
   tgrt_set_lr(ctx_, 0.01f);
   tgrt_set_step(ctx_, 3);
-  tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f, nullptr);
+  tgrt_adamw(ctx_, "opt", TGRT_F32, &p, &g, TGRT_F32, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f, nullptr);
   EXPECT_NEAR(m, -0.02, 1e-7);
   EXPECT_NEAR(v, 0.018, 1e-8);
   EXPECT_NEAR(p, 0.501145680, 1e-6);
   tgrt_set_step(ctx_, 0);
-  EXPECT_EXIT(tgrt_adamw(ctx_, "opt", &p, &g, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f, nullptr),
+  EXPECT_EXIT(tgrt_adamw(ctx_, "opt", TGRT_F32, &p, &g, TGRT_F32, &m, &v, 1, 0.8f, 0.9f, 0.1f, 0.0f,
+                         nullptr),
               ::testing::ExitedWithCode(1), "tgrt: opt: adamw: optimizer step 0 must be >= 1");
 }
 
@@ -945,8 +903,8 @@ TEST_F(Cpu, AdamWVectorMatchesScalarFormula) {
   const float clip[2] = {0.0f, 0.25f};
   tgrt_set_lr(ctx_, 3e-3f);
   tgrt_set_step(ctx_, 10);
-  tgrt_adamw(ctx_, "opt", p.data(), g.data(), m.data(), v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f,
-             clip);
+  tgrt_adamw(ctx_, "opt", TGRT_F32, p.data(), g.data(), TGRT_F32, m.data(), v.data(), n, 0.9f,
+             0.95f, 1e-8f, 0.1f, clip);
   VecD wp(n);
   for (int64_t i = 0; i < n; ++i) {
     const double gi = g[i] * 0.25;
@@ -957,13 +915,666 @@ TEST_F(Cpu, AdamWVectorMatchesScalarFormula) {
   expectClose(p, wp, 1e-6, 1e-5, "adamw p");
 }
 
+// ------------------------------------------------------------ low precision --
+//
+// The contract of the CPU reference for bf16 / f16 (runtime/cpu/Kernels.cpp): every input is
+// widened exactly, the f32 computation runs unchanged, every output is rounded once. So each
+// low-precision kernel must equal, bit for bit, the RNE rounding of the f32 kernel run on
+// the widened inputs. The tests below check exactly that, for both low-precision dtypes.
+
+/// float -> bf16 / f16 bit pattern (RNE), by dtype.
+uint16_t lowOf(int32_t dt, float x) {
+  return dt == TGRT_BF16 ? tgrt_bf16_from_float(x) : tgrt_f16_from_float(x);
+}
+/// bf16 / f16 bit pattern -> float (exact), by dtype.
+float widenOf(int32_t dt, uint16_t h) {
+  return dt == TGRT_BF16 ? tgrt_bf16_to_float(h) : tgrt_f16_to_float(h);
+}
+uint32_t bitsOf(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float floatOfBits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+const char* dtName(int32_t dt) {
+  return dt == TGRT_F32 ? "f32" : dt == TGRT_BF16 ? "bf16" : dt == TGRT_F16 ? "f16" : "?";
+}
+
+/// A host tensor of one tgrt_dtype: float32 data in f, bf16 / f16 bit patterns in h.
+struct Typed {
+  int32_t dt;
+  VecF f;
+  std::vector<uint16_t> h;
+  /// values rounded to dt (exact for f32).
+  Typed(int32_t dtype, const VecF& values) : dt(dtype) {
+    if (dt == TGRT_F32) {
+      f = values;
+    } else {
+      h.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i) h[i] = lowOf(dt, values[i]);
+    }
+  }
+  size_t size() const { return dt == TGRT_F32 ? f.size() : h.size(); }
+  void* data() { return dt == TGRT_F32 ? static_cast<void*>(f.data()) : h.data(); }
+  const void* data() const {
+    return dt == TGRT_F32 ? static_cast<const void*>(f.data()) : h.data();
+  }
+  /// Same dtype and the same bits (NaN payloads included).
+  bool sameBits(const Typed& o) const {
+    if (dt != o.dt || size() != o.size()) return false;
+    return dt == TGRT_F32 ? std::memcmp(f.data(), o.f.data(), f.size() * sizeof(float)) == 0
+                          : h == o.h;
+  }
+  /// The stored values, widened exactly to float.
+  VecF widened() const {
+    if (dt == TGRT_F32) return f;
+    VecF w(h.size());
+    for (size_t i = 0; i < h.size(); ++i) w[i] = widenOf(dt, h[i]);
+    return w;
+  }
+};
+
+/// n values uniform in [lo, hi) rounded to dt (so widened() is what the kernel sees).
+Typed randTyped(int32_t dt, size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return Typed(dt, randVec(n, seed, lo, hi));
+}
+
+/// Expects got to hold, bit for bit, want (f32 results) rounded to got.dt.
+void expectRounded(const Typed& got, const VecF& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool eq = got.dt == TGRT_F32 ? bitsOf(got.f[i]) == bitsOf(want[i])
+                                       : got.h[i] == lowOf(got.dt, want[i]);
+    if (!eq && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << " (" << dtName(got.dt) << "): first mismatch at " << first
+                     << ": got " << got.widened()[first] << " want round(" << want[first] << ")";
+}
+
+/// Expects two float vectors to be equal bit for bit.
+void expectBitEqual(const VecF& got, const VecF& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+}
+
+/// Fixture parameterised by the low-precision dtype (bf16, f16).
+class CpuLow : public Cpu, public ::testing::WithParamInterface<int32_t> {};
+
+std::string lowName(const ::testing::TestParamInfo<int32_t>& info) {
+  return dtName(info.param);
+}
+
+TEST_P(CpuLow, EmbeddingAndPositionalMatchF32) {
+  const int32_t dt = GetParam();
+  const int64_t vocab = 7, d = 5, n = 12;
+  const Typed table = randTyped(dt, vocab * d, 200);
+  const std::vector<int32_t> ids = {3, 0, 6, 3, 3, 1, 6, 2, 0, 3, 3, 3};
+  Typed out(dt, VecF(n * d, 9.0f));
+  tgrt_embedding_fwd(ctx_, "wte", dt, table.data(), ids.data(), out.data(),
+                     n, d, vocab);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < d; ++c) ASSERT_EQ(out.h[i * d + c], table.h[ids[i] * d + c]);
+
+  // Backward: float sums, one rounding per element of dtable.
+  Typed dout = randTyped(dt, n * d, 201);
+  const VecF doutW = dout.widened();
+  VecF dtable32(vocab * d);
+  tgrt_embedding_bwd(ctx_, "wte", TGRT_F32, ids.data(), doutW.data(), dtable32.data(), n, d,
+                     vocab);
+  Typed dtable(dt, VecF(vocab * d, 123.0f));
+  tgrt_embedding_bwd(ctx_, "wte", dt, ids.data(), dout.data(), dtable.data(), n, d, vocab);
+  expectRounded(dtable, dtable32, "embedding_bwd");
+
+  const int64_t batch = 3, t = 4, context = 6;
+  Typed x = randTyped(dt, batch * t * d, 202), wpe = randTyped(dt, context * d, 203);
+  const VecF xW = x.widened(), wpeW = wpe.widened();
+  VecF out32(batch * t * d);
+  tgrt_positional_fwd(ctx_, "wpe", TGRT_F32, xW.data(), wpeW.data(), out32.data(), batch, t, d);
+  Typed pos(dt, VecF(batch * t * d));
+  tgrt_positional_fwd(ctx_, "wpe", dt, x.data(), wpe.data(), pos.data(), batch, t, d);
+  expectRounded(pos, out32, "positional_fwd");
+  VecF dwpe32(context * d);
+  tgrt_positional_bwd(ctx_, "wpe", TGRT_F32, xW.data(), dwpe32.data(), batch, t, d, context);
+  Typed dwpe(dt, VecF(context * d, 5.0f));
+  tgrt_positional_bwd(ctx_, "wpe", dt, x.data(), dwpe.data(), batch, t, d, context);
+  expectRounded(dwpe, dwpe32, "positional_bwd");
+  EXPECT_EQ(dwpe.h[context * d - 1], 0u); // rows t.. are zero
+}
+
+TEST_P(CpuLow, ElementwiseMatchF32) {
+  const int32_t dt = GetParam();
+  const int64_t n = 301;
+  Typed a = randTyped(dt, n, 210, -4.0f, 4.0f), b = randTyped(dt, n, 211, -4.0f, 4.0f);
+  const VecF aW = a.widened(), bW = b.widened();
+  VecF r32(n);
+
+  tgrt_add(ctx_, "add", TGRT_F32, aW.data(), bW.data(), r32.data(), n);
+  Typed r(dt, VecF(n));
+  tgrt_add(ctx_, "add", dt, a.data(), b.data(), r.data(), n);
+  expectRounded(r, r32, "add");
+  Typed alias = a; // out aliases a
+  tgrt_add(ctx_, "add", dt, alias.data(), b.data(), alias.data(), n);
+  EXPECT_EQ(alias.h, r.h);
+
+  Typed acc = a;
+  tgrt_accumulate(ctx_, "acc", dt, acc.data(), b.data(), n);
+  EXPECT_EQ(acc.h, r.h); // the same float add and rounding
+
+  tgrt_fill(ctx_, "fill", dt, r.data(), n, 0.1f);
+  for (uint16_t v : r.h) ASSERT_EQ(v, lowOf(dt, 0.1f));
+
+  tgrt_gelu_fwd(ctx_, "gelu", TGRT_F32, aW.data(), r32.data(), n);
+  tgrt_gelu_fwd(ctx_, "gelu", dt, a.data(), r.data(), n);
+  expectRounded(r, r32, "gelu_fwd");
+  tgrt_gelu_bwd(ctx_, "gelu", TGRT_F32, aW.data(), bW.data(), r32.data(), n);
+  Typed dx = b; // dx aliases dy
+  tgrt_gelu_bwd(ctx_, "gelu", dt, a.data(), dx.data(), dx.data(), n);
+  expectRounded(dx, r32, "gelu_bwd");
+
+  tgrt_set_step(ctx_, 4);
+  tgrt_set_micro_batch(ctx_, 1);
+  tgrt_dropout(ctx_, "drop", TGRT_F32, aW.data(), r32.data(), n, 0.3f, 99);
+  tgrt_dropout(ctx_, "drop", dt, a.data(), r.data(), n, 0.3f, 99);
+  expectRounded(r, r32, "dropout");
+  tgrt_dropout(ctx_, "drop", dt, a.data(), r.data(), n, 0.0f, 99);
+  EXPECT_EQ(r.h, a.h);
+
+  const int64_t rows = 7, cols = 43; // 301 = 7 x 43
+  tgrt_bias_add(ctx_, "b", TGRT_F32, aW.data(), bW.data(), r32.data(), rows, cols);
+  tgrt_bias_add(ctx_, "b", dt, a.data(), b.data(), r.data(), rows, cols);
+  expectRounded(r, r32, "bias_add");
+  VecF db32(cols);
+  tgrt_bias_grad(ctx_, "b", TGRT_F32, aW.data(), db32.data(), rows, cols);
+  Typed db(dt, VecF(cols, 7.0f));
+  tgrt_bias_grad(ctx_, "b", dt, a.data(), db.data(), rows, cols);
+  expectRounded(db, db32, "bias_grad");
+
+  // Pure data movement: the bit patterns are copied.
+  Typed c2(dt, VecF(n, 3.0f));
+  tgrt_copy2d(ctx_, "copy", dt, static_cast<uint16_t*>(a.data()) + 1, cols,
+              static_cast<uint16_t*>(c2.data()) + 2, cols, rows - 1, cols - 3);
+  for (int64_t rr = 0; rr < rows - 1; ++rr)
+    for (int64_t c = 0; c < cols - 3; ++c)
+      ASSERT_EQ(c2.h[rr * cols + 2 + c], a.h[rr * cols + 1 + c]);
+  EXPECT_EQ(c2.h[0], lowOf(dt, 3.0f));
+  VecF t32(n);
+  tgrt_transpose4(ctx_, "t", TGRT_F32, aW.data(), t32.data(), 1, 7, 43, 1, 0, 2, 1, 3);
+  tgrt_transpose4(ctx_, "t", dt, a.data(), r.data(), 1, 7, 43, 1, 0, 2, 1, 3);
+  expectRounded(r, t32, "transpose4");
+
+  // Causal mask: kept scores are copied, masked_value is rounded to dt.
+  const int64_t batch = 1, tq = 7, tk = 43;
+  tgrt_causal_mask(ctx_, "mask", TGRT_F32, aW.data(), r32.data(), batch, tq, tk, 5, -1e4f);
+  tgrt_causal_mask(ctx_, "mask", dt, a.data(), r.data(), batch, tq, tk, 5, -1e4f);
+  expectRounded(r, r32, "causal_mask");
+  Typed inplace = a;
+  tgrt_causal_mask(ctx_, "mask", dt, inplace.data(), inplace.data(), batch, tq, tk, 5, -1e4f);
+  EXPECT_EQ(inplace.h, r.h);
+}
+
+TEST_P(CpuLow, LayerNormMatchesF32ForEveryDtypeMix) {
+  const int32_t lo = GetParam();
+  const int64_t rows = 5, d = 24;
+  const float eps = 1e-5f;
+  // (x_dt, p_dt, y_dt): all low; the mixed-precision case (f32 residual stream and
+  // parameters, low-precision y); low x with f32 parameters and y.
+  const int32_t mixes[3][3] = {{lo, lo, lo}, {TGRT_F32, TGRT_F32, lo}, {lo, TGRT_F32, TGRT_F32}};
+  for (const auto& mix : mixes) {
+    const int32_t xdt = mix[0], pdt = mix[1], ydt = mix[2];
+    const std::string name = std::string("x ") + dtName(xdt) + " p " + dtName(pdt) + " y " +
+                             dtName(ydt);
+    Typed x = randTyped(xdt, rows * d, 220, -2.0f, 3.0f),
+          gamma = randTyped(pdt, d, 221, 0.5f, 1.5f), beta = randTyped(pdt, d, 222);
+    const VecF xW = x.widened(), gW = gamma.widened(), bW = beta.widened();
+    VecF y32(rows * d), mean32(rows), rstd32(rows);
+    tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, xW.data(), TGRT_F32, gW.data(), bW.data(),
+                        TGRT_F32, y32.data(), mean32.data(), rstd32.data(), rows, d, eps);
+    Typed y(ydt, VecF(rows * d));
+    VecF mean(rows), rstd(rows);
+    tgrt_layer_norm_fwd(ctx_, "ln", xdt, x.data(), pdt, gamma.data(), beta.data(), ydt,
+                        y.data(), mean.data(), rstd.data(), rows, d, eps);
+    expectRounded(y, y32, "layer_norm_fwd y, " + name);
+    expectBitEqual(mean, mean32, "mean, " + name);
+    expectBitEqual(rstd, rstd32, "rstd, " + name);
+
+    // Backward: dy in y_dt, dx in x_dt, dgamma / dbeta in p_dt.
+    Typed dy = randTyped(ydt, rows * d, 223);
+    const VecF dyW = dy.widened();
+    VecF dx32(rows * d), dg32(d), db32(d);
+    tgrt_layer_norm_bwd(ctx_, "ln", TGRT_F32, dyW.data(), TGRT_F32, xW.data(), TGRT_F32,
+                        gW.data(), mean32.data(), rstd32.data(), dx32.data(), dg32.data(),
+                        db32.data(), rows, d);
+    Typed dx(xdt, VecF(rows * d)), dg(pdt, VecF(d, 5.0f)), db(pdt, VecF(d, 5.0f));
+    tgrt_layer_norm_bwd(ctx_, "ln", ydt, dy.data(), xdt, x.data(), pdt, gamma.data(),
+                        mean.data(), rstd.data(), dx.data(), dg.data(), db.data(), rows, d);
+    expectRounded(dx, dx32, "layer_norm_bwd dx, " + name);
+    expectRounded(dg, dg32, "layer_norm_bwd dgamma, " + name);
+    expectRounded(db, db32, "layer_norm_bwd dbeta, " + name);
+  }
+}
+
+TEST_P(CpuLow, SoftmaxMatchesF32) {
+  const int32_t dt = GetParam();
+  const int64_t rows = 4, n = 9;
+  VecF xv = randVec(rows * n, 230, -3.0f, 3.0f);
+  xv[1 * n + 2] = -kInf;                             // a masked entry
+  for (int64_t c = 0; c < n; ++c) xv[3 * n + c] = -kInf; // a fully masked row
+  Typed x(dt, xv);
+  const VecF xW = x.widened();
+  VecF y32(rows * n);
+  tgrt_softmax_fwd(ctx_, "sm", TGRT_F32, xW.data(), y32.data(), rows, n);
+  Typed y(dt, VecF(rows * n, 5.0f));
+  tgrt_softmax_fwd(ctx_, "sm", dt, x.data(), y.data(), rows, n);
+  expectRounded(y, y32, "softmax_fwd");
+  EXPECT_EQ(y.h[3 * n], 0u);
+
+  const Typed yb = randTyped(dt, rows * n, 231, 0.0f, 0.3f);
+  Typed dy = randTyped(dt, rows * n, 232);
+  const VecF ybW = yb.widened(), dyW = dy.widened();
+  VecF dx32(rows * n);
+  tgrt_softmax_bwd(ctx_, "sm", TGRT_F32, ybW.data(), dyW.data(), dx32.data(), rows, n);
+  tgrt_softmax_bwd(ctx_, "sm", dt, yb.data(), dy.data(), dy.data(), rows,
+                   n); // dx aliases dy
+  expectRounded(dy, dx32, "softmax_bwd");
+}
+
+TEST_P(CpuLow, MatmulMatchesF32) {
+  const int32_t dt = GetParam();
+  const int64_t batch = 3, m = 5, n = 7, k = 6;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (float beta : {0.0f, 0.5f}) {
+        const std::string name = "ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                                 " beta=" + std::to_string(beta);
+        // Padded A and C strides; B broadcast (stride 0) when tb.
+        const int64_t sa = m * k + 3, sb = tb ? 0 : k * n, sc = m * n + 2;
+        Typed a = randTyped(dt, batch * sa, 240 + ta), b = randTyped(dt, batch * k * n, 242 + tb);
+        Typed c = randTyped(dt, batch * sc, 244, -2.0f, 2.0f);
+        const VecF aW = a.widened(), bW = b.widened();
+        VecF c32 = c.widened();
+        tgrt_matmul(ctx_, "mm", TGRT_F32, aW.data(), bW.data(), c32.data(), batch, m, n, k, ta,
+                    tb, sa, sb, sc, 0.7f, beta);
+        const Typed c0 = c;
+        tgrt_matmul(ctx_, "mm", dt, a.data(), b.data(), c.data(), batch, m, n, k, ta, tb, sa, sb,
+                    sc, 0.7f, beta);
+        expectRounded(c, c32, "matmul " + name);
+        EXPECT_EQ(c.h[m * n], c0.h[m * n]) << "padding between batch entries untouched";
+      }
+  // beta = 0 ignores NaN in C; k = 0 gives C = beta C.
+  Typed a = randTyped(dt, 6, 246), b = randTyped(dt, 6, 247);
+  Typed c(dt, VecF(4, std::nanf("")));
+  tgrt_matmul(ctx_, "mm", dt, a.data(), b.data(), c.data(), 1, 2, 2, 3, 0, 0, 0, 0, 0, 1.0f,
+              0.0f);
+  for (float v : c.widened()) EXPECT_FALSE(std::isnan(v));
+  Typed c1(dt, VecF{3.0f, -5.0f});
+  tgrt_matmul(ctx_, "mm", dt, nullptr, nullptr, c1.data(), 1, 1, 2, 0, 0, 0, 0, 0, 0, 1.0f,
+              0.25f);
+  EXPECT_EQ(c1.widened(), (VecF{0.75f, -1.25f}));
+}
+
+TEST_P(CpuLow, MatmulBiasAndBiasGeluMatchF32) {
+  const int32_t dt = GetParam();
+  const int64_t m = 6, n = 10, k = 12;
+  for (int tb = 0; tb < 2; ++tb) {
+    const std::string name = "tb=" + std::to_string(tb);
+    Typed a = randTyped(dt, m * k, 250, -2.0f, 2.0f), b = randTyped(dt, k * n, 251, -2.0f, 2.0f),
+          bias = randTyped(dt, n, 252);
+    const VecF aW = a.widened(), bW = b.widened(), biasW = bias.widened();
+    // f32 reference: the GEMM and the bias add in float, one rounding.
+    VecF c32(m * n);
+    tgrt_matmul_bias(ctx_, "lin", TGRT_F32, aW.data(), bW.data(), biasW.data(), c32.data(), m, n,
+                     k, 0, tb, 0.5f);
+    Typed c(dt, VecF(m * n));
+    tgrt_matmul_bias(ctx_, "lin", dt, a.data(), b.data(), bias.data(), c.data(), m, n, k, 0, tb,
+                     0.5f);
+    expectRounded(c, c32, "matmul_bias " + name);
+
+    // Fused up-projection: pre as matmul_bias; out = GELU of the rounded pre.
+    Typed pre(dt, VecF(m * n)), out(dt, VecF(m * n));
+    tgrt_matmul_bias_gelu(ctx_, "mlp", dt, a.data(), b.data(), bias.data(), pre.data(),
+                          out.data(), m, n, k, 0, tb, 0.5f);
+    EXPECT_EQ(pre.h, c.h) << name;
+    Typed unfused(dt, VecF(m * n));
+    tgrt_gelu_fwd(ctx_, "gelu", dt, c.data(), unfused.data(), m * n);
+    EXPECT_EQ(out.h, unfused.h) << name;
+    const VecF preW = pre.widened();
+    VecF g32(m * n);
+    tgrt_gelu_fwd(ctx_, "gelu", TGRT_F32, preW.data(), g32.data(), m * n);
+    expectRounded(out, g32, "matmul_bias_gelu out " + name);
+  }
+}
+
+TEST_P(CpuLow, CrossEntropyMatchesF32) {
+  const int32_t dt = GetParam();
+  const int64_t rows = 6, vocab = 11, ignore = -100;
+  Typed z = randTyped(dt, rows * vocab, 260, -4.0f, 4.0f);
+  const VecF zW = z.widened();
+  const std::vector<int32_t> t = {3, -100, 0, 10, -100, 7};
+  float loss32 = -1.0f, loss = -2.0f;
+  tgrt_cross_entropy_fwd(ctx_, "ce", TGRT_F32, zW.data(), t.data(), &loss32, rows, vocab, ignore);
+  tgrt_cross_entropy_fwd(ctx_, "ce", dt, z.data(), t.data(), &loss, rows, vocab, ignore);
+  EXPECT_EQ(bitsOf(loss), bitsOf(loss32)); // loss is float32 either way
+
+  const float dloss = 1.7f;
+  VecF dz32(rows * vocab);
+  tgrt_cross_entropy_bwd(ctx_, "ce", TGRT_F32, zW.data(), t.data(), &dloss, dz32.data(), rows,
+                         vocab, ignore);
+  Typed dz(dt, VecF(rows * vocab, 9.0f));
+  tgrt_cross_entropy_bwd(ctx_, "ce", dt, z.data(), t.data(), &dloss, dz.data(), rows, vocab,
+                         ignore);
+  expectRounded(dz, dz32, "cross_entropy_bwd");
+  Typed inplace = z; // dlogits == logits
+  tgrt_cross_entropy_bwd(ctx_, "ce", dt, inplace.data(), t.data(), &dloss, inplace.data(), rows,
+                         vocab, ignore);
+  EXPECT_EQ(inplace.h, dz.h);
+}
+
+TEST_P(CpuLow, AttentionMatchesF32) {
+  const int32_t dt = GetParam();
+  const int64_t bh = 2, t = 9, hd = 8, n = bh * t * hd;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  Typed q = randTyped(dt, n, 270, -2.0f, 2.0f), k = randTyped(dt, n, 271, -2.0f, 2.0f),
+        v = randTyped(dt, n, 272), w = randTyped(dt, n, 273);
+  const VecF qW = q.widened(), kW = k.widened(), vW = v.widened(), wW = w.widened();
+  for (AttnCase ac :
+       {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}, AttnCase{true, 1}}) {
+    const std::string name =
+        "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
+    VecF out32(n), lse32(bh * t), lse(bh * t);
+    tgrt_attention_fwd(ctx_, "attn", TGRT_F32, qW.data(), kW.data(), vW.data(), out32.data(),
+                       lse32.data(), bh, t, hd, ac.causal, ac.window, scale);
+    Typed out(dt, VecF(n));
+    tgrt_attention_fwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
+                       t, hd, ac.causal, ac.window, scale);
+    expectRounded(out, out32, "attention_fwd out " + name);
+    expectBitEqual(lse, lse32, "attention_fwd lse " + name);
+
+    // Backward on the low-precision forward output (what a low-precision model keeps).
+    const VecF outW = out.widened();
+    VecF dq32(n), dk32(n), dv32(n);
+    tgrt_attention_bwd(ctx_, "attn", TGRT_F32, qW.data(), kW.data(), vW.data(), outW.data(),
+                       lse.data(), wW.data(), dq32.data(), dk32.data(), dv32.data(), bh, t, hd,
+                       ac.causal, ac.window, scale);
+    Typed dq(dt, VecF(n, kInf)), dk(dt, VecF(n, kInf)), dv(dt, VecF(n, kInf));
+    tgrt_attention_bwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal,
+                       ac.window, scale);
+    expectRounded(dq, dq32, "attention_bwd dq " + name);
+    expectRounded(dk, dk32, "attention_bwd dk " + name);
+    expectRounded(dv, dv32, "attention_bwd dv " + name);
+  }
+}
+
+TEST_P(CpuLow, GradNormSqMatchesF32) {
+  const int32_t dt = GetParam();
+  Typed g = randTyped(dt, 257, 280, -3.0f, 3.0f);
+  const VecF gW = g.widened();
+  float acc32[2] = {2.0f, 0.0f}, acc[2] = {2.0f, 0.0f};
+  tgrt_grad_norm_sq(ctx_, "norm", TGRT_F32, gW.data(), (int64_t)gW.size(), acc32);
+  tgrt_grad_norm_sq(ctx_, "norm", dt, g.data(), (int64_t)g.size(), acc);
+  EXPECT_EQ(bitsOf(acc[0]), bitsOf(acc32[0]));
+}
+
+TEST_P(CpuLow, AdamWMatchesF32Rounded) {
+  const int32_t lo = GetParam();
+  const int64_t n = 200;
+  const float clip[2] = {0.0f, 0.25f};
+  // (p_dt, state_dt): all low (pure bf16 / f16); low params with f32 state; f32 params
+  // (master weights) with low state.
+  const int32_t mixes[3][2] = {{lo, lo}, {lo, TGRT_F32}, {TGRT_F32, lo}};
+  for (const auto& mix : mixes) {
+    const int32_t pdt = mix[0], sdt = mix[1];
+    const std::string name = std::string("p ") + dtName(pdt) + " state " + dtName(sdt);
+    Typed p = randTyped(pdt, n, 290), g = randTyped(pdt, n, 291),
+          m = randTyped(sdt, n, 292, -0.1f, 0.1f), v = randTyped(sdt, n, 293, 0.0f, 0.1f);
+    VecF p32 = p.widened(), m32 = m.widened(), v32 = v.widened();
+    const VecF g32 = g.widened();
+    tgrt_set_lr(ctx_, 3e-2f);
+    for (int64_t step = 1; step <= 3; ++step) {
+      tgrt_set_step(ctx_, step);
+      tgrt_adamw(ctx_, "opt", TGRT_F32, p32.data(), g32.data(), TGRT_F32, m32.data(), v32.data(),
+                 n, 0.9f, 0.95f, 1e-8f, 0.1f, clip);
+      tgrt_adamw(ctx_, "opt", pdt, p.data(), g.data(), sdt, m.data(), v.data(), n, 0.9f, 0.95f,
+                 1e-8f, 0.1f, clip);
+      const std::string what = name + " step " + std::to_string(step);
+      expectRounded(p, p32, "adamw p, " + what);
+      expectRounded(m, m32, "adamw m, " + what);
+      expectRounded(v, v32, "adamw v, " + what);
+      // Continue the f32 reference from the stored (rounded) state, as the kernel does.
+      p32 = p.widened();
+      m32 = m.widened();
+      v32 = v.widened();
+    }
+  }
+}
+
+TEST_P(CpuLow, FillLossScaled) {
+  const int32_t dt = GetParam();
+  Typed out(dt, VecF(5, 0.0f));
+  tgrt_fill_loss_scaled(ctx_, "seed", dt, out.data(), 5, 0.3f); // default scale 1
+  for (uint16_t v : out.h) EXPECT_EQ(v, lowOf(dt, 0.3f));
+  tgrt_set_loss_scale(ctx_, 1024.0f);
+  tgrt_fill_loss_scaled(ctx_, "seed", dt, out.data(), 4, 0.3f);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out.h[i], lowOf(dt, 0.3f * 1024.0f));
+  EXPECT_EQ(out.h[4], lowOf(dt, 0.3f)); // only n written
+  tgrt_set_loss_scale(ctx_, 65536.0f);
+  tgrt_fill_loss_scaled(ctx_, "seed", dt, out.data(), 1, 2.0f);
+  // 131072 overflows f16 (max 65504) to +inf; bf16 holds it exactly.
+  EXPECT_EQ(out.widened()[0], dt == TGRT_F16 ? kInf : 131072.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CpuLow, ::testing::Values(TGRT_BF16, TGRT_F16), lowName);
+
+TEST(F16, RoundingRoundTrip) {
+  // Every f16 bit pattern widens exactly and rounds back to itself (NaN stays NaN).
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const float f = tgrt_f16_to_float((uint16_t)h);
+    const bool nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+    EXPECT_EQ(std::isnan(f), nan) << h;
+    if (nan)
+      EXPECT_TRUE(std::isnan(tgrt_f16_to_float(tgrt_f16_from_float(f)))) << h;
+    else
+      ASSERT_EQ(tgrt_f16_from_float(f), (uint16_t)h) << h;
+  }
+  EXPECT_EQ(tgrt_f16_to_float(0x3c00u), 1.0f);
+  EXPECT_EQ(tgrt_f16_to_float(0x7bffu), 65504.0f);
+  EXPECT_EQ(tgrt_f16_to_float(0x0001u), 0x1p-24f); // smallest subnormal
+  EXPECT_EQ(tgrt_f16_to_float(0x03ffu), 1023 * 0x1p-24f);
+  EXPECT_EQ(tgrt_f16_to_float(0x8000u), 0.0f);
+  EXPECT_TRUE(std::signbit(tgrt_f16_to_float(0x8000u)));
+}
+
+TEST_F(Cpu, CastRoundTripsOverflowNanSubnormalsTiesToEven) {
+  EXPECT_EQ(tgrt_dtype_size(TGRT_F32), 4);
+  EXPECT_EQ(tgrt_dtype_size(TGRT_BF16), 2);
+  EXPECT_EQ(tgrt_dtype_size(TGRT_F16), 2);
+  EXPECT_EQ(tgrt_dtype_size(3), 0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const VecF special = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.0f, 65520.0f, 1e5f, 3.4e38f,
+                        -3.4e38f, kInf, -kInf, nan, 0x1p-24f, 0x1p-25f, 3 * 0x1p-25f,
+                        5 * 0x1p-25f, 0x1p-26f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f,
+                        1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1p-14f, 1e-8f};
+  const VecF rnd = randVec(500, 300, -1000.0f, 1000.0f);
+  VecF x = special;
+  x.insert(x.end(), rnd.begin(), rnd.end());
+  const int64_t n = (int64_t)x.size();
+
+  // f32 -> low: exactly the host rounding helpers.
+  for (int32_t dt : {TGRT_BF16, TGRT_F16}) {
+    Typed low(dt, VecF(n));
+    tgrt_cast(ctx_, "cast", TGRT_F32, x.data(), dt, low.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(low.h[i], lowOf(dt, x[i])) << dtName(dt) << " " << i;
+    // low -> f32 is exact.
+    VecF back(n);
+    tgrt_cast(ctx_, "cast", dt, low.data(), TGRT_F32, back.data(), n);
+    expectBitEqual(back, low.widened(), std::string("widen ") + dtName(dt));
+    // low -> f32 -> low is the identity.
+    Typed again(dt, VecF(n));
+    tgrt_cast(ctx_, "cast", TGRT_F32, back.data(), dt, again.data(), n);
+    EXPECT_EQ(again.h, low.h) << dtName(dt);
+  }
+  auto f16 = [&](float v) { return tgrt_f16_from_float(v); };
+  auto bf16 = [&](float v) { return tgrt_bf16_from_float(v); };
+  // Overflow to inf, NaN stays NaN.
+  EXPECT_EQ(f16(65519.0f), 0x7bffu);   // below the midpoint to 2^16: rounds to 65504
+  EXPECT_EQ(f16(65520.0f), 0x7c00u);   // the midpoint: rounds (to even) up to +inf
+  EXPECT_EQ(f16(1e5f), 0x7c00u);
+  EXPECT_EQ(f16(-1e5f), 0xfc00u);
+  EXPECT_EQ(bf16(3.4e38f), 0x7f80u);
+  EXPECT_EQ(bf16(-3.4e38f), 0xff80u);
+  EXPECT_TRUE(std::isnan(tgrt_f16_to_float(f16(nan))));
+  EXPECT_TRUE(std::isnan(tgrt_bf16_to_float(bf16(nan))));
+  // f16 subnormals, ties to even: 2^-25 is half of the smallest subnormal -> 0 (even);
+  // 3*2^-25 -> 2 ulp (even), 5*2^-25 -> 2 ulp (even); 2^-26 -> 0.
+  EXPECT_EQ(f16(0x1p-24f), 0x0001u);
+  EXPECT_EQ(f16(0x1p-25f), 0x0000u);
+  EXPECT_EQ(f16(-0x1p-25f), 0x8000u);
+  EXPECT_EQ(f16(3 * 0x1p-25f), 0x0002u);
+  EXPECT_EQ(f16(5 * 0x1p-25f), 0x0002u);
+  EXPECT_EQ(f16(0x1p-26f), 0x0000u);
+  EXPECT_EQ(f16(0x1p-14f), 0x0400u); // smallest normal
+  EXPECT_EQ(f16(0x1p-14f - 0x1p-24f), 0x03ffu); // largest subnormal
+  // Normal ties to even (f16 has 10 fraction bits): 1 + 2^-11 -> 1; 1 + 3*2^-11 -> 1 + 2^-9.
+  EXPECT_EQ(f16(1.0f + 0x1p-11f), 0x3c00u);
+  EXPECT_EQ(f16(1.0f + 3 * 0x1p-11f), 0x3c02u);
+  EXPECT_EQ(f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01u);
+
+  // bf16 <-> f16: widen exactly, round once.
+  const Typed b(TGRT_BF16, x);
+  Typed h(TGRT_F16, VecF(n));
+  tgrt_cast(ctx_, "cast", TGRT_BF16, b.data(), TGRT_F16, h.data(), n);
+  const VecF bW = b.widened();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h.h[i], f16(bW[i])) << i;
+  Typed b2(TGRT_BF16, VecF(n));
+  tgrt_cast(ctx_, "cast", TGRT_F16, h.data(), TGRT_BF16, b2.data(), n);
+  const VecF hW = h.widened();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b2.h[i], bf16(hW[i])) << i;
+
+  // Same-type casts copy the bits, NaN payloads included.
+  VecF xs = x;
+  xs[0] = floatOfBits(0x7fc01234u);
+  VecF y(n, 1.0f);
+  tgrt_cast(ctx_, "cast", TGRT_F32, xs.data(), TGRT_F32, y.data(), n);
+  expectBitEqual(y, xs, "f32 copy");
+  Typed hc(TGRT_F16, VecF(n));
+  h.h[1] = 0x7d01u; // a NaN with payload
+  tgrt_cast(ctx_, "cast", TGRT_F16, h.data(), TGRT_F16, hc.data(), n);
+  EXPECT_EQ(hc.h, h.h);
+}
+
+TEST_F(Cpu, ClipScaleUnscalesByTheLossScale) {
+  // Gradients (3, 4, 12) (norm 13) seeded with loss scale 1024: scaled grads (3, 4, 12) * 1024.
+  const VecF g = {3.0f * 1024, 4.0f * 1024, 12.0f * 1024};
+  float ref[2] = {169.0f, 0.0f};
+  tgrt_clip_scale(ctx_, "clip", ref, 1.0f); // S = 1: today's factor
+  tgrt_set_loss_scale(ctx_, 1024.0f);
+  float acc[2] = {0.0f, -1.0f};
+  tgrt_grad_norm_sq(ctx_, "norm", TGRT_F32, g.data(), 3, acc);
+  EXPECT_EQ(acc[0], 169.0f * 1024 * 1024);
+  tgrt_clip_scale(ctx_, "clip", acc, 1.0f);
+  EXPECT_EQ(acc[1], ref[1] / 1024.0f); // the same clip factor times 1/1024 (exact)
+  EXPECT_NEAR(acc[1], 1.0 / (13.0 + 1e-6) / 1024.0, 1e-10);
+  EXPECT_EQ(tgrt_last_grad_norm(ctx_), 13.0f); // unscaled
+  tgrt_clip_scale(ctx_, "clip", acc, 20.0f); // under the limit: just the unscaling
+  EXPECT_EQ(acc[1], 1.0f / 1024.0f);
+  tgrt_clip_scale(ctx_, "clip", acc, 0.0f); // clipping disabled
+  EXPECT_EQ(acc[1], 1.0f / 1024.0f);
+
+  // AdamW with the unscaling factor sees the same g' as an unscaled run.
+  tgrt_set_lr(ctx_, 0.1f);
+  tgrt_set_step(ctx_, 1);
+  float p1 = 0.5f, m1 = 0.0f, v1 = 0.0f, p2 = 0.5f, m2 = 0.0f, v2 = 0.0f;
+  const float gs = 2048.0f, gu = 2.0f, one[2] = {0.0f, 1.0f};
+  tgrt_adamw(ctx_, "opt", TGRT_F32, &p1, &gs, TGRT_F32, &m1, &v1, 1, 0.9f, 0.999f, 1e-8f, 0.0f,
+             acc);
+  tgrt_adamw(ctx_, "opt", TGRT_F32, &p2, &gu, TGRT_F32, &m2, &v2, 1, 0.9f, 0.999f, 1e-8f, 0.0f,
+             one);
+  EXPECT_EQ(p1, p2);
+  EXPECT_EQ(m1, m2);
+  EXPECT_EQ(v1, v2);
+}
+
+TEST_F(Cpu, LossScaleMustBeFinitePositive) {
+  EXPECT_EXIT(tgrt_set_loss_scale(ctx_, 0.0f), ::testing::ExitedWithCode(1),
+              "tgrt: set_loss_scale: loss scale 0 must be finite and > 0");
+  EXPECT_EXIT(tgrt_set_loss_scale(ctx_, -2.0f), ::testing::ExitedWithCode(1), "loss scale -2");
+  EXPECT_EXIT(tgrt_set_loss_scale(ctx_, kInf), ::testing::ExitedWithCode(1), "loss scale inf");
+  EXPECT_EXIT(tgrt_set_loss_scale(ctx_, std::nanf("")), ::testing::ExitedWithCode(1),
+              "loss scale");
+  tgrt_set_loss_scale(ctx_, 0.5f); // fine
+}
+
+TEST_F(Cpu, OverflowedGradientSkipsTheStep) {
+  tgrt_set_loss_scale(ctx_, 65536.0f);
+  tgrt_set_lr(ctx_, 0.1f);
+  tgrt_set_step(ctx_, 2);
+  for (int32_t dt : {TGRT_F32, TGRT_BF16, TGRT_F16}) {
+    for (float bad : {kInf, -kInf, std::numeric_limits<float>::quiet_NaN()}) {
+      const std::string name = std::string(dtName(dt)) + " bad " + std::to_string(bad);
+      VecF gv = randVec(16, 310);
+      gv[5] = bad;
+      Typed g(dt, gv);
+      float acc[2] = {0.0f, 0.0f};
+      tgrt_grad_norm_sq(ctx_, "norm", dt, g.data(), 16, acc);
+      EXPECT_FALSE(std::isfinite(acc[0])) << name;
+      tgrt_clip_scale(ctx_, "clip", acc, 1.0f);
+      EXPECT_TRUE(std::isnan(acc[1])) << name;
+      EXPECT_FALSE(std::isfinite(tgrt_last_grad_norm(ctx_))) << name;
+      // AdamW changes nothing (p, m, v keep their bits), for any state dtype.
+      for (int32_t sdt : {(int32_t)TGRT_F32, dt}) {
+        Typed p = randTyped(dt, 16, 311), m = randTyped(sdt, 16, 312),
+              v = randTyped(sdt, 16, 313, 0.0f, 1.0f);
+        const Typed p0 = p, m0 = m, v0 = v;
+        tgrt_adamw(ctx_, "opt", dt, p.data(), g.data(), sdt, m.data(), v.data(), 16, 0.9f,
+                   0.999f, 1e-8f, 0.1f, acc);
+        EXPECT_TRUE(p.sameBits(p0)) << name;
+        EXPECT_TRUE(m.sameBits(m0)) << name << " state " << dtName(sdt);
+        EXPECT_TRUE(v.sameBits(v0)) << name << " state " << dtName(sdt);
+      }
+    }
+  }
+  // A finite factor with a finite gradient does update.
+  float acc[2] = {4.0f, 0.0f};
+  tgrt_clip_scale(ctx_, "clip", acc, 0.0f);
+  EXPECT_EQ(acc[1], 1.0f / 65536.0f);
+  EXPECT_EQ(tgrt_last_grad_norm(ctx_), 2.0f / 65536.0f);
+}
+
+TEST_F(Cpu, UnknownDtypeFailsWithLocation) {
+  VecF a(8, 1.0f), mean(2), rstd(2);
+  EXPECT_EXIT(tgrt_add(ctx_, "layers.0.res", 7, a.data(), a.data(), a.data(), 8),
+              ::testing::ExitedWithCode(1), "tgrt: layers.0.res: add: unknown dtype 7");
+  EXPECT_EXIT(tgrt_fill(ctx_, "f", -1, a.data(), 0, 0.0f), ::testing::ExitedWithCode(1),
+              "tgrt: f: fill: unknown dtype -1"); // even with nothing to do
+  EXPECT_EXIT(tgrt_layer_norm_fwd(ctx_, "ln_f", TGRT_F32, a.data(), 3, a.data(), a.data(), TGRT_F32,
+                                  a.data(), mean.data(), rstd.data(), 2, 4, 1e-5f),
+              ::testing::ExitedWithCode(1),
+              "tgrt: ln_f: layer_norm_fwd \\(p_dt\\): unknown dtype 3");
+  EXPECT_EXIT(tgrt_cast(ctx_, "cast", TGRT_F32, a.data(), 9, a.data(), 8),
+              ::testing::ExitedWithCode(1), "tgrt: cast: cast \\(dst_dt\\): unknown dtype 9");
+  EXPECT_EXIT(tgrt_adamw(ctx_, "opt", TGRT_F32, a.data(), a.data(), 4, a.data(), a.data(), 8,
+                         0.9f, 0.999f, 1e-8f, 0.0f, nullptr),
+              ::testing::ExitedWithCode(1), "tgrt: opt: adamw \\(state_dt\\): unknown dtype 4");
+  EXPECT_EXIT(tgrt_matmul(ctx_, "mm", 5, a.data(), a.data(), a.data(), 1, 2, 2, 2, 0, 0, 0, 0, 0,
+                          1.0f, 0.0f),
+              ::testing::ExitedWithCode(1), "tgrt: mm: matmul: unknown dtype 5");
+  EXPECT_EXIT(tgrt_attention_fwd(ctx_, "attn", 3, a.data(), a.data(), a.data(), a.data(),
+                                 mean.data(), 1, 2, 4, 1, 0, 1.0f),
+              ::testing::ExitedWithCode(1), "tgrt: attn: attention_fwd: unknown dtype 3");
+}
+
 // ------------------------------------------------------------------- errors --
 
 TEST_F(Cpu, NegativeSizesAndNullPointersFailWithLocation) {
   VecF a(4);
-  EXPECT_EXIT(tgrt_add(ctx_, "layers.0.res", a.data(), a.data(), a.data(), -1),
+  EXPECT_EXIT(tgrt_add(ctx_, "layers.0.res", TGRT_F32, a.data(), a.data(), a.data(), -1),
               ::testing::ExitedWithCode(1), "tgrt: layers.0.res: negative size in add");
-  EXPECT_EXIT(tgrt_gelu_fwd(ctx_, "layers.1.mlp.gelu", nullptr, a.data(), 4),
+  EXPECT_EXIT(tgrt_gelu_fwd(ctx_, "layers.1.mlp.gelu", TGRT_F32, nullptr, a.data(), 4),
               ::testing::ExitedWithCode(1), "tgrt: layers.1.mlp.gelu: gelu_fwd: pointer");
   EXPECT_EXIT(tgrt_report_loss(nullptr, "loss", a.data()), ::testing::ExitedWithCode(1),
               "tgrt: loss: NULL context");
@@ -989,9 +1600,10 @@ TEST(CpuLinear, MatmulBiasEqualsMatmulThenBiasAdd) {
           s += (double)a[r * k + p] * (tb ? b[c * k + p] : b[p * n + c]);
         want[r * n + c] = (float)(0.5 * s + bias[c]);
       }
-    tgrt_matmul_bias(ctx, "test", a.data(), b.data(), bias.data(), got.data(), m, n, k, 0, tb,
-                     0.5f);
-    for (int64_t i = 0; i < m * n; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "tb " << tb << " i " << i;
+    tgrt_matmul_bias(ctx, "test", TGRT_F32, a.data(), b.data(), bias.data(), got.data(), m, n, k, 0,
+                     tb, 0.5f);
+    for (int64_t i = 0; i < m * n; ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-6) << "tb " << tb << " i " << i;
   }
   tgrt_ctx_destroy(ctx);
 }

@@ -1,22 +1,39 @@
 // tgrt-cuda-check — compares every CUDA kernel of the runtime with the CPU reference backend.
 //
 // The program links the CPU backend (extern "C" tgrt_*) and the CUDA implementation
-// (tgrt_cuda::*, runtime/cuda/CudaRuntime.h) side by side. For each kernel it draws random
-// inputs (a fresh seed every run unless --seed; never zeros), runs both, and compares:
-//   error = max |cuda - cpu| / max |cpu|,  PASS when error <= 1e-5 (fp32; GEMMs with TF32
-//   off). Outputs are poisoned with NaN before each CUDA run, so an unwritten element fails.
+// (tgrt_cuda::*, runtime/cuda/CudaRuntime.h) side by side. For each kernel and element type
+// (f32, bf16, f16; tgrt.h's enum tgrt_dtype) it draws random inputs (a fresh seed every run
+// unless --seed; never zeros; for bf16 / f16 the values are representable, so both backends
+// read the same numbers), runs both, and compares:
+//   error = max |cuda - cpu| / max |cpu| over the widened outputs. PASS when
+//   - f32 outputs: error <= 1e-5 (GEMMs with TF32 off);
+//   - bf16 / f16 outputs where the backends may sum in another order or use other math
+//     functions (GEMM, layer norm, softmax, GELU, reductions, AdamW): error <= 1e-2 (bf16) /
+//     2e-3 (f16), about two units in the last place of the output type;
+//   - bf16 / f16 outputs where the contract fixes every float operation (cast, copies,
+//     embedding, add / accumulate / bias_add / positional, fill, dropout, causal_mask,
+//     embedding_bwd, positional_bwd): bit for bit (error 0);
+//   - cast: bit for bit for every pair of types, over all 65536 bf16 / f16 patterns and 2^20
+//     random float patterns plus specials (NaN payloads, infinities, subnormals, ties,
+//     overflow).
+//   Outputs are poisoned with NaN before each CUDA run, so an unwritten element fails.
+// Layer norm runs every typed combination the CUDA backend compiles (one dtype, or x and the
+// parameters f32 with y bf16 / f16) and one mixed combination of its generic kernel. AdamW
+// runs several (p, state) dtype pairs, the loss-scale unscaling of clip_scale, the NaN of an
+// overflowed step and AdamW's skip of it.
 // Attention is checked three ways for t in {64, 256, 1024} (plus t = 100, not a tile
 // multiple), hd in {32, 64, 128}, window in {0, 1, 64}: flash vs CPU (out, lse, dq, dk, dv)
 // and flash vs a naive GPU composition (matmul, causal_mask, softmax, matmul and their
 // backward). It prints a table, then "N passed, M failed", and exits non-zero on a failure.
-// The bf16 attention (tensor cores) is checked against the CPU bf16 reference (fp32 on the
-// widened bf16 inputs, outputs rounded to bf16) on the same shapes: PASS when out, dq, dk, dv
-// are within 1e-2 and lse within 1e-3 (relative to the largest reference value).
+// The bf16 and f16 attention (tensor cores) are checked against the CPU reference (fp32 on
+// the widened inputs, outputs rounded) on the same shapes: PASS when out, dq, dk, dv are
+// within 1e-2 (bf16) / 2e-3 (f16) and lse within 1e-3 (relative to the largest reference
+// value).
 // The TF32 attention (fp32 in/out, tensor cores; what TGRT_TF32=1 selects, called here
 // directly) is checked against the fp32 CPU reference on the same shapes: PASS when out and
 // (dq, dk, dv) are within 2e-3 and lse within 1e-4.
 // Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
-// 256 and 128, fp32, bf16 and TF32.
+// 256 and 128: fp32, bf16, f16 and TF32.
 //
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
@@ -48,8 +65,26 @@ namespace {
 
 using Vec = std::vector<float>;
 using IVec = std::vector<int32_t>;
+using Bytes = std::vector<uint8_t>;
 
 constexpr double kTol = 1e-5;
+constexpr double kTolBf16 = 1e-2; // bf16 outputs with summation-order freedom
+constexpr double kTolF16 = 2e-3;  // f16 outputs with summation-order freedom
+
+constexpr int32_t kDtypes[3] = {TGRT_F32, TGRT_BF16, TGRT_F16};
+
+const char* dtName(int32_t dt) {
+  return dt == TGRT_F32 ? "f32" : dt == TGRT_BF16 ? "bf16" : dt == TGRT_F16 ? "f16" : "?";
+}
+/// Tolerance of an output of type dt where the backends may round differently.
+double tolFor(int32_t dt) { return dt == TGRT_F32 ? kTol : dt == TGRT_BF16 ? kTolBf16 : kTolF16; }
+/// Tolerance of an output of type dt that the contract fixes bit for bit: 0 for bf16 / f16
+/// (f32 keeps the fp32-only check's 1e-5).
+double exactTol(int32_t dt) { return dt == TGRT_F32 ? kTol : 0.0; }
+/// "name" for f32 (the fp32-only check's rows), "name [bf16]" otherwise.
+std::string named(const char* name, int32_t dt) {
+  return dt == TGRT_F32 ? std::string(name) : std::string(name) + " [" + dtName(dt) + "]";
+}
 
 // ------------------------------------------------------------------ utilities --
 
@@ -94,6 +129,86 @@ struct Dev {
   }
 };
 
+// ----------------------------------------------------------- typed host tensors --
+
+/// A host tensor of dtype dt: its bytes (f32, or bf16 / f16 bit patterns).
+struct Raw {
+  int32_t dt = TGRT_F32;
+  Bytes b;
+  size_t n() const { return b.size() / (size_t)tgrt_dtype_size(dt); }
+  void* data() { return b.data(); }
+  const void* data() const { return b.data(); }
+};
+
+/// f rounded to dt (RNE, tgrt.h's helpers).
+Raw encode(const Vec& f, int32_t dt) {
+  Raw r;
+  r.dt = dt;
+  r.b.resize(f.size() * (size_t)tgrt_dtype_size(dt));
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (dt == TGRT_F32) {
+      std::memcpy(r.b.data() + 4 * i, &f[i], 4);
+    } else {
+      const uint16_t h = dt == TGRT_BF16 ? tgrt_bf16_from_float(f[i]) : tgrt_f16_from_float(f[i]);
+      std::memcpy(r.b.data() + 2 * i, &h, 2);
+    }
+  }
+  return r;
+}
+/// The widened (exact) values of r.
+Vec decode(const Raw& r) {
+  Vec f(r.n());
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (r.dt == TGRT_F32) {
+      std::memcpy(&f[i], r.b.data() + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, r.b.data() + 2 * i, 2);
+      f[i] = r.dt == TGRT_BF16 ? tgrt_bf16_to_float(h) : tgrt_f16_to_float(h);
+    }
+  }
+  return f;
+}
+/// n zero elements of dt.
+Raw zerosOf(int32_t dt, size_t n) {
+  Raw r;
+  r.dt = dt;
+  r.b.assign(n * (size_t)tgrt_dtype_size(dt), 0);
+  return r;
+}
+
+/// A device tensor of dtype dt (bytes).
+struct DevT : Dev<uint8_t> {
+  int32_t dt;
+  explicit DevT(const Raw& r) : Dev<uint8_t>(r.b), dt(r.dt) {}
+  DevT(int32_t dt_, size_t count) : Dev<uint8_t>(count * (size_t)tgrt_dtype_size(dt_)), dt(dt_) {}
+  /// Element i's address.
+  void* at(size_t i) const { return p + i * (size_t)tgrt_dtype_size(dt); }
+  Raw raw() const {
+    Raw r;
+    r.dt = dt;
+    r.b = get();
+    return r;
+  }
+  Vec f() const { return decode(raw()); }
+};
+
+/// Elements whose bytes differ.
+size_t bitDiffs(const Raw& a, const Raw& b) {
+  if (a.b.size() != b.b.size()) return std::max(a.n(), b.n()) + 1;
+  const size_t es = (size_t)tgrt_dtype_size(a.dt);
+  size_t d = 0;
+  for (size_t i = 0; i < a.n(); ++i) d += std::memcmp(a.b.data() + i * es, b.b.data() + i * es, es) != 0;
+  return d;
+}
+
+/// x rounded to dt and widened back.
+float roundTo(float x, int32_t dt) {
+  if (dt == TGRT_BF16) return tgrt_bf16_to_float(tgrt_bf16_from_float(x));
+  if (dt == TGRT_F16) return tgrt_f16_to_float(tgrt_f16_from_float(x));
+  return x;
+}
+
 /// Random numbers from one seed (std::mt19937_64: the same sequence on every platform).
 struct Rng {
   std::mt19937_64 gen;
@@ -120,6 +235,15 @@ struct Rng {
     for (float& x : v) x = scale * normal();
     return v;
   }
+  /// n values of dt, uniform in [lo, hi) before rounding, never zero after it.
+  Raw tensor(int32_t dt, size_t n, float lo = -1.0f, float hi = 1.0f) {
+    Vec v(n);
+    for (float& x : v) {
+      do x = roundTo(uniform(lo, hi), dt);
+      while (x == 0.0f);
+    }
+    return encode(v, dt);
+  }
 };
 
 /// max |got - ref| / max |ref| (max |got - ref| when ref is all zero); inf on NaN or a size
@@ -136,6 +260,7 @@ double relErr(const Vec& got, const Vec& ref) {
   }
   return maxRef > 0.0 ? maxDiff / maxRef : maxDiff;
 }
+double relErr(const Raw& got, const Raw& ref) { return relErr(decode(got), decode(ref)); }
 
 /// relErr of several outputs of one op taken together: max diff over all / max |ref| over
 /// all. Used for (dq, dk, dv): at window 1 the exact dq and dk are 0 (P = 1 on the diagonal,
@@ -202,182 +327,253 @@ void checkContext(Contexts& c, Rng& rng) {
   if (none) tgrt_cuda::destroyContext(none);
 }
 
-void checkEmbedding(Contexts& c, Rng& rng) {
-  const int64_t n = 1000, d = 200, vocab = 777;
-  Vec table = rng.vec((size_t)(vocab * d));
-  IVec ids(n);
-  for (auto& id : ids) id = rng.below(vocab);
-  Vec ref((size_t)(n * d));
-  tgrt_embedding_fwd(c.cpu, "check", table.data(), ids.data(), ref.data(), n, d, vocab);
-  Dev<float> dTable(table), dOut((size_t)(n * d));
-  Dev<int32_t> dIds(ids);
-  dOut.poison();
-  tgrt_cuda::embeddingFwd(c.gpu, "check", dTable.p, dIds.p, dOut.p, n, d, vocab);
-  record("embedding_fwd", fmt("n%lld d%lld vocab%lld", (long long)n, (long long)d, (long long)vocab),
-         relErr(dOut.get(), ref));
+void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {
+  // d 200: 16-byte rows for f32 and 2-byte types alike; d 75: element copies.
+  for (int64_t d : {int64_t(200), int64_t(75)}) {
+    const int64_t n = 1000, vocab = 777;
+    Raw table = rng.tensor(dt, (size_t)(vocab * d));
+    IVec ids(n);
+    for (auto& id : ids) id = rng.below(vocab);
+    Raw ref = zerosOf(dt, (size_t)(n * d));
+    tgrt_embedding_fwd(c.cpu, "check", dt, table.data(), ids.data(), ref.data(), n, d, vocab);
+    DevT dTable(table), dOut(dt, (size_t)(n * d));
+    Dev<int32_t> dIds(ids);
+    dOut.poison();
+    tgrt_cuda::embeddingFwd(c.gpu, "check", dt, dTable.p, dIds.p, dOut.p, n, d, vocab);
+    record(named("embedding_fwd", dt),
+           fmt("n%lld d%lld vocab%lld", (long long)n, (long long)d, (long long)vocab),
+           (double)bitDiffs(dOut.raw(), ref), 0.0);
+  }
 
   // Backward with many repeats (vocab 50) and with few (vocab 5000).
   for (int64_t v2 : {int64_t(50), int64_t(5000)}) {
     const int64_t nt = 3000, d2 = 130;
     IVec ids2(nt);
     for (auto& id : ids2) id = rng.below(v2);
-    Vec dout = rng.vec((size_t)(nt * d2));
-    Vec ref2((size_t)(v2 * d2));
-    tgrt_embedding_bwd(c.cpu, "check", ids2.data(), dout.data(), ref2.data(), nt, d2, v2);
+    Raw dout = rng.tensor(dt, (size_t)(nt * d2));
+    Raw ref2 = zerosOf(dt, (size_t)(v2 * d2));
+    tgrt_embedding_bwd(c.cpu, "check", dt, ids2.data(), dout.data(), ref2.data(), nt, d2, v2);
     Dev<int32_t> gIds(ids2);
-    Dev<float> gDout(dout), gTable((size_t)(v2 * d2));
+    DevT gDout(dout), gTable(dt, (size_t)(v2 * d2));
     gTable.poison();
-    tgrt_cuda::embeddingBwd(c.gpu, "check", gIds.p, gDout.p, gTable.p, nt, d2, v2);
-    Vec got = gTable.get();
-    record("embedding_bwd", fmt("n%lld d%lld vocab%lld", (long long)nt, (long long)d2, (long long)v2),
-           relErr(got, ref2));
-    // Deterministic and in token order: bitwise equal to the CPU's in-order sums.
-    const bool same = std::memcmp(got.data(), ref2.data(), got.size() * sizeof(float)) == 0;
-    record("embedding_bwd bitwise == cpu", fmt("vocab%lld", (long long)v2), same ? 0.0 : 1.0, 0.0);
+    tgrt_cuda::embeddingBwd(c.gpu, "check", dt, gIds.p, gDout.p, gTable.p, nt, d2, v2);
+    const Raw got = gTable.raw();
+    record(named("embedding_bwd", dt),
+           fmt("n%lld d%lld vocab%lld", (long long)nt, (long long)d2, (long long)v2),
+           relErr(got, ref2), exactTol(dt));
+    // Deterministic and in token order: bitwise equal to the CPU's in-order float sums.
+    record(named("embedding_bwd bitwise == cpu", dt), fmt("vocab%lld", (long long)v2),
+           (double)bitDiffs(got, ref2), 0.0);
   }
 }
 
-void checkPositional(Contexts& c, Rng& rng) {
+void checkPositional(Contexts& c, Rng& rng, int32_t dt) {
   const int64_t batch = 3, t = 100, d = 96, context = 128;
-  Vec x = rng.vec((size_t)(batch * t * d)), wpe = rng.vec((size_t)(context * d));
-  Vec ref(x.size());
-  tgrt_positional_fwd(c.cpu, "check", x.data(), wpe.data(), ref.data(), batch, t, d);
-  Dev<float> gx(x), gw(wpe), go(x.size());
+  Raw x = rng.tensor(dt, (size_t)(batch * t * d)), wpe = rng.tensor(dt, (size_t)(context * d));
+  Raw ref = zerosOf(dt, x.n());
+  tgrt_positional_fwd(c.cpu, "check", dt, x.data(), wpe.data(), ref.data(), batch, t, d);
+  DevT gx(x), gw(wpe), go(dt, x.n());
   go.poison();
-  tgrt_cuda::positionalFwd(c.gpu, "check", gx.p, gw.p, go.p, batch, t, d);
-  record("positional_fwd", "b3 t100 d96", relErr(go.get(), ref));
-  Vec dref((size_t)(context * d));
-  tgrt_positional_bwd(c.cpu, "check", x.data(), dref.data(), batch, t, d, context);
-  Dev<float> gd((size_t)(context * d));
+  tgrt_cuda::positionalFwd(c.gpu, "check", dt, gx.p, gw.p, go.p, batch, t, d);
+  record(named("positional_fwd", dt), "b3 t100 d96", relErr(go.raw(), ref), exactTol(dt));
+  Raw dref = zerosOf(dt, (size_t)(context * d));
+  tgrt_positional_bwd(c.cpu, "check", dt, x.data(), dref.data(), batch, t, d, context);
+  DevT gd(dt, (size_t)(context * d));
   gd.poison();
-  tgrt_cuda::positionalBwd(c.gpu, "check", gx.p, gd.p, batch, t, d, context);
-  record("positional_bwd", "b3 t100 d96 context128", relErr(gd.get(), dref));
+  tgrt_cuda::positionalBwd(c.gpu, "check", dt, gx.p, gd.p, batch, t, d, context);
+  record(named("positional_bwd", dt), "b3 t100 d96 context128", relErr(gd.raw(), dref),
+         exactTol(dt));
 }
 
-void checkElementwise(Contexts& c, Rng& rng) {
+void checkElementwise(Contexts& c, Rng& rng, int32_t dt) {
   const int64_t n = 100003;
-  Vec a = rng.vec((size_t)n), b = rng.vec((size_t)n);
+  const double ex = exactTol(dt);
+  Raw a = rng.tensor(dt, (size_t)n), b = rng.tensor(dt, (size_t)n);
   {
-    Vec ref((size_t)n);
-    tgrt_add(c.cpu, "check", a.data(), b.data(), ref.data(), n);
-    Dev<float> ga(a), gb(b), go((size_t)n);
+    Raw ref = zerosOf(dt, (size_t)n);
+    tgrt_add(c.cpu, "check", dt, a.data(), b.data(), ref.data(), n);
+    DevT ga(a), gb(b), go(dt, (size_t)n);
     go.poison();
-    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, go.p, n);
-    record("add", "n100003", relErr(go.get(), ref));
-    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, ga.p, n); // out aliases a
-    record("add (out aliases a)", "n100003", relErr(ga.get(), ref));
+    tgrt_cuda::add(c.gpu, "check", dt, ga.p, gb.p, go.p, n);
+    record(named("add", dt), "n100003", relErr(go.raw(), ref), ex);
+    tgrt_cuda::add(c.gpu, "check", dt, ga.p, gb.p, ga.p, n); // out aliases a
+    record(named("add (out aliases a)", dt), "n100003", relErr(ga.raw(), ref), ex);
   }
   {
-    Vec ref = a;
-    tgrt_accumulate(c.cpu, "check", ref.data(), b.data(), n);
-    Dev<float> ga(a), gb(b);
-    tgrt_cuda::accumulate(c.gpu, "check", ga.p, gb.p, n);
-    record("accumulate", "n100003", relErr(ga.get(), ref));
+    Raw ref = a;
+    tgrt_accumulate(c.cpu, "check", dt, ref.data(), b.data(), n);
+    DevT ga(a), gb(b);
+    tgrt_cuda::accumulate(c.gpu, "check", dt, ga.p, gb.p, n);
+    record(named("accumulate", dt), "n100003", relErr(ga.raw(), ref), ex);
   }
   {
-    Vec ref((size_t)n);
-    tgrt_fill(c.cpu, "check", ref.data(), n, 0.375f);
-    Dev<float> go((size_t)n);
+    Raw ref = zerosOf(dt, (size_t)n);
+    tgrt_fill(c.cpu, "check", dt, ref.data(), n, 0.3f); // not representable: rounded to dt
+    DevT go(dt, (size_t)n);
     go.poison();
-    tgrt_cuda::fill(c.gpu, "check", go.p, n, 0.375f);
-    record("fill", "n100003", relErr(go.get(), ref));
-    tgrt_cuda::zero(c.gpu, "check", go.p, (int64_t)(n * sizeof(float)));
-    record("zero", "n100003", relErr(go.get(), Vec((size_t)n, 0.0f)));
+    tgrt_cuda::fill(c.gpu, "check", dt, go.p, n, 0.3f);
+    record(named("fill", dt), "n100003 value 0.3", (double)bitDiffs(go.raw(), ref), 0.0);
+    tgrt_cuda::zero(c.gpu, "check", go.p, (int64_t)(n * tgrt_dtype_size(dt)));
+    record(named("zero", dt), "n100003", relErr(go.f(), Vec((size_t)n, 0.0f)));
   }
   {
-    // float4 paths without a tail (n % 4 == 0) and the scalar path (operands 4 bytes off).
+    // Packs without a tail (n a multiple of 8) and the scalar path (operands one element off).
     const int64_t n4 = 100000;
-    Vec ref((size_t)n4);
-    tgrt_add(c.cpu, "check", a.data(), b.data(), ref.data(), n4);
-    Dev<float> ga(a), gb(b), go((size_t)n + 1);
+    Raw ref = zerosOf(dt, (size_t)n4);
+    tgrt_add(c.cpu, "check", dt, a.data(), b.data(), ref.data(), n4);
+    DevT ga(a), gb(b), go(dt, (size_t)n + 1);
     go.poison();
-    tgrt_cuda::add(c.gpu, "check", ga.p, gb.p, go.p, n4);
-    Vec got = go.get();
+    tgrt_cuda::add(c.gpu, "check", dt, ga.p, gb.p, go.p, n4);
+    Vec got = go.f();
     got.resize((size_t)n4);
-    record("add", "n100000 (float4, no tail)", relErr(got, ref));
-    Vec refU((size_t)(n - 1));
-    tgrt_add(c.cpu, "check", a.data() + 1, b.data() + 1, refU.data(), n - 1);
+    record(named("add", dt), "n100000 (packs, no tail)", relErr(got, decode(ref)), ex);
+    Raw refU = zerosOf(dt, (size_t)(n - 1));
+    const size_t es = (size_t)tgrt_dtype_size(dt);
+    tgrt_add(c.cpu, "check", dt, a.b.data() + es, b.b.data() + es, refU.data(), n - 1);
     go.poison();
-    tgrt_cuda::add(c.gpu, "check", ga.p + 1, gb.p + 1, go.p + 1, n - 1);
-    got = go.get();
+    tgrt_cuda::add(c.gpu, "check", dt, ga.at(1), gb.at(1), go.at(1), n - 1);
+    got = go.f();
     got = Vec(got.begin() + 1, got.begin() + n);
-    record("add (unaligned, scalar path)", "n100002 at +4 bytes", relErr(got, refU));
-    Vec accRef = a;
-    tgrt_accumulate(c.cpu, "check", accRef.data(), b.data(), n4);
-    Dev<float> gacc(a);
-    tgrt_cuda::accumulate(c.gpu, "check", gacc.p, gb.p, n4);
-    record("accumulate", "n100000 (float4, no tail)", relErr(gacc.get(), accRef));
+    record(named("add (unaligned, scalar path)", dt), "n100002 at +1 element",
+           relErr(got, decode(refU)), ex);
+    Raw accRef = a;
+    tgrt_accumulate(c.cpu, "check", dt, accRef.data(), b.data(), n4);
+    DevT gacc(a);
+    tgrt_cuda::accumulate(c.gpu, "check", dt, gacc.p, gb.p, n4);
+    Vec accGot = gacc.f();
+    record(named("accumulate", dt), "n100000 (packs, no tail)", relErr(accGot, decode(accRef)),
+           ex);
   }
   {
-    // The attention split of a fused qkv row: float4 rows.
+    // The attention split of a fused qkv row: 16-byte rows.
     const int64_t rows = 64, cols = 768, sld = 2304, dld = 768;
-    Vec src = rng.vec((size_t)(rows * sld)), dst = rng.vec((size_t)(rows * dld));
-    Vec ref = dst;
-    tgrt_copy2d(c.cpu, "check", src.data() + 768, sld, ref.data(), dld, rows, cols);
-    Dev<float> gs(src), gd(dst);
-    tgrt_cuda::copy2d(c.gpu, "check", gs.p + 768, sld, gd.p, dld, rows, cols);
-    record("copy2d", "64x768 ld2304+768 -> ld768 (float4)", relErr(gd.get(), ref));
+    Raw src = rng.tensor(dt, (size_t)(rows * sld)), dst = rng.tensor(dt, (size_t)(rows * dld));
+    Raw ref = dst;
+    const size_t es = (size_t)tgrt_dtype_size(dt);
+    tgrt_copy2d(c.cpu, "check", dt, src.b.data() + 768 * es, sld, ref.data(), dld, rows, cols);
+    DevT gs(src), gd(dst);
+    tgrt_cuda::copy2d(c.gpu, "check", dt, gs.at(768), sld, gd.p, dld, rows, cols);
+    record(named("copy2d", dt), "64x768 ld2304+768 -> ld768 (16 B)",
+           (double)bitDiffs(gd.raw(), ref), 0.0);
   }
   {
     const int64_t rows = 37, cols = 50, sld = 64, dld = 71;
-    Vec src = rng.vec((size_t)(rows * sld)), dst = rng.vec((size_t)(rows * dld));
-    Vec ref = dst;
-    tgrt_copy2d(c.cpu, "check", src.data(), sld, ref.data(), dld, rows, cols);
-    Dev<float> gs(src), gd(dst);
-    tgrt_cuda::copy2d(c.gpu, "check", gs.p, sld, gd.p, dld, rows, cols);
-    record("copy2d", "37x50 ld64 -> ld71", relErr(gd.get(), ref));
+    Raw src = rng.tensor(dt, (size_t)(rows * sld)), dst = rng.tensor(dt, (size_t)(rows * dld));
+    Raw ref = dst;
+    tgrt_copy2d(c.cpu, "check", dt, src.data(), sld, ref.data(), dld, rows, cols);
+    DevT gs(src), gd(dst);
+    tgrt_cuda::copy2d(c.gpu, "check", dt, gs.p, sld, gd.p, dld, rows, cols);
+    record(named("copy2d", dt), "37x50 ld64 -> ld71", (double)bitDiffs(gd.raw(), ref), 0.0);
   }
-  // d3 24: float4 rows when the last axis stays; d3 6: scalar rows.
+  // d3 24: 16-byte rows when the last axis stays; d3 6: element rows.
   for (int64_t d3 : {int64_t(24), int64_t(6)}) {
     const int64_t d0 = 3, d1 = 17, d2 = 5;
     const int32_t perms[5][4] = {
         {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 3, 2}, {2, 1, 0, 3}};
-    Vec x = rng.vec((size_t)(d0 * d1 * d2 * d3));
-    Dev<float> gx(x), gy(x.size());
+    Raw x = rng.tensor(dt, (size_t)(d0 * d1 * d2 * d3));
+    DevT gx(x), gy(dt, x.n());
     for (const auto& p : perms) {
-      Vec ref(x.size());
-      tgrt_transpose4(c.cpu, "check", x.data(), ref.data(), d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
+      Raw ref = zerosOf(dt, x.n());
+      tgrt_transpose4(c.cpu, "check", dt, x.data(), ref.data(), d0, d1, d2, d3, p[0], p[1], p[2],
+                      p[3]);
       gy.poison();
-      tgrt_cuda::transpose4(c.gpu, "check", gx.p, gy.p, d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
-      record("transpose4", fmt("[3,17,5,%lld] perm %d%d%d%d", (long long)d3, p[0], p[1], p[2], p[3]),
-             relErr(gy.get(), ref));
+      tgrt_cuda::transpose4(c.gpu, "check", dt, gx.p, gy.p, d0, d1, d2, d3, p[0], p[1], p[2], p[3]);
+      record(named("transpose4", dt),
+             fmt("[3,17,5,%lld] perm %d%d%d%d", (long long)d3, p[0], p[1], p[2], p[3]),
+             (double)bitDiffs(gy.raw(), ref), 0.0);
     }
   }
   {
-    Vec ref((size_t)n);
-    Vec xa = rng.vec((size_t)n, -4.0f, 4.0f);
-    tgrt_gelu_fwd(c.cpu, "check", xa.data(), ref.data(), n);
-    Dev<float> gx(xa), gy((size_t)n);
+    Raw ref = zerosOf(dt, (size_t)n);
+    Raw xa = rng.tensor(dt, (size_t)n, -4.0f, 4.0f);
+    tgrt_gelu_fwd(c.cpu, "check", dt, xa.data(), ref.data(), n);
+    DevT gx(xa), gy(dt, (size_t)n);
     gy.poison();
-    tgrt_cuda::geluFwd(c.gpu, "check", gx.p, gy.p, n);
-    record("gelu_fwd", "n100003 x in [-4,4]", relErr(gy.get(), ref));
-    Vec dref((size_t)n);
-    tgrt_gelu_bwd(c.cpu, "check", xa.data(), b.data(), dref.data(), n);
-    Dev<float> gdy(b);
-    tgrt_cuda::geluBwd(c.gpu, "check", gx.p, gdy.p, gdy.p, n); // dx aliases dy
-    record("gelu_bwd (dx aliases dy)", "n100003", relErr(gdy.get(), dref));
+    tgrt_cuda::geluFwd(c.gpu, "check", dt, gx.p, gy.p, n);
+    record(named("gelu_fwd", dt), "n100003 x in [-4,4]", relErr(gy.raw(), ref), tolFor(dt));
+    Raw dref = zerosOf(dt, (size_t)n);
+    tgrt_gelu_bwd(c.cpu, "check", dt, xa.data(), b.data(), dref.data(), n);
+    DevT gdy(b);
+    tgrt_cuda::geluBwd(c.gpu, "check", dt, gx.p, gdy.p, gdy.p, n); // dx aliases dy
+    record(named("gelu_bwd (dx aliases dy)", dt), "n100003", relErr(gdy.raw(), dref), tolFor(dt));
   }
 }
 
-void checkDropout(Contexts& c, Rng& rng) {
+/// tgrt_cast for every (src, dst) pair, bit for bit: all 65536 patterns of a 2-byte source,
+/// 2^20 random float patterns plus specials for an f32 source; one run on packs (16-byte
+/// aligned) and one on the scalar path (one element off).
+void checkCast(Contexts& c, Rng& rng) {
+  Vec specials = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.996f, 65520.0f, -65520.0f, 1e38f,
+                  3.3895314e38f, 3.4028235e38f, -3.4028235e38f, 1e-45f, -1e-45f, 1.1754942e-38f,
+                  5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 8.940697e-8f, 6.1035156e-5f,
+                  6.1035152e-5f, 1.00390625f, 1.01171875f, 1.0009766f, 1.0029297f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  const uint32_t nanBits[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff812345u, 0x7fbfffffu,
+                              0x7fa00000u};
+  for (uint32_t u : nanBits) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    specials.push_back(f);
+  }
+  for (int32_t src : kDtypes)
+    for (int32_t dst : kDtypes) {
+      Raw in;
+      in.dt = src;
+      if (src == TGRT_F32) {
+        in.b.resize((specials.size() + (1u << 20)) * 4);
+        for (size_t i = 0; i < in.n(); ++i) {
+          uint32_t u = (uint32_t)rng.gen();
+          if (i < specials.size()) std::memcpy(&u, &specials[i], 4);
+          std::memcpy(in.b.data() + 4 * i, &u, 4);
+        }
+      } else {
+        in.b.resize(65536 * 2 + 6); // a tail of 3 after the packs
+        for (uint32_t i = 0; i < 65536 + 3; ++i) {
+          const uint16_t h = (uint16_t)(i * 40503u); // every pattern, scrambled order
+          std::memcpy(in.b.data() + 2 * i, &h, 2);
+        }
+      }
+      const int64_t n = (int64_t)in.n();
+      Raw ref = zerosOf(dst, (size_t)n);
+      tgrt_cast(c.cpu, "check", src, in.data(), dst, ref.data(), n);
+      DevT gin(in), gout(dst, (size_t)n + 1);
+      gout.poison();
+      tgrt_cuda::cast(c.gpu, "check", src, gin.p, dst, gout.p, n);
+      Raw got = gout.raw();
+      got.b.resize(ref.b.size());
+      const std::string name = std::string("cast ") + dtName(src) + " -> " + dtName(dst);
+      record(name, fmt("n%lld, bitwise", (long long)n), (double)bitDiffs(got, ref), 0.0);
+      // The scalar path: both tensors one element off 16-byte alignment.
+      Raw refU = zerosOf(dst, (size_t)n - 1);
+      tgrt_cast(c.cpu, "check", src, in.b.data() + tgrt_dtype_size(src), dst, refU.data(), n - 1);
+      gout.poison();
+      tgrt_cuda::cast(c.gpu, "check", src, gin.at(1), dst, gout.at(1), n - 1);
+      got = gout.raw();
+      got.b = Bytes(got.b.begin() + tgrt_dtype_size(dst), got.b.begin() + tgrt_dtype_size(dst) * n);
+      record(name + " (unaligned)", fmt("n%lld, bitwise", (long long)(n - 1)),
+             (double)bitDiffs(got, refU), 0.0);
+    }
+}
+
+void checkDropout(Contexts& c, Rng& rng, int32_t dt) {
   const int64_t n = 200001;
-  Vec x = rng.vec((size_t)n);
+  Raw x = rng.tensor(dt, (size_t)n);
   const uint64_t seed = ((uint64_t)rng.gen() << 1) | 1;
   for (float rate : {0.1f, 0.5f}) {
     tgrt_set_step(c.cpu, 7);
     tgrt_set_micro_batch(c.cpu, 3);
     tgrt_cuda::setStep(c.gpu, 7);
     tgrt_cuda::setMicroBatch(c.gpu, 3);
-    Vec ref((size_t)n);
-    tgrt_dropout(c.cpu, "check", x.data(), ref.data(), n, rate, seed);
-    Dev<float> gx(x), gy((size_t)n);
+    Raw ref = zerosOf(dt, (size_t)n);
+    tgrt_dropout(c.cpu, "check", dt, x.data(), ref.data(), n, rate, seed);
+    DevT gx(x), gy(dt, (size_t)n);
     gy.poison();
-    tgrt_cuda::dropout(c.gpu, "check", gx.p, gy.p, n, rate, seed);
-    Vec got = gy.get();
-    record("dropout", fmt("n200001 rate %.1f", rate), relErr(got, ref));
+    tgrt_cuda::dropout(c.gpu, "check", dt, gx.p, gy.p, n, rate, seed);
+    const Vec got = gy.f(), r = decode(ref);
+    record(named("dropout", dt), fmt("n200001 rate %.1f", rate), relErr(got, r), exactTol(dt));
     size_t maskDiff = 0;
-    for (size_t i = 0; i < got.size(); ++i) maskDiff += (got[i] == 0.0f) != (ref[i] == 0.0f);
-    record("dropout mask bitwise == cpu", fmt("rate %.1f, %zu differ", rate, maskDiff),
+    for (size_t i = 0; i < got.size(); ++i) maskDiff += (got[i] == 0.0f) != (r[i] == 0.0f);
+    record(named("dropout mask bitwise == cpu", dt), fmt("rate %.1f, %zu differ", rate, maskDiff),
            (double)maskDiff, 0.0);
   }
   tgrt_set_step(c.cpu, 1);
@@ -386,40 +582,62 @@ void checkDropout(Contexts& c, Rng& rng) {
   tgrt_cuda::setMicroBatch(c.gpu, 0);
 }
 
-void checkLayerNorm(Contexts& c, Rng& rng) {
-  // 768 and 100: rows in registers (float4); 1030: the scalar kernels.
-  for (int64_t d : {int64_t(768), int64_t(100), int64_t(1030)}) {
+/// Layer norm with x: x_dt, gamma / beta: p_dt, y (dy): y_dt.
+void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y_dt,
+                    std::initializer_list<int64_t> ds) {
+  for (int64_t d : ds) {
     const int64_t rows = 333;
-    Vec x = rng.vec((size_t)(rows * d), -2.0f, 3.0f), gamma = rng.vec((size_t)d),
-        beta = rng.vec((size_t)d), dy = rng.vec((size_t)(rows * d));
-    Vec y((size_t)(rows * d)), mean((size_t)rows), rstd((size_t)rows);
-    tgrt_layer_norm_fwd(c.cpu, "check", x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
-                        rstd.data(), rows, d, 1e-5f);
-    Dev<float> gx(x), gg(gamma), gb(beta), gy(y.size()), gm((size_t)rows), gr((size_t)rows);
+    Raw x = rng.tensor(x_dt, (size_t)(rows * d), -2.0f, 3.0f), gamma = rng.tensor(p_dt, (size_t)d),
+        beta = rng.tensor(p_dt, (size_t)d), dy = rng.tensor(y_dt, (size_t)(rows * d));
+    Raw y = zerosOf(y_dt, (size_t)(rows * d));
+    Vec mean((size_t)rows), rstd((size_t)rows);
+    tgrt_layer_norm_fwd(c.cpu, "check", x_dt, x.data(), p_dt, gamma.data(), beta.data(), y_dt,
+                        y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+    DevT gx(x), gg(gamma), gb(beta), gy(y_dt, y.n());
+    Dev<float> gm((size_t)rows), gr((size_t)rows);
     gy.poison();
     gm.poison();
     gr.poison();
-    tgrt_cuda::layerNormFwd(c.gpu, "check", gx.p, gg.p, gb.p, gy.p, gm.p, gr.p, rows, d, 1e-5f);
+    tgrt_cuda::layerNormFwd(c.gpu, "check", x_dt, gx.p, p_dt, gg.p, gb.p, y_dt, gy.p, gm.p, gr.p,
+                            rows, d, 1e-5f);
+    const bool mixed = !(x_dt == p_dt && p_dt == y_dt);
+    const std::string types =
+        mixed ? fmt(" [x %s, p %s, y %s]", dtName(x_dt), dtName(p_dt), dtName(y_dt))
+              : (x_dt == TGRT_F32 ? std::string() : std::string(" [") + dtName(x_dt) + "]");
     const std::string shape = fmt("rows%lld d%lld", (long long)rows, (long long)d);
-    record("layer_norm_fwd y", shape, relErr(gy.get(), y));
-    record("layer_norm_fwd mean,rstd", shape,
+    record("layer_norm_fwd y" + types, shape, relErr(gy.raw(), y), tolFor(y_dt));
+    record("layer_norm_fwd mean,rstd" + types, shape,
            std::max(relErr(gm.get(), mean), relErr(gr.get(), rstd)));
-    Vec dx((size_t)(rows * d)), dg((size_t)d), db((size_t)d);
-    tgrt_layer_norm_bwd(c.cpu, "check", dy.data(), x.data(), gamma.data(), mean.data(),
-                        rstd.data(), dx.data(), dg.data(), db.data(), rows, d);
-    Dev<float> gdy(dy), gdx(dx.size()), gdg((size_t)d), gdb((size_t)d), gmean(mean), grstd(rstd);
+    Raw dx = zerosOf(x_dt, (size_t)(rows * d)), dg = zerosOf(p_dt, (size_t)d),
+        db = zerosOf(p_dt, (size_t)d);
+    tgrt_layer_norm_bwd(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
+                        mean.data(), rstd.data(), dx.data(), dg.data(), db.data(), rows, d);
+    DevT gdy(dy), gdx(x_dt, dx.n()), gdg(p_dt, (size_t)d), gdb(p_dt, (size_t)d);
+    Dev<float> gmean(mean), grstd(rstd);
     gdx.poison();
     gdg.poison();
     gdb.poison();
-    tgrt_cuda::layerNormBwd(c.gpu, "check", gdy.p, gx.p, gg.p, gmean.p, grstd.p, gdx.p, gdg.p,
-                            gdb.p, rows, d);
-    record("layer_norm_bwd dx", shape, relErr(gdx.get(), dx));
-    record("layer_norm_bwd dgamma,dbeta", shape,
-           std::max(relErr(gdg.get(), dg), relErr(gdb.get(), db)));
+    tgrt_cuda::layerNormBwd(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, gmean.p, grstd.p,
+                            gdx.p, gdg.p, gdb.p, rows, d);
+    record("layer_norm_bwd dx" + types, shape, relErr(gdx.raw(), dx), tolFor(x_dt));
+    record("layer_norm_bwd dgamma,dbeta" + types, shape,
+           std::max(relErr(gdg.raw(), dg), relErr(gdb.raw(), db)), tolFor(p_dt));
   }
 }
 
-void checkMatmul(Contexts& c, Rng& rng) {
+void checkLayerNorms(Contexts& c, Rng& rng) {
+  // 768 and 100: rows in registers (packs of 4 floats); 1030: the scalar kernels.
+  checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_F32, {768, 100, 1030});
+  // Packs of 8 (a 2-byte type): 768 (3 per lane), 2000 (8 per lane); 100, 1030: scalar.
+  for (int32_t low : {TGRT_BF16, TGRT_F16}) {
+    checkLayerNorm(c, rng, low, low, low, {768, 2000, 100, 1030});
+    checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 100});
+  }
+  // A combination without typed kernels: the generic scalar ones.
+  checkLayerNorm(c, rng, TGRT_BF16, TGRT_F32, TGRT_F16, {768, 100});
+}
+
+void checkMatmul(Contexts& c, Rng& rng, int32_t dt) {
   struct Case {
     int64_t batch, m, n, k;
     int ta, tb;
@@ -441,41 +659,41 @@ void checkMatmul(Contexts& c, Rng& rng) {
     const size_t aN = (size_t)(sa * (cs.batch - 1) + aElems),
                  bN = (size_t)(sb * (cs.batch - 1) + bElems),
                  cN = (size_t)(sc * (cs.batch - 1) + cElems);
-    Vec a = rng.vec(std::max<size_t>(aN, 1)), b = rng.vec(std::max<size_t>(bN, 1)),
-        cc = rng.vec(cN);
-    Vec ref = cc;
-    tgrt_matmul(c.cpu, "check", a.data(), b.data(), ref.data(), cs.batch, cs.m, cs.n, cs.k, cs.ta,
-                cs.tb, sa, sb, sc, cs.alpha, cs.beta);
-    Dev<float> ga(a), gb(b), gc(cc);
+    Raw a = rng.tensor(dt, std::max<size_t>(aN, 1)), b = rng.tensor(dt, std::max<size_t>(bN, 1)),
+        cc = rng.tensor(dt, cN);
+    Raw ref = cc;
+    tgrt_matmul(c.cpu, "check", dt, a.data(), b.data(), ref.data(), cs.batch, cs.m, cs.n, cs.k,
+                cs.ta, cs.tb, sa, sb, sc, cs.alpha, cs.beta);
+    DevT ga(a), gb(b), gc(cc);
     if (cs.beta == 0.0f) gc.poison(); // beta = 0: C must not be read (NaN stays out)
-    tgrt_cuda::matmul(c.gpu, "check", ga.p, gb.p, gc.p, cs.batch, cs.m, cs.n, cs.k, cs.ta, cs.tb,
-                      sa, sb, sc, cs.alpha, cs.beta);
-    record("matmul",
+    tgrt_cuda::matmul(c.gpu, "check", dt, ga.p, gb.p, gc.p, cs.batch, cs.m, cs.n, cs.k, cs.ta,
+                      cs.tb, sa, sb, sc, cs.alpha, cs.beta);
+    record(named("matmul", dt),
            fmt("b%lld %lldx%lldx%lld t%d%d s%lld,%lld,%lld a%.2g b%.2g", (long long)cs.batch,
                (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, (long long)sa,
                (long long)sb, (long long)sc, cs.alpha, cs.beta),
-           relErr(gc.get(), ref));
+           relErr(gc.raw(), ref), tolFor(dt));
   }
 }
 
 /// tgrt_matmul_bias (cuBLASLt bias epilogue) against the CPU: GEMM then row-broadcast bias.
-void checkMatmulBias(Contexts& c, Rng& rng) {
+void checkMatmulBias(Contexts& c, Rng& rng, int32_t dt) {
   struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
   const Case cases[] = {{512, 2304, 768, 0, 0, 1.0f}, {37, 29, 23, 0, 1, 0.5f},
                         {64, 96, 48, 1, 0, 1.0f},     {16384 / 64, 3072, 768, 0, 0, 1.0f}};
   for (const Case& cs : cases) {
-    Vec a = rng.vec((size_t)(cs.m * cs.k)), b = rng.vec((size_t)(cs.k * cs.n)),
-        bias = rng.vec((size_t)cs.n), ref((size_t)(cs.m * cs.n));
-    tgrt_matmul_bias(c.cpu, "check", a.data(), b.data(), bias.data(), ref.data(), cs.m, cs.n,
+    Raw a = rng.tensor(dt, (size_t)(cs.m * cs.k)), b = rng.tensor(dt, (size_t)(cs.k * cs.n)),
+        bias = rng.tensor(dt, (size_t)cs.n), ref = zerosOf(dt, (size_t)(cs.m * cs.n));
+    tgrt_matmul_bias(c.cpu, "check", dt, a.data(), b.data(), bias.data(), ref.data(), cs.m, cs.n,
                      cs.k, cs.ta, cs.tb, cs.alpha);
-    Dev<float> ga(a), gb(b), gbias(bias), gc((size_t)(cs.m * cs.n));
+    DevT ga(a), gb(b), gbias(bias), gc(dt, (size_t)(cs.m * cs.n));
     gc.poison(); // C is written, never read
-    tgrt_cuda::matmulBias(c.gpu, "check", ga.p, gb.p, gbias.p, gc.p, cs.m, cs.n, cs.k, cs.ta,
+    tgrt_cuda::matmulBias(c.gpu, "check", dt, ga.p, gb.p, gbias.p, gc.p, cs.m, cs.n, cs.k, cs.ta,
                           cs.tb, cs.alpha);
-    record("matmul_bias (epilogue)",
+    record(named("matmul_bias (epilogue)", dt),
            fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m, (long long)cs.n, (long long)cs.k,
                cs.ta, cs.tb, cs.alpha),
-           relErr(gc.get(), ref));
+           relErr(gc.raw(), ref), tolFor(dt));
   }
 }
 
@@ -483,176 +701,261 @@ void checkMatmulBias(Contexts& c, Rng& rng) {
 /// exact path (bias epilogue + own GELU kernel, fp32 tolerance) and the fused
 /// CUBLASLT_EPILOGUE_GELU_AUX_BIAS path, measured with an fp32 GEMM so that the error shown
 /// is the epilogue's GELU alone; it is held to the TF32 tolerance of the mode that uses it.
-void checkMatmulBiasGelu(Contexts& c, Rng& rng) {
+/// bf16 / f16 (epilogue on by default): both paths at the dtype's tolerance (the fused GELU
+/// works on the unrounded pre-activation, the reference on the rounded one).
+void checkMatmulBiasGelu(Contexts& c, Rng& rng, int32_t dt) {
   struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
   const Case cases[] = {{128, 3072, 768, 0, 0, 1.0f}, {40, 24, 36, 0, 1, 0.5f},
                         {37, 29, 23, 0, 0, 1.0f}}; // n = 29: no epilogue (aux ld % 8)
   for (const Case& cs : cases) {
     const size_t mn = (size_t)(cs.m * cs.n);
-    Vec a = rng.vec((size_t)(cs.m * cs.k)), b = rng.vec((size_t)(cs.k * cs.n)),
-        bias = rng.vec((size_t)cs.n), pre(mn), out(mn);
-    tgrt_matmul_bias_gelu(c.cpu, "check", a.data(), b.data(), bias.data(), pre.data(),
+    Raw a = rng.tensor(dt, (size_t)(cs.m * cs.k)), b = rng.tensor(dt, (size_t)(cs.k * cs.n)),
+        bias = rng.tensor(dt, (size_t)cs.n), pre = zerosOf(dt, mn), out = zerosOf(dt, mn);
+    tgrt_matmul_bias_gelu(c.cpu, "check", dt, a.data(), b.data(), bias.data(), pre.data(),
                           out.data(), cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
-    Dev<float> ga(a), gb(b), gbias(bias);
+    DevT ga(a), gb(b), gbias(bias);
     for (bool fused : {false, true}) {
-      Dev<float> gpre(mn), gout(mn);
+      DevT gpre(dt, mn), gout(dt, mn);
       gpre.poison(); // both written, never read
       gout.poison();
       tgrt_cuda::setGeluEpilogue(c.gpu, fused);
-      tgrt_cuda::matmulBiasGelu(c.gpu, "check", ga.p, gb.p, gbias.p, gpre.p, gout.p, cs.m, cs.n,
-                                cs.k, cs.ta, cs.tb, cs.alpha);
+      tgrt_cuda::matmulBiasGelu(c.gpu, "check", dt, ga.p, gb.p, gbias.p, gpre.p, gout.p, cs.m,
+                                cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
       const std::string shape = fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m,
                                     (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha);
       const char* name = fused ? "matmul_bias_gelu [gelu epi]" : "matmul_bias_gelu [exact]";
-      record(std::string(name) + " pre", shape, relErr(gpre.get(), pre), fused ? 2e-3 : kTol);
-      record(std::string(name) + " out", shape, relErr(gout.get(), out), fused ? 2e-3 : kTol);
+      const double tol = dt != TGRT_F32 ? tolFor(dt) : fused ? 2e-3 : kTol;
+      const std::string full = dt == TGRT_F32 ? std::string(name)
+                                              : std::string(name) + "[" + dtName(dt) + "]";
+      record(full + " pre", shape, relErr(gpre.raw(), pre), tol);
+      record(full + " out", shape, relErr(gout.raw(), out), tol);
     }
     tgrt_cuda::setGeluEpilogue(c.gpu, false);
   }
 }
 
-/// A misaligned operand (offset by one float): cuBLASLt must be told the real alignment.
+/// A misaligned operand (offset by one element): cuBLASLt must be told the real alignment.
 /// Run last: a library failure here exits the program.
-void checkMatmulMisaligned(Contexts& c, Rng& rng) {
-  {
-    const int64_t m = 40, n = 24, k = 36;
-    Vec a = rng.vec((size_t)(m * k + 1)), b = rng.vec((size_t)(k * n + 1));
-    Vec ref((size_t)(m * n));
-    tgrt_matmul(c.cpu, "check", a.data() + 1, b.data() + 1, ref.data(), 1, m, n, k, 0, 0, 0, 0, 0,
-                1.0f, 0.0f);
-    Dev<float> ga(a), gb(b), gc((size_t)(m * n + 1));
-    gc.poison();
-    tgrt_cuda::matmul(c.gpu, "check", ga.p + 1, gb.p + 1, gc.p + 1, 1, m, n, k, 0, 0, 0, 0, 0,
-                      1.0f, 0.0f);
-    Vec got = gc.get();
-    got.erase(got.begin());
-    record("matmul (4-byte aligned ptrs)", "40x24x36", relErr(got, ref));
-  }
+void checkMatmulMisaligned(Contexts& c, Rng& rng, int32_t dt) {
+  const int64_t m = 40, n = 24, k = 36;
+  const size_t es = (size_t)tgrt_dtype_size(dt);
+  Raw a = rng.tensor(dt, (size_t)(m * k + 1)), b = rng.tensor(dt, (size_t)(k * n + 1));
+  Raw ref = zerosOf(dt, (size_t)(m * n));
+  tgrt_matmul(c.cpu, "check", dt, a.b.data() + es, b.b.data() + es, ref.data(), 1, m, n, k, 0, 0,
+              0, 0, 0, 1.0f, 0.0f);
+  DevT ga(a), gb(b), gc(dt, (size_t)(m * n + 1));
+  gc.poison();
+  tgrt_cuda::matmul(c.gpu, "check", dt, ga.at(1), gb.at(1), gc.at(1), 1, m, n, k, 0, 0, 0, 0, 0,
+                    1.0f, 0.0f);
+  Vec got = gc.f();
+  got.erase(got.begin());
+  record(named(dt == TGRT_F32 ? "matmul (4-byte aligned ptrs)" : "matmul (2-byte aligned ptrs)",
+               dt),
+         "40x24x36", relErr(got, decode(ref)), tolFor(dt));
 }
 
-void checkBiasN(Contexts& c, Rng& rng, int64_t n) {
+void checkBiasN(Contexts& c, Rng& rng, int32_t dt, int64_t n) {
   const int64_t rows = 1000;
-  Vec x = rng.vec((size_t)(rows * n)), bias = rng.vec((size_t)n);
-  Vec ref(x.size());
-  tgrt_bias_add(c.cpu, "check", x.data(), bias.data(), ref.data(), rows, n);
-  Dev<float> gx(x), gb(bias);
-  tgrt_cuda::biasAdd(c.gpu, "check", gx.p, gb.p, gx.p, rows, n); // in place
-  record("bias_add (out aliases x)", fmt("rows1000 n%lld", (long long)n), relErr(gx.get(), ref));
-  Vec dref((size_t)n);
-  tgrt_bias_grad(c.cpu, "check", x.data(), dref.data(), rows, n);
-  Dev<float> gdy(x), gdb((size_t)n);
+  Raw x = rng.tensor(dt, (size_t)(rows * n)), bias = rng.tensor(dt, (size_t)n);
+  Raw ref = zerosOf(dt, x.n());
+  tgrt_bias_add(c.cpu, "check", dt, x.data(), bias.data(), ref.data(), rows, n);
+  DevT gx(x), gb(bias);
+  tgrt_cuda::biasAdd(c.gpu, "check", dt, gx.p, gb.p, gx.p, rows, n); // in place
+  record(named("bias_add (out aliases x)", dt), fmt("rows1000 n%lld", (long long)n),
+         relErr(gx.raw(), ref), exactTol(dt));
+  Raw dref = zerosOf(dt, (size_t)n);
+  tgrt_bias_grad(c.cpu, "check", dt, x.data(), dref.data(), rows, n);
+  DevT gdy(x), gdb(dt, (size_t)n);
   gdb.poison();
-  tgrt_cuda::biasGrad(c.gpu, "check", gdy.p, gdb.p, rows, n);
-  record("bias_grad", fmt("rows1000 n%lld", (long long)n), relErr(gdb.get(), dref));
+  tgrt_cuda::biasGrad(c.gpu, "check", dt, gdy.p, gdb.p, rows, n);
+  record(named("bias_grad", dt), fmt("rows1000 n%lld", (long long)n), relErr(gdb.raw(), dref),
+         tolFor(dt));
 }
 
-void checkBias(Contexts& c, Rng& rng) {
-  for (int64_t n : {int64_t(300), int64_t(301)}) checkBiasN(c, rng, n);
+void checkBias(Contexts& c, Rng& rng, int32_t dt) {
+  // 304: packs for every dtype; 300: packs of 4 only (f32); 301: scalar.
+  for (int64_t n : {int64_t(304), int64_t(300), int64_t(301)}) checkBiasN(c, rng, dt, n);
 }
 
-void checkSoftmax(Contexts& c, Rng& rng) {
+void checkSoftmax(Contexts& c, Rng& rng, int32_t dt) {
   const int64_t rows = 100, n = 1000;
-  Vec x = rng.vec((size_t)(rows * n), -5.0f, 5.0f);
-  for (int64_t j = 0; j < n; ++j) x[(size_t)(7 * n + j)] = -INFINITY; // an all-masked row
-  for (int64_t j = n / 2; j < n; ++j) x[(size_t)(9 * n + j)] = -INFINITY;
-  Vec y(x.size());
-  tgrt_softmax_fwd(c.cpu, "check", x.data(), y.data(), rows, n);
-  Dev<float> gx(x), gy(x.size());
+  Vec xs = decode(rng.tensor(dt, (size_t)(rows * n), -5.0f, 5.0f));
+  for (int64_t j = 0; j < n; ++j) xs[(size_t)(7 * n + j)] = -INFINITY; // an all-masked row
+  for (int64_t j = n / 2; j < n; ++j) xs[(size_t)(9 * n + j)] = -INFINITY;
+  Raw x = encode(xs, dt), y = zerosOf(dt, xs.size());
+  tgrt_softmax_fwd(c.cpu, "check", dt, x.data(), y.data(), rows, n);
+  DevT gx(x), gy(dt, xs.size());
   gy.poison();
-  tgrt_cuda::softmaxFwd(c.gpu, "check", gx.p, gy.p, rows, n);
-  record("softmax_fwd (with -inf rows)", "rows100 n1000", relErr(gy.get(), y));
-  Vec dy = rng.vec(x.size()), dx(x.size());
-  tgrt_softmax_bwd(c.cpu, "check", y.data(), dy.data(), dx.data(), rows, n);
-  Dev<float> gyy(y), gdy(dy);
-  tgrt_cuda::softmaxBwd(c.gpu, "check", gyy.p, gdy.p, gdy.p, rows, n); // dx aliases dy
-  record("softmax_bwd (dx aliases dy)", "rows100 n1000", relErr(gdy.get(), dx));
+  tgrt_cuda::softmaxFwd(c.gpu, "check", dt, gx.p, gy.p, rows, n);
+  record(named("softmax_fwd (with -inf rows)", dt), "rows100 n1000", relErr(gy.raw(), y),
+         tolFor(dt));
+  Raw dy = rng.tensor(dt, xs.size()), dx = zerosOf(dt, xs.size());
+  tgrt_softmax_bwd(c.cpu, "check", dt, y.data(), dy.data(), dx.data(), rows, n);
+  DevT gyy(y), gdy(dy);
+  tgrt_cuda::softmaxBwd(c.gpu, "check", dt, gyy.p, gdy.p, gdy.p, rows, n); // dx aliases dy
+  record(named("softmax_bwd (dx aliases dy)", dt), "rows100 n1000", relErr(gdy.raw(), dx),
+         tolFor(dt));
 
   for (int64_t window : {int64_t(0), int64_t(16)}) {
     const int64_t batch = 2, tq = 50, tk = 70;
-    Vec s = rng.vec((size_t)(batch * tq * tk)), ref(s.size());
-    tgrt_causal_mask(c.cpu, "check", s.data(), ref.data(), batch, tq, tk, window, -1e9f);
-    Dev<float> gs(s), go(s.size());
+    Raw s = rng.tensor(dt, (size_t)(batch * tq * tk)), ref = zerosOf(dt, s.n());
+    tgrt_causal_mask(c.cpu, "check", dt, s.data(), ref.data(), batch, tq, tk, window, -1e9f);
+    DevT gs(s), go(dt, s.n());
     go.poison();
-    tgrt_cuda::causalMask(c.gpu, "check", gs.p, go.p, batch, tq, tk, window, -1e9f);
-    record("causal_mask", fmt("b2 tq50 tk70 window%lld", (long long)window), relErr(go.get(), ref));
+    tgrt_cuda::causalMask(c.gpu, "check", dt, gs.p, go.p, batch, tq, tk, window, -1e9f);
+    record(named("causal_mask", dt), fmt("b2 tq50 tk70 window%lld", (long long)window),
+           (double)bitDiffs(go.raw(), ref), 0.0);
   }
 }
 
-void checkCrossEntropyV(Contexts& c, Rng& rng, int64_t vocab);
-
-void checkCrossEntropy(Contexts& c, Rng& rng) {
-  // 5000: float4 rows; 5001: the scalar loops.
-  for (int64_t vocab : {int64_t(5000), int64_t(5001)}) checkCrossEntropyV(c, rng, vocab);
-}
-
-void checkCrossEntropyV(Contexts& c, Rng& rng, int64_t vocab) {
+void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab) {
   const int64_t rows = 300, ignore = -100;
-  Vec logits = rng.vec((size_t)(rows * vocab), -8.0f, 8.0f);
+  Raw logits = rng.tensor(dt, (size_t)(rows * vocab), -8.0f, 8.0f);
   IVec targets((size_t)rows);
   for (auto& t : targets) t = rng.below(vocab);
   for (int64_t r = 0; r < rows; r += 17) targets[(size_t)r] = (int32_t)ignore;
   float lossRef = 0.0f;
-  tgrt_cross_entropy_fwd(c.cpu, "check", logits.data(), targets.data(), &lossRef, rows, vocab,
+  tgrt_cross_entropy_fwd(c.cpu, "check", dt, logits.data(), targets.data(), &lossRef, rows, vocab,
                          ignore);
-  Dev<float> gl(logits), gloss(1);
+  DevT gl(logits);
+  Dev<float> gloss(1);
   Dev<int32_t> gt(targets);
   gloss.poison();
-  tgrt_cuda::crossEntropyFwd(c.gpu, "check", gl.p, gt.p, gloss.p, rows, vocab, ignore);
-  record("cross_entropy_fwd", fmt("rows300 vocab%lld (some ignored)", (long long)vocab),
-         relErr(gloss.get(), {lossRef}));
+  tgrt_cuda::crossEntropyFwd(c.gpu, "check", dt, gl.p, gt.p, gloss.p, rows, vocab, ignore);
+  record(named("cross_entropy_fwd", dt), fmt("rows300 vocab%lld (some ignored)", (long long)vocab),
+         relErr(gloss.get(), Vec{lossRef}));
   const float dloss = 0.75f;
-  Vec dref(logits.size());
-  tgrt_cross_entropy_bwd(c.cpu, "check", logits.data(), targets.data(), &dloss, dref.data(), rows,
-                         vocab, ignore);
+  Raw dref = zerosOf(dt, logits.n());
+  tgrt_cross_entropy_bwd(c.cpu, "check", dt, logits.data(), targets.data(), &dloss, dref.data(),
+                         rows, vocab, ignore);
   Dev<float> gdl(Vec{dloss});
-  tgrt_cuda::crossEntropyBwd(c.gpu, "check", gl.p, gt.p, gdl.p, gl.p, rows, vocab, ignore);
-  record("cross_entropy_bwd (in place)", fmt("rows300 vocab%lld", (long long)vocab),
-         relErr(gl.get(), dref));
+  tgrt_cuda::crossEntropyBwd(c.gpu, "check", dt, gl.p, gt.p, gdl.p, gl.p, rows, vocab, ignore);
+  record(named("cross_entropy_bwd (in place)", dt), fmt("rows300 vocab%lld", (long long)vocab),
+         relErr(gl.raw(), dref), tolFor(dt));
   // report_loss + take_loss
   tgrt_cuda::takeLoss(c.gpu, nullptr);
   tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
   tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
   int64_t count = 0;
   const double sum = tgrt_cuda::takeLoss(c.gpu, &count);
-  record("report_loss + take_loss", "2 reports",
+  record(named("report_loss + take_loss", dt), "2 reports",
          count == 2 ? std::fabs(sum - 2.0 * lossRef) / (2.0 * std::fabs(lossRef)) : 1.0);
 }
 
-void checkOptimizer(Contexts& c, Rng& rng) {
+void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
+  // 5000: packs; 5001: the scalar loops.
+  for (int64_t vocab : {int64_t(5000), int64_t(5001)}) checkCrossEntropyV(c, rng, dt, vocab);
+}
+
+/// Sets the loss scale on both backends.
+void setLossScale(Contexts& c, float s) {
+  tgrt_set_loss_scale(c.cpu, s);
+  tgrt_cuda::setLossScale(c.gpu, s);
+}
+
+/// grad_norm_sq, clip_scale (loss scale S) and AdamW with p, g: p_dt and m, v: s_dt.
+void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float lossScale) {
   const int64_t n = 123457;
-  Vec g = rng.vec((size_t)n, -0.1f, 0.1f);
-  Vec acc = {0.5f, 0.0f};
-  tgrt_grad_norm_sq(c.cpu, "check", g.data(), n, acc.data());
-  Dev<float> gg(g), gacc(Vec{0.5f, 0.0f});
-  tgrt_cuda::gradNormSq(c.gpu, "check", gg.p, n, gacc.p);
-  record("grad_norm_sq", "n123457", relErr(gacc.get(), acc));
+  const std::string types =
+      p_dt == TGRT_F32 && s_dt == TGRT_F32 ? std::string()
+                                           : fmt(" [p %s, m,v %s]", dtName(p_dt), dtName(s_dt));
+  const std::string sc = lossScale == 1.0f ? std::string() : fmt(" S=%g", (double)lossScale);
+  setLossScale(c, lossScale);
+  // Gradients as a loss-scaled backward leaves them.
+  Vec gv = rng.vec((size_t)n, -0.1f, 0.1f);
+  for (float& x : gv) x *= lossScale;
+  Raw g = encode(gv, p_dt);
+  Vec acc = {0.5f * lossScale * lossScale, 0.0f};
+  tgrt_grad_norm_sq(c.cpu, "check", p_dt, g.data(), n, acc.data());
+  DevT gg(g);
+  Dev<float> gacc(Vec{0.5f * lossScale * lossScale, 0.0f});
+  tgrt_cuda::gradNormSq(c.gpu, "check", p_dt, gg.p, n, gacc.p);
+  record(named("grad_norm_sq", p_dt), "n123457" + sc, relErr(gacc.get(), acc));
   const float maxNorm = 1.0f;
   tgrt_clip_scale(c.cpu, "check", acc.data(), maxNorm);
   tgrt_cuda::clipScale(c.gpu, "check", gacc.p, maxNorm);
   Vec gotAcc = gacc.get();
-  record("clip_scale", "max_norm 1", relErr(gotAcc, acc));
-  record("last_grad_norm", "after clip_scale",
-         relErr({tgrt_cuda::lastGradNorm(c.gpu)}, {tgrt_last_grad_norm(c.cpu)}));
+  record("clip_scale" + sc, "max_norm 1", relErr(gotAcc, acc));
+  record("last_grad_norm" + sc, "after clip_scale",
+         relErr(Vec{tgrt_cuda::lastGradNorm(c.gpu)}, Vec{tgrt_last_grad_norm(c.cpu)}));
 
-  Vec p = rng.vec((size_t)n), m = rng.vec((size_t)n, -0.01f, 0.01f),
-      v = rng.vec((size_t)n, 1e-6f, 1e-4f);
+  Raw p = rng.tensor(p_dt, (size_t)n), m = rng.tensor(s_dt, (size_t)n, -0.01f, 0.01f),
+      v = rng.tensor(s_dt, (size_t)n, 1e-6f, 1e-4f);
   tgrt_set_step(c.cpu, 3);
   tgrt_set_lr(c.cpu, 3e-4f);
   tgrt_cuda::setStep(c.gpu, 3);
   tgrt_cuda::setLr(c.gpu, 3e-4f);
-  Dev<float> gp(p), gm(m), gv(v);
-  Vec pr = p, mr = m, vr = v;
-  tgrt_adamw(c.cpu, "check", pr.data(), g.data(), mr.data(), vr.data(), n, 0.9f, 0.95f, 1e-8f,
-             0.1f, acc.data());
-  tgrt_cuda::adamw(c.gpu, "check", gp.p, gg.p, gm.p, gv.p, n, 0.9f, 0.95f, 1e-8f, 0.1f, gacc.p);
-  record("adamw p", "n123457 step3", relErr(gp.get(), pr));
-  record("adamw m,v", "n123457 step3", std::max(relErr(gm.get(), mr), relErr(gv.get(), vr)));
+  DevT gp(p), gm(m), gvv(v);
+  Raw pr = p, mr = m, vr = v;
+  tgrt_adamw(c.cpu, "check", p_dt, pr.data(), g.data(), s_dt, mr.data(), vr.data(), n, 0.9f,
+             0.95f, 1e-8f, 0.1f, acc.data());
+  tgrt_cuda::adamw(c.gpu, "check", p_dt, gp.p, gg.p, s_dt, gm.p, gvv.p, n, 0.9f, 0.95f, 1e-8f,
+                   0.1f, gacc.p);
+  record("adamw p" + types, "n123457 step3" + sc, relErr(gp.raw(), pr), tolFor(p_dt));
+  record("adamw m,v" + types, "n123457 step3" + sc,
+         std::max(relErr(gm.raw(), mr), relErr(gvv.raw(), vr)), tolFor(s_dt));
   tgrt_set_step(c.cpu, 1);
   tgrt_cuda::setStep(c.gpu, 1);
+  setLossScale(c, 1.0f);
+}
+
+/// An overflowed step: an inf gradient makes clip_scale's factor NaN and the norm not finite,
+/// and AdamW (reading the factor on the device) leaves p, m, v bit for bit unchanged.
+void checkOverflowSkip(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt) {
+  const int64_t n = 4099;
+  setLossScale(c, 65536.0f);
+  Vec gv = rng.vec((size_t)n, -0.1f, 0.1f);
+  gv[1234] = std::numeric_limits<float>::infinity();
+  Raw g = encode(gv, p_dt);
+  DevT gg(g);
+  Dev<float> gacc(Vec{0.0f, 0.0f});
+  tgrt_cuda::gradNormSq(c.gpu, "check", p_dt, gg.p, n, gacc.p);
+  tgrt_cuda::clipScale(c.gpu, "check", gacc.p, 1.0f);
+  const Vec acc = gacc.get();
+  const float norm = tgrt_cuda::lastGradNorm(c.gpu);
+  record(named("clip_scale (overflow)", p_dt), "inf gradient -> NaN factor",
+         std::isnan(acc[1]) && !std::isfinite(norm) ? 0.0 : 1.0, 0.0);
+  Raw p = rng.tensor(p_dt, (size_t)n), m = rng.tensor(s_dt, (size_t)n, -0.01f, 0.01f),
+      v = rng.tensor(s_dt, (size_t)n, 1e-6f, 1e-4f);
+  DevT gp(p), gm(m), gvv(v);
+  tgrt_cuda::setStep(c.gpu, 3);
+  tgrt_cuda::adamw(c.gpu, "check", p_dt, gp.p, gg.p, s_dt, gm.p, gvv.p, n, 0.9f, 0.95f, 1e-8f,
+                   0.1f, gacc.p);
+  const size_t changed = bitDiffs(gp.raw(), p) + bitDiffs(gm.raw(), m) + bitDiffs(gvv.raw(), v);
+  record(fmt("adamw skips (p %s, m,v %s)", dtName(p_dt), dtName(s_dt)), "clip[1] NaN: unchanged",
+         (double)changed, 0.0);
+  tgrt_cuda::setStep(c.gpu, 1);
+  setLossScale(c, 1.0f);
+}
+
+/// tgrt_fill_loss_scaled: value * S rounded to dt, bit for bit.
+void checkFillLossScaled(Contexts& c, int32_t dt) {
+  const int64_t n = 1001;
+  setLossScale(c, 1024.0f);
+  Raw ref = zerosOf(dt, (size_t)n);
+  tgrt_fill_loss_scaled(c.cpu, "check", dt, ref.data(), n, 1.0f / 3.0f);
+  DevT go(dt, (size_t)n);
+  go.poison();
+  tgrt_cuda::fillLossScaled(c.gpu, "check", dt, go.p, n, 1.0f / 3.0f);
+  record(named("fill_loss_scaled", dt), "n1001 value 1/3 S=1024", (double)bitDiffs(go.raw(), ref),
+         0.0);
+  setLossScale(c, 1.0f);
+}
+
+void checkOptimizers(Contexts& c, Rng& rng) {
+  checkOptimizer(c, rng, TGRT_F32, TGRT_F32, 1.0f);
+  checkOptimizer(c, rng, TGRT_F32, TGRT_F32, 1024.0f);
+  checkOptimizer(c, rng, TGRT_BF16, TGRT_BF16, 1.0f);
+  checkOptimizer(c, rng, TGRT_F16, TGRT_F32, 4096.0f);
+  checkOptimizer(c, rng, TGRT_F32, TGRT_BF16, 1.0f);
+  checkOptimizer(c, rng, TGRT_F16, TGRT_F16, 1.0f);
+  checkOverflowSkip(c, rng, TGRT_F32, TGRT_F32);
+  checkOverflowSkip(c, rng, TGRT_F16, TGRT_F32);
+  checkOverflowSkip(c, rng, TGRT_BF16, TGRT_BF16);
+  for (int32_t dt : kDtypes) checkFillLossScaled(c, dt);
 }
 
 // ------------------------------------------------------------------- attention --
-
 /// Naive attention on the GPU from the runtime's own kernels (the unfused path):
 /// S = scale Q K^T; mask; P = softmax(S); out = P V. Backward: dP = dO V^T; dV = P^T dO;
 /// dS = softmax_bwd(P, dP); dQ = scale dS K; dK = scale dS^T Q.
@@ -664,19 +967,19 @@ struct Naive {
   float scale;
   void fwd(const float* q, const float* k, const float* v, float* s, float* p, float* out) {
     const int64_t th = t * hd, tt = t * t;
-    tgrt_cuda::matmul(ctx, "naive", q, k, s, bh, t, t, hd, 0, 1, th, th, tt, scale, 0.0f);
-    if (causal) tgrt_cuda::causalMask(ctx, "naive", s, s, bh, t, t, window, -INFINITY);
-    tgrt_cuda::softmaxFwd(ctx, "naive", s, p, bh * t, t);
-    tgrt_cuda::matmul(ctx, "naive", p, v, out, bh, t, hd, t, 0, 0, tt, th, th, 1.0f, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, q, k, s, bh, t, t, hd, 0, 1, th, th, tt, scale, 0.0f);
+    if (causal) tgrt_cuda::causalMask(ctx, "naive", TGRT_F32, s, s, bh, t, t, window, -INFINITY);
+    tgrt_cuda::softmaxFwd(ctx, "naive", TGRT_F32, s, p, bh * t, t);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, p, v, out, bh, t, hd, t, 0, 0, tt, th, th, 1.0f, 0.0f);
   }
   void bwd(const float* q, const float* k, const float* v, const float* p, const float* dout,
            float* dp, float* dq, float* dk, float* dv) {
     const int64_t th = t * hd, tt = t * t;
-    tgrt_cuda::matmul(ctx, "naive", dout, v, dp, bh, t, t, hd, 0, 1, th, th, tt, 1.0f, 0.0f);
-    tgrt_cuda::matmul(ctx, "naive", p, dout, dv, bh, t, hd, t, 1, 0, tt, th, th, 1.0f, 0.0f);
-    tgrt_cuda::softmaxBwd(ctx, "naive", p, dp, dp, bh * t, t);
-    tgrt_cuda::matmul(ctx, "naive", dp, k, dq, bh, t, hd, t, 0, 0, tt, th, th, scale, 0.0f);
-    tgrt_cuda::matmul(ctx, "naive", dp, q, dk, bh, t, hd, t, 1, 0, tt, th, th, scale, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, dout, v, dp, bh, t, t, hd, 0, 1, th, th, tt, 1.0f, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, p, dout, dv, bh, t, hd, t, 1, 0, tt, th, th, 1.0f, 0.0f);
+    tgrt_cuda::softmaxBwd(ctx, "naive", TGRT_F32, p, dp, dp, bh * t, t);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, dp, k, dq, bh, t, hd, t, 0, 0, tt, th, th, scale, 0.0f);
+    tgrt_cuda::matmul(ctx, "naive", TGRT_F32, dp, q, dk, bh, t, hd, t, 1, 0, tt, th, th, scale, 0.0f);
   }
 };
 
@@ -702,9 +1005,9 @@ struct AttentionCase {
         n((size_t)(bh_ * t_ * hd_)), q(rng.normals(n)), k(rng.normals(n)), v(rng.normals(n)),
         dout(rng.normals(n)), out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n), gq(q), gk(k),
         gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n) {
-    tgrt_attention_fwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
+    tgrt_attention_fwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
                        t, hd, causal, window, scale);
-    tgrt_attention_bwd(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
+    tgrt_attention_bwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
                        dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
                        scale);
     for (Dev<float>* d : {&go, &gl, &gdq, &gdk, &gdv}) d->poison();
@@ -721,9 +1024,9 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
   const int causal = a.causal;
   const float scale = a.scale;
   const size_t n = a.n;
-  tgrt_cuda::attentionFwd(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
+  tgrt_cuda::attentionFwd(c.gpu, "check", TGRT_F32, a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
                           causal, window, scale);
-  tgrt_cuda::attentionBwd(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
+  tgrt_cuda::attentionBwd(c.gpu, "check", TGRT_F32, a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
                           a.gdq.p, a.gdk.p, a.gdv.p, bh, t, hd, causal, window, scale);
   const Vec fo = a.go.get(), fl = a.gl.get(), fdq = a.gdq.get(), fdk = a.gdk.get(),
             fdv = a.gdv.get();
@@ -756,60 +1059,46 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
   }
 }
 
-using HVec = std::vector<uint16_t>; // bf16 bit patterns
+constexpr double kTolBf16Attn = 1e-2; // out, dq, dk, dv (bf16 operands of every product)
+constexpr double kTolF16Attn = 2e-3;  // the same with f16 operands (3 more mantissa bits)
+constexpr double kTolLpLse = 1e-3;    // lse (fp32 softmax statistics)
 
-/// bf16 (RNE) of normal(0, 1) samples.
-HVec bf16Normals(Rng& rng, size_t n) {
-  HVec h(n);
-  for (uint16_t& x : h) x = tgrt_bf16_from_float(rng.normal());
-  return h;
-}
-Vec widen(const HVec& h) {
-  Vec f(h.size());
-  for (size_t i = 0; i < h.size(); ++i) f[i] = tgrt_bf16_to_float(h[i]);
-  return f;
-}
-
-constexpr double kTolBf16 = 1e-2;    // out, dq, dk, dv (bf16 operands of every product)
-constexpr double kTolBf16Lse = 1e-3; // lse (fp32 softmax statistics)
-
-/// bf16 flash attention (tensor cores) vs the CPU reference (fp32 on the widened bf16
-/// inputs, outputs rounded to bf16). Each side runs its backward on its own forward's out
-/// and lse.
-void checkAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window,
-                        int64_t bh) {
+/// bf16 / f16 flash attention (tensor cores) vs the CPU reference (fp32 on the widened inputs,
+/// outputs rounded to dt). Each side runs its backward on its own forward's out and lse.
+void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, int64_t window,
+                      int64_t bh) {
   const int causal = 1;
   const float scale = 1.0f / std::sqrt((float)hd);
   const size_t n = (size_t)(bh * t * hd);
-  const HVec q = bf16Normals(rng, n), k = bf16Normals(rng, n), v = bf16Normals(rng, n),
-             dout = bf16Normals(rng, n);
-  HVec out(n), dq(n), dk(n), dv(n);
+  const Raw q = encode(rng.normals(n), dt), k = encode(rng.normals(n), dt),
+            v = encode(rng.normals(n), dt), dout = encode(rng.normals(n), dt);
+  Raw out = zerosOf(dt, n), dq = zerosOf(dt, n), dk = zerosOf(dt, n), dv = zerosOf(dt, n);
   Vec lse((size_t)(bh * t));
-  tgrt_attention_fwd_bf16(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
-                          bh, t, hd, causal, window, scale);
-  tgrt_attention_bwd_bf16(c.cpu, "check", q.data(), k.data(), v.data(), out.data(), lse.data(),
-                          dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
-                          scale);
-  Dev<uint16_t> gq(q), gk(k), gv(v), gdo(dout), go(n), gdq(n), gdk(n), gdv(n);
+  tgrt_attention_fwd(c.cpu, "check", dt, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
+                     t, hd, causal, window, scale);
+  tgrt_attention_bwd(c.cpu, "check", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
+                     scale);
+  DevT gq(q), gk(k), gv(v), gdo(dout), go(dt, n), gdq(dt, n), gdk(dt, n), gdv(dt, n);
   Dev<float> gl((size_t)(bh * t));
   go.poison();
   gl.poison();
   gdq.poison();
   gdk.poison();
   gdv.poison();
-  tgrt_cuda::attentionFwdBf16(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
-                              window, scale);
-  tgrt_cuda::attentionBwdBf16(c.gpu, "check", gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                              gdv.p, bh, t, hd, causal, window, scale);
-  const Vec fo = widen(go.get()), fl = gl.get(), fdq = widen(gdq.get()), fdk = widen(gdk.get()),
-            fdv = widen(gdv.get());
-  const Vec ro = widen(out), rdq = widen(dq), rdk = widen(dk), rdv = widen(dv);
+  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
+                          window, scale);
+  tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
+                          gdv.p, bh, t, hd, causal, window, scale);
+  const Vec fo = go.f(), fl = gl.get(), fdq = gdq.f(), fdk = gdk.f(), fdv = gdv.f();
+  const Vec ro = decode(out), rdq = decode(dq), rdk = decode(dk), rdv = decode(dv);
   const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
                                 (long long)hd, (long long)window);
-  record("attention_fwd_bf16 out vs cpu", shape, relErr(fo, ro), kTolBf16);
-  record("attention_fwd_bf16 lse vs cpu", shape, relErr(fl, lse), kTolBf16Lse);
-  record("attention_bwd_bf16 vs cpu", shape, jointErr({{&fdq, &rdq}, {&fdk, &rdk}, {&fdv, &rdv}}),
-         kTolBf16);
+  const double tol = dt == TGRT_BF16 ? kTolBf16Attn : kTolF16Attn;
+  record(fmt("attention_fwd_%s out vs cpu", dtName(dt)), shape, relErr(fo, ro), tol);
+  record(fmt("attention_fwd_%s lse vs cpu", dtName(dt)), shape, relErr(fl, lse), kTolLpLse);
+  record(fmt("attention_bwd_%s vs cpu", dtName(dt)), shape,
+         jointErr({{&fdq, &rdq}, {&fdk, &rdk}, {&fdv, &rdv}}), tol);
 }
 
 constexpr double kTolTf32 = 2e-3;    // out, dq, dk, dv (TF32 operands of every product)
@@ -875,9 +1164,9 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
       r.window = sh.window;
       r.out = r.dq = r.dk = r.dv = Vec(n);
       r.lse = Vec((size_t)(bh * sh.t));
-      tgrt_attention_fwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
+      tgrt_attention_fwd(c.cpu, "sweep", TGRT_F32, q.data(), k.data(), v.data(), r.out.data(),
                          r.lse.data(), bh, sh.t, hd, 1, sh.window, scale);
-      tgrt_attention_bwd(c.cpu, "sweep", q.data(), k.data(), v.data(), r.out.data(),
+      tgrt_attention_bwd(c.cpu, "sweep", TGRT_F32, q.data(), k.data(), v.data(), r.out.data(),
                          r.lse.data(), dout.data(), r.dq.data(), r.dk.data(), r.dv.data(), bh,
                          sh.t, hd, 1, sh.window, scale);
       r.q = std::make_unique<Dev<float>>(q);
@@ -896,7 +1185,7 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
     Dev<float> q(rng.normals(nb)), k(rng.normals(nb)), v(rng.normals(nb)), dout(rng.normals(nb));
     Dev<float> out(nb), lse(timing ? (size_t)(bhb * tb) : 1), dq(nb), dk(nb), dv(nb);
     if (timing)
-      tgrt_cuda::attentionFwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1, 0,
+      tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1, 0,
                               scale);
 
     for (int kind = 0; kind < 3; ++kind) {
@@ -922,14 +1211,14 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
             Dev<float> o(r.out.size()), l(r.lse.size());
             o.poison();
             l.poison();
-            tgrt_cuda::attentionFwd(c.gpu, "sweep", r.q->p, r.k->p, r.v->p, o.p, l.p, bh, r.t, hd,
+            tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, o.p, l.p, bh, r.t, hd,
                                     1, r.window, scale);
             err = std::max({err, relErr(o.get(), r.out), relErr(l.get(), r.lse)});
           } else {
             r.gdq->poison();
             r.gdk->poison();
             r.gdv->poison();
-            tgrt_cuda::attentionBwd(c.gpu, "sweep", r.q->p, r.k->p, r.v->p, r.o->p, r.l->p,
+            tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, r.o->p, r.l->p,
                                     r.dout->p, r.gdq->p, r.gdk->p, r.gdv->p, bh, r.t, hd, 1,
                                     r.window, scale);
             const Vec a = r.gdq->get(), b = r.gdk->get(), cc = r.gdv->get();
@@ -941,10 +1230,10 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
         if (timing) {
           const float ms = timeMs(c.gpu, 10, [&] {
             if (kind == 0)
-              tgrt_cuda::attentionFwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1,
+              tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1,
                                       0, scale);
             else
-              tgrt_cuda::attentionBwd(c.gpu, "sweep", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+              tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
                                       dk.p, dv.p, bhb, tb, hd, 1, 0, scale);
           });
           std::printf("    time %s %dx%d hd%lld: %.3f ms%s\n", kname, list[i][0], list[i][1],
@@ -995,11 +1284,11 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
   double fullTotal = 0.0;
   for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
     const float f = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwd(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1, window,
+      tgrt_cuda::attentionFwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1, window,
                               scale);
     });
     const float b = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionBwd(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
+      tgrt_cuda::attentionBwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
                               dv.p, bh, t, hd, 1, window, scale);
     });
     const double pairs = visiblePairs(t, window);
@@ -1021,35 +1310,36 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
               "naive", f, b, f + b);
 }
 
-/// bf16 flash attention timings beside the fp32 rows of benchAttention (same shapes).
-void benchAttentionBf16(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, int reps) {
+/// bf16 / f16 flash attention timings beside the fp32 rows of benchAttention (same shapes).
+void benchAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, int64_t bh,
+                      int reps) {
   const size_t n = (size_t)(bh * t * hd);
   const float scale = 1.0f / std::sqrt((float)hd);
-  Dev<uint16_t> q(bf16Normals(rng, n)), k(bf16Normals(rng, n)), v(bf16Normals(rng, n)),
-      dout(bf16Normals(rng, n));
-  Dev<uint16_t> out(n), dq(n), dk(n), dv(n);
+  DevT q(encode(rng.normals(n), dt)), k(encode(rng.normals(n), dt)), v(encode(rng.normals(n), dt)),
+      dout(encode(rng.normals(n), dt));
+  DevT out(dt, n), dq(dt, n), dk(dt, n), dv(dt, n);
   Dev<float> lse((size_t)(bh * t));
-  std::printf("\nflash attention timing: bh %lld, t %lld, hd %lld, causal, bf16 tensor cores "
+  std::printf("\nflash attention timing: bh %lld, t %lld, hd %lld, causal, %s tensor cores "
               "(median of %d)\n",
-              (long long)bh, (long long)t, (long long)hd, reps);
+              (long long)bh, (long long)t, (long long)hd, dtName(dt), reps);
   std::printf("%-8s %10s %10s %10s %14s %12s %12s\n", "window", "fwd ms", "bwd ms", "total ms",
               "visible pairs", "fwd TFLOP/s", "bwd TFLOP/s");
   int idx = 0;
   for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
     const float f = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwdBf16(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
-                                  window, scale);
+      tgrt_cuda::attentionFwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
+                              window, scale);
     });
     const float b = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionBwdBf16(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
-                                  dk.p, dv.p, bh, t, hd, 1, window, scale);
+      tgrt_cuda::attentionBwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+                              dk.p, dv.p, bh, t, hd, 1, window, scale);
     });
     const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
     const double fp32 = g_fp32TotalMs[idx++];
-    std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f   (fp32/bf16 total %.2fx)\n",
+    std::printf("%-8lld %10.3f %10.3f %10.3f %14.0f %12.2f %12.2f   (fp32/%s total %.2fx)\n",
                 (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
-                2.5 * flops / (b * 1e-3) / 1e12, fp32 > 0.0 ? fp32 / (f + b) : 0.0);
+                2.5 * flops / (b * 1e-3) / 1e12, dtName(dt), fp32 > 0.0 ? fp32 / (f + b) : 0.0);
   }
 }
 
@@ -1147,7 +1437,8 @@ int main(int argc, char** argv) {
   }
   if (!checks) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 20);
-    benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 20);
+    benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 20);
+    benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 20);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 20);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
@@ -1156,18 +1447,23 @@ int main(int argc, char** argv) {
   std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
 
   checkContext(c, rng);
-  checkEmbedding(c, rng);
-  checkPositional(c, rng);
-  checkElementwise(c, rng);
-  checkDropout(c, rng);
-  checkLayerNorm(c, rng);
-  checkMatmul(c, rng);
-  checkMatmulBias(c, rng);
-  checkMatmulBiasGelu(c, rng);
-  checkBias(c, rng);
-  checkSoftmax(c, rng);
-  checkCrossEntropy(c, rng);
-  checkOptimizer(c, rng);
+  for (int32_t dt : kDtypes) {
+    checkEmbedding(c, rng, dt);
+    checkPositional(c, rng, dt);
+    checkElementwise(c, rng, dt);
+    checkDropout(c, rng, dt);
+  }
+  checkCast(c, rng);
+  checkLayerNorms(c, rng);
+  for (int32_t dt : kDtypes) {
+    checkMatmul(c, rng, dt);
+    checkMatmulBias(c, rng, dt);
+    checkMatmulBiasGelu(c, rng, dt);
+    checkBias(c, rng, dt);
+    checkSoftmax(c, rng, dt);
+    checkCrossEntropy(c, rng, dt);
+  }
+  checkOptimizers(c, rng);
 
   std::vector<int64_t> ts = quick ? std::vector<int64_t>{64, 100, 256}
                                   : std::vector<int64_t>{64, 100, 256, 1024};
@@ -1179,15 +1475,17 @@ int main(int argc, char** argv) {
         const bool dump = !dumpDir.empty() && hd == 64 && (t == 256 || t == 1024);
         checkAttention(c, rng, t, hd, window, bh, dump ? dumpDir : std::string());
       }
-  for (int64_t t : ts)
-    for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
-      for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
-        checkAttentionBf16(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
+  for (int32_t dt : {TGRT_BF16, TGRT_F16})
+    for (int64_t t : ts)
+      for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
+        for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
+          checkAttentionLp(c, rng, dt, t, hd, window, t >= 1024 ? 2 : 3);
   for (int64_t t : ts)
     for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
       for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
         checkAttentionTf32(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
-  checkMatmulMisaligned(c, rng);
+  checkMatmulMisaligned(c, rng, TGRT_F32);
+  checkMatmulMisaligned(c, rng, TGRT_BF16);
 
   int passed = 0, failed = 0;
   for (const Row& r : g_rows) (r.pass ? passed : failed)++;
@@ -1202,7 +1500,8 @@ int main(int argc, char** argv) {
 
   if (bench && !quick) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 10);
-    benchAttentionBf16(c, rng, 1024, 64, 16 * 12, 10);
+    benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 10);
+    benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 10);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 10);
   }
 

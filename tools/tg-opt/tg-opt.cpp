@@ -11,6 +11,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect, mlir::emitc::EmitCDialect>();
   mlir::tg::registerTgPasses();
+  mlir::tg::registerTrainingPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

@@ -102,14 +102,11 @@ std::string withCommas(long long n) {
 }
 
 /// Spec features that are validated but not compiled yet are refused (never silently
-/// ignored): mixed precision and activation checkpointing.
+/// ignored): activation checkpointing.
 bool checkImplemented(const DriverOptions &opts, const Spec &spec) {
   const char *what = nullptr;
   std::string path, value;
-  if (spec.training.precision != "fp32") {
-    path = "training.precision", value = spec.training.precision;
-    what = "only fp32 compiles (use --set training.precision=fp32)";
-  } else if (spec.training.checkpointing != "none") {
+  if (spec.training.checkpointing != "none") {
     path = "training.checkpointing", value = spec.training.checkpointing;
     what = "only 'none' compiles (use --set training.checkpointing=none)";
   }
@@ -130,7 +127,19 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
     return false;
   }
   PassManager pm(&ctx);
-  tg::buildTrainingPipeline(pm, spec, stage, tg::workspaceBytesFor(target));
+  tg::TrainingPipelineOptions o;
+  const tgc::OptimizerSpec &opt = spec.training.optimizer;
+  o.attention = spec.training.attention.kernel;
+  o.precision = spec.training.precision;
+  o.gradAccum = spec.training.grad_accum;
+  o.beta1 = opt.beta1;
+  o.beta2 = opt.beta2;
+  o.eps = opt.eps;
+  o.weightDecay = opt.weight_decay;
+  o.gradClip = opt.grad_clip;
+  o.decayEmbeddings = opt.decay_embeddings;
+  o.workspaceBytes = tg::workspaceBytesFor(target);
+  tg::buildTrainingPipeline(pm, o, stage);
   if (failed(pm.run(*module))) {
     llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
     return false;
@@ -302,7 +311,7 @@ int runCompile(const DriverOptions &opts) {
   if (opts.emit == "emitc") {
     OwningOpRef<ModuleOp> module;
     if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, opts.target) ||
-        failed(tg::lowerToEmitC(*module, spec)))
+        failed(tg::lowerToEmitC(*module)))
       return 1;
     return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
   }
@@ -312,7 +321,7 @@ int runCompile(const DriverOptions &opts) {
       return 1;
     std::string cpp;
     llvm::raw_string_ostream os(cpp);
-    if (failed(tg::emitTrainingCpp(*module, spec, os)))
+    if (failed(tg::emitTrainingCpp(*module, os)))
       return 1;
     if (opts.emit == "cpp")
       return writeAtomically(opts.output, cpp) ? 0 : 1;

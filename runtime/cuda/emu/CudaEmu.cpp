@@ -1,5 +1,6 @@
 // CudaEmu.cpp — fiber scheduler, runtime API and cuBLASLt stand-ins of CudaEmu.h.
 #include "runtime/cuda/emu/CudaEmu.h"
+#include "runtime/tgrt.h"
 
 #include <cmath>
 #include <ucontext.h>
@@ -241,6 +242,37 @@ void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[
   for (int i = 0; i < 4; ++i) d[i] = out[i];
 }
 
+void mmaF16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                    const float (&c)[4]) {
+  uint32_t as[32][4], bs[32][2];
+  warpGather(a, as, sizeof as[0]);
+  warpGather(b, bs, sizeof bs[0]);
+  auto lo = [](uint32_t x) { return tgrt_f16_to_float((uint16_t)(x & 0xffffu)); };
+  auto hi = [](uint32_t x) { return tgrt_f16_to_float((uint16_t)(x >> 16)); };
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, q = l & 3;
+    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * q, 2 * q, 2 * q + 8, 2 * q + 8};
+    for (int i = 0; i < 4; ++i) {
+      A[rows[i]][cols[i]] = lo(as[l][i]);
+      A[rows[i]][cols[i] + 1] = hi(as[l][i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      B[2 * q + 8 * i][g] = lo(bs[l][i]);
+      B[2 * q + 8 * i + 1][g] = hi(bs[l][i]);
+    }
+  }
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int rr[4] = {g, g, g + 8, g + 8}, cc[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+  float out[4];
+  for (int i = 0; i < 4; ++i) {
+    float s = c[i];
+    for (int kk = 0; kk < 16; ++kk) s += A[rr[i]][kk] * B[kk][cc[i]];
+    out[i] = s;
+  }
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
+}
+
 float tf32Rna(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -415,11 +447,14 @@ struct EmuLtDesc {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
   int32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const float* bias = nullptr; ///< CUBLASLT_EPILOGUE_BIAS: one value per row of D
-  float* aux = nullptr;        ///< GELU_AUX_BIAS: the pre-activation, D's shape
-  int64_t auxLd = 0;           ///< its leading dimension (elements)
+  const void* bias = nullptr; ///< CUBLASLT_EPILOGUE_BIAS: one value per row of D
+  void* aux = nullptr;        ///< GELU_AUX_BIAS: the pre-activation, D's shape
+  int64_t auxLd = 0;          ///< its leading dimension (elements)
+  int32_t biasType = -1;      ///< cudaDataType_t of the bias; -1: D's
+  int32_t auxType = -1;       ///< cudaDataType_t of the aux; -1: D's
 };
 struct EmuLtLayout {
+  cudaDataType type = CUDA_R_32F;
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0;
   int32_t batch = 1;
@@ -460,12 +495,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
                                               cublasLtMatmulDescAttributes_t attr,
                                               const void* buf, size_t bytes) {
   if (attr == CUBLASLT_MATMUL_DESC_BIAS_POINTER) {
-    if (bytes != sizeof(const float*)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (bytes != sizeof(const void*)) return CUBLAS_STATUS_INVALID_VALUE;
     std::memcpy(&d->bias, buf, sizeof d->bias);
     return CUBLAS_STATUS_SUCCESS;
   }
   if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER) {
-    if (bytes != sizeof(float*)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (bytes != sizeof(void*)) return CUBLAS_STATUS_INVALID_VALUE;
     std::memcpy(&d->aux, buf, sizeof d->aux);
     return CUBLAS_STATUS_SUCCESS;
   }
@@ -479,6 +514,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
   std::memcpy(&v, buf, sizeof v);
   if (attr == CUBLASLT_MATMUL_DESC_TRANSA) d->transa = v;
   else if (attr == CUBLASLT_MATMUL_DESC_TRANSB) d->transb = v;
+  else if (attr == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE) d->biasType = v;
+  else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE) d->auxType = v;
   else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE) {
     if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS &&
         v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
@@ -487,9 +524,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
   } else return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t rows,
-                                          uint64_t cols, int64_t ld) {
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   *l = new EmuLtLayout();
+  (*l)->type = type;
   (*l)->rows = rows;
   (*l)->cols = cols;
   (*l)->ld = ld;
@@ -538,6 +578,18 @@ void opShape(const EmuLtLayout* l, int32_t trans, uint64_t& r, uint64_t& c) {
   c = trans ? l->rows : l->cols;
 }
 bool layoutOk(const EmuLtLayout* l) { return l->ld >= (int64_t)std::max<uint64_t>(1, l->rows); }
+/// Element i of a matrix or vector of cudaDataType `type`, widened to float (exact).
+float loadAs(int32_t type, const void* p, int64_t i) {
+  if (type == CUDA_R_16BF) return tgrt_bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+  if (type == CUDA_R_16F) return tgrt_f16_to_float(static_cast<const uint16_t*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+/// Stores x rounded (RNE) to `type`.
+void storeAs(int32_t type, void* p, int64_t i, float x) {
+  if (type == CUDA_R_16BF) static_cast<uint16_t*>(p)[i] = tgrt_bf16_from_float(x);
+  else if (type == CUDA_R_16F) static_cast<uint16_t*>(p)[i] = tgrt_f16_from_float(x);
+  else static_cast<float*>(p)[i] = x;
+}
 } // namespace
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
@@ -552,7 +604,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
   opShape(b, desc->transb, bk, bn);
   if (ak != bk || c->rows != am || c->cols != bn || d->rows != am || d->cols != bn ||
       !layoutOk(a) || !layoutOk(b) || !layoutOk(c) || !layoutOk(d) || a->batch != c->batch ||
-      b->batch != c->batch || d->batch != c->batch) {
+      b->batch != c->batch || d->batch != c->batch || a->type != b->type ||
+      c->type != d->type || (desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32 &&
+                             a->type != CUDA_R_32F)) {
     *returned = 0;
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -580,39 +634,38 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   if (k != k2) return CUBLAS_STATUS_INVALID_VALUE;
   const float alpha = *static_cast<const float*>(alphaP);
   const float beta = *static_cast<const float*>(betaP);
-  const float* a = static_cast<const float*>(A);
-  const float* b = static_cast<const float*>(B);
-  const float* c = static_cast<const float*>(C);
-  float* dst = static_cast<float*>(D);
+  const int32_t ta = ad->type, tb = bd->type, tc = cd->type, td = dd->type;
+  const int32_t biasType = desc->biasType >= 0 ? desc->biasType : td;
+  const int32_t auxType = desc->auxType >= 0 ? desc->auxType : td;
   for (int32_t bi = 0; bi < cd->batch; ++bi) {
-    const float* ab = a + bi * ad->stride;
-    const float* bb = b + bi * bd->stride;
-    const float* cb = c + bi * cd->stride;
-    float* db = dst + bi * dd->stride;
+    const int64_t ao = bi * ad->stride, bo = bi * bd->stride, co = bi * cd->stride,
+                  dof = bi * dd->stride;
     for (uint64_t j = 0; j < n; ++j)
       for (uint64_t i = 0; i < m; ++i) {
         double s = 0.0;
         for (uint64_t p = 0; p < k; ++p) {
-          const float av = desc->transa ? ab[p + i * ad->ld] : ab[i + p * ad->ld];
-          const float bv = desc->transb ? bb[j + p * bd->ld] : bb[p + j * bd->ld];
+          const float av = desc->transa ? loadAs(ta, A, ao + (int64_t)(p + i * ad->ld))
+                                        : loadAs(ta, A, ao + (int64_t)(i + p * ad->ld));
+          const float bv = desc->transb ? loadAs(tb, B, bo + (int64_t)(j + p * bd->ld))
+                                        : loadAs(tb, B, bo + (int64_t)(p + j * bd->ld));
           s += (double)av * bv;
         }
         double r = alpha * s;
-        if (beta != 0.0f) r += (double)beta * cb[i + j * cd->ld];
+        if (beta != 0.0f) r += (double)beta * loadAs(tc, C, co + (int64_t)(i + j * cd->ld));
         if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS ||
             desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
           if (!desc->bias) return CUBLAS_STATUS_INVALID_VALUE;
-          r += desc->bias[i]; // broadcast along the columns of D
+          r += loadAs(biasType, desc->bias, (int64_t)i); // broadcast along the columns of D
         }
         if (desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
           if (!desc->aux || desc->auxLd < (int64_t)m || cd->batch != 1)
             return CUBLAS_STATUS_INVALID_VALUE;
           const float x = (float)r;
-          desc->aux[i + j * desc->auxLd] = x;
-          const double xd = x; // tanh GELU (Hendrycks & Gimpel 2016)
+          storeAs(auxType, desc->aux, (int64_t)(i + j * desc->auxLd), x);
+          const double xd = x; // tanh GELU (Hendrycks & Gimpel 2016) of the unrounded sum
           r = 0.5 * xd * (1.0 + std::tanh(0.7978845608028654 * (xd + 0.044715 * xd * xd * xd)));
         }
-        db[i + j * dd->ld] = (float)r;
+        storeAs(td, D, dof + (int64_t)(i + j * dd->ld), (float)r);
       }
   }
   return CUBLAS_STATUS_SUCCESS;

@@ -82,6 +82,9 @@ void warpGather(const void* mine, void* all, size_t bytes);
 /// C[g+8][2q+1]}). Sums in float, k in order (not the tensor core's order).
 void mmaBf16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                      const float (&c)[4]);
+/// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: as mmaBf16m16n8k16 with f16 operands.
+void mmaF16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                    const float (&c)[4]);
 /// cvt.rna.tf32.f32: x rounded to TF32 (10 mantissa bits, nearest, ties away from zero),
 /// returned as a float with the low 13 mantissa bits zero; inf and NaN pass through.
 float tf32Rna(float x);
@@ -162,7 +165,7 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault = 4,
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDataType_t { CUDA_R_32F = 0 };
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef cudaDataType_t cudaDataType;
 struct EmuStream;
 typedef EmuStream* cudaStream_t;
@@ -218,7 +221,9 @@ inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int val
 
 // ---------------------------------------------------------------------------- cuBLASLt --
 // Column-major semantics as documented for cublasLtMatmul: D = alpha op(A) op(B) + beta C,
-// strided batches, C not read when beta == 0. The "algorithm" is a plain triple loop.
+// strided batches, C not read when beta == 0. The "algorithm" is a plain triple loop (double
+// sums). Matrices are CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F (each layout's own type, widened
+// exactly; D rounded once, RNE); the bias and the GELU aux have their own types (default D's).
 enum cublasStatus_t {
   CUBLAS_STATUS_SUCCESS = 0,
   CUBLAS_STATUS_INVALID_VALUE = 7,
@@ -233,6 +238,8 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,
   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE = 22,
+  CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26,
 };
 // GELU_AUX_BIAS: D = GELU(alpha op(A) op(B) + bias) with the pre-activation written to the
 // aux matrix (column-major, ld EPILOGUE_AUX_LD). GELU is the tanh approximation.

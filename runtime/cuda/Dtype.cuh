@@ -1,0 +1,230 @@
+// Dtype.cuh — element types of runtime/tgrt.h (enum tgrt_dtype) on the device: storage types,
+// conversions and 16-byte vector ("pack") access, shared by Kernels.cu and the attention files.
+//
+// Storage. f32 is `float`; bf16 and f16 are their uint16_t bit patterns wrapped in structs of
+// their own (bf16_t, f16_t) so that templates tell them apart. Every kernel computes in float:
+// toF() widens exactly, fromF<T>() rounds once, to nearest even.
+//
+// Conversions match tgrt.h's host helpers (tgrt_bf16_from_float, tgrt_f16_from_float, ...) bit
+// for bit, NaN included: bf16 uses the same integer formula on the device; f16 uses the
+// hardware cvt.rn.f16.f32 / cvt.f32.f16 (IEEE round-to-nearest-even, subnormals kept, overflow
+// to inf) with NaN mapped to tgrt.h's patterns (the hardware returns a canonical NaN).
+// Under the emulator (TGRT_CUDA_EMULATE) they are tgrt.h's helpers themselves.
+#ifndef TGRT_CUDA_DTYPE_CUH
+#define TGRT_CUDA_DTYPE_CUH
+
+#include "runtime/cuda/Internal.h"
+#include "runtime/tgrt.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace tgrt_cuda {
+
+/// bf16 bit pattern (upper half of an IEEE float32).
+struct bf16_t {
+  uint16_t bits;
+};
+/// f16 bit pattern (IEEE binary16).
+struct f16_t {
+  uint16_t bits;
+};
+
+// ------------------------------------------------------------------ bit casts --
+
+__device__ __forceinline__ uint32_t floatBits(float f) {
+#ifdef TGRT_CUDA_EMULATE
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#else
+  return __float_as_uint(f);
+#endif
+}
+__device__ __forceinline__ float bitsFloat(uint32_t u) {
+#ifdef TGRT_CUDA_EMULATE
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#else
+  return __uint_as_float(u);
+#endif
+}
+/// True unless f is +-inf or NaN (no libm: the same on the device and in the emulator).
+__device__ __forceinline__ bool finiteF(float f) {
+  return (floatBits(f) & 0x7f800000u) != 0x7f800000u;
+}
+
+// ---------------------------------------------------------------- conversions --
+
+__device__ __forceinline__ float bf16ToFloat(uint16_t h) { return bitsFloat((uint32_t)h << 16); }
+/// tgrt_bf16_from_float: RNE; NaN -> quiet NaN with the sign and upper payload kept.
+__device__ __forceinline__ uint16_t bf16FromFloat(float f) {
+  const uint32_t u = floatBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+/// tgrt_f16_to_float (exact).
+__device__ __forceinline__ float f16ToFloat(uint16_t h) {
+#ifdef TGRT_CUDA_EMULATE
+  return tgrt_f16_to_float(h);
+#else
+  if ((h & 0x7fffu) > 0x7c00u) // NaN: keep sign and payload as the host helper does
+    return bitsFloat(((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13));
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#endif
+}
+/// tgrt_f16_from_float: RNE, subnormals kept, >= 65520 in magnitude -> inf, NaN -> sign|0x7e00.
+__device__ __forceinline__ uint16_t f16FromFloat(float f) {
+#ifdef TGRT_CUDA_EMULATE
+  return tgrt_f16_from_float(f);
+#else
+  const uint32_t u = floatBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u);
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#endif
+}
+
+__device__ __forceinline__ float toF(float x) { return x; }
+__device__ __forceinline__ float toF(bf16_t x) { return bf16ToFloat(x.bits); }
+__device__ __forceinline__ float toF(f16_t x) { return f16ToFloat(x.bits); }
+
+template <typename T>
+__device__ __forceinline__ T fromF(float f);
+template <>
+__device__ __forceinline__ float fromF<float>(float f) {
+  return f;
+}
+template <>
+__device__ __forceinline__ bf16_t fromF<bf16_t>(float f) {
+  return bf16_t{bf16FromFloat(f)};
+}
+template <>
+__device__ __forceinline__ f16_t fromF<f16_t>(float f) {
+  return f16_t{f16FromFloat(f)};
+}
+
+/// The same rounding on the host (fill values, masked values): tgrt.h's helpers.
+template <typename T>
+inline T hostFromF(float f);
+template <>
+inline float hostFromF<float>(float f) {
+  return f;
+}
+template <>
+inline bf16_t hostFromF<bf16_t>(float f) {
+  return bf16_t{tgrt_bf16_from_float(f)};
+}
+template <>
+inline f16_t hostFromF<f16_t>(float f) {
+  return f16_t{tgrt_f16_from_float(f)};
+}
+
+/// Width in elements of the elementwise "pack" of a kernel over types Ts: 4 (one float4)
+/// when all are f32, else 8 (one 16-byte load of a 2-byte type, two of f32).
+template <typename... Ts>
+__host__ __device__ constexpr int packWidth() {
+  return ((sizeof(Ts) == 2) || ...) ? 8 : 4;
+}
+
+// ---------------------------------------------------------------- 16-byte access --
+
+__device__ __forceinline__ uint4 load16(const void* p) {
+#ifdef TGRT_CUDA_EMULATE
+  uint4 r;
+  std::memcpy(&r, p, 16);
+  return r;
+#else
+  return *reinterpret_cast<const uint4*>(p);
+#endif
+}
+__device__ __forceinline__ void store16(void* p, uint4 v) {
+#ifdef TGRT_CUDA_EMULATE
+  std::memcpy(p, &v, 16);
+#else
+  *reinterpret_cast<uint4*>(p) = v;
+#endif
+}
+
+/// One 16-byte word widened to floats (4 of f32, 8 of a 2-byte type).
+__device__ __forceinline__ void unpack16(uint4 r, float* f, float) {
+  f[0] = bitsFloat(r.x);
+  f[1] = bitsFloat(r.y);
+  f[2] = bitsFloat(r.z);
+  f[3] = bitsFloat(r.w);
+}
+__device__ __forceinline__ void unpack16(uint4 r, float* f, bf16_t) {
+  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = bitsFloat(w[i] << 16);
+    f[2 * i + 1] = bitsFloat(w[i] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ void unpack16(uint4 r, float* f, f16_t) {
+  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = f16ToFloat((uint16_t)(w[i] & 0xffffu));
+    f[2 * i + 1] = f16ToFloat((uint16_t)(w[i] >> 16));
+  }
+}
+/// floats rounded into one 16-byte word (the inverse of unpack16).
+__device__ __forceinline__ uint4 pack16(const float* f, float) {
+  return make_uint4(floatBits(f[0]), floatBits(f[1]), floatBits(f[2]), floatBits(f[3]));
+}
+__device__ __forceinline__ uint4 pack16(const float* f, bf16_t) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = (uint32_t)bf16FromFloat(f[2 * i]) | ((uint32_t)bf16FromFloat(f[2 * i + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ uint4 pack16(const float* f, f16_t) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = (uint32_t)f16FromFloat(f[2 * i]) | ((uint32_t)f16FromFloat(f[2 * i + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/// Pack iv of W elements of p (elements [iv*W, iv*W + W)), widened: W*sizeof(T) is 16 or 32
+/// bytes, read as one or two 16-byte words. The pack must be 16-byte aligned.
+template <int W, typename T>
+__device__ __forceinline__ void ldPack(const T* p, int64_t iv, float (&f)[W]) {
+  static_assert((W * sizeof(T)) % 16 == 0, "a pack is whole 16-byte words");
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  const T* base = p + iv * W;
+#pragma unroll
+  for (int u = 0; u < kWords; ++u) unpack16(load16(base + u * kPer), f + u * kPer, T{});
+}
+/// Stores pack iv of W floats rounded to T (see ldPack).
+template <int W, typename T>
+__device__ __forceinline__ void stPack(T* p, int64_t iv, const float (&f)[W]) {
+  static_assert((W * sizeof(T)) % 16 == 0, "a pack is whole 16-byte words");
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  T* base = p + iv * W;
+#pragma unroll
+  for (int u = 0; u < kWords; ++u) store16(base + u * kPer, pack16(f + u * kPer, T{}));
+}
+
+// ------------------------------------------------------------- host dispatch --
+
+/// Calls f(T{}) with T the storage type of dt (float, bf16_t, f16_t); fails on another value.
+template <typename F>
+void withDtype(const char* loc, const char* what, int32_t dt, F&& f) {
+  switch (dt) {
+  case TGRT_F32: f(float{}); return;
+  case TGRT_BF16: f(bf16_t{}); return;
+  case TGRT_F16: f(f16_t{}); return;
+  default: fail(loc, "%s: unknown dtype %d (expected 0 f32, 1 bf16 or 2 f16)", what, (int)dt);
+  }
+}
+
+} // namespace tgrt_cuda
+
+#endif // TGRT_CUDA_DTYPE_CUH
