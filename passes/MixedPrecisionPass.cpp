@@ -30,6 +30,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "tg-mixed-precision"
 
 namespace mlir::tg {
@@ -66,6 +68,19 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
                          << prev << " (the pass runs once, before tg-autodiff)";
       return signalPassFailure();
     }
+    // Checked before anything is rewritten. The scale is stored as f32: a value past
+    // FLT_MAX would become +inf (every step would overflow and be skipped).
+    if (precision == "fp16-mixed" &&
+        (!(lossScaleInit > 0) || !std::isfinite((float)lossScaleInit) ||
+         lossScaleGrowthInterval < 1)) {
+      module.emitError() << "tg-mixed-precision: loss-scale-init must be > 0 and finite "
+                            "in f32, and loss-scale-growth-interval >= 1 (got "
+                         << (double)lossScaleInit << " and "
+                         << (int64_t)lossScaleGrowthInterval << ")";
+      return signalPassFailure();
+    }
+    // A pass instance may run on several modules: no cast from a previous run is reused.
+    casts.clear();
     auto fn = module.lookupSymbol<func::FuncOp>("forward");
     if (!fn || fn.isExternal()) {
       module.emitError() << "tg-mixed-precision: no func.func @forward (run it before "
@@ -107,15 +122,16 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
     for (Operation *op : ops)
       if (failed(retype(op)))
         return signalPassFailure();
-    // The loss stays f32 (tg.cross_entropy's result); nothing to do at the return.
+    // The loss stays f32 (tg.cross_entropy's result). Any other returned value that was
+    // retyped is cast back to the declared result type, so the signature still holds.
+    Operation *ret = fn.getBody().front().getTerminator();
+    for (auto [i, t] : llvm::enumerate(fn.getResultTypes()))
+      if (auto want = dyn_cast<RankedTensorType>(t);
+          want && isa<FloatType>(want.getElementType()) && ret->getOperand(i).getType() != want)
+        ret->setOperand(i, as(ret->getOperand(i), want.getElementType(), ret));
 
     module->setAttr(kPrecisionAttr, b.getStringAttr(precision));
     if (precision == "fp16-mixed") {
-      if (!(lossScaleInit > 0) || lossScaleGrowthInterval < 1) {
-        module.emitError() << "tg-mixed-precision: loss-scale-init must be > 0 and "
-                              "loss-scale-growth-interval >= 1";
-        return signalPassFailure();
-      }
       module->setAttr(kLossScaleAttr,
                       b.getDictionaryAttr(
                           {b.getNamedAttr("init", b.getF32FloatAttr((float)lossScaleInit)),
@@ -185,8 +201,13 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
         .Case<BiasAddOp>([&](BiasAddOp ba) {
           // The bias cast goes before the GEMM that makes x, so that the lowering can
           // fuse GEMM + bias (the bias epilogue reads the bias at the GEMM).
+          // Only where the bias is already defined there (a parameter, or a value made
+          // before the GEMM); otherwise at the bias_add.
           Type t = elt(ba.getX());
           Operation *at = ba.getX().getDefiningOp() ? ba.getX().getDefiningOp() : op;
+          if (Operation *def = ba.getBias().getDefiningOp();
+              def && at != op && (def->getBlock() != at->getBlock() || !def->isBeforeInBlock(at)))
+            at = op;
           op->setOperand(1, as(ba.getBias(), t, at));
           setResult(op, 0, t);
           return success();

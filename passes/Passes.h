@@ -48,8 +48,9 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                             llvm::cl::init("planned")};
 };
 
-/// The one pipeline shared by tgc and tg-opt (`-tg-pipeline`): mixed precision (when not
-/// fp32), fuse attention (attention=flash), autodiff, CSE, plan memory (reserving
+/// The one pipeline shared by tgc and tg-opt (`-tg-pipeline`): fuse attention
+/// (attention=flash; first, because it matches the f32 naive chain that casts would
+/// break), mixed precision (when not fp32), autodiff, CSE, plan memory (reserving
 /// workspace-bytes of backend scratch). -tg-lower-to-emitc (passes/LowerToEmitC.h) lowers
 /// the planned module to EmitC. `until` overrides options.until.
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,

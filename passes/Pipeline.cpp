@@ -4,6 +4,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cstdlib>
+
 namespace mlir::tg {
 
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
@@ -58,8 +60,21 @@ void registerTrainingPipeline() {
       "tgc's training pipeline (mixed precision, attention fusion, autodiff, CSE, memory "
       "plan) with the options tgc compile derives from a spec",
       [](OpPassManager &pm, const TrainingPipelineOptions &o) {
+        // A misspelt word must not silently mean the default (tgc validates the spec;
+        // tg-opt's options come from the command line).
+        auto refuse = [](StringRef what, StringRef got, StringRef expected) {
+          llvm::errs() << "tg-pipeline: unknown " << what << " '" << got << "' (expected "
+                       << expected << ")\n";
+          std::exit(1);
+        };
         PipelineStage stage = PipelineStage::Planned;
-        (void)parsePipelineStage(o.until, stage);
+        if (!parsePipelineStage(o.until, stage))
+          refuse("until", o.until, "forward, fused, step or planned");
+        if (o.attention != "naive" && o.attention != "flash")
+          refuse("attention", o.attention, "naive or flash");
+        if (o.precision != "fp32" && o.precision != "bf16-mixed" &&
+            o.precision != "fp16-mixed" && o.precision != "bf16")
+          refuse("precision", o.precision, "fp32, bf16-mixed, fp16-mixed or bf16");
         buildTrainingPipeline(pm, o, stage);
       });
 }

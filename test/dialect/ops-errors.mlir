@@ -351,3 +351,62 @@ func.func @adamw(%w: tensor<8xf32>, %c: tensor<2xf32>) {
   tg.adamw %w, %c {beta1 = 1.0 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32} : tensor<8xf32>, tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @cast_shape(%x: tensor<2x8xf32>) {
+  // expected-error @below {{'tg.cast' op result must have shape [2x8], got [8x2]}}
+  %y = tg.cast %x : (tensor<2x8xf32>) -> tensor<8x2xbf16>
+  return
+}
+
+// -----
+
+// Same number of elements is not enough: a cast is not a reshape.
+func.func @cast_rank(%x: tensor<2x8xf32>) {
+  // expected-error @below {{'tg.cast' op result must have shape [2x8], got [16]}}
+  %y = tg.cast %x : (tensor<2x8xf32>) -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_int(%x: tensor<2x8xf32>) {
+  // expected-error @below {{'tg.cast' op result #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<2x8xi32>'}}
+  %y = tg.cast %x : (tensor<2x8xf32>) -> tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @cast_f64(%x: tensor<2x8xf64>) {
+  // expected-error @below {{'tg.cast' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<2x8xf64>'}}
+  %y = tg.cast %x : (tensor<2x8xf64>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cast_dynamic(%x: tensor<?x8xf32>) {
+  // expected-error @below {{'tg.cast' op operand #0 must have a static shape}}
+  %y = tg.cast %x : (tensor<?x8xf32>) -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
+// y may differ from x in element type, gamma and beta may not differ from each other.
+func.func @layer_norm_beta_type(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @below {{'tg.layer_norm' op beta must have element type 'f32', got 'bf16'}}
+  %y, %m, %r = tg.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xbf16>) -> (tensor<2x8xbf16>, tensor<2xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// The statistics are always f32.
+func.func @layer_norm_stats_type(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @below {{'tg.layer_norm' op result #1 must be ranked tensor of 32-bit float values, but got 'tensor<2xbf16>'}}
+  %y, %m, %r = tg.layer_norm %x, %g, %g : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8xbf16>, tensor<2xbf16>, tensor<2xf32>)
+  return
+}

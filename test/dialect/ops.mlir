@@ -49,6 +49,8 @@ func.func @backward_ops(%wte: tensor<16x8xf32>, %ids: tensor<2x4xi32>, %x: tenso
                         %lse: tensor<2x2x4xf32>, %logits: tensor<2x4x16xf32>) {
   // CHECK: tg.fill {value = 1.000000e+00 : f32} : tensor<f32>
   %one = tg.fill {value = 1.0 : f32} : tensor<f32>
+  // CHECK: tg.fill {loss_scaled, value = 2.500000e-01 : f32} : tensor<f32>
+  %seed = tg.fill {value = 0.25 : f32, loss_scaled} : tensor<f32>
   // CHECK: tg.embedding_grad
   %de = tg.embedding_grad %ids, %x : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
   // CHECK: tg.positional_embedding_grad
@@ -77,4 +79,30 @@ func.func @optimizer_ops(%w: tensor<8x8xf32>, %b: tensor<8xf32>) {
   // CHECK: tg.adamw
   tg.adamw %w, %clip {beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.1 : f32} : tensor<8x8xf32>, tensor<2xf32>
   return
+}
+
+// Mixed precision: tg.cast between the float types, layer norm with a bf16/f16 y from
+// an f32 x (f32 statistics), matmul and attention in bf16, cross entropy of bf16 logits.
+// CHECK-LABEL: func.func @mixed_precision_ops
+func.func @mixed_precision_ops(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x8xf32>,
+                               %ids: tensor<2x4xi32>) -> tensor<f32> {
+  // CHECK: tg.cast %{{.*}} : (tensor<8x8xf32>) -> tensor<8x8xbf16>
+  %wb = tg.cast %w : (tensor<8x8xf32>) -> tensor<8x8xbf16>
+  // CHECK: tg.cast %{{.*}} : (tensor<8x8xf32>) -> tensor<8x8xf16>
+  %wh = tg.cast %w : (tensor<8x8xf32>) -> tensor<8x8xf16>
+  // CHECK: tg.cast %{{.*}} : (tensor<8x8xf16>) -> tensor<8x8xbf16>
+  %hb = tg.cast %wh : (tensor<8x8xf16>) -> tensor<8x8xbf16>
+  // CHECK: tg.layer_norm {{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+  %y, %mean, %rstd = tg.layer_norm %x, %g, %g : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+  // CHECK: tg.layer_norm {{.*}} -> (tensor<2x4x8xf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+  %yh, %mh, %rh = tg.layer_norm %x, %g, %g : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+  // CHECK: tg.matmul {{.*}} : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+  %h = tg.matmul %y, %wb : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+  %h4 = tg.reshape %h : (tensor<2x4x8xbf16>) -> tensor<2x4x2x4xbf16>
+  %q = tg.transpose %h4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x2x4xbf16>) -> tensor<2x2x4x4xbf16>
+  // CHECK: tg.attention {{.*}} : (tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>) -> (tensor<2x2x4x4xbf16>, tensor<2x2x4xf32>)
+  %o, %lse = tg.attention %q, %q, %q {scale = 0.5 : f32} : (tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>, tensor<2x2x4x4xbf16>) -> (tensor<2x2x4x4xbf16>, tensor<2x2x4xf32>)
+  // CHECK: tg.cross_entropy {{.*}} : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<f32>
+  %loss = tg.cross_entropy %h, %ids : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
 }
