@@ -800,7 +800,9 @@ int Trainer::run() {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
     const double lr = learningRate(m_, s, total_steps_);
-    tgrt_set_step(ctx_, s);
+    // AdamW's step t counts the updates made: a step skipped by loss scaling made none
+    // (as PyTorch's GradScaler, whose skipped optimizer.step() leaves Adam's count alone).
+    tgrt_set_step(ctx_, s - scaler_.skippedSteps());
     tgrt_set_lr(ctx_, (float)lr);
     const float loss_scale = scaler_.scale(); // the scale this step runs with
     if (scaler_.enabled()) tgrt_set_loss_scale(ctx_, loss_scale);
