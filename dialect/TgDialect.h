@@ -35,6 +35,14 @@ inline constexpr llvm::StringLiteral kMomentTypeAttr = "tg.moment_type";
 inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
 inline constexpr llvm::StringLiteral kInitStdAttr = "tg.init_std";
 inline constexpr llvm::StringLiteral kDecayAttr = "tg.decay";
+/// Discardable attribute (i64) on every op that belongs to transformer layer i: set by
+/// the frontend on the layer's forward ops, carried by tg-mixed-precision to the casts it
+/// inserts for them and by tg-autodiff to the ops of their adjoints. Rematerialization
+/// groups ops by it (never by location strings).
+inline constexpr llvm::StringLiteral kLayerAttr = "tg.layer";
+/// Unit attribute on ops cloned by tg-rematerialize (recomputed in the backward). It also
+/// keeps CSE from merging a clone back into its original (their attributes differ).
+inline constexpr llvm::StringLiteral kRecomputeAttr = "tg.recompute";
 /// Module attribute: the precision policy applied by tg-mixed-precision ("fp32",
 /// "bf16-mixed", "fp16-mixed", "bf16"); absent means fp32.
 inline constexpr llvm::StringLiteral kPrecisionAttr = "tg.precision";

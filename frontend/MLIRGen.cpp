@@ -80,8 +80,14 @@ public:
     Value x = b.create<EmbeddingOp>(named("wte"), act({B, T, D}), param("wte"), tokens);
     x = b.create<PositionalEmbeddingOp>(named("wpe"), act({B, T, D}), x, param("wpe"));
     x = dropout(x, "drop");
-    for (int64_t i = 0; i < m.n_layers; ++i)
+    for (int64_t i = 0; i < m.n_layers; ++i) {
+      Operation *before = x.getDefiningOp();
       x = block(x, "layers." + std::to_string(i));
+      // Layer identity in the IR: every op the block created gets tg.layer = i.
+      for (Operation *op = before ? before->getNextNode() : &entry->front();
+           op && op != x.getDefiningOp()->getNextNode(); op = op->getNextNode())
+        op->setAttr(kLayerAttr, b.getI64IntegerAttr(i));
+    }
     x = layerNorm(x, "ln_f");
     Value logits;
     if (m.tie_embeddings)

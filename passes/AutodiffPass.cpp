@@ -123,9 +123,13 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
       SmallVector<Value> operandGrads = iface.buildGradient(b, resultGrads);
       if (operandGrads.size() != op->getNumOperands())
         return op->emitOpError() << "failed to build its gradient";
-      for (Operation *it = before->getNextNode(); it && it != ret; it = it->getNextNode())
+      Attribute layer = op->getAttr(kLayerAttr);
+      for (Operation *it = before->getNextNode(); it && it != ret; it = it->getNextNode()) {
         if (!it->hasAttr(kPhaseAttr))
           setPhase(it, "backward");
+        if (layer && !it->hasAttr(kLayerAttr))
+          it->setAttr(kLayerAttr, layer);
+      }
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g)
           addGrad(operand, g, op->getLoc());

@@ -53,6 +53,8 @@ struct FuseNaiveAttention : OpRewritePattern<MatmulOp> {
     auto attn = rewriter.create<AttentionOp>(
         pv.getLoc(), pv.getType(), lseType, q, k, v, rewriter.getBoolAttr(true),
         mask.getWindowAttr(), qk.getAlphaAttr());
+    if (Attribute layer = pv->getAttr(kLayerAttr))
+      attn->setAttr(kLayerAttr, layer); // the fused op stays in its layer
     rewriter.replaceOp(pv, attn.getOut());
     return success();
   }

@@ -160,6 +160,9 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
         loc = NameLoc::get(StringAttr::get(v.getContext(), name.getValue() + ".cast"));
     }
     Value c = b.create<CastOp>(loc, RankedTensorType::get(rt(v).getShape(), t), v);
+    // The cast belongs to the layer of the op that first needs it.
+    if (Attribute layer = user->getAttr(kLayerAttr))
+      c.getDefiningOp()->setAttr(kLayerAttr, layer);
     casts[key] = c;
     return c;
   }

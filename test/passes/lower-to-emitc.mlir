@@ -81,15 +81,15 @@
 // CHECK: %[[EMB:[0-9]+]] = tg.embedding %[[WTE]], %[[TOKS]] {tg.offsets = array<i64: [[$EMB:[0-9]+]]>
 // CHECK-NEXT: tg.positional_embedding %[[EMB]], %[[WPE]] {tg.offsets = array<i64: [[$POS:[0-9]+]]>
 // The three 2 x 8 x 32 pieces of qkv, and the q view/transpose.
-// CHECK: %[[SPLIT:[0-9]+]]:3 = tg.split %{{[0-9]+}} {axis = 2 : i64, tg.offsets = array<i64: [[$SQ:[0-9]+]], [[$SK:[0-9]+]], [[$SV:[0-9]+]]>
+// CHECK: %[[SPLIT:[0-9]+]]:3 = tg.split %{{[0-9]+}} {axis = 2 : i64, tg.layer = 0 : i64, tg.offsets = array<i64: [[$SQ:[0-9]+]], [[$SK:[0-9]+]], [[$SV:[0-9]+]]>
 // CHECK-NEXT: %[[QV:[0-9]+]] = tg.reshape %[[SPLIT]]#0
-// CHECK-NEXT: tg.transpose %[[QV]] {perm = array<i64: 0, 2, 1, 3>, tg.offsets = array<i64: [[$QT:[0-9]+]]>
+// CHECK-NEXT: tg.transpose %[[QV]] {perm = array<i64: 0, 2, 1, 3>, tg.layer = 0 : i64, tg.offsets = array<i64: [[$QT:[0-9]+]]>
 // The head merge: transpose, a reshape view, then the projection reads the transpose.
 // CHECK: tg.softmax
 // CHECK-NEXT: %[[PV:[0-9]+]] = tg.matmul
-// CHECK-NEXT: %[[MERGE:[0-9]+]] = tg.transpose %[[PV]] {perm = array<i64: 0, 2, 1, 3>, tg.offsets = array<i64: [[$MERGE:[0-9]+]]>
+// CHECK-NEXT: %[[MERGE:[0-9]+]] = tg.transpose %[[PV]] {perm = array<i64: 0, 2, 1, 3>, tg.layer = 0 : i64, tg.offsets = array<i64: [[$MERGE:[0-9]+]]>
 // CHECK-NEXT: %[[MV:[0-9]+]] = tg.reshape %[[MERGE]]
-// CHECK-NEXT: tg.matmul %[[MV]], %[[PROJW]] {tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
+// CHECK-NEXT: tg.matmul %[[MV]], %[[PROJW]] {tg.layer = 0 : i64, tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
 // Tied head and loss.
 // CHECK: %[[LOGITS:[0-9]+]] = tg.matmul %{{.*}}, %[[WTE]] {tg.offsets = array<i64: [[$LOGITS:[0-9]+]]>, tg.phase = "forward", transpose_b = true}
 // CHECK-NEXT: %[[LOSS:[0-9]+]] = tg.cross_entropy %[[LOGITS]], %[[TGTS]] {tg.offsets = array<i64: [[$LOSS:[0-9]+]]>
