@@ -40,6 +40,12 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                llvm::cl::desc("weight decay on embeddings (when the frontend "
                                               "did not mark parameters with tg.decay)"),
                                llvm::cl::init(false)};
+  Option<std::string> checkpointing{*this, "checkpointing",
+                                    llvm::cl::desc("none | selective | layer | budget"),
+                                    llvm::cl::init("none")};
+  Option<int64_t> checkpointBudget{*this, "checkpoint-budget",
+                                   llvm::cl::desc("checkpointing=budget: arena bytes allowed"),
+                                   llvm::cl::init(0)};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};

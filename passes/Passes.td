@@ -79,6 +79,30 @@ def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: recompute forward ops of a layer before its backward";
+  let description = [{
+    Runs on @micro_step after tg-autodiff and CSE. Per transformer layer (ops carrying
+    `tg.layer`), clones forward ops just before the first backward op that reads them and
+    makes the backward read the clones (marked `tg.recompute`), so the originals die at
+    their last forward use. Policies: `none`; `selective` (keep GEMM / attention outputs,
+    recompute layer norms, GELU, casts, head transposes, dropout, softmax); `layer` (keep
+    only the layer's input: torch.utils.checkpoint per block); `budget` (the per-layer mix
+    with the fewest extra FLOPs whose arena, planned by the real planner, fits
+    `budget-bytes`). The layer's output (the next layer's input) is always kept.
+    Records `tg.remat = {policy, extra_flops, step_flops, recomputed_ops}` on the module.
+    Errors: unknown policy, no @micro_step, no tg.layer in the IR, a budget nothing fits
+    (with the smallest achievable arena).
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect"];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"none\"", "none | selective | layer | budget">,
+    Option<"budgetBytes", "budget-bytes", "int64_t", "0",
+           "policy=budget: the largest planned arena allowed, bytes">,
+  ];
+  let statistics = [Statistic<"numRecomputed", "num-recomputed", "ops recomputed">];
+}
+
 def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plan all device memory statically: persistent region, arena, workspace";
   let description = [{

@@ -33,6 +33,14 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   ad.decayEmbeddings = o.decayEmbeddings;
   pm.addPass(createTgAutodiff(ad));
   pm.addPass(createCSEPass());
+  // Rematerialization after CSE (the clones it makes carry tg.recompute, so a later CSE
+  // would not merge them back either).
+  if (o.checkpointing != "none") {
+    TgRematerializeOptions rm;
+    rm.policy = o.checkpointing;
+    rm.budgetBytes = o.checkpointBudget;
+    pm.addPass(createTgRematerialize(rm));
+  }
   if (until == PipelineStage::Step)
     return;
   TgPlanMemoryOptions plan;
@@ -75,6 +83,9 @@ void registerTrainingPipeline() {
         if (o.precision != "fp32" && o.precision != "bf16-mixed" &&
             o.precision != "fp16-mixed" && o.precision != "bf16")
           refuse("precision", o.precision, "fp32, bf16-mixed, fp16-mixed or bf16");
+        if (o.checkpointing != "none" && o.checkpointing != "selective" &&
+            o.checkpointing != "layer" && o.checkpointing != "budget")
+          refuse("checkpointing", o.checkpointing, "none, selective, layer or budget");
         buildTrainingPipeline(pm, o, stage);
       });
 }

@@ -101,22 +101,6 @@ std::string withCommas(long long n) {
   return (n < 0 ? "-" : "") + s;
 }
 
-/// Spec features that are validated but not compiled yet are refused (never silently
-/// ignored): activation checkpointing.
-bool checkImplemented(const DriverOptions &opts, const Spec &spec) {
-  const char *what = nullptr;
-  std::string path, value;
-  if (spec.training.checkpointing != "none") {
-    path = "training.checkpointing", value = spec.training.checkpointing;
-    what = "only 'none' compiles (use --set training.checkpointing=none)";
-  }
-  if (!what)
-    return true;
-  reportSpecError(opts.specFile,
-                  SpecError{path, "'" + value + "' is not implemented yet; " + what});
-  return false;
-}
-
 /// Builds the forward module from the spec and runs the shared pipeline up to `stage`.
 /// Diagnostics go to stderr with their locations (op names from the model).
 bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
@@ -139,6 +123,15 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.gradClip = opt.grad_clip;
   o.decayEmbeddings = opt.decay_embeddings;
   o.workspaceBytes = tg::workspaceBytesFor(target);
+  const std::string &ck = spec.training.checkpointing;
+  if (ck.rfind("budget", 0) == 0) {
+    int64_t bytes = 0;
+    (void)parseCheckpointBudget(ck, bytes); // validated with the spec
+    o.checkpointing = "budget";
+    o.checkpointBudget = bytes;
+  } else {
+    o.checkpointing = ck;
+  }
   tg::buildTrainingPipeline(pm, o, stage);
   if (failed(pm.run(*module))) {
     llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
@@ -288,7 +281,7 @@ int runSummary(const DriverOptions &opts) {
 
 int runCompile(const DriverOptions &opts) {
   Spec spec;
-  if (!loadSpec(opts, spec) || !checkImplemented(opts, spec))
+  if (!loadSpec(opts, spec))
     return 1;
   static const std::pair<const char *, tg::PipelineStage> stages[] = {
       {"mlir", tg::PipelineStage::Forward}, {"fused", tg::PipelineStage::Fused},
@@ -334,7 +327,7 @@ int runCompile(const DriverOptions &opts) {
 
 int runPlan(const DriverOptions &opts) {
   Spec spec;
-  if (!loadSpec(opts, spec) || !checkImplemented(opts, spec))
+  if (!loadSpec(opts, spec))
     return 1;
   long long memory = parseBytes(opts.memory);
   if (memory <= 0) {

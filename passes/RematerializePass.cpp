@@ -1,0 +1,333 @@
+//===- RematerializePass.cpp - tg-rematerialize --------------------------------===//
+//
+// Activation checkpointing as a rewrite of @micro_step (after tg-autodiff and CSE):
+// forward ops of a transformer layer (tg.layer = i) are cloned just before the first
+// backward op that reads their results, and the backward reads the clones, so the
+// originals die at their last forward use (Chen et al. 2016, "Training Deep Nets with
+// Sublinear Memory Cost"; Korthikanti et al. 2022 for the selective variant).
+//
+// Policies (per layer; layers are the only unit, identified by tg.layer):
+//   none       nothing is recomputed.
+//   selective  keep the GEMM and attention outputs (matmul, its fused bias add, attention's
+//              out and logsumexp); recompute the cheap large ones from them: layer-norm
+//              outputs and statistics, GELU, casts (bf16 weight copies included), head
+//              split / transposes, dropout (its mask regenerates from the counter-based RNG),
+//              naive attention's mask and softmax.
+//   layer      keep only what the layer reads from outside (its input, the residual stream,
+//              and the parameters); recompute every forward op of the layer
+//              (torch.utils.checkpoint per block).
+//   budget     per-layer mix of the three with the fewest extra FLOPs whose planned arena of
+//              @micro_step (the real planner, passes/MemoryPlanner.h) fits budget-bytes;
+//              refused, with the smallest achievable arena, when none fits.
+//
+// Clones carry tg.recompute (CSE does not merge them back: their attributes differ), the
+// phase "backward" and their layer. The pass records tg.remat = {policy, extra_flops,
+// step_flops, recomputed_ops} on the module. FLOPs: a matmul 2 m n k per batch entry,
+// attention 4 b h t_q t_k hd over the visible (causal / windowed) pairs, every other op
+// one FLOP per output element.
+//
+//===----------------------------------------------------------------------------===//
+#include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanner.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+#include <set>
+
+#define DEBUG_TYPE "tg-rematerialize"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGREMATERIALIZE
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace mlir::tg {
+
+RankedTensorType rtOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+int64_t opFlops(Operation *op) {
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    auto a = rtOf(mm.getA());
+    int64_t k = mm.getTransposeA() ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
+    return 2 * rtOf(mm.getResult()).getNumElements() * k;
+  }
+  if (auto at = dyn_cast<AttentionOp>(op)) {
+    auto q = rtOf(at.getQ());
+    int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
+    int64_t w = at.getWindow(), pairs = 0;
+    for (int64_t i = 0; i < t; ++i)
+      pairs += !at.getCausal() ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
+    return 4 * bh * hd * pairs;
+  }
+  if (auto ag = dyn_cast<AttentionGradOp>(op)) {
+    auto q = rtOf(ag.getQ());
+    int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
+    int64_t w = ag.getWindow(), pairs = 0;
+    for (int64_t i = 0; i < t; ++i)
+      pairs += !ag.getCausal() ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
+    return 10 * bh * hd * pairs; // S and dP recomputed, dV, dQ, dK: 5 products
+  }
+  int64_t n = 0;
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+      n += t.getNumElements();
+  return n;
+}
+
+int64_t functionFlops(func::FuncOp fn) {
+  int64_t total = 0;
+  fn.walk([&](Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "tg")
+      total += opFlops(op);
+  });
+  return total;
+}
+
+} // namespace mlir::tg
+
+namespace {
+
+enum class Mode { None = 0, Selective = 1, Layer = 2 };
+using ModeMap = std::map<int64_t, Mode>;
+
+/// Whether selective rematerialization keeps `op`'s results (the expensive ones).
+bool keptBySelective(Operation *op) {
+  if (isa<MatmulOp, AttentionOp, EmbeddingOp, PositionalEmbeddingOp, CrossEntropyOp>(op))
+    return true;
+  // A bias add on a GEMM result is the GEMM's epilogue: keep its output, not the GEMM's.
+  if (auto b = dyn_cast<BiasAddOp>(op))
+    return b.getX().getDefiningOp<MatmulOp>() != nullptr;
+  return false;
+}
+
+/// Layer of an op, or -1.
+int64_t layerOf(Operation *op) {
+  auto a = op->getAttrOfType<IntegerAttr>(kLayerAttr);
+  return a ? a.getInt() : -1;
+}
+
+bool isForward(Operation *op) {
+  auto p = op->getAttrOfType<StringAttr>(kPhaseAttr);
+  return !p || p.getValue() == "forward";
+}
+
+struct Stats {
+  int64_t extraFlops = 0, recomputedOps = 0;
+};
+
+/// Applies per-layer modes to @micro_step. Returns the extra FLOPs and clone count.
+Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
+  Stats st;
+  Block &body = fn.getBody().front();
+  MLIRContext *ctx = fn.getContext();
+  // Layers in the order their backward starts (the last layer first).
+  std::map<int64_t, SmallVector<Operation *>> fwd;
+  for (Operation &op : body)
+    if (isForward(&op) && layerOf(&op) >= 0)
+      fwd[layerOf(&op)].push_back(&op);
+  for (auto &[layer, ops] : fwd) {
+    auto it = modes.find(layer);
+    Mode mode = it == modes.end() ? Mode::None : it->second;
+    if (mode == Mode::None)
+      continue;
+    // Ops to recompute: every forward op of the layer (layer), or the cheap ones whose
+    // operands come from outside the layer, kept results, or other recomputed ops.
+    // What the forward of another layer (or the head) reads from this one — the layer's
+    // output, the next layer's input — is the checkpoint: kept, never recomputed.
+    llvm::SmallPtrSet<Operation *, 32> recompute;
+    for (Operation *op : ops) {
+      bool readElsewhere = llvm::any_of(op->getUsers(), [&](Operation *u) {
+        return isForward(u) && layerOf(u) != layer;
+      });
+      if (!readElsewhere && (mode == Mode::Layer || !keptBySelective(op)))
+        recompute.insert(op);
+    }
+    // Values of recomputed ops that the backward reads, and the first such reader.
+    Operation *first = nullptr;
+    for (Operation *op : ops) {
+      if (!recompute.contains(op))
+        continue;
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (!isForward(user) && (!first || user->isBeforeInBlock(first)))
+            first = user;
+    }
+    if (!first)
+      continue;
+    OpBuilder b(first);
+    IRMapping map;
+    SmallVector<Operation *> clones;
+    for (Operation *op : ops) {
+      if (!recompute.contains(op))
+        continue;
+      Operation *c = b.clone(*op, map);
+      c->setAttr(kRecomputeAttr, UnitAttr::get(ctx));
+      c->setAttr(kPhaseAttr, StringAttr::get(ctx, "backward"));
+      c->removeAttr("tg.offsets");
+      clones.push_back(c);
+    }
+    // The backward reads the clones.
+    for (auto [op, c] : llvm::zip(llvm::make_filter_range(
+                                      ops, [&](Operation *o) { return recompute.contains(o); }),
+                                  clones))
+      for (auto [r, rc] : llvm::zip(op->getResults(), c->getResults()))
+        r.replaceUsesWithIf(rc, [&](OpOperand &use) {
+          Operation *u = use.getOwner();
+          return !isForward(u) && !u->hasAttr(kRecomputeAttr);
+        });
+    // Clones nothing reads (recomputed only to feed other clones that are unused).
+    for (Operation *c : llvm::reverse(clones)) {
+      if (c->use_empty()) {
+        c->erase();
+        continue;
+      }
+      st.extraFlops += opFlops(c);
+      ++st.recomputedOps;
+    }
+  }
+  return st;
+}
+
+/// Planned arena bytes of @micro_step (the real planner on the current IR).
+FailureOr<int64_t> plannedArena(func::FuncOp fn) {
+  FunctionLiveness live;
+  if (failed(analyzeLiveness(fn, live)))
+    return failure();
+  std::vector<tgc::PlanBuffer> buffers = toPlanBuffers(live);
+  return tgc::planArena(buffers).arenaBytes;
+}
+
+
+struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerializePass> {
+  using TgRematerializeBase::TgRematerializeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+    auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "tg-rematerialize: no func.func @micro_step (run it after tg-autodiff)";
+      return signalPassFailure();
+    }
+    if (policy != "none" && policy != "selective" && policy != "layer" && policy != "budget") {
+      module.emitError() << "tg-rematerialize: unknown policy '" << policy
+                         << "' (expected none, selective, layer or budget)";
+      return signalPassFailure();
+    }
+    if (module->hasAttr("tg.remat")) {
+      module.emitError() << "tg-rematerialize: the module is already rematerialized";
+      return signalPassFailure();
+    }
+    std::set<int64_t> layers;
+    fn.walk([&](Operation *op) {
+      if (layerOf(op) >= 0)
+        layers.insert(layerOf(op));
+    });
+    if (policy != "none" && layers.empty()) {
+      fn.emitError() << "tg-rematerialize: no op carries tg.layer (build the module with the "
+                        "tgc frontend): nothing to checkpoint";
+      return signalPassFailure();
+    }
+    int64_t stepFlops = functionFlops(fn);
+    std::map<int64_t, Mode> modes;
+    if (policy == "budget") {
+      if (budgetBytes <= 0) {
+        module.emitError() << "tg-rematerialize: policy budget needs budget-bytes > 0";
+        return signalPassFailure();
+      }
+      auto chosen = chooseForBudget(fn, layers);
+      if (failed(chosen))
+        return signalPassFailure();
+      modes = std::move(*chosen);
+    } else {
+      Mode m = policy == "layer" ? Mode::Layer : policy == "selective" ? Mode::Selective : Mode::None;
+      for (int64_t l : layers)
+        modes[l] = m;
+    }
+    Stats st = applyModes(fn, modes);
+    std::string desc = policy;
+    if (policy == "budget") {
+      int counts[3] = {0, 0, 0};
+      for (auto &[l, m] : modes)
+        ++counts[(int)m];
+      desc = "budget: " + std::to_string(counts[2]) + " layer, " + std::to_string(counts[1]) +
+             " selective, " + std::to_string(counts[0]) + " none";
+    }
+    module->setAttr("tg.remat",
+                    b.getDictionaryAttr({
+                        b.getNamedAttr("policy", b.getStringAttr(desc)),
+                        b.getNamedAttr("extra_flops", b.getI64IntegerAttr(st.extraFlops)),
+                        b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
+                        b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(st.recomputedOps)),
+                    }));
+    numRecomputed = st.recomputedOps;
+  }
+
+  /// The per-layer modes with the fewest extra FLOPs whose planned arena fits. Candidates,
+  /// in increasing recomputation: the first s layers selective (s = 0..L), then all
+  /// selective with the first f layers fully recomputed (f = 1..L). Each is applied to a
+  /// clone of @micro_step and planned with the real planner.
+  FailureOr<ModeMap> chooseForBudget(func::FuncOp fn,
+                                                     const std::set<int64_t> &layers) {
+    std::vector<int64_t> ls(layers.begin(), layers.end());
+    std::vector<std::map<int64_t, Mode>> candidates;
+    for (size_t s = 0; s <= ls.size(); ++s) {
+      std::map<int64_t, Mode> m;
+      for (size_t i = 0; i < ls.size(); ++i)
+        m[ls[i]] = i < s ? Mode::Selective : Mode::None;
+      candidates.push_back(m);
+    }
+    for (size_t f = 1; f <= ls.size(); ++f) {
+      std::map<int64_t, Mode> m;
+      for (size_t i = 0; i < ls.size(); ++i)
+        m[ls[i]] = i < f ? Mode::Layer : Mode::Selective;
+      candidates.push_back(m);
+    }
+    // The other step functions share the arena: the budget covers the largest of them.
+    int64_t others = 0;
+    for (auto f : fn->getParentOfType<ModuleOp>().getOps<func::FuncOp>())
+      if (f != fn && !f.isExternal()) {
+        FailureOr<int64_t> a = plannedArena(f);
+        if (failed(a))
+          return failure();
+        others = std::max(others, *a);
+      }
+    int64_t best = -1, bestFlops = 0, smallest = INT64_MAX;
+    std::string smallestDesc;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      auto clone = cast<func::FuncOp>(fn->clone());
+      Stats st = applyModes(clone, candidates[c]);
+      FailureOr<int64_t> arena = plannedArena(clone);
+      clone->erase();
+      if (failed(arena))
+        return failure();
+      *arena = std::max(*arena, others);
+      if (*arena < smallest) {
+        smallest = *arena;
+        smallestDesc = c <= ls.size() ? std::to_string(c) + " layers selective"
+                                      : "all selective, " + std::to_string(c - ls.size()) +
+                                            " layers fully recomputed";
+      }
+      if (*arena <= budgetBytes && (best < 0 || st.extraFlops < bestFlops)) {
+        best = (int64_t)c;
+        bestFlops = st.extraFlops;
+      }
+    }
+    if (best < 0) {
+      fn.emitError() << "tg-rematerialize: no checkpointing fits a budget of " << (int64_t)budgetBytes
+                     << " bytes of arena; the smallest planned arena is " << smallest
+                     << " bytes (" << smallestDesc
+                     << "): raise the budget, lower the micro-batch (training.batch_size) "
+                        "and raise training.grad_accum, or use a lower precision";
+      return failure();
+    }
+    return FailureOr<ModeMap>(candidates[best]);
+  }
+};
+
+} // namespace
