@@ -1,5 +1,7 @@
 //===- MemoryPlan.cpp - liveness analysis and the plan report ----------------===//
 #include "passes/MemoryPlan.h"
+
+#include <map>
 #include "passes/MemoryPlanner.h"
 
 #include "llvm/Support/Format.h"
@@ -213,6 +215,50 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
           2 * dtypeBytes(s.stateDtype) * s.numel);
   }
 
+  if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat")) {
+    if (auto p = rm.getAs<StringAttr>("policy"))
+      r.rematPolicy = p.str();
+    r.extraFlops = getI64(rm, "extra_flops");
+    r.stepFlops = getI64(rm, "step_flops");
+    r.recomputedOps = getI64(rm, "recomputed_ops");
+  }
+  if (auto micro = module.lookupSymbol<func::FuncOp>("micro_step"); micro && !micro.isExternal()) {
+    std::map<int64_t, PlanReport::LayerRemat> per;
+    auto isBackward = [](Operation *op) {
+      auto ph = op->getAttrOfType<StringAttr>(kPhaseAttr);
+      return ph && ph.getValue() == "backward";
+    };
+    for (Operation &op : micro.getBody().front()) {
+      auto layer = op.getAttrOfType<IntegerAttr>(kLayerAttr);
+      if (!layer)
+        continue;
+      bool clone = op.hasAttr(kRecomputeAttr);
+      if (!clone && isBackward(&op))
+        continue; // an adjoint op
+      PlanReport::LayerRemat &l = per[layer.getInt()];
+      l.layer = layer.getInt();
+      for (Value v : op.getResults()) {
+        if (isa<ReshapeOp>(op))
+          continue; // a view: its source is counted
+        bool readByBackward = llvm::any_of(v.getUsers(), [&](Operation *u) {
+          return isBackward(u) && !u->hasAttr(kRecomputeAttr);
+        });
+        if (!readByBackward)
+          continue;
+        int64_t bytes = std::max<int64_t>(tensorBytes(v.getType()), 0);
+        if (clone) {
+          ++l.recomputedTensors;
+          l.recomputedBytes += bytes;
+        } else {
+          ++l.savedTensors;
+          l.savedBytes += bytes;
+        }
+      }
+    }
+    for (auto &[k, l] : per)
+      r.layers.push_back(l);
+  }
+
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
@@ -288,6 +334,23 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "  arena / lower bound = "
        << llvm::format("%.4f", (double)r.arenaBytes / (double)r.lowerBound)
        << " (heuristic: " << r.heuristic << ")\n";
+  if (r.rematPolicy != "none" || r.stepFlops > 0) {
+    os << "rematerialization: " << r.rematPolicy << ", " << r.recomputedOps
+       << " ops recomputed, extra FLOPs " << r.extraFlops;
+    if (r.stepFlops > 0)
+      os << llvm::format(" (%.1f%% of the micro-step's %.3g)",
+                         100.0 * (double)r.extraFlops / (double)r.stepFlops, (double)r.stepFlops);
+    os << "\n";
+  }
+  if (!r.layers.empty()) {
+    os << "per layer, forward results the backward reads: saved / recomputed\n";
+    for (const auto &l : r.layers)
+      os << "  layer " << llvm::left_justify(std::to_string(l.layer), 4) << "saved "
+         << llvm::right_justify(std::to_string(l.savedTensors), 3) << " tensors "
+         << llvm::right_justify(human(l.savedBytes), 11) << "   recomputed "
+         << llvm::right_justify(std::to_string(l.recomputedTensors), 3) << " tensors "
+         << llvm::right_justify(human(l.recomputedBytes), 11) << "\n";
+  }
   if (!r.arenaByDtype.empty()) {
     os << "micro-step arena buffers by dtype (sum of sizes, before reuse)\n";
     for (const auto &[dtype, bytes] : r.arenaByDtype)
@@ -352,6 +415,20 @@ std::string planReportJson(const PlanReport &r) {
       {"peak_backward_bytes", r.peakBackward},
       {"peak_optimizer_bytes", r.peakOptimizer},
       {"peak_eval_bytes", r.peakEval},
+      {"remat_policy", r.rematPolicy},
+      {"extra_flops", r.extraFlops},
+      {"step_flops", r.stepFlops},
+      {"recomputed_ops", r.recomputedOps},
+      {"layers", [&] {
+         llvm::json::Array a;
+         for (const auto &l : r.layers)
+           a.push_back(llvm::json::Object{{"layer", l.layer},
+                                          {"saved_tensors", l.savedTensors},
+                                          {"saved_bytes", l.savedBytes},
+                                          {"recomputed_tensors", l.recomputedTensors},
+                                          {"recomputed_bytes", l.recomputedBytes}});
+         return a;
+       }()},
       {"params", std::move(params)},
       {"buffers", std::move(buffers)}};
   std::string s;

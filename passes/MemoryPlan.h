@@ -84,6 +84,17 @@ struct PlanReport {
   /// Peak-independent totals of arena buffer bytes by dtype over @micro_step (activations
   /// and gradients as planned, before reuse), for the report.
   std::vector<std::pair<std::string, int64_t>> arenaByDtype;
+  /// Rematerialization (the module's tg.remat; policy "none" without it): FLOPs of one
+  /// micro-step as planned, and those spent recomputing.
+  std::string rematPolicy = "none";
+  int64_t extraFlops = 0, stepFlops = 0, recomputedOps = 0;
+  /// Per layer of @micro_step: forward results the backward reads from memory (saved) and
+  /// those it reads from recomputed clones, as tensor counts and bytes.
+  struct LayerRemat {
+    int64_t layer = 0, savedTensors = 0, savedBytes = 0, recomputedTensors = 0,
+            recomputedBytes = 0;
+  };
+  std::vector<LayerRemat> layers;
   /// Peak live arena bytes per phase: forward / backward (micro_step), optimizer.
   int64_t peakForward = 0, peakBackward = 0, peakOptimizer = 0, peakEval = 0;
   std::string heuristic;

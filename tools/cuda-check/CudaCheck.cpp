@@ -9,7 +9,9 @@
 //   - f32 outputs: error <= 1e-5 (GEMMs with TF32 off);
 //   - bf16 / f16 outputs where the backends may sum in another order or use other math
 //     functions (GEMM, layer norm, softmax, GELU, reductions, AdamW): error <= 1e-2 (bf16) /
-//     2e-3 (f16), about two units in the last place of the output type;
+//     2e-3 (f16): one rounding of nearly equal floats differs by at most one unit in the last
+//     place, 2^-7 (bf16) / 2^-10 (f16) of the largest value; matmul_bias_gelu (GELU of a
+//     rounded pre-activation) twice that;
 //   - bf16 / f16 outputs where the contract fixes every float operation (cast, copies,
 //     embedding, add / accumulate / bias_add / positional, fill, dropout, causal_mask,
 //     embedding_bwd, positional_bwd): bit for bit (error 0);
@@ -584,9 +586,8 @@ void checkDropout(Contexts& c, Rng& rng, int32_t dt) {
 
 /// Layer norm with x: x_dt, gamma / beta: p_dt, y (dy): y_dt.
 void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y_dt,
-                    std::initializer_list<int64_t> ds) {
+                    std::initializer_list<int64_t> ds, int64_t rows = 333) {
   for (int64_t d : ds) {
-    const int64_t rows = 333;
     Raw x = rng.tensor(x_dt, (size_t)(rows * d), -2.0f, 3.0f), gamma = rng.tensor(p_dt, (size_t)d),
         beta = rng.tensor(p_dt, (size_t)d), dy = rng.tensor(y_dt, (size_t)(rows * d));
     Raw y = zerosOf(y_dt, (size_t)(rows * d));
@@ -633,6 +634,8 @@ void checkLayerNorms(Contexts& c, Rng& rng) {
     checkLayerNorm(c, rng, low, low, low, {768, 2000, 100, 1030});
     checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 100});
   }
+  // Many rows per warp in the fused backward (bf16 / f16 combinations: 256 blocks).
+  checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768}, 4099);
   // A combination without typed kernels: the generic scalar ones.
   checkLayerNorm(c, rng, TGRT_BF16, TGRT_F32, TGRT_F16, {768, 100});
 }
@@ -701,8 +704,10 @@ void checkMatmulBias(Contexts& c, Rng& rng, int32_t dt) {
 /// exact path (bias epilogue + own GELU kernel, fp32 tolerance) and the fused
 /// CUBLASLT_EPILOGUE_GELU_AUX_BIAS path, measured with an fp32 GEMM so that the error shown
 /// is the epilogue's GELU alone; it is held to the TF32 tolerance of the mode that uses it.
-/// bf16 / f16 (epilogue on by default): both paths at the dtype's tolerance (the fused GELU
-/// works on the unrounded pre-activation, the reference on the rounded one).
+/// bf16 / f16 (epilogue on by default): both paths at twice the dtype's tolerance: out is
+/// rounded from a GELU of pre, and pre itself may differ from the reference's by one unit in
+/// the last place (another summation order), or the fused GELU works on the unrounded
+/// pre-activation and the reference on the rounded one (so up to ~2 units apart).
 void checkMatmulBiasGelu(Contexts& c, Rng& rng, int32_t dt) {
   struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
   const Case cases[] = {{128, 3072, 768, 0, 0, 1.0f}, {40, 24, 36, 0, 1, 0.5f},
@@ -724,7 +729,7 @@ void checkMatmulBiasGelu(Contexts& c, Rng& rng, int32_t dt) {
       const std::string shape = fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m,
                                     (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha);
       const char* name = fused ? "matmul_bias_gelu [gelu epi]" : "matmul_bias_gelu [exact]";
-      const double tol = dt != TGRT_F32 ? tolFor(dt) : fused ? 2e-3 : kTol;
+      const double tol = dt != TGRT_F32 ? 2.0 * tolFor(dt) : fused ? 2e-3 : kTol;
       const std::string full = dt == TGRT_F32 ? std::string(name)
                                               : std::string(name) + "[" + dtName(dt) + "]";
       record(full + " pre", shape, relErr(gpre.raw(), pre), tol);

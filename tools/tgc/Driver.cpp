@@ -16,6 +16,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -325,6 +327,142 @@ int runCompile(const DriverOptions &opts) {
   return 2;
 }
 
+/// Plans `spec` with extra --set overrides (on top of the user's, already in spec.json).
+/// False (diagnostics printed unless quiet) when the spec or the pipeline refuses it.
+static bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
+                     const std::string &target, tg::PlanReport &report, bool quiet = false) {
+  SpecError err;
+  Spec s;
+  if (!parseSpec(spec.json, overrides, s, err, "<spec>")) {
+    if (!quiet)
+      llvm::errs() << "tgc: error: " << err.str() << "\n";
+    return false;
+  }
+  MLIRContext c;
+  setupContext(c);
+  if (quiet)
+    c.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+  return planSpec(c, s, target, report);
+}
+
+/// The largest micro-batch whose plan (with `overrides`) fits `memory` bytes: doubling,
+/// then bisection (the plan grows with the micro-batch). 0 when even 1 does not fit;
+/// *bytes gets that plan's total.
+static int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
+                             const std::string &target, long long memory, int64_t *bytes,
+                             bool progress) {
+  auto fits = [&](int64_t batch, int64_t &total) {
+    std::vector<std::string> o = overrides;
+    o.push_back("training.batch_size=" + std::to_string(batch));
+    tg::PlanReport r;
+    if (!planWith(spec, o, target, r, /*quiet=*/true))
+      return false;
+    total = r.totalBytes();
+    return total <= memory;
+  };
+  int64_t b = 0, lo = 0, hi = 1;
+  while (hi <= (1 << 16) && fits(hi, b)) {
+    if (progress)
+      llvm::errs() << "tgc: plan: micro-batch " << hi << " fits (" << b << " bytes)\n";
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    int64_t mid = (lo + hi) / 2;
+    if (fits(mid, b)) {
+      lo = mid;
+      if (progress)
+        llvm::errs() << "tgc: plan: micro-batch " << mid << " fits (" << b << " bytes)\n";
+    } else {
+      hi = mid;
+    }
+  }
+  *bytes = 0;
+  if (lo > 0)
+    fits(lo, *bytes);
+  return lo;
+}
+
+/// `tgc plan --tradeoff`: none / selective / layer and a sweep of budgets between the
+/// smallest (layer) and the largest (none) arena, each planned for real: arena, total,
+/// per-phase peaks, extra FLOPs, and the largest micro-batch that fits --memory.
+static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::string &target,
+                       long long memory) {
+  struct Row {
+    std::string policy;
+    bool ok = false;
+    tg::PlanReport r;
+    int64_t maxBatch = 0, maxBatchBytes = 0;
+  };
+  std::vector<Row> rows;
+  auto add = [&](const std::string &policy) {
+    Row row;
+    row.policy = policy;
+    llvm::errs() << "tgc: plan: " << policy << "...\n";
+    row.ok = planWith(spec, {"training.checkpointing=" + policy}, target, row.r, true);
+    if (row.ok)
+      row.maxBatch = maxMicroBatch(spec, {"training.checkpointing=" + policy}, target, memory,
+                                   &row.maxBatchBytes, false);
+    rows.push_back(std::move(row));
+  };
+  for (const char *p : {"none", "selective", "layer"})
+    add(p);
+  if (rows[0].ok && rows[2].ok) {
+    int64_t hi = rows[0].r.arenaBytes, lo = rows[2].r.arenaBytes;
+    for (double f : {0.8, 0.6, 0.4, 0.2}) {
+      int64_t budget = lo + (int64_t)((double)(hi - lo) * f);
+      add("budget:" + std::to_string(budget >> 20) + "MiB");
+    }
+  }
+  llvm::outs() << "trade-off (micro-batch " << spec.training.batch_size << ", precision "
+               << spec.training.precision << ", target " << target << ", max micro-batch for "
+               << memory << " bytes)\n";
+  llvm::outs() << llvm::left_justify("policy", 22) << llvm::right_justify("arena GiB", 11)
+               << llvm::right_justify("total GiB", 11) << llvm::right_justify("fwd peak", 10)
+               << llvm::right_justify("bwd peak", 10) << llvm::right_justify("extra FLOPs", 13)
+               << llvm::right_justify("max batch", 11) << "\n";
+  auto gib = [](int64_t b) { return llvm::formatv("{0:f2}", (double)b / (1LL << 30)).str(); };
+  llvm::json::Array json;
+  for (const Row &row : rows) {
+    llvm::outs() << llvm::left_justify(row.policy, 22);
+    if (!row.ok) {
+      llvm::outs() << "  refused (no checkpointing fits this budget)\n";
+      json.push_back(llvm::json::Object{{"policy", row.policy}, {"ok", false}});
+      continue;
+    }
+    double pct = row.r.stepFlops > 0 ? 100.0 * (double)row.r.extraFlops / (double)row.r.stepFlops : 0.0;
+    llvm::outs() << llvm::right_justify(gib(row.r.arenaBytes), 11)
+                 << llvm::right_justify(gib(row.r.totalBytes()), 11)
+                 << llvm::right_justify(gib(row.r.peakForward), 10)
+                 << llvm::right_justify(gib(row.r.peakBackward), 10)
+                 << llvm::right_justify(llvm::formatv("{0:f1}%", pct).str(), 13)
+                 << llvm::right_justify(std::to_string(row.maxBatch), 11) << "\n";
+    json.push_back(llvm::json::Object{{"policy", row.policy},
+                                      {"ok", true},
+                                      {"arena_bytes", row.r.arenaBytes},
+                                      {"total_bytes", row.r.totalBytes()},
+                                      {"peak_forward_bytes", row.r.peakForward},
+                                      {"peak_backward_bytes", row.r.peakBackward},
+                                      {"extra_flops", row.r.extraFlops},
+                                      {"step_flops", row.r.stepFlops},
+                                      {"chosen", row.r.rematPolicy},
+                                      {"max_micro_batch", row.maxBatch},
+                                      {"max_micro_batch_bytes", row.maxBatchBytes}});
+  }
+  llvm::outs() << "(budget rows: the arena bound given to training.checkpointing; extra FLOPs "
+                  "are of one micro-step; max batch keeps the row's policy)\n";
+  if (!opts.planJson.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                     {"memory_bytes", memory}, {"rows", std::move(json)}}))
+       << "\n";
+    if (!writeAtomically(opts.planJson, text))
+      return 1;
+  }
+  return 0;
+}
+
 int runPlan(const DriverOptions &opts) {
   Spec spec;
   if (!loadSpec(opts, spec))
@@ -334,9 +472,11 @@ int runPlan(const DriverOptions &opts) {
     llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
     return 2;
   }
+  std::string target = opts.target.empty() ? "cuda" : opts.target;
+  if (opts.tradeoff)
+    return runTradeoff(opts, spec, target, memory);
   MLIRContext ctx;
   setupContext(ctx);
-  std::string target = opts.target.empty() ? "cuda" : opts.target;
   tg::PlanReport report;
   if (!planSpec(ctx, spec, target, report))
     return 1;
@@ -344,45 +484,13 @@ int runPlan(const DriverOptions &opts) {
                << ", context " << spec.model.context << ", precision "
                << spec.training.precision << ", attention " << spec.training.attention.kernel
                << (spec.training.attention.window ? " (window " + std::to_string(spec.training.attention.window) + ")" : "")
-               << ", target " << target << "\n";
+               << ", checkpointing " << spec.training.checkpointing << ", target " << target << "\n";
   llvm::outs() << tg::formatPlanReport(report, 10);
   if (!opts.planJson.empty() && !writeAtomically(opts.planJson, tg::planReportJson(report)))
     return 1;
   if (opts.maxBatch) {
-    // The plan grows monotonically with the micro-batch: double, then bisect.
-    auto fits = [&](int64_t batch, int64_t &bytes) {
-      // spec.json already holds the user's overrides; only the micro-batch changes.
-      SpecError err;
-      Spec sb;
-      if (!parseSpec(spec.json, {"training.batch_size=" + std::to_string(batch)}, sb, err,
-                     "<spec>"))
-        return false;
-      tg::PlanReport r;
-      MLIRContext c;
-      setupContext(c);
-      if (!planSpec(c, sb, target, r))
-        return false;
-      bytes = r.totalBytes();
-      return bytes <= memory;
-    };
-    int64_t bytes = 0, lo = 0, hi = 1;
-    while (hi <= (1 << 16) && fits(hi, bytes)) {
-      llvm::errs() << "tgc: plan: micro-batch " << hi << " fits (" << bytes << " bytes)\n";
-      lo = hi;
-      hi *= 2;
-    }
-    while (hi - lo > 1) {
-      int64_t mid = (lo + hi) / 2;
-      if (fits(mid, bytes)) {
-        lo = mid;
-        llvm::errs() << "tgc: plan: micro-batch " << mid << " fits (" << bytes << " bytes)\n";
-      } else {
-        hi = mid;
-      }
-    }
     int64_t best = 0;
-    if (lo > 0)
-      fits(lo, best);
+    int64_t lo = maxMicroBatch(spec, {}, target, memory, &best, /*progress=*/true);
     llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes of " << memory
                  << " available)\n";
   }

@@ -13,6 +13,7 @@ struct DriverOptions {
   std::string emit = "exe", target = "cpu", output;
   std::string planJson, memory = "80GiB";
   bool maxBatch = false;
+  bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
 };
 
 struct DataCliOptions {

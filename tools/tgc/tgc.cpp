@@ -2,7 +2,7 @@
 //
 //   tgc compile [SPEC] [--set k=v]... [--emit=...] [--target=cpu|cuda] [-o OUT]
 //   tgc summary [SPEC] [--set k=v]...
-//   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES]
+//   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
 //
 // With no SPEC, the small embedded default spec is used.
@@ -54,6 +54,11 @@ cl::opt<std::string> planJson("json", cl::desc("Write the full plan report as JS
 cl::opt<bool> maxBatch("max-batch",
                        cl::desc("Find the largest micro-batch whose plan fits --memory"),
                        cl::sub(planCmd), cl::cat(planCat));
+cl::opt<bool> tradeoff(
+    "tradeoff",
+    cl::desc("Compare checkpointing policies (none, selective, layer, budgets): arena, peaks, "
+             "extra FLOPs, largest micro-batch for --memory; --json writes the rows"),
+    cl::sub(planCmd), cl::cat(planCat));
 cl::opt<std::string> memory("memory",
                             cl::desc("Device memory available, e.g. 80GiB, 24GB, 1073741824"),
                             cl::init("80GiB"), cl::sub(planCmd), cl::cat(planCat));
@@ -104,6 +109,7 @@ int main(int argc, char **argv) {
   if (planCmd) {
     opts.planJson = planJson;
     opts.maxBatch = maxBatch;
+    opts.tradeoff = tradeoff;
     opts.memory = memory;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);
