@@ -7,6 +7,7 @@ torch.compile. Prints ms/step (median over --steps after --warmup) and peak memo
 Runs on the GPU machine (PyTorch 2.x with CUDA)."""
 import argparse, json, math, statistics, time
 import torch
+import torch.utils.checkpoint
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -40,11 +41,15 @@ class GPT(nn.Module):
         s.blocks = nn.ModuleList(Block(a.d_model, a.heads, a.d_ff) for _ in range(a.layers))
         s.lnf = nn.LayerNorm(a.d_model)
         s.window = a.window
+        s.checkpoint = a.checkpoint
 
     def forward(s, idx, tgt):
         x = s.wte(idx) + s.wpe.weight[: idx.shape[1]]
         for b in s.blocks:
-            x = b(x, s.window)
+            if s.checkpoint and s.training:
+                x = torch.utils.checkpoint.checkpoint(b, x, s.window, use_reentrant=False)
+            else:
+                x = b(x, s.window)
         logits = s.lnf(x) @ s.wte.weight.t()
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
 
@@ -56,6 +61,8 @@ def main():
         p.add_argument("--" + k.replace("_", "-"), type=int, default=v)
     p.add_argument("--compile", action="store_true")
     p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="torch.utils.checkpoint per transformer block (activation recomputation)")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -80,7 +87,8 @@ def main():
         torch.cuda.synchronize()
         if i >= a.warmup:
             times.append((time.perf_counter() - t0) * 1e3)
-    mode = ("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
+    mode = (("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
+            + ("+checkpoint" if a.checkpoint else ""))
     res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window,
                ms_per_step=statistics.median(times),
                tokens_per_s=a.batch * a.context / (statistics.median(times) / 1e3),

@@ -1,27 +1,61 @@
 #!/usr/bin/env bash
-# Builds (here, no GPU needed) what scripts/gpu-session.sh and scripts/gpu-run.sh carry to
-# the GPU machine, under runs/ (64 MiB in all): the GPT-2 small training executable, the
-# gradient-check libraries, the gzipped kernel check, and 8 MiB of tokenized kernel docs.
+# Builds (here, no GPU needed) what the GPU scripts carry to the GPU machine, under runs/
+# (the device tool carries at most 64 MiB: build one set at a time).
+#   scripts/gpu-artifacts.sh fp32    GPT-2 small fp32 + gradient libraries + kernel check
+#                                    (scripts/gpu-session.sh, scripts/gpu-run.sh)
+#   scripts/gpu-artifacts.sh mixed   per precision (scripts/gpu-mixed.sh)
+#   scripts/gpu-artifacts.sh remat   per checkpointing policy, at B=16 and at the planned
+#                                    max micro-batch for MAXMEM (default 78GiB)
+# Executables are gzipped (runs/NAME.gz); the scripts unpack them. Always: 8 MiB of
+# tokenized kernel docs (runs/data-gpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
+WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
+rm -rf runs/*.gz runs/*.so runs/gpt2-* runs/max-batch.txt
 mkdir -p runs
-$TGC compile examples/gpt2-small.json --target cuda -o runs/gpt2-cuda
-$TGC compile examples/gpt2-small.json --set training.batch_size=2 --emit=lib --target cuda \
-  -o runs/gpt2-grad.so
-$TGC compile examples/tiny.json --set model.n_heads=2 --set training.attention.kernel=flash \
-  --target cuda --emit=lib -o runs/tiny-cuda.so
-# Mixed precision (scripts/gpu-mixed.sh): GPT-2 small per precision, gradient libraries.
-for p in bf16-mixed:bf16m fp16-mixed:fp16m bf16:bf16 fp32:fp32; do
-  $TGC compile examples/gpt2-small.json --set training.precision=${p%%:*} --target cuda \
-    -o runs/gpt2-${p##*:}
+exe() { # name args... : compile a CUDA executable, gzip it
+  local name=$1; shift
+  $TGC compile examples/gpt2-small.json --target cuda "$@" -o "runs/$name"
+  gzip -f "runs/$name"
+}
+case "$WHAT" in
+fp32)
+  exe gpt2-cuda --set training.precision=fp32
+  $TGC compile examples/gpt2-small.json --set training.precision=fp32 --set training.batch_size=2 \
+    --emit=lib --target cuda -o runs/gpt2-grad.so
   $TGC compile examples/tiny.json --set model.n_heads=2 --set training.attention.kernel=flash \
-    --set training.precision=${p%%:*} --target cuda --emit=lib -o runs/tiny-${p##*:}-cuda.so
-done
-$TGC compile examples/gpt2-small.json --set training.precision=bf16-mixed --set training.batch_size=2 \
-  --emit=lib --target cuda -o runs/gpt2-bf16m-grad.so
-gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
+    --target cuda --emit=lib -o runs/tiny-cuda.so
+  gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
+  ;;
+mixed)
+  for p in bf16-mixed:bf16m fp16-mixed:fp16m bf16:bf16 fp32:fp32; do
+    exe "gpt2-${p##*:}" --set training.precision="${p%%:*}"
+    $TGC compile examples/tiny.json --set model.n_heads=2 --set training.attention.kernel=flash \
+      --set training.precision="${p%%:*}" --target cuda --emit=lib -o "runs/tiny-${p##*:}-cuda.so"
+  done
+  $TGC compile examples/gpt2-small.json --set training.precision=bf16-mixed \
+    --set training.batch_size=2 --emit=lib --target cuda -o runs/gpt2-bf16m-grad.so
+  gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
+  ;;
+remat)
+  MAXMEM=${MAXMEM:-78GiB}
+  : > runs/max-batch.txt
+  for p in none selective layer; do
+    exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed --set training.checkpointing=$p
+    line=$($TGC plan examples/gpt2-small.json --set training.precision=bf16-mixed \
+      --set training.checkpointing=$p --max-batch --memory "$MAXMEM" 2>/dev/null | grep '^max micro-batch')
+    b=$(echo "$line" | sed -E 's/max micro-batch: ([0-9]+).*/\1/')
+    bytes=$(echo "$line" | sed -E 's/.*plan ([0-9]+) bytes.*/\1/')
+    echo "$p $b $bytes" >> runs/max-batch.txt
+    exe "gpt2-bf16m-$p-max" --set training.precision=bf16-mixed --set training.checkpointing=$p \
+      --set training.batch_size="$b"
+  done
+  cat runs/max-batch.txt
+  ;;
+*) echo "usage: $0 fp32|mixed|remat" >&2; exit 2 ;;
+esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu
 du -sh runs

@@ -30,16 +30,21 @@ for lib in runs/tiny-bf16m-cuda.so runs/tiny-fp16m-cuda.so runs/tiny-bf16-cuda.s
   echo "rc $?"; grep -E "grad-check|FAIL|worst|loss" "$OUT/$(basename "$lib" .so)-grad.log" | tail -6
 done
 
+unpack() { # runs/X or runs/X.gz -> path of an executable ("" when neither exists)
+  if [ -x "$1" ]; then echo "$1";
+  elif [ -f "$1.gz" ]; then local t=/tmp/$(basename "$1"); gunzip -c "$1.gz" > "$t" && chmod +x "$t" && echo "$t";
+  else echo ""; fi
+}
 run() { # name binary steps [env...]
-  local name=$1 bin=$2 steps=$3; shift 3
-  [ -x "$bin" ] || { echo "(no $bin)"; return; }
+  local name=$1 bin; bin=$(unpack "$2"); local steps=$3; shift 3
+  [ -n "$bin" ] || { echo "(no $2)"; return; }
   echo "-- $name"
   env "$@" "$bin" --data runs/data-gpu --steps "$steps" --eval-every 0 --eval-batches 2 \
     --log "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
   echo "rc $?"; grep -E "memory|plan|skipped|error" "$OUT/$name.log" | head -4; tail -2 "$OUT/$name.log"
 }
 echo "== 3. GPT-2 small, micro-batch 16 x 1024"
-runs/gpt2-bf16m --info 2>&1 | tail -12
+$(unpack runs/gpt2-bf16m) --info 2>&1 | tail -12
 run tgc-bf16m runs/gpt2-bf16m "$STEPS"
 run tgc-bf16m-profile runs/gpt2-bf16m 6 TGRT_PROFILE=1
 grep -A40 "profile" "$OUT/tgc-bf16m-profile.log" | head -45
