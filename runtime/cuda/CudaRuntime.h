@@ -6,18 +6,39 @@
 // Every function has the meaning, arguments and error behaviour of its tgrt_* namesake in
 // tgrt.h; pointers are device pointers and calls are asynchronous on the context's stream.
 //
+// Element types (enum tgrt_dtype). Every kernel takes f32, bf16 and f16 tensors (`void*` and
+// the dtype arguments of tgrt.h), computes in float (AdamW on all-f32 tensors and the
+// reductions' partial sums in double, as before) and rounds each output once (RNE, NaN and
+// overflow as tgrt.h's helpers, bit for bit: Dtype.cuh). The f32 path computes exactly what
+// the fp32-only backend computed (checked bit for bit against it on an H100). Memory-bound
+// kernels move 16 bytes per access (4 f32 / 8 bf16 or f16 elements) when pointers and row
+// lengths allow. Layer norm has vectorised kernels for one dtype everywhere and for x, gamma,
+// beta f32 with y / dy bf16 or f16; other combinations run a generic scalar kernel. GEMMs run
+// cuBLASLt with A, B, C, D (and the bias / GELU aux) of the call's dtype, CUBLAS_COMPUTE_32F
+// and float alpha / beta (TF32 only for f32 with TGRT_TF32=1). matmul_bias_gelu fuses the
+// GELU (CUBLASLT_EPILOGUE_GELU_AUX_BIAS) by default for bf16 / f16 and for f32 in TF32 mode;
+// TGRT_GELU_EPILOGUE=0/1 forces it off / on. Attention: f32 (exact fp32 or TF32 kernels), bf16
+// and f16 (tensor cores; head dims 32, 64, 128; 16-byte aligned tensors).
+//
 // Workspace (tgrt_model::workspace_bytes). Calls are ordered on one stream, so the scratch
-// of one call never overlaps another's; the region must hold the largest single need:
+// of one call never overlaps another's; the region must hold the largest single need (the
+// same for every dtype):
 //   - cuBLASLt GEMM: it gets the whole region; 32 MiB lets it pick its fastest algorithms
 //     (with less it picks ones that need less; 0 works).
-//   - attention_bwd, attention_bwd_bf16: 4*bh*t bytes (D = rowsum(dout*out)).
+//   - attention_bwd (f32, bf16, f16): 4*bh*t bytes (D = rowsum(dout*out), float32).
 //   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB.
-//   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes, at most 2 KiB * d.
+//   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes (float32 partials), at most
+//     2 KiB * d.
 //   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
 // Recommended: workspace_bytes = max(32 MiB, 4*bh*t, 24*n_tokens + 1 MiB, 2 KiB*d_max),
 // where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
 // layer_norm_bwd / bias_grad reduce. A call whose need exceeds the region fails with
 // "tgrt: <loc>: workspace too small ...".
+//
+// Loss scaling: setLossScale holds the context's scale S (1 until set; must be positive and
+// finite). fillLossScaled writes value*S; clipScale divides the norm by S and folds 1/S into
+// the AdamW factor (NaN when the norm is not finite); adamw reads that factor on the device
+// and skips the update when it is not finite, so a skipped step needs no host round trip.
 #ifndef TGRT_CUDA_CUDARUNTIME_H
 #define TGRT_CUDA_CUDARUNTIME_H
 

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #ifdef TGRT_CUDA_EMULATE
 #include <numeric>
@@ -598,6 +599,105 @@ __global__ void layer_norm_bwd_dx_vec_kernel(const TDY* __restrict__ dy, const T
   }
 }
 
+/// Blocks of the fused layer-norm backward: a function of `rows` only (the partition of the
+/// rows, and so every sum's order, never depends on the device).
+constexpr int64_t kLnBwdMaxBlocks = 256;
+inline int64_t lnBwdBlocks(int64_t rows) {
+  const int64_t b = (rows + 7) / 8;
+  return b < kLnBwdMaxBlocks ? b : kLnBwdMaxBlocks;
+}
+
+// Layer norm backward in one pass over dy and x, for the dtype combinations with a 2-byte
+// type (all-f32 keeps layer_norm_bwd_dx_vec_kernel + column sums: the fp32-only backend's
+// summation order, bit for bit):
+// dx as layer_norm_bwd_dx_vec_kernel, and the column sums of dy (dbeta) and dy * xhat
+// (dgamma) accumulated in registers by each lane for its packs over the rows of its warp
+// (warp w of the grid takes rows w, w + warps, ... in order), then added over the block's 8
+// warps in order into part0 / part1 [block, d] (float32; column_finish_kernel sums the
+// blocks in order, in double). Grid: lnBwdBlocks(rows) blocks of 256 threads.
+template <int NV, int W, typename TDY, typename TX, typename TP>
+__global__ void __launch_bounds__(256)
+    layer_norm_bwd_fused_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
+                                const TP* __restrict__ gamma, const float* __restrict__ mean,
+                                const float* __restrict__ rstd, TX* __restrict__ dx,
+                                float* __restrict__ part0, float* __restrict__ part1,
+                                int64_t rows, int64_t d) {
+  __shared__ float s0[8][32 * W];
+  __shared__ float s1[8][32 * W];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t dW = d / W;
+  const int64_t warpsPerGrid = (int64_t)gridDim.x * 8;
+  float db[NV][W], dg[NV][W];
+#pragma unroll
+  for (int k = 0; k < NV; ++k)
+#pragma unroll
+    for (int j = 0; j < W; ++j) db[k][j] = dg[k][j] = 0.0f;
+  for (int64_t r = blockIdx.x * 8 + warp; r < rows; r += warpsPerGrid) {
+    const float mu = mean[r], rs = rstd[r];
+    float xh[NV][W], dv[NV][W];
+    float sg = 0.0f, sgx = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      float g[W];
+      if (c < dW) {
+        float xv[W], gm[W];
+        ldPack(x + r * d, c, xv);
+        ldPack(dy + r * d, c, dv[k]);
+        ldPack(gamma, c, gm);
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          xh[k][j] = (xv[j] - mu) * rs;
+          g[j] = dv[k][j] * gm[j];
+          db[k][j] += dv[k][j];
+          dg[k][j] += dv[k][j] * xh[k][j];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) xh[k][j] = dv[k][j] = g[j] = 0.0f;
+      }
+      sg += packSum(g);
+      sgx += packDot(g, xh[k]);
+    }
+    const float meanG = warpSum(sg) / (float)d;
+    const float meanGX = warpSum(sgx) / (float)d;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k;
+      if (c < dW) {
+        float gm[W], o[W];
+        ldPack(gamma, c, gm);
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xh[k][j] * meanGX);
+        stPack(dx + r * d, c, o);
+      }
+    }
+  }
+  // The block's column sums: pack slot k of every lane, warps added in order.
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      s0[warp][lane * W + j] = db[k][j];
+      s1[warp][lane * W + j] = dg[k][j];
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < 32 * W; e += blockDim.x) {
+      const int64_t col = (int64_t)32 * W * k + e; // = (lane' + 32 k) * W + j'
+      if (col < d) {
+        float t0 = 0.0f, t1 = 0.0f;
+        for (int w = 0; w < 8; ++w) {
+          t0 += s0[w][e];
+          t1 += s1[w][e];
+        }
+        part0[blockIdx.x * d + col] = t0;
+        part1[blockIdx.x * d + col] = t1;
+      }
+    }
+    __syncthreads();
+  }
+}
+
 /// Packs per lane for the register kernels (0: use the scalar kernels), for pack width W.
 inline int layerNormNV(int64_t d, int W, bool aligned) {
   if (!aligned || d % W != 0) return 0;
@@ -659,16 +759,94 @@ __global__ void column_partials_kernel(AD dy, AX x, const float* __restrict__ me
   }
 }
 
+// The same partial sums with W consecutive columns per thread (one pack of dy and of x per
+// row: 16-byte loads), for d a multiple of W and 16-byte aligned dy, x. Every column's sum
+// has exactly the order of column_partials_kernel (rows r0 + y, r0 + y + 8, ..., then the 8
+// row-lanes in order), so the results are bit-identical; only the loads are wider.
+// grid = (ceil(d / (32 W)), chunks).
+template <int W, typename TD, typename TX>
+__global__ void column_partials_vec_kernel(const TD* __restrict__ dy, const TX* __restrict__ x,
+                                           const float* __restrict__ mean,
+                                           const float* __restrict__ rstd,
+                                           float* __restrict__ part0, float* __restrict__ part1,
+                                           int64_t rows, int64_t d, int64_t rowsPerChunk) {
+  __shared__ float s0[8][32 * W + 1];
+  __shared__ float s1[8][32 * W + 1];
+  const int64_t cw = blockIdx.x * 32 + threadIdx.x; // pack index within a row
+  const int64_t dW = d / W;
+  const int64_t chunk = blockIdx.y;
+  const int64_t r0 = chunk * rowsPerChunk;
+  const int64_t r1 = r0 + rowsPerChunk < rows ? r0 + rowsPerChunk : rows;
+  const bool hasX = x != nullptr;
+  float a0[W], a1[W];
+#pragma unroll
+  for (int j = 0; j < W; ++j) a0[j] = a1[j] = 0.0f;
+  if (cw < dW) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
+      float g[W];
+      ldPack(dy + r * d, cw, g);
+      if (hasX) {
+        float xv[W];
+        ldPack(x + r * d, cw, xv);
+        const float mu = mean[r], rs = rstd[r];
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          a0[j] += g[j];
+          a1[j] += g[j] * (xv[j] - mu) * rs;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) a0[j] += g[j];
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < W; ++j) {
+    s0[threadIdx.y][threadIdx.x * W + j] = a0[j];
+    s1[threadIdx.y][threadIdx.x * W + j] = a1[j];
+  }
+  __syncthreads();
+  if (threadIdx.y == 0 && cw < dW) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float t0 = 0.0f, t1 = 0.0f;
+      for (int k = 0; k < 8; ++k) {
+        t0 += s0[k][threadIdx.x * W + j];
+        t1 += s1[k][threadIdx.x * W + j];
+      }
+      part0[chunk * d + cw * W + j] = t0;
+      if (hasX) part1[chunk * d + cw * W + j] = t1;
+    }
+  }
+}
+
 // Second stage: out0[c] = sum_chunk part0[chunk, c] (in chunk order, double), same for out1.
 template <typename AO>
 __global__ void column_finish_kernel(const float* __restrict__ part0,
                                      const float* __restrict__ part1, AO out0, AO out1,
                                      int64_t chunks, int64_t d) {
+  // Latency-bound (d threads, chunks dependent adds each): the loads of kBatch chunks are
+  // issued before their adds, which still run in chunk order.
+  constexpr int kBatch = 16;
   const bool two = out1.valid();
   for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < d;
        c += (int64_t)gridDim.x * blockDim.x) {
     double t0 = 0.0, t1 = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) {
+    int64_t k = 0;
+    for (; k + kBatch <= chunks; k += kBatch) {
+      float b0[kBatch], b1[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        b0[j] = part0[(k + j) * d + c];
+        b1[j] = two ? part1[(k + j) * d + c] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        t0 += b0[j];
+        t1 += b1[j];
+      }
+    }
+    for (; k < chunks; ++k) {
       t0 += part0[k * d + c];
       if (two) t1 += part1[k * d + c];
     }
@@ -677,8 +855,19 @@ __global__ void column_finish_kernel(const float* __restrict__ part0,
   }
 }
 
+/// Typed accessors (Ld<T>) have a pointer type; the dynamic one has none.
+template <typename A>
+struct PtrOf {
+  using type = void;
+};
+template <typename T>
+struct PtrOf<Ld<T>> {
+  using type = T;
+};
+
 /// dbias-style column sums of dy [rows, d] into out0 (and, with x, dgamma-style into out1)
-/// through the workspace; AD / AX / AO are the accessors of dy, x and the outputs.
+/// through the workspace; AD / AX / AO are the accessors of dy, x and the outputs. Typed dy
+/// and x with whole, aligned packs take the vectorised first stage.
 template <typename AD, typename AX, typename AO>
 void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, const float* rstd,
                 AO out0, AO out1, int64_t outBytesPerElem, int64_t rows, int64_t d) {
@@ -698,11 +887,26 @@ void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, c
   float* part1 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + partBytes);
   const int64_t colBlocks = (d + 31) / 32;
   if (colBlocks > 0x7fffffff || chunks > 65535) fail(loc, "column sums: shape too large");
-  launch(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
-         dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd, part0,
-         x.p ? part1 : nullptr, rows, d, per);
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>, dim3(gridFor(d, kBlock)),
-         dim3(kBlock), 0, part0, x.p ? part1 : nullptr, out0, out1, chunks, d);
+  bool done = false;
+  if constexpr (!std::is_void<typename PtrOf<AD>::type>::value &&
+                !std::is_void<typename PtrOf<AX>::type>::value) {
+    using TD = typename PtrOf<AD>::type;
+    using TX = typename PtrOf<AX>::type;
+    constexpr int W = packWidth<TD, TX>();
+    if (d % W == 0 && aligned16(dy.p) && aligned16(x.p)) {
+      const int64_t vecBlocks = (d / W + 31) / 32;
+      launch(ctx, loc, "column_partials_vec_kernel", column_partials_vec_kernel<W, TD, TX>,
+             dim3((unsigned)vecBlocks, (unsigned)chunks), dim3(32, 8), 0, dy.p, x.p, mean, rstd,
+             part0, x.p ? part1 : nullptr, rows, d, per);
+      done = true;
+    }
+  }
+  if (!done)
+    launch(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
+           dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd, part0,
+           x.p ? part1 : nullptr, rows, d, per);
+  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>, dim3(gridFor(d, 64)),
+         dim3(64), 0, part0, x.p ? part1 : nullptr, out0, out1, chunks, d);
 }
 
 // ------------------------------------------------------------------------- bias --
@@ -1024,6 +1228,8 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 //   dz_c = dloss * (exp(z_c - M) / S - [c == target]) / n_valid;  ignored rows get 0.
 // dlogits may alias logits: the row's M and S are complete (block barriers) before any
 // element is overwritten, and each element is read and written by the same thread.
+// (The second pass reads the row again; on an H100 keeping a bf16 row of 50304 in shared
+// memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves.)
 template <typename T>
 __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
                                          const float* __restrict__ dloss,
@@ -1149,9 +1355,18 @@ struct AdamwParams {
   double b1, b2, eps, wd, lr, bc1, bc2;
 };
 
+/// The same constants in float (the update of low-precision tensors).
+struct AdamwParamsF {
+  float b1, b2, eps, wd, lr, bc1, bc2;
+};
+
 /// One element: g' = g c; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
 /// p -= lr (m / bc1 / (sqrt(v / bc2) + eps) + wd p); m, v, p returned as floats (the caller
-/// rounds them to their storage types).
+/// rounds them to their storage types). In double when p, m, v are all f32 (the arithmetic of
+/// the fp32-only backend and of the CPU reference); in float when any of them is bf16 / f16
+/// (tgrt.h's float32 arithmetic: it keeps the kernel memory-bound where double division and
+/// square roots would dominate 2-byte traffic; the difference is far below the rounding of
+/// the 2-byte results).
 __device__ __forceinline__ void adamwOne(const AdamwParams& a, float& pf, float gf, float& mf,
                                          float& vf, double c) {
   const double gi = (double)gf * c;
@@ -1162,19 +1377,27 @@ __device__ __forceinline__ void adamwOne(const AdamwParams& a, float& pf, float 
   const double pi = pf;
   pf = (float)(pi - a.lr * ((mi / a.bc1) / (sqrt(vi / a.bc2) + a.eps) + a.wd * pi));
 }
+__device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float gf, float& mf,
+                                         float& vf, float c) {
+  const float gi = gf * c;
+  const float mi = a.b1 * mf + (1.0f - a.b1) * gi;
+  const float vi = a.b2 * vf + (1.0f - a.b2) * gi * gi;
+  mf = mi;
+  vf = vi;
+  pf = pf - a.lr * ((mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps) + a.wd * pf);
+}
 
-// AdamW (Loshchilov & Hutter 2019), in double like the CPU reference:
+// AdamW (Loshchilov & Hutter 2019), in double like the CPU reference when every tensor is
+// f32, else in float (see adamwOne):
 //   g' = g * clip[1];  m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
 //   p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p),  bc = 1 - b^step.
 // p, g: TP; m, v: TS. clip[1] is read here on the device: when it is not finite (a skipped,
 // overflowed step) the kernel changes nothing. Packs of W when `vec` (all four pointers
 // 16-byte aligned), then the scalar tail.
-template <int W, typename TP, typename TS>
-__global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, AdamwParams a,
-                             const float* clip, int64_t n, bool vec) {
-  const float cf = clip ? clip[1] : 1.0f;
-  if (!finiteF(cf)) return;
-  const double c = (double)cf;
+template <int W, typename TP, typename TS, typename P>
+__global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
+                             int64_t n, bool vec) {
+  using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t done = 0;
@@ -1183,9 +1406,13 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, AdamwParams a,
     for (int64_t i = t; i < nW; i += stride) {
       float pv[W], gv[W], mv[W], vv[W];
       ldPack(p, i, pv);
-      ldPack(g, i, gv);
       ldPack(m, i, mv);
       ldPack(v, i, vv);
+      ldPack(g, i, gv);
+      // clip[1] read with the pack (not before the first load): not finite = a skipped step.
+      const float cf = clip ? clip[1] : 1.0f;
+      if (!finiteF(cf)) return;
+      const C c = (C)cf;
 #pragma unroll
       for (int j = 0; j < W; ++j) adamwOne(a, pv[j], gv[j], mv[j], vv[j], c);
       stPack(p, i, pv);
@@ -1195,6 +1422,9 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, AdamwParams a,
     done = nW * W;
   }
   for (int64_t i = done + t; i < n; i += stride) {
+    const float cf = clip ? clip[1] : 1.0f;
+    if (!finiteF(cf)) return;
+    const C c = (C)cf;
     float pf = toF(p[i]), mf = toF(m[i]), vf = toF(v[i]);
     adamwOne(a, pf, toF(g[i]), mf, vf, c);
     p[i] = fromF<TP>(pf);
@@ -1758,6 +1988,43 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
   }
 }
 
+/// The fused backward (layer_norm_bwd_fused_kernel) for a low-precision typed combination;
+/// false when the shape does not allow it (the caller then runs dx + column sums).
+template <typename TDY, typename TX, typename TP>
+bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const void* xv,
+                       const void* gv, const float* mean, const float* rstd, void* dxv,
+                       void* dgv, void* dbv, int64_t rows, int64_t d) {
+  constexpr int W = packWidth<TDY, TX, TP>();
+  static_assert(W == 8, "the fused backward is for combinations with a 2-byte type");
+  const TDY* dy = cp<TDY>(dyv);
+  const TX* x = cp<TX>(xv);
+  const TP* gamma = cp<TP>(gv);
+  TX* dx = mp<TX>(dxv);
+  const int nv = layerNormNV(d, W, aligned16(dy, x, gamma, dx));
+  if (nv == 0 || rows == 0) return false;
+  const int64_t blocks = lnBwdBlocks(rows);
+  const int64_t partBytes = align256(blocks * d * (int64_t)sizeof(float));
+  checkWorkspace(ctx, loc, "layer_norm_bwd (column partials)", 2 * partBytes);
+  float* part0 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
+  float* part1 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + partBytes);
+  const dim3 grid((unsigned)blocks), block(256);
+  switch (nv) {
+#define TGRT_LN_FUSED(NV)                                                                          case NV:                                                                                           launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                                         layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean,             rstd, dx, part0, part1, rows, d);                                                         break;
+    TGRT_LN_FUSED(1)
+    TGRT_LN_FUSED(2)
+    TGRT_LN_FUSED(3)
+    TGRT_LN_FUSED(4)
+    TGRT_LN_FUSED(6)
+#undef TGRT_LN_FUSED
+  default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
+
+  }
+  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>, dim3(gridFor(d, 64)),
+         dim3(64), 0, (const float*)part0, (const float*)part1, St<TP>{mp<TP>(dbv)},
+         St<TP>{mp<TP>(dgv)}, blocks, d);
+  return true;
+}
+
 /// The dtype combinations of layer norm with compiled typed kernels: all one type, or
 /// x and the parameters f32 with y (dy) bf16 / f16 (the mixed-precision residual stream).
 /// Calls f(TX{}, TP{}, TY{}) and returns true for those; false otherwise.
@@ -1820,6 +2087,11 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
     using TX = decltype(tx);
     using TP = decltype(tp);
     using TY = decltype(ty);
+    if constexpr (packWidth<TY, TX, TP>() == 8) {
+      if (layerNormBwdFused<TY, TX, TP>(ctx, loc, dy, x, gamma, mean, rstd, dx, dgamma, dbeta,
+                                        rows, d))
+        return;
+    }
     if (rows > 0)
       layerNormBwdDxTyped<TY, TX, TP>(ctx, loc, dy, x, gamma, mean, rstd, dx, rows, d);
     columnSums(ctx, loc, Ld<TY>{cp<TY>(dy)}, Ld<TX>{cp<TX>(x)}, mean, rstd,
@@ -2059,10 +2331,11 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
          ignore_index, valid);
   withDtype(loc, "cross_entropy_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
+    const bool vec = vocab % packWidth<T>() == 0 && aligned16(logits, dlogits);
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
            dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
            (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
-           locIndex(ctx, loc), vocab % packWidth<T>() == 0 && aligned16(logits, dlogits));
+           locIndex(ctx, loc), vec);
   });
 }
 
@@ -2104,15 +2377,20 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
   const AdamwParams ap{b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2};
+  const AdamwParamsF apf{beta1, beta2, eps, weight_decay, ctx->lr, (float)bc1, (float)bc2};
   const bool vec = aligned16(p, g, m, v);
   withDtype(loc, "adamw", p_dt, [&](auto ptag) {
     using TP = decltype(ptag);
     withDtype(loc, "adamw", state_dt, [&](auto stag) {
       using TS = decltype(stag);
       constexpr int W = packWidth<TP, TS>();
-      launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS>,
-             dim3(gridFor(vec ? (n + W - 1) / W : n, kBlock)), dim3(kBlock), 0, mp<TP>(p),
-             cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec);
+      const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+      if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
+        launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid, dim3(kBlock),
+               0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec);
+      else
+        launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
+               dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec);
     });
   });
 }

@@ -35,7 +35,8 @@
 // directly) is checked against the fp32 CPU reference on the same shapes: PASS when out and
 // (dq, dk, dv) are within 2e-3 and lse within 1e-4.
 // Then it times flash attention fwd + bwd at t = 1024, hd = 64, bh = 16*12 for windows 0,
-// 256 and 128: fp32, bf16, f16 and TF32.
+// 256 and 128: fp32, bf16, f16 and TF32; and the memory-bound kernels and GEMMs at GPT-2
+// small's shapes in f32 and bf16 (benchKernels).
 //
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
@@ -55,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -1387,6 +1389,98 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
   }
 }
 
+/// Memory-bound kernels and GEMMs at GPT-2 small's shapes (16 x 1024 tokens, d 768, MLP 3072,
+/// vocabulary 50304, 124M parameters), f32 and bf16 (the bf16-mixed training path): ms and the
+/// bandwidth of the bytes each call must move (or TFLOP/s). Inputs are zeros (the timings of
+/// these kernels do not depend on values; the GEMMs' may, slightly).
+void benchKernels(Contexts& c, int reps) {
+  const int64_t T = 16384, d = 768, H = 3072, V = 50304, P = 124475904;
+  const int32_t F = TGRT_F32, B = TGRT_BF16;
+  tgrt_cuda::Context* g = c.gpu;
+  auto zeros = [](size_t bytes) {
+    auto p = std::make_unique<Dev<uint8_t>>(bytes);
+    ck(cudaMemset(p->p, 0, bytes), "cudaMemset");
+    return p;
+  };
+  // Buffers sized for the largest use (f32), shared by the f32 and bf16 rows.
+  auto x = zeros(T * d * 4), y = zeros(T * d * 4), o = zeros(T * d * 4), dx = zeros(T * d * 4);
+  auto gam = zeros(d * 4), bet = zeros(d * 4), dg = zeros(H * 4), db = zeros(H * 4);
+  Dev<float> mean(Vec((size_t)T, 0.0f)), rstd(Vec((size_t)T, 1.0f));
+  auto h1 = zeros(T * H * 4), h2 = zeros(T * H * 4), w = zeros(H * d * 4), bias = zeros(H * 4);
+  auto p = zeros(P * 4), pg = zeros(P * 4), pm = zeros(P * 4), pv = zeros(P * 4);
+  auto acc = zeros(8), logits = zeros((size_t)T * V * 4), loss = zeros(4);
+  Dev<float> dloss(Vec{1.0f}), clip(Vec{1.0f, 1.0f});
+  Dev<int32_t> targets(IVec((size_t)T, 5)), ids(IVec((size_t)T, 3));
+  ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::printf("\nkernel timing at GPT-2 small shapes (16 x 1024 tokens, d 768, MLP 3072, vocab "
+              "50304, 124M params; median of %d; GB/s of the bytes the call must move)\n",
+              reps);
+  auto row = [&](const char* what, int32_t dt, double bytesPerElemF32, double bytesPerElemLp,
+                 double elems, const std::function<void()>& fn) {
+    const float ms = timeMs(g, reps, fn);
+    const double bytes = (dt == F ? bytesPerElemF32 : bytesPerElemLp) * elems;
+    std::printf("%-52s %-5s %9.4f ms %8.0f GB/s\n", what, dtName(dt), ms, bytes / ms / 1e6);
+  };
+  auto flops = [&](const char* what, int32_t dt, double f, const std::function<void()>& fn) {
+    const float ms = timeMs(g, reps, fn);
+    std::printf("%-52s %-5s %9.4f ms %8.1f TFLOP/s\n", what, dtName(dt), ms, f / ms / 1e9);
+  };
+  for (int32_t dt : {F, B}) {
+    const double es = (double)tgrt_dtype_size(dt);
+    row("embedding_fwd 16384 x 768", dt, 8, 4, (double)(T * d),
+        [&] { tgrt_cuda::embeddingFwd(g, "bench", dt, x->p, ids.p, o->p, T, d, 1024); });
+    row("add 16384 x 768", dt, 12, 6, (double)(T * d),
+        [&] { tgrt_cuda::add(g, "bench", dt, x->p, y->p, o->p, T * d); });
+    row("layer_norm_fwd 16384 x 768 (x f32 -> y dt)", dt, 8, 6, (double)(T * d), [&] {
+      tgrt_cuda::layerNormFwd(g, "bench", F, x->p, F, gam->p, bet->p, dt, o->p, mean.p, rstd.p, T,
+                              d, 1e-5f);
+    });
+    row("layer_norm_bwd 16384 x 768 (dy dt, x dx f32)", dt, 12, 10, (double)(T * d), [&] {
+      tgrt_cuda::layerNormBwd(g, "bench", dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p, dx->p,
+                              dg->p, db->p, T, d);
+    });
+    row("gelu_fwd 16384 x 3072", dt, 8, 4, (double)(T * H),
+        [&] { tgrt_cuda::geluFwd(g, "bench", dt, h1->p, h2->p, T * H); });
+    row("gelu_bwd 16384 x 3072", dt, 12, 6, (double)(T * H),
+        [&] { tgrt_cuda::geluBwd(g, "bench", dt, h1->p, h2->p, h2->p, T * H); });
+    row("bias_grad 16384 x 3072", dt, 4, 2, (double)(T * H),
+        [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, H); });
+    row("cross_entropy_fwd 16384 x 50304", dt, 4, 2, (double)T * V, [&] {
+      tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T, V,
+                                 -100);
+    });
+    row("cross_entropy_bwd 16384 x 50304 (in place)", dt, 8, 4, (double)T * V, [&] {
+      tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T, V,
+                                 -100);
+    });
+    row("cast f32 -> dt 124M (weights)", dt, 8, 6, (double)P,
+        [&] { tgrt_cuda::cast(g, "bench", F, p->p, dt, pg->p, P); });
+    row("grad_norm_sq 124M", dt, 4, 2, (double)P,
+        [&] { tgrt_cuda::gradNormSq(g, "bench", dt, pg->p, P, (float*)acc->p); });
+    row("adamw 124M (p, g, m, v all dt)", dt, 28, 14, (double)P, [&] {
+      tgrt_cuda::adamw(g, "bench", dt, p->p, pg->p, dt, pm->p, pv->p, P, 0.9f, 0.95f, 1e-8f, 0.1f,
+                       clip.p);
+    });
+    flops("matmul 16384 x 3072 x 768 (MLP up)", dt, 2.0 * T * H * d, [&] {
+      tgrt_cuda::matmul(g, "bench", dt, x->p, w->p, h1->p, 1, T, H, d, 0, 0, 0, 0, 0, 1.0f, 0.0f);
+    });
+    flops("matmul_bias 16384 x 3072 x 768", dt, 2.0 * T * H * d, [&] {
+      tgrt_cuda::matmulBias(g, "bench", dt, x->p, w->p, bias->p, h1->p, T, H, d, 0, 0, 1.0f);
+    });
+    for (bool epi : {true, false}) {
+      tgrt_cuda::setGeluEpilogue(g, epi);
+      flops(epi ? "matmul_bias_gelu 16384 x 3072 x 768 (GELU epilogue)"
+                : "matmul_bias_gelu 16384 x 3072 x 768 (own GELU)",
+            dt, 2.0 * T * H * d, [&] {
+              tgrt_cuda::matmulBiasGelu(g, "bench", dt, x->p, w->p, bias->p, h1->p, h2->p, T, H,
+                                        d, 0, 0, 1.0f);
+            });
+    }
+    tgrt_cuda::setGeluEpilogue(g, dt != F); // the context's default without TGRT_TF32
+    (void)es;
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -1445,6 +1539,7 @@ int main(int argc, char** argv) {
     benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 20);
     benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 20);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 20);
+    benchKernels(c, 20);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
     return 0;
@@ -1508,6 +1603,7 @@ int main(int argc, char** argv) {
     benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 10);
     benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 10);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 10);
+    benchKernels(c, 10);
   }
 
   tgrt_cuda::destroyContext(c.gpu);
