@@ -400,10 +400,13 @@ private:
   static Arg dt(StringRef dtype) { return Arg(tgrtDtype(dtype)); }
 
   /// Emits `emitc.call_opaque "fnName"(ctx, "loc", args...)`.
-  LogicalResult call(Operation *op, StringRef fnName, ArrayRef<Arg> args) {
+  /// `where` replaces the op's location name in the call (multi-tensor calls).
+  LogicalResult call(Operation *op, StringRef fnName, ArrayRef<Arg> args,
+                     StringRef where = "") {
     Location loc = op->getLoc();
     SmallVector<Value> operands{ctxValue};
-    SmallVector<Attribute> attrs{b.getIndexAttr(0), opaqueAttr(cstr(locName(loc)))};
+    SmallVector<Attribute> attrs{
+        b.getIndexAttr(0), opaqueAttr(cstr(where.empty() ? locName(loc) : where.str()))};
     for (const Arg &a : args) {
       switch (a.kind) {
       case Arg::Int:
@@ -579,34 +582,30 @@ private:
         .Case([&](ClipGradNormOp o) {
           if (failed(call(op, "tgrt_zero", {Arg(o.getResult()), (int64_t)8})))
             return failure();
+          // One sum of squares per run of contiguous gradient slots of one dtype (the
+          // alignment padding between slots is zero and never written).
+          SmallVector<const ParamSlot *> slotsOf;
           for (Value p : o.getParams()) {
             const ParamSlot *s = slotOf(p);
             if (!s)
               return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
+            slotsOf.push_back(s);
+          }
+          for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->gradOffset; },
+                                   [](const ParamSlot *a, const ParamSlot *c) {
+                                     return a->dtype == c->dtype;
+                                   })) {
+            const ParamSlot *s = r.first;
             if (failed(call(op, "tgrt_grad_norm_sq",
-                            {dt(s->dtype), persistent(s->gradOffset, s->dtype), s->numel,
-                             Arg(o.getResult())})))
+                            {dt(s->dtype), persistent(s->gradOffset, s->dtype),
+                             r.bytes / dtypeBytes(s->dtype), Arg(o.getResult())},
+                            r.where("optimizer.clip"))))
               return failure();
           }
           return call(op, "tgrt_clip_scale",
                       {Arg(o.getResult()), flt(o.getMaxNorm().convertToFloat())});
         })
-        .Case([&](AdamWOp o) {
-          const ParamSlot *s = slotOf(o.getParam());
-          if (!s)
-            return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
-          if (failed(call(op, "tgrt_adamw",
-                          {dt(s->dtype), persistent(s->offset, s->dtype),
-                           persistent(s->gradOffset, s->dtype), dt(s->stateDtype),
-                           persistent(s->mOffset, s->stateDtype),
-                           persistent(s->vOffset, s->stateDtype),
-                           s->numel, flt(o.getBeta1().convertToFloat()),
-                           flt(o.getBeta2().convertToFloat()), flt(o.getEps().convertToFloat()),
-                           flt(o.getWeightDecay().convertToFloat()), Arg(o.getClip())})))
-            return failure();
-          return call(op, "tgrt_zero", {persistent(s->gradOffset, s->dtype),
-                                        dtypeBytes(s->dtype) * s->numel});
-        })
+        .Case([&](AdamWOp o) { return emitAdamW(o); })
         .Case([&](func::ReturnOp o) {
           for (Value v : o.getOperands())
             if (failed(call(op, "tgrt_report_loss", {Arg(v)})))
@@ -616,6 +615,91 @@ private:
         .Default([&](Operation *) {
           return LogicalResult(op->emitOpError() << "lower-to-emitc: no runtime kernel for this op");
         });
+  }
+
+  /// A run of parameters whose slots follow each other in the persistent region (each
+  /// next slot starts at the aligned end of the previous one): one runtime call covers it.
+  struct Run {
+    const ParamSlot *first = nullptr;
+    int64_t count = 0, bytes = 0; ///< parameters; bytes from the first slot to the last's end
+    std::string firstName, lastName;
+    std::string where(StringRef prefix) const {
+      return count == 1 ? (prefix + "." + firstName).str()
+                        : (prefix + "." + firstName + ".." + lastName + " (" +
+                           std::to_string(count) + " tensors)")
+                              .str();
+    }
+  };
+  /// Groups `slots` into runs by `offsetOf` (sorted), contiguous and `compatible`.
+  template <typename OffsetFn, typename CompatFn>
+  std::vector<Run> runs(SmallVector<const ParamSlot *> slots, OffsetFn offsetOf,
+                        CompatFn compatible) {
+    llvm::stable_sort(slots, [&](const ParamSlot *a, const ParamSlot *c) {
+      return offsetOf(a) < offsetOf(c);
+    });
+    std::vector<Run> out;
+    const ParamSlot *prev = nullptr;
+    for (const ParamSlot *s : slots) {
+      int64_t bytes = dtypeBytes(s->dtype) * s->numel;
+      int64_t prevEnd =
+          prev ? (offsetOf(prev) + dtypeBytes(prev->dtype) * prev->numel + kBufferAlignment - 1) /
+                     kBufferAlignment * kBufferAlignment
+               : -1;
+      if (prev && offsetOf(s) == prevEnd && compatible(out.back().first, s)) {
+        Run &r = out.back();
+        r.bytes = offsetOf(s) + bytes - offsetOf(r.first);
+        ++r.count;
+        r.lastName = s->name;
+      } else {
+        out.push_back(Run{s, 1, bytes, s->name, s->name});
+      }
+      prev = s;
+    }
+    return out;
+  }
+
+  /// Every tg.adamw of the function at its first one: one tgrt_adamw (and one tgrt_zero of
+  /// the gradients) per run of parameters with contiguous slots, the same hyperparameters
+  /// and clip, and the same value and moment dtype (so that the value, gradient, m and v
+  /// runs have one element layout, padding included; padding elements stay zero).
+  LogicalResult emitAdamW(AdamWOp first) {
+    SmallVector<AdamWOp> all;
+    first->getBlock()->walk([&](AdamWOp o) { all.push_back(o); });
+    llvm::DenseMap<const ParamSlot *, AdamWOp> opOf;
+    SmallVector<const ParamSlot *> slotsOf;
+    for (AdamWOp o : all) {
+      const ParamSlot *s = slotOf(o.getParam());
+      if (!s)
+        return o->emitOpError() << "lower-to-emitc: param has no planned slot";
+      opOf[s] = o;
+      slotsOf.push_back(s);
+      fusedAway.insert(o);
+    }
+    auto same = [&](const ParamSlot *a, const ParamSlot *c) {
+      AdamWOp x = opOf[a], y = opOf[c];
+      return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
+             a->dtype == a->stateDtype && x.getClip() == y.getClip() &&
+             x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
+             x.getEps() == y.getEps() && x.getWeightDecay() == y.getWeightDecay();
+    };
+    for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->offset; }, same)) {
+      const ParamSlot *s = r.first;
+      AdamWOp o = opOf[s];
+      int64_t n = r.bytes / dtypeBytes(s->dtype);
+      std::string where = r.where("optimizer");
+      if (failed(call(o, "tgrt_adamw",
+                      {dt(s->dtype), persistent(s->offset, s->dtype),
+                       persistent(s->gradOffset, s->dtype), dt(s->stateDtype),
+                       persistent(s->mOffset, s->stateDtype),
+                       persistent(s->vOffset, s->stateDtype), n,
+                       flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
+                       flt(o.getEps().convertToFloat()),
+                       flt(o.getWeightDecay().convertToFloat()), Arg(o.getClip())},
+                      where)) ||
+          failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where)))
+        return failure();
+    }
+    return success();
   }
 
   /// tg.matmul -> tgrt_matmul. A weight shared across the batch with a plain lhs becomes

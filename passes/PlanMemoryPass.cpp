@@ -67,13 +67,26 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         inputs.push_back({in, type});
       }
     }
+    // Within each slot group the parameters AdamW does not decay come first, then those
+    // it decays (stable otherwise), so that the optimizer runs over two contiguous ranges
+    // (the lowering merges AdamW / grad-norm calls over contiguous slots).
+    SmallVector<size_t> order;
+    for (size_t i = 0; i < params.size(); ++i)
+      order.push_back(i);
+    auto decays = [&](size_t i) {
+      return params[i].argAttrs && params[i].argAttrs.get(kDecayAttr) != nullptr;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t c) { return !decays(a) && decays(c); });
     int64_t cursor = 0;
     SmallVector<int64_t> offs[4];
-    for (int slot = 0; slot < 4; ++slot)
-      for (const Param &p : params) {
-        offs[slot].push_back(cursor);
-        cursor = alignUp(cursor + (slot < 2 ? p.bytes : p.momentBytes));
+    for (int slot = 0; slot < 4; ++slot) {
+      offs[slot].assign(params.size(), 0);
+      for (size_t i : order) {
+        offs[slot][i] = cursor;
+        cursor = alignUp(cursor + (slot < 2 ? params[i].bytes : params[i].momentBytes));
       }
+    }
     SmallVector<NamedAttribute> plan;
     int64_t inputStart = cursor;
     for (auto &[name, type] : inputs) {

@@ -209,14 +209,19 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
-    auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
-    if (!fn || fn.isExternal()) {
-      module.emitError() << "tg-rematerialize: no func.func @micro_step (run it after tg-autodiff)";
-      return signalPassFailure();
-    }
+    // Bad options fail before the module is looked at (as tg-mixed-precision's do).
     if (policy != "none" && policy != "selective" && policy != "layer" && policy != "budget") {
       module.emitError() << "tg-rematerialize: unknown policy '" << policy
                          << "' (expected none, selective, layer or budget)";
+      return signalPassFailure();
+    }
+    if (policy == "budget" && budgetBytes <= 0) {
+      module.emitError() << "tg-rematerialize: policy budget needs budget-bytes > 0";
+      return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "tg-rematerialize: no func.func @micro_step (run it after tg-autodiff)";
       return signalPassFailure();
     }
     if (module->hasAttr("tg.remat")) {
@@ -236,10 +241,6 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     int64_t stepFlops = functionFlops(fn);
     std::map<int64_t, Mode> modes;
     if (policy == "budget") {
-      if (budgetBytes <= 0) {
-        module.emitError() << "tg-rematerialize: policy budget needs budget-bytes > 0";
-        return signalPassFailure();
-      }
       auto chosen = chooseForBudget(fn, layers);
       if (failed(chosen))
         return signalPassFailure();

@@ -6,19 +6,54 @@
 #   scripts/gpu-artifacts.sh mixed   per precision (scripts/gpu-mixed.sh)
 #   scripts/gpu-artifacts.sh remat   per checkpointing policy, at B=16 and at the planned
 #                                    max micro-batch for MAXMEM (default 78GiB)
-# Executables are gzipped (runs/NAME.gz); the scripts unpack them. Always: 8 MiB of
-# tokenized kernel docs (runs/data-gpu).
+#   scripts/gpu-artifacts.sh all     mixed + remat (one device call: scripts/gpu-mixed.sh then
+#                                    scripts/gpu-remat.sh)
+# Executables are stripped and xz-compressed (runs/NAME.xz, ~3.8 MB for GPT-2 on CUDA); the
+# scripts unpack them. Always: 8 MiB of tokenized kernel docs (runs/data-gpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-rm -rf runs/*.gz runs/*.so runs/gpt2-* runs/max-batch.txt
+rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
-exe() { # name args... : compile a CUDA executable, gzip it
+exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
   $TGC compile examples/gpt2-small.json --target cuda "$@" -o "runs/$name"
-  gzip -f "runs/$name"
+  strip "runs/$name" && xz -T2 -f "runs/$name"
+}
+lib() { # name spec args... : a CUDA shared library, xz'd
+  local name=$1 spec=$2; shift 2
+  $TGC compile "$spec" --target cuda --emit=lib "$@" -o "runs/$name"
+  strip "runs/$name" && xz -T2 -f "runs/$name"
+}
+mixed() {
+  for p in bf16-mixed:bf16m fp16-mixed:fp16m bf16:bf16 fp32:fp32; do
+    exe "gpt2-${p##*:}" --set training.precision="${p%%:*}"
+  done
+  lib tiny-bf16m-cuda.so examples/tiny.json --set model.n_heads=2 \
+    --set training.attention.kernel=flash --set training.precision=bf16-mixed
+  lib tiny-fp16m-cuda.so examples/tiny.json --set model.n_heads=2 \
+    --set training.attention.kernel=flash --set training.precision=fp16-mixed
+  lib gpt2-bf16m-grad.so examples/gpt2-small.json --set training.precision=bf16-mixed \
+    --set training.batch_size=2
+}
+remat() {
+  MAXMEM=${MAXMEM:-78GiB}
+  : > runs/max-batch.txt
+  for p in none selective layer; do
+    [ "$p" = none ] && [ -f runs/gpt2-bf16m.xz ] && cp runs/gpt2-bf16m.xz runs/gpt2-bf16m-none.xz
+    [ -f "runs/gpt2-bf16m-$p.xz" ] || exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed \
+      --set training.checkpointing=$p
+    line=$($TGC plan examples/gpt2-small.json --set training.precision=bf16-mixed \
+      --set training.checkpointing=$p --max-batch --memory "$MAXMEM" 2>/dev/null | grep '^max micro-batch')
+    b=$(echo "$line" | sed -E 's/max micro-batch: ([0-9]+).*/\1/')
+    bytes=$(echo "$line" | sed -E 's/.*plan ([0-9]+) bytes.*/\1/')
+    echo "$p $b $bytes" >> runs/max-batch.txt
+    exe "gpt2-bf16m-$p-max" --set training.precision=bf16-mixed --set training.checkpointing=$p \
+      --set training.batch_size="$b"
+  done
+  cat runs/max-batch.txt
 }
 case "$WHAT" in
 fp32)
@@ -29,32 +64,10 @@ fp32)
     --target cuda --emit=lib -o runs/tiny-cuda.so
   gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
   ;;
-mixed)
-  for p in bf16-mixed:bf16m fp16-mixed:fp16m bf16:bf16 fp32:fp32; do
-    exe "gpt2-${p##*:}" --set training.precision="${p%%:*}"
-    $TGC compile examples/tiny.json --set model.n_heads=2 --set training.attention.kernel=flash \
-      --set training.precision="${p%%:*}" --target cuda --emit=lib -o "runs/tiny-${p##*:}-cuda.so"
-  done
-  $TGC compile examples/gpt2-small.json --set training.precision=bf16-mixed \
-    --set training.batch_size=2 --emit=lib --target cuda -o runs/gpt2-bf16m-grad.so
-  gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
-  ;;
-remat)
-  MAXMEM=${MAXMEM:-78GiB}
-  : > runs/max-batch.txt
-  for p in none selective layer; do
-    exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed --set training.checkpointing=$p
-    line=$($TGC plan examples/gpt2-small.json --set training.precision=bf16-mixed \
-      --set training.checkpointing=$p --max-batch --memory "$MAXMEM" 2>/dev/null | grep '^max micro-batch')
-    b=$(echo "$line" | sed -E 's/max micro-batch: ([0-9]+).*/\1/')
-    bytes=$(echo "$line" | sed -E 's/.*plan ([0-9]+) bytes.*/\1/')
-    echo "$p $b $bytes" >> runs/max-batch.txt
-    exe "gpt2-bf16m-$p-max" --set training.precision=bf16-mixed --set training.checkpointing=$p \
-      --set training.batch_size="$b"
-  done
-  cat runs/max-batch.txt
-  ;;
-*) echo "usage: $0 fp32|mixed|remat" >&2; exit 2 ;;
+mixed) mixed; gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz ;;
+remat) remat ;;
+all) mixed; remat ;;
+*) echo "usage: $0 fp32|mixed|remat|all" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

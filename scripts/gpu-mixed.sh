@@ -14,27 +14,33 @@ OUT=${OUT:-/tmp/gpu-mixed}; mkdir -p "$OUT"
 STEPS=${STEPS:-40}; CURVE=${CURVE:-200}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-gunzip -c runs/tgrt-cuda-check.gz > /tmp/tgrt-cuda-check && chmod +x /tmp/tgrt-cuda-check
-
-echo "== 1. kernel check"
-TGRT_CUDA_SYNC=1 timeout 240 /tmp/tgrt-cuda-check --no-bench > "$OUT/cuda-check.log" 2>&1
-echo "rc $?"; grep -E "FAIL" "$OUT/cuda-check.log" | head -20
-grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/cuda-check.log" | tail -1
+unpack() { # runs/X, runs/X.xz or runs/X.gz -> path of an executable ("" when none)
+  local f=$1; case "$f" in runs/*) ;; *) f=runs/$f ;; esac
+  local t=/tmp/$(basename "$f")
+  if [ -x "$f" ]; then echo "$f";
+  elif [ -f "$f.xz" ]; then python3 -c "import lzma,sys;open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$t" && chmod +x "$t" && echo "$t";
+  elif [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$t" && chmod +x "$t" && echo "$t";
+  else echo ""; fi
+}
+if [ -f runs/tgrt-cuda-check.gz ]; then
+  echo "== 1. kernel check"
+  gunzip -c runs/tgrt-cuda-check.gz > /tmp/tgrt-cuda-check && chmod +x /tmp/tgrt-cuda-check
+  TGRT_CUDA_SYNC=1 timeout 240 /tmp/tgrt-cuda-check --no-bench > "$OUT/cuda-check.log" 2>&1
+  echo "rc $?"; grep -E "FAIL" "$OUT/cuda-check.log" | head -20
+  grep -E '[0-9]+ passed, [0-9]+ failed' "$OUT/cuda-check.log" | tail -1
+else
+  echo "== 1. kernel check: not carried (runs/tgrt-cuda-check.gz), skipped"
+fi
 
 echo "== 2. gradients vs float64"
-for lib in runs/tiny-bf16m-cuda.so runs/tiny-fp16m-cuda.so runs/tiny-bf16-cuda.so runs/gpt2-bf16m-grad.so; do
-  [ -f "$lib" ] || continue
+for name in tiny-bf16m-cuda.so tiny-fp16m-cuda.so tiny-bf16-cuda.so gpt2-bf16m-grad.so; do
+  lib=$(unpack "$name"); [ -n "$lib" ] || continue
   echo "-- $lib"
   env -u LD_LIBRARY_PATH timeout 300 python3 test/e2e/torch_reference.py --lib "$lib" --device cuda \
     > "$OUT/$(basename "$lib" .so)-grad.log" 2>&1
   echo "rc $?"; grep -E "grad-check|FAIL|worst|loss" "$OUT/$(basename "$lib" .so)-grad.log" | tail -6
 done
 
-unpack() { # runs/X or runs/X.gz -> path of an executable ("" when neither exists)
-  if [ -x "$1" ]; then echo "$1";
-  elif [ -f "$1.gz" ]; then local t=/tmp/$(basename "$1"); gunzip -c "$1.gz" > "$t" && chmod +x "$t" && echo "$t";
-  else echo ""; fi
-}
 run() { # name binary steps [env...]
   local name=$1 bin; bin=$(unpack "$2"); local steps=$3; shift 3
   [ -n "$bin" ] || { echo "(no $2)"; return; }
@@ -44,7 +50,7 @@ run() { # name binary steps [env...]
   echo "rc $?"; grep -E "memory|plan|skipped|error" "$OUT/$name.log" | head -4; tail -2 "$OUT/$name.log"
 }
 echo "== 3. GPT-2 small, micro-batch 16 x 1024"
-$(unpack runs/gpt2-bf16m) --info 2>&1 | tail -12
+$(unpack gpt2-bf16m) --info 2>&1 | tail -12
 run tgc-bf16m runs/gpt2-bf16m "$STEPS"
 run tgc-bf16m-profile runs/gpt2-bf16m 6 TGRT_PROFILE=1
 grep -A40 "profile" "$OUT/tgc-bf16m-profile.log" | head -45

@@ -14,9 +14,12 @@ OUT=${OUT:-/tmp/gpu-remat}; mkdir -p "$OUT"
 STEPS=${STEPS:-30}
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unpack() { # runs/X or runs/X.gz -> path of an executable
-  if [ -x "runs/$1" ]; then echo "runs/$1";
-  elif [ -f "runs/$1.gz" ]; then gunzip -c "runs/$1.gz" > "/tmp/$1" && chmod +x "/tmp/$1" && echo "/tmp/$1";
+unpack() { # runs/X, runs/X.xz or runs/X.gz -> path of an executable ("" when none)
+  local f=$1; case "$f" in runs/*) ;; *) f=runs/$f ;; esac
+  local t=/tmp/$(basename "$f")
+  if [ -x "$f" ]; then echo "$f";
+  elif [ -f "$f.xz" ]; then python3 -c "import lzma,sys;open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$t" && chmod +x "$t" && echo "$t";
+  elif [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$t" && chmod +x "$t" && echo "$t";
   else echo ""; fi
 }
 run() { # name binary steps
@@ -33,7 +36,8 @@ echo "== tgc at the planned max micro-batch"
 cat runs/max-batch.txt
 for p in none selective layer; do run "tgc-$p-max" "gpt2-bf16m-$p-max" 4; done
 echo "== PyTorch, micro-batch 16, bf16 autocast"
-for args in "--bf16" "--bf16 --checkpoint" "--bf16 --compile" "--bf16 --compile --checkpoint"; do
+IFS=';' read -ra SETS <<< "${TORCH_SETS:---bf16;--bf16 --checkpoint;--bf16 --compile;--bf16 --compile --checkpoint}"
+for args in "${SETS[@]}"; do
   n=$(echo "$args" | tr -d ' -'); python3 bench/torch_gpt2_step.py --batch 16 $args > "$OUT/torch-$n.json" 2> "$OUT/torch-$n.err"
   cat "$OUT/torch-$n.json"
 done
