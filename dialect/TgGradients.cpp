@@ -56,6 +56,15 @@ SmallVector<Value> PositionalEmbeddingOp::buildGradient(OpBuilder &b, ValueRange
   return {g[0], dw};
 }
 
+SmallVector<Value> AttentionQKVOp::buildGradient(OpBuilder &b, ValueRange g) {
+  if (!g[0])
+    return {Value()}; // only lse reaches the loss: impossible for attention's users
+  Value d = b.create<AttentionQKVGradOp>(getLoc(), getQkv().getType(), getQkv(), getOut(),
+                                         getLse(), g[0], getHeadsAttr(), getCausalAttr(),
+                                         getWindowAttr(), getScaleAttr());
+  return {d};
+}
+
 SmallVector<Value> CastOp::buildGradient(OpBuilder &b, ValueRange g) {
   if (!g[0])
     return {Value()};

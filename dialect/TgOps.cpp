@@ -330,6 +330,34 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// Shared by attention_qkv and its gradient: qkv [B, T, 3 H hd], out [B, T, H hd],
+/// lse [B, H, T].
+static LogicalResult verifyPacked(Operation *op, Value qkv, Value out, Value lse,
+                                  int64_t heads, int64_t window, bool causal) {
+  if (failed(expectRank(op, "qkv", qkv, 3)))
+    return failure();
+  auto t = rt(qkv);
+  int64_t B = t.getDimSize(0), T = t.getDimSize(1), three = t.getDimSize(2);
+  if (heads <= 0 || three % (3 * heads) != 0)
+    return op->emitOpError() << "qkv's last dim " << three << " must be 3 x heads (" << heads
+                             << ") x head dim";
+  if (window < 0)
+    return op->emitOpError() << "window must be >= 0, got " << window;
+  if (window > 0 && !causal)
+    return op->emitOpError() << "a sliding window needs causal = true";
+  if (failed(expectShape(op, "out", out, {B, T, three / 3})) ||
+      failed(expectElementType(op, "out", out, t.getElementType())))
+    return failure();
+  return expectShape(op, "lse", lse, {B, heads, T});
+}
+
+LogicalResult AttentionQKVOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  return verifyPacked(*this, getQkv(), getOut(), getLse(), (int64_t)getHeads(),
+                      (int64_t)getWindow(), getCausal());
+}
+
 //===------------------------------------------------------------ backward --===//
 
 LogicalResult FillOp::verify() { return verifyStatic(*this); }
@@ -413,6 +441,15 @@ LogicalResult AttentionGradOp::verify() {
                  failed(expectSameType(*this, "dq", getDq(), t)) ||
                  failed(expectSameType(*this, "dk", getDk(), t)) ||
                  failed(expectSameType(*this, "dv", getDv(), t)));
+}
+
+LogicalResult AttentionQKVGradOp::verify() {
+  if (failed(verifyStatic(*this)) ||
+      failed(verifyPacked(*this, getQkv(), getOut(), getLse(), (int64_t)getHeads(),
+                          (int64_t)getWindow(), getCausal())) ||
+      failed(expectSameType(*this, "dout", getDout(), getOut().getType())))
+    return failure();
+  return expectSameType(*this, "dqkv", getDqkv(), getQkv().getType());
 }
 
 //===----------------------------------------------------------- optimizer --===//

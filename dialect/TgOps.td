@@ -213,6 +213,23 @@ def Tg_AttentionOp : Tg_DiffOp<"attention"> {
   let results = (outs Tg_FloatTensor:$out, Tg_F32Tensor:$lse);
 }
 
+def Tg_AttentionQKVOp : Tg_DiffOp<"attention_qkv"> {
+  let summary = "fused attention on the packed qkv projection (no head split or transposes)";
+  let description = [{
+    qkv: [B, T, 3 D] with D = heads x hd, laid out as [B, T, 3, H, hd] (q, k, v, then the
+    heads: the linear layer's output as it is); out: [B, T, D] ([B, T, H, hd]: the input of
+    the output projection as it is), qkv's type; lse: [B, H, T] f32. Computes what the
+    naive chain split / reshape / transpose / scores / mask / softmax / P.V / transpose /
+    reshape computes, with the runtime reading q, k, v and writing out through strides
+    (runtime/tgrt.h tgrt_attention_fwd), so none of those copies exist. Built by
+    tg-fuse-attention. Same masking as tg.attention.
+  }];
+  let arguments = (ins Tg_FloatTensor:$qkv, I64Attr:$heads,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+  let results = (outs Tg_FloatTensor:$out, Tg_F32Tensor:$lse);
+}
+
 //===------------------------------------------------------------- backward --===//
 
 def Tg_FillOp : Tg_PureOp<"fill"> {
@@ -298,6 +315,20 @@ def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
   let results = (outs Tg_FloatTensor:$dq, Tg_FloatTensor:$dk, Tg_FloatTensor:$dv);
+}
+
+def Tg_AttentionQKVGradOp : Tg_PureOp<"attention_qkv_grad"> {
+  let summary = "gradient of tg.attention_qkv: dqkv in the packed layout";
+  let description = [{
+    qkv: [B, T, 3 D]; out, dout: [B, T, D]; lse: [B, H, T] f32. Result dqkv: [B, T, 3 D]
+    (dq, dk, dv interleaved as in qkv), qkv's type. FlashAttention-2 backward (Dao 2023)
+    through strides.
+  }];
+  let arguments = (ins Tg_FloatTensor:$qkv, Tg_FloatTensor:$out, Tg_F32Tensor:$lse,
+                   Tg_FloatTensor:$dout, I64Attr:$heads,
+                   DefaultValuedAttr<BoolAttr, "true">:$causal,
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+  let results = (outs Tg_FloatTensor:$dqkv);
 }
 
 //===------------------------------------------------------------ optimizer --===//

@@ -60,12 +60,74 @@ struct FuseNaiveAttention : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// tg.attention whose q, k, v are the heads split and transposed out of one qkv
+/// projection ([B, T, 3D] -> split -> reshape [B, T, H, hd] -> transpose [B, H, T, hd]) and
+/// whose output is transposed back and flattened to [B, T, D] -> tg.attention_qkv on the
+/// qkv itself: the runtime reads and writes through strides, the copies disappear.
+struct PackAttention : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static bool isHeadPerm(TransposeOp t) {
+    return t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3};
+  }
+
+  LogicalResult matchAndRewrite(AttentionOp at, PatternRewriter &rewriter) const override {
+    Value out = at.getOut();
+    if (!at.getLse().use_empty() || !out.hasOneUse())
+      return rewriter.notifyMatchFailure(at, "out must have one use, lse none");
+    auto back = dyn_cast<TransposeOp>(*out.getUsers().begin());
+    if (!isHeadPerm(back) || !back.getResult().hasOneUse())
+      return rewriter.notifyMatchFailure(at, "out is not transposed back to [B, T, H, hd]");
+    auto flat = dyn_cast<ReshapeOp>(*back.getResult().getUsers().begin());
+    if (!flat || cast<RankedTensorType>(flat.getType()).getRank() != 3)
+      return rewriter.notifyMatchFailure(at, "out is not flattened to [B, T, D]");
+    SplitOp split;
+    SmallVector<Operation *> chain;
+    for (unsigned i = 0; i < 3; ++i) {
+      auto t = singleUseDef<TransposeOp>(at->getOperand(i));
+      if (!isHeadPerm(t))
+        return rewriter.notifyMatchFailure(at, "q/k/v is not a head transpose");
+      auto r = singleUseDef<ReshapeOp>(t.getX());
+      if (!r)
+        return rewriter.notifyMatchFailure(at, "q/k/v is not a reshaped piece");
+      auto piece = dyn_cast<OpResult>(r.getX());
+      auto s = piece ? dyn_cast<SplitOp>(piece.getOwner()) : SplitOp();
+      if (!s || piece.getResultNumber() != i || !piece.hasOneUse() || (split && s != split))
+        return rewriter.notifyMatchFailure(at, "q, k, v are not pieces 0, 1, 2 of one split");
+      split = s;
+      chain.push_back(t);
+      chain.push_back(r);
+    }
+    auto whole = cast<RankedTensorType>(split.getX().getType());
+    if (split.getNumResults() != 3 || split.getAxis() != 2 || whole.getRank() != 3)
+      return rewriter.notifyMatchFailure(at, "not a 3-way split of [B, T, 3D] along its last axis");
+    auto q = cast<RankedTensorType>(at.getQ().getType());
+    int64_t heads = q.getDimSize(1);
+    auto lseType = at.getLse().getType();
+    rewriter.setInsertionPoint(flat);
+    auto packed = rewriter.create<AttentionQKVOp>(
+        at.getLoc(), flat.getType(), lseType, split.getX(), rewriter.getI64IntegerAttr(heads),
+        at.getCausalAttr(), at.getWindowAttr(), at.getScaleAttr());
+    if (Attribute layer = at->getAttr(kLayerAttr))
+      packed->setAttr(kLayerAttr, layer);
+    rewriter.replaceOp(flat, packed.getOut());
+    rewriter.eraseOp(back);
+    rewriter.eraseOp(at);
+    for (Operation *op : chain)
+      rewriter.eraseOp(op);
+    rewriter.eraseOp(split);
+    return success();
+  }
+};
+
 struct TgFuseAttentionPass : mlir::tg::impl::TgFuseAttentionBase<TgFuseAttentionPass> {
   using TgFuseAttentionBase::TgFuseAttentionBase;
 
   LogicalResult initialize(MLIRContext *ctx) override {
     RewritePatternSet set(ctx);
     set.add<FuseNaiveAttention>(ctx);
+    if (packed)
+      set.add<PackAttention>(ctx);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }
@@ -76,6 +138,7 @@ struct TgFuseAttentionPass : mlir::tg::impl::TgFuseAttentionBase<TgFuseAttention
     if (failed(applyPatternsAndFoldGreedily(getOperation(), patterns)))
       return signalPassFailure();
     getOperation().walk([&](AttentionOp) { ++after; });
+    getOperation().walk([&](AttentionQKVOp) { ++after; });
     numFused += after - before;
   }
 

@@ -514,10 +514,24 @@ private:
                        numel(o.getTargets()), dim(o.getLogits(), -1), (int64_t)o.getIgnoreIndex()});
         })
         .Case([&](AttentionOp o) {
+          // [B, H, T, hd] contiguous: strides (H T hd, T hd, hd) in and out.
+          int64_t B = dim(o.getQ(), 0), H = dim(o.getQ(), 1), T = dim(o.getQ(), 2),
+                  hd = dim(o.getQ(), 3);
           return call(op, "tgrt_attention_fwd",
-                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
-                       Arg(o.getLse()), dim(o.getQ(), 0) * dim(o.getQ(), 1), dim(o.getQ(), 2),
-                       dim(o.getQ(), 3), int64_t(o.getCausal() ? 1 : 0),
+                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
+                       Arg(o.getOut()), Arg(o.getLse()), B, H, T, hd, H * T * hd, T * hd, hd,
+                       H * T * hd, T * hd, hd, int64_t(o.getCausal() ? 1 : 0),
+                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
+        })
+        .Case([&](AttentionQKVOp o) {
+          Packed p = packed(o.getQkv(), (int64_t)o.getHeads());
+          auto qkv = ptrOf(o.getQkv());
+          if (failed(qkv))
+            return failure();
+          return call(op, "tgrt_attention_fwd",
+                      {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
+                       Arg(o.getOut()), Arg(o.getLse()), p.B, p.H, p.T, p.hd, p.T * 3 * p.D,
+                       p.hd, 3 * p.D, p.T * p.D, p.hd, p.D, int64_t(o.getCausal() ? 1 : 0),
                        (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
         })
         .Case([&](FillOp o) {
@@ -564,11 +578,25 @@ private:
                        (int64_t)o.getIgnoreIndex()});
         })
         .Case([&](AttentionGradOp o) {
+          int64_t B = dim(o.getQ(), 0), H = dim(o.getQ(), 1), T = dim(o.getQ(), 2),
+                  hd = dim(o.getQ(), 3);
           return call(op, "tgrt_attention_bwd",
-                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()), Arg(o.getOut()),
-                       Arg(o.getLse()), Arg(o.getDout()), Arg(o.getDq()), Arg(o.getDk()),
-                       Arg(o.getDv()), dim(o.getQ(), 0) * dim(o.getQ(), 1), dim(o.getQ(), 2),
-                       dim(o.getQ(), 3), int64_t(o.getCausal() ? 1 : 0),
+                      {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
+                       Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), Arg(o.getDq()),
+                       Arg(o.getDk()), Arg(o.getDv()), B, H, T, hd, H * T * hd, T * hd, hd,
+                       H * T * hd, T * hd, hd, int64_t(o.getCausal() ? 1 : 0),
+                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
+        })
+        .Case([&](AttentionQKVGradOp o) {
+          Packed p = packed(o.getQkv(), (int64_t)o.getHeads());
+          auto qkv = ptrOf(o.getQkv()), dqkv = ptrOf(o.getDqkv());
+          if (failed(qkv) || failed(dqkv))
+            return failure();
+          return call(op, "tgrt_attention_bwd",
+                      {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
+                       Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), p.at(*dqkv, 0),
+                       p.at(*dqkv, 1), p.at(*dqkv, 2), p.B, p.H, p.T, p.hd, p.T * 3 * p.D,
+                       p.hd, 3 * p.D, p.T * p.D, p.hd, p.D, int64_t(o.getCausal() ? 1 : 0),
                        (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
         })
         .Case([&](AccumulateGradOp o) {
@@ -700,6 +728,20 @@ private:
         return failure();
     }
     return success();
+  }
+
+  /// The packed [B, T, 3, H, hd] layout of a qkv value: q, k, v (part 0, 1, 2) start D
+  /// elements apart; each row of T holds 3 D elements.
+  struct Packed {
+    int64_t B, T, H, hd, D, elem;
+    PtrRef at(PtrRef base, int part) const {
+      base.byteOffset += part * D * elem;
+      return base;
+    }
+  };
+  static Packed packed(Value qkv, int64_t heads) {
+    int64_t D = dim(qkv, 2) / 3;
+    return Packed{dim(qkv, 0), dim(qkv, 1), heads, D / heads, D, elemBytes(qkv)};
   }
 
   /// tg.matmul -> tgrt_matmul. A weight shared across the batch with a plain lhs becomes

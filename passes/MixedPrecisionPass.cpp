@@ -189,6 +189,11 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
           all(op, low);
           return success();
         })
+        .Case<AttentionQKVOp>([&](AttentionQKVOp a) {
+          setOperand(op, 0, low);
+          setResult(op, 0, low); // lse stays f32
+          return success();
+        })
         .Case<AttentionOp>([&](AttentionOp a) {
           for (unsigned i = 0; i < 3; ++i)
             setOperand(op, i, low);

@@ -17,8 +17,15 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "mlir::ModuleOp"> {
     into `%o, %lse = tg.attention %q, %k, %v {causal = true, window = 128, scale = 0.125}`
     when the intermediate values have no other use and the mask fills with -inf.
     The tgc pipeline runs it when the spec says `training.attention.kernel = "flash"`.
+    With `packed` (default), an attention whose q, k, v are the heads split and
+    transposed out of one [B, T, 3D] projection and whose output is transposed back and
+    flattened becomes `tg.attention_qkv` on the projection itself (no copies).
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
+  let options = [
+    Option<"packed", "packed", "bool", "true",
+           "also fold the head split / transposes into tg.attention_qkv">,
+  ];
   let statistics = [Statistic<"numFused", "num-fused", "Attention chains fused">];
 }
 

@@ -72,6 +72,24 @@ int64_t opFlops(Operation *op) {
       pairs += !ag.getCausal() ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
     return 10 * bh * hd * pairs; // S and dP recomputed, dV, dQ, dK: 5 products
   }
+  auto pairsOf = [](int64_t t, bool causal, int64_t w) {
+    int64_t pairs = 0;
+    for (int64_t i = 0; i < t; ++i)
+      pairs += !causal ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
+    return pairs;
+  };
+  if (auto at = dyn_cast<AttentionQKVOp>(op)) {
+    auto x = rtOf(at.getQkv());
+    int64_t hd = x.getDimSize(2) / 3 / at.getHeads();
+    return 4 * x.getDimSize(0) * at.getHeads() * hd *
+           pairsOf(x.getDimSize(1), at.getCausal(), at.getWindow());
+  }
+  if (auto ag = dyn_cast<AttentionQKVGradOp>(op)) {
+    auto x = rtOf(ag.getQkv());
+    int64_t hd = x.getDimSize(2) / 3 / ag.getHeads();
+    return 10 * x.getDimSize(0) * ag.getHeads() * hd *
+           pairsOf(x.getDimSize(1), ag.getCausal(), ag.getWindow());
+  }
   int64_t n = 0;
   for (Value r : op->getResults())
     if (auto t = dyn_cast<RankedTensorType>(r.getType()))
@@ -97,7 +115,8 @@ using ModeMap = std::map<int64_t, Mode>;
 
 /// Whether selective rematerialization keeps `op`'s results (the expensive ones).
 bool keptBySelective(Operation *op) {
-  if (isa<MatmulOp, AttentionOp, EmbeddingOp, PositionalEmbeddingOp, CrossEntropyOp>(op))
+  if (isa<MatmulOp, AttentionOp, AttentionQKVOp, EmbeddingOp, PositionalEmbeddingOp,
+          CrossEntropyOp>(op))
     return true;
   // A bias add on a GEMM result is the GEMM's epilogue: keep its output, not the GEMM's.
   if (auto b = dyn_cast<BiasAddOp>(op))

@@ -269,9 +269,17 @@ void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
 void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
                             const int32_t* targets, const float* dloss, void* dlogits,
                             int64_t rows, int64_t vocab, int64_t ignore_index);
-/* Fused attention (FlashAttention, Dao et al. 2022, with online softmax):
- * q, k, v, out [bh, t, hd] (dt); lse [bh, t] float32 = logsumexp of the scaled, masked
- * scores row. s = scale * q k^T; causal: key j visible to query i iff j <= i; window > 0
+/* Fused attention (FlashAttention, Dao et al. 2022, with online softmax), batch x heads
+ * independent problems of t rows of hd elements, in strided layouts: element (b, h, i, j) of
+ * q, k, v (dt) is at index b * in_stride_b + h * in_stride_h + i * in_stride_t + j, and of out
+ * at b * out_stride_b + h * out_stride_h + i * out_stride_t + j (strides in elements; each
+ * row's hd elements are contiguous). The classic contiguous [batch, heads, t, hd] layout has
+ * strides (heads*t*hd, t*hd, hd); q, k, v may be views into one packed projection output
+ * [batch, t, 3, heads, hd] (q = qkv, k = qkv + heads*hd, v = qkv + 2*heads*hd; in strides
+ * (t*3*heads*hd, hd, 3*heads*hd)) and out written as [batch, t, heads, hd] (out strides
+ * (t*heads*hd, hd, heads*hd)). Only out's own strided elements are written (all of them).
+ * lse [batch, heads, t] float32 contiguous = logsumexp of the scaled, masked scores row.
+ * s = scale * q k^T; causal: key j visible to query i iff j <= i; window > 0
  * additionally requires i - j < window. out = softmax(s) v. Never materialises t x t on CUDA.
  * f32 on CUDA: by default exact fp32 arithmetic (CUDA cores). With TGRT_TF32=1 in the
  * environment at context creation (which also lets cuBLASLt GEMMs use TF32) this and
@@ -282,18 +290,29 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
  * ~1e-6 in fp32; same masking, tile skipping and determinism (no float atomics).
  * bf16 / f16: products take dt operands with float32 accumulation (the softmax, lse and
  * D = rowsum(dout * out) are float32; P is rounded to dt before P V); CUDA needs hd 32, 64 or
- * 128 (tensor cores, mma.sync m16n8k16) and 16-byte aligned tensors. The CPU reference widens
- * the inputs, runs the float32 algorithm and rounds the outputs. */
+ * 128 (tensor cores, mma.sync m16n8k16), 16-byte aligned base pointers and row strides
+ * (all strides multiples of 8 elements). f32 on CUDA (exact and TF32) needs 16-byte aligned
+ * pointers and strides too (multiples of 4 elements). The CPU reference widens the inputs (gathered into contiguous
+ * float32 temporaries), runs the float32 algorithm and rounds the outputs. */
 void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
-                        const void* k, const void* v, void* out, float* lse, int64_t bh,
-                        int64_t t, int64_t hd, int32_t causal, int64_t window, float scale);
+                        const void* k, const void* v, void* out, float* lse, int64_t batch,
+                        int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                        int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b,
+                        int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                        int64_t window, float scale);
 /* Backward of tgrt_attention_fwd: with P = exp(s - lse), D_i = sum(dout_i * out_i),
  * dv = P^T dout, dS = P * (dout v^T - D), dq = scale dS k, dk = scale dS^T q (overwritten;
- * accumulated in float32, rounded once). q, k, v, out, dout, dq, dk, dv: dt; lse float32. */
+ * accumulated in float32, rounded once). q, k, v, out, dout, dq, dk, dv: dt; lse float32.
+ * dq, dk, dv use the in strides (q, k, v's layout), dout the out strides (out's layout); so
+ * dq, dk, dv may interleave in one packed gradient buffer [batch, t, 3, heads, hd]: only
+ * their own strided elements are written (every one of them; the caller need not zero). */
 void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
                         const void* k, const void* v, const void* out, const float* lse,
-                        const void* dout, void* dq, void* dk, void* dv, int64_t bh, int64_t t,
-                        int64_t hd, int32_t causal, int64_t window, float scale);
+                        const void* dout, void* dq, void* dk, void* dv, int64_t batch,
+                        int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                        int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b,
+                        int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                        int64_t window, float scale);
 /* Host conversions between float32 and bf16 / f16 bit patterns: to float is exact; from
  * float rounds to nearest, ties to even (NaN stays a quiet NaN, overflow gives +-inf,
  * f16 subnormals are kept). */

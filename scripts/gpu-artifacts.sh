@@ -67,7 +67,25 @@ fp32)
 mixed) mixed; gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz ;;
 remat) remat ;;
 all) mixed; remat ;;
-*) echo "usage: $0 fp32|mixed|remat|all" >&2; exit 2 ;;
+final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gradient
+        # libraries and the kernel check (scripts/gpu-mixed.sh STEPS=30 CURVE=0, then
+        # scripts/gpu-remat.sh MAX=0)
+  exe gpt2-bf16m --set training.precision=bf16-mixed
+  cp runs/gpt2-bf16m.xz runs/gpt2-bf16m-none.xz
+  for p in selective layer; do
+    exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed --set training.checkpointing=$p
+  done
+  lib tiny-bf16m-cuda.so examples/tiny.json --set model.n_heads=2 \
+    --set training.attention.kernel=flash --set training.precision=bf16-mixed
+  lib tiny-fp16m-cuda.so examples/tiny.json --set model.n_heads=2 \
+    --set training.attention.kernel=flash --set training.precision=fp16-mixed
+  lib tiny-bf16-cuda.so examples/tiny.json --set model.n_heads=2 \
+    --set training.attention.kernel=flash --set training.precision=bf16
+  lib gpt2-bf16m-grad.so examples/gpt2-small.json --set training.precision=bf16-mixed \
+    --set training.batch_size=2
+  gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
+  ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

@@ -8,7 +8,8 @@
 #   3. GPT-2 small B=16: tgc bf16-mixed (timed + per-call profile), fp16-mixed, bf16, fp32/TF32;
 #      torch.compile and eager with bf16 autocast in the same call
 #   4. loss curves: fp32 (TF32) vs bf16-mixed, same seed and batches
-# Prints a short table last. Env: STEPS (timed steps, default 40), CURVE (default 200).
+# Prints a short table last. Env: STEPS (timed steps, default 40), CURVE (default 200; 0
+# skips the curves), EAGER=0 skips PyTorch eager; a binary or library not carried is skipped.
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-mixed}; mkdir -p "$OUT"
 STEPS=${STEPS:-40}; CURVE=${CURVE:-200}
@@ -60,12 +61,14 @@ run tgc-fp32-tf32 runs/gpt2-fp32 15 TGRT_TF32=1
 echo "-- PyTorch"
 python3 bench/torch_gpt2_step.py --batch 16 --compile --bf16 > "$OUT/torch-compile-bf16.json" 2> "$OUT/torch-compile-bf16.err"
 cat "$OUT/torch-compile-bf16.json"
-python3 bench/torch_gpt2_step.py --batch 16 --bf16 > "$OUT/torch-eager-bf16.json" 2> "$OUT/torch-eager-bf16.err"
-cat "$OUT/torch-eager-bf16.json"
+[ "${EAGER:-1}" = 1 ] && python3 bench/torch_gpt2_step.py --batch 16 --bf16 > "$OUT/torch-eager-bf16.json" 2> "$OUT/torch-eager-bf16.err"
+cat "$OUT/torch-eager-bf16.json" 2>/dev/null
 
-echo "== 4. loss curves ($CURVE steps, same seed and data)"
-run curve-fp32 runs/gpt2-fp32 "$CURVE" TGRT_TF32=1
-run curve-bf16m runs/gpt2-bf16m "$CURVE"
+if [ "$CURVE" -gt 0 ]; then
+  echo "== 4. loss curves ($CURVE steps, same seed and data)"
+  run curve-fp32 runs/gpt2-fp32 "$CURVE" TGRT_TF32=1
+  run curve-bf16m runs/gpt2-bf16m "$CURVE"
+fi
 
 python3 - "$OUT" <<'PY'
 import json, sys, statistics, re, os

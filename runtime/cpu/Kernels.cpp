@@ -1058,71 +1058,113 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
 
 // ------------------------------------------------------------------------ attention --
 
-/// Attention forward, one (bh, query) at a time: q, k, v, out [bh, t, hd] (dt); lse [bh, t]
-/// float32. s_ij = scale q_i.k_j over visible keys (causal: j <= i, and i - j < window when
-/// window > 0; the window only applies with causal), lse_i = logsumexp_j s_ij (double),
-/// out_i = sum_j exp(s_ij - lse_i) v_j. A query with no visible key (impossible in the causal
-/// case) gets out = 0, lse = -inf. bf16 / f16: q, k, v widened to float, the f32 algorithm,
-/// out rounded once (P is not rounded). Errors: negative sizes, unknown dtype.
-void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
-                        const void* k, const void* v, void* out, float* lse, int64_t bh,
-                        int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
-  (void)ctx;
-  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
-  checkDtype(loc, "attention_fwd", dt);
-  if (bh * t == 0) return;
-  checkPtrs(loc, "attention_fwd", {q, k, v, out, lse});
-  if (dt == TGRT_F32) {
-    attentionFwdF32(static_cast<const float*>(q), static_cast<const float*>(k),
-                    static_cast<const float*>(v), static_cast<float*>(out), lse, bh, t, hd,
-                    causal, window, scale);
-    return;
-  }
-  const int64_t n = bh * t * hd;
-  const std::vector<float> qf = widen(loc, "attention_fwd", dt, q, n),
-                           kf = widen(loc, "attention_fwd", dt, k, n),
-                           vf = widen(loc, "attention_fwd", dt, v, n);
-  std::vector<float> of((size_t)n);
-  attentionFwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal, window,
-                  scale);
-  roundInto(loc, "attention_fwd", dt, of, out);
+/// A strided attention operand: element (b, h, i, j) at b * sb + h * sh + i * st + j.
+struct AttnLayout {
+  int64_t batch, heads, t, hd, sb, sh, st;
+};
+
+/// The batch * heads * t rows of hd elements of p (dt, layout l) widened into a contiguous
+/// float [batch * heads, t, hd] vector.
+std::vector<float> gatherAttn(const char* loc, const char* what, int32_t dt, const void* p,
+                              const AttnLayout& l) {
+  std::vector<float> f((size_t)(l.batch * l.heads * l.t * l.hd));
+  withDtype(loc, what, dt, [&](auto io) {
+    using Io = decltype(io);
+    float* d = f.data();
+    for (int64_t b = 0; b < l.batch; ++b)
+      for (int64_t h = 0; h < l.heads; ++h)
+        for (int64_t i = 0; i < l.t; ++i, d += l.hd)
+          widenTo<Io>(p, b * l.sb + h * l.sh + i * l.st, l.hd, d);
+  });
+  return f;
 }
 
-/// Attention backward (dq, dk, dv [bh, t, hd], overwritten), recomputing P_ij = exp(s_ij -
-/// lse_i) with the forward's visibility rule: D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
+/// Rounds the contiguous float [batch * heads, t, hd] f into p's strided rows (layout l);
+/// only those elements of p are written.
+void scatterAttn(const char* loc, const char* what, int32_t dt, const std::vector<float>& f,
+                 void* p, const AttnLayout& l) {
+  withDtype(loc, what, dt, [&](auto io) {
+    using Io = decltype(io);
+    const float* s = f.data();
+    for (int64_t b = 0; b < l.batch; ++b)
+      for (int64_t h = 0; h < l.heads; ++h)
+        for (int64_t i = 0; i < l.t; ++i, s += l.hd)
+          roundFrom<Io>(s, l.hd, p, b * l.sb + h * l.sh + i * l.st);
+  });
+}
+
+/// Attention forward, one (batch, head, query) at a time: q, k, v (in strides), out (out
+/// strides) dt; lse [batch, heads, t] float32. s_ij = scale q_i.k_j over visible keys (causal:
+/// j <= i, and i - j < window when window > 0; the window only applies with causal),
+/// lse_i = logsumexp_j s_ij (double), out_i = sum_j exp(s_ij - lse_i) v_j. A query with no
+/// visible key (impossible in the causal case) gets out = 0, lse = -inf. The operands are
+/// gathered into contiguous float [batch * heads, t, hd] temporaries (bf16 / f16 widened),
+/// the f32 algorithm runs, out is scattered back (rounded once; P is not rounded). Only out's
+/// strided elements are written. Errors: negative sizes or strides, unknown dtype.
+void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                        const void* k, const void* v, void* out, float* lse, int64_t batch,
+                        int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                        int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b,
+                        int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                        int64_t window, float scale) {
+  (void)ctx;
+  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h,
+                   out_stride_t);
+  checkDtype(loc, "attention_fwd", dt);
+  const int64_t bh = batch * heads;
+  if (bh * t == 0) return;
+  checkPtrs(loc, "attention_fwd", {q, k, v, out, lse});
+  const AttnLayout in{batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t};
+  const AttnLayout ol{batch, heads, t, hd, out_stride_b, out_stride_h, out_stride_t};
+  const std::vector<float> qf = gatherAttn(loc, "attention_fwd", dt, q, in),
+                           kf = gatherAttn(loc, "attention_fwd", dt, k, in),
+                           vf = gatherAttn(loc, "attention_fwd", dt, v, in);
+  std::vector<float> of((size_t)(bh * t * hd));
+  attentionFwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal, window,
+                  scale);
+  scatterAttn(loc, "attention_fwd", dt, of, out, ol);
+}
+
+/// Attention backward (dq, dk, dv in q, k, v's strided layout, overwritten: only their own
+/// elements, so they may interleave in one buffer), recomputing P_ij = exp(s_ij - lse_i) with
+/// the forward's visibility rule: D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
 /// dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
-/// All accumulation in double. q, k, v, out, dout, dq, dk, dv: dt; lse float32 [bh, t].
-/// bf16 / f16: the inputs widened to float, the f32 algorithm, dq, dk, dv rounded once.
-/// Errors: negative sizes, unknown dtype.
+/// All accumulation in double. q, k, v, dq, dk, dv: dt, in strides; out, dout: dt, out
+/// strides; lse float32 [batch, heads, t]. Operands gathered (widened) into contiguous float
+/// temporaries, the f32 algorithm, dq, dk, dv scattered back rounded once.
+/// Errors: negative sizes or strides, unknown dtype.
 void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
                         const void* k, const void* v, const void* out, const float* lse,
-                        const void* dout, void* dq, void* dk, void* dv, int64_t bh, int64_t t,
-                        int64_t hd, int32_t causal, int64_t window, float scale) {
+                        const void* dout, void* dq, void* dk, void* dv, int64_t batch,
+                        int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                        int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b,
+                        int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                        int64_t window, float scale) {
   (void)ctx;
-  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h,
+                   out_stride_t);
   checkDtype(loc, "attention_bwd", dt);
+  const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
   checkPtrs(loc, "attention_bwd", {q, k, v, out, lse, dout, dq, dk, dv});
-  if (dt == TGRT_F32) {
-    attentionBwdF32(static_cast<const float*>(q), static_cast<const float*>(k),
-                    static_cast<const float*>(v), static_cast<const float*>(out), lse,
-                    static_cast<const float*>(dout), static_cast<float*>(dq),
-                    static_cast<float*>(dk), static_cast<float*>(dv), bh, t, hd, causal, window,
-                    scale);
-    return;
-  }
+  const AttnLayout in{batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t};
+  const AttnLayout ol{batch, heads, t, hd, out_stride_b, out_stride_h, out_stride_t};
+  const std::vector<float> qf = gatherAttn(loc, "attention_bwd", dt, q, in),
+                           kf = gatherAttn(loc, "attention_bwd", dt, k, in),
+                           vf = gatherAttn(loc, "attention_bwd", dt, v, in),
+                           of = gatherAttn(loc, "attention_bwd", dt, out, ol),
+                           dof = gatherAttn(loc, "attention_bwd", dt, dout, ol);
   const int64_t n = bh * t * hd;
-  const std::vector<float> qf = widen(loc, "attention_bwd", dt, q, n),
-                           kf = widen(loc, "attention_bwd", dt, k, n),
-                           vf = widen(loc, "attention_bwd", dt, v, n),
-                           of = widen(loc, "attention_bwd", dt, out, n),
-                           dof = widen(loc, "attention_bwd", dt, dout, n);
   std::vector<float> dqf((size_t)n), dkf((size_t)n), dvf((size_t)n);
   attentionBwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(), dqf.data(),
                   dkf.data(), dvf.data(), bh, t, hd, causal, window, scale);
-  roundInto(loc, "attention_bwd", dt, dqf, dq);
-  roundInto(loc, "attention_bwd", dt, dkf, dk);
-  roundInto(loc, "attention_bwd", dt, dvf, dv);
+  scatterAttn(loc, "attention_bwd", dt, dqf, dq, in);
+  scatterAttn(loc, "attention_bwd", dt, dkf, dk, in);
+  scatterAttn(loc, "attention_bwd", dt, dvf, dv, in);
 }
 
 // ---------------------------------------------------------------------- optimizer --

@@ -194,14 +194,14 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
   tgrt_cuda::crossEntropyBwd(C(ctx), loc, dt, logits, targets, dloss, dlogits, rows, vocab, ignore_index);
 }
 
-void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_attention_fwd", loc);
-  tgrt_cuda::attentionFwd(C(ctx), loc, dt, q, k, v, out, lse, bh, t, hd, causal, window, scale);
+  tgrt_cuda::attentionFwd(C(ctx), loc, dt, q, k, v, out, lse, batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
-void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, const void* out, const float* lse, const void* dout, void* dq, void* dk, void* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window, float scale) {
+void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, const void* out, const float* lse, const void* dout, void* dq, void* dk, void* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_attention_bwd", loc);
-  tgrt_cuda::attentionBwd(C(ctx), loc, dt, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window, scale);
+  tgrt_cuda::attentionBwd(C(ctx), loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
 void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc) {

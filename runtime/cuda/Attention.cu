@@ -117,17 +117,19 @@ __device__ __forceinline__ void storeTileT(float* dst, int ld, int ty, int tx,
   }
 }
 
-/// Copies rows [row0, row0 + R) of a row-major [t, HD] matrix into shared memory, as `nat`
+/// Copies rows [row0, row0 + R) of a [t, HD] matrix with row stride `ld` elements (a multiple
+/// of 4) into shared memory, as `nat`
 /// [R][HD + 4] and/or transposed as `tr` [HD][R + 4] (either may be NULL). Rows >= t are
 /// zero. Consecutive threads take consecutive rows so the transposed stores hit distinct banks.
 template <int R, int HD>
-__device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t row0, int64_t t,
-                                         float* nat, float* tr) {
+__device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t ld, int64_t row0,
+                                         int64_t t, float* nat, float* tr) {
   constexpr int C4 = HD / 4;
   for (int idx = threadIdx.x; idx < R * C4; idx += kThreads) {
     const int r = idx % R, c4 = idx / R;
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (row0 + r < t) v = *reinterpret_cast<const float4*>(g + (row0 + r) * HD + 4 * c4);
+    if (row0 + r < t)
+      v = *reinterpret_cast<const float4*>(g + (row0 + r) * ld + 4 * c4);
     if (nat) *reinterpret_cast<float4*>(nat + r * (HD + 4) + 4 * c4) = v;
     if (tr) {
       tr[(4 * c4 + 0) * (R + 4) + r] = v.x;
@@ -185,8 +187,8 @@ template <int HD, int BR, int BC>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_kernel(const float* __restrict__ q, const float* __restrict__ k,
                          const float* __restrict__ v, float* __restrict__ out,
-                         float* __restrict__ lse, int64_t t, int causal, int64_t window,
-                         float scale) {
+                         float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
+                         int64_t window, float scale) {
   constexpr int RM = BR / 16, RNS = BC / 16, RNO = HD / 16;
   constexpr int LQ = BR + 4, LK = BC + 4, LV = HD + 4;
   TGRT_DYNAMIC_SMEM(smem);
@@ -200,9 +202,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t qb = nqb - 1 - (int64_t)(blockIdx.x % nqb); // longest tiles first
   const int64_t q0 = qb * BR;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BR, HD>(q + base, q0, t, nullptr, Qt);
+  loadTile<BR, HD>(q + base, li.st, q0, t, nullptr, Qt);
 
   float o[RM][RNO];
   float m[RM], l[RM];
@@ -219,8 +221,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous tile's Kt, V and Pt are no longer read
-    loadTile<BC, HD>(k + base, k0, t, nullptr, Kt);
-    loadTile<BC, HD>(v + base, k0, t, Vs, nullptr);
+    loadTile<BC, HD>(k + base, li.st, k0, t, nullptr, Kt);
+    loadTile<BC, HD>(v + base, li.st, k0, t, Vs, nullptr);
     __syncthreads();
 
     float s[RM][RNS];
@@ -269,23 +271,26 @@ __global__ void __launch_bounds__(kThreads)
     float row[RNO];
 #pragma unroll
     for (int j = 0; j < RNO; ++j) row[j] = o[i][j] * inv;
-    storeFrag<RNO>(out + base + qi * HD, tx, row);
+    storeFrag<RNO>(out + obase + qi * lo.st, tx, row);
     if (tx == 0) lse[h * t + qi] = lsum[i] > 0.0f ? m[i] + logf(lsum[i]) : -INFINITY;
   }
 }
 
 // --------------------------------------------------------------------- backward --
 
-// D[r] = sum_d dout[r, d] * out[r, d], one warp per row of [rows, hd].
+// D[r] = sum_d dout[r, d] * out[r, d], one warp per row r = bh * t + i of the [bh, t, hd]
+// rows of out / dout (layout lo).
 __global__ void attention_bwd_d_kernel(const float* __restrict__ out,
                                        const float* __restrict__ dout, float* __restrict__ D,
-                                       int64_t rows, int64_t hd) {
+                                       int64_t rows, int64_t t, int64_t hd, Layout lo) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
+    const int64_t off = lo.base(r / t) + (r % t) * lo.st;
     float s = 0.0f;
-    for (int64_t c = lane; c < hd; c += 32) s += dout[r * hd + c] * out[r * hd + c];
+    for (int64_t c = lane; c < hd; c += 32)
+      s += dout[off + c] * out[off + c];
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) D[r] = s;
   }
@@ -330,8 +335,8 @@ __global__ void __launch_bounds__(kThreads)
     attention_bwd_dkdv_kernel(const float* __restrict__ q, const float* __restrict__ k,
                               const float* __restrict__ v, const float* __restrict__ dout,
                               const float* __restrict__ lse, const float* __restrict__ D,
-                              float* __restrict__ dk, float* __restrict__ dv, int64_t t,
-                              int causal, int64_t window, float scale) {
+                              float* __restrict__ dk, float* __restrict__ dv, int64_t t, Layout li,
+                              Layout lo, int causal, int64_t window, float scale) {
   constexpr int RMS = BR / 16, RNS = BC / 16; // S tile: rows = queries, cols = keys
   constexpr int RMK = BC / 16, RNK = HD / 16; // dK / dV tile: rows = keys, cols = head dim
   constexpr int LK = BC + 4, LQ = BR + 4, LN = HD + 4, LP = BC + 4;
@@ -352,10 +357,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t kb = blockIdx.x % nkb; // causal: low key tiles have the most work, first
   const int64_t k0 = kb * BC;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BC, HD>(k + base, k0, t, nullptr, Kt);
-  loadTile<BC, HD>(v + base, k0, t, nullptr, Vt);
+  loadTile<BC, HD>(k + base, li.st, k0, t, nullptr, Kt);
+  loadTile<BC, HD>(v + base, li.st, k0, t, nullptr, Vt);
 
   float dK[RMK][RNK], dV[RMK][RNK];
 #pragma unroll
@@ -371,8 +376,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BR;
     __syncthreads(); // the previous tile's Q, dO, P, dS are no longer read
-    loadTile<BR, HD>(q + base, q0, t, Qn, Qt);
-    loadTile<BR, HD>(dout + base, q0, t, dOn, dOt);
+    loadTile<BR, HD>(q + base, li.st, q0, t, Qn, Qt);
+    loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOn, dOt);
     loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
     __syncthreads();
 
@@ -401,8 +406,8 @@ __global__ void __launch_bounds__(kThreads)
     float row[RNK];
 #pragma unroll
     for (int j = 0; j < RNK; ++j) row[j] = dK[i][j] * scale;
-    storeFrag<RNK>(dk + base + kj * HD, tx, row);
-    storeFrag<RNK>(dv + base + kj * HD, tx, dV[i]);
+    storeFrag<RNK>(dk + base + kj * li.st, tx, row);
+    storeFrag<RNK>(dv + base + kj * li.st, tx, dV[i]);
   }
 }
 
@@ -422,8 +427,8 @@ __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_kernel(const float* __restrict__ q, const float* __restrict__ k,
                             const float* __restrict__ v, const float* __restrict__ dout,
                             const float* __restrict__ lse, const float* __restrict__ D,
-                            float* __restrict__ dq, int64_t t, int causal, int64_t window,
-                            float scale) {
+                            float* __restrict__ dq, int64_t t, Layout li, Layout lo, int causal,
+                            int64_t window, float scale) {
   constexpr int RMS = BR / 16, RNS = BC / 16, RNQ = HD / 16;
   constexpr int LQ = BR + 4, LK = BC + 4, LN = HD + 4;
   TGRT_DYNAMIC_SMEM(smem);
@@ -441,10 +446,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t qb = nqb - 1 - (int64_t)(blockIdx.x % nqb);
   const int64_t q0 = qb * BR;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BR, HD>(q + base, q0, t, nullptr, Qt);
-  loadTile<BR, HD>(dout + base, q0, t, nullptr, dOt);
+  loadTile<BR, HD>(q + base, li.st, q0, t, nullptr, Qt);
+  loadTile<BR, HD>(dout + obase, lo.st, q0, t, nullptr, dOt);
   loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
 
   float dQ[RMS][RNQ];
@@ -458,8 +463,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();
-    loadTile<BC, HD>(k + base, k0, t, Kn, Kt);
-    loadTile<BC, HD>(v + base, k0, t, nullptr, Vt);
+    loadTile<BC, HD>(k + base, li.st, k0, t, Kn, Kt);
+    loadTile<BC, HD>(v + base, li.st, k0, t, nullptr, Vt);
     __syncthreads();
 
     float s[RMS][RNS], dp[RMS][RNS];
@@ -485,7 +490,7 @@ __global__ void __launch_bounds__(kThreads)
     float row[RNQ];
 #pragma unroll
     for (int j = 0; j < RNQ; ++j) row[j] = dQ[i][j] * scale;
-    storeFrag<RNQ>(dq + base + qi * HD, tx, row);
+    storeFrag<RNQ>(dq + base + qi * li.st, tx, row);
   }
 }
 
@@ -519,8 +524,8 @@ AttentionTiles defaultTiles(int64_t hd, int64_t window) {
 
 template <int HD, int BR, int BC>
 void launchFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-               float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
-               float scale) {
+               float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
+               int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_fwd: tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
@@ -532,14 +537,15 @@ void launchFwd(Context* ctx, const char* loc, const float* q, const float* k, co
     const int64_t blocks = bh * ((t + BR - 1) / BR);
     if (blocks > 0x7fffffff) fail(loc, "attention_fwd: bh * t too large");
     launch(ctx, loc, "attention_fwd_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads), smem,
-           q, k, v, out, lse, t, causal, window, scale);
+           q, k, v, out, lse, t, li, lo, causal, window, scale);
   }
 }
 
 template <int HD, int BR, int BC>
 void launchDkDv(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                 const float* dout, const float* lse, const float* D, float* dk, float* dv,
-                int64_t bh, int64_t t, int causal, int64_t window, float scale) {
+                int64_t bh, int64_t t, const Layout& li, const Layout& lo, int causal,
+                int64_t window, float scale) {
   constexpr size_t smem = dkdvSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_bwd: dk/dv tiles %dx%d need %zu bytes of shared memory at hd %d", BR,
@@ -551,14 +557,14 @@ void launchDkDv(Context* ctx, const char* loc, const float* q, const float* k, c
     const int64_t blocks = bh * ((t + BC - 1) / BC);
     if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
     launch(ctx, loc, "attention_bwd_dkdv_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
-           smem, q, k, v, dout, lse, D, dk, dv, t, causal, window, scale);
+           smem, q, k, v, dout, lse, D, dk, dv, t, li, lo, causal, window, scale);
   }
 }
 
 template <int HD, int BR, int BC>
 void launchDq(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-              const float* dout, const float* lse, const float* D, float* dq, int64_t bh,
-              int64_t t, int causal, int64_t window, float scale) {
+              const float* dout, const float* lse, const float* D, float* dq, int64_t bh, int64_t t,
+              const Layout& li, const Layout& lo, int causal, int64_t window, float scale) {
   constexpr size_t smem = dqSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_bwd: dq tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
@@ -570,7 +576,7 @@ void launchDq(Context* ctx, const char* loc, const float* q, const float* k, con
     const int64_t blocks = bh * ((t + BR - 1) / BR);
     if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
     launch(ctx, loc, "attention_bwd_dq_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
-           smem, q, k, v, dout, lse, D, dq, t, causal, window, scale);
+           smem, q, k, v, dout, lse, D, dq, t, li, lo, causal, window, scale);
   }
 }
 
@@ -580,16 +586,16 @@ void launchDq(Context* ctx, const char* loc, const float* q, const float* k, con
 //   dq:      64x64, 64x32, 32x64
 template <int HD>
 void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                    float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
-                    float scale, int br, int bc) {
+                    float* out, float* lse, int64_t bh, int64_t t, const Layout& li,
+                    const Layout& lo, int causal, int64_t window, float scale, int br, int bc) {
   if (br == 64 && bc == 64)
-    launchFwd<HD, 64, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    launchFwd<HD, 64, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
   else if (br == 128 && bc == 64)
-    launchFwd<HD, 128, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    launchFwd<HD, 128, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
   else if (br == 64 && bc == 32)
-    launchFwd<HD, 64, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    launchFwd<HD, 64, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
   else if (br == 128 && bc == 32)
-    launchFwd<HD, 128, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    launchFwd<HD, 128, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
   else
     fail(loc, "attention_fwd: tile shape %dx%d is not compiled", br, bc);
 }
@@ -597,31 +603,34 @@ void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* 
 template <int HD>
 void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                    float* dv, int64_t bh, int64_t t, int causal, int64_t window, float scale,
-                    const AttentionTiles& tl) {
+                    float* dv, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
+                    int causal, int64_t window, float scale, const AttentionTiles& tl) {
   checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "attention_bwd_d_kernel", attention_bwd_d_kernel, dim3(gridFor(bh * t, 8)),
-         dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
+         dim3(256), 0, out, dout, D, bh * t, t, (int64_t)HD, lo);
 
   const int kbr = tl.kv_br, kbc = tl.kv_bc;
   if (kbr == 64 && kbc == 64)
-    launchDkDv<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+    launchDkDv<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
+                           scale);
   else if (kbr == 32 && kbc == 64)
-    launchDkDv<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+    launchDkDv<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
+                           scale);
   else if (kbr == 32 && kbc == 32)
-    launchDkDv<HD, 32, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, causal, window, scale);
+    launchDkDv<HD, 32, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
+                           scale);
   else
     fail(loc, "attention_bwd: dk/dv tile shape %dx%d is not compiled", kbr, kbc);
 
   const int qbr = tl.dq_br, qbc = tl.dq_bc;
   if (qbr == 64 && qbc == 64)
-    launchDq<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+    launchDq<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
   else if (qbr == 64 && qbc == 32)
-    launchDq<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+    launchDq<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
   else if (qbr == 32 && qbc == 64)
-    launchDq<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, causal, window, scale);
+    launchDq<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
   else
     fail(loc, "attention_bwd: dq tile shape %dx%d is not compiled", qbr, qbc);
 }
@@ -642,30 +651,38 @@ void checkAligned16(const char* loc, const char* what, std::initializer_list<con
       fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
 }
 
-/// The f32 forward: exact fp32 kernels, or TF32 ones with TGRT_TF32=1.
-void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float* k,
-                     const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
-                     int32_t causal, int64_t window, float scale) {
-  if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
-    attentionFwdTf32(ctx, loc, q, k, v, out, lse, bh, t, hd, causal, window, scale);
-    return;
-  }
-  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+/// Fails unless every stride is a multiple of 4 floats (16-byte aligned rows for float4).
+void checkStrides16F32(const char* loc, const char* what, const Layout& li, const Layout& lo) {
+  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
+  for (int64_t x : s)
+    if (x % 4 != 0)
+      fail(loc,
+           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
+           "multiples of 4 elements (16-byte aligned rows)",
+           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
+           (long long)lo.sh, (long long)lo.st);
+}
+
+/// The f32 forward: exact fp32 kernels (TF32 is dispatched by attentionFwd).
+void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                     float* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
+                     const Layout& lo, int32_t causal, int64_t window, float scale) {
   if (bh * t == 0) return;
   checkAligned16(loc, "attention_fwd", {q, k, v, out});
+  checkStrides16F32(loc, "attention_fwd", li, lo);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:
-    attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
+    attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale, tl.fwd_br,
                        tl.fwd_bc);
     break;
   case 64:
-    attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
+    attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale, tl.fwd_br,
                        tl.fwd_bc);
     break;
   case 128:
-    attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale, tl.fwd_br,
-                        tl.fwd_bc);
+    attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale,
+                        tl.fwd_br, tl.fwd_bc);
     break;
   default:
     fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
@@ -674,31 +691,26 @@ void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float*
 }
 
 /// The f32 backward, as attentionFwdF32.
-void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float* k,
-                     const float* v, const float* out, const float* lse, const float* dout,
-                     float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
-                     int32_t causal, int64_t window, float scale) {
-  if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
-    attentionBwdTf32(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window,
-                     scale);
-    return;
-  }
-  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                     const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                     float* dv, int64_t bh, int64_t t, int64_t hd, const Layout& li,
+                     const Layout& lo, int32_t causal, int64_t window, float scale) {
   if (bh * t * hd == 0) return;
   checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
+  checkStrides16F32(loc, "attention_bwd", li, lo);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:
-    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale,
-                       tl);
+    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
+                       scale, tl);
     break;
   case 64:
-    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale,
-                       tl);
+    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
+                       scale, tl);
     break;
   case 128:
-    attentionBwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window,
-                        scale, tl);
+    attentionBwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal,
+                        window, scale, tl);
     break;
   default:
     fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
@@ -709,18 +721,34 @@ void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float*
 } // namespace
 
 void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
-                  const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
-                  int32_t causal, int64_t window, float scale) {
+                  const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t,
+                  int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                  int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                  int64_t window, float scale) {
   checkCtx(ctx, loc);
   switch (dt) {
-  case TGRT_F32:
+  case TGRT_F32: {
+    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+      attentionFwdTf32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
+                       static_cast<const float*>(v), static_cast<float*>(out), lse, batch, heads, t,
+                       hd, in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                       out_stride_t, causal, window, scale);
+      return;
+    }
+    checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
+    checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+    checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+    const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+    const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
     attentionFwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
-                    static_cast<const float*>(v), static_cast<float*>(out), lse, bh, t, hd,
-                    causal, window, scale);
+                    static_cast<const float*>(v), static_cast<float*>(out), lse, batch * heads, t,
+                    hd, li, lo, causal, window, scale);
     return;
+  }
   case TGRT_BF16:
   case TGRT_F16:
-    attentionFwd16(ctx, loc, dt, q, k, v, out, lse, bh, t, hd, causal, window, scale);
+    attentionFwd16(ctx, loc, dt, q, k, v, out, lse, batch, heads, t, hd, in_stride_b, in_stride_h,
+                   in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
     return;
   default: fail(loc, "attention_fwd: unknown dtype %d", (int)dt);
   }
@@ -728,21 +756,39 @@ void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, cons
 
 void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
                   const void* v, const void* out, const float* lse, const void* dout, void* dq,
-                  void* dk, void* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                  void* dk, void* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                  int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                  int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                   int64_t window, float scale) {
   checkCtx(ctx, loc);
   switch (dt) {
-  case TGRT_F32:
+  case TGRT_F32: {
+    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+      attentionBwdTf32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
+                       static_cast<const float*>(v), static_cast<const float*>(out), lse,
+                       static_cast<const float*>(dout), static_cast<float*>(dq),
+                       static_cast<float*>(dk), static_cast<float*>(dv), batch, heads, t, hd,
+                       in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                       out_stride_t, causal, window, scale);
+      return;
+    }
+    checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
+    checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+    checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+    const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+    const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
     attentionBwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
                     static_cast<const float*>(v), static_cast<const float*>(out), lse,
                     static_cast<const float*>(dout), static_cast<float*>(dq),
-                    static_cast<float*>(dk), static_cast<float*>(dv), bh, t, hd, causal, window,
-                    scale);
+                    static_cast<float*>(dk), static_cast<float*>(dv), batch * heads, t, hd, li, lo,
+                    causal, window, scale);
     return;
+  }
   case TGRT_BF16:
   case TGRT_F16:
-    attentionBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, bh, t, hd, causal, window,
-                   scale);
+    attentionBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, t, hd,
+                   in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t,
+                   causal, window, scale);
     return;
   default: fail(loc, "attention_bwd: unknown dtype %d", (int)dt);
   }

@@ -170,16 +170,17 @@ __device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, i
   ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
 }
 
-/// Copies rows [row0, row0 + R) of a row-major 2-byte [t, HD] matrix into shared memory
-/// [R][HD + kPad] with 16-byte accesses; rows >= t are zero.
+/// Copies rows [row0, row0 + R) of a 2-byte [t, HD] matrix with row stride `ld` elements
+/// (a multiple of 8) into shared memory [R][HD + kPad] with 16-byte accesses; rows >= t are
+/// zero.
 template <int R, int HD>
-__device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t row0, int64_t t,
-                                         uint16_t* s) {
+__device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t ld, int64_t row0,
+                                         int64_t t, uint16_t* s) {
   constexpr int C8 = HD / 8, LD = HD + kPad;
   for (int idx = threadIdx.x; idx < R * C8; idx += kThreads) {
     const int r = idx / C8, c = idx % C8;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (row0 + r < t) v = *reinterpret_cast<const uint4*>(g + (row0 + r) * HD + 8 * c);
+    if (row0 + r < t) v = *reinterpret_cast<const uint4*>(g + (row0 + r) * ld + 8 * c);
     *reinterpret_cast<uint4*>(s + r * LD + 8 * c) = v;
   }
 }
@@ -197,9 +198,10 @@ __device__ __forceinline__ void accToA(uint32_t (&a)[4], const float (&c0)[4],
 }
 
 /// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) as E rows of `dst`
-/// ([t, HD]) times `mul`, skipping rows >= t.
+/// ([t, HD], row stride `ld` elements) times `mul`, skipping rows >= t. Writes exactly the
+/// HD elements of each row.
 template <typename E, int HD>
-__device__ __forceinline__ void storeRows(uint16_t* dst, int64_t r0, int64_t t,
+__device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0, int64_t t,
                                           const float (&acc)[HD / 8][4], float mul0, float mul1,
                                           int lane) {
   const int g = lane >> 2, q = lane & 3;
@@ -210,7 +212,7 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t r0, int64_t t,
     const float mul = h ? mul1 : mul0;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
-      *reinterpret_cast<uint32_t*>(dst + r * HD + n * 8 + 2 * q) =
+      *reinterpret_cast<uint32_t*>(dst + r * ld + n * 8 + 2 * q) =
           E::pack(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
   }
 }
@@ -231,8 +233,8 @@ template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                               const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
-                              float* __restrict__ lse, int64_t t, int causal, int64_t window,
-                              float scaleLog2) {
+                              float* __restrict__ lse, int64_t t, Layout li, Layout lo,
+                              int causal, int64_t window, float scaleLog2) {
   constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -245,9 +247,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR; // longest tiles first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BR, HD>(q + base, q0, t, Qs);
+  loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
   __syncthreads();
   uint32_t qf[KT][4];
 #pragma unroll
@@ -264,8 +266,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous K, V are no longer read
-    loadTile<BC, HD>(k + base, k0, t, Ks);
-    loadTile<BC, HD>(v + base, k0, t, Vs);
+    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
+    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4];
@@ -339,23 +341,26 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row = row0 + 8 * r;
     if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
   }
-  storeRows<E, HD>(out + base, q0 + warp * 16, t, o, inv[0], inv[1], lane);
+  storeRows<E, HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
 // --------------------------------------------------------------------- backward --
 
-// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row of [rows, hd] E.
+// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row r = bh * t + i of the
+// [bh, t, hd] E rows of out / dout (layout lo).
 template <typename E>
 __global__ void attention_bwd_d_lp_kernel(const uint16_t* __restrict__ out,
                                             const uint16_t* __restrict__ dout,
-                                            float* __restrict__ D, int64_t rows, int64_t hd) {
+                                            float* __restrict__ D, int64_t rows, int64_t t,
+                                            int64_t hd, Layout lo) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
+    const int64_t off = lo.base(r / t) + (r % t) * lo.st;
     float s = 0.0f;
     for (int64_t c = lane; c < hd; c += 32)
-      s += E::toFloat(dout[r * hd + c]) * E::toFloat(out[r * hd + c]);
+      s += E::toFloat(dout[off + c]) * E::toFloat(out[off + c]);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) D[r] = s;
   }
@@ -400,8 +405,8 @@ __global__ void __launch_bounds__(kThreads)
                                    const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
-                                   int64_t t, int causal, int64_t window, float scale,
-                                   float scaleLog2) {
+                                   int64_t t, Layout li, Layout lo, int causal, int64_t window,
+                                   float scale, float scaleLog2) {
   constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -417,11 +422,11 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
-  loadTile<BK, HD>(k + base, k0, t, Ks);
-  loadTile<BK, HD>(v + base, k0, t, Vs);
+  loadTile<BK, HD>(k + base, li.st, k0, t, Ks);
+  loadTile<BK, HD>(v + base, li.st, k0, t, Vs);
 
   float dK[NO][4], dV[NO][4];
 #pragma unroll
@@ -434,8 +439,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BQ;
     __syncthreads();
-    loadTile<BQ, HD>(q + base, q0, t, Qs);
-    loadTile<BQ, HD>(dout + base, q0, t, dOs);
+    loadTile<BQ, HD>(q + base, li.st, q0, t, Qs);
+    loadTile<BQ, HD>(dout + obase, lo.st, q0, t, dOs);
     loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
     __syncthreads();
 
@@ -493,8 +498,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  storeRows<E, HD>(dk + base, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<E, HD>(dv + base, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 constexpr int kDqBR = 64, kDqBC = 64;
@@ -514,8 +519,8 @@ __global__ void __launch_bounds__(kThreads)
                                  const uint16_t* __restrict__ v,
                                  const uint16_t* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
-                                 uint16_t* __restrict__ dq, int64_t t, int causal,
-                                 int64_t window, float scale, float scaleLog2) {
+                                 uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lo,
+                                 int causal, int64_t window, float scale, float scaleLog2) {
   constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -529,11 +534,11 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
-  loadTile<BR, HD>(q + base, q0, t, Qs);
-  loadTile<BR, HD>(dout + base, q0, t, dOs);
+  loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
+  loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOs);
   float L[2], Dr[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -552,8 +557,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();
-    loadTile<BC, HD>(k + base, k0, t, Ks);
-    loadTile<BC, HD>(v + base, k0, t, Vs);
+    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
+    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4], dp[NS][4];
@@ -604,7 +609,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  storeRows<E, HD>(dq + base, q0 + warp * 16, t, dQ, scale, scale, lane);
+  storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
 // ------------------------------------------------------------------ host side --
@@ -625,33 +630,33 @@ unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
 
 template <typename E, int HD>
 void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
-           const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, int causal,
-           int64_t window, float scale) {
+           const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, Layout li,
+           Layout lo, int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemBytes<HD>();
   static bool smemSet = false;
   auto* kernel = attention_fwd_lp_kernel<E, HD>;
   allowSmem16(loc, kernel, smem, smemSet);
   launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)), dim3(kThreads), smem,
-         q, k, v, out, lse, t, causal, window, scale * kLog2e);
+         q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
 }
 
 template <typename E, int HD>
 void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout,
-           uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, int causal,
-           int64_t window, float scale) {
+           uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, Layout li,
+           Layout lo, int causal, int64_t window, float scale) {
   checkWorkspace(ctx, loc, "attention_bwd (bf16 / f16; D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E>, dim3(gridFor(bh * t, 8)), dim3(256),
-         0, out, dout, D, bh * t, (int64_t)HD);
+         0, out, dout, D, bh * t, t, (int64_t)HD, lo);
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet = false;
     auto* kernel = attention_bwd_dkdv_lp_kernel<E, HD>;
     allowSmem16(loc, kernel, smem, smemSet);
     launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
-           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, causal, window, scale,
+           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
            scale * kLog2e);
   }
   {
@@ -660,7 +665,8 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
     auto* kernel = attention_bwd_dq_lp_kernel<E, HD>;
     allowSmem16(loc, kernel, smem, smemSet);
     launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads), smem,
-           q, k, v, dout, lse, (const float*)D, dq, t, causal, window, scale, scale * kLog2e);
+           q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window, scale,
+           scale * kLog2e);
   }
 }
 
@@ -670,14 +676,26 @@ void checkAligned16Lp(const char* loc, const char* what, std::initializer_list<c
       fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
 }
 
+/// 16-byte row alignment of the strided layouts: every stride a multiple of 8 elements.
+void checkStrides16Lp(const char* loc, const char* what, const Layout& li, const Layout& lo) {
+  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
+  for (int64_t x : s)
+    if (x % 8 != 0)
+      fail(loc,
+           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
+           "multiples of 8 elements (16-byte aligned rows)",
+           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
+           (long long)lo.sh, (long long)lo.st);
+}
+
 template <typename E>
 void fwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-          uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, int32_t causal,
-          int64_t window, float scale) {
+          uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
+          const Layout& lo, int32_t causal, int64_t window, float scale) {
   switch (hd) {
-  case 32: fwdHD<E, 32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 64: fwdHD<E, 64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 128: fwdHD<E, 128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 32: fwdHD<E, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
+  case 64: fwdHD<E, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
+  case 128: fwdHD<E, 128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
   default:
     fail(loc, "attention_fwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
@@ -687,17 +705,20 @@ void fwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, c
 template <typename E>
 void bwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
           const uint16_t* out, const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
-          uint16_t* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-          float scale) {
+          uint16_t* dv, int64_t bh, int64_t t, int64_t hd, const Layout& li, const Layout& lo,
+          int32_t causal, int64_t window, float scale) {
   switch (hd) {
   case 32:
-    bwdHD<E, 32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
+                 scale);
     break;
   case 64:
-    bwdHD<E, 64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
+                 scale);
     break;
   case 128:
-    bwdHD<E, 128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<E, 128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
+                  scale);
     break;
   default:
     fail(loc, "attention_bwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
@@ -708,32 +729,50 @@ void bwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, c
 } // namespace
 
 void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
-                    const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
-                    int32_t causal, int64_t window, float scale) {
+                    const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                    int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h,
+                    int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h,
+                    int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
   if (dt != TGRT_BF16 && dt != TGRT_F16)
     fail(loc, "attention_fwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
+  const int64_t bh = batch * heads;
   if (bh * t == 0) return;
+  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
   checkAligned16Lp(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
+  checkStrides16Lp(loc, "attention_fwd (bf16 / f16)", li, lo);
   const auto* q16 = static_cast<const uint16_t*>(q);
   const auto* k16 = static_cast<const uint16_t*>(k);
   const auto* v16 = static_cast<const uint16_t*>(v);
   auto* o16 = static_cast<uint16_t*>(out);
-  if (dt == TGRT_BF16) fwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, causal, window, scale);
-  else fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, causal, window, scale);
+  if (dt == TGRT_BF16)
+    fwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
+  else
+    fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
 }
 
 void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
                     const void* v, const void* out, const float* lse, const void* dout,
-                    void* dq, void* dk, void* dv, int64_t bh, int64_t t, int64_t hd,
+                    void* dq, void* dk, void* dv, int64_t batch, int64_t heads, int64_t t,
+                    int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                    int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                     int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
   if (dt != TGRT_BF16 && dt != TGRT_F16)
     fail(loc, "attention_bwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
+  const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
+  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
   checkAligned16Lp(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
+  checkStrides16Lp(loc, "attention_bwd (bf16 / f16)", li, lo);
   const auto* q16 = static_cast<const uint16_t*>(q);
   const auto* k16 = static_cast<const uint16_t*>(k);
   const auto* v16 = static_cast<const uint16_t*>(v);
@@ -743,11 +782,11 @@ void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
   auto* dk16 = static_cast<uint16_t*>(dk);
   auto* dv16 = static_cast<uint16_t*>(dv);
   if (dt == TGRT_BF16)
-    bwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, causal, window,
-               scale);
+    bwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lo,
+               causal, window, scale);
   else
-    bwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, causal, window,
-              scale);
+    bwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lo,
+              causal, window, scale);
 }
 
 } // namespace tgrt_cuda

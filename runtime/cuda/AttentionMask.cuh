@@ -15,6 +15,16 @@
 namespace tgrt_cuda {
 namespace attn {
 
+/// Strided layout of one attention operand (tgrt_attention_fwd): row i (hd contiguous
+/// elements) of problem bh = b * heads + h starts at element b * sb + h * sh + i * st.
+struct Layout {
+  int64_t heads, sb, sh, st;
+  /// Element offset of row 0 of problem bh.
+  __host__ __device__ __forceinline__ int64_t base(int64_t bh) const {
+    return (bh / heads) * sb + (bh % heads) * sh;
+  }
+};
+
 /// Is key j visible to query i? Keys >= t never are (rows >= t are never stored).
 __device__ __forceinline__ bool visibleKey(int64_t i, int64_t j, int64_t t, int causal,
                                            int64_t window) {

@@ -165,18 +165,19 @@ __device__ __forceinline__ void loadASplit(uint32_t (&hi)[4], uint32_t (&lo)[4],
   splitTf32(p[8 * ld + 4], hi[3], lo[3]);
 }
 
-/// Copies rows [row0, row0 + R) of a row-major fp32 [t, HD] matrix into shared memory
+/// Copies rows [row0, row0 + R) of an fp32 [t, HD] matrix with row stride `ld` elements (a
+/// multiple of 4) into shared memory
 /// [R][HD + kPad], rounded to TF32 unless kRound is false, with 16-byte accesses; rows >= t
 /// are zero.
 template <int R, int HD, bool kRound = true>
-__device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t row0, int64_t t,
-                                         float* s) {
+__device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t ld, int64_t row0,
+                                         int64_t t, float* s) {
   constexpr int C4 = HD / 4, LD = HD + kPad;
   for (int idx = threadIdx.x; idx < R * C4; idx += kThreads) {
     const int r = idx / C4, c = idx % C4;
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (row0 + r < t) {
-      v = *reinterpret_cast<const float4*>(g + (row0 + r) * HD + 4 * c);
+      v = *reinterpret_cast<const float4*>(g + (row0 + r) * ld + 4 * c);
       if (!kRound) {
         *reinterpret_cast<float4*>(s + r * LD + 4 * c) = v;
         continue;
@@ -190,11 +191,11 @@ __device__ __forceinline__ void loadTile(const float* __restrict__ g, int64_t ro
   }
 }
 
-
 /// Stores a warp's 16 x HD fp32 accumulator (rows r0.., n-tiles of 8) into rows of `dst`
-/// ([t, HD]) times mul0 (rows r0 + g) / mul1 (rows r0 + g + 8), skipping rows >= t.
+/// ([t, HD], row stride `ld` elements) times mul0 (rows r0 + g) / mul1 (rows r0 + g + 8),
+/// skipping rows >= t. Writes exactly the HD elements of each row.
 template <int HD>
-__device__ __forceinline__ void storeRows(float* dst, int64_t r0, int64_t t,
+__device__ __forceinline__ void storeRows(float* dst, int64_t ld, int64_t r0, int64_t t,
                                           const float (&acc)[HD / 8][4], float mul0, float mul1,
                                           int lane) {
   const int g = lane >> 2, q = lane & 3;
@@ -205,7 +206,7 @@ __device__ __forceinline__ void storeRows(float* dst, int64_t r0, int64_t t,
     const float mul = h ? mul1 : mul0;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
-      *reinterpret_cast<float2*>(dst + r * HD + n * 8 + 2 * q) =
+      *reinterpret_cast<float2*>(dst + r * ld + n * 8 + 2 * q) =
           make_float2(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
   }
 }
@@ -232,8 +233,8 @@ template <int HD, bool SPLIT>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_tf32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                               const float* __restrict__ v, float* __restrict__ out,
-                              float* __restrict__ lse, int64_t t, int causal, int64_t window,
-                              float scaleLog2) {
+                              float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
+                              int64_t window, float scaleLog2) {
   constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
   constexpr int KT = HD / 8, NS = BC / 8, NO = HD / 8;
   constexpr bool kQInRegs = HD <= 64;
@@ -248,9 +249,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR; // longest tiles first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BR, HD, !SPLIT>(q + base, q0, t, Qs);
+  loadTile<BR, HD, !SPLIT>(q + base, li.st, q0, t, Qs);
   __syncthreads();
   uint32_t qf[QF][4], qlo[SPLIT ? QF : 1][4];
   if constexpr (kQInRegs) {
@@ -272,8 +273,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous K, V are no longer read
-    loadTile<BC, HD, !SPLIT>(k + base, k0, t, Ks);
-    loadTile<BC, HD>(v + base, k0, t, Vs);
+    loadTile<BC, HD, !SPLIT>(k + base, li.st, k0, t, Ks);
+    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4];
@@ -366,21 +367,24 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row = row0 + 8 * r;
     if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
   }
-  storeRows<HD>(out + base, q0 + warp * 16, t, o, inv[0], inv[1], lane);
+  storeRows<HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
 // --------------------------------------------------------------------- backward --
 
-// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row of [rows, hd].
+// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row r = bh * t + i of the
+// [bh, t, hd] rows of out / dout (layout lo).
 __global__ void attention_bwd_d_tf32_kernel(const float* __restrict__ out,
-                                            const float* __restrict__ dout,
-                                            float* __restrict__ D, int64_t rows, int64_t hd) {
+                                            const float* __restrict__ dout, float* __restrict__ D,
+                                            int64_t rows, int64_t t, int64_t hd, Layout lo) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
        r += warpsPerGrid) {
+    const int64_t off = lo.base(r / t) + (r % t) * lo.st;
     float s = 0.0f;
-    for (int64_t c = lane; c < hd; c += 32) s += dout[r * hd + c] * out[r * hd + c];
+    for (int64_t c = lane; c < hd; c += 32)
+      s += dout[off + c] * out[off + c];
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) D[r] = s;
   }
@@ -423,7 +427,8 @@ __global__ void __launch_bounds__(kThreads)
                                    const float* __restrict__ v, const float* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    float* __restrict__ dk, float* __restrict__ dv, int64_t t,
-                                   int causal, int64_t window, float scale, float scaleLog2) {
+                                   Layout li, Layout lo, int causal, int64_t window, float scale,
+                                   float scaleLog2) {
   constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 8, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -439,11 +444,11 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
-  loadTile<BK, HD>(k + base, k0, t, Ks);
-  loadTile<BK, HD>(v + base, k0, t, Vs);
+  loadTile<BK, HD>(k + base, li.st, k0, t, Ks);
+  loadTile<BK, HD>(v + base, li.st, k0, t, Vs);
 
   float dK[NO][4], dV[NO][4];
 #pragma unroll
@@ -456,8 +461,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BQ;
     __syncthreads();
-    loadTile<BQ, HD>(q + base, q0, t, Qs);
-    loadTile<BQ, HD>(dout + base, q0, t, dOs);
+    loadTile<BQ, HD>(q + base, li.st, q0, t, Qs);
+    loadTile<BQ, HD>(dout + obase, lo.st, q0, t, dOs);
     loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
     __syncthreads();
 
@@ -511,8 +516,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  storeRows<HD>(dk + base, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<HD>(dv + base, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 constexpr int kDqBR = 64, kDqBC = 64;
@@ -531,8 +536,8 @@ __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_tf32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                                  const float* __restrict__ v, const float* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
-                                 float* __restrict__ dq, int64_t t, int causal, int64_t window,
-                                 float scale, float scaleLog2) {
+                                 float* __restrict__ dq, int64_t t, Layout li, Layout lo,
+                                 int causal, int64_t window, float scale, float scaleLog2) {
   constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
   constexpr int KT = HD / 8, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -546,11 +551,11 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = h * t * HD;
+  const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
-  loadTile<BR, HD>(q + base, q0, t, Qs);
-  loadTile<BR, HD>(dout + base, q0, t, dOs);
+  loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
+  loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOs);
   float L[2], Dr[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -569,8 +574,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();
-    loadTile<BC, HD>(k + base, k0, t, Ks);
-    loadTile<BC, HD>(v + base, k0, t, Vs);
+    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
+    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4], dp[NS][4];
@@ -618,7 +623,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  storeRows<HD>(dq + base, q0 + warp * 16, t, dQ, scale, scale, lane);
+  storeRows<HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
 // ------------------------------------------------------------------ host side --
@@ -639,43 +644,44 @@ unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
 
 template <int HD, bool SPLIT>
 void fwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-           float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
-           float scale) {
+           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
+           int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemBytes<HD>();
   static bool smemSet = false;
   auto* kernel = attention_fwd_tf32_kernel<HD, SPLIT>;
   allowSmemTf32(loc, kernel, smem, smemSet);
   launch(ctx, loc, "attention_fwd_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
-         dim3(kThreads), smem, q, k, v, out, lse, t, causal, window, scale * kLog2e);
+         dim3(kThreads), smem, q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
 }
 
 template <int HD>
 void fwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-           float* out, float* lse, int64_t bh, int64_t t, int causal, int64_t window,
-           float scale) {
+           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
+           int causal, int64_t window, float scale) {
   if (ctx->tf32_split_scores)
-    fwdHD<HD, true>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    fwdHD<HD, true>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
   else
-    fwdHD<HD, false>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale);
+    fwdHD<HD, false>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
 }
 
 template <int HD>
 void bwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-           const float* out, const float* lse, const float* dout, float* dq, float* dk,
-           float* dv, int64_t bh, int64_t t, int causal, int64_t window, float scale) {
+           const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv,
+           int64_t bh, int64_t t, const Layout& li, const Layout& lo, int causal, int64_t window,
+           float scale) {
   checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, "attention_bwd_d_tf32_kernel", attention_bwd_d_tf32_kernel,
-         dim3(gridFor(bh * t, 8)), dim3(256), 0, out, dout, D, bh * t, (int64_t)HD);
+         dim3(gridFor(bh * t, 8)), dim3(256), 0, out, dout, D, bh * t, t, (int64_t)HD, lo);
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet = false;
     auto* kernel = attention_bwd_dkdv_tf32_kernel<HD>;
     allowSmemTf32(loc, kernel, smem, smemSet);
     launch(ctx, loc, "attention_bwd_dkdv_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, causal, window,
-           scale, scale * kLog2e);
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal,
+           window, scale, scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
@@ -683,7 +689,7 @@ void bwdHD(Context* ctx, const char* loc, const float* q, const float* k, const 
     auto* kernel = attention_bwd_dq_tf32_kernel<HD>;
     allowSmemTf32(loc, kernel, smem, smemSet);
     launch(ctx, loc, "attention_bwd_dq_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kDqBR)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, causal, window,
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window,
            scale, scale * kLog2e);
   }
 }
@@ -695,42 +701,70 @@ void checkAligned16Tf32(const char* loc, const char* what,
       fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
 }
 
+/// Fails unless every stride is a multiple of 4 floats (16-byte aligned rows for float4).
+void checkStrides16Tf32(const char* loc, const char* what, const Layout& li, const Layout& lo) {
+  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
+  for (int64_t x : s)
+    if (x % 4 != 0)
+      fail(loc,
+           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
+           "multiples of 4 elements (16-byte aligned rows)",
+           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
+           (long long)lo.sh, (long long)lo.st);
+}
+
 } // namespace
 
-void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
-                      const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                      float* out, float* lse, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                      int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                      int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_fwd(bh, t, hd)", bh, t, hd);
+  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const int64_t bh = batch * heads;
   if (bh * t == 0) return;
+  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
   checkAligned16Tf32(loc, "attention_fwd (tf32)", {q, k, v, out});
+  checkStrides16Tf32(loc, "attention_fwd (tf32)", li, lo);
   switch (hd) {
-  case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
-  case 128: fwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, causal, window, scale); break;
+  case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
+  case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
+  case 128: fwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
   default:
     fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
          (long long)hd);
   }
 }
 
-void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
-                      const float* v, const float* out, const float* lse, const float* dout,
-                      float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
+void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                      const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                      float* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                      int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                      int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_bwd(bh, t, hd)", bh, t, hd);
+  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
+  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
+  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
+  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
   checkAligned16Tf32(loc, "attention_bwd (tf32)", {q, k, v, dout, dq, dk, dv});
+  checkStrides16Tf32(loc, "attention_bwd (tf32)", li, lo);
   switch (hd) {
   case 32:
-    bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
     break;
   case 64:
-    bwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
     break;
   case 128:
-    bwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, causal, window, scale);
+    bwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
     break;
   default:
     fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",

@@ -152,33 +152,47 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
                      int64_t vocab, int64_t ignore_index);
 /// Flash attention on dt: f32 runs the exact fp32 kernels (Attention.cu), or the TF32 ones
 /// (AttentionTf32.cu) when the context has TGRT_TF32=1; bf16 / f16 run the tensor-core
-/// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16).
+/// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16). Arguments as
+/// tgrt_attention_fwd / tgrt_attention_bwd (strided layouts, in elements; rows of hd
+/// contiguous elements, 16-byte aligned: strides multiples of 4 (f32) / 8 (bf16, f16)).
 void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
-                  const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
-                  int32_t causal, int64_t window, float scale);
+                  const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t,
+                  int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                  int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                  int64_t window, float scale);
 void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
                   const void* v, const void* out, const float* lse, const void* dout, void* dq,
-                  void* dk, void* dv, int64_t bh, int64_t t, int64_t hd, int32_t causal,
+                  void* dk, void* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                  int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                  int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                   int64_t window, float scale);
 /// bf16 / f16 attention (AttentionBf16.cu; dt TGRT_BF16 or TGRT_F16): 2-byte bit patterns,
 /// mma.sync m16n8k16 tensor cores with fp32 accumulation, fp32 softmax and lse.
 void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
-                    const void* v, void* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+                    const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t,
+                    int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                    int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                     int32_t causal, int64_t window, float scale);
 void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
-                    const void* v, const void* out, const float* lse, const void* dout,
-                    void* dq, void* dk, void* dv, int64_t bh, int64_t t, int64_t hd,
+                    const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                    void* dk, void* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                    int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                    int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                     int32_t causal, int64_t window, float scale);
 /// TF32 tensor-core attention (AttentionTf32.cu): fp32 in / out like attentionFwd /
 /// attentionBwd, products on mma.sync m16n8k8 TF32 with fp32 accumulation and softmax.
 /// attentionFwd / attentionBwd run these for f32 when the context has TGRT_TF32=1; the check
 /// tool calls them directly.
-void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
-                      const float* v, float* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                      float* out, float* lse, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                      int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                      int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale);
-void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
-                      const float* v, const float* out, const float* lse, const float* dout,
-                      float* dq, float* dk, float* dv, int64_t bh, int64_t t, int64_t hd,
+void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
+                      const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                      float* dv, int64_t batch, int64_t heads, int64_t t, int64_t hd,
+                      int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                      int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale);
 void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc);
 /// Unscales by the context's loss scale S (setLossScale): acc[1] = (1/S) * clip factor, NaN

@@ -144,11 +144,16 @@
 // CHECK-NEXT: }
 
 // CHECK-LABEL: extern "C" void tg_optimizer_step(tgrt_ctx* ctx) {
-// CHECK: tgrt_adamw(ctx, "optimizer.wte", TGRT_F32, (float*)(P + 0), (float*)(P + [[$WTE_G]]), TGRT_F32, (float*)(P + [[$WTE_M]]), (float*)(P + [[$WTE_V]]), 2048,
-// 2048 x 4 bytes.
-// CHECK-NEXT: tgrt_zero(ctx, "optimizer.wte", (float*)(P + [[$WTE_G]]), 8192);
-// CHECK: tgrt_adamw(ctx, "optimizer.layers.0.attn.proj.weight", TGRT_F32, (float*)(P + [[$PROJ]]), (float*)(P + [[$PROJ_G]]), TGRT_F32, (float*)(P + [[$PROJ_M]]), (float*)(P + [[$PROJ_V]]), 1024,
-// CHECK-NEXT: tgrt_zero(ctx, "optimizer.layers.0.attn.proj.weight", (float*)(P + [[$PROJ_G]]), 4096);
+// Multi-tensor optimizer calls over contiguous persistent slots: one sum of squares over
+// all 16 gradient slots (one dtype), then AdamW + zero once over the non-decayed
+// parameters (laid out first: wte .. ln_f.bias, weight decay 0) and once over the decayed
+// matrices (weight decay 0.1). Counts include the zero padding between 256-byte slots.
+// CHECK: tgrt_grad_norm_sq(ctx, "optimizer.clip.wte..layers.0.mlp.proj.weight (16 tensors)", TGRT_F32, (float*)(P + [[$WTE_G]]), {{[0-9]+}}, (float*)(A + {{[0-9]+}}));
+// CHECK: tgrt_adamw(ctx, "optimizer.wte..ln_f.bias (12 tensors)", TGRT_F32, (float*)(P + 0), (float*)(P + [[$WTE_G]]), TGRT_F32, (float*)(P + [[$WTE_M]]), (float*)(P + [[$WTE_V]]), {{[0-9]+}}, {{.*}}, 0.0e+00f,
+// CHECK-NEXT: tgrt_zero(ctx, "optimizer.wte..ln_f.bias (12 tensors)", (float*)(P + [[$WTE_G]]), {{[0-9]+}});
+// CHECK-NEXT: tgrt_adamw(ctx, "optimizer.layers.0.attn.qkv.weight..layers.0.mlp.proj.weight (4 tensors)", TGRT_F32, {{.*}}, 1.000000010e-01f,
+// CHECK-NEXT: tgrt_zero(ctx, "optimizer.layers.0.attn.qkv.weight..layers.0.mlp.proj.weight (4 tensors)",
+// CHECK-NEXT: return;
 
 // CHECK-LABEL: extern "C" void tg_eval_step(tgrt_ctx* ctx) {
 // CHECK: tgrt_embedding_fwd(ctx, "wte", TGRT_F32, (float*)(P + 0), (int32_t*)(P + [[$TOK]]),

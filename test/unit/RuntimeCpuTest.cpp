@@ -707,6 +707,11 @@ struct AttnCase {
   int64_t window;
 };
 
+/// The batch, heads, t, hd and stride arguments of tgrt_attention_fwd / _bwd for bh
+/// contiguous [t, hd] problems (batch 1, heads bh; in and out strides both contiguous).
+#define ATTN_CONTIG(bh, t, hd)                                                                     \
+  1, (bh), (t), (hd), (bh) * (t) * (hd), (t) * (hd), (hd), (bh) * (t) * (hd), (t) * (hd), (hd)
+
 TEST_F(Cpu, AttentionForwardMatchesComposedAndNaive) {
   const int64_t bh = 3, t = 7, hd = 8;
   const float scale = 1.0f / std::sqrt((float)hd);
@@ -718,7 +723,7 @@ TEST_F(Cpu, AttentionForwardMatchesComposedAndNaive) {
         "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
     VecF out(bh * t * hd), lse(bh * t);
     tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       bh, t, hd, ac.causal, ac.window, scale);
+                       ATTN_CONTIG(bh, t, hd), ac.causal, ac.window, scale);
     VecD wantLse;
     const VecD want =
         attentionRef(toD(q), toD(k), toD(v), bh, t, hd, ac.causal, ac.window, scale, &wantLse);
@@ -751,11 +756,11 @@ TEST_F(Cpu, AttentionBackwardMatchesFiniteDifferences) {
         "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
     VecF out(bh * t * hd), lse(bh * t);
     tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       bh, t, hd, ac.causal, ac.window, scale);
+                       ATTN_CONTIG(bh, t, hd), ac.causal, ac.window, scale);
     VecF dq(q.size(), kInf), dk(k.size(), kInf), dv(v.size(), kInf);
     tgrt_attention_bwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal, ac.window,
-                       scale);
+                       w.data(), dq.data(), dk.data(), dv.data(), ATTN_CONTIG(bh, t, hd), ac.causal,
+                       ac.window, scale);
     // L = sum(w * attention(q, k, v)), so dout = w.
     auto lq = [&](const VecD& x) {
       return dotD(wd, attentionRef(x, kd, vd, bh, t, hd, ac.causal, ac.window, scale));
@@ -811,15 +816,17 @@ TEST_F(Cpu, AttentionBackwardFp32FiniteDifferencesThroughKernel) {
   VecF out(t * hd), lse(t);
   auto loss = [&]() {
     tgrt_attention_fwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       bh, t, hd, 1, 0, scale);
+                       ATTN_CONTIG(bh, t, hd), 1, 0, scale);
     double l = 0;
-    for (int64_t i = 0; i < t * hd; ++i) l += (double)w[i] * out[i];
+    for (int64_t i = 0; i < t * hd; ++i)
+      l += (double)w[i] * out[i];
     return l;
   };
   loss();
   VecF dq(t * hd), dk(t * hd), dv(t * hd);
   tgrt_attention_bwd(ctx_, "attn", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                     w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, 1, 0, scale);
+                     w.data(), dq.data(), dk.data(), dv.data(), ATTN_CONTIG(bh, t, hd), 1, 0,
+                     scale);
   const float h = 1e-2f;
   for (VecF* x : {&q, &k, &v}) {
     VecD fd(t * hd);
@@ -1287,10 +1294,10 @@ TEST_P(CpuLow, AttentionMatchesF32) {
         "causal=" + std::to_string(ac.causal) + " window=" + std::to_string(ac.window);
     VecF out32(n), lse32(bh * t), lse(bh * t);
     tgrt_attention_fwd(ctx_, "attn", TGRT_F32, qW.data(), kW.data(), vW.data(), out32.data(),
-                       lse32.data(), bh, t, hd, ac.causal, ac.window, scale);
+                       lse32.data(), ATTN_CONTIG(bh, t, hd), ac.causal, ac.window, scale);
     Typed out(dt, VecF(n));
-    tgrt_attention_fwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
-                       t, hd, ac.causal, ac.window, scale);
+    tgrt_attention_fwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                       ATTN_CONTIG(bh, t, hd), ac.causal, ac.window, scale);
     expectRounded(out, out32, "attention_fwd out " + name);
     expectBitEqual(lse, lse32, "attention_fwd lse " + name);
 
@@ -1298,11 +1305,11 @@ TEST_P(CpuLow, AttentionMatchesF32) {
     const VecF outW = out.widened();
     VecF dq32(n), dk32(n), dv32(n);
     tgrt_attention_bwd(ctx_, "attn", TGRT_F32, qW.data(), kW.data(), vW.data(), outW.data(),
-                       lse.data(), wW.data(), dq32.data(), dk32.data(), dv32.data(), bh, t, hd,
-                       ac.causal, ac.window, scale);
+                       lse.data(), wW.data(), dq32.data(), dk32.data(), dv32.data(),
+                       ATTN_CONTIG(bh, t, hd), ac.causal, ac.window, scale);
     Typed dq(dt, VecF(n, kInf)), dk(dt, VecF(n, kInf)), dv(dt, VecF(n, kInf));
     tgrt_attention_bwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       w.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, ac.causal,
+                       w.data(), dq.data(), dk.data(), dv.data(), ATTN_CONTIG(bh, t, hd), ac.causal,
                        ac.window, scale);
     expectRounded(dq, dq32, "attention_bwd dq " + name);
     expectRounded(dk, dk32, "attention_bwd dk " + name);
@@ -1369,6 +1376,198 @@ TEST_P(CpuLow, FillLossScaled) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CpuLow, ::testing::Values(TGRT_BF16, TGRT_F16), lowName);
+
+// --------------------------------------------------- attention, strided layouts --
+
+class CpuAttnLayout : public Cpu, public ::testing::WithParamInterface<int32_t> {};
+
+/// The bits of element i of a Typed buffer (f32: 32 bits, bf16 / f16: 16 bits).
+uint32_t elemBits(const Typed& x, int64_t i) {
+  return x.dt == TGRT_F32 ? bitsOf(x.f[(size_t)i]) : (uint32_t)x.h[(size_t)i];
+}
+void setElemBits(Typed& x, int64_t i, uint32_t bits) {
+  if (x.dt == TGRT_F32)
+    std::memcpy(&x.f[(size_t)i], &bits, 4);
+  else
+    x.h[(size_t)i] = (uint16_t)bits;
+}
+/// A buffer of n elements of dt, every one holding the guard bit pattern (a NaN).
+Typed guardBuffer(int32_t dt, int64_t n) {
+  Typed x(dt, VecF((size_t)n));
+  for (int64_t i = 0; i < n; ++i)
+    setElemBits(x, i, dt == TGRT_F32 ? 0x7fc0beefu : 0x7e5bu);
+  return x;
+}
+/// Pointer to element `off` of x.
+void* elemPtr(Typed& x, int64_t off) {
+  return static_cast<char*>(x.data()) + off * (x.dt == TGRT_F32 ? 4 : 2);
+}
+
+// q, k, v as views into one packed projection output [B, T, 3, H, hd] (optionally with
+// padding after each row and each batch), out / dout [B, T, H, hd] (optionally padded), dq,
+// dk, dv written into one packed gradient buffer: every result equals, bit for bit, the
+// contiguous [B, H, T, hd] result, and no element outside the outputs' own is touched.
+TEST_P(CpuAttnLayout, PackedLayoutMatchesContiguousBitForBit) {
+  const int32_t dt = GetParam();
+  const int64_t B = 2, H = 3, T = 9, hd = 8, bh = B * H, n = bh * T * hd;
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const Typed q = randTyped(dt, n, 300, -2.0f, 2.0f), k = randTyped(dt, n, 301, -2.0f, 2.0f),
+              v = randTyped(dt, n, 302), w = randTyped(dt, n, 303);
+  // Contiguous index of (b, h, i, j).
+  auto ci = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    return ((b * H + h) * T + i) * hd + j;
+  };
+  for (const int64_t pad : {(int64_t)0, (int64_t)8}) {
+    // in strides: packed [B, T, 3, H, hd] with pad elements after each row / batch.
+    const int64_t ist = 3 * H * hd + pad, ish = hd, isb = T * ist + 2 * pad;
+    const int64_t ost = H * hd + pad, osh = hd, osb = T * ost + pad;
+    const int64_t nIn = B * isb, nOut = B * osb;
+    for (AttnCase ac : {AttnCase{false, 0}, AttnCase{true, 0}, AttnCase{true, 3}}) {
+      const std::string name = std::string(dtName(dt)) + " pad=" + std::to_string(pad) +
+                               " causal=" + std::to_string(ac.causal) +
+                               " window=" + std::to_string(ac.window);
+      // Contiguous reference.
+      Typed outC(dt, VecF(n));
+      VecF lseC(bh * T);
+      tgrt_attention_fwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), outC.data(), lseC.data(),
+                         ATTN_CONTIG(bh, T, hd), ac.causal, ac.window, scale);
+      Typed dqC(dt, VecF(n)), dkC(dt, VecF(n)), dvC(dt, VecF(n));
+      tgrt_attention_bwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), outC.data(), lseC.data(),
+                         w.data(), dqC.data(), dkC.data(), dvC.data(), ATTN_CONTIG(bh, T, hd),
+                         ac.causal, ac.window, scale);
+
+      // Packed operands; guard values everywhere else.
+      Typed qkv = guardBuffer(dt, nIn), dout = guardBuffer(dt, nOut);
+      std::vector<bool> inOwned((size_t)nIn, false), outOwned((size_t)nOut, false);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < T; ++i)
+            for (int64_t j = 0; j < hd; ++j) {
+              const int64_t pi = b * isb + h * ish + i * ist + j,
+                            po = b * osb + h * osh + i * ost + j;
+              const int64_t c = ci(b, h, i, j);
+              setElemBits(qkv, pi, elemBits(q, c));
+              setElemBits(qkv, pi + H * hd, elemBits(k, c));
+              setElemBits(qkv, pi + 2 * H * hd, elemBits(v, c));
+              setElemBits(dout, po, elemBits(w, c));
+              inOwned[(size_t)pi] = inOwned[(size_t)(pi + H * hd)] =
+                  inOwned[(size_t)(pi + 2 * H * hd)] = true;
+              outOwned[(size_t)po] = true;
+            }
+      const Typed qkv0 = qkv;
+      Typed out = guardBuffer(dt, nOut), dqkv = guardBuffer(dt, nIn);
+      VecF lse(bh * T, 7.0f);
+      tgrt_attention_fwd(ctx_, "attn", dt, elemPtr(qkv, 0), elemPtr(qkv, H * hd),
+                         elemPtr(qkv, 2 * H * hd), out.data(), lse.data(), B, H, T, hd, isb, ish,
+                         ist, osb, osh, ost, ac.causal, ac.window, scale);
+      tgrt_attention_bwd(ctx_, "attn", dt, elemPtr(qkv, 0), elemPtr(qkv, H * hd),
+                         elemPtr(qkv, 2 * H * hd), out.data(), lse.data(), dout.data(),
+                         elemPtr(dqkv, 0), elemPtr(dqkv, H * hd), elemPtr(dqkv, 2 * H * hd), B, H,
+                         T, hd, isb, ish, ist, osb, osh, ost, ac.causal, ac.window, scale);
+      expectBitEqual(lse, lseC, "lse " + name);
+      EXPECT_TRUE(qkv.sameBits(qkv0)) << "qkv modified " << name;
+      int64_t bad = 0;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < T; ++i)
+            for (int64_t j = 0; j < hd; ++j) {
+              const int64_t pi = b * isb + h * ish + i * ist + j,
+                            po = b * osb + h * osh + i * ost + j;
+              const int64_t c = ci(b, h, i, j);
+              bad += elemBits(out, po) != elemBits(outC, c);
+              bad += elemBits(dqkv, pi) != elemBits(dqC, c);
+              bad += elemBits(dqkv, pi + H * hd) != elemBits(dkC, c);
+              bad += elemBits(dqkv, pi + 2 * H * hd) != elemBits(dvC, c);
+            }
+      EXPECT_EQ(bad, 0) << "packed results differ from contiguous: " << name;
+      const Typed guardIn = guardBuffer(dt, nIn), guardOut = guardBuffer(dt, nOut);
+      int64_t touched = 0, ownedIn = 0;
+      for (int64_t x = 0; x < nIn; ++x) {
+        ownedIn += inOwned[(size_t)x];
+        if (!inOwned[(size_t)x])
+          touched += elemBits(dqkv, x) != elemBits(guardIn, x);
+      }
+      for (int64_t x = 0; x < nOut; ++x)
+        if (!outOwned[(size_t)x])
+          touched += elemBits(out, x) != elemBits(guardOut, x);
+      EXPECT_EQ(touched, 0) << "padding elements written: " << name;
+      EXPECT_EQ(ownedIn, 3 * n) << name;
+      if (pad == 0) { // fully packed: no gaps
+        EXPECT_EQ(ownedIn, nIn) << name;
+      }
+    }
+  }
+}
+
+// The same problem with in and out in distinct non-contiguous layouts: heads outermost with
+// padded rows for q, k, v (separate buffers) and batch-interleaved out; checks the layouts are
+// independent (the in strides apply to dq, dk, dv, the out strides to out and dout).
+TEST_P(CpuAttnLayout, DistinctInAndOutLayouts) {
+  const int32_t dt = GetParam();
+  const int64_t B = 2, H = 2, T = 5, hd = 4, bh = B * H, n = bh * T * hd;
+  const float scale = 0.7f;
+  const Typed q = randTyped(dt, n, 310, -2.0f, 2.0f), k = randTyped(dt, n, 311, -2.0f, 2.0f),
+              v = randTyped(dt, n, 312), w = randTyped(dt, n, 313);
+  auto ci = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    return ((b * H + h) * T + i) * hd + j;
+  };
+  // in: [H, B, T, hd + 4]; out: [T, B, H, hd].
+  const int64_t ist = hd + 4, isb = T * ist, ish = B * isb, nIn = H * ish;
+  const int64_t osh = hd, osb = H * hd, ost = B * H * hd, nOut = T * ost;
+  Typed outC(dt, VecF(n));
+  VecF lseC(bh * T);
+  tgrt_attention_fwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), outC.data(), lseC.data(),
+                     ATTN_CONTIG(bh, T, hd), 1, 0, scale);
+  Typed dqC(dt, VecF(n)), dkC(dt, VecF(n)), dvC(dt, VecF(n));
+  tgrt_attention_bwd(ctx_, "attn", dt, q.data(), k.data(), v.data(), outC.data(), lseC.data(),
+                     w.data(), dqC.data(), dkC.data(), dvC.data(), ATTN_CONTIG(bh, T, hd), 1, 0,
+                     scale);
+  Typed qs = guardBuffer(dt, nIn), ks = guardBuffer(dt, nIn), vs = guardBuffer(dt, nIn),
+        dos = guardBuffer(dt, nOut);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < hd; ++j) {
+          const int64_t pi = b * isb + h * ish + i * ist + j, po = b * osb + h * osh + i * ost + j;
+          setElemBits(qs, pi, elemBits(q, ci(b, h, i, j)));
+          setElemBits(ks, pi, elemBits(k, ci(b, h, i, j)));
+          setElemBits(vs, pi, elemBits(v, ci(b, h, i, j)));
+          setElemBits(dos, po, elemBits(w, ci(b, h, i, j)));
+        }
+  Typed out = guardBuffer(dt, nOut), dq = guardBuffer(dt, nIn), dk = guardBuffer(dt, nIn),
+        dv = guardBuffer(dt, nIn);
+  VecF lse(bh * T);
+  tgrt_attention_fwd(ctx_, "attn", dt, qs.data(), ks.data(), vs.data(), out.data(), lse.data(), B,
+                     H, T, hd, isb, ish, ist, osb, osh, ost, 1, 0, scale);
+  tgrt_attention_bwd(ctx_, "attn", dt, qs.data(), ks.data(), vs.data(), out.data(), lse.data(),
+                     dos.data(), dq.data(), dk.data(), dv.data(), B, H, T, hd, isb, ish, ist, osb,
+                     osh, ost, 1, 0, scale);
+  expectBitEqual(lse, lseC, "lse");
+  const Typed guard = guardBuffer(dt, nIn);
+  int64_t bad = 0, touched = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < hd + 4; ++j) {
+          const int64_t pi = b * isb + h * ish + i * ist + j, po = b * osb + h * osh + i * ost + j;
+          if (j >= hd) { // row padding of dq, dk, dv
+            touched += elemBits(dq, pi) != elemBits(guard, pi);
+            touched += elemBits(dk, pi) != elemBits(guard, pi);
+            touched += elemBits(dv, pi) != elemBits(guard, pi);
+            continue;
+          }
+          const int64_t c = ci(b, h, i, j);
+          bad += elemBits(out, po) != elemBits(outC, c);
+          bad += elemBits(dq, pi) != elemBits(dqC, c);
+          bad += elemBits(dk, pi) != elemBits(dkC, c);
+          bad += elemBits(dv, pi) != elemBits(dvC, c);
+        }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(touched, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CpuAttnLayout, ::testing::Values(TGRT_F32, TGRT_BF16, TGRT_F16),
+                         lowName);
 
 TEST(F16, RoundingRoundTrip) {
   // Every f16 bit pattern widens exactly and rounds back to itself (NaN stays NaN).
@@ -1564,7 +1763,7 @@ TEST_F(Cpu, UnknownDtypeFailsWithLocation) {
                           1.0f, 0.0f),
               ::testing::ExitedWithCode(1), "tgrt: mm: matmul: unknown dtype 5");
   EXPECT_EXIT(tgrt_attention_fwd(ctx_, "attn", 3, a.data(), a.data(), a.data(), a.data(),
-                                 mean.data(), 1, 2, 4, 1, 0, 1.0f),
+                                 mean.data(), ATTN_CONTIG(1, 2, 4), 1, 0, 1.0f),
               ::testing::ExitedWithCode(1), "tgrt: attn: attention_fwd: unknown dtype 3");
 }
 

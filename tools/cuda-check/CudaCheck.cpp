@@ -963,6 +963,10 @@ void checkOptimizers(Contexts& c, Rng& rng) {
 }
 
 // ------------------------------------------------------------------- attention --
+/// The batch, heads, t, hd and stride arguments of the attention entry points for bh
+/// contiguous [t, hd] problems (batch 1, heads bh; in and out strides both contiguous).
+#define ATTN_CONTIG(bh, t, hd)                                                                     \
+  1, (bh), (t), (hd), (bh) * (t) * (hd), (t) * (hd), (hd), (bh) * (t) * (hd), (t) * (hd), (hd)
 /// Naive attention on the GPU from the runtime's own kernels (the unfused path):
 /// S = scale Q K^T; mask; P = softmax(S); out = P V. Backward: dP = dO V^T; dV = P^T dO;
 /// dS = softmax_bwd(P, dP); dQ = scale dS K; dK = scale dS^T Q.
@@ -1012,11 +1016,11 @@ struct AttentionCase {
         n((size_t)(bh_ * t_ * hd_)), q(rng.normals(n)), k(rng.normals(n)), v(rng.normals(n)),
         dout(rng.normals(n)), out(n), lse((size_t)(bh * t)), dq(n), dk(n), dv(n), gq(q), gk(k),
         gv(v), gdo(dout), go(n), gl((size_t)(bh * t)), gdq(n), gdk(n), gdv(n) {
-    tgrt_attention_fwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
-                       t, hd, causal, window, scale);
-    tgrt_attention_bwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                       dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
-                       scale);
+    tgrt_attention_fwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(),
+                       lse.data(), ATTN_CONTIG(bh, t, hd), causal, window, scale);
+    tgrt_attention_bwd(c.cpu, "check", TGRT_F32, q.data(), k.data(), v.data(), out.data(),
+                       lse.data(), dout.data(), dq.data(), dk.data(), dv.data(),
+                       ATTN_CONTIG(bh, t, hd), causal, window, scale);
     for (Dev<float>* d : {&go, &gl, &gdq, &gdk, &gdv}) d->poison();
   }
   std::string shape() const {
@@ -1031,10 +1035,10 @@ void checkAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window
   const int causal = a.causal;
   const float scale = a.scale;
   const size_t n = a.n;
-  tgrt_cuda::attentionFwd(c.gpu, "check", TGRT_F32, a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
-                          causal, window, scale);
+  tgrt_cuda::attentionFwd(c.gpu, "check", TGRT_F32, a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p,
+                          ATTN_CONTIG(bh, t, hd), causal, window, scale);
   tgrt_cuda::attentionBwd(c.gpu, "check", TGRT_F32, a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
-                          a.gdq.p, a.gdk.p, a.gdv.p, bh, t, hd, causal, window, scale);
+                          a.gdq.p, a.gdk.p, a.gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
   const Vec fo = a.go.get(), fl = a.gl.get(), fdq = a.gdq.get(), fdk = a.gdk.get(),
             fdv = a.gdv.get();
   const std::string shape = a.shape();
@@ -1081,11 +1085,11 @@ void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
             v = encode(rng.normals(n), dt), dout = encode(rng.normals(n), dt);
   Raw out = zerosOf(dt, n), dq = zerosOf(dt, n), dk = zerosOf(dt, n), dv = zerosOf(dt, n);
   Vec lse((size_t)(bh * t));
-  tgrt_attention_fwd(c.cpu, "check", dt, q.data(), k.data(), v.data(), out.data(), lse.data(), bh,
-                     t, hd, causal, window, scale);
+  tgrt_attention_fwd(c.cpu, "check", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                     ATTN_CONTIG(bh, t, hd), causal, window, scale);
   tgrt_attention_bwd(c.cpu, "check", dt, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                     dout.data(), dq.data(), dk.data(), dv.data(), bh, t, hd, causal, window,
-                     scale);
+                     dout.data(), dq.data(), dk.data(), dv.data(), ATTN_CONTIG(bh, t, hd), causal,
+                     window, scale);
   DevT gq(q), gk(k), gv(v), gdo(dout), go(dt, n), gdq(dt, n), gdk(dt, n), gdv(dt, n);
   Dev<float> gl((size_t)(bh * t));
   go.poison();
@@ -1093,10 +1097,10 @@ void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   gdq.poison();
   gdk.poison();
   gdv.poison();
-  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, bh, t, hd, causal,
-                          window, scale);
+  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, ATTN_CONTIG(bh, t, hd),
+                          causal, window, scale);
   tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                          gdv.p, bh, t, hd, causal, window, scale);
+                          gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
   const Vec fo = go.f(), fl = gl.get(), fdq = gdq.f(), fdk = gdk.f(), fdv = gdv.f();
   const Vec ro = decode(out), rdq = decode(dq), rdk = decode(dk), rdv = decode(dv);
   const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
@@ -1117,10 +1121,11 @@ constexpr double kTolTf32Lse = 1e-4; // lse (fp32 softmax statistics of TF32 sco
 void checkAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t window,
                         int64_t bh) {
   AttentionCase a(c, rng, bh, t, hd, window);
-  tgrt_cuda::attentionFwdTf32(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, bh, t, hd,
-                              a.causal, window, a.scale);
+  tgrt_cuda::attentionFwdTf32(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p,
+                              ATTN_CONTIG(bh, t, hd), a.causal, window, a.scale);
   tgrt_cuda::attentionBwdTf32(c.gpu, "check", a.gq.p, a.gk.p, a.gv.p, a.go.p, a.gl.p, a.gdo.p,
-                              a.gdq.p, a.gdk.p, a.gdv.p, bh, t, hd, a.causal, window, a.scale);
+                              a.gdq.p, a.gdk.p, a.gdv.p, ATTN_CONTIG(bh, t, hd), a.causal, window,
+                              a.scale);
   const Vec fo = a.go.get(), fl = a.gl.get(), fdq = a.gdq.get(), fdk = a.gdk.get(),
             fdv = a.gdv.get();
   const std::string shape = a.shape();
@@ -1128,6 +1133,104 @@ void checkAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t wi
   record("attention_fwd_tf32 lse vs cpu", shape, relErr(fl, a.lse), kTolTf32Lse);
   record("attention_bwd_tf32 vs cpu", shape,
          jointErr({{&fdq, &a.dq}, {&fdk, &a.dk}, {&fdv, &a.dv}}), kTolTf32);
+}
+
+/// Flash attention on strided views (what the compiler emits): q, k, v views into one packed
+/// projection output [B, t, 3, H, hd], out / dout [B, t, H, hd], dq, dk, dv written into one
+/// packed gradient buffer; `pad` extra elements after each row (0: the exact packed layout).
+/// dt f32 with tf32 runs attentionFwdTf32 / attentionBwdTf32 directly. Compared against the
+/// CPU reference on the same layout; every output element must be written (the device
+/// buffers start as NaN bytes) and the padding must keep its NaN bytes.
+void checkAttentionPacked(Contexts& c, Rng& rng, int32_t dt, bool tf32, int64_t B, int64_t H,
+                          int64_t t, int64_t hd, int causal, int64_t window, int64_t pad) {
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const int64_t ist = 3 * H * hd + pad, ish = hd, isb = t * ist;
+  const int64_t ost = H * hd + pad, osh = hd, osb = t * ost;
+  const size_t nIn = (size_t)(B * isb), nOut = (size_t)(B * osb), nL = (size_t)(B * H * t);
+  const size_t es = (size_t)tgrt_dtype_size(dt);
+  const int64_t kOff = H * hd, vOff = 2 * H * hd;
+  Raw qkv = encode(rng.normals(nIn), dt), dout = encode(rng.normals(nOut), dt);
+  Raw out = zerosOf(dt, nOut), dqkv = zerosOf(dt, nIn);
+  Vec lse(nL);
+  auto hp = [&](Raw& r, int64_t off) { return static_cast<void*>(r.b.data() + (size_t)off * es); };
+  tgrt_attention_fwd(c.cpu, "check", dt, hp(qkv, 0), hp(qkv, kOff), hp(qkv, vOff), out.data(),
+                     lse.data(), B, H, t, hd, isb, ish, ist, osb, osh, ost, causal, window, scale);
+  tgrt_attention_bwd(c.cpu, "check", dt, hp(qkv, 0), hp(qkv, kOff), hp(qkv, vOff), out.data(),
+                     lse.data(), dout.data(), hp(dqkv, 0), hp(dqkv, kOff), hp(dqkv, vOff), B, H, t,
+                     hd, isb, ish, ist, osb, osh, ost, causal, window, scale);
+  DevT gqkv(qkv), gdo(dout), go(dt, nOut), gdqkv(dt, nIn);
+  Dev<float> gl(nL);
+  go.poison();
+  gl.poison();
+  gdqkv.poison();
+  if (tf32) {
+    const float* g = reinterpret_cast<const float*>(gqkv.p);
+    float* gd = reinterpret_cast<float*>(gdqkv.p);
+    tgrt_cuda::attentionFwdTf32(c.gpu, "check", g, g + kOff, g + vOff,
+                                reinterpret_cast<float*>(go.p), gl.p, B, H, t, hd, isb, ish, ist,
+                                osb, osh, ost, causal, window, scale);
+    tgrt_cuda::attentionBwdTf32(c.gpu, "check", g, g + kOff, g + vOff,
+                                reinterpret_cast<const float*>(go.p), gl.p,
+                                reinterpret_cast<const float*>(gdo.p), gd, gd + kOff, gd + vOff, B,
+                                H, t, hd, isb, ish, ist, osb, osh, ost, causal, window, scale);
+  } else {
+    tgrt_cuda::attentionFwd(c.gpu, "check", dt, gqkv.at(0), gqkv.at((size_t)kOff),
+                            gqkv.at((size_t)vOff), go.p, gl.p, B, H, t, hd, isb, ish, ist, osb, osh,
+                            ost, causal, window, scale);
+    tgrt_cuda::attentionBwd(c.gpu, "check", dt, gqkv.at(0), gqkv.at((size_t)kOff),
+                            gqkv.at((size_t)vOff), go.p, gl.p, gdo.p, gdqkv.at(0),
+                            gdqkv.at((size_t)kOff), gdqkv.at((size_t)vOff), B, H, t, hd, isb, ish,
+                            ist, osb, osh, ost, causal, window, scale);
+  }
+  const Raw fo = go.raw(), fdqkv = gdqkv.raw();
+  const Vec fl = gl.get();
+  // Gather the owned elements (contiguous [B, H, t, hd] order) of both sides.
+  const Vec ro = decode(out), rd = decode(dqkv), fov = decode(fo), fdv = decode(fdqkv);
+  std::vector<char> inOwned(nIn, 0), outOwned(nOut, 0);
+  Vec go1, ro1, gq1, rq1, gk1, rk1, gv1, rv1;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < hd; ++j) {
+          const size_t pi = (size_t)(b * isb + h * ish + i * ist + j);
+          const size_t po = (size_t)(b * osb + h * osh + i * ost + j);
+          go1.push_back(fov[po]);
+          ro1.push_back(ro[po]);
+          gq1.push_back(fdv[pi]);
+          rq1.push_back(rd[pi]);
+          gk1.push_back(fdv[pi + (size_t)kOff]);
+          rk1.push_back(rd[pi + (size_t)kOff]);
+          gv1.push_back(fdv[pi + (size_t)vOff]);
+          rv1.push_back(rd[pi + (size_t)vOff]);
+          outOwned[po] = inOwned[pi] = inOwned[pi + (size_t)kOff] = inOwned[pi + (size_t)vOff] = 1;
+        }
+  // The padding: every byte still 0xff (the poison).
+  double touched = 0.0;
+  for (size_t x = 0; x < nIn; ++x)
+    if (!inOwned[x])
+      for (size_t e = 0; e < es; ++e)
+        touched += fdqkv.b[x * es + e] != 0xff;
+  for (size_t x = 0; x < nOut; ++x)
+    if (!outOwned[x])
+      for (size_t e = 0; e < es; ++e)
+        touched += fo.b[x * es + e] != 0xff;
+
+  const std::string kind = tf32 ? std::string("tf32") : std::string(dtName(dt));
+  const std::string shape =
+      fmt("B%lld H%lld t%lld hd%lld %s w%lld pad%lld", (long long)B, (long long)H, (long long)t,
+          (long long)hd, causal ? "causal" : "full", (long long)window, (long long)pad);
+  double tol = kTol, tolLse = kTol;
+  if (tf32)
+    tol = kTolTf32, tolLse = kTolTf32Lse;
+  else if (dt == TGRT_BF16)
+    tol = kTolBf16Attn, tolLse = kTolLpLse;
+  else if (dt == TGRT_F16)
+    tol = kTolF16Attn, tolLse = kTolLpLse;
+  record(fmt("attn_packed_%s fwd out vs cpu", kind.c_str()), shape, relErr(go1, ro1), tol);
+  record(fmt("attn_packed_%s fwd lse vs cpu", kind.c_str()), shape, relErr(fl, lse), tolLse);
+  record(fmt("attn_packed_%s bwd vs cpu", kind.c_str()), shape,
+         jointErr({{&gq1, &rq1}, {&gk1, &rk1}, {&gv1, &rv1}}), tol);
+  record(fmt("attn_packed_%s padding untouched", kind.c_str()), shape, touched, 0.0);
 }
 
 /// Causal (query, key) pairs attention computes per head: sum over queries of the keys it
@@ -1172,10 +1275,10 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
       r.out = r.dq = r.dk = r.dv = Vec(n);
       r.lse = Vec((size_t)(bh * sh.t));
       tgrt_attention_fwd(c.cpu, "sweep", TGRT_F32, q.data(), k.data(), v.data(), r.out.data(),
-                         r.lse.data(), bh, sh.t, hd, 1, sh.window, scale);
+                         r.lse.data(), ATTN_CONTIG(bh, sh.t, hd), 1, sh.window, scale);
       tgrt_attention_bwd(c.cpu, "sweep", TGRT_F32, q.data(), k.data(), v.data(), r.out.data(),
-                         r.lse.data(), dout.data(), r.dq.data(), r.dk.data(), r.dv.data(), bh,
-                         sh.t, hd, 1, sh.window, scale);
+                         r.lse.data(), dout.data(), r.dq.data(), r.dk.data(), r.dv.data(),
+                         ATTN_CONTIG(bh, sh.t, hd), 1, sh.window, scale);
       r.q = std::make_unique<Dev<float>>(q);
       r.k = std::make_unique<Dev<float>>(k);
       r.v = std::make_unique<Dev<float>>(v);
@@ -1192,8 +1295,8 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
     Dev<float> q(rng.normals(nb)), k(rng.normals(nb)), v(rng.normals(nb)), dout(rng.normals(nb));
     Dev<float> out(nb), lse(timing ? (size_t)(bhb * tb) : 1), dq(nb), dk(nb), dv(nb);
     if (timing)
-      tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1, 0,
-                              scale);
+      tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p,
+                              ATTN_CONTIG(bhb, tb, hd), 1, 0, scale);
 
     for (int kind = 0; kind < 3; ++kind) {
       const int(*list)[2] = kind == 0 ? shapesFwd : kind == 1 ? shapesKv : shapesDq;
@@ -1218,16 +1321,16 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
             Dev<float> o(r.out.size()), l(r.lse.size());
             o.poison();
             l.poison();
-            tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, o.p, l.p, bh, r.t, hd,
-                                    1, r.window, scale);
+            tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, o.p, l.p,
+                                    ATTN_CONTIG(bh, r.t, hd), 1, r.window, scale);
             err = std::max({err, relErr(o.get(), r.out), relErr(l.get(), r.lse)});
           } else {
             r.gdq->poison();
             r.gdk->poison();
             r.gdv->poison();
-            tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, r.o->p, r.l->p,
-                                    r.dout->p, r.gdq->p, r.gdk->p, r.gdv->p, bh, r.t, hd, 1,
-                                    r.window, scale);
+            tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, r.q->p, r.k->p, r.v->p, r.o->p,
+                                    r.l->p, r.dout->p, r.gdq->p, r.gdk->p, r.gdv->p,
+                                    ATTN_CONTIG(bh, r.t, hd), 1, r.window, scale);
             const Vec a = r.gdq->get(), b = r.gdk->get(), cc = r.gdv->get();
             err = std::max(err, kind == 1 ? jointErr({{&b, &r.dk}, {&cc, &r.dv}})
                                           : relErr(a, r.dq));
@@ -1237,11 +1340,11 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
         if (timing) {
           const float ms = timeMs(c.gpu, 10, [&] {
             if (kind == 0)
-              tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bhb, tb, hd, 1,
-                                      0, scale);
+              tgrt_cuda::attentionFwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p,
+                                      ATTN_CONTIG(bhb, tb, hd), 1, 0, scale);
             else
-              tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
-                                      dk.p, dv.p, bhb, tb, hd, 1, 0, scale);
+              tgrt_cuda::attentionBwd(c.gpu, "sweep", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p,
+                                      dq.p, dk.p, dv.p, ATTN_CONTIG(bhb, tb, hd), 1, 0, scale);
           });
           std::printf("    time %s %dx%d hd%lld: %.3f ms%s\n", kname, list[i][0], list[i][1],
                       (long long)hd, ms, kind ? " (whole backward)" : "");
@@ -1291,12 +1394,12 @@ void benchAttention(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh, in
   double fullTotal = 0.0;
   for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
     const float f = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1, window,
-                              scale);
+      tgrt_cuda::attentionFwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p,
+                              ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const float b = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionBwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
-                              dv.p, bh, t, hd, 1, window, scale);
+      tgrt_cuda::attentionBwd(c.gpu, "bench", TGRT_F32, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
+                              dk.p, dv.p, ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // QK^T and PV
@@ -1334,12 +1437,12 @@ void benchAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   int idx = 0;
   for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
     const float f = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
-                              window, scale);
+      tgrt_cuda::attentionFwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p,
+                              ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const float b = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionBwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
-                              dk.p, dv.p, bh, t, hd, 1, window, scale);
+      tgrt_cuda::attentionBwd(c.gpu, "bench", dt, q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
+                              dv.p, ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
@@ -1348,6 +1451,24 @@ void benchAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
                 (long long)window, f, b, f + b, pairs, flops / (f * 1e-3) / 1e12,
                 2.5 * flops / (b * 1e-3) / 1e12, dtName(dt), fp32 > 0.0 ? fp32 / (f + b) : 0.0);
   }
+  // The compiler's layout: q, k, v views into a packed [B, t, 3, H, hd] projection output,
+  // out / dout [B, t, H, hd], dq, dk, dv into one packed [B, t, 3, H, hd] gradient (window 0).
+  const int64_t H = bh % 12 == 0 ? 12 : bh, B = bh / H;
+  const int64_t ist = 3 * H * hd, isb = t * ist, ost = H * hd, osb = t * ost;
+  DevT qkv(encode(rng.normals(3 * n), dt)), dqkv(dt, 3 * n);
+  const float f = timeMs(c.gpu, reps, [&] {
+    tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
+                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd, ist,
+                            osb, hd, ost, 1, 0, scale);
+  });
+  const float b = timeMs(c.gpu, reps, [&] {
+    tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
+                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
+                            dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t, hd,
+                            isb, hd, ist, osb, hd, ost, 1, 0, scale);
+  });
+  std::printf("%-8s %10.3f %10.3f %10.3f   (packed qkv layout, B %lld x H %lld, window 0)\n",
+              "packed", f, b, f + b, (long long)B, (long long)H);
 }
 
 /// TF32 flash attention timings (TGRT_TF32=1's kernels) beside the fp32 rows of benchAttention.
@@ -1367,17 +1488,17 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
   for (int64_t window : {int64_t(0), int64_t(256), int64_t(128)}) {
     tgrt_cuda::setAttentionTf32Split(c.gpu, false);
     const float f1 = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
-                                  window, scale);
+      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p,
+                                  ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     tgrt_cuda::setAttentionTf32Split(c.gpu, true);
     const float f = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, bh, t, hd, 1,
-                                  window, scale);
+      tgrt_cuda::attentionFwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p,
+                                  ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const float b = timeMs(c.gpu, reps, [&] {
-      tgrt_cuda::attentionBwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p,
-                                  dk.p, dv.p, bh, t, hd, 1, window, scale);
+      tgrt_cuda::attentionBwdTf32(c.gpu, "bench", q.p, k.p, v.p, out.p, lse.p, dout.p, dq.p, dk.p,
+                                  dv.p, ATTN_CONTIG(bh, t, hd), 1, window, scale);
     });
     const double pairs = visiblePairs(t, window);
     const double flops = 4.0 * hd * pairs * (double)bh; // fwd: QK^T and PV
@@ -1584,6 +1705,17 @@ int main(int argc, char** argv) {
     for (int64_t hd : {int64_t(32), int64_t(64), int64_t(128)})
       for (int64_t window : {int64_t(0), int64_t(1), int64_t(64)})
         checkAttentionTf32(c, rng, t, hd, window, t >= 1024 ? 2 : 3);
+  // Strided (packed qkv) layouts: f32, TF32, bf16, f16; causal, windowed and full; exact
+  // packing and padded rows.
+  for (int variant = 0; variant < 4; ++variant) {
+    const int32_t dt = variant == 2 ? TGRT_BF16 : variant == 3 ? TGRT_F16 : TGRT_F32;
+    const bool tf32 = variant == 1;
+    checkAttentionPacked(c, rng, dt, tf32, 2, 2, 100, 64, 1, 0, 0);
+    checkAttentionPacked(c, rng, dt, tf32, 2, 2, 100, 64, 1, 24, 8);
+    checkAttentionPacked(c, rng, dt, tf32, 1, 3, 77, 32, 0, 0, 8);
+    if (!quick)
+      checkAttentionPacked(c, rng, dt, tf32, 2, 2, 256, 128, 1, 64, 0);
+  }
   checkMatmulMisaligned(c, rng, TGRT_F32);
   checkMatmulMisaligned(c, rng, TGRT_BF16);
 
