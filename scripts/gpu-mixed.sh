@@ -43,8 +43,8 @@ for name in tiny-bf16m-cuda.so tiny-fp16m-cuda.so tiny-bf16-cuda.so gpt2-bf16m-g
 done
 
 run() { # name binary steps [env...]
-  local name=$1 bin; bin=$(unpack "$2"); local steps=$3; shift 3
-  [ -n "$bin" ] || { echo "(no $2)"; return; }
+  local name=$1 want=$2 bin; bin=$(unpack "$2"); local steps=$3; shift 3
+  [ -n "$bin" ] || { echo "(no $want)"; return; }
   echo "-- $name"
   env "$@" "$bin" --data runs/data-gpu --steps "$steps" --eval-every 0 --eval-batches 2 \
     --log "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1

@@ -36,8 +36,10 @@ echo "== tgc at the planned max micro-batch"
 cat runs/max-batch.txt 2>/dev/null
 [ "${MAX:-1}" = 1 ] && for p in none selective layer; do run "tgc-$p-max" "gpt2-bf16m-$p-max" 4; done
 echo "== PyTorch, micro-batch 16, bf16 autocast"
+[ "${TORCH:-1}" = 1 ] || TORCH_SETS=";"
 IFS=';' read -ra SETS <<< "${TORCH_SETS:---bf16;--bf16 --checkpoint;--bf16 --compile;--bf16 --compile --checkpoint}"
 for args in "${SETS[@]}"; do
+  [ -n "$args" ] || continue
   n=$(echo "$args" | tr -d ' -'); python3 bench/torch_gpt2_step.py --batch 16 $args > "$OUT/torch-$n.json" 2> "$OUT/torch-$n.err"
   cat "$OUT/torch-$n.json"
 done
