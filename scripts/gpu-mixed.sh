@@ -15,14 +15,7 @@ OUT=${OUT:-/tmp/gpu-mixed}; mkdir -p "$OUT"
 STEPS=${STEPS:-40}; CURVE=${CURVE:-200}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unpack() { # runs/X, runs/X.xz or runs/X.gz -> path of an executable ("" when none)
-  local f=$1; case "$f" in runs/*) ;; *) f=runs/$f ;; esac
-  local t=/tmp/$(basename "$f")
-  if [ -x "$f" ]; then echo "$f";
-  elif [ -f "$f.xz" ]; then python3 -c "import lzma,sys;open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$t" && chmod +x "$t" && echo "$t";
-  elif [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$t" && chmod +x "$t" && echo "$t";
-  else echo ""; fi
-}
+source "$(dirname "$0")/gpu-lib.sh"
 if [ -f runs/tgrt-cuda-check.gz ]; then
   echo "== 1. kernel check"
   gunzip -c runs/tgrt-cuda-check.gz > /tmp/tgrt-cuda-check && chmod +x /tmp/tgrt-cuda-check

@@ -14,14 +14,7 @@ OUT=${OUT:-/tmp/gpu-remat}; mkdir -p "$OUT"
 STEPS=${STEPS:-30}
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unpack() { # runs/X, runs/X.xz or runs/X.gz -> path of an executable ("" when none)
-  local f=$1; case "$f" in runs/*) ;; *) f=runs/$f ;; esac
-  local t=/tmp/$(basename "$f")
-  if [ -x "$f" ]; then echo "$f";
-  elif [ -f "$f.xz" ]; then python3 -c "import lzma,sys;open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$t" && chmod +x "$t" && echo "$t";
-  elif [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$t" && chmod +x "$t" && echo "$t";
-  else echo ""; fi
-}
+source "$(dirname "$0")/gpu-lib.sh"
 run() { # name binary steps
   local name=$1 bin; bin=$(unpack "$2")
   [ -n "$bin" ] || { echo "(no $2)"; return; }
