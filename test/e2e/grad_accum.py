@@ -7,31 +7,20 @@ same parameters after one optimizer step.
 usage: grad_accum.py --accum LIB_K --single LIB_1 --k K
 Both libraries come from the same spec, built with (batch B/K, grad_accum K) and (batch B,
 grad_accum 1). Prints one line per parameter and 'grad-accum: PASS' or exits 1."""
-import argparse, ctypes, sys
+import argparse, ctypes, os, sys
 import numpy as np
 
 
-class Param(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * 4),
-                ("numel", ctypes.c_int64), ("offset", ctypes.c_int64), ("grad_offset", ctypes.c_int64),
-                ("m_offset", ctypes.c_int64), ("v_offset", ctypes.c_int64), ("init", ctypes.c_int32),
-                ("init_std", ctypes.c_float), ("weight_decay", ctypes.c_int32)]
-
-
-class Model(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("spec_json", ctypes.c_char_p), ("n_params", ctypes.c_int32),
-                ("params", ctypes.POINTER(Param)), ("persistent_bytes", ctypes.c_int64),
-                ("arena_bytes", ctypes.c_int64), ("workspace_bytes", ctypes.c_int64),
-                ("tokens_offset", ctypes.c_int64), ("targets_offset", ctypes.c_int64),
-                ("batch_size", ctypes.c_int32), ("context", ctypes.c_int32), ("vocab_size", ctypes.c_int32),
-                ("grad_accum", ctypes.c_int32)]
+# The C structs of runtime/tgrt.h: the one ctypes mirror (tgrt_abi.py, shared with
+# torch_reference.py and loss_scale.py; no torch needed).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tgrt_abi import DTYPE_NAMES, PRECISIONS, TGRT_F32, check_model  # noqa: E402
 
 
 def load(path):
     lib = ctypes.CDLL(path)
     lib.tglib_create.restype = ctypes.c_void_p
     lib.tglib_create.argtypes = [ctypes.c_int64]
-    lib.tglib_model.restype = ctypes.POINTER(Model)
     for fn in ("tglib_set_param", "tglib_get_param", "tglib_get_grad"):
         getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     lib.tglib_micro_step.restype = ctypes.c_float
@@ -41,7 +30,14 @@ def load(path):
 
 
 def params(lib):
-    m = lib.tglib_model().contents
+    """The model (checked against the mirror) and its (name, numel) list. The buffers here
+    are float32 and the tolerances fp32's: every parameter must be an f32 slot."""
+    m = check_model(lib)
+    for i in range(m.n_params):
+        p = m.params[i]
+        assert p.dtype == TGRT_F32 and p.state_dtype == TGRT_F32, \
+            f"{p.name.decode()}: dtype {DTYPE_NAMES[p.dtype]}, state {DTYPE_NAMES[p.state_dtype]} " \
+            f"(precision {PRECISIONS[m.precision]}): this check is for fp32 models"
     return m, [(m.params[i].name, m.params[i].numel) for i in range(m.n_params)]
 
 

@@ -39,62 +39,9 @@ import random
 import struct
 import sys
 
-# ----------------------------------------------------------------- C structs --
-# Mirrors runtime/tgrt.h (as test/e2e/torch_reference.py; no torch needed here).
-
-
-class TgrtParam(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("rank", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * 4),
-        ("numel", ctypes.c_int64),
-        ("offset", ctypes.c_int64),
-        ("grad_offset", ctypes.c_int64),
-        ("m_offset", ctypes.c_int64),
-        ("v_offset", ctypes.c_int64),
-        ("init", ctypes.c_int32),
-        ("init_std", ctypes.c_float),
-        ("weight_decay", ctypes.c_int32),
-        ("dtype", ctypes.c_int32),
-        ("state_dtype", ctypes.c_int32),
-    ]
-
-
-class TgrtModel(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("spec_json", ctypes.c_char_p),
-        ("n_params", ctypes.c_int32),
-        ("params", ctypes.POINTER(TgrtParam)),
-        ("persistent_bytes", ctypes.c_int64),
-        ("arena_bytes", ctypes.c_int64),
-        ("workspace_bytes", ctypes.c_int64),
-        ("tokens_offset", ctypes.c_int64),
-        ("targets_offset", ctypes.c_int64),
-        ("batch_size", ctypes.c_int32),
-        ("context", ctypes.c_int32),
-        ("vocab_size", ctypes.c_int32),
-        ("grad_accum", ctypes.c_int32),
-        ("lr", ctypes.c_float),
-        ("min_lr", ctypes.c_float),
-        ("beta1", ctypes.c_float),
-        ("beta2", ctypes.c_float),
-        ("eps", ctypes.c_float),
-        ("weight_decay", ctypes.c_float),
-        ("grad_clip", ctypes.c_float),
-        ("warmup_steps", ctypes.c_int32),
-        ("decay", ctypes.c_int32),
-        ("seed", ctypes.c_int32),
-        ("precision", ctypes.c_int32),
-        ("loss_scale_init", ctypes.c_float),
-        ("loss_scale_growth_interval", ctypes.c_int32),
-    ]
-
-
-TGRT_PRECISION_FP16_MIXED = 2
-F32P = ctypes.POINTER(ctypes.c_float)
-I32P = ctypes.POINTER(ctypes.c_int32)
+# The C structs of runtime/tgrt.h: the one ctypes mirror, tgrt_abi.py (no torch needed).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tgrt_abi import F32P, I32P, TGRT_PRECISION_FP16_MIXED, TgrtModel, check_model  # noqa: E402
 
 
 def fail(msg):
@@ -140,7 +87,7 @@ class Lib:
         d.tglib_last_grad_norm.argtypes = [ctypes.c_void_p]
         d.tglib_set_loss_scale.restype = None
         d.tglib_set_loss_scale.argtypes = [ctypes.c_void_p, ctypes.c_float]
-        self.model = d.tglib_model().contents
+        self.model = check_model(d)  # the tgrt_model, checked against the mirror
         m = self.model
         self.params = [(m.params[i].name, int(m.params[i].numel)) for i in range(m.n_params)]
 

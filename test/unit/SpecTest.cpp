@@ -733,13 +733,31 @@ TEST(SpecExamples, Gpt2SmallTrainingSettings) {
   ASSERT_FALSE(root.empty());
   Spec s;
   SpecError err;
-  ASSERT_TRUE(loadSpecFile(root + "/examples/gpt2-small.json", {}, s, err)) << err.str();
+  const std::string path = root + "/examples/gpt2-small.json";
+  ASSERT_TRUE(loadSpecFile(path, {}, s, err)) << err.str();
   EXPECT_EQ(s.name, "gpt2-small");
   EXPECT_EQ(s.training.batch_size, 16);
-  EXPECT_EQ(s.training.precision, "fp32");  // mixed precision does not compile yet
   EXPECT_EQ(s.training.attention.kernel, "flash");
   EXPECT_TRUE(s.model.attention_bias);
   EXPECT_TRUE(s.model.mlp_bias);
+  // Every precision and checkpointing policy compiles now: the spec keeps the file's own
+  // (absent = the default), and any of them can be set on the example.
+  std::ifstream in(path);
+  json raw = json::parse(in);
+  EXPECT_EQ(s.training.precision, raw["training"].value("precision", "fp32"));
+  EXPECT_EQ(s.training.checkpointing, raw["training"].value("checkpointing", "none"));
+  for (const char *p : {"fp32", "bf16-mixed", "fp16-mixed", "bf16"}) {
+    Spec o;
+    ASSERT_TRUE(loadSpecFile(path, {std::string("training.precision=") + p}, o, err)) << err.str();
+    EXPECT_EQ(o.training.precision, p);
+    EXPECT_EQ(json::parse(o.json)["training"]["precision"], p);
+  }
+  for (const char *c : {"none", "selective", "layer", "budget:4GiB"}) {
+    Spec o;
+    ASSERT_TRUE(loadSpecFile(path, {std::string("training.checkpointing=") + c}, o, err))
+        << err.str();
+    EXPECT_EQ(o.training.checkpointing, c);
+  }
 }
 
 TEST(SpecExamples, TinyFileEqualsTheDefault) {
