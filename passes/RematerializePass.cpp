@@ -10,9 +10,10 @@
 //   none       nothing is recomputed.
 //   selective  keep the GEMM and attention outputs (matmul, its fused bias add, attention's
 //              out and logsumexp); recompute the cheap large ones from them: layer-norm
-//              outputs and statistics, GELU, casts (bf16 weight copies included), head
+//              outputs and statistics, GELU, activation casts, residual adds, head
 //              split / transposes, dropout (its mask regenerates from the counter-based RNG),
 //              naive attention's mask and softmax.
+//   (both)     the low-precision copies of the weights (casts of parameters) are kept.
 //   layer      keep only what the layer reads from outside (its input, the residual stream,
 //              and the parameters); recompute every forward op of the layer
 //              (torch.utils.checkpoint per block).
@@ -113,6 +114,14 @@ namespace {
 enum class Mode { None = 0, Selective = 1, Layer = 2 };
 using ModeMap = std::map<int64_t, Mode>;
 
+/// A cast of a parameter (the low-precision weight copy of mixed precision): never
+/// recomputed. It is small (parameters, not activations) and recomputing it would repeat a
+/// full read of the master weights for nothing.
+bool isParameterCast(Operation *op) {
+  auto c = dyn_cast<CastOp>(op);
+  return c && isa<BlockArgument>(c.getX());
+}
+
 /// Whether selective rematerialization keeps `op`'s results (the expensive ones).
 bool keptBySelective(Operation *op) {
   if (isa<MatmulOp, AttentionOp, AttentionQKVOp, EmbeddingOp, PositionalEmbeddingOp,
@@ -163,7 +172,8 @@ Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
       bool readElsewhere = llvm::any_of(op->getUsers(), [&](Operation *u) {
         return isForward(u) && layerOf(u) != layer;
       });
-      if (!readElsewhere && (mode == Mode::Layer || !keptBySelective(op)))
+      if (!readElsewhere && !isParameterCast(op) &&
+          (mode == Mode::Layer || !keptBySelective(op)))
         recompute.insert(op);
     }
     // Values of recomputed ops that the backward reads, and the first such reader.
