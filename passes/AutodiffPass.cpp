@@ -153,16 +153,17 @@ struct TgAutodiffPass : mlir::tg::impl::TgAutodiffBase<TgAutodiffPass> {
     SmallVector<StringAttr> names;
     SmallVector<DictionaryAttr> argAttrs;
     SmallVector<bool> decayFlags;
+    // The frontend marks which parameters decay (tg.decay); a module without any mark
+    // (hand-written IR) uses the rule.
+    bool anyMarks = false;
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      anyMarks |= forward.getArgAttr(i, kDecayAttr) != nullptr;
     for (BlockArgument arg : forward.getArguments())
       if (auto name = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)) {
         types.push_back(arg.getType());
         names.push_back(name);
         argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
-        // The frontend marks which parameters decay (tg.decay); without it, the rule.
         bool marked = forward.getArgAttr(arg.getArgNumber(), kDecayAttr) != nullptr;
-        bool anyMarks = false;
-        for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-          anyMarks |= forward.getArgAttr(i, kDecayAttr) != nullptr;
         decayFlags.push_back(anyMarks ? marked
                                       : decays(name.getValue(),
                                                cast<RankedTensorType>(arg.getType()),

@@ -47,7 +47,7 @@ namespace mlir::tg {
 using namespace mlir;
 using namespace mlir::tg;
 
-namespace mlir::tg {
+namespace {
 
 RankedTensorType rtOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
@@ -106,10 +106,6 @@ int64_t functionFlops(func::FuncOp fn) {
   });
   return total;
 }
-
-} // namespace mlir::tg
-
-namespace {
 
 enum class Mode { None = 0, Selective = 1, Layer = 2 };
 using ModeMap = std::map<int64_t, Mode>;
