@@ -29,6 +29,12 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 constexpr int64_t kMaxDim = 2147483647;  // 2^31-1
+// Sizes beyond which a spec is refused before any IR is built (docs/spec.md, "Limits"):
+// tgc builds ~200 ops per layer over three step functions and plans them, in time and
+// memory that grow faster than linearly with the layer count (1000 layers: ~4 s, ~2.4 GB).
+constexpr int64_t kMaxLayers = 1024;
+constexpr long double kMaxParams = 1e12;        // 16 TB of fp32 values, grads and moments
+constexpr long double kMaxTensorElems = 1099511627776.0L; // 2^40 elements in one tensor
 
 //===----------------------------------------------------------------------------===//
 // Small helpers
@@ -428,10 +434,38 @@ void checkSemantics(const Spec &s) {
                         (m.tie_embeddings ? 0 : D * V);
     if (total > (long double)std::numeric_limits<int64_t>::max())
       fail("model", "the parameter count overflows a 64-bit integer");
+    if (m.n_layers > kMaxLayers)
+      fail("model.n_layers", std::to_string(m.n_layers) + " exceeds the limit of " +
+                                 std::to_string(kMaxLayers) +
+                                 " layers (the IR and the memory plan grow with every layer; "
+                                 "see docs/spec.md, Limits)");
+    if (total > kMaxParams) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3Lg", total);
+      fail("model", std::string(buf) + " parameters exceed the limit of 1e12 (each needs 16 "
+                                       "bytes of values, gradients and AdamW state)");
+    }
   }
 
   const TrainingSpec &t = s.training;
   checkDimLimit("training.batch_size", t.batch_size);
+  {
+    // The largest tensor of a step: the logits [B, T, V], or naive attention's scores
+    // [B, H, T, T] (flash never stores them).
+    long double tokens = (long double)t.batch_size * m.context;
+    long double largest = tokens * std::max<int64_t>({m.vocab_size, m.d_ff, 3 * m.d_model});
+    if (t.attention.kernel != "flash")
+      largest = std::max(largest, tokens * m.n_heads * m.context);
+    if (largest > kMaxTensorElems) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3Lg", largest);
+      fail("training.batch_size",
+           std::to_string(t.batch_size) + " sequences of " + std::to_string(m.context) +
+               " tokens make a tensor of " + buf +
+               " elements (logits or attention scores), over the limit of 2^40; lower the "
+               "micro-batch and raise training.grad_accum");
+    }
+  }
   checkDimLimit("training.grad_accum", t.grad_accum);
   checkOneOf("training.precision", t.precision, {"fp32", "bf16-mixed", "fp16-mixed", "bf16"});
   checkOneOf("training.attention.kernel", t.attention.kernel, {"naive", "flash"});

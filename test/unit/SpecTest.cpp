@@ -403,7 +403,7 @@ TEST(SpecRules, VocabAndIgnoreIndex) {
   EXPECT_EQ(errorOf(R"({"model": {"vocab_size": 2147483648}})"),
             "model.vocab_size: 2147483648 exceeds 2^31-1");
   parseOk(R"({"model": {"vocab_size": 2147483647, "d_model": 8, "n_heads": 1, "d_ff": 8,
-             "n_layers": 1}})");
+             "n_layers": 1, "context": 4}, "training": {"batch_size": 1}})");
   EXPECT_EQ(errorOf(R"({"model": {"vocab_size": 100}, "training": {"ignore_index": 100}})"),
             "training.ignore_index: 100 must be -1 or in [0, model.vocab_size=100)");
   EXPECT_EQ(errorOf(R"({"training": {"ignore_index": -2}})"),
@@ -411,6 +411,22 @@ TEST(SpecRules, VocabAndIgnoreIndex) {
   EXPECT_EQ(parseOk(R"({"model": {"vocab_size": 100}, "training": {"ignore_index": 99}})")
                 .training.ignore_index,
             99);
+}
+
+TEST(SpecRules, SizeLimits) {
+  // Refused before any IR is built, naming the field, the limit and why.
+  EXPECT_EQ(errorOf(R"({"model": {"n_layers": 100000}})"),
+            "model.n_layers: 100000 exceeds the limit of 1024 layers (the IR and the memory "
+            "plan grow with every layer; see docs/spec.md, Limits)");
+  parseOk(R"({"model": {"n_layers": 1024, "d_model": 8, "n_heads": 1, "d_ff": 8,
+             "vocab_size": 16, "context": 4}, "training": {"batch_size": 1}})");
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 1000000, "n_heads": 1, "d_ff": 1000000}})"),
+            "model: 7.21e+13 parameters exceed the limit of 1e12 (each needs 16 bytes of values, "
+            "gradients and AdamW state)");
+  EXPECT_EQ(errorOf(R"({"model": {"context": 1000000}, "training": {"batch_size": 1000000}})"),
+            "training.batch_size: 1000000 sequences of 1000000 tokens make a tensor of 1.2e+19 "
+            "elements (logits or attention scores), over the limit of 2^40; lower the "
+            "micro-batch and raise training.grad_accum");
 }
 
 TEST(SpecRules, ParameterCountOverflow) {
