@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repo root; builds nothing. Expects (carried):
-#   runs/gpt2-cuda(.gz)   scripts/gpu-artifacts.sh fp32
+#   runs/gpt2-cuda(.xz)   scripts/gpu-artifacts.sh fp32
 #   runs/data-gpu    tgc data prepare --vocab 8192 --max-bytes 8MiB --out runs/data-gpu
 # Trains GPT-2 small (fp32, flash attention, micro-batch 16) for a few steps, reads back the
 # memory report, times PyTorch on the same shapes, and prints a short table last.
 set -uo pipefail
-[ -f runs/gpt2-cuda.gz ] && gunzip -c runs/gpt2-cuda.gz > runs/gpt2-cuda && chmod +x runs/gpt2-cuda
+source "$(dirname "$0")/gpu-lib.sh"
+[ -x runs/gpt2-cuda ] || cp "$(unpack gpt2-cuda)" runs/gpt2-cuda
 OUT=${OUT:-/tmp/gpu-run}; mkdir -p "$OUT"
 STEPS=${STEPS:-30}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
