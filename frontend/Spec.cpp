@@ -152,6 +152,10 @@ void describeSpec(Spec &s, SpecVisitor &v) {
       v.integer("window", t.attention.window, Kind::NonNegInt);
     });
     v.string("checkpointing", t.checkpointing);
+    v.object("loss_scaling", [&] {
+      v.number("init", t.loss_scale_init);
+      v.integer("growth_interval", t.loss_scale_growth_interval, Kind::PosInt);
+    });
     v.object("optimizer", [&] {
       OptimizerSpec &o = t.optimizer;
       v.string("name", o.name);
@@ -468,6 +472,11 @@ void checkSemantics(const Spec &s) {
   }
   checkDimLimit("training.grad_accum", t.grad_accum);
   checkOneOf("training.precision", t.precision, {"fp32", "bf16-mixed", "fp16-mixed", "bf16"});
+  if (!(t.loss_scale_init >= 1.0 && t.loss_scale_init <= 1e38))
+    fail("training.loss_scaling.init",
+         "must be in [1, 1e38] (a float32 power of two is usual), got " +
+             json(t.loss_scale_init).dump());
+  checkDimLimit("training.loss_scaling.growth_interval", t.loss_scale_growth_interval);
   checkOneOf("training.attention.kernel", t.attention.kernel, {"naive", "flash"});
   int64_t headDim = m.d_model / m.n_heads;
   if (t.attention.kernel == "flash" && headDim != 32 && headDim != 64 && headDim != 128)

@@ -55,6 +55,10 @@ struct TrainingSpec {
   std::string precision = "fp32"; ///< fp32 | bf16-mixed | fp16-mixed | bf16
   AttentionSpec attention;
   std::string checkpointing = "none"; ///< none | layer | selective | budget:<bytes>
+  /// Dynamic loss scaling of fp16-mixed (ignored by the other precisions): the initial
+  /// scale, and how many clean optimizer steps in a row double it.
+  double loss_scale_init = 65536.0;
+  int64_t loss_scale_growth_interval = 2000;
   OptimizerSpec optimizer;
   int64_t seed = 1337;
   int64_t ignore_index = -1;    ///< target id ignored by the loss (-1: none)

@@ -29,6 +29,12 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                 llvm::cl::init("fp32")};
   Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::desc("micro-batches per step"),
                             llvm::cl::init(1)};
+  Option<double> lossScaleInit{*this, "loss-scale-init",
+                               llvm::cl::desc("fp16-mixed: initial dynamic loss scale"),
+                               llvm::cl::init(65536.0)};
+  Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("fp16-mixed: clean steps before the scale doubles"), llvm::cl::init(2000)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"), llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"), llvm::cl::init(0.95)};
   Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"), llvm::cl::init(1e-8)};

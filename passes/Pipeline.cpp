@@ -19,6 +19,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   if (o.precision != "fp32") {
     TgMixedPrecisionOptions mp;
     mp.precision = o.precision;
+    mp.lossScaleInit = o.lossScaleInit;
+    mp.lossScaleGrowthInterval = o.lossScaleGrowthInterval;
     pm.addPass(createTgMixedPrecision(mp));
   }
   if (until == PipelineStage::Fused)

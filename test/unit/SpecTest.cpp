@@ -134,7 +134,9 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["training"]["checkpointing"], "none");
   EXPECT_EQ(j["training"]["ignore_index"], -1);
   EXPECT_EQ(j["model"].size(), 13u);
-  EXPECT_EQ(j["training"].size(), 8u);
+  EXPECT_EQ(j["training"].size(), 9u);
+  EXPECT_EQ(j["training"]["loss_scaling"]["init"], 65536.0);
+  EXPECT_EQ(j["training"]["loss_scaling"]["growth_interval"], 2000);
   EXPECT_EQ(j["training"]["optimizer"].size(), 10u);
   EXPECT_EQ(j["training"]["attention"].size(), 2u);
   // Pretty-printed, name first.
@@ -411,6 +413,19 @@ TEST(SpecRules, VocabAndIgnoreIndex) {
   EXPECT_EQ(parseOk(R"({"model": {"vocab_size": 100}, "training": {"ignore_index": 99}})")
                 .training.ignore_index,
             99);
+}
+
+TEST(SpecRules, LossScaling) {
+  Spec s = parseOk(R"({"training": {"precision": "fp16-mixed",
+                                    "loss_scaling": {"init": 1024, "growth_interval": 50}}})");
+  EXPECT_EQ(s.training.loss_scale_init, 1024.0);
+  EXPECT_EQ(s.training.loss_scale_growth_interval, 50);
+  EXPECT_EQ(errorOf(R"({"training": {"loss_scaling": {"init": 0.5}}})"),
+            "training.loss_scaling.init: must be in [1, 1e38] (a float32 power of two is "
+            "usual), got 0.5");
+  EXPECT_NE(errorOf(R"({"training": {"loss_scaling": {"growth_interval": 0}}})").find(
+                "training.loss_scaling.growth_interval"),
+            std::string::npos);
 }
 
 TEST(SpecRules, SizeLimits) {

@@ -118,6 +118,8 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.attention = spec.training.attention.kernel;
   o.precision = spec.training.precision;
   o.gradAccum = spec.training.grad_accum;
+  o.lossScaleInit = spec.training.loss_scale_init;
+  o.lossScaleGrowthInterval = spec.training.loss_scale_growth_interval;
   o.beta1 = opt.beta1;
   o.beta2 = opt.beta2;
   o.eps = opt.eps;
