@@ -735,11 +735,10 @@ void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, cons
                        out_stride_t, causal, window, scale);
       return;
     }
-    checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
-    checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-    checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
-    const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-    const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+    const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
+                                      in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                      out_stride_t);
+    const Layout &li = ls.in, &lo = ls.out;
     attentionFwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
                     static_cast<const float*>(v), static_cast<float*>(out), lse, batch * heads, t,
                     hd, li, lo, causal, window, scale);
@@ -772,11 +771,10 @@ void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, cons
                        out_stride_t, causal, window, scale);
       return;
     }
-    checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
-    checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-    checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
-    const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-    const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+    const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
+                                      in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                      out_stride_t);
+    const Layout &li = ls.in, &lo = ls.out;
     attentionBwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
                     static_cast<const float*>(v), static_cast<const float*>(out), lse,
                     static_cast<const float*>(dout), static_cast<float*>(dq),

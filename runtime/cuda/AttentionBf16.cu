@@ -734,15 +734,14 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
                     int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h,
                     int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
+                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
   if (dt != TGRT_BF16 && dt != TGRT_F16)
     fail(loc, "attention_fwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
   const int64_t bh = batch * heads;
   if (bh * t == 0) return;
-  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+  const Layout &li = ls.in, &lo = ls.out;
   checkAligned16Lp(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
   checkStrides16Lp(loc, "attention_fwd (bf16 / f16)", li, lo);
   const auto* q16 = static_cast<const uint16_t*>(q);
@@ -762,15 +761,14 @@ void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
                     int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                     int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
+                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
   if (dt != TGRT_BF16 && dt != TGRT_F16)
     fail(loc, "attention_bwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
   const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
-  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+  const Layout &li = ls.in, &lo = ls.out;
   checkAligned16Lp(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
   checkStrides16Lp(loc, "attention_bwd (bf16 / f16)", li, lo);
   const auto* q16 = static_cast<const uint16_t*>(q);

@@ -25,6 +25,26 @@ struct Layout {
   }
 };
 
+/// The (q, k, v[, dq, dk, dv]) and (out[, dout]) layouts of a tgrt_attention_fwd
+/// (`forward`) or tgrt_attention_bwd call, after checking that the sizes and strides are
+/// non-negative (fails naming the call and the argument list otherwise).
+struct Layouts {
+  Layout in, out;
+};
+inline Layouts checkedLayouts(const char* loc, bool forward, int64_t batch, int64_t heads,
+                              int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h,
+                              int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h,
+                              int64_t out_stride_t) {
+  checkNonNegative(loc, forward ? "attention_fwd(batch, heads, t, hd)" : "attention_bwd(batch, heads, t, hd)",
+                   batch, heads, t, hd);
+  checkNonNegative(loc, forward ? "attention_fwd(in strides)" : "attention_bwd(in strides)",
+                   in_stride_b, in_stride_h, in_stride_t);
+  checkNonNegative(loc, forward ? "attention_fwd(out strides)" : "attention_bwd(out strides)",
+                   out_stride_b, out_stride_h, out_stride_t);
+  return {Layout{heads, in_stride_b, in_stride_h, in_stride_t},
+          Layout{heads, out_stride_b, out_stride_h, out_stride_t}};
+}
+
 /// Is key j visible to query i? Keys >= t never are (rows >= t are never stored).
 __device__ __forceinline__ bool visibleKey(int64_t i, int64_t j, int64_t t, int causal,
                                            int64_t window) {

@@ -721,13 +721,12 @@ void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float
                       int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
+                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
   const int64_t bh = batch * heads;
   if (bh * t == 0) return;
-  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+  const Layout &li = ls.in, &lo = ls.out;
   checkAligned16Tf32(loc, "attention_fwd (tf32)", {q, k, v, out});
   checkStrides16Tf32(loc, "attention_fwd (tf32)", li, lo);
   switch (hd) {
@@ -747,13 +746,12 @@ void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float
                       int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h, out_stride_t);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
+                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
   const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
-  const Layout li{heads, in_stride_b, in_stride_h, in_stride_t};
-  const Layout lo{heads, out_stride_b, out_stride_h, out_stride_t};
+  const Layout &li = ls.in, &lo = ls.out;
   checkAligned16Tf32(loc, "attention_bwd (tf32)", {q, k, v, dout, dq, dk, dv});
   checkStrides16Tf32(loc, "attention_bwd (tf32)", li, lo);
   switch (hd) {

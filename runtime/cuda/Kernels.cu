@@ -190,22 +190,6 @@ struct AddOp {
   }
 };
 
-// dst[i] += src[i].
-template <typename T>
-struct AccumulateOp {
-  static constexpr int kW = packWidth<T>();
-  T* dst;
-  const T* src;
-  __device__ void operator()(int64_t i) const { dst[i] = fromF<T>(toF(dst[i]) + toF(src[i])); }
-  __device__ void vec(int64_t i) const {
-    float x[kW], y[kW];
-    ldPack(dst, i, x);
-    ldPack(src, i, y);
-#pragma unroll
-    for (int j = 0; j < kW; ++j) x[j] = x[j] + y[j];
-    stPack(dst, i, x);
-  }
-};
 
 // out[i] = value (already rounded to T; `pattern` is 16 bytes of it).
 template <typename T>
@@ -1767,7 +1751,8 @@ void accumulate(Context* ctx, const char* loc, int32_t dt, void* dst, const void
   withDtype(loc, "accumulate", dt, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0) return;
-    launchElementwise(ctx, loc, "accumulate_kernel", AccumulateOp<T>{mp<T>(dst), cp<T>(src)}, n,
+    // dst += src: the add kernel with out aliasing a (each element read before written).
+    launchElementwise(ctx, loc, "accumulate_kernel", AddOp<T>{cp<T>(dst), cp<T>(src), mp<T>(dst)}, n,
                       aligned16(dst, src));
   });
 }
