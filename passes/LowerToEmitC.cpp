@@ -450,10 +450,7 @@ private:
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getWpe()), Arg(o.getResult()), dim(o.getX(), 0),
                        dim(o.getX(), 1), dim(o.getX(), 2)});
         })
-        .Case([&](AddOp o) {
-          return call(op, "tgrt_add",
-                      {dt(o.getLhs()), Arg(o.getLhs()), Arg(o.getRhs()), Arg(o.getResult()), numel(o.getLhs())});
-        })
+        .Case([&](AddOp o) { return emitAdd(o); })
         .Case([&](LayerNormOp o) {
           int64_t d = dim(o.getX(), -1);
           return call(op, "tgrt_layer_norm_fwd",
@@ -479,6 +476,8 @@ private:
         })
         .Case([&](ReshapeOp) { return success(); }) // a view: no code
         .Case([&](CastOp o) {
+          if (castIntoAdd(o))
+            return success(); // read by the next op, tgrt_add_mixed
           return call(op, "tgrt_cast", {dt(o.getX()), Arg(o.getX()), dt(o.getResult()),
                                         Arg(o.getResult()), numel(o.getX())});
         })
@@ -744,6 +743,89 @@ private:
     return Packed{dim(qkv, 0), dim(qkv, 1), heads, D / heads, D, elemBytes(qkv)};
   }
 
+  /// Whether `cast` (widening a residual branch into the residual stream's type) is read only
+  /// by the add right after it, which then reads the cast's input itself (tgrt_add_mixed):
+  /// the add's result must not overlap the cast's input, whose buffer may already be reused
+  /// at the add (it was the input's last use).
+  bool castIntoAdd(CastOp cast) {
+    auto add = dyn_cast_or_null<AddOp>(cast->getNextNode());
+    // Only a widening cast to f32 (exact): reading its input instead changes nothing.
+    if (!rt(cast.getResult()).getElementType().isF32() ||
+        rt(cast.getX()).getElementType().isF32())
+      return false;
+    if (!add || !cast.getResult().hasOneUse() || add.getLhs() == add.getRhs() ||
+        (add.getLhs() != cast.getResult() && add.getRhs() != cast.getResult()))
+      return false;
+    return disjoint(add.getResult(), {cast.getX()});
+  }
+
+  /// tg.add -> tgrt_add_mixed: out = a + b with b read in its own type when it is a widening
+  /// cast fused away (castIntoAdd), and the next op's cast of the sum (the backward's
+  /// residual gradient, narrowed for the next GEMM) written in the same pass when its
+  /// buffer is free already (disjoint from everything the call reads). Otherwise tgrt_add.
+  LogicalResult emitAdd(AddOp o) {
+    Value a = o.getLhs(), b = o.getRhs();
+    auto fusedCast = [&](Value v) {
+      auto c = v.getDefiningOp<CastOp>();
+      return c && c->getNextNode() == o.getOperation() && castIntoAdd(c) ? c : CastOp();
+    };
+    if (fusedCast(a) && !fusedCast(b))
+      std::swap(a, b);
+    if (CastOp c = fusedCast(b))
+      b = c.getX();
+    CastOp low = dyn_cast_or_null<CastOp>(o->getNextNode());
+    if (!low || low.getX() != o.getResult() ||
+        !disjoint(low.getResult(), {a, b, o.getResult()}))
+      low = CastOp();
+    if (low)
+      fusedAway.insert(low);
+    if (b == o.getRhs() && a == o.getLhs() && !low)
+      return call(o, "tgrt_add",
+                  {dt(a), Arg(a), Arg(b), Arg(o.getResult()), numel(a)});
+    return call(o, "tgrt_add_mixed",
+                {dt(o.getResult()), Arg(a), dt(b), Arg(b), Arg(o.getResult()),
+                 low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
+                 low ? Arg(low.getResult()) : Arg(std::string("NULL")), numel(a)});
+  }
+
+  /// Whether v's arena range overlaps none of `others` (persistent values never overlap
+  /// arena ones; an unplanned value counts as overlapping).
+  bool disjoint(Value v, ArrayRef<Value> others) {
+    auto range = [&](Value x) -> std::optional<std::pair<int64_t, int64_t>> {
+      FailureOr<PtrRef> p = ptrOf(x);
+      if (failed(p) || p->persistent)
+        return std::nullopt;
+      return std::make_pair(p->byteOffset, p->byteOffset + elemBytes(x) * numel(x));
+    };
+    auto mine = range(v);
+    if (!mine)
+      return false;
+    for (Value x : others)
+      if (auto r = range(x); r && r->first < mine->second && mine->first < r->second)
+        return false;
+    return true;
+  }
+
+  /// A weight gradient: a GEMM whose only reader (possibly through one cast to the
+  /// gradient's type) is the accumulation into a parameter's gradient slot -> one
+  /// tgrt_matmul_acc onto the slot (beta 1), no arena round trip, no separate add.
+  AccumulateGradOp gradientSink(MatmulOp o, CastOp &cast) {
+    cast = CastOp();
+    if (!o.getResult().hasOneUse())
+      return AccumulateGradOp();
+    Operation *user = *o.getResult().getUsers().begin();
+    if (auto c = dyn_cast<CastOp>(user)) {
+      if (!c.getResult().hasOneUse())
+        return AccumulateGradOp();
+      cast = c;
+      user = *c.getResult().getUsers().begin();
+    }
+    auto acc = dyn_cast<AccumulateGradOp>(user);
+    if (!acc || !slotOf(acc.getParam()))
+      return AccumulateGradOp();
+    return acc;
+  }
+
   /// tg.matmul -> tgrt_matmul. A weight shared across the batch with a plain lhs becomes
   /// one GEMM over the flattened rows.
   LogicalResult emitMatmul(MatmulOp o) {
@@ -769,6 +851,18 @@ private:
       Operation *def = bias.getBias().getDefiningOp();
       return !def || def->isBeforeInBlock(o);
     };
+    CastOp cast;
+    if (batch == 1)
+      if (AccumulateGradOp acc = gradientSink(o, cast)) {
+        const ParamSlot *s = slotOf(acc.getParam());
+        fusedAway.insert(acc);
+        if (cast)
+          fusedAway.insert(cast);
+        return call(o, "tgrt_matmul_acc",
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype),
+                     persistent(s->gradOffset, s->dtype), m, n, k, int64_t(ta ? 1 : 0),
+                     int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+      }
     if (batch == 1 && o.getResult().hasOneUse())
       if (auto bias = dyn_cast<BiasAddOp>(*o.getResult().getUsers().begin());
           bias && bias.getX() == o.getResult() && biasReady(bias)) {
@@ -777,7 +871,7 @@ private:
         // GELU output (cuBLASLt's GELU_AUX_BIAS epilogue keeps the pre-activation as aux).
         auto gelu = dyn_cast_or_null<GeluOp>(bias->getNextNode());
         if (o->getNextNode() == bias.getOperation() && gelu &&
-            gelu.getX() == bias.getResult() && writesEarlySafely(gelu.getResult(), o)) {
+            gelu.getX() == bias.getResult() && disjoint(gelu.getResult(), {o.getA(), o.getB(), o.getResult()})) {
           fusedAway.insert(gelu);
           return call(o, "tgrt_matmul_bias_gelu",
                       {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()),
@@ -794,25 +888,6 @@ private:
                 {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
                  int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0), sa, sb, sc,
                  flt(o.getAlpha().convertToFloat()), flt(0.0f)});
-  }
-
-  /// Whether `early` (planned to be written at its own op) may be written by `at` two ops
-  /// sooner: its arena range must not overlap `at`'s operands and result, which are the only
-  /// buffers that can die between the two ops (the three ops are adjacent).
-  bool writesEarlySafely(Value early, MatmulOp at) {
-    auto range = [&](Value v) -> std::optional<std::pair<int64_t, int64_t>> {
-      FailureOr<PtrRef> p = ptrOf(v);
-      if (failed(p) || p->persistent)
-        return std::nullopt;
-      return std::make_pair(p->byteOffset, p->byteOffset + elemBytes(v) * numel(v));
-    };
-    auto mine = range(early);
-    if (!mine)
-      return false;
-    for (Value v : {at.getA(), at.getB(), at.getResult()})
-      if (auto r = range(v); r && r->first < mine->second && mine->first < r->second)
-        return false;
-    return true;
   }
 
   /// split (whole -> parts) or concat (parts -> whole) along `axis` as strided copies.

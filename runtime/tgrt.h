@@ -158,6 +158,16 @@ void tgrt_positional_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void*
 /* out = a + b (n elements, all dt). out may alias a or b. */
 void tgrt_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
               void* out, int64_t n);
+/* Residual add across element types, with an optional low-precision copy of the sum:
+ *   out = a + b   (float32 arithmetic, rounded once to out_dt),
+ *   low = out     (the rounded sum converted to low_dt) when low != NULL.
+ * a, out: out_dt (the residual stream); b: b_dt; low: low_dt (ignored when low is NULL).
+ * n elements. out may alias a (or b when b_dt == out_dt); low must not alias a, b or out.
+ * Bit-equal to tgrt_cast (b to out_dt) + tgrt_add + tgrt_cast (out to low_dt): the
+ * lowering fuses those sequences (forward: fp32 stream + bf16 branch; backward: the
+ * stream's gradient and its bf16 copy for the next GEMM) to save memory passes. */
+void tgrt_add_mixed(tgrt_ctx* ctx, const char* loc, int32_t out_dt, const void* a, int32_t b_dt,
+                    const void* b, void* out, int32_t low_dt, void* low, int64_t n);
 /* dst += src (n elements, both dt). */
 void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, int32_t dt, void* dst, const void* src,
                      int64_t n);
@@ -207,6 +217,15 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, cons
                  void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                  int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
                  float alpha, float beta);
+/* Weight gradient straight into its (persistent) gradient slot:
+ *   C += alpha * op(A) op(B)   (batch 1; a, b: ab_dt; c: c_dt, e.g. the float32 gradient
+ * of a bf16 GEMM), float32 accumulation, one rounding of the sum C + product to c_dt.
+ * Shapes as tgrt_matmul. C must not alias A or B. Replaces matmul + cast + accumulate (the
+ * product is not rounded to ab_dt first: at least as accurate). CUDA: one cuBLASLt call
+ * with beta = 1 and D's type c_dt. */
+void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                     const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k,
+                     int32_t trans_a, int32_t trans_b, float alpha);
 /* Linear layer in one call: C = alpha * op(A) op(B) + bias, bias [n] added to every row
  * before the single rounding; C [m, n], op(A) [m, k], op(B) [k, n] as in tgrt_matmul
  * (batch 1); all dt. C must not alias A or B.

@@ -2,6 +2,9 @@
 # Installs every Debian package tgc needs (idempotent), then configures and builds.
 #   scripts/setup.sh            install + configure + build (build/)
 #   scripts/setup.sh --deps     install packages only
+# Both also create .venv-hf/ (a venv over Debian's python3 and torch with Hugging Face
+# transformers from PyPI, pinned) for the `tgc export --hf` test; a failure there is a
+# warning: that lit test then reports UNSUPPORTED.
 # CUDA is optional: the CUDA runtime is built when /usr/local/cuda/bin/nvcc exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +15,7 @@ PKGS=(
   nlohmann-json3-dev libcli11-dev libgtest-dev
   libopenblas-dev libsentencepiece-dev sentencepiece
   linux-doc
-  python3-torch python3-numpy python3-matplotlib
+  python3-torch python3-numpy python3-matplotlib python3-venv
 )
 
 missing=()
@@ -26,6 +29,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "[setup] all Debian packages present"
+fi
+
+# Hugging Face transformers (not packaged by Debian) in .venv-hf/, over the system
+# site-packages so that it uses Debian's torch 1.13: 4.38.2 is a release that supports it.
+HF_PIP=(transformers==4.38.2 tokenizers==0.15.2 huggingface-hub==0.36.2 safetensors==0.8.0)
+if .venv-hf/bin/python -c 'import transformers, torch; assert transformers.__version__ == "4.38.2"' \
+    >/dev/null 2>&1; then
+  echo "[setup] .venv-hf: transformers 4.38.2 present"
+else
+  echo "[setup] .venv-hf: installing ${HF_PIP[*]}"
+  if ! { /usr/bin/python3 -m venv --system-site-packages .venv-hf &&
+         .venv-hf/bin/pip install -q --disable-pip-version-check "${HF_PIP[@]}"; }; then
+    echo "[setup] warning: could not install transformers into .venv-hf; the Hugging Face" \
+         "export test will be UNSUPPORTED"
+  fi
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 

@@ -30,3 +30,9 @@ if shutil.which("nvidia-smi") and os.system("nvidia-smi -L >/dev/null 2>&1") == 
     config.available_features.add("cuda")
 if os.system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0:
     config.available_features.add("torch")
+# Hugging Face transformers in the venv scripts/setup.sh creates (over Debian's torch).
+hf_python = os.path.join(config.tg_src_root, ".venv-hf", "bin", "python")
+if os.path.exists(hf_python) and os.system(
+        "'%s' -c 'import transformers' >/dev/null 2>&1" % hf_python) == 0:
+    config.available_features.add("transformers")
+config.substitutions.append(("%hfpython", hf_python))

@@ -471,6 +471,36 @@ void tgrt_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const v
   });
 }
 
+/// out = a + b in float, rounded to out_dt; low = out converted to low_dt when low != NULL
+/// (tgrt.h). Errors: negative n, unknown dtypes, NULL pointers.
+void tgrt_add_mixed(tgrt_ctx* ctx, const char* loc, int32_t out_dt, const void* a, int32_t b_dt,
+                    const void* b, void* out, int32_t low_dt, void* low, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "add_mixed(n)", n);
+  checkDtype(loc, "add_mixed (a, out)", out_dt);
+  checkDtype(loc, "add_mixed (b)", b_dt);
+  if (low) checkDtype(loc, "add_mixed (low)", low_dt);
+  if (n == 0) return;
+  checkPtrs(loc, "add_mixed", {a, b, out});
+  withDtype(loc, "add_mixed", out_dt, [&](auto io) {
+    using Io = decltype(io);
+    withDtype(loc, "add_mixed", b_dt, [&](auto ib) {
+      using Ib = decltype(ib);
+      if (!low) {
+        for (int64_t i = 0; i < n; ++i) Io::st(out, i, Io::ld(a, i) + Ib::ld(b, i));
+        return;
+      }
+      withDtype(loc, "add_mixed", low_dt, [&](auto il) {
+        using Il = decltype(il);
+        for (int64_t i = 0; i < n; ++i) {
+          Io::st(out, i, Io::ld(a, i) + Ib::ld(b, i));
+          Il::st(low, i, Io::ld(out, i));
+        }
+      });
+    });
+  });
+}
+
 /// dst += src over n elements (float add, rounded to dt).
 void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, int32_t dt, void* dst, const void* src,
                      int64_t n) {
@@ -767,6 +797,37 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, cons
       }
     }
   });
+}
+
+/// C += alpha op(A) op(B) with A, B in ab_dt and C in c_dt (tgrt.h): the float32 GEMM of the
+/// widened A, B with beta 1 onto C (widened when c_dt is not f32, then rounded once).
+/// Errors: as tgrt_matmul.
+void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                     const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k,
+                     int32_t trans_a, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_acc(m, n, k)", m, n, k);
+  checkDtype(loc, "matmul_acc (a, b)", ab_dt);
+  checkDtype(loc, "matmul_acc (c)", c_dt);
+  if (m * n == 0 || k == 0) return; // C += 0
+  checkPtrs(loc, "matmul_acc", {a, b, c});
+  std::vector<float> af, bf;
+  const void* ap = a;
+  const void* bp = b;
+  if (ab_dt != TGRT_F32) {
+    af = widen(loc, "matmul_acc", ab_dt, a, m * k);
+    bf = widen(loc, "matmul_acc", ab_dt, b, k * n);
+    ap = af.data();
+    bp = bf.data();
+  }
+  if (c_dt == TGRT_F32) {
+    tgrt_matmul(ctx, loc, TGRT_F32, ap, bp, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha,
+                1.0f);
+    return;
+  }
+  std::vector<float> cf = widen(loc, "matmul_acc", c_dt, c, m * n);
+  tgrt_matmul(ctx, loc, TGRT_F32, ap, bp, cf.data(), 1, m, n, k, trans_a, trans_b, 0, 0, 0,
+              alpha, 1.0f);
+  roundInto(loc, "matmul_acc", c_dt, cf, c);
 }
 
 /// Linear layer: C = alpha op(A) op(B) + bias[:] on every row (batch 1; shapes as

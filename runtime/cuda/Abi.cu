@@ -84,6 +84,11 @@ void tgrt_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const v
   tgrt_cuda::add(C(ctx), loc, dt, a, b, out, n);
 }
 
+void tgrt_add_mixed(tgrt_ctx* ctx, const char* loc, int32_t out_dt, const void* a, int32_t b_dt, const void* b, void* out, int32_t low_dt, void* low, int64_t n) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_add_mixed", loc);
+  tgrt_cuda::addMixed(C(ctx), loc, out_dt, a, b_dt, b, out, low_dt, low, n);
+}
+
 void tgrt_accumulate(tgrt_ctx* ctx, const char* loc, int32_t dt, void* dst, const void* src, int64_t n) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_accumulate", loc);
   tgrt_cuda::accumulate(C(ctx), loc, dt, dst, src, n);
@@ -132,6 +137,11 @@ void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const voi
 void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul", loc);
   tgrt_cuda::matmul(C(ctx), loc, dt, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, alpha, beta);
+}
+
+void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_acc", loc);
+  tgrt_cuda::matmulAcc(C(ctx), loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha);
 }
 
 void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {

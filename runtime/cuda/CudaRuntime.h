@@ -84,6 +84,9 @@ void positionalBwd(Context* ctx, const char* loc, int32_t dt, const void* dout, 
                    int64_t batch, int64_t t, int64_t d, int64_t context);
 void add(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* out,
          int64_t n);
+/// out = a + b across types, optionally low = out in low_dt (tgrt_add_mixed).
+void addMixed(Context* ctx, const char* loc, int32_t out_dt, const void* a, int32_t b_dt,
+              const void* b, void* out, int32_t low_dt, void* low, int64_t n);
 void accumulate(Context* ctx, const char* loc, int32_t dt, void* dst, const void* src,
                 int64_t n);
 void fill(Context* ctx, const char* loc, int32_t dt, void* out, int64_t n, float value);
@@ -115,6 +118,10 @@ void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void
 /// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue (bias of C's
 /// dtype), falling back to the GEMM and the bias kernel when no epilogue algorithm exists
 /// for the shape.
+/// C (c_dt) += alpha op(A) op(B), A and B in ab_dt (tgrt_matmul_acc).
+void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+               int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+               int32_t trans_b, float alpha);
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                 const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                 int32_t trans_b, float alpha);

@@ -44,19 +44,21 @@ struct MatmulKey {
                             ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n)
   uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogues 1, 2)
   int32_t dt = TGRT_F32;    ///< element type of A, B, C, D, bias and aux (enum tgrt_dtype)
+  int32_t cdt = -1;         ///< element type of C and D when not dt (tgrt_matmul_acc), else -1
   bool operator==(const MatmulKey& o) const {
     return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
            sc == o.sc && ta == o.ta && tb == o.tb && align_a == o.align_a &&
            align_b == o.align_b && align_c == o.align_c && epilogue == o.epilogue &&
-           align_bias == o.align_bias && dt == o.dt;
+           align_bias == o.align_bias && dt == o.dt && cdt == o.cdt;
   }
 };
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     uint64_t h = 1469598103934665603ull;
-    const int64_t v[15] = {k.batch,   k.m,       k.n,       k.k,        k.sa,
-                           k.sb,      k.sc,      k.ta,      k.tb,       k.align_a,
-                           k.align_b, k.align_c, k.epilogue, k.align_bias, k.dt};
+    const int64_t v[16] = {k.batch,   k.m,       k.n,        k.k,          k.sa,
+                           k.sb,      k.sc,      k.ta,       k.tb,         k.align_a,
+                           k.align_b, k.align_c, k.epilogue, k.align_bias, k.dt,
+                           k.cdt};
     for (int64_t x : v) h = (h ^ (uint64_t)x) * 1099511628211ull;
     return (size_t)h;
   }

@@ -191,6 +191,49 @@ struct AddOp {
 };
 
 
+// out = a + b across types (TO: a and out; TB: b), float arithmetic, one rounding.
+template <typename TO, typename TB>
+struct AddMixedOp {
+  static constexpr int kW = packWidth<TO, TB>();
+  const TO* a;
+  const TB* b;
+  TO* out;
+  __device__ void operator()(int64_t i) const { out[i] = fromF<TO>(toF(a[i]) + toF(b[i])); }
+  __device__ void vec(int64_t i) const {
+    float x[kW], y[kW];
+    ldPack(a, i, x);
+    ldPack(b, i, y);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) x[j] = x[j] + y[j];
+    stPack(out, i, x);
+  }
+};
+
+// AddMixedOp plus low = the rounded sum converted to TL (the backward's residual gradient
+// and its low-precision copy for the next GEMM, in one pass).
+template <typename TO, typename TB, typename TL>
+struct AddMixedLowOp {
+  static constexpr int kW = packWidth<TO, TB, TL>();
+  const TO* a;
+  const TB* b;
+  TO* out;
+  TL* low;
+  __device__ void operator()(int64_t i) const {
+    const TO s = fromF<TO>(toF(a[i]) + toF(b[i]));
+    out[i] = s;
+    low[i] = fromF<TL>(toF(s));
+  }
+  __device__ void vec(int64_t i) const {
+    float x[kW], y[kW];
+    ldPack(a, i, x);
+    ldPack(b, i, y);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) x[j] = toF(fromF<TO>(x[j] + y[j]));
+    stPack(out, i, x);
+    stPack(low, i, x);
+  }
+};
+
 // out[i] = value (already rounded to T; `pattern` is 16 bytes of it).
 template <typename T>
 struct FillOp {
@@ -1502,7 +1545,8 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   checkBlas(cublasLtMatrixLayoutCreate(&p.lb, type, key.ta ? m : k, key.ta ? k : m,
                                        key.ta ? m : k),
             loc, "cublasLtMatrixLayoutCreate");
-  checkBlas(cublasLtMatrixLayoutCreate(&p.lc, type, n, m, n), loc, "cublasLtMatrixLayoutCreate");
+  const cudaDataType_t ctype = key.cdt >= 0 ? ltType(key.cdt) : type; // C and D
+  checkBlas(cublasLtMatrixLayoutCreate(&p.lc, ctype, n, m, n), loc, "cublasLtMatrixLayoutCreate");
   if (key.batch > 1) {
     const int32_t count = (int32_t)key.batch;
     const int64_t strides[3] = {key.sb, key.sa, key.sc};
@@ -1556,6 +1600,27 @@ bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const vo
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
             loc, "cublasLtMatmul");
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  return true;
+}
+
+/// C (c_dt) += alpha op(A) op(B) (A, B: dt) in one cuBLASLt call with beta 1 (batch 1);
+/// false when cuBLASLt has no algorithm for the shape and types.
+bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                 int32_t cdt, void* c, int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb,
+                 float alpha) {
+  const int64_t es = tgrt_dtype_size(dt), ces = tgrt_dtype_size(cdt);
+  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
+                alignmentOf(b, 0, 1, es), alignmentOf(c, 0, 1, ces)};
+  key.dt = dt;
+  key.cdt = cdt;
+  MatmulPlan& p = getPlan(ctx, loc, key);
+  if (!p.ok) return false;
+  const float beta = 1.0f;
+  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
+                           &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
+            loc, "cublasLtMatmul(accumulate)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -1741,6 +1806,34 @@ void add(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b
     if (n == 0) return;
     launchElementwise(ctx, loc, "add_kernel", AddOp<T>{cp<T>(a), cp<T>(b), mp<T>(out)}, n,
                       aligned16(a, b, out));
+  });
+}
+
+void addMixed(Context* ctx, const char* loc, int32_t out_dt, const void* a, int32_t b_dt,
+              const void* b, void* out, int32_t low_dt, void* low, int64_t n) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "add_mixed(n)", n);
+  elemBytes(loc, "add_mixed (a, out)", out_dt);
+  elemBytes(loc, "add_mixed (b)", b_dt);
+  if (low) elemBytes(loc, "add_mixed (low)", low_dt);
+  if (n == 0) return;
+  withDtype(loc, "add_mixed", out_dt, [&](auto to) {
+    using TO = decltype(to);
+    withDtype(loc, "add_mixed", b_dt, [&](auto tb) {
+      using TB = decltype(tb);
+      if (!low) {
+        launchElementwise(ctx, loc, "add_mixed_kernel",
+                          AddMixedOp<TO, TB>{cp<TO>(a), cp<TB>(b), mp<TO>(out)}, n,
+                          aligned16(a, b, out));
+        return;
+      }
+      withDtype(loc, "add_mixed", low_dt, [&](auto tl) {
+        using TL = decltype(tl);
+        launchElementwise(ctx, loc, "add_mixed_low_kernel",
+                          AddMixedLowOp<TO, TB, TL>{cp<TO>(a), cp<TB>(b), mp<TO>(out), mp<TL>(low)},
+                          n, aligned16(a, b, out, low));
+      });
+    });
   });
 }
 
@@ -2132,6 +2225,26 @@ void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void
            "cuBLASLt has no algorithm for matmul (dtype %d) m %lld n %lld k %lld trans_a %d "
            "trans_b %d",
            (int)dt, (long long)m, (long long)n, (long long)k, (int)trans_a, (int)trans_b);
+}
+
+void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+               int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+               int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_acc(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_acc (a, b)", ab_dt);
+  elemBytes(loc, "matmul_acc (c)", c_dt);
+  if (m == 0 || n == 0 || k == 0) return; // C += 0
+  if (c_dt == ab_dt) {
+    matmul(ctx, loc, ab_dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 1.0f);
+    return;
+  }
+  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha))
+    fail(loc,
+         "cuBLASLt has no algorithm for matmul_acc (a, b dtype %d; c dtype %d) m %lld n %lld "
+         "k %lld trans_a %d trans_b %d",
+         (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (int)trans_a,
+         (int)trans_b);
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,

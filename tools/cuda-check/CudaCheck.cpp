@@ -681,6 +681,70 @@ void checkMatmul(Contexts& c, Rng& rng, int32_t dt) {
   }
 }
 
+/// tgrt_add_mixed against the CPU, bit for bit (one float add, the same roundings): the
+/// forward residual (f32 stream + low branch) and the backward one (f32 sums + their low
+/// copy), with packs (aligned) and on the scalar path (one element off).
+void checkAddMixed(Contexts& c, Rng& rng) {
+  struct Case { int32_t out, b, low; bool withLow; };
+  const Case cases[] = {{TGRT_F32, TGRT_BF16, TGRT_F32, false}, {TGRT_F32, TGRT_F16, TGRT_F32, false},
+                        {TGRT_F32, TGRT_F32, TGRT_BF16, true},  {TGRT_F32, TGRT_F32, TGRT_F16, true},
+                        {TGRT_BF16, TGRT_BF16, TGRT_F32, true}};
+  const int64_t n = 100003;
+  for (const Case& cs : cases)
+    for (int64_t off : {int64_t(0), int64_t(1)}) {
+      Raw a = rng.tensor(cs.out, (size_t)n), b = rng.tensor(cs.b, (size_t)n);
+      Raw ref = zerosOf(cs.out, (size_t)n), lowRef = zerosOf(cs.low, (size_t)n);
+      const int64_t m = n - off;
+      const size_t eo = (size_t)tgrt_dtype_size(cs.out), eb = (size_t)tgrt_dtype_size(cs.b),
+                   el = (size_t)tgrt_dtype_size(cs.low);
+      tgrt_add_mixed(c.cpu, "check", cs.out, a.b.data() + off * eo, cs.b, b.b.data() + off * eb,
+                     ref.b.data() + off * eo, cs.low, cs.withLow ? lowRef.b.data() + off * el : nullptr,
+                     m);
+      DevT ga(a), gb(b), go(cs.out, (size_t)n), gl(cs.low, (size_t)n);
+      go.poison();
+      gl.poison();
+      tgrt_cuda::addMixed(c.gpu, "check", cs.out, ga.at(off), cs.b, gb.at(off), go.at(off), cs.low,
+                          cs.withLow ? gl.at(off) : nullptr, m);
+      auto tail = [&](Raw r) { // elements [off, n)
+        const size_t es = (size_t)tgrt_dtype_size(r.dt);
+        r.b.erase(r.b.begin(), r.b.begin() + off * es);
+        return r;
+      };
+      const std::string shape = fmt("n%lld out %s b %s%s%s", (long long)m, dtName(cs.out),
+                                    dtName(cs.b), cs.withLow ? " low " : "",
+                                    cs.withLow ? dtName(cs.low) : "") +
+                                (off ? " (scalar path)" : "");
+      record("add_mixed (out)", shape, (double)bitDiffs(tail(go.raw()), tail(ref)), 0.0);
+      if (cs.withLow)
+        record("add_mixed (low)", shape, (double)bitDiffs(tail(gl.raw()), tail(lowRef)), 0.0);
+    }
+}
+
+/// tgrt_matmul_acc (weight gradient onto its slot, beta 1, C in its own type) against the
+/// CPU: the float32 GEMM of the widened operands added to C, one rounding.
+void checkMatmulAcc(Contexts& c, Rng& rng) {
+  struct Case { int32_t ab, cdt; int64_t m, n, k; int32_t ta, tb; float alpha; };
+  const Case cases[] = {{TGRT_BF16, TGRT_F32, 768, 768, 512, 1, 0, 1.0f},
+                        {TGRT_F16, TGRT_F32, 96, 64, 200, 1, 0, 1.0f},
+                        {TGRT_BF16, TGRT_F32, 37, 29, 23, 0, 1, 0.5f},
+                        {TGRT_F32, TGRT_F32, 64, 48, 100, 1, 0, 1.0f},
+                        {TGRT_BF16, TGRT_BF16, 64, 48, 100, 1, 0, 1.0f}};
+  for (const Case& cs : cases) {
+    Raw a = rng.tensor(cs.ab, (size_t)(cs.m * cs.k)), b = rng.tensor(cs.ab, (size_t)(cs.k * cs.n)),
+        cc = rng.tensor(cs.cdt, (size_t)(cs.m * cs.n));
+    Raw ref = cc;
+    tgrt_matmul_acc(c.cpu, "check", cs.ab, a.data(), b.data(), cs.cdt, ref.data(), cs.m, cs.n,
+                    cs.k, cs.ta, cs.tb, cs.alpha);
+    DevT ga(a), gb(b), gc(cc);
+    tgrt_cuda::matmulAcc(c.gpu, "check", cs.ab, ga.p, gb.p, cs.cdt, gc.p, cs.m, cs.n, cs.k, cs.ta,
+                         cs.tb, cs.alpha);
+    record("matmul_acc",
+           fmt("%s->%s %lldx%lldx%lld t%d%d a%.2g", dtName(cs.ab), dtName(cs.cdt),
+               (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha),
+           relErr(gc.raw(), ref), tolFor(cs.cdt == TGRT_F32 ? TGRT_F32 : cs.cdt));
+  }
+}
+
 /// tgrt_matmul_bias (cuBLASLt bias epilogue) against the CPU: GEMM then row-broadcast bias.
 void checkMatmulBias(Contexts& c, Rng& rng, int32_t dt) {
   struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
@@ -1675,6 +1739,8 @@ int main(int argc, char** argv) {
     checkDropout(c, rng, dt);
   }
   checkCast(c, rng);
+  checkAddMixed(c, rng);
+  checkMatmulAcc(c, rng);
   checkLayerNorms(c, rng);
   for (int32_t dt : kDtypes) {
     checkMatmul(c, rng, dt);

@@ -8,6 +8,7 @@
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "tools/data/DataPrepare.h"
+#include "tools/tgc/PlanSvg.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -329,30 +330,32 @@ int runCompile(const DriverOptions &opts) {
   return 2;
 }
 
-/// Plans `spec` with extra --set overrides (on top of the user's, already in spec.json).
-/// False (diagnostics printed unless quiet) when the spec or the pipeline refuses it.
-static bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
-                     const std::string &target, tg::PlanReport &report, bool quiet = false) {
+bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
+              const std::string &target, tg::PlanReport &report, bool quiet,
+              std::string *why) {
   SpecError err;
   Spec s;
   if (!parseSpec(spec.json, overrides, s, err, "<spec>")) {
+    if (why)
+      *why = err.str();
     if (!quiet)
       llvm::errs() << "tgc: error: " << err.str() << "\n";
     return false;
   }
   MLIRContext c;
   setupContext(c);
-  if (quiet)
-    c.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+  if (quiet || why)
+    c.getDiagEngine().registerHandler([quiet, why](Diagnostic &d) {
+      if (why && d.getSeverity() == DiagnosticSeverity::Error)
+        *why += (why->empty() ? "" : "; ") + d.str();
+      return quiet ? success() : failure(); // failure: passed on to the default printer
+    });
   return planSpec(c, s, target, report);
 }
 
-/// The largest micro-batch whose plan (with `overrides`) fits `memory` bytes: doubling,
-/// then bisection (the plan grows with the micro-batch). 0 when even 1 does not fit;
-/// *bytes gets that plan's total.
-static int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
-                             const std::string &target, long long memory, int64_t *bytes,
-                             bool progress) {
+int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
+                      const std::string &target, long long memory, int64_t *bytes,
+                      bool progress) {
   auto fits = [&](int64_t batch, int64_t &total) {
     std::vector<std::string> o = overrides;
     o.push_back("training.batch_size=" + std::to_string(batch));
@@ -490,6 +493,15 @@ int runPlan(const DriverOptions &opts) {
   llvm::outs() << tg::formatPlanReport(report, 10);
   if (!opts.planJson.empty() && !writeAtomically(opts.planJson, tg::planReportJson(report)))
     return 1;
+  if (!opts.planSvg.empty()) {
+    PlanSvgOptions so;
+    so.title = "tgc plan: '" + spec.name + "', micro-batch " +
+               std::to_string(spec.training.batch_size) + ", context " +
+               std::to_string(spec.model.context) + ", precision " + spec.training.precision +
+               ", checkpointing " + spec.training.checkpointing + ", target " + target;
+    if (!writeAtomically(opts.planSvg, planSvg(report, so)))
+      return 1;
+  }
   if (opts.maxBatch) {
     int64_t best = 0;
     int64_t lo = maxMicroBatch(spec, {}, target, memory, &best, /*progress=*/true);

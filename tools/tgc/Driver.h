@@ -5,13 +5,20 @@
 #include <string>
 #include <vector>
 
+namespace mlir::tg {
+struct PlanReport;
+} // namespace mlir::tg
+
 namespace tgc {
+
+struct Spec;
 
 struct DriverOptions {
   std::string specFile;               ///< empty: the embedded default spec
   std::vector<std::string> overrides; ///< --set path=value
   std::string emit = "exe", target = "cpu", output;
   std::string planJson, memory = "80GiB";
+  std::string planSvg; ///< tgc plan --svg FILE: the plan as a picture (tools/tgc/PlanSvg.h)
   bool maxBatch = false;
   bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
 };
@@ -29,6 +36,34 @@ int runCompile(const DriverOptions &opts);
 int runSummary(const DriverOptions &opts);
 int runPlan(const DriverOptions &opts);
 int runDataPrepare(const DataCliOptions &opts);
+
+/// `tgc export CHECKPOINT --spec SPEC [--set k=v]... --hf DIR` (tools/tgc/Export.cpp).
+struct ExportOptions {
+  std::string checkpoint;             ///< a safetensors checkpoint written by `train --save`
+  std::string specFile;               ///< the spec it was trained with (empty: default spec)
+  std::vector<std::string> overrides; ///< --set path=value, as at compile time
+  std::string hfDir;                  ///< output directory
+};
+/// Writes DIR/config.json (GPT2Config) and DIR/model.safetensors (GPT2LMHeadModel names,
+/// F32) from the checkpoint's parameters. Returns 0, 1 (input error: unreadable or
+/// mismatching checkpoint, a spec GPT-2 cannot express) or 2 (usage error).
+int runExport(const ExportOptions &opts);
+
+/// Plans `spec` (already validated) with extra --set `overrides` on top of spec.json, for
+/// `target` ("cpu" or "cuda": the workspace size differs). False when the spec or the
+/// pipeline refuses it; diagnostics go to stderr unless `quiet`, and `why` (if given)
+/// receives their text ("; "-joined) for a one-line reason.
+bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
+              const std::string &target, mlir::tg::PlanReport &report, bool quiet = false,
+              std::string *why = nullptr);
+
+/// The largest micro-batch (sequences) whose plan, with `overrides`, fits `memory` bytes:
+/// doubling from 1 (up to 2^16), then bisection (the plan grows with the micro-batch).
+/// Returns 0 when even 1 does not fit or plans fail; `*bytes` gets the total bytes of the
+/// plan at the returned batch (0 when 0). `progress` prints each fitting batch on stderr.
+int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
+                      const std::string &target, long long memory, int64_t *bytes,
+                      bool progress);
 
 /// Parses "80GiB", "24GB", "512MiB", "1073741824" into bytes; -1 on error.
 long long parseBytes(const std::string &text);

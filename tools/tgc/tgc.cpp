@@ -4,11 +4,14 @@
 //   tgc summary [SPEC] [--set k=v]...
 //   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
+//   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
+//   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
 //
 // With no SPEC, the small embedded default spec is used.
 //
 //===----------------------------------------------------------------------------===//
 #include "tools/tgc/Driver.h"
+#include "tools/tgc/Experiment.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -21,6 +24,17 @@ cl::SubCommand compileCmd("compile", "Compile a spec into a training executable 
 cl::SubCommand summaryCmd("summary", "Print the parameter table of a spec");
 cl::SubCommand planCmd("plan", "Print the static memory plan of a spec before anything runs");
 cl::SubCommand dataCmd("data", "Prepare a corpus: `tgc data prepare --input ... --out DIR`");
+cl::SubCommand experimentCmd(
+    "experiment",
+    "Compile (and run) a matrix of training configurations over one spec:\n"
+    "  tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all]\n"
+    "Every configuration is checked against the spec first; each is planned (\"batch\": "
+    "\"max\" = the\nlargest micro-batch that fits --memory), compiled into "
+    "DIR/configs/<name>/train, then\ntools/experiment/run.py trains them and writes the "
+    "report. See docs/experiments.md.");
+cl::SubCommand exportCmd("export",
+                         "Write a trained checkpoint as a Hugging Face GPT-2 directory "
+                         "(config.json + model.safetensors)");
 
 cl::OptionCategory specCat("Spec options");
 cl::opt<std::string> specFile(cl::Positional, cl::desc("[SPEC.json]"), cl::init(""),
@@ -28,7 +42,8 @@ cl::opt<std::string> specFile(cl::Positional, cl::desc("[SPEC.json]"), cl::init(
                               cl::cat(specCat));
 cl::list<std::string> overrides("set", cl::desc("Override a spec field: --set path=value"),
                                 cl::value_desc("path=value"), cl::sub(compileCmd),
-                                cl::sub(summaryCmd), cl::sub(planCmd), cl::cat(specCat));
+                                cl::sub(summaryCmd), cl::sub(planCmd), cl::sub(exportCmd),
+                                cl::cat(specCat));
 
 cl::OptionCategory compileCat("Compile options");
 cl::opt<std::string> emit(
@@ -51,6 +66,11 @@ cl::OptionCategory planCat("Plan options");
 cl::opt<std::string> planJson("json", cl::desc("Write the full plan report as JSON"),
                               cl::value_desc("file"), cl::init(""), cl::sub(planCmd),
                               cl::cat(planCat));
+cl::opt<std::string> planSvg(
+    "svg",
+    cl::desc("Write the plan as an SVG picture: one panel per function, x = op index, "
+             "y = arena offset, one rectangle per buffer (tooltip: name, dtype, bytes)"),
+    cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::cat(planCat));
 cl::opt<bool> maxBatch("max-batch",
                        cl::desc("Find the largest micro-batch whose plan fits --memory"),
                        cl::sub(planCmd), cl::cat(planCat));
@@ -80,11 +100,59 @@ cl::opt<std::string> dataMaxBytes("max-bytes",
                                   cl::init("0"), cl::sub(dataCmd), cl::cat(dataCat));
 cl::opt<unsigned> dataSeed("seed", cl::desc("Shuffle seed for the document split"),
                            cl::init(1234), cl::sub(dataCmd), cl::cat(dataCat));
+cl::OptionCategory exportCat("Export options");
+cl::opt<std::string> exportCheckpoint(cl::Positional, cl::desc("CHECKPOINT.safetensors"),
+                                      cl::init(""), cl::sub(exportCmd), cl::cat(exportCat));
+cl::opt<std::string> exportSpec("spec",
+                                cl::desc("The spec the checkpoint was trained with (the "
+                                         "same --set overrides as at compile time)"),
+                                cl::value_desc("SPEC.json"), cl::init(""), cl::sub(exportCmd),
+                                cl::cat(exportCat));
+cl::opt<std::string> exportHf("hf",
+                              cl::desc("Output directory for the Hugging Face GPT-2 model "
+                                       "(created if missing; config.json and "
+                                       "model.safetensors are replaced)"),
+                              cl::value_desc("DIR"), cl::init(""), cl::sub(exportCmd),
+                              cl::cat(exportCat));
+cl::OptionCategory experimentCat("Experiment options");
+cl::opt<std::string> expMatrix(cl::Positional, cl::desc("MATRIX.json"), cl::init(""),
+                               cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<std::string> expOut("out", cl::desc("Output directory (created; reruns reuse it)"),
+                            cl::value_desc("dir"), cl::init(""), cl::sub(experimentCmd),
+                            cl::cat(experimentCat));
+cl::list<std::string> expOnly("only",
+                              cl::desc("Only these configurations (comma-separated names)"),
+                              cl::value_desc("a,b"), cl::sub(experimentCmd),
+                              cl::cat(experimentCat));
+cl::list<std::string> expSkip("skip", cl::desc("Skip these configurations (comma-separated)"),
+                              cl::value_desc("a,b"), cl::sub(experimentCmd),
+                              cl::cat(experimentCat));
+cl::opt<std::string> expData("data",
+                             cl::desc("Token directory from `tgc data prepare` (overrides the "
+                                      "matrix's \"data\")"),
+                             cl::value_desc("dir"), cl::init(""), cl::sub(experimentCmd),
+                             cl::cat(experimentCat));
+cl::opt<std::string> expMemory(
+    "memory",
+    cl::desc("Device memory for \"batch\": \"max\", e.g. 24GiB, or auto (GPU 0 free memory "
+             "minus 1 GiB); overrides the matrix's \"memory\""),
+    cl::value_desc("bytes|auto"), cl::init(""), cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<std::string> expTarget("target",
+                               cl::desc("auto | cpu | cuda (auto: cuda when a GPU is visible "
+                                        "and tgc has the CUDA runtime); overrides the matrix"),
+                               cl::init(""), cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<std::string> expStage("stage",
+                              cl::desc("compile: stop after compiling; all (default): then run "
+                                       "tools/experiment/run.py DIR"),
+                              cl::init("all"), cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<bool> expForce("force", cl::desc("Recompile configurations that are up to date"),
+                       cl::sub(experimentCmd), cl::cat(experimentCat));
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions({&specCat, &compileCat, &planCat, &dataCat});
+  cl::HideUnrelatedOptions({&specCat, &compileCat, &planCat, &dataCat, &exportCat,
+                            &experimentCat});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compile a GPT-style transformer spec into a training executable with a\n"
@@ -92,7 +160,9 @@ int main(int argc, char **argv) {
       "  tgc compile SPEC -o train     build the training executable\n"
       "  tgc plan SPEC                 print the memory plan before anything runs\n"
       "  tgc summary SPEC              print the parameter table\n"
-      "  tgc data prepare --out DIR    tokenize a corpus (default: Linux kernel docs)\n\n"
+      "  tgc data prepare --out DIR    tokenize a corpus (default: Linux kernel docs)\n"
+      "  tgc export CKPT --hf DIR      a checkpoint as a Hugging Face GPT-2 (--spec SPEC)\n"
+      "  tgc experiment M.json --out D compile and run a matrix of configurations\n\n"
       "Run `tgc <subcommand> --help` for the options of each.\n");
 
   tgc::DriverOptions opts;
@@ -108,11 +178,20 @@ int main(int argc, char **argv) {
     return tgc::runSummary(opts);
   if (planCmd) {
     opts.planJson = planJson;
+    opts.planSvg = planSvg;
     opts.maxBatch = maxBatch;
     opts.tradeoff = tradeoff;
     opts.memory = memory;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);
+  }
+  if (exportCmd) {
+    tgc::ExportOptions e;
+    e.checkpoint = exportCheckpoint;
+    e.specFile = exportSpec;
+    e.overrides.assign(overrides.begin(), overrides.end());
+    e.hfDir = exportHf;
+    return tgc::runExport(e);
   }
   if (dataCmd) {
     if (dataVerb != "prepare") {
@@ -127,6 +206,19 @@ int main(int argc, char **argv) {
     d.maxBytes = dataMaxBytes;
     d.seed = dataSeed;
     return tgc::runDataPrepare(d);
+  }
+  if (experimentCmd) {
+    tgc::ExperimentOptions e;
+    e.matrixFile = expMatrix;
+    e.out = expOut;
+    e.only.assign(expOnly.begin(), expOnly.end());
+    e.skip.assign(expSkip.begin(), expSkip.end());
+    e.data = expData;
+    e.memory = expMemory;
+    e.target = expTarget;
+    e.stage = expStage;
+    e.force = expForce;
+    return tgc::runExperiment(e);
   }
   errs() << "tgc: error: no subcommand given; try `tgc --help`\n";
   return 2;
