@@ -550,6 +550,19 @@ private:
         })
         .Case([&](LayerNormGradOp o) {
           int64_t d = dim(o.getX(), -1);
+          if (auto [add, low] = residualGradSink(o); add) {
+            fusedAway.insert(add);
+            if (low)
+              fusedAway.insert(low);
+            Value dres = add.getLhs() == o.getDx() ? add.getRhs() : add.getLhs();
+            return call(op, "tgrt_layer_norm_bwd_acc",
+                        {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
+                         dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()),
+                         Arg(o.getRstd()), Arg(dres),
+                         low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
+                         low ? Arg(low.getResult()) : Arg(std::string("NULL")),
+                         Arg(o.getDgamma()), Arg(o.getDbeta()), numel(o.getX()) / d, d});
+          }
           return call(op, "tgrt_layer_norm_bwd",
                       {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
                        dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()),
@@ -562,6 +575,8 @@ private:
                       {dt(o.getDy()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getDy()) / n, n});
         })
         .Case([&](GeluGradOp o) {
+          if (auto it = deferredDgelu.find(o); it != deferredDgelu.end())
+            return emitDgeluBgrad(it->second, o);
           return call(op, "tgrt_gelu_bwd",
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getX())});
         })
@@ -788,6 +803,40 @@ private:
                  low ? Arg(low.getResult()) : Arg(std::string("NULL")), numel(a)});
   }
 
+  /// The residual stream's gradient after a layer norm's backward: `ln` whose dx is read
+  /// only by the add right after it, which adds it in place to the stream's gradient (the
+  /// add's other operand, same buffer as its result) -> one tgrt_layer_norm_bwd_acc; the
+  /// cast of the sum right after the add (the next GEMM's low-precision input) joins when
+  /// its buffer is free from the layer norm on.
+  std::pair<AddOp, CastOp> residualGradSink(LayerNormGradOp ln) {
+    auto add = dyn_cast_or_null<AddOp>(ln->getNextNode());
+    if (!add || !ln.getDx().hasOneUse() || add.getLhs() == add.getRhs() ||
+        (add.getLhs() != ln.getDx() && add.getRhs() != ln.getDx()))
+      return {};
+    Value dres = add.getLhs() == ln.getDx() ? add.getRhs() : add.getLhs();
+    if (rt(dres).getElementType() != rt(ln.getDx()).getElementType())
+      return {};
+    FailureOr<PtrRef> p = ptrOf(dres), q = ptrOf(add.getResult());
+    if (failed(p) || failed(q) || p->persistent != q->persistent ||
+        p->byteOffset != q->byteOffset)
+      return {};
+    // The low copy is written at the layer norm, two ops early: free of everything the two
+    // ops touch, except dx, which the fused call never writes.
+    CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
+    SmallVector<Value> touched;
+    for (Operation *op : {ln.getOperation(), add.getOperation()}) {
+      for (Value v : op->getOperands())
+        if (v != ln.getDx())
+          touched.push_back(v);
+      for (Value v : op->getResults())
+        if (v != ln.getDx())
+          touched.push_back(v);
+    }
+    if (!low || low.getX() != add.getResult() || !disjoint(low.getResult(), touched))
+      low = CastOp();
+    return {add, low};
+  }
+
   /// Whether v's arena range overlaps none of `others` (persistent values never overlap
   /// arena ones; an unplanned value counts as overlapping).
   bool disjoint(Value v, ArrayRef<Value> others) {
@@ -804,6 +853,107 @@ private:
       if (auto r = range(x); r && r->first < mine->second && mine->first < r->second)
         return false;
     return true;
+  }
+
+  /// The MLP's backward through the GELU: a GEMM whose only reader is a GELU gradient (as
+  /// its dy), whose result a bias gradient reads -> one tgrt_matmul_dgelu_bgrad (cuBLASLt's
+  /// DGELU_BGRAD epilogue) at the GEMM. Both outputs are then written before their planned
+  /// ops: each must be free from the GEMM on (earlyWriteSafe), and dx must not overlap the
+  /// pre-activation it is computed from.
+  struct DgeluSink {
+    GeluGradOp gelu;
+    BiasGradOp bias;
+    bool late; ///< the call goes at the GELU gradient (else at the GEMM)
+  };
+  DgeluSink geluGradSink(MatmulOp o) {
+    if (!o.getResult().hasOneUse())
+      return {};
+    auto gelu = dyn_cast<GeluGradOp>(*o.getResult().getUsers().begin());
+    if (!gelu || gelu.getDy() != o.getResult() || gelu.getX() == o.getResult())
+      return {};
+    BiasGradOp bias;
+    for (Operation *u : gelu.getResult().getUsers())
+      if (auto bg = dyn_cast<BiasGradOp>(u); bg && !bias)
+        bias = bg;
+    if (!bias || rt(bias.getDy()).getShape().back() != rt(o.getResult()).getShape().back())
+      return {};
+    if (!disjoint(gelu.getResult(), {gelu.getX()}))
+      return {};
+    // At the GEMM only when the pre-activation exists by then (a recomputed one may be
+    // produced between the GEMM and the GELU gradient).
+    Operation *preDef = gelu.getX().getDefiningOp();
+    bool preReady = !preDef || (preDef->getBlock() == o->getBlock() && preDef->isBeforeInBlock(o));
+    if (preReady && earlyWriteSafe(gelu.getResult(), o, gelu, o.getResult()) &&
+        earlyWriteSafe(bias.getResult(), o, bias))
+      return {gelu, bias, false};
+    // Else at the GELU gradient: the GEMM's operands are then read later, so nothing written
+    // in (GEMM, GELU gradient] may overlap them; dx is written where planned.
+    SmallVector<Value> written;
+    for (Operation *op = o->getNextNode(); op && op != gelu->getNextNode(); op = op->getNextNode())
+      for (Value r : op->getResults())
+        if (!neverWritten(r))
+          written.push_back(r);
+    for (Value operand : {o.getA(), o.getB()})
+      if (!disjoint(operand, written))
+        return {};
+    if (earlyWriteSafe(bias.getResult(), gelu, bias))
+      return {gelu, bias, true};
+    return {};
+  }
+
+  /// tgrt_matmul_dgelu_bgrad for the GEMM o, the GELU gradient reading it and its bias
+  /// gradient (geluGradSink).
+  LogicalResult emitDgeluBgrad(MatmulOp o, GeluGradOp gelu) {
+    BiasGradOp bias;
+    for (Operation *u : gelu.getResult().getUsers())
+      if (auto bg = dyn_cast<BiasGradOp>(u); bg && !bias)
+        bias = bg;
+    auto a = rt(o.getA()), b = rt(o.getB());
+    bool ta = o.getTransposeA(), tb = o.getTransposeB();
+    int64_t k = ta ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
+    int64_t n = tb ? b.getDimSize(b.getRank() - 2) : b.getDimSize(b.getRank() - 1);
+    int64_t m = numel(o.getResult()) / n;
+    return call(o, "tgrt_matmul_dgelu_bgrad",
+                {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(gelu.getX()),
+                 Arg(gelu.getResult()), Arg(bias.getResult()), m, n, k, int64_t(ta ? 1 : 0),
+                 int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+  }
+
+  /// Whether `v`, planned to be written at `to`, may be written at `from` (earlier in the
+  /// same block) instead: its range overlaps nothing an op in [from, to) reads or writes
+  /// (those are the only buffers that can die in between and leave their space to v), or
+  /// it is exactly the range of `same`, a result of `from` that lives until `to`.
+  bool earlyWriteSafe(Value v, Operation *from, Operation *to, Value same = {}) {
+    if (from->getBlock() != to->getBlock() || !from->isBeforeInBlock(to))
+      return false;
+    if (same) {
+      FailureOr<PtrRef> p = ptrOf(v), q = ptrOf(same);
+      if (succeeded(p) && succeeded(q) && !p->persistent && !q->persistent &&
+          p->byteOffset == q->byteOffset && elemBytes(v) * numel(v) == elemBytes(same) * numel(same))
+        return true;
+    }
+    SmallVector<Value> touched;
+    for (Operation *op = from; op != to; op = op->getNextNode()) {
+      touched.append(op->operand_begin(), op->operand_end());
+      touched.append(op->result_begin(), op->result_end());
+    }
+    return disjoint(v, touched);
+  }
+
+  /// Whether the lowering never writes v's buffer: a view (reshape), or the result (or its
+  /// cast) of a weight-gradient GEMM that goes straight into a gradient slot (gradientSink).
+  bool neverWritten(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<ReshapeOp>(def))
+      return true;
+    if (auto c = dyn_cast<CastOp>(def))
+      def = c.getX().getDefiningOp();
+    CastOp cast;
+    auto mm = dyn_cast_or_null<MatmulOp>(def);
+    return mm && gradientSink(mm, cast) &&
+           (v == mm.getResult() || (cast && v == cast.getResult()));
   }
 
   /// A weight gradient: a GEMM whose only reader (possibly through one cast to the
@@ -851,6 +1001,16 @@ private:
       Operation *def = bias.getBias().getDefiningOp();
       return !def || def->isBeforeInBlock(o);
     };
+    if (batch == 1)
+      if (auto [gelu, bias, late] = geluGradSink(o); gelu) {
+        fusedAway.insert(bias);
+        if (late) { // emitted when the lowering reaches the GELU gradient
+          deferredDgelu[gelu] = o;
+          return success();
+        }
+        fusedAway.insert(gelu);
+        return emitDgeluBgrad(o, gelu);
+      }
     CastOp cast;
     if (batch == 1)
       if (AccumulateGradOp acc = gradientSink(o, cast)) {
@@ -918,6 +1078,9 @@ private:
   PlanReport report;
   llvm::StringMap<const ParamSlot *> slots;
   llvm::SmallPtrSet<Operation *, 32> fusedAway; ///< ops lowered as part of an earlier call
+  /// GELU gradients that lower as tgrt_matmul_dgelu_bgrad with the GEMM they read (which
+  /// emitted nothing at its own place).
+  llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;
   // Per function: the tgrt_ctx* argument, the region bases, the pointers built so far.
   Value ctxValue, P, A;
   std::map<std::tuple<bool, int64_t, bool>, Value> ptrCache;

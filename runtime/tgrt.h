@@ -208,6 +208,18 @@ void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const voi
                          const float* mean, const float* rstd, void* dx, void* dgamma,
                          void* dbeta, int64_t rows, int64_t d);
 
+/* tgrt_layer_norm_bwd whose dx is added into the residual stream's gradient in the same
+ * pass: dres = dres + dx (dx rounded to x_dt first, then the sum rounded to x_dt), and,
+ * when low != NULL, low = dres converted to low_dt (the next GEMM's input). dres: x_dt,
+ * [rows, d], read and written; low must not alias any other argument. dgamma, dbeta as
+ * tgrt_layer_norm_bwd. Bit-equal to tgrt_layer_norm_bwd + tgrt_add_mixed (the lowering
+ * fuses that sequence). CUDA: one kernel for the mixed-precision types (x f32, dy and low
+ * bf16 / f16, d <= 1536); else the accumulating scalar kernel, column sums and a cast. */
+void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                             int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                             const float* mean, const float* rstd, void* dres, int32_t low_dt,
+                             void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d);
+
 /* Batched row-major GEMM (a, b, c: dt; float32 accumulation): for b < batch,
  *   C_b = alpha * op(A_b) * op(B_b) + beta * C_b,  C_b is m x n,
  *   op(A_b) is m x k (A_b stored k x m when trans_a), op(B_b) is k x n (n x k when trans_b),
@@ -244,6 +256,20 @@ void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
 void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
                            const void* b, const void* bias, void* pre, void* out, int64_t m,
                            int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
+/* MLP backward through the GELU in one call (the gradient of the up-projection's output):
+ *   g = alpha * op(A) op(B)          [m, n], float32 accumulation (A, B as tgrt_matmul),
+ *   dx = g * GELU'(pre)              (tanh GELU, as tgrt_gelu_bwd; pre [m, n] the forward's
+ *                                     pre-activation, read),
+ *   dbias[j] = sum_r dx[r, j]        [n] (float32 sums; overwritten).
+ * a, b, pre, dx, dbias: dt. dx must not alias A, B or pre.
+ * CUDA: one cuBLASLt call with CUBLASLT_EPILOGUE_DGELU_BGRAD (aux = pre) where the GELU
+ * epilogue is on (as tgrt_matmul_bias_gelu) and the shape allows it (n % 8 == 0); else the
+ * GEMM into dx, then tgrt_gelu_bwd and tgrt_bias_grad (bit-equal to the unfused calls).
+ * The epilogue applies GELU' and sums before rounding dx: within the dtype's rounding of
+ * the unfused chain, not bit-equal. CPU: the unfused chain. */
+void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                             const void* b, const void* pre, void* dx, void* dbias, int64_t m,
+                             int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
 /* out[r,:] = x[r,:] + bias[:]; x [rows, n]; all dt. out may alias x. */
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
                    void* out, int64_t rows, int64_t n);

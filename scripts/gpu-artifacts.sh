@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
+[ "$WHAT" = experiment ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
 exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
@@ -85,7 +85,20 @@ final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gr
     --set training.batch_size=2
   gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
   ;;
-*) echo "usage: $0 fp32|mixed|remat|all|final" >&2; exit 2 ;;
+experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment --stage compile`
+             # for CUDA into runs/NAME, executables stripped, one solid tar.xz (the configs
+             # share the runtime, so they compress together to a few MB); for
+             # scripts/gpu-experiment.sh
+  MATRIX=${2:?matrix file}; NAME=${3:?name}
+  rm -rf "runs/$NAME" "runs/$NAME.tar.xz"
+  $TGC experiment "$MATRIX" --out "runs/$NAME" --stage compile --target cuda \
+    --memory "${MAXMEM:-78GiB}" --data runs/data-gpu
+  for f in runs/"$NAME"/configs/*/train; do strip "$f"; done
+  tar -C runs -cf - "$NAME" | xz -9 -T1 --lzma2=preset=9,dict=256MiB > "runs/$NAME.tar.xz"
+  rm -rf "runs/$NAME"
+  ls -la "runs/$NAME.tar.xz"
+  ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final|experiment MATRIX NAME" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

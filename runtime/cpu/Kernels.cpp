@@ -732,6 +732,20 @@ void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const voi
   });
 }
 
+/// tgrt_layer_norm_bwd into a scratch dx, then tgrt_add_mixed into dres (and low): the
+/// unfused chain, so the result equals the separate calls bit for bit (tgrt.h).
+void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                             int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                             const float* mean, const float* rstd, void* dres, int32_t low_dt,
+                             void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
+  checkNonNegative(loc, "layer_norm_bwd_acc(rows, d)", rows, d);
+  checkDtype(loc, "layer_norm_bwd_acc (x, dres)", x_dt);
+  std::vector<unsigned char> dx((size_t)(rows * d) * elemBytes(x_dt) + 1);
+  tgrt_layer_norm_bwd(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dx.data(), dgamma,
+                      dbeta, rows, d);
+  tgrt_add_mixed(ctx, loc, x_dt, dres, x_dt, dx.data(), dres, low_dt, low, rows * d);
+}
+
 // --------------------------------------------------------------------------- matmul --
 
 /// Batched row-major GEMM via cblas_sgemm, one call per batch entry:
@@ -828,6 +842,17 @@ void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* 
   tgrt_matmul(ctx, loc, TGRT_F32, ap, bp, cf.data(), 1, m, n, k, trans_a, trans_b, 0, 0, 0,
               alpha, 1.0f);
   roundInto(loc, "matmul_acc", c_dt, cf, c);
+}
+
+/// The MLP backward through the GELU (tgrt.h): the unfused chain tgrt_matmul (into dx) ->
+/// tgrt_gelu_bwd (in place) -> tgrt_bias_grad, so the CPU result equals the separate calls.
+void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                             const void* b, const void* pre, void* dx, void* dbias, int64_t m,
+                             int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                             float alpha) {
+  tgrt_matmul(ctx, loc, dt, a, b, dx, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+  tgrt_gelu_bwd(ctx, loc, dt, pre, dx, dx, m * n);
+  tgrt_bias_grad(ctx, loc, dt, dx, dbias, m, n);
 }
 
 /// Linear layer: C = alpha op(A) op(B) + bias[:] on every row (batch 1; shapes as

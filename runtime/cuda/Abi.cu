@@ -134,6 +134,11 @@ void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const voi
   tgrt_cuda::layerNormBwd(C(ctx), loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dx, dgamma, dbeta, rows, d);
 }
 
+void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd_acc", loc);
+  tgrt_cuda::layerNormBwdAcc(C(ctx), loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d);
+}
+
 void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul", loc);
   tgrt_cuda::matmul(C(ctx), loc, dt, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, alpha, beta);
@@ -142,6 +147,11 @@ void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, cons
 void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_acc", loc);
   tgrt_cuda::matmulAcc(C(ctx), loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha);
+}
+
+void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_dgelu_bgrad", loc);
+  tgrt_cuda::matmulDgeluBgrad(C(ctx), loc, dt, a, b, pre, dx, dbias, m, n, k, trans_a, trans_b, alpha);
 }
 
 void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {

@@ -115,13 +115,22 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
 void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
-/// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue (bias of C's
-/// dtype), falling back to the GEMM and the bias kernel when no epilogue algorithm exists
-/// for the shape.
+/// Layer norm backward accumulated into the residual gradient (tgrt_layer_norm_bwd_acc).
+void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                     const void* x, int32_t p_dt, const void* gamma, const float* mean,
+                     const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma,
+                     void* dbeta, int64_t rows, int64_t d);
 /// C (c_dt) += alpha op(A) op(B), A and B in ab_dt (tgrt_matmul_acc).
 void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                int32_t trans_b, float alpha);
+/// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).
+void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                      const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k,
+                      int32_t trans_a, int32_t trans_b, float alpha);
+/// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue (bias of C's
+/// dtype), falling back to the GEMM and the bias kernel when no epilogue algorithm exists
+/// for the shape.
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                 const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                 int32_t trans_b, float alpha);
@@ -135,6 +144,9 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
 /// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias
 /// epilogue + geluFwd.
 void setGeluEpilogue(Context* ctx, bool on);
+/// Path of matmulDgeluBgrad (as TGRT_DGELU_EPILOGUE): 0 own kernels, 1 DGELU epilogue + own
+/// bias gradient, 2 DGELU_BGRAD epilogue.
+void setDgeluEpilogue(Context* ctx, int mode);
 void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
              void* out, int64_t rows, int64_t n);
 void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,

@@ -41,7 +41,10 @@ struct MatmulKey {
   uint32_t align_a, align_b, align_c;
   int32_t epilogue = 0;     ///< 0 none, 1 bias (CUBLASLT_EPILOGUE_BIAS, bias [n] per row),
                             ///< 2 bias + GELU with the pre-activation as aux output
-                            ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n)
+                            ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n), 3 GELU
+                            ///< gradient from the aux input + bias gradient output
+                            ///< (CUBLASLT_EPILOGUE_DGELU_BGRAD), 4 the GELU gradient
+                            ///< alone (CUBLASLT_EPILOGUE_DGELU)
   uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogues 1, 2)
   int32_t dt = TGRT_F32;    ///< element type of A, B, C, D, bias and aux (enum tgrt_dtype)
   int32_t cdt = -1;         ///< element type of C and D when not dt (tgrt_matmul_acc), else -1
@@ -90,6 +93,10 @@ struct Context {
   /// The same for bf16 / f16: TGRT_GELU_EPILOGUE=1/0, default on (its error is far below the
   /// rounding of a 2-byte output).
   bool gelu_epilogue_low = true;
+  /// tgrt_matmul_dgelu_bgrad on bf16 / f16 (TGRT_DGELU_EPILOGUE): 0 the GEMM then the own GELU
+  /// backward and bias gradient kernels (default: measured fastest on an H100), 1
+  /// CUBLASLT_EPILOGUE_DGELU then the own bias gradient, 2 CUBLASLT_EPILOGUE_DGELU_BGRAD.
+  int dgelu_epilogue = 0;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   int64_t step = 1;
   float lr = 0.0f;

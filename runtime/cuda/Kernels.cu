@@ -320,6 +320,23 @@ struct StDyn {
   __device__ __forceinline__ bool valid() const { return p != nullptr; }
 };
 
+/// StDyn that adds: p[i] = round(p[i] + round(v)) (the accumulating layer-norm backward).
+struct StAccDyn {
+  void* p;
+  int32_t dt;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const {
+    const LdDyn ld{p, dt};
+    const StDyn st{p, dt};
+    st(i, ld(i) + roundTo(v));
+  }
+  __device__ __forceinline__ float roundTo(float v) const {
+    if (dt == TGRT_BF16) return bf16ToFloat(bf16FromFloat(v));
+    if (dt == TGRT_F16) return f16ToFloat(f16FromFloat(v));
+    return v;
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+
 // ---------------------------------------------------------------------- embedding --
 
 // out[i, :] = table[ids[i], :], copied as U units (16-byte words when the row bytes and both
@@ -642,13 +659,16 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // (warp w of the grid takes rows w, w + warps, ... in order), then added over the block's 8
 // warps in order into part0 / part1 [block, d] (float32; column_finish_kernel sums the
 // blocks in order, in double). Grid: lnBwdBlocks(rows) blocks of 256 threads.
-template <int NV, int W, typename TDY, typename TX, typename TP>
+// ACC (the residual stream's gradient, tgrt_layer_norm_bwd_acc): dx is read and the sum
+// dx + dx_ln stored (rounded to TX); with LOW the rounded sum also goes to low (TL).
+template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
+          bool LOW = false, typename TL = TX>
 __global__ void __launch_bounds__(256)
     layer_norm_bwd_fused_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
                                 const TP* __restrict__ gamma, const float* __restrict__ mean,
                                 const float* __restrict__ rstd, TX* __restrict__ dx,
-                                float* __restrict__ part0, float* __restrict__ part1,
-                                int64_t rows, int64_t d) {
+                                TL* __restrict__ low, float* __restrict__ part0,
+                                float* __restrict__ part1, int64_t rows, int64_t d) {
   __shared__ float s0[8][32 * W];
   __shared__ float s1[8][32 * W];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -696,7 +716,14 @@ __global__ void __launch_bounds__(256)
         ldPack(gamma, c, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xh[k][j] * meanGX);
+        if constexpr (ACC) {
+          float prev[W];
+          ldPack(dx + r * d, c, prev);
+#pragma unroll
+          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(prev[j] + toF(fromF<TX>(o[j]))));
+        }
         stPack(dx + r * d, c, o);
+        if constexpr (LOW) stPack(low + r * d, c, o);
       }
     }
   }
@@ -1510,12 +1537,17 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
             loc, "cublasLtMatmulDescSetAttribute");
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
             loc, "cublasLtMatmulDescSetAttribute");
-  if (key.epilogue == 1 || key.epilogue == 2) {
-    // Column-major D^T is [n x m]: the bias [n] runs along D^T's rows, as the epilogue wants.
-    const cublasLtEpilogue_t epi =
-        key.epilogue == 1 ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  if (key.epilogue >= 1) {
+    // Column-major D^T is [n x m]: the bias [n] runs along D^T's rows, as the epilogue wants
+    // (DGELU_BGRAD: its gradient, the sum over D^T's columns, i.e. over our rows).
+    const cublasLtEpilogue_t epi = key.epilogue == 1   ? CUBLASLT_EPILOGUE_BIAS
+                                   : key.epilogue == 2 ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                   : key.epilogue == 3 ? CUBLASLT_EPILOGUE_DGELU_BGRAD
+                                                       : CUBLASLT_EPILOGUE_DGELU;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  }
+  if (key.epilogue >= 1 && key.epilogue != 4) { // 4 (DGELU) has no bias
     // The bias has D's type (also cuBLASLt's default; stated for clarity).
     const int32_t biasType = (int32_t)type;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
@@ -1526,7 +1558,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
                                              sizeof bias),
               loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   }
-  if (key.epilogue == 2) { // the aux output (pre-activation) has D's shape, ld n (elements)
+  if (key.epilogue >= 2) { // the aux (pre-activation; out: 2, in: 3) has D's shape, ld n
     const int64_t ld = key.n;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                              sizeof ld),
@@ -1630,21 +1662,25 @@ bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const
 /// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, which writes the sum to aux and GELU of it to C. False
 /// when cuBLASLt has no algorithm, or (GELU) when the aux layout is not one the epilogue
 /// takes (ld n a multiple of 8, 16-byte aligned aux).
+/// With dgelu: C = alpha op(A) op(B) * GELU'(aux) (aux read: the forward's pre-activation),
+/// with `bias` written with the column sums of C (CUBLASLT_EPILOGUE_DGELU_BGRAD) or, bias
+/// NULL, without (CUBLASLT_EPILOGUE_DGELU).
 bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* bias, void* aux, void* c, int64_t m, int64_t n, int64_t k,
-                      int32_t ta, int32_t tb, float alpha) {
+                      int32_t ta, int32_t tb, float alpha, bool dgelu = false) {
   const int64_t es = tgrt_dtype_size(dt);
   if (aux && (n % 8 != 0 || alignmentOf(aux, 0, 1, es) < 16)) return false;
   MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
                 alignmentOf(b, 0, 1, es), alignmentOf(c, 0, 1, es)};
   key.dt = dt;
-  key.epilogue = aux ? 2 : 1;
+  key.epilogue = dgelu ? (bias ? 3 : 4) : aux ? 2 : 1;
   key.align_bias = alignmentOf(bias, 0, 1, es);
   MatmulPlan& p = getPlan(ctx, loc, key, bias);
   if (!p.ok) return false;
-  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                           sizeof bias),
-            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  if (bias)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias),
+              loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   if (aux)
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux, sizeof aux),
@@ -1653,7 +1689,9 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, aux ? "cublasLtMatmul(gelu_aux_bias epilogue)" : "cublasLtMatmul(bias epilogue)");
+            loc, dgelu ? "cublasLtMatmul(dgelu epilogue)"
+                 : aux ? "cublasLtMatmul(gelu_aux_bias epilogue)"
+                       : "cublasLtMatmul(bias epilogue)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -2068,17 +2106,19 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
 
 /// The fused backward (layer_norm_bwd_fused_kernel) for a low-precision typed combination;
 /// false when the shape does not allow it (the caller then runs dx + column sums).
-template <typename TDY, typename TX, typename TP>
+/// ACC / LOW as the kernel (the accumulating form; low has TDY's type).
+template <typename TDY, typename TX, typename TP, bool ACC = false, bool LOW = false>
 bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const void* xv,
                        const void* gv, const float* mean, const float* rstd, void* dxv,
-                       void* dgv, void* dbv, int64_t rows, int64_t d) {
+                       void* dgv, void* dbv, int64_t rows, int64_t d, void* lowv = nullptr) {
   constexpr int W = packWidth<TDY, TX, TP>();
   static_assert(W == 8, "the fused backward is for combinations with a 2-byte type");
   const TDY* dy = cp<TDY>(dyv);
   const TX* x = cp<TX>(xv);
   const TP* gamma = cp<TP>(gv);
   TX* dx = mp<TX>(dxv);
-  const int nv = layerNormNV(d, W, aligned16(dy, x, gamma, dx));
+  TDY* low = mp<TDY>(lowv);
+  const int nv = layerNormNV(d, W, aligned16(dy, x, gamma, dx) && (!LOW || aligned16(low)));
   if (nv == 0 || rows == 0) return false;
   const int64_t blocks = lnBwdBlocks(rows);
   const int64_t partBytes = align256(blocks * d * (int64_t)sizeof(float));
@@ -2087,7 +2127,7 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
   float* part1 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + partBytes);
   const dim3 grid((unsigned)blocks), block(256);
   switch (nv) {
-#define TGRT_LN_FUSED(NV)                                                                          case NV:                                                                                           launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                                         layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean,             rstd, dx, part0, part1, rows, d);                                                         break;
+#define TGRT_LN_FUSED(NV)                                                                          case NV:                                                                                           launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                                         layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY>, grid, block, 0, dy, x,          gamma, mean, rstd, dx, low, part0, part1, rows, d);                                                         break;
     TGRT_LN_FUSED(1)
     TGRT_LN_FUSED(2)
     TGRT_LN_FUSED(3)
@@ -2185,6 +2225,45 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
              StDyn{dgamma, p_dt}, pes, rows, d);
 }
 
+void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                     const void* x, int32_t p_dt, const void* gamma, const float* mean,
+                     const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma,
+                     void* dbeta, int64_t rows, int64_t d) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "layer_norm_bwd_acc(rows, d)", rows, d);
+  elemBytes(loc, "layer_norm_bwd_acc (dy)", y_dt);
+  elemBytes(loc, "layer_norm_bwd_acc (x, dres)", x_dt);
+  const int64_t pes = elemBytes(loc, "layer_norm_bwd_acc (gamma, dgamma, dbeta)", p_dt);
+  if (low) elemBytes(loc, "layer_norm_bwd_acc (low)", low_dt);
+  if (d == 0) return;
+  // One pass (the fused kernel) for the mixed-precision combinations with low in dy's type.
+  bool done = false;
+  withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
+    using TX = decltype(tx);
+    using TP = decltype(tp);
+    using TY = decltype(ty);
+    if constexpr (packWidth<TY, TX, TP>() == 8) {
+      if (!low)
+        done = layerNormBwdFused<TY, TX, TP, true, false>(ctx, loc, dy, x, gamma, mean, rstd,
+                                                          dres, dgamma, dbeta, rows, d);
+      else if (low_dt == y_dt)
+        done = layerNormBwdFused<TY, TX, TP, true, true>(ctx, loc, dy, x, gamma, mean, rstd,
+                                                         dres, dgamma, dbeta, rows, d, low);
+    }
+  });
+  if (done) return;
+  // Otherwise: dx accumulated by the scalar kernel (dres = round(dres + dx)), the column
+  // sums, then the low copy.
+  if (rows > 0)
+    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
+           layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, StAccDyn>, dim3(gridFor(rows, 8)),
+           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, mean, rstd,
+           StAccDyn{dres, x_dt}, rows, d);
+  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
+             StDyn{dgamma, p_dt}, pes, rows, d);
+  if (low) cast(ctx, loc, x_dt, dres, low_dt, low, rows * d);
+}
+
 void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta) {
@@ -2268,6 +2347,8 @@ void setGeluEpilogue(Context* ctx, bool on) {
   ctx->gelu_epilogue_low = on;
 }
 
+void setDgeluEpilogue(Context* ctx, int mode) { ctx->dgelu_epilogue = mode; }
+
 void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                     const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
                     int32_t trans_a, int32_t trans_b, float alpha) {
@@ -2285,6 +2366,27 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
     return;
   matmulBias(ctx, loc, dt, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
   geluFwd(ctx, loc, dt, pre, out, m * n);
+}
+
+void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                      const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k,
+                      int32_t trans_a, int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_dgelu_bgrad(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_dgelu_bgrad", dt);
+  if (n == 0) return;
+  // cuBLASLt's DGELU(_BGRAD) epilogue only when asked (ctx->dgelu_epilogue; measured slower
+  // than the three kernels on an H100 for GPT-2 small) and never in exact fp32 mode.
+  const int mode = dt == TGRT_F32 && !ctx->gelu_epilogue ? 0 : ctx->dgelu_epilogue;
+  if (mode > 0 && k > 0 && m > 0 &&
+      ltMatmulEpilogue(ctx, loc, dt, a, b, mode == 2 ? dbias : nullptr, const_cast<void*>(pre),
+                       dx, m, n, k, trans_a, trans_b, alpha, /*dgelu=*/true)) {
+    if (mode == 1) biasGrad(ctx, loc, dt, dx, dbias, m, n);
+    return;
+  }
+  matmul(ctx, loc, dt, a, b, dx, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+  geluBwd(ctx, loc, dt, pre, dx, dx, m * n);
+  biasGrad(ctx, loc, dt, dx, dbias, m, n);
 }
 
 void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,

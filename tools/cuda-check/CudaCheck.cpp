@@ -625,6 +625,28 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
     record("layer_norm_bwd dx" + types, shape, relErr(gdx.raw(), dx), tolFor(x_dt));
     record("layer_norm_bwd dgamma,dbeta" + types, shape,
            std::max(relErr(gdg.raw(), dg), relErr(gdb.raw(), db)), tolFor(p_dt));
+    // The accumulating form: dres += dx, and its copy in dy's type (the residual gradient
+    // and the next GEMM's input), against the CPU's layer_norm_bwd + add_mixed.
+    for (bool withLow : {false, true}) {
+      Raw dres = rng.tensor(x_dt, (size_t)(rows * d)), low = zerosOf(y_dt, (size_t)(rows * d));
+      Raw resRef = dres;
+      tgrt_layer_norm_bwd_acc(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
+                              mean.data(), rstd.data(), resRef.data(), y_dt,
+                              withLow ? low.data() : nullptr, dg.data(), db.data(), rows, d);
+      DevT gres(dres), glow(y_dt, low.n());
+      glow.poison();
+      gdg.poison();
+      gdb.poison();
+      tgrt_cuda::layerNormBwdAcc(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, gmean.p,
+                                 grstd.p, gres.p, y_dt, withLow ? glow.p : nullptr, gdg.p, gdb.p,
+                                 rows, d);
+      const std::string what = withLow ? "layer_norm_bwd_acc dres,low" : "layer_norm_bwd_acc dres";
+      double err = relErr(gres.raw(), resRef);
+      if (withLow) err = std::max(err, relErr(glow.raw(), low));
+      record(what + types, shape, err, tolFor(withLow ? y_dt : x_dt));
+      record("layer_norm_bwd_acc dgamma,dbeta" + types, shape,
+             std::max(relErr(gdg.raw(), dg), relErr(gdb.raw(), db)), tolFor(p_dt));
+    }
   }
 }
 
@@ -742,6 +764,39 @@ void checkMatmulAcc(Contexts& c, Rng& rng) {
            fmt("%s->%s %lldx%lldx%lld t%d%d a%.2g", dtName(cs.ab), dtName(cs.cdt),
                (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha),
            relErr(gc.raw(), ref), tolFor(cs.cdt == TGRT_F32 ? TGRT_F32 : cs.cdt));
+  }
+}
+
+/// tgrt_matmul_dgelu_bgrad against the CPU's unfused chain (GEMM -> GELU backward -> bias
+/// gradient), both outputs. With the epilogue (GPT-2's 512 x 3072 x 768 with trans_b, the
+/// down-projection's input gradient) GELU' and the sums see the unrounded GEMM result, the
+/// CPU the rounded one: twice the dtype's tolerance, as the forward GELU epilogue. The odd
+/// shape takes the unfused path.
+void checkMatmulDgeluBgrad(Contexts& c, Rng& rng, int32_t dt) {
+  struct Case { int64_t m, n, k; int32_t ta, tb; float alpha; };
+  const Case cases[] = {{512, 3072, 768, 0, 1, 1.0f}, {40, 24, 36, 0, 0, 0.5f},
+                        {37, 29, 23, 0, 1, 1.0f}};
+  for (const Case& cs : cases) {
+    const size_t mn = (size_t)(cs.m * cs.n);
+    Raw a = rng.tensor(dt, (size_t)(cs.m * cs.k)), b = rng.tensor(dt, (size_t)(cs.k * cs.n)),
+        pre = rng.tensor(dt, mn, -3.0f, 3.0f), dx = zerosOf(dt, mn), db = zerosOf(dt, (size_t)cs.n);
+    tgrt_matmul_dgelu_bgrad(c.cpu, "check", dt, a.data(), b.data(), pre.data(), dx.data(),
+                            db.data(), cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
+    DevT ga(a), gb(b), gp(pre), gdx(dt, mn), gdb(dt, (size_t)cs.n);
+    for (int mode : {0, 1, 2}) { // own kernels, DGELU epilogue, DGELU_BGRAD epilogue
+      gdx.poison();
+      gdb.poison();
+      tgrt_cuda::setDgeluEpilogue(c.gpu, mode);
+      tgrt_cuda::matmulDgeluBgrad(c.gpu, "check", dt, ga.p, gb.p, gp.p, gdx.p, gdb.p, cs.m, cs.n,
+                                  cs.k, cs.ta, cs.tb, cs.alpha);
+      const std::string shape =
+          fmt("%lldx%lldx%lld t%d%d a%.2g path %d", (long long)cs.m, (long long)cs.n,
+              (long long)cs.k, cs.ta, cs.tb, cs.alpha, mode);
+      record(named("matmul_dgelu_bgrad (dx)", dt), shape, relErr(gdx.raw(), dx), 2 * tolFor(dt));
+      record(named("matmul_dgelu_bgrad (dbias)", dt), shape, relErr(gdb.raw(), db),
+             2 * tolFor(dt));
+    }
+    tgrt_cuda::setDgeluEpilogue(c.gpu, 0);
   }
 }
 
@@ -1746,6 +1801,7 @@ int main(int argc, char** argv) {
     checkMatmul(c, rng, dt);
     checkMatmulBias(c, rng, dt);
     checkMatmulBiasGelu(c, rng, dt);
+    checkMatmulDgeluBgrad(c, rng, dt);
     checkBias(c, rng, dt);
     checkSoftmax(c, rng, dt);
     checkCrossEntropy(c, rng, dt);

@@ -518,7 +518,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
   else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE) d->auxType = v;
   else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE) {
     if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS &&
-        v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS && v != CUBLASLT_EPILOGUE_DGELU &&
+        v != CUBLASLT_EPILOGUE_DGELU_BGRAD)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     d->epilogue = v;
   } else return CUBLAS_STATUS_INVALID_VALUE;
@@ -637,6 +638,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   const int32_t ta = ad->type, tb = bd->type, tc = cd->type, td = dd->type;
   const int32_t biasType = desc->biasType >= 0 ? desc->biasType : td;
   const int32_t auxType = desc->auxType >= 0 ? desc->auxType : td;
+  const bool bgradOut = desc->epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  const bool dgelu = bgradOut || desc->epilogue == CUBLASLT_EPILOGUE_DGELU;
+  if (dgelu && (!desc->aux || (bgradOut && !desc->bias) || desc->auxLd < (int64_t)m ||
+                cd->batch != 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::vector<double> bgrad(bgradOut ? m : 0, 0.0);
   for (int32_t bi = 0; bi < cd->batch; ++bi) {
     const int64_t ao = bi * ad->stride, bo = bi * bd->stride, co = bi * cd->stride,
                   dof = bi * dd->stride;
@@ -665,8 +672,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
           const double xd = x; // tanh GELU (Hendrycks & Gimpel 2016) of the unrounded sum
           r = 0.5 * xd * (1.0 + std::tanh(0.7978845608028654 * (xd + 0.044715 * xd * xd * xd)));
         }
+        if (dgelu) { // tanh GELU's derivative at the aux input
+          const double x = loadAs(auxType, desc->aux, (int64_t)(i + j * desc->auxLd));
+          const double th = std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+          r *= 0.5 * (1.0 + th) +
+               0.5 * x * (1.0 - th * th) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+          if (bgradOut) bgrad[i] += (float)r;
+        }
         storeAs(td, D, dof + (int64_t)(i + j * dd->ld), (float)r);
       }
   }
+  for (uint64_t i = 0; i < bgrad.size(); ++i)
+    storeAs(biasType, const_cast<void*>(desc->bias), (int64_t)i, (float)bgrad[i]);
   return CUBLAS_STATUS_SUCCESS;
 }

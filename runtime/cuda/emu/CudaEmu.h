@@ -247,6 +247,10 @@ enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
   CUBLASLT_EPILOGUE_BIAS = 4,
   CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4,
+  // D = (alpha op(A) op(B)) * GELU'(aux) (aux read, D's shape); the bias pointer receives
+  // the sums of D over its columns (one per row).
+  CUBLASLT_EPILOGUE_DGELU_BGRAD = 64 | 128 | 16,
+  CUBLASLT_EPILOGUE_DGELU = 64 | 128, // the same without the bias gradient
 };
 enum cublasLtMatrixLayoutAttribute_t {
   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
