@@ -24,6 +24,40 @@ int64_t alignUp(int64_t x) { return (x + kBufferAlignment - 1) / kBufferAlignmen
 struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
   using TgPlanMemoryBase::TgPlanMemoryBase;
 
+  /// The workspace region: `base` (the option: the cuBLASLt scratch; 0 = a backend without
+  /// one, then 0) raised to the largest single scratch need of an op of the module, as
+  /// runtime/cuda/CudaRuntime.h lists them: attention backward 4*B*H*T (its float32 lse's
+  /// bytes), embedding backward 24*tokens + 1 MiB, layer-norm backward and bias gradient
+  /// 2 KiB * d, cross-entropy 8*rows. Rounded up to 256 bytes.
+  static int64_t workspaceFor(ModuleOp module, int64_t base) {
+    if (base <= 0)
+      return 0;
+    auto bytesOf = [](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getNumElements() * (int64_t)(t.getElementTypeBitWidth() / 8);
+    };
+    auto lastDim = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
+    auto elems = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+    int64_t need = base;
+    module.walk([&](Operation *op) {
+      int64_t n = 0;
+      if (auto a = dyn_cast<AttentionGradOp>(op))
+        n = bytesOf(a.getLse());
+      else if (auto a = dyn_cast<AttentionQKVGradOp>(op))
+        n = bytesOf(a.getLse());
+      else if (auto e = dyn_cast<EmbeddingGradOp>(op))
+        n = 24 * elems(e->getOperand(0)) + (1 << 20);
+      else if (auto l = dyn_cast<LayerNormGradOp>(op))
+        n = 2048 * lastDim(l.getX());
+      else if (auto g = dyn_cast<BiasGradOp>(op))
+        n = 2048 * lastDim(g.getDy());
+      else if (auto c = dyn_cast<CrossEntropyGradOp>(op))
+        n = 8 * (elems(c.getLogits()) / lastDim(c.getLogits()));
+      need = std::max(need, n);
+    });
+    return (need + 255) / 256 * 256;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
@@ -163,7 +197,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     }
     plan.push_back(b.getNamedAttr("persistent_bytes", b.getI64IntegerAttr(persistent)));
     plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
-    plan.push_back(b.getNamedAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes)));
+    plan.push_back(b.getNamedAttr("workspace_bytes",
+                                  b.getI64IntegerAttr(workspaceFor(module, workspaceBytes))));
     plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
     plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
     module->setAttr("tg.plan", b.getDictionaryAttr(plan));

@@ -262,11 +262,11 @@ void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
  *                                     pre-activation, read),
  *   dbias[j] = sum_r dx[r, j]        [n] (float32 sums; overwritten).
  * a, b, pre, dx, dbias: dt. dx must not alias A, B or pre.
- * CUDA: one cuBLASLt call with CUBLASLT_EPILOGUE_DGELU_BGRAD (aux = pre) where the GELU
- * epilogue is on (as tgrt_matmul_bias_gelu) and the shape allows it (n % 8 == 0); else the
- * GEMM into dx, then tgrt_gelu_bwd and tgrt_bias_grad (bit-equal to the unfused calls).
- * The epilogue applies GELU' and sums before rounding dx: within the dtype's rounding of
- * the unfused chain, not bit-equal. CPU: the unfused chain. */
+ * CUDA (bf16 / f16, or f32 with TF32): cuBLASLt's CUBLASLT_EPILOGUE_DGELU (aux = pre) then
+ * the bias-gradient kernel (TGRT_DGELU_EPILOGUE=1, default), CUBLASLT_EPILOGUE_DGELU_BGRAD
+ * (=2), or the GEMM, tgrt_gelu_bwd and tgrt_bias_grad (=0; also exact fp32 and shapes the
+ * epilogue does not take, n % 8 != 0). The epilogue applies GELU' before rounding dx:
+ * within the dtype's rounding of the unfused chain, not bit-equal. CPU: the unfused chain. */
 void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
                              const void* b, const void* pre, void* dx, void* dbias, int64_t m,
                              int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha);

@@ -18,7 +18,8 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
 WORK=/tmp/exp; mkdir -p "$WORK"
 if [ ! -d "$WORK/$NAME" ]; then
-  xz -dc "runs/$NAME.tar.xz" | tar -C "$WORK" -xf - || { echo "cannot unpack runs/$NAME.tar.xz"; exit 1; }
+  python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" \
+    "runs/$NAME.tar.xz" | tar -C "$WORK" -xf - || { echo "cannot unpack runs/$NAME.tar.xz"; exit 1; }
 fi
 timeout "${RUN_TIMEOUT:-0}" python3 tools/experiment/run.py "$WORK/$NAME" --data runs/data-gpu "$@" 2>&1 | tee "$OUT/$NAME-run.log" | grep -v '^\[' | tail -40
 rc=$?

@@ -367,7 +367,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->gelu_epilogue = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : ctx->tf32;
   ctx->gelu_epilogue_low = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : true;
   const char* dgelu = std::getenv("TGRT_DGELU_EPILOGUE");
-  ctx->dgelu_epilogue = dgelu && (dgelu[0] == '1' || dgelu[0] == '2') ? dgelu[0] - '0' : 0;
+  ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
 

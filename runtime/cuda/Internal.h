@@ -94,9 +94,10 @@ struct Context {
   /// rounding of a 2-byte output).
   bool gelu_epilogue_low = true;
   /// tgrt_matmul_dgelu_bgrad on bf16 / f16 (TGRT_DGELU_EPILOGUE): 0 the GEMM then the own GELU
-  /// backward and bias gradient kernels (default: measured fastest on an H100), 1
-  /// CUBLASLT_EPILOGUE_DGELU then the own bias gradient, 2 CUBLASLT_EPILOGUE_DGELU_BGRAD.
-  int dgelu_epilogue = 0;
+  /// backward and bias gradient kernels, 1 CUBLASLT_EPILOGUE_DGELU then the own bias gradient
+  /// (default), 2 CUBLASLT_EPILOGUE_DGELU_BGRAD. GPT-2 small B=16 on an H100, one call:
+  /// 43.4 / 42.7 / 45.3 ms per step (bench/results/2026-11-23-h100/call9).
+  int dgelu_epilogue = 1;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   int64_t step = 1;
   float lr = 0.0f;

@@ -172,25 +172,6 @@ void launchElementwise(Context* ctx, const char* loc, const char* name, const Op
          dim3(kBlock), 0, op, n, vec);
 }
 
-// out[i] = a[i] + b[i]  (out may alias a or b: each element is read before it is written).
-template <typename T>
-struct AddOp {
-  static constexpr int kW = packWidth<T>();
-  const T* a;
-  const T* b;
-  T* out;
-  __device__ void operator()(int64_t i) const { out[i] = fromF<T>(toF(a[i]) + toF(b[i])); }
-  __device__ void vec(int64_t i) const {
-    float x[kW], y[kW];
-    ldPack(a, i, x);
-    ldPack(b, i, y);
-#pragma unroll
-    for (int j = 0; j < kW; ++j) x[j] = x[j] + y[j];
-    stPack(out, i, x);
-  }
-};
-
-
 // out = a + b across types (TO: a and out; TB: b), float arithmetic, one rounding.
 template <typename TO, typename TB>
 struct AddMixedOp {
@@ -208,6 +189,10 @@ struct AddMixedOp {
     stPack(out, i, x);
   }
 };
+
+// out[i] = a[i] + b[i]  (out may alias a or b: each element is read before it is written).
+template <typename T>
+using AddOp = AddMixedOp<T, T>;
 
 // AddMixedOp plus low = the rounded sum converted to TL (the backward's residual gradient
 // and its low-precision copy for the next GEMM, in one pass).
@@ -2375,8 +2360,9 @@ void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, 
   checkNonNegative(loc, "matmul_dgelu_bgrad(m, n, k)", m, n, k);
   elemBytes(loc, "matmul_dgelu_bgrad", dt);
   if (n == 0) return;
-  // cuBLASLt's DGELU(_BGRAD) epilogue only when asked (ctx->dgelu_epilogue; measured slower
-  // than the three kernels on an H100 for GPT-2 small) and never in exact fp32 mode.
+  // cuBLASLt's DGELU epilogue + the own bias gradient by default (ctx->dgelu_epilogue: its
+  // DGELU_BGRAD was measured slower than the three kernels on an H100, DGELU alone faster);
+  // never in exact fp32 mode.
   const int mode = dt == TGRT_F32 && !ctx->gelu_epilogue ? 0 : ctx->dgelu_epilogue;
   if (mode > 0 && k > 0 && m > 0 &&
       ltMatmulEpilogue(ctx, loc, dt, a, b, mode == 2 ? dbias : nullptr, const_cast<void*>(pre),

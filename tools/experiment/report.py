@@ -204,7 +204,9 @@ def write_markdown(root, exp, configs, last, rows, plots):
         if ms and system not in base_ms:
             base_ms[system] = (name, ms)
 
-    budget = exp.get("budget") or {}
+    budget = dict(exp.get("budget") or {})
+    if num(budget.get("minutes")) and budget["minutes"] > 0:
+        budget.pop("steps", None)  # a time budget replaces the step count (run.py)
     lines = ["# Experiment %s" % exp.get("name", "?"), ""]
     meta = [("matrix", exp.get("matrix_file")), ("spec", exp.get("spec_file")),
             ("data", exp.get("data")), ("target", exp.get("target")),

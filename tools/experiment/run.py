@@ -374,10 +374,11 @@ def run_tgc(root, name, cfg, exp, gpu, progress, timeout_s):
     log_path = os.path.join(cdir, "run.log")
     exe = os.path.join(cdir, cfg.get("exe") or "train")
     cmd = [exe, "--data", exp["data"]]
-    if int(budget.get("steps") or 0) > 0:
-        cmd += ["--steps", str(int(budget["steps"]))]
+    # A time budget replaces the step count (the executable takes one of the two).
     if report.num(budget.get("minutes")) and budget["minutes"] > 0:
         cmd += ["--time-limit", "%g" % budget["minutes"]]
+    elif int(budget.get("steps") or 0) > 0:
+        cmd += ["--steps", str(int(budget["steps"]))]
     cmd += ["--eval-every", str(int(budget.get("eval_every") or 0)),
             "--eval-batches", str(int(budget.get("eval_batches") or 20)),
             "--log", log_jsonl]
@@ -427,10 +428,10 @@ def run_pytorch(root, name, cfg, exp, gpu, progress, timeout_s, python, runner):
     log_path = os.path.join(cdir, "torch.log")
     cmd = [python, runner, "--spec", os.path.join(cdir, cfg.get("spec") or "spec.json"),
            "--data", exp["data"]]
-    if int(budget.get("steps") or 0) > 0:
-        cmd += ["--steps", str(int(budget["steps"]))]
     if report.num(budget.get("minutes")) and budget["minutes"] > 0:
         cmd += ["--minutes", "%g" % budget["minutes"]]
+    elif int(budget.get("steps") or 0) > 0:
+        cmd += ["--steps", str(int(budget["steps"]))]
     # --eval-batches 0: the runner's final eval then covers the whole val and test splits,
     # as the tgc executable's final eval always does (its --eval-batches only caps the
     # periodic evals), so the perplexities of the two rows are comparable.

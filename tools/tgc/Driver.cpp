@@ -65,6 +65,8 @@ void setupContext(MLIRContext &ctx) {
   ctx.loadAllAvailableDialects();
 }
 
+} // namespace
+
 /// Writes `content` to `path` through a temporary file and a rename, so a failure
 /// never leaves a partial file. "-" or "" writes to stdout.
 bool writeAtomically(const std::string &path, const std::string &content) {
@@ -96,6 +98,8 @@ bool writeAtomically(const std::string &path, const std::string &content) {
   }
   return true;
 }
+
+namespace {
 
 std::string withCommas(long long n) {
   std::string s = std::to_string(n < 0 ? -n : n);

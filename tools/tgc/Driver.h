@@ -49,6 +49,11 @@ struct ExportOptions {
 /// mismatching checkpoint, a spec GPT-2 cannot express) or 2 (usage error).
 int runExport(const ExportOptions &opts);
 
+/// Writes `content` to `path` through a temporary file and a rename (a failure never
+/// leaves a partial file); "-" or "" writes to stdout. False, with the error on stderr,
+/// when the file cannot be written.
+bool writeAtomically(const std::string &path, const std::string &content);
+
 /// Plans `spec` (already validated) with extra --set `overrides` on top of spec.json, for
 /// `target` ("cpu" or "cuda": the workspace size differs). False when the spec or the
 /// pipeline refuses it; diagnostics go to stderr unless `quiet`, and `why` (if given)

@@ -151,32 +151,6 @@ bool readFile(const std::string &path, std::string &text) {
   return true;
 }
 
-/// Writes `content` through a temporary file and a rename.
-bool writeFile(const std::string &path, const std::string &content) {
-  std::string tmp = path + ".tmp-tgc";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec);
-    if (ec) {
-      llvm::errs() << "tgc: error: " << path << ": cannot write: " << ec.message() << "\n";
-      return false;
-    }
-    os << content;
-    os.close();
-    if (os.has_error()) {
-      llvm::errs() << "tgc: error: " << path << ": write failed\n";
-      llvm::sys::fs::remove(tmp);
-      return false;
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
-    llvm::errs() << "tgc: error: " << path << ": cannot rename: " << ec.message() << "\n";
-    llvm::sys::fs::remove(tmp);
-    return false;
-  }
-  return true;
-}
-
 /// 64-bit FNV-1a of `text`, as 16 hex digits.
 std::string fnv1a(const std::string &text) {
   uint64_t h = 1469598103934665603ULL;
@@ -683,7 +657,7 @@ void processConfig(Context &ctx, const Config &c) {
     cfg["status"] = status;
     if (!reason.empty())
       cfg["reason"] = reason;
-    writeFile(cfgPath, cfg.dump(2) + "\n");
+    writeAtomically(cfgPath, cfg.dump(2) + "\n");
     ctx.secondsDone += std::chrono::duration<double>(Clock::now() - start).count();
     ++ctx.countDone;
   };
@@ -746,7 +720,7 @@ void processConfig(Context &ctx, const Config &c) {
   }
   std::string hash = fnv1a(hashInput + '\0' + eff.json);
   cfg["hash"] = hash;
-  if (!writeFile(specPath, eff.json)) {
+  if (!writeAtomically(specPath, eff.json)) {
     ++ctx.errors;
     finish("error", "cannot write " + specPath);
     return;
@@ -976,7 +950,7 @@ int runExperiment(const ExperimentOptions &opts) {
             {"budget", m.budget},
             {"pytorch", m.pytorch},
             {"configs", listed}};
-  if (!writeFile((outAbs + "/experiment.json").str(), exp.dump(2) + "\n"))
+  if (!writeAtomically((outAbs + "/experiment.json").str(), exp.dump(2) + "\n"))
     return 1;
 
   std::string self =
