@@ -59,20 +59,27 @@ public:
     b.setInsertionPointToEnd(module.getBody());
     auto fn = b.create<func::FuncOp>(named("forward"), "forward", fnType);
     Block *entry = fn.addEntryBlock();
+    // All argument attributes are set at once: each setArgAttr call rebuilds (and
+    // uniques, for the context's lifetime) the array of every argument's dictionary,
+    // which made building the function quadratic in the parameter count.
+    SmallVector<DictionaryAttr> argAttrs;
     for (auto [i, p] : llvm::enumerate(params)) {
-      fn.setArgAttr(i, kParamNameAttr, b.getStringAttr(p.name));
-      fn.setArgAttr(i, kInitAttr,
-                    b.getStringAttr(p.init == ParamInfo::Init::Zeros  ? "zeros"
-                                    : p.init == ParamInfo::Init::Ones ? "ones"
-                                                                      : "normal"));
+      NamedAttrList attrs;
+      attrs.set(kParamNameAttr, b.getStringAttr(p.name));
+      attrs.set(kInitAttr, b.getStringAttr(p.init == ParamInfo::Init::Zeros  ? "zeros"
+                                           : p.init == ParamInfo::Init::Ones ? "ones"
+                                                                             : "normal"));
       if (p.init == ParamInfo::Init::Normal)
-        fn.setArgAttr(i, kInitStdAttr, b.getF32FloatAttr((float)p.initStd));
+        attrs.set(kInitStdAttr, b.getF32FloatAttr((float)p.initStd));
       if (p.decay)
-        fn.setArgAttr(i, kDecayAttr, b.getUnitAttr());
+        attrs.set(kDecayAttr, b.getUnitAttr());
+      argAttrs.push_back(attrs.getDictionary(b.getContext()));
       paramByName[p.name] = entry->getArgument(i);
     }
-    fn.setArgAttr(params.size(), kInputAttr, b.getStringAttr("tokens"));
-    fn.setArgAttr(params.size() + 1, kInputAttr, b.getStringAttr("targets"));
+    for (const char *input : {"tokens", "targets"})
+      argAttrs.push_back(
+          b.getDictionaryAttr(b.getNamedAttr(kInputAttr, b.getStringAttr(input))));
+    fn.setAllArgAttrs(argAttrs);
     Value tokens = entry->getArgument(params.size());
     Value targets = entry->getArgument(params.size() + 1);
     b.setInsertionPointToStart(entry);

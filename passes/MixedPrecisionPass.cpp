@@ -112,9 +112,16 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
         }
       fn.setFunctionType(FunctionType::get(ctx, inputs, fn.getResultTypes()));
     }
-    for (BlockArgument arg : fn.getArguments())
-      if (fn.getArgAttr(arg.getArgNumber(), kParamNameAttr))
-        fn.setArgAttr(arg.getArgNumber(), kMomentTypeAttr, TypeAttr::get(moment));
+    // One setAllArgAttrs call: setArgAttr per argument rebuilds the array of every
+    // argument's dictionary each time (quadratic in the parameter count).
+    SmallVector<DictionaryAttr> argAttrs;
+    for (BlockArgument arg : fn.getArguments()) {
+      NamedAttrList attrs(fn.getArgAttrDict(arg.getArgNumber()));
+      if (attrs.get(kParamNameAttr))
+        attrs.set(kMomentTypeAttr, TypeAttr::get(moment));
+      argAttrs.push_back(attrs.getDictionary(ctx));
+    }
+    fn.setAllArgAttrs(argAttrs);
 
     SmallVector<Operation *> ops;
     for (Operation &op : fn.getBody().front().without_terminator())

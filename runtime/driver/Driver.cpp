@@ -12,6 +12,7 @@
 // narrowing rounds to nearest even. Checkpoints are float32 and record the precision policy.
 #include "runtime/driver/Driver.h"
 
+#include "runtime/driver/FileUtil.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Safetensors.h"
 
@@ -21,16 +22,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdarg>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -211,26 +215,89 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
   return writeSafetensors(path, views, metadata, err);
 }
 
-bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* have_optim,
-                std::string* err) {
-  const std::string& path = r.path();
+namespace {
+
+/// The first architecture field (spec "model.*") whose value differs between the checkpoint's
+/// spec text `saved` and this model's `ours`, as "model.F V, this model W"; "" when they agree
+/// or either is absent or unparsable (older checkpoints, test models).
+std::string firstSpecDifference(const std::string& saved, const char* ours) {
+  if (saved.empty() || !ours || !*ours) return "";
+  nlohmann::ordered_json a, b;
+  try {
+    a = nlohmann::ordered_json::parse(saved);
+    b = nlohmann::ordered_json::parse(ours);
+  } catch (const nlohmann::json::exception&) {
+    return "";
+  }
+  if (!a.is_object() || !b.is_object() || !a.contains("model") || !b.contains("model") ||
+      !a["model"].is_object() || !b["model"].is_object())
+    return "";
+  const auto& am = a["model"];
+  for (auto it = b["model"].begin(); it != b["model"].end(); ++it) {
+    const std::string have = am.contains(it.key()) ? am[it.key()].dump() : "(absent)";
+    if (!am.contains(it.key()) || am[it.key()] != *it)
+      return "model." + it.key() + " " + have + ", this model " + it->dump();
+  }
+  for (auto it = am.begin(); it != am.end(); ++it)
+    if (!b["model"].contains(it.key()))
+      return "model." + it.key() + " " + it->dump() + ", this model (absent)";
+  return "";
+}
+
+} // namespace
+
+bool checkCheckpoint(const tgrt_model& m, const SafetensorsReader& r, std::string* err) {
+  const std::string head = "checkpoint " + r.path() + " was saved by another model: ";
   const auto& meta = r.metadata();
   const char* model_prec = precisionName(m.precision);
   const std::string want_prec = model_prec ? model_prec : std::to_string(m.precision);
   auto prec_it = meta.find("precision");
   const std::string have_prec = prec_it == meta.end() ? "fp32" : prec_it->second;
   if (have_prec != want_prec)
-    return failWith(err, path + ": the checkpoint was saved with precision '" + have_prec + "'" +
-                             (prec_it == meta.end() ? " (it has no precision metadata)" : "") +
-                             " but the model is compiled for precision '" + want_prec +
-                             "'; resume with a model compiled for '" + have_prec + "'");
+    return failWith(err, head + "precision " + have_prec +
+                             (prec_it == meta.end() ? " (no precision metadata)" : "") +
+                             ", this model " + want_prec + "; resume with a model compiled for " +
+                             have_prec);
+  std::set<std::string> ours;
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    const std::vector<int64_t> want(p.shape, p.shape + std::max(1, (int)p.rank));
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = std::string(kSlotPrefix[k]) + p.name;
+      ours.insert(name);
+      const StTensorInfo* e = r.find(name);
+      if (!e) {
+        if (k == 0)
+          return failWith(err, head + "it has no " + name + ", this model has one of shape " +
+                                   shapeStr(want));
+        continue; // moments are optional (checked by loadParams)
+      }
+      if (e->shape != want)
+        return failWith(err, head + name + " has shape " + shapeStr(e->shape) +
+                                 ", this model " + shapeStr(want));
+      if (e->dtype != "F32")
+        return failWith(err, head + name + " has dtype " + e->dtype + ", this model F32");
+    }
+  }
+  for (const auto& kv : r.tensors())
+    if (!ours.count(kv.first))
+      return failWith(err, head + "it has " + kv.first + " of shape " +
+                               shapeStr(kv.second.shape) + ", this model has none");
+  auto spec_it = meta.find("spec");
+  const std::string diff =
+      firstSpecDifference(spec_it == meta.end() ? "" : spec_it->second, m.spec_json);
+  if (!diff.empty()) return failWith(err, head + diff);
+  return true;
+}
+
+bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* have_optim,
+                std::string* err) {
+  const std::string& path = r.path();
+  if (!checkCheckpoint(m, r, err)) return false; // before any upload
   bool have = false, missing = false;
   std::vector<float> host;
   for (int32_t i = 0; i < m.n_params; ++i) {
     const tgrt_param& p = m.params[i];
-    if (!r.find(p.name))
-      return failWith(err, path + ": no tensor for parameter '" + std::string(p.name) + "'");
-    const std::vector<int64_t> want(p.shape, p.shape + std::max(1, (int)p.rank));
     host.resize((size_t)p.numel);
     for (int k = 0; k < 3; ++k) {
       const std::string name = std::string(kSlotPrefix[k]) + p.name;
@@ -240,9 +307,6 @@ bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* 
         continue;
       }
       if (k > 0) have = true;
-      if (e->shape != want)
-        return failWith(err, path + ": tensor '" + name + "' has shape " + shapeStr(e->shape) +
-                                 " but the model's parameter has shape " + shapeStr(want));
       if (!r.readF32(name, host.data(), p.numel, err)) return false;
       uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.data(), p.numel);
     }
@@ -291,10 +355,16 @@ const char* kUsage =
     "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on\n"
     "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
     "                        the step ran with) and skipped_steps (skips so far)\n"
-    "  --save FILE           safetensors checkpoint at the end (and every --save-every steps)\n"
+    "  --save FILE           safetensors checkpoint at the end (and every --save-every steps);\n"
+    "                        written to FILE.tmp, fsynced and renamed, so FILE is always a\n"
+    "                        complete checkpoint even if the run is killed; if a save fails\n"
+    "                        (e.g. disk full) training stops with an error (exit 1) and the\n"
+    "                        previous FILE is unchanged\n"
     "  --save-every N        also checkpoint every N steps (needs --save)\n"
     "  --resume FILE         continue from a checkpoint (params, AdamW moments, step, data RNG,\n"
-    "                        loss scale) saved with the same precision;\n"
+    "                        loss scale) saved by the same model (shapes, precision, model.*\n"
+    "                        fields; else refused naming the first difference); the --log\n"
+    "                        file is cut back to the checkpoint's step before appending;\n"
     "                        without --steps/--epochs/--time-limit the saved total is kept\n"
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
@@ -506,6 +576,31 @@ void Trainer::say(const char* fmt, ...) {
   std::fflush(stdout);
 }
 
+/// Before a resumed run appends to the JSONL log `path`: drops the records of steps after
+/// `step` (written by a killed run after its last checkpoint) and a final line without its
+/// newline (cut by a crash or a full disk), so the log reads as one uninterrupted run. A
+/// missing file is left missing; lines that are not JSON objects with a "step" are kept.
+void trimLog(const std::string& path, int64_t step) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::string kept;
+  size_t pos = 0;
+  for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+    const std::string line = text.substr(pos, nl + 1 - pos);
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+        j["step"].get<int64_t>() > step)
+      continue;
+    kept += line;
+  }
+  if (kept.size() == text.size()) return;
+  AtomicFile f(path);
+  f.write(kept.data(), kept.size());
+  if (!f.commit()) throw DriverError(path + ": cannot trim the log: " + f.error());
+}
+
 void Trainer::logLine(const nlohmann::json& j) {
   if (!log_) return;
   const std::string s = j.dump() + "\n";
@@ -648,8 +743,18 @@ void Trainer::save(int64_t step) {
     meta["loss_scale_growth_counter"] = std::to_string(scaler_.growthCounter());
     meta["skipped_steps"] = std::to_string(scaler_.skippedSteps());
   }
+  // A failed save (disk full, quota, I/O error) stops the run: training on without
+  // checkpoints would risk losing everything after the last one. saveParams writes a temp file
+  // and renames it, so the previous checkpoint is intact and the run can be --resume'd.
+  const bool had_previous = std::ifstream(opt_.save).good();
   std::string err;
-  if (!saveParams(ctx_, m_, opt_.save, std::move(meta), &err)) throw DriverError(err);
+  if (!saveParams(ctx_, m_, opt_.save, std::move(meta), &err)) {
+    say("\n");
+    throw DriverError("cannot save checkpoint " + opt_.save + " at step " + std::to_string(step) +
+                      ": " + err +
+                      (had_previous ? " (the previous checkpoint is unchanged)"
+                                    : " (no checkpoint was written)"));
+  }
   say("saved %s at step %lld\n", opt_.save.c_str(), (long long)step);
 }
 
@@ -772,6 +877,7 @@ int Trainer::run() {
   int64_t last_step = lastStep();
 
   if (!opt_.log.empty()) {
+    if (!opt_.resume.empty()) trimLog(opt_.log, start_step_);
     log_ = std::fopen(opt_.log.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw DriverError(opt_.log + ": cannot open for writing: " + std::strerror(errno));
   }
@@ -914,6 +1020,9 @@ int Trainer::run() {
 int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
   using namespace tgrt;
   const char* prog = argc > 0 && argv[0] ? argv[0] : "train";
+  // Past a file size limit (ulimit -f) a write should fail with EFBIG, reported like a full
+  // disk, instead of the default SIGXFSZ killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     Options o = parseArgs(argc, argv);
     if (o.help) {

@@ -86,12 +86,21 @@ class SafetensorsReader;
 bool saveParams(tgrt_ctx* ctx, const tgrt_model& model, const std::string& path,
                 std::map<std::string, std::string> metadata, std::string* err);
 
+/// Checks that the checkpoint open in `reader` was saved by this model, in this order:
+/// "precision" metadata (absent = "fp32"); then, in parameter order, each "<name>" present and
+/// each of "<name>", "optim.m.<name>", "optim.v.<name>" present with the parameter's shape and
+/// dtype F32; then no tensor the model lacks; then (when both the "spec" metadata and
+/// model.spec_json parse) every spec field under "model" equal. Returns false with *err naming
+/// the first difference: "checkpoint PATH was saved by another model: <field> <theirs>, this
+/// model <ours>". Reads no tensor data.
+bool checkCheckpoint(const tgrt_model& model, const SafetensorsReader& reader, std::string* err);
+
 /// Loads a checkpoint written by saveParams (or any float32 safetensors file with the same
 /// tensor names) into ctx: each value is rounded (to nearest even) to param.dtype, each moment
 /// to param.state_dtype, then uploaded. *have_optim receives whether the AdamW moments were in
 /// the file (if none are, ctx's moments are left as they are). Fails (false, *err naming the
-/// file) when the file's "precision" metadata (absent = "fp32") differs from the model's, a
-/// parameter is missing, a shape differs, a tensor is not F32, or only some moments are present.
+/// file) before uploading anything when checkCheckpoint fails, or when only some moments are
+/// present or a tensor cannot be read.
 bool loadParams(tgrt_ctx* ctx, const tgrt_model& model, SafetensorsReader& reader,
                 bool* have_optim, std::string* err);
 

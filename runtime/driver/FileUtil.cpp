@@ -1,6 +1,9 @@
 // FileUtil.cpp — atomic file writes for the driver (see FileUtil.h).
 #include "runtime/driver/FileUtil.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -28,6 +31,10 @@ bool AtomicFile::commit() {
   if (!f_) return false;
   if (error_.empty() && std::fflush(f_) != 0)
     error_ = tmp_ + ": write failed: " + std::strerror(errno);
+  // The data must be on disk before the rename makes it the file: otherwise a crash soon
+  // after could leave `path` renamed but empty or partial (ext4 and xfs reorder them).
+  if (error_.empty() && ::fsync(fileno(f_)) != 0)
+    error_ = tmp_ + ": fsync failed: " + std::strerror(errno);
   const int closed = std::fclose(f_);
   f_ = nullptr;
   if (error_.empty() && closed != 0) error_ = tmp_ + ": close failed: " + std::strerror(errno);
@@ -37,7 +44,21 @@ bool AtomicFile::commit() {
     std::remove(tmp_.c_str());
     return false;
   }
+  // Make the rename itself durable. The new file is complete either way, so a failure here
+  // (e.g. a filesystem that cannot fsync directories) is not an error.
+  syncParentDir(path_);
   return true;
+}
+
+void syncParentDir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0                ? "/"
+                                                      : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 } // namespace tgrt

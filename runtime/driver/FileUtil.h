@@ -1,5 +1,5 @@
-// FileUtil.h — small helpers shared by the driver's file formats: atomic writes (temp file +
-// rename) and whole-file reads with error messages that name the file.
+// FileUtil.h — small helpers shared by the driver's file formats: crash-safe atomic writes
+// (temp file in the same directory, fsync, rename, fsync of the directory).
 #ifndef TGRT_DRIVER_FILEUTIL_H
 #define TGRT_DRIVER_FILEUTIL_H
 
@@ -8,8 +8,11 @@
 
 namespace tgrt {
 
-/// An output file written to "<path>.tmp" and renamed onto `path` by commit(). If the object
-/// is destroyed without a successful commit(), the temp file is removed.
+/// An output file written to "<path>.tmp" (same directory, so the rename is atomic) and
+/// renamed onto `path` by commit() after an fsync; the directory is fsynced after the rename.
+/// At any moment (kill -9, power loss) `path` is either the previous complete file or the new
+/// complete one. If the object is destroyed without a successful commit(), the temp file is
+/// removed. Under `ulimit -f` the caller must ignore SIGXFSZ to see the EFBIG write error.
 class AtomicFile {
 public:
   /// Opens "<path>.tmp" for writing (binary). ok() tells whether it worked; error() says why.
@@ -22,8 +25,9 @@ public:
   const std::string& error() const { return error_; }
   /// Appends `bytes` bytes; records the first failure (see error()).
   void write(const void* data, size_t bytes);
-  /// Flushes, closes and renames the temp file onto the final path. Returns false (with
-  /// error()) on any failure, in which case the temp file is removed.
+  /// Flushes, fsyncs, closes and renames the temp file onto the final path, then fsyncs the
+  /// directory. Returns false (with error(), naming the temp file and strerror) on any
+  /// failure, in which case the temp file is removed and `path` is untouched.
   bool commit();
 
 private:
@@ -31,6 +35,10 @@ private:
   std::FILE* f_ = nullptr;
   std::string error_;
 };
+
+/// fsyncs the directory holding `path` (".": no slash) so that a rename into it survives a
+/// crash. Best effort: errors are ignored (some filesystems cannot fsync a directory).
+void syncParentDir(const std::string& path);
 
 } // namespace tgrt
 

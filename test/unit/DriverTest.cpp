@@ -489,8 +489,8 @@ TEST(Checkpoint, PrecisionMismatchIsRefused) {
   ASSERT_NE(ctx, nullptr);
   bool have_optim = false;
   EXPECT_FALSE(tgrt::loadParams(ctx, fp32.model, r, &have_optim, &err));
-  EXPECT_NE(err.find("bf16.safetensors: the checkpoint was saved with precision 'bf16' but "
-                     "the model is compiled for precision 'fp32'"),
+  EXPECT_NE(err.find("bf16.safetensors was saved by another model: precision bf16, this "
+                     "model fp32"),
             std::string::npos)
       << err;
   tgrt_ctx_destroy(ctx);
@@ -504,8 +504,7 @@ TEST(Checkpoint, PrecisionMismatchIsRefused) {
   tgrt_ctx_destroy(ctx);
   ctx = tgrt_ctx_create(&bf16.model);
   EXPECT_FALSE(tgrt::loadParams(ctx, bf16.model, r2, &have_optim, &err));
-  EXPECT_NE(err.find("precision 'fp32' (it has no precision metadata) but the model is "
-                     "compiled for precision 'bf16'"),
+  EXPECT_NE(err.find("precision fp32 (no precision metadata), this model bf16"),
             std::string::npos)
       << err;
   tgrt_ctx_destroy(ctx);
@@ -964,6 +963,74 @@ TEST(DriverFake, ResumeContinuesExactly) {
   EXPECT_EQ(part.evals[3]["loss"].get<double>(), full.evals[1]["loss"].get<double>());
 }
 
+// Crash safety (issue 10): a resumed run cuts the log back to the checkpoint's step (records
+// a killed run wrote after it, and a last line without its newline); a checkpoint from
+// another model is refused naming the first difference; a failed save stops the run.
+TEST(DriverFake, KilledRunResumesCleanLogAndRefusals) {
+  TempDir d;
+  writeFakeData(d, "data");
+  const std::string data = d / "data";
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "8", "--log", d / "full.jsonl", "--quiet"}), 0);
+  ASSERT_EQ(runDriver({"--data", data, "--steps", "8", "--stop-after", "3", "--save",
+                       d / "ck.safetensors", "--log", d / "part.jsonl", "--quiet"}),
+            0);
+  // As if killed after logging steps 4 and 5 and part of 6, before saving them.
+  writeBytes(d / "part.jsonl", readBytes(d / "part.jsonl") +
+                                   "{\"loss\":1.5,\"step\":4}\n{\"loss\":1.25,\"step\":5}\n"
+                                   "{\"loss\":1.0,\"st");
+  ASSERT_EQ(runDriver({"--data", data, "--resume", d / "ck.safetensors", "--log",
+                       d / "part.jsonl", "--quiet"}),
+            0);
+  const LogLines full = readLog(d / "full.jsonl"), part = readLog(d / "part.jsonl");
+  ASSERT_EQ(part.steps.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(part.steps[i]["step"], full.steps[i]["step"]);
+    EXPECT_EQ(part.steps[i]["loss"].get<double>(), full.steps[i]["loss"].get<double>());
+  }
+
+  // Refusals: an extra tensor, then a differing spec field under "model".
+  std::string err;
+  tgrt::SafetensorsReader r;
+  ASSERT_TRUE(r.open(d / "ck.safetensors", &err)) << err;
+  std::vector<float> w16(16, 0.0f), x3(3, 0.0f);
+  ASSERT_TRUE(tgrt::writeSafetensors(d / "extra.safetensors",
+                                     {{"w", {16}, w16.data()}, {"x", {3}, x3.data()}},
+                                     {{"step", "1"}}, &err));
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", data, "--resume", d / "extra.safetensors", "--quiet"}), 1);
+  std::string e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("extra.safetensors was saved by another model: it has x of shape [3], this "
+                   "model has none"),
+            std::string::npos)
+      << e;
+  ASSERT_TRUE(tgrt::writeSafetensors(
+      d / "spec.safetensors", {{"w", {16}, w16.data()}},
+      {{"step", "1"}, {"spec", "{\"model\": {\"d_model\": 16, \"n_heads\": 2}}"}}, &err));
+  tgrt_model m = *fakeInfo();
+  m.spec_json = "{\"model\": {\"d_model\": 16, \"n_heads\": 4}}";
+  tgrt::SafetensorsReader rs;
+  ASSERT_TRUE(rs.open(d / "spec.safetensors", &err)) << err;
+  EXPECT_FALSE(tgrt::checkCheckpoint(m, rs, &err));
+  EXPECT_NE(err.find("spec.safetensors was saved by another model: model.n_heads 2, this model 4"),
+            std::string::npos)
+      << err;
+
+  // A save that cannot be written stops the run with exit 1, naming the file.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", data, "--steps", "4", "--save-every", "2", "--save",
+                       d / "no-such-dir/ck.safetensors", "--log", d / "fail.jsonl",
+                       "--quiet"}),
+            1);
+  e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("cannot save checkpoint " + (d / "no-such-dir/ck.safetensors") +
+                   " at step 2: "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("No such file or directory (no checkpoint was written)"), std::string::npos)
+      << e;
+  EXPECT_EQ(readLog(d / "fail.jsonl").steps.size(), 2u); // stopped at the failed save
+}
+
 TEST(DriverFake, SeedChangesInitAndEpochsSetSteps) {
   TempDir d;
   writeFakeData(d, "data", 1000);
@@ -1041,7 +1108,10 @@ TEST(DriverFake, ErrorsAreClearAndNonZero) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(runDriver({"--data", d / "data", "--resume", d / "wrong.safetensors", "--quiet"}), 1);
   e = testing::internal::GetCapturedStderr();
-  EXPECT_NE(e.find("wrong.safetensors: tensor 'w' has shape [15]"), std::string::npos) << e;
+  EXPECT_NE(e.find("wrong.safetensors was saved by another model: w has shape [15], this "
+                   "model [16]"),
+            std::string::npos)
+      << e;
 
   // Resume from a truncated checkpoint.
   ASSERT_EQ(runDriver({"--data", d / "data", "--steps", "2", "--save", d / "ok.safetensors",
@@ -1158,8 +1228,8 @@ TEST(DriverFake, Bf16ParamsTrainAndResumeExactly) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(runDriver({"--data", data, "--resume", d / "ck.safetensors", "--quiet"}), 1);
   const std::string e = testing::internal::GetCapturedStderr();
-  EXPECT_NE(e.find("ck.safetensors: the checkpoint was saved with precision 'bf16' but the "
-                   "model is compiled for precision 'fp32'"),
+  EXPECT_NE(e.find("ck.safetensors was saved by another model: precision bf16, this model "
+                   "fp32; resume with a model compiled for bf16"),
             std::string::npos)
       << e;
 }
@@ -1177,8 +1247,8 @@ TEST(DriverFake, PrecisionMismatchResumeIsRefused) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(runDriver({"--data", d / "data", "--resume", d / "ck.safetensors", "--quiet"}), 1);
   const std::string e = testing::internal::GetCapturedStderr();
-  EXPECT_NE(e.find("ck.safetensors: the checkpoint was saved with precision 'fp32' but the "
-                   "model is compiled for precision 'bf16-mixed'"),
+  EXPECT_NE(e.find("ck.safetensors was saved by another model: precision fp32, this model "
+                   "bf16-mixed"),
             std::string::npos)
       << e;
 }
