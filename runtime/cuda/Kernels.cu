@@ -2176,6 +2176,22 @@ void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, in
            LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps);
 }
 
+/// The layer-norm backward for any dtype combination through runtime-typed accessors: dx by
+/// the scalar kernel into `dx` (StDyn stores, StAccDyn adds into the residual gradient),
+/// then the column sums (dbeta, dgamma; pes = their element size).
+template <typename ADX>
+void layerNormBwdGeneric(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
+                         int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                         const float* mean, const float* rstd, ADX dx, void* dgamma,
+                         void* dbeta, int64_t pes, int64_t rows, int64_t d) {
+  if (rows > 0)
+    launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, ADX>,
+           dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt},
+           LdDyn{gamma, p_dt}, mean, rstd, dx, rows, d);
+  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
+             StDyn{dgamma, p_dt}, pes, rows, d);
+}
+
 void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
                   const void* x, int32_t p_dt, const void* gamma, const float* mean,
                   const float* rstd, void* dx, void* dgamma, void* dbeta, int64_t rows,
@@ -2201,13 +2217,8 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
                St<TP>{mp<TP>(dbeta)}, St<TP>{mp<TP>(dgamma)}, pes, rows, d);
   });
   if (typed) return;
-  if (rows > 0)
-    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
-           layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, StDyn>, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, mean, rstd,
-           StDyn{dx, x_dt}, rows, d);
-  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
-             StDyn{dgamma, p_dt}, pes, rows, d);
+  layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, StDyn{dx, x_dt},
+                      dgamma, dbeta, pes, rows, d);
 }
 
 void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
@@ -2239,13 +2250,8 @@ void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy
   if (done) return;
   // Otherwise: dx accumulated by the scalar kernel (dres = round(dres + dx)), the column
   // sums, then the low copy.
-  if (rows > 0)
-    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
-           layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, StAccDyn>, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, mean, rstd,
-           StAccDyn{dres, x_dt}, rows, d);
-  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
-             StDyn{dgamma, p_dt}, pes, rows, d);
+  layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
+                      StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
   if (low) cast(ctx, loc, x_dt, dres, low_dt, low, rows * d);
 }
 

@@ -3,6 +3,7 @@
 
     torch_reference.py --lib model.so [--seed S] [--device cpu|cuda] [--tol-grad T]
                        [--tol-update T] [--loss-scale S] [--skip-second-step]
+    torch_reference.py --lib model.so --steps N [--seed S] [--ignore-frac F]   (fp32)
     torch_reference.py --self-test          (reference model vs finite differences, no lib)
 
 Loads the shared library (C ABI: runtime/tglib.h, structs: runtime/tgrt.h) with ctypes,
@@ -11,6 +12,14 @@ loss and every gradient with a float64 PyTorch implementation of the same model 
 oracle). Then runs one optimizer step and compares every parameter update with a float64
 AdamW written out here (global-norm clip first, as tgrt_adamw), and finally a second
 micro-step at the updated weights (loss and gradients again).
+
+--steps N (check_steps, fp32 only) instead runs N optimizer steps of grad_accum micro-steps
+each on fresh batches: every micro-step's loss and the accumulated gradients (1/K times the
+float64 sum of the K micro-batches' gradients), the grad norm, and the parameters after each
+step against a float64 AdamW that carries its moments across steps with each step's bias
+correction (step 1 alone, about lr*sign(g), cannot see beta2). Dropout (model.dropout > 0)
+is reproduced with the runtime's counter-based splitmix64 mask (dropout_masks); with
+--ignore-frac F about a fraction F of the targets are set to training.ignore_index.
 
 Errors are "max rel err" = max|lib - ref| / max(max|ref|, 1e-12) per tensor. Exit status 1
 (after printing the table) if any tolerance fails.
@@ -231,14 +240,18 @@ def causal_mask(T, window, device=None):
     return vis
 
 
-def forward(cfg, P, tokens, targets):
-    """Mean cross-entropy of the GPT described by cfg with parameters P (dict name->tensor)."""
+def forward(cfg, P, tokens, targets, masks=None):
+    """Mean cross-entropy of the GPT described by cfg with parameters P (dict name->tensor),
+    over the targets != cfg["ignore_index"]. masks: None (no dropout) or the inverted-dropout
+    factors (0 or 1/(1-rate)) of every dropout site, name -> [B, T, D] (dropout_masks)."""
     B, T = tokens.shape
     D, H = cfg["D"], cfg["H"]
     hd = D // H
     eps = cfg["eps"]
     tk = tokens.long()
     x = P["wte"][tk] + P["wpe"][:T]
+    if masks:
+        x = x * masks["drop"]
     hidden = ~causal_mask(T, cfg["window"], tokens.device)
     scale = 1.0 / math.sqrt(hd)
     for i in range(cfg["L"]):
@@ -258,6 +271,8 @@ def forward(cfg, P, tokens, targets):
         o = o @ P[l + "attn.proj.weight"]
         if cfg["attn_bias"]:
             o = o + P[l + "attn.proj.bias"]
+        if masks:
+            o = o * masks[l + "attn.drop"]
         x = x + o
         h = layer_norm(x, P[l + "ln2.weight"], P[l + "ln2.bias"], eps)
         f = h @ P[l + "mlp.fc.weight"]
@@ -267,6 +282,8 @@ def forward(cfg, P, tokens, targets):
         f = f @ P[l + "mlp.proj.weight"]
         if cfg["mlp_bias"]:
             f = f + P[l + "mlp.proj.bias"]
+        if masks:
+            f = f * masks[l + "mlp.drop"]
         x = x + f
     x = layer_norm(x, P["ln_f.weight"], P["ln_f.bias"], eps)
     logits = x @ P["wte"].t() if cfg["tied"] else x @ P["lm_head.weight"]
@@ -274,10 +291,10 @@ def forward(cfg, P, tokens, targets):
                            ignore_index=cfg["ignore_index"], reduction="mean")
 
 
-def ref_loss_and_grads(cfg, P, tokens, targets):
+def ref_loss_and_grads(cfg, P, tokens, targets, masks=None):
     """Loss and float64 gradients; P's tensors become the autograd leaves (no copy)."""
     Pg = {n: t.detach().requires_grad_(True) for n, t in P.items()}
-    loss = forward(cfg, Pg, tokens, targets)
+    loss = forward(cfg, Pg, tokens, targets, masks)
     loss.backward()
     G = {n: t.grad for n, t in Pg.items()}
     for t in Pg.values():
@@ -409,7 +426,7 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
         problems.append(f"tgrt_model batch/context/vocab {m.batch_size}/{m.context}/{m.vocab_size} "
                         f"!= spec {cfg['B']}/{cfg['C']}/{cfg['V']}")
     if m.grad_accum != 1 or spec["training"].get("grad_accum", 1) != 1:
-        problems.append("training.grad_accum must be 1 for this check")
+        problems.append("training.grad_accum must be 1 for this check (--steps checks grad_accum)")
     spec_precision = spec["training"].get("precision", "fp32")
     if precision not in GRAD_TOLS:
         problems.append(f"tgrt_model.precision is {precision}, not one of {', '.join(GRAD_TOLS)}")
@@ -424,7 +441,7 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
     if not (loss_scale > 0 and math.isfinite(loss_scale)):
         problems.append(f"--loss-scale {loss_scale:g} must be finite and > 0")
     if cfg["dropout"] != 0:
-        problems.append("model.dropout must be 0 for this check")
+        problems.append("model.dropout must be 0 for this check (--steps checks dropout)")
     if cfg["positional"] != "learned" or cfg["activation"] != "gelu_tanh":
         problems.append("only positional=learned, activation=gelu_tanh are modelled here")
     lparams = lib.params()
@@ -672,6 +689,256 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
     return 0 if ok else 1
 
 
+# ------------------------------------------------------------------ dropout masks --
+# The CPU runtime's counter-based mask (runtime/cpu/Kernels.cpp, tgrt_dropout), redone here:
+# element i of a dropout site's input x [B, T, D] (row-major) is kept iff u_i >= rate, where
+# u_i = (mix64(key + (i+1) G) >> 40) / 2^24, key = dropout_key(seed, step, micro_batch),
+# mix64 the splitmix64 finaliser and G = 0x9E3779B97F4A7C15; kept elements are multiplied by
+# the float32 1/(1 - rate). The site seeds are MLIRGen's creation order (frontend/MLIRGen.cpp):
+# "drop" (after the embeddings) 1, layers.i.attn.drop 2 + 2i, layers.i.mlp.drop 3 + 2i.
+
+M64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def mix64(z):
+    """splitmix64 output function on a Python int (mod 2^64)."""
+    z &= M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def dropout_key(seed, step, micro_batch):
+    """dropoutKey of Kernels.cpp: three chained mixes of (seed, step, micro_batch)."""
+    h = mix64(seed + GOLDEN)
+    h = mix64(h ^ ((step * GOLDEN) & M64))
+    return mix64(h ^ (((micro_batch & 0xFFFFFFFF) * 0xD1B54A32D192ED03) & M64))
+
+
+def dropout_uniforms(key, n):
+    """u_0 .. u_{n-1} of the stream `key` (float64 holding the 24-bit uniforms exactly)."""
+    import numpy as np
+    with np.errstate(over="ignore"):
+        z = np.uint64(key) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return torch.from_numpy((z >> np.uint64(40)).astype(np.float64) / 16777216.0)
+
+
+def dropout_site_seeds(L):
+    seeds = {"drop": 1}
+    for i in range(L):
+        seeds[f"layers.{i}.attn.drop"] = 2 + 2 * i
+        seeds[f"layers.{i}.mlp.drop"] = 3 + 2 * i
+    return seeds
+
+
+def dropout_masks(cfg, step, micro_batch, device="cpu"):
+    """name -> float64 [B, T, D] factors (0 or float32 1/(1-rate)); None without dropout."""
+    if cfg["dropout"] <= 0:
+        return None
+    B, T, D = cfg["B"], cfg["C"], cfg["D"]
+    rate = float(torch.tensor(cfg["dropout"], dtype=torch.float32))
+    scale = float(torch.tensor(1.0, dtype=torch.float32) /
+                  (torch.tensor(1.0, dtype=torch.float32) - torch.tensor(rate, dtype=torch.float32)))
+    out = {}
+    for name, seed in dropout_site_seeds(cfg["L"]).items():
+        u = dropout_uniforms(dropout_key(seed, step, micro_batch), B * T * D)
+        out[name] = ((u >= rate).double() * scale).reshape(B, T, D).to(device)
+    return out
+
+
+def dropout_self_test():
+    """splitmix64 against its published first output and the vectorised stream against the
+    scalar one; returns the number of failures."""
+    bad = 0
+    if mix64(0 + GOLDEN) != 0xE220A8397B1DCDAF:  # splitmix64 from state 0, first output
+        print("self-test: error: mix64 does not reproduce splitmix64(0) = 0xE220A8397B1DCDAF")
+        bad += 1
+    key = dropout_key(7, 3, 1)
+    u = dropout_uniforms(key, 5)
+    want = [(mix64(key + (i + 1) * GOLDEN) >> 40) / 16777216.0 for i in range(5)]
+    if u.tolist() != want:
+        print("self-test: error: vectorised dropout uniforms differ from the scalar ones")
+        bad += 1
+    keep = float((dropout_uniforms(dropout_key(1, 1, 0), 100000) >= 0.1).double().mean())
+    if abs(keep - 0.9) > 0.005:
+        print(f"self-test: error: dropout keeps {keep:.4f} of elements at rate 0.1")
+        bad += 1
+    print(f"self-test dropout mask: splitmix64 stream, kept fraction at rate 0.1 {keep:.4f}")
+    return bad
+
+
+# ---------------------------------------------------------- several optimizer steps --
+
+
+def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol_update=UPDATE_TOL):
+    """fp32 models only: `steps` optimizer steps of grad_accum micro-steps each, every
+    micro-step on a fresh random batch (targets set to ignore_index with probability
+    ignore_frac, at least one per micro-batch when ignore_frac > 0), dropout as the runtime
+    does it. Compared, in float64:
+      - each micro-step's loss (mean over the targets != ignore_index) and the accumulated
+        gradients after it against (1/K) * the sum of the float64 gradients of the micro-
+        batches so far (K = grad_accum: tg-autodiff seeds each micro-step with 1/K), all at the
+        lib's current weights and with the dropout masks regenerated from the mask hash;
+      - the grad norm, and that the gradients are zero after the optimizer step;
+      - the parameters after each optimizer step s against a float64 AdamW written out here
+        that carries its moments m, v from step to step, with the bias correction
+        1 - beta^s of step s, fed with the lib's own gradients from the lib's weights (the
+        optimizer alone, every element; torch.optim.AdamW with persistent state must agree),
+        and end to end with the float64 gradients (ill-conditioned elements left out and
+        counted, as in check_lib).
+    The library's micro-steps (tglib_micro_step) run with micro_batch 0 and the ctx step of
+    the last tglib_optimizer_step (1 before any), so the dropout masks use those."""
+    lib = lib or Lib(path)
+    m = lib.model
+    spec = json.loads(m.spec_json.decode())
+    cfg = config_from_spec(spec)
+    K = int(m.grad_accum)
+    problems = []
+    if lib.precision() != "fp32":
+        problems.append(f"--steps: precision {lib.precision()}: this check is for fp32 models")
+    if K < 1 or spec["training"].get("grad_accum", 1) != K:
+        problems.append(f"tgrt_model.grad_accum {K} != spec training.grad_accum "
+                        f"{spec['training'].get('grad_accum', 1)}")
+    if (m.batch_size, m.context, m.vocab_size) != (cfg["B"], cfg["C"], cfg["V"]):
+        problems.append("tgrt_model batch/context/vocab differ from the spec")
+    if cfg["positional"] != "learned" or cfg["activation"] != "gelu_tanh":
+        problems.append("only positional=learned, activation=gelu_tanh are modelled here")
+    lparams = lib.params()
+    exp = expected_params(cfg)
+    if [(p["name"], p["shape"]) for p in lparams] != [(n, tuple(s)) for n, s in exp]:
+        problems.append("parameter list differs from frontend/Spec.cpp modelParameters")
+    for p in lparams:
+        if bool(p["weight_decay"]) != decays(cfg, p["name"], p["rank"]):
+            problems.append(f"{p['name']}: weight_decay flag {p['weight_decay']} unexpected")
+    for field in ("beta1", "beta2", "eps", "weight_decay", "grad_clip"):
+        key = "adam_eps" if field == "eps" else field
+        if abs(getattr(m, field) - cfg[key]) > 1e-6 * max(1.0, abs(cfg[key])):
+            problems.append(f"tgrt_model.{field} = {getattr(m, field)} != spec {cfg[key]}")
+    if problems:
+        for p in problems:
+            print("steps-check: error:", p)
+        print("steps-check: FAIL")
+        return 1
+    print(f"steps-check: {m.name.decode()}: L={cfg['L']} D={cfg['D']} B={cfg['B']} T={cfg['C']} "
+          f"steps={steps} grad_accum={K} dropout={cfg['dropout']:g} ignore_index={cfg['ignore_index']} "
+          f"ignore_frac={ignore_frac:g} betas=({cfg['beta1']:g}, {cfg['beta2']:g}) "
+          f"grad_clip={cfg['grad_clip']:g}")
+
+    gen = torch.Generator().manual_seed(seed)
+    P32 = {n: t.to(torch.float32) for n, t in random_params(cfg, gen).items()}
+    B, T, V = cfg["B"], cfg["C"], cfg["V"]
+    ctx = lib.create(seed)
+    for n, t in P32.items():
+        lib.set_param(ctx, n, t)
+        if not torch.equal(lib.get_param(ctx, n, t.shape), t):
+            print(f"steps-check: error: {n}: tglib_get_param does not return what tglib_set_param set")
+            return 1
+    Pcur = {n: t.double() for n, t in P32.items()}  # the lib's weights, float64
+    mom_own = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in Pcur.items()}
+    mom_ref = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in Pcur.items()}
+    topt = {}
+    for n, p in Pcur.items():  # torch.optim.AdamW with its own (persistent) state
+        q = p.clone().requires_grad_(True)
+        wd = cfg["weight_decay"] if decays(cfg, n, p.dim()) else 0.0
+        topt[n] = (q, torch.optim.AdamW([q], lr=1.0, betas=(cfg["beta1"], cfg["beta2"]),
+                                        eps=cfg["adam_eps"], weight_decay=wd))
+    b1, b2, eps = cfg["beta1"], cfg["beta2"], cfg["adam_eps"]
+    rows = []  # (check, what, err, tol, note)
+    ctx_step = 1  # the lib's ctx step during micro-steps: the last optimizer step's, 1 before any
+    n_ignored = n_targets = 0
+    worst_torch = 0.0
+    for s in range(1, steps + 1):
+        Gacc = {n: torch.zeros_like(p) for n, p in Pcur.items()}
+        for k in range(K):
+            tokens = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int32)
+            targets = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int32)
+            if ignore_frac > 0:
+                ign = torch.rand((B, T), generator=gen) < ignore_frac
+                ign[0, 0] = True
+                targets[ign] = cfg["ignore_index"]
+                n_ignored += int((targets == cfg["ignore_index"]).sum())
+            n_targets += targets.numel()
+            masks = dropout_masks(cfg, ctx_step, 0)
+            loss_lib = lib.micro_step(ctx, tokens, targets)
+            Glib = {n: lib.get_grad(ctx, n, t.shape) for n, t in P32.items()}
+            loss_ref, G = ref_loss_and_grads(cfg, Pcur, tokens, targets, masks)
+            for n in Gacc:
+                Gacc[n] += G[n] / K
+            rows.append((f"step {s}", f"micro {k}: loss", abs(loss_lib - loss_ref) / abs(loss_ref),
+                         tol_grad, f"lib {loss_lib:.7f} ref {loss_ref:.7f}"))
+            worst = max(((rel_err(Glib[n], Gacc[n]), n) for n in Gacc))
+            rows.append((f"step {s}", f"micro {k}: accumulated grads", worst[0], tol_grad,
+                         f"worst {worst[1]}"))
+        lr = float(ctypes.c_float(cfg["lr"] * (1.0 - 0.25 * (s - 1))).value)  # varies per step
+        lib.optimizer_step(ctx, s, lr)
+        ctx_step = s
+        norm_lib = lib.last_grad_norm(ctx)
+        norm = global_norm(Gacc)
+        scale = clip_scale(cfg, norm)
+        scale_own = clip_scale(cfg, global_norm(Glib))
+        rows.append((f"step {s}", "grad norm", abs(norm_lib - norm) / norm, tol_grad,
+                     f"lib {norm_lib:.6g} ref {norm:.6g} clip scale {scale:.4g}"))
+        nonzero = sum(int((lib.get_grad(ctx, n, t.shape) != 0).sum()) for n, t in P32.items())
+        rows.append((f"step {s}", "grads zeroed", float(nonzero), 0.0, f"{nonzero} nonzero after the step"))
+        worst_own, worst_e2e, excluded = (0.0, ""), (0.0, ""), 0
+        bc1, bc2 = 1.0 - b1 ** s, 1.0 - b2 ** s
+        Pnext = {}
+        for n, p in Pcur.items():
+            w = cfg["weight_decay"] if decays(cfg, n, p.dim()) else 0.0
+
+            def adamw(mom, g):
+                mo, vo = mom
+                mo = b1 * mo + (1 - b1) * g
+                vo = b2 * vo + (1 - b2) * g * g
+                return (mo, vo), -lr * ((mo / bc1) / (torch.sqrt(vo / bc2) + eps) + w * p)
+
+            mom_own[n], du_own = adamw(mom_own[n], Glib[n].double() * scale_own)
+            mom_ref[n], du_ref = adamw(mom_ref[n], Gacc[n] * scale)
+            q, opt = topt[n]
+            with torch.no_grad():
+                q.copy_(p)
+            q.grad = Glib[n].double() * scale_own
+            for grp in opt.param_groups:
+                grp["lr"] = lr
+            opt.step()
+            worst_torch = max(worst_torch, rel_err(q.detach() - p, du_own))
+            plib = lib.get_param(ctx, n, p.shape).double()
+            du_lib = plib - p
+            rounding = F32_ULP * (p + du_own).abs()
+            e = float(((du_lib - du_own).abs() - rounding).clamp(min=0).max()) / \
+                max(float(du_own.abs().max()), 1e-12)
+            worst_own = max(worst_own, (e, n))
+            scale_u = max(float(du_ref.abs().max()), 1e-12)
+            g = Gacc[n].abs()
+            keep = (g >= 1e-6 * float(g.max())) & ((du_own - du_ref).abs() <= 0.1 * tol_update * scale_u)
+            excluded += int((~keep).sum())
+            d = ((du_lib - du_ref).abs() - rounding).clamp(min=0)
+            e = float(d[keep].max()) / scale_u if bool(keep.any()) else 0.0
+            worst_e2e = max(worst_e2e, (e, n))
+            Pnext[n] = plib
+        rows.append((f"step {s}", "AdamW on the lib's grads", worst_own[0], tol_update,
+                     f"lr {lr:.4g}, bias corrections {bc1:.4g} {bc2:.4g}; worst {worst_own[1]}"))
+        rows.append((f"step {s}", "AdamW end to end", worst_e2e[0], tol_update,
+                     f"worst {worst_e2e[1]}; excl {excluded} ill-conditioned elements"))
+        Pcur = Pnext
+    lib.destroy(ctx)
+    rows.append(("adamw", "own float64 vs torch.optim.AdamW", worst_torch, 1e-9, ""))
+    if ignore_frac > 0:
+        print(f"steps-check: {n_ignored}/{n_targets} targets ignored (= ignore_index {cfg['ignore_index']})")
+    failed = [r for r in rows if not (r[2] <= r[3])]
+    print(f"{'check':8} {'what':34} {'max rel err':>11}  tol")
+    for sec, what, err, tol, note in rows:
+        flag = "" if err <= tol else "  <-- FAIL"
+        print(f"{sec:8} {what:34} {err:11.2e}  {tol:.0e}  {note}{flag}")
+    print(f"steps-check: {steps} optimizer steps x {K} micro-steps: "
+          + ("PASS" if not failed else f"FAIL ({len(failed)} over tolerance)"))
+    return 0 if not failed else 1
+
+
 def self_test():
     """The reference model against central finite differences (float64), tiny configs."""
     torch.manual_seed(0)
@@ -703,6 +970,7 @@ def self_test():
     # window semantics: query i sees key j iff j <= i and i - j < w
     vis = causal_mask(5, 2)
     assert vis.tolist()[3] == [False, False, True, True, False], vis
+    bad += dropout_self_test()
     print("self-test:", "PASS" if not bad else "FAIL")
     return 1 if bad else 0
 
@@ -724,6 +992,12 @@ def main():
                     help=f"fp16-mixed only: the loss scale of the micro-steps (default {FP16_LOSS_SCALE:g})")
     ap.add_argument("--skip-second-step", action="store_true",
                     help="stop after the optimizer step (no second micro-step)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="fp32: run N optimizer steps of grad_accum micro-steps each (check_steps: "
+                    "AdamW moments across steps, gradient accumulation, dropout masks, ignored "
+                    "targets) instead of the one-step check")
+    ap.add_argument("--ignore-frac", type=float, default=0.0,
+                    help="with --steps: fraction of targets set to training.ignore_index")
     a = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     if a.self_test:
@@ -732,6 +1006,10 @@ def main():
         ap.error("--lib is required")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda: torch has no CUDA device here")
+    if a.steps > 0:
+        return check_steps(a.lib, a.seed, a.steps, a.ignore_frac)
+    if a.ignore_frac:
+        ap.error("--ignore-frac needs --steps")
     return check_lib(a.lib, a.seed, device=a.device, tol_grad=a.tol_grad, tol_update=a.tol_update,
                      second_step=not a.skip_second_step, loss_scale=a.loss_scale)
 
