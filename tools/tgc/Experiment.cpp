@@ -1002,6 +1002,8 @@ int runExperiment(const ExperimentOptions &opts) {
       args.push_back(flag);
       args.push_back(joinList(*list, ","));
     }
+  if (opts.noPytorch)
+    args.push_back("--no-pytorch");
   llvm::errs() << "tgc: experiment: running";
   for (const std::string &a : args)
     llvm::errs() << " " << a;

@@ -26,6 +26,7 @@ struct ExperimentOptions {
   std::string target;                   ///< non-empty: overrides "target" (auto | cpu | cuda)
   std::string stage = "all";            ///< compile: stop after compiling; all: also run
   bool force = false;                   ///< recompile configurations that are up to date
+  bool noPytorch = false;               ///< run.py --no-pytorch: tgc rows only
 };
 
 /// Runs `tgc experiment`. Exit codes: 2 for a matrix or usage error (nothing is written:

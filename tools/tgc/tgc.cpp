@@ -147,6 +147,10 @@ cl::opt<std::string> expStage("stage",
                               cl::init("all"), cl::sub(experimentCmd), cl::cat(experimentCat));
 cl::opt<bool> expForce("force", cl::desc("Recompile configurations that are up to date"),
                        cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<bool> expNoPytorch("no-pytorch",
+                           cl::desc("Run only the tgc rows (no PyTorch rows, whatever the "
+                                    "matrix's \"pytorch\" says)"),
+                           cl::sub(experimentCmd), cl::cat(experimentCat));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -218,6 +222,7 @@ int main(int argc, char **argv) {
     e.target = expTarget;
     e.stage = expStage;
     e.force = expForce;
+    e.noPytorch = expNoPytorch;
     return tgc::runExperiment(e);
   }
   errs() << "tgc: error: no subcommand given; try `tgc --help`\n";
