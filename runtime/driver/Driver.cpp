@@ -12,6 +12,7 @@
 // narrowing rounds to nearest even. Checkpoints are float32 and record the precision policy.
 #include "runtime/driver/Driver.h"
 
+#include "runtime/driver/DataMeta.h"
 #include "runtime/driver/FileUtil.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Safetensors.h"
@@ -613,23 +614,12 @@ void Trainer::loadData() {
     throw DriverError("--data DIR is required for training (see --help)", 2);
   // meta.json: optional, but when present its vocab_size must fit the model.
   const std::string meta_path = opt_.data + "/meta.json";
-  std::ifstream meta_in(meta_path);
+  std::ifstream meta_in(meta_path, std::ios::binary);
   if (meta_in) {
-    nlohmann::json meta;
-    try {
-      meta = nlohmann::json::parse(meta_in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw DriverError(meta_path + ": malformed JSON at byte offset " +
-                        std::to_string(e.byte) + ": " + e.what());
-    }
-    if (meta.is_object() && meta.contains("vocab_size") && meta["vocab_size"].is_number_integer()) {
-      const int64_t v = meta["vocab_size"].get<int64_t>();
-      if (v > m_.vocab_size)
-        throw DriverError(meta_path + ": the data's vocab_size " + std::to_string(v) +
-                          " exceeds the model's vocab_size " + std::to_string(m_.vocab_size) +
-                          " (prepare the data with --vocab " + std::to_string(m_.vocab_size) +
-                          " or change the spec)");
-    }
+    const std::string text((std::istreambuf_iterator<char>(meta_in)),
+                           std::istreambuf_iterator<char>());
+    std::string err;
+    if (!checkDataMeta(meta_path, text, m_.vocab_size, &err)) throw DriverError(err);
   } else if (!opt_.quiet) {
     std::fprintf(stderr, "warning: %s not found; token ids are still checked against "
                          "vocab_size %d\n", meta_path.c_str(), (int)m_.vocab_size);
@@ -944,6 +934,17 @@ int Trainer::run() {
       throw DriverError("loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
                         " at step " + std::to_string(s) +
                         " (training diverged; try a lower lr or a longer warmup)");
+    }
+    // Without loss scaling a non-finite gradient norm is an error, not a skipped step: AdamW
+    // left the parameters alone (its factor is NaN), so going on would train nothing.
+    if (!scaler_.enabled() && !std::isfinite(norm)) {
+      say("\n");
+      throw DriverError("the gradient norm is " +
+                        std::string(std::isnan(norm) ? "NaN" : "infinite") + " at step " +
+                        std::to_string(s) + " (loss " + floatText((float)loss) +
+                        "): a gradient overflowed or is NaN; the parameters were not updated "
+                        "(training diverged; try a lower lr, a longer warmup or bf16-mixed "
+                        "instead of fp16)");
     }
     if (scaler_.enabled() && !(scaler_.scale() >= std::numeric_limits<float>::min())) {
       say("\n");

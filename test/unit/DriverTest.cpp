@@ -1349,4 +1349,23 @@ TEST(DriverFake, LossScaleUnderflowStopsTraining) {
   EXPECT_EQ(log.steps[126]["skipped_steps"], 127);
 }
 
+/// Without loss scaling a non-finite gradient norm stops the run at that step (AdamW skipped
+/// the update, so going on would silently train nothing).
+TEST(DriverFake, NonFiniteGradNormStopsWithoutLossScaling) {
+  FakeConfig c;
+  c.nan_grads = true;
+  FakeScope scope(c);
+  TempDir d;
+  writeFakeData(d, "data");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", d / "data", "--steps", "20", "--log", d / "log.jsonl",
+                       "--quiet"}),
+            1);
+  const std::string e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("the gradient norm is NaN at step 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("the parameters were not updated"), std::string::npos) << e;
+  const LogLines log = readLog(d / "log.jsonl");
+  ASSERT_EQ(log.steps.size(), 1u); // the step is logged, then the run stops
+}
+
 } // namespace
