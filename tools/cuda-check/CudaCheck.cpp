@@ -824,7 +824,7 @@ void checkMatmulBias(Contexts& c, Rng& rng, int32_t dt) {
 /// tgrt_matmul_bias_gelu against the CPU (GEMM + bias, then tanh GELU), both outputs: the
 /// exact path (bias epilogue + own GELU kernel, fp32 tolerance) and the fused
 /// CUBLASLT_EPILOGUE_GELU_AUX_BIAS path, measured with an fp32 GEMM so that the error shown
-/// is the epilogue's GELU alone; it is held to the TF32 tolerance of the mode that uses it.
+/// is the epilogue's GELU alone; it is held to 1e-5 (measured: at most 1.8e-6 on an H100).
 /// bf16 / f16 (epilogue on by default): both paths at twice the dtype's tolerance: out is
 /// rounded from a GELU of pre, and pre itself may differ from the reference's by one unit in
 /// the last place (another summation order), or the fused GELU works on the unrounded
@@ -850,7 +850,9 @@ void checkMatmulBiasGelu(Contexts& c, Rng& rng, int32_t dt) {
       const std::string shape = fmt("%lldx%lldx%lld t%d%d a%.2g", (long long)cs.m,
                                     (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha);
       const char* name = fused ? "matmul_bias_gelu [gelu epi]" : "matmul_bias_gelu [exact]";
-      const double tol = dt != TGRT_F32 ? 2.0 * tolFor(dt) : fused ? 2e-3 : kTol;
+      // f32 through the epilogue: 1e-5, about 5x the worst seen on an H100 (1.8e-6 over the
+      // 2026-11-23 logs in bench/results/2026-11-23-h100/; was 2e-3).
+      const double tol = dt != TGRT_F32 ? 2.0 * tolFor(dt) : fused ? 1e-5 : kTol;
       const std::string full = dt == TGRT_F32 ? std::string(name)
                                               : std::string(name) + "[" + dtName(dt) + "]";
       record(full + " pre", shape, relErr(gpre.raw(), pre), tol);
