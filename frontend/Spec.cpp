@@ -44,14 +44,16 @@ constexpr long double kMaxTensorElems = 1099511627776.0L; // 2^40 elements in on
   throw SpecError{path, message};
 }
 
-/// Joins a parent path and a key: ("training", "seed") -> "training.seed".
+/// Joins a parent path and a key: ("training", "seed") -> "training.seed". An empty key
+/// (legal JSON, never a field) is shown as "" so that the path is never empty.
 std::string join(const std::string &parent, const std::string &key) {
-  return parent.empty() ? key : parent + "." + key;
+  const std::string k = key.empty() ? "\"\"" : key;
+  return parent.empty() ? k : parent + "." + k;
 }
 
 /// A JSON value as it appears in messages, shortened if long.
 std::string show(const json &v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
@@ -523,9 +525,10 @@ void checkSemantics(const Spec &s) {
 
 /// Converts nlohmann's parse_error into a located SpecError. `byte` is the count of
 /// characters read, so the offending character is text[byte-1].
-SpecError syntaxError(const std::string &text, const json::parse_error &e,
-                      const std::string &source) {
-  size_t idx = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
+/// A syntax error at byte `idx` of `text`: path "SOURCE:L:C" (or "line L, column C").
+SpecError syntaxErrorAt(const std::string &text, size_t idx, const std::string &explanation,
+                        const std::string &source) {
+  idx = std::min(idx, text.size());
   size_t line = 1, lineStart = 0;
   for (size_t i = 0; i < idx; ++i)
     if (text[i] == '\n') {
@@ -533,16 +536,37 @@ SpecError syntaxError(const std::string &text, const json::parse_error &e,
       lineStart = i + 1;
     }
   size_t column = idx - lineStart + 1;
+  std::string where = source.empty()
+                          ? "line " + std::to_string(line) + ", column " + std::to_string(column)
+                          : source + ":" + std::to_string(line) + ":" + std::to_string(column);
+  return SpecError{where, explanation};
+}
+
+SpecError syntaxError(const std::string &text, const json::parse_error &e,
+                      const std::string &source) {
   // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: <explanation>"
   std::string what = e.what();
   std::string explanation = what;
   size_t col = what.find("column ");
   size_t colon = what.find(": ", col == std::string::npos ? 0 : col);
   if (colon != std::string::npos) explanation = what.substr(colon + 2);
-  std::string where = source.empty()
-                          ? "line " + std::to_string(line) + ", column " + std::to_string(column)
-                          : source + ":" + std::to_string(line) + ":" + std::to_string(column);
-  return SpecError{where, explanation};
+  return syntaxErrorAt(text, e.byte == 0 ? 0 : e.byte - 1, explanation, source);
+}
+
+/// A number literal too large for a double (nlohmann throws out_of_range.406 "number
+/// overflow parsing '<literal>'", without a position): located at the literal's first
+/// occurrence in `text`.
+SpecError numberOverflowError(const std::string &text, const json::out_of_range &e,
+                              const std::string &source) {
+  const std::string what = e.what();
+  const size_t b = what.find('\'');
+  const size_t end = b == std::string::npos ? b : what.find('\'', b + 1);
+  std::string literal = end == std::string::npos ? "" : what.substr(b + 1, end - b - 1);
+  const size_t idx = literal.empty() ? 0 : text.find(literal);
+  if (literal.size() > 40) literal = literal.substr(0, 37) + "...";
+  return syntaxErrorAt(text, idx == std::string::npos ? 0 : idx,
+                       "number " + literal + " is out of range (expected a number that fits "
+                       "a double)", source);
 }
 
 /// Finds the first key that appears twice in one object (JSON allows it; nlohmann keeps
@@ -624,12 +648,20 @@ std::string applyOverride(json &root, const std::string &override) {
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error &) {
+  } catch (const json::exception &) {  // syntax error or a number out of range
     value = text;
   }
   // A string field takes the raw text even if it happens to parse as JSON (name=123).
   if (!node->isObject && node->kind == Kind::String && !value.is_string() && !value.is_null())
     value = text;
+  // Raw text is not checked by the JSON parser: it must be UTF-8 like the rest of the spec.
+  if (value.is_string()) {
+    try {
+      (void)value.dump();
+    } catch (const json::type_error &e) {
+      fail("--set " + path, std::string("expected UTF-8 text in the value (") + e.what() + ")");
+    }
+  }
 
   json *cur = &root;
   std::string at;
@@ -668,6 +700,9 @@ bool parseSpec(const std::string &text, const std::vector<std::string> &override
     root = json::parse(text, std::ref(dups));
   } catch (const json::parse_error &e) {
     err = syntaxError(text, e, source);
+    return false;
+  } catch (const json::out_of_range &e) {
+    err = numberOverflowError(text, e, source);
     return false;
   }
   if (!dups.duplicate.empty()) {

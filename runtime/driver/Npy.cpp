@@ -147,15 +147,14 @@ bool readNpy(const std::string& path, NpyArray* out, std::string* err) {
   const int64_t item = npyItemSize(dtype);
   const int64_t data_offset = header_start + header_len;
   const int64_t count = dims[0];
-  if (count > (file_size - data_offset) / item || count * item != file_size - data_offset) {
-    if (count * item > file_size - data_offset || count > (file_size - data_offset) / item)
-      return fail(err, path + ": truncated: the header promises " + std::to_string(count) +
-                           " elements (" + std::to_string(count * item) + " bytes) but only " +
-                           std::to_string(file_size - data_offset) + " bytes follow" +
-                           at(data_offset));
-    return fail(err, path + ": " + std::to_string(file_size - data_offset - count * item) +
+  const int64_t avail = file_size - data_offset; // >= 0: the header fits in the file
+  if (count > avail / item) // (count * item could overflow: never computed unchecked)
+    return fail(err, path + ": truncated: the header promises " + std::to_string(count) +
+                         " elements of " + std::to_string(item) + " bytes but only " +
+                         std::to_string(avail) + " bytes follow" + at(data_offset));
+  if (count * item != avail)
+    return fail(err, path + ": " + std::to_string(avail - count * item) +
                          " unexpected bytes after the data" + at(data_offset + count * item));
-  }
   out->dtype = dtype;
   out->count = count;
   out->data_offset = data_offset;

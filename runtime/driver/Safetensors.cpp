@@ -100,11 +100,13 @@ bool SafetensorsReader::open(const std::string& path, std::string* err) {
   } catch (const nlohmann::json::parse_error& e) {
     return fail(err, path + ": malformed JSON header at byte offset " +
                          std::to_string(8 + (int64_t)e.byte - 1) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) { // e.g. a number too large for a double
+    return fail(err, path + ": malformed JSON header: " + e.what() + at(8));
   }
   if (!header.is_object()) return fail(err, path + ": the JSON header is not an object" + at(8));
   data_start_ = 8 + (int64_t)n;
   const int64_t data_size = file_size - data_start_;
-  std::vector<std::pair<int64_t, std::string>> ranges;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> ranges; // ((begin, end), name)
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& key = it.key();
     if (key == "__metadata__") {
@@ -130,6 +132,9 @@ bool SafetensorsReader::open(const std::string& path, std::string* err) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
         return fail(err, path + ": tensor '" + key + "' has an invalid shape" + at(8));
       info.shape.push_back(d.get<int64_t>());
+      if (info.shape.back() > 0 && numel > (INT64_MAX / 8) / info.shape.back())
+        return fail(err, path + ": tensor '" + key + "' has a shape of more than 2^60 elements" +
+                             at(8));
       numel *= info.shape.back();
     }
     const auto& off = e["data_offsets"];
@@ -150,15 +155,15 @@ bool SafetensorsReader::open(const std::string& path, std::string* err) {
       return fail(err, path + ": tensor '" + key + "' has " +
                            std::to_string(info.end - info.begin) + " bytes but its shape needs " +
                            std::to_string(numel * item) + at(data_start_ + info.begin));
-    ranges.push_back({info.begin, key});
+    ranges.push_back({{info.begin, info.end}, key});
     tensors_[key] = std::move(info);
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
     const StTensorInfo& prev = tensors_[ranges[i - 1].second];
-    if (ranges[i].first < prev.end)
+    if (ranges[i].first.first < prev.end)
       return fail(err, path + ": tensors '" + ranges[i - 1].second + "' and '" +
-                           ranges[i].second + "' overlap" + at(data_start_ + ranges[i].first));
+                           ranges[i].second + "' overlap" + at(data_start_ + ranges[i].first.first));
   }
   return true;
 }
