@@ -177,6 +177,20 @@ class Lib:
 # ------------------------------------------------------------ reference model --
 
 
+
+def optimizer_problems(m, cfg, problems, tag):
+    """Adds a problem for each AdamW hyperparameter of the library's tgrt_model that differs
+    from the spec's, prints every problem and `TAG: FAIL` when there are any; True then."""
+    for field in ("beta1", "beta2", "eps", "weight_decay", "grad_clip"):
+        key = "adam_eps" if field == "eps" else field
+        if abs(getattr(m, field) - cfg[key]) > 1e-6 * max(1.0, abs(cfg[key])):
+            problems.append(f"tgrt_model.{field} = {getattr(m, field)} != spec {cfg[key]}")
+    for p in problems:
+        print(f"{tag}: error:", p)
+    if problems:
+        print(f"{tag}: FAIL")
+    return bool(problems)
+
 def expected_params(cfg):
     """Name and shape of every parameter, in creation order (frontend/Spec.cpp)."""
     V, C, D, L, Fd = cfg["V"], cfg["C"], cfg["D"], cfg["L"], cfg["F"]
@@ -456,14 +470,7 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
         if want_dt and (p["dtype"], p["state_dtype"]) != want_dt:
             problems.append(f"{p['name']}: dtype/state_dtype {p['dtype']}/{p['state_dtype']} with "
                             f"precision {precision}, expected {want_dt[0]}/{want_dt[1]} (enum tgrt_dtype)")
-    for field in ("beta1", "beta2", "eps", "weight_decay", "grad_clip"):
-        key = "adam_eps" if field == "eps" else field
-        if abs(getattr(m, field) - cfg[key]) > 1e-6 * max(1.0, abs(cfg[key])):
-            problems.append(f"tgrt_model.{field} = {getattr(m, field)} != spec {cfg[key]}")
-    if problems:
-        for p in problems:
-            print("grad-check: error:", p)
-        print("grad-check: FAIL")
+    if optimizer_problems(m, cfg, problems, "grad-check"):
         return 1
 
     n_elems = sum(p["numel"] for p in lparams)
@@ -814,14 +821,7 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
     for p in lparams:
         if bool(p["weight_decay"]) != decays(cfg, p["name"], p["rank"]):
             problems.append(f"{p['name']}: weight_decay flag {p['weight_decay']} unexpected")
-    for field in ("beta1", "beta2", "eps", "weight_decay", "grad_clip"):
-        key = "adam_eps" if field == "eps" else field
-        if abs(getattr(m, field) - cfg[key]) > 1e-6 * max(1.0, abs(cfg[key])):
-            problems.append(f"tgrt_model.{field} = {getattr(m, field)} != spec {cfg[key]}")
-    if problems:
-        for p in problems:
-            print("steps-check: error:", p)
-        print("steps-check: FAIL")
+    if optimizer_problems(m, cfg, problems, "steps-check"):
         return 1
     print(f"steps-check: {m.name.decode()}: L={cfg['L']} D={cfg['D']} B={cfg['B']} T={cfg['C']} "
           f"steps={steps} grad_accum={K} dropout={cfg['dropout']:g} ignore_index={cfg['ignore_index']} "
