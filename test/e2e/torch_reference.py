@@ -174,10 +174,6 @@ class Lib:
         self.dll.tglib_destroy(ctx)
 
 
-# ------------------------------------------------------------ reference model --
-
-
-
 def optimizer_problems(m, cfg, problems, tag):
     """Adds a problem for each AdamW hyperparameter of the library's tgrt_model that differs
     from the spec's, prints every problem and `TAG: FAIL` when there are any; True then."""
@@ -190,6 +186,10 @@ def optimizer_problems(m, cfg, problems, tag):
     if problems:
         print(f"{tag}: FAIL")
     return bool(problems)
+
+
+# ------------------------------------------------------------ reference model --
+
 
 def expected_params(cfg):
     """Name and shape of every parameter, in creation order (frontend/Spec.cpp)."""
