@@ -644,32 +644,13 @@ AttentionTiles resolveTiles(const AttentionTiles& o, int64_t hd, int64_t window)
   return t;
 }
 
-/// Fails unless every pointer is 16-byte aligned (the kernels use float4 accesses).
-void checkAligned16(const char* loc, const char* what, std::initializer_list<const void*> ptrs) {
-  for (const void* p : ptrs)
-    if ((uintptr_t)p % 16 != 0)
-      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
-}
-
-/// Fails unless every stride is a multiple of 4 floats (16-byte aligned rows for float4).
-void checkStrides16F32(const char* loc, const char* what, const Layout& li, const Layout& lo) {
-  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
-  for (int64_t x : s)
-    if (x % 4 != 0)
-      fail(loc,
-           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
-           "multiples of 4 elements (16-byte aligned rows)",
-           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
-           (long long)lo.sh, (long long)lo.st);
-}
-
 /// The f32 forward: exact fp32 kernels (TF32 is dispatched by attentionFwd).
 void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                      float* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
                      const Layout& lo, int32_t causal, int64_t window, float scale) {
   if (bh * t == 0) return;
-  checkAligned16(loc, "attention_fwd", {q, k, v, out});
-  checkStrides16F32(loc, "attention_fwd", li, lo);
+  checkAlignedTensors16(loc, "attention_fwd", {q, k, v, out});
+  checkRowStrides16(loc, "attention_fwd", li, lo, 4);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:
@@ -696,8 +677,8 @@ void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float*
                      float* dv, int64_t bh, int64_t t, int64_t hd, const Layout& li,
                      const Layout& lo, int32_t causal, int64_t window, float scale) {
   if (bh * t * hd == 0) return;
-  checkAligned16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
-  checkStrides16F32(loc, "attention_bwd", li, lo);
+  checkAlignedTensors16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
+  checkRowStrides16(loc, "attention_bwd", li, lo, 4);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
   switch (hd) {
   case 32:

@@ -670,24 +670,6 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   }
 }
 
-void checkAligned16Lp(const char* loc, const char* what, std::initializer_list<const void*> ptrs) {
-  for (const void* p : ptrs)
-    if ((uintptr_t)p % 16 != 0)
-      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
-}
-
-/// 16-byte row alignment of the strided layouts: every stride a multiple of 8 elements.
-void checkStrides16Lp(const char* loc, const char* what, const Layout& li, const Layout& lo) {
-  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
-  for (int64_t x : s)
-    if (x % 8 != 0)
-      fail(loc,
-           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
-           "multiples of 8 elements (16-byte aligned rows)",
-           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
-           (long long)lo.sh, (long long)lo.st);
-}
-
 template <typename E>
 void fwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
           uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
@@ -742,8 +724,8 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
   const int64_t bh = batch * heads;
   if (bh * t == 0) return;
   const Layout &li = ls.in, &lo = ls.out;
-  checkAligned16Lp(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
-  checkStrides16Lp(loc, "attention_fwd (bf16 / f16)", li, lo);
+  checkAlignedTensors16(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
+  checkRowStrides16(loc, "attention_fwd (bf16 / f16)", li, lo, 8);
   const auto* q16 = static_cast<const uint16_t*>(q);
   const auto* k16 = static_cast<const uint16_t*>(k);
   const auto* v16 = static_cast<const uint16_t*>(v);
@@ -769,8 +751,8 @@ void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
   const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
   const Layout &li = ls.in, &lo = ls.out;
-  checkAligned16Lp(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
-  checkStrides16Lp(loc, "attention_bwd (bf16 / f16)", li, lo);
+  checkAlignedTensors16(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
+  checkRowStrides16(loc, "attention_bwd (bf16 / f16)", li, lo, 8);
   const auto* q16 = static_cast<const uint16_t*>(q);
   const auto* k16 = static_cast<const uint16_t*>(k);
   const auto* v16 = static_cast<const uint16_t*>(v);

@@ -10,6 +10,7 @@
 #define TGRT_CUDA_ATTENTIONMASK_CUH
 
 #include <cstdint>
+#include <initializer_list>
 // Include after runtime/cuda/Internal.h (CUDA, or the CPU emulator's stand-ins).
 
 namespace tgrt_cuda {
@@ -24,6 +25,28 @@ struct Layout {
     return (bh / heads) * sb + (bh % heads) * sh;
   }
 };
+
+/// Fails unless every tensor pointer is 16-byte aligned (the kernels load 16-byte words).
+inline void checkAlignedTensors16(const char* loc, const char* what,
+                                  std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if ((uintptr_t)p % 16 != 0)
+      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
+}
+
+/// Fails unless every stride of `li` and `lo` is a multiple of `elems` elements (16-byte
+/// aligned rows: 4 for f32, 8 for bf16 / f16).
+inline void checkRowStrides16(const char* loc, const char* what, const Layout& li,
+                              const Layout& lo, int64_t elems) {
+  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
+  for (int64_t x : s)
+    if (x % elems != 0)
+      fail(loc,
+           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
+           "multiples of %lld elements (16-byte aligned rows)",
+           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
+           (long long)lo.sh, (long long)lo.st, (long long)elems);
+}
 
 /// The (q, k, v[, dq, dk, dv]) and (out[, dout]) layouts of a tgrt_attention_fwd
 /// (`forward`) or tgrt_attention_bwd call, after checking that the sizes and strides are

@@ -694,25 +694,6 @@ void bwdHD(Context* ctx, const char* loc, const float* q, const float* k, const 
   }
 }
 
-void checkAligned16Tf32(const char* loc, const char* what,
-                        std::initializer_list<const void*> ptrs) {
-  for (const void* p : ptrs)
-    if ((uintptr_t)p % 16 != 0)
-      fail(loc, "%s: every tensor must be 16-byte aligned (got %p)", what, p);
-}
-
-/// Fails unless every stride is a multiple of 4 floats (16-byte aligned rows for float4).
-void checkStrides16Tf32(const char* loc, const char* what, const Layout& li, const Layout& lo) {
-  const int64_t s[6] = {li.sb, li.sh, li.st, lo.sb, lo.sh, lo.st};
-  for (int64_t x : s)
-    if (x % 4 != 0)
-      fail(loc,
-           "%s: row stride / strides (in %lld, %lld, %lld; out %lld, %lld, %lld) must be "
-           "multiples of 4 elements (16-byte aligned rows)",
-           what, (long long)li.sb, (long long)li.sh, (long long)li.st, (long long)lo.sb,
-           (long long)lo.sh, (long long)lo.st);
-}
-
 } // namespace
 
 void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
@@ -727,8 +708,8 @@ void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float
   const int64_t bh = batch * heads;
   if (bh * t == 0) return;
   const Layout &li = ls.in, &lo = ls.out;
-  checkAligned16Tf32(loc, "attention_fwd (tf32)", {q, k, v, out});
-  checkStrides16Tf32(loc, "attention_fwd (tf32)", li, lo);
+  checkAlignedTensors16(loc, "attention_fwd (tf32)", {q, k, v, out});
+  checkRowStrides16(loc, "attention_fwd (tf32)", li, lo, 4);
   switch (hd) {
   case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
   case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
@@ -752,8 +733,8 @@ void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float
   const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
   const Layout &li = ls.in, &lo = ls.out;
-  checkAligned16Tf32(loc, "attention_bwd (tf32)", {q, k, v, dout, dq, dk, dv});
-  checkStrides16Tf32(loc, "attention_bwd (tf32)", li, lo);
+  checkAlignedTensors16(loc, "attention_bwd (tf32)", {q, k, v, dout, dq, dk, dv});
+  checkRowStrides16(loc, "attention_bwd (tf32)", li, lo, 4);
   switch (hd) {
   case 32:
     bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);

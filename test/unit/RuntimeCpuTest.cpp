@@ -1439,21 +1439,25 @@ TEST_P(CpuAttnLayout, PackedLayoutMatchesContiguousBitForBit) {
       // Packed operands; guard values everywhere else.
       Typed qkv = guardBuffer(dt, nIn), dout = guardBuffer(dt, nOut);
       std::vector<bool> inOwned((size_t)nIn, false), outOwned((size_t)nOut, false);
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < T; ++i)
-            for (int64_t j = 0; j < hd; ++j) {
-              const int64_t pi = b * isb + h * ish + i * ist + j,
-                            po = b * osb + h * osh + i * ost + j;
-              const int64_t c = ci(b, h, i, j);
-              setElemBits(qkv, pi, elemBits(q, c));
-              setElemBits(qkv, pi + H * hd, elemBits(k, c));
-              setElemBits(qkv, pi + 2 * H * hd, elemBits(v, c));
-              setElemBits(dout, po, elemBits(w, c));
-              inOwned[(size_t)pi] = inOwned[(size_t)(pi + H * hd)] =
-                  inOwned[(size_t)(pi + 2 * H * hd)] = true;
-              outOwned[(size_t)po] = true;
-            }
+      // f(pi, po, c) for every element: its packed qkv offset (q part), its out offset and
+      // its contiguous index.
+      auto forEachElement = [&](auto f) {
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < T; ++i)
+              for (int64_t j = 0; j < hd; ++j)
+                f(b * isb + h * ish + i * ist + j, b * osb + h * osh + i * ost + j,
+                  ci(b, h, i, j));
+      };
+      forEachElement([&](int64_t pi, int64_t po, int64_t c) {
+        setElemBits(qkv, pi, elemBits(q, c));
+        setElemBits(qkv, pi + H * hd, elemBits(k, c));
+        setElemBits(qkv, pi + 2 * H * hd, elemBits(v, c));
+        setElemBits(dout, po, elemBits(w, c));
+        inOwned[(size_t)pi] = inOwned[(size_t)(pi + H * hd)] = inOwned[(size_t)(pi + 2 * H * hd)] =
+            true;
+        outOwned[(size_t)po] = true;
+      });
       const Typed qkv0 = qkv;
       Typed out = guardBuffer(dt, nOut), dqkv = guardBuffer(dt, nIn);
       VecF lse(bh * T, 7.0f);
@@ -1467,18 +1471,12 @@ TEST_P(CpuAttnLayout, PackedLayoutMatchesContiguousBitForBit) {
       expectBitEqual(lse, lseC, "lse " + name);
       EXPECT_TRUE(qkv.sameBits(qkv0)) << "qkv modified " << name;
       int64_t bad = 0;
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < T; ++i)
-            for (int64_t j = 0; j < hd; ++j) {
-              const int64_t pi = b * isb + h * ish + i * ist + j,
-                            po = b * osb + h * osh + i * ost + j;
-              const int64_t c = ci(b, h, i, j);
-              bad += elemBits(out, po) != elemBits(outC, c);
-              bad += elemBits(dqkv, pi) != elemBits(dqC, c);
-              bad += elemBits(dqkv, pi + H * hd) != elemBits(dkC, c);
-              bad += elemBits(dqkv, pi + 2 * H * hd) != elemBits(dvC, c);
-            }
+      forEachElement([&](int64_t pi, int64_t po, int64_t c) {
+        bad += elemBits(out, po) != elemBits(outC, c);
+        bad += elemBits(dqkv, pi) != elemBits(dqC, c);
+        bad += elemBits(dqkv, pi + H * hd) != elemBits(dkC, c);
+        bad += elemBits(dqkv, pi + 2 * H * hd) != elemBits(dvC, c);
+      });
       EXPECT_EQ(bad, 0) << "packed results differ from contiguous: " << name;
       const Typed guardIn = guardBuffer(dt, nIn), guardOut = guardBuffer(dt, nOut);
       int64_t touched = 0, ownedIn = 0;
