@@ -576,6 +576,10 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=0, metavar="SEC",
                     help="kill a run after SEC seconds (recorded as crashed); default: none "
                     "for step budgets, 2 x minutes + 15 min with a time budget")
+    ap.add_argument("--minutes", type=float, default=0, metavar="M",
+                    help="replace the matrix's time budget per run by M minutes (written into "
+                    "DIR/experiment.json, so the report and later reruns see it); for short "
+                    "GPU sessions")
     ap.add_argument("--python", default=sys.executable, metavar="PATH",
                     help="interpreter for bench/torch_train.py (default: this one)")
     ap.add_argument("--torch-runner", default=TORCH_RUNNER, metavar="FILE.py",
@@ -588,6 +592,11 @@ def main(argv=None):
     except report.ExperimentError as e:
         print("run.py: error: %s" % e, file=sys.stderr)
         return 1
+    if args.minutes < 0:
+        print("run.py: error: --minutes must be > 0, got %g" % args.minutes, file=sys.stderr)
+        return 2
+    if args.minutes > 0 and not args.report_only:
+        exp = set_minutes(root, exp, args.minutes)
     names = list(exp["configs"])
     known = set(names) | {report.safe_name(n) for n in names}
     only, skip = parse_names(args.only, known), parse_names(args.skip, known)
@@ -622,6 +631,27 @@ def main(argv=None):
         print("run.py: no result for: %s" % ", ".join(missing), file=sys.stderr)
         return 1
     return 0
+
+
+def set_minutes(root, exp, minutes):
+    """Sets the time budget of the experiment directory `root` to `minutes` per run (in
+    experiment.json, rewritten atomically) and returns the updated experiment."""
+    path = os.path.join(root, "experiment.json")
+    with open(path) as f:
+        raw = json.load(f)
+    budget = dict(raw.get("budget") or {})
+    old = budget.get("minutes")
+    budget["minutes"] = minutes
+    budget.pop("steps", None)
+    raw["budget"] = budget
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(raw, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+    print("run.py: time budget per run %s -> %g minutes (%s)" % (old, minutes, path),
+          file=sys.stderr)
+    return raw
 
 
 def run_all(root, exp, selected, args):
