@@ -229,10 +229,49 @@ def check_torch(root):
     print("pytorch rows: a ok, crash! crashed, refused@max ok at its trial max 3")
 
 
+def setup_hang(root, data):
+    """One configuration whose executable records its pid and sleeps a minute."""
+    write_json(os.path.join(root, "experiment.json"), {
+        "name": "e2e-hang", "matrix_file": "/dev/null", "spec_file": "examples/tiny.json",
+        "data": os.path.abspath(data), "target": "cpu", "memory_bytes": 8 << 20,
+        "budget": {"steps": STEPS, "minutes": 0, "eval_every": 0, "eval_batches": 2},
+        "pytorch": {"enabled": False}, "configs": ["hang"]})
+    write_json(os.path.join(root, "configs", "hang", "spec.json"), {"name": "tiny"})
+    write_json(os.path.join(root, "configs", "hang", "config.json"),
+               config("hang", exe="hang.sh"))
+    script = os.path.join(root, "configs", "hang", "hang.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\necho $$ > %s\nexec sleep 60\n"
+                % os.path.join(os.path.abspath(root), "hang.pid"))
+    os.chmod(script, os.stat(script).st_mode | stat.S_IXUSR)
+    print("wrote %s" % root)
+
+
+def check_hang(root):
+    """After SIGTERM to run.py: the executable's process is gone and the report exists."""
+    with open(os.path.join(root, "hang.pid")) as f:
+        pid = int(f.read())
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    if alive:
+        os.kill(pid, 9)
+        fail("the configuration's process %d outlived run.py's SIGTERM" % pid)
+    if not os.path.isfile(os.path.join(root, "results.md")):
+        fail("no results.md after SIGTERM")
+    print("sigterm: child gone, report written")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "setup" and len(sys.argv) == 4:
         setup(sys.argv[2], sys.argv[3])
+    elif cmd == "setup-hang" and len(sys.argv) == 4:
+        setup_hang(sys.argv[2], sys.argv[3])
+    elif cmd == "check-hang" and len(sys.argv) == 3:
+        check_hang(sys.argv[2])
     elif cmd == "check" and len(sys.argv) == 3:
         check(sys.argv[2])
     elif cmd == "--spec":

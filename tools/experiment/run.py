@@ -310,6 +310,11 @@ def run_logged(cmd, log_path, progress, timeout_s=None, env=None, cwd=None):
     return proc.returncode, time.monotonic() - t0, timed_out
 
 
+def _raise_interrupt(signum, frame):
+    """SIGTERM handler: unwinds like Ctrl-C (the running child's group is killed)."""
+    raise KeyboardInterrupt
+
+
 def _kill_group(proc):
     """SIGKILL the process group this script started for proc (start_new_session)."""
     try:
@@ -612,9 +617,15 @@ def main(argv=None):
                 if (not only or n in only or report.safe_name(n) in only)
                 and n not in skip and report.safe_name(n) not in skip]
 
+    interrupted = False
     if not args.report_only:
+        # SIGTERM (e.g. `timeout`) ends the running configuration's process group and still
+        # writes the report of what finished, as Ctrl-C does.
+        signal.signal(signal.SIGTERM, _raise_interrupt)
         rc = run_all(root, exp, selected, args)
-        if rc is not None:
+        if rc == 130:
+            interrupted = True
+        elif rc is not None:
             return rc
     try:
         path = report.write_report(root, exp)
@@ -622,6 +633,8 @@ def main(argv=None):
     except report.ExperimentError as e:
         print("run.py: error: %s" % e, file=sys.stderr)
         return 1
+    if interrupted:
+        return 130
     if args.report_only:
         return 0
     records = report.read_results(root)
