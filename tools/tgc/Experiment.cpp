@@ -19,6 +19,7 @@
 #include "tools/tgc/Driver.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -836,6 +838,11 @@ int runExperiment(const ExperimentOptions &opts) {
     llvm::errs() << "tgc: error: --stage: expected compile or all, got '" << opts.stage << "'\n";
     return 2;
   }
+  if (!(opts.minutes >= 0) || !std::isfinite(opts.minutes)) {
+    llvm::errs() << "tgc: error: --minutes: expected a number of minutes > 0, got "
+                 << llvm::formatv("{0}", opts.minutes).str() << "\n";
+    return 2;
+  }
   Matrix m;
   try {
     m = readMatrix(opts.matrixFile);
@@ -1004,6 +1011,10 @@ int runExperiment(const ExperimentOptions &opts) {
     }
   if (opts.noPytorch)
     args.push_back("--no-pytorch");
+  if (opts.minutes > 0) {
+    args.push_back("--minutes");
+    args.push_back(llvm::formatv("{0}", opts.minutes).str());
+  }
   llvm::errs() << "tgc: experiment: running";
   for (const std::string &a : args)
     llvm::errs() << " " << a;

@@ -27,6 +27,7 @@ struct ExperimentOptions {
   std::string stage = "all";            ///< compile: stop after compiling; all: also run
   bool force = false;                   ///< recompile configurations that are up to date
   bool noPytorch = false;               ///< run.py --no-pytorch: tgc rows only
+  double minutes = 0;                   ///< > 0: run.py --minutes (time budget per run)
 };
 
 /// Runs `tgc experiment`. Exit codes: 2 for a matrix or usage error (nothing is written:

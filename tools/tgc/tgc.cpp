@@ -151,6 +151,10 @@ cl::opt<bool> expNoPytorch("no-pytorch",
                            cl::desc("Run only the tgc rows (no PyTorch rows, whatever the "
                                     "matrix's \"pytorch\" says)"),
                            cl::sub(experimentCmd), cl::cat(experimentCat));
+cl::opt<double> expMinutes("minutes",
+                           cl::desc("Train each configuration for this many minutes instead of "
+                                    "the matrix's budget (run.py --minutes; > 0)"),
+                           cl::init(0.0), cl::sub(experimentCmd), cl::cat(experimentCat));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -223,6 +227,7 @@ int main(int argc, char **argv) {
     e.stage = expStage;
     e.force = expForce;
     e.noPytorch = expNoPytorch;
+    e.minutes = expMinutes;
     return tgc::runExperiment(e);
   }
   errs() << "tgc: error: no subcommand given; try `tgc --help`\n";
