@@ -6,6 +6,8 @@
 #   scripts/gpu-artifacts.sh mixed   per precision (scripts/gpu-mixed.sh)
 #   scripts/gpu-artifacts.sh remat   per checkpointing policy, at B=16 and at the planned
 #                                    max micro-batch for MAXMEM (default 78GiB)
+#   scripts/gpu-artifacts.sh sanitize  GPT-2 small at micro-batch 1 (bf16-mixed flash, fp32
+#                                    naive) + kernel check (scripts/gpu-sanitize.sh)
 #   scripts/gpu-artifacts.sh all     mixed + remat (one device call: scripts/gpu-mixed.sh then
 #                                    scripts/gpu-remat.sh)
 # Executables are stripped and xz-compressed (runs/NAME.xz, ~3.8 MB for GPT-2 on CUDA); the
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-[ "$WHAT" = experiment ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
+[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
 exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
@@ -85,6 +87,15 @@ final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gr
     --set training.batch_size=2
   gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
   ;;
+sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
+           # bf16-mixed flash (the default path) and fp32 naive
+  rm -f runs/san-*.xz
+  exe san-bf16m-flash --set training.precision=bf16-mixed --set training.attention.kernel=flash \
+    --set training.batch_size=1
+  exe san-fp32-naive --set training.precision=fp32 --set training.attention.kernel=naive \
+    --set training.batch_size=1
+  gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
+  ;;
 experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment --stage compile`
              # for CUDA into runs/NAME, executables stripped, one solid tar.xz (the configs
              # share the runtime, so they compress together to a few MB); for
@@ -98,7 +109,7 @@ experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment 
   rm -rf "runs/$NAME"
   ls -la "runs/$NAME.tar.xz"
   ;;
-*) echo "usage: $0 fp32|mixed|remat|all|final|experiment MATRIX NAME" >&2; exit 2 ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu
