@@ -3,7 +3,9 @@
 // See LowerToEmitC.h. One tg op lowers to one `emitc.call_opaque` of a runtime kernel
 // (runtime/tgrt.h); its tensor operands become `(T*)(region base + planned offset)`
 // pointers built once per function by `emitc.expression`s, its scalars become call
-// attributes. mlir::emitc::translateToCpp then prints the module.
+// attributes. mlir::emitc::translateToCpp then prints the module. Each call that writes a
+// tensor is followed by a non-finite check guarded by one flag per step function (checkSite,
+// emitCheck; runtime/tgrt.h "non-finite checks").
 //
 //===----------------------------------------------------------------------------===//
 #include "passes/LowerToEmitC.h"
@@ -14,8 +16,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -106,6 +110,60 @@ int64_t elemBytes(Value v) {
   return e.isF32() || e.isInteger(32) ? 4 : 2;
 }
 
+/// "[8, 64, 128]": a shape as text (the non-finite checks' reports).
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// How a runtime call uses its arguments after (ctx, loc), by position: 'R' a tensor it
+/// reads, 'W' one it writes, 'M' one it reads and then overwrites (in place), '-' anything
+/// else (a dtype, a size, a scalar, a NULL). The non-finite checks look at the W and M tensors
+/// after the call and report the R and M ones as its inputs (runtime/tgrt.h,
+/// tgrt_check_site). "" for calls without a check (tgrt_zero writes zeros, tgrt_report_loss
+/// nothing). Must follow the signatures in runtime/tgrt.h: call() refuses a length mismatch.
+StringRef kernelAccess(StringRef fn) {
+  return llvm::StringSwitch<StringRef>(fn)
+      .Case("tgrt_embedding_fwd", "-RRW---")
+      .Case("tgrt_embedding_bwd", "-RRW---")
+      .Case("tgrt_positional_fwd", "-RRW---")
+      .Case("tgrt_positional_bwd", "-RW----")
+      .Case("tgrt_add", "-RRW-")
+      .Case("tgrt_add_mixed", "-R-RW-W-")
+      .Case("tgrt_accumulate", "-MR-")
+      .Case("tgrt_fill", "-W--")
+      .Case("tgrt_fill_loss_scaled", "-W--")
+      .Case("tgrt_cast", "-R-W-")
+      .Case("tgrt_copy2d", "-R-W---")
+      .Case("tgrt_transpose4", "-RW--------")
+      .Case("tgrt_layer_norm_fwd", "-R-RR-WWW---")
+      .Case("tgrt_layer_norm_bwd", "-R-R-RRRWWW--")
+      .Case("tgrt_layer_norm_bwd_acc", "-R-R-RRRM-WWW--")
+      .Case("tgrt_matmul", "-RRW-----------") // beta is always 0 here: C is not read
+      .Case("tgrt_matmul_acc", "-RR-M------")
+      .Case("tgrt_matmul_bias", "-RRRW------")
+      .Case("tgrt_matmul_bias_gelu", "-RRRWW------")
+      .Case("tgrt_matmul_dgelu_bgrad", "-RRRWW------")
+      .Case("tgrt_bias_add", "-RRW--")
+      .Case("tgrt_bias_grad", "-RW--")
+      .Case("tgrt_gelu_fwd", "-RW-")
+      .Case("tgrt_gelu_bwd", "-RRW-")
+      .Case("tgrt_dropout", "-RW---")
+      .Case("tgrt_causal_mask", "-RW-----")
+      .Case("tgrt_softmax_fwd", "-RW--")
+      .Case("tgrt_softmax_bwd", "-RRW--")
+      .Case("tgrt_cross_entropy_fwd", "-RRW---")
+      .Case("tgrt_cross_entropy_bwd", "-RRRW---")
+      .Case("tgrt_attention_fwd", "-RRRWW-------------")
+      .Case("tgrt_attention_bwd", "-RRRRRRWWW-------------")
+      .Case("tgrt_grad_norm_sq", "-R-M")
+      .Case("tgrt_clip_scale", "M-")
+      .Case("tgrt_adamw", "-MR-MM-----R")
+      .Default("");
+}
+
 class Lowering {
 public:
   Lowering(ModuleOp module) : module(module), b(module.getContext()), ctx(module.getContext()) {}
@@ -132,6 +190,7 @@ public:
         return failure();
       steps.push_back(fn);
     }
+    emitCheckTables();
     for (func::FuncOp fn : steps)
       fn.erase();
     // tg.plan, tg.spec, tg.name, ...: what the C++ needs of them is now in kModel.
@@ -363,6 +422,27 @@ private:
     };
     P = region("TGRT_PERSISTENT");
     A = region("TGRT_ARENA");
+    if (!firstStepFn)
+      firstStepFn = out;
+    // The non-finite checks' switch, read once per step (runtime/tgrt.h): every call that
+    // writes a tensor is then followed by `if (dbg) tgrt_check_op(...)`.
+    dbg = b.create<emitc::CallOpaqueOp>(loc, TypeRange{b.getI1Type()}, "tgrt_check_enabled",
+                                        ValueRange{ctxValue})
+              .getResult(0);
+    // Phase of each op for the reports: @micro_step's ops after its loss are the backward
+    // (they carry their forward op's location).
+    functionPhase = fn.getSymName() == "optimizer_step" ? "optimizer"
+                    : fn.getSymName() == "eval_step"    ? "eval"
+                                                        : "forward";
+    backwardOps.clear();
+    if (fn.getSymName() == "micro_step") {
+      bool afterLoss = false;
+      for (Operation &op : fn.getBody().front()) {
+        if (afterLoss)
+          backwardOps.insert(&op);
+        afterLoss |= isa<CrossEntropyOp>(op);
+      }
+    }
     for (Operation &op : fn.getBody().front()) {
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
@@ -372,6 +452,27 @@ private:
     b.create<emitc::ReturnOp>(loc, Value());
     return success();
   }
+
+  /// A tensor a runtime call reads or writes, as runtime/tgrt.h's tgrt_check_tensor.
+  struct CheckTensor {
+    std::string name, shape;
+    std::string dtype; ///< TGRT_F32, TGRT_BF16, TGRT_F16 or TGRT_CHECK_I32
+    int role = 0;      ///< enum tgrt_check_role: 0 in, 1 in (overwritten), 2 out
+    int flags = 0;     ///< TGRT_CHECK_NEG_INF_OK = 1
+    PtrRef ptr;
+    int64_t rows = 1, cols = 0, ld = 0;
+    int64_t bytes() const {
+      int64_t e = dtype == "TGRT_BF16" || dtype == "TGRT_F16" ? 2 : 4;
+      return e * ((rows > 0 ? (rows - 1) * ld : 0) + cols);
+    }
+    bool overlaps(const CheckTensor &o) const {
+      return ptr.persistent == o.ptr.persistent && ptr.byteOffset < o.ptr.byteOffset + o.bytes() &&
+             o.ptr.byteOffset < ptr.byteOffset + bytes();
+    }
+    auto key() const {
+      return std::make_tuple(role, ptr.persistent, ptr.byteOffset, rows, cols, ld, dtype);
+    }
+  };
 
   /// One argument of a runtime call after (ctx, "location"): an integer (a size in
   /// elements, a flag), an fp32 constant, verbatim C++ text, a planned value (turned into
@@ -388,25 +489,59 @@ private:
       a.f = v;
       return a;
     }
+    /// A Ptr argument's tensor for the non-finite checks: rows x cols elements of dtype
+    /// (TGRT_*), rows ld apart; rows < 0 when the checks should not look at it (a strided
+    /// view whose whole tensor the call site describes instead).
+    Arg view(std::string name, std::string shape, std::string dtype, int64_t rows,
+             int64_t cols, int64_t ld) && {
+      viewName = std::move(name);
+      viewShape = std::move(shape);
+      viewDtype = std::move(dtype);
+      viewRows = rows;
+      viewCols = cols;
+      viewLd = ld;
+      return std::move(*this);
+    }
     int64_t i = 0;
     float f = 0;
     std::string text;
     Value value;
     PtrRef ptr;
+    std::string viewName, viewShape, viewDtype;
+    int64_t viewRows = -1, viewCols = 0, viewLd = 0;
   };
   static Arg flt(float v) { return Arg::fp32(v); }
+  /// A parameter's gradient slot (persistent) as an argument, described for the checks.
+  static Arg gradSlot(const ParamSlot *s) {
+    return Arg(persistent(s->gradOffset, s->dtype))
+        .view(s->name + " (gradient)", shapeText(s->shape), tgrtDtype(s->dtype), 1, s->numel,
+              s->numel);
+  }
+  /// n elements of dtype at a persistent offset (a run of parameter slots, see Run).
+  static Arg slotRun(int64_t offset, StringRef dtype, int64_t n, std::string what) {
+    return Arg(persistent(offset, dtype))
+        .view(std::move(what), "[" + std::to_string(n) + "]", tgrtDtype(dtype), 1, n, n);
+  }
   /// The TGRT_* element type of a value, as a call argument.
   static Arg dt(Value v) { return Arg(tgrtDtype(rt(v).getElementType())); }
   static Arg dt(StringRef dtype) { return Arg(tgrtDtype(dtype)); }
 
-  /// Emits `emitc.call_opaque "fnName"(ctx, "loc", args...)`.
-  /// `where` replaces the op's location name in the call (multi-tensor calls).
+  /// Emits `emitc.call_opaque "fnName"(ctx, "loc", args...)`, guarded non-finite checks
+  /// around it (checkSite). `where` replaces the op's location name in the call
+  /// (multi-tensor calls); `extra` adds tensors for the checks that no argument describes
+  /// (the whole of a strided view's tensor).
   LogicalResult call(Operation *op, StringRef fnName, ArrayRef<Arg> args,
-                     StringRef where = "") {
+                     StringRef where = "", ArrayRef<CheckTensor> extra = {}) {
     Location loc = op->getLoc();
+    std::string locText = where.empty() ? locName(loc) : where.str();
+    int64_t site = -1;
+    bool before = false;
+    if (failed(checkSite(op, fnName, args, extra, locText, site, before)))
+      return failure();
+    if (before)
+      emitCheck("tgrt_check_inputs", site, loc);
     SmallVector<Value> operands{ctxValue};
-    SmallVector<Attribute> attrs{
-        b.getIndexAttr(0), opaqueAttr(cstr(where.empty() ? locName(loc) : where.str()))};
+    SmallVector<Attribute> attrs{b.getIndexAttr(0), opaqueAttr(cstr(locText))};
     for (const Arg &a : args) {
       switch (a.kind) {
       case Arg::Int:
@@ -433,7 +568,172 @@ private:
       operands.push_back(materialize(r, loc));
     }
     b.create<emitc::CallOpaqueOp>(loc, TypeRange{}, fnName, operands, b.getArrayAttr(attrs));
+    if (site >= 0)
+      emitCheck("tgrt_check_op", site, loc);
     return success();
+  }
+
+  // ------------------------------------------------------------ non-finite checks --
+
+  /// Where a value comes from, for the reports: "layers.1.mlp.fc.weight (parameter)",
+  /// "tokens (input)", "layers.1.ln2 (tg.layer_norm result 0)", "... , backward)".
+  std::string valueName(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr))
+        return n.str() + " (parameter)";
+      if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr))
+        return n.str() + " (input)";
+      return "argument #" + std::to_string(arg.getArgNumber());
+    }
+    Operation *def = v.getDefiningOp();
+    if (auto reshape = dyn_cast<ReshapeOp>(def))
+      return valueName(reshape.getX()); // a view of its source's buffer
+    std::string s = locName(def->getLoc()) + " (" + def->getName().getStringRef().str();
+    if (def->getNumResults() > 1)
+      s += " result " + std::to_string(cast<OpResult>(v).getResultNumber());
+    if (backwardOps.contains(def))
+      s += ", backward";
+    return s + ")";
+  }
+
+  /// The whole tensor of a planned value, with `role`.
+  FailureOr<CheckTensor> checkTensorOf(Value v, int role) {
+    FailureOr<PtrRef> p = ptrOf(v);
+    if (failed(p))
+      return failure();
+    Type e = rt(v).getElementType();
+    CheckTensor t;
+    t.name = valueName(v);
+    t.shape = shapeText(rt(v).getShape());
+    t.dtype = e.isInteger(32) ? "TGRT_CHECK_I32" : tgrtDtype(e);
+    t.role = role;
+    t.ptr = *p;
+    t.cols = t.ld = numel(v);
+    return t;
+  }
+
+  /// Fills the check site of a call (one entry of kCheckSites) from kernelAccess and the
+  /// arguments: `site` its index, or -1 when the call writes no tensor to check; `before`
+  /// when an input is overwritten by an output (then tgrt_check_inputs precedes the call).
+  LogicalResult checkSite(Operation *op, StringRef fnName, ArrayRef<Arg> args,
+                          ArrayRef<CheckTensor> extra, StringRef locText, int64_t &site,
+                          bool &before) {
+    site = -1;
+    before = false;
+    StringRef access = kernelAccess(fnName);
+    if (access.empty())
+      return success();
+    if (access.size() != args.size())
+      return op->emitOpError() << "lower-to-emitc: internal: " << fnName << " takes "
+                               << access.size() << " arguments after (ctx, loc) in the "
+                               << "non-finite check table, the call has " << args.size();
+    SmallVector<CheckTensor> ts;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Arg &a = args[i];
+      char c = access[i];
+      if (c == '-' || (a.kind != Arg::Val && a.kind != Arg::Ptr))
+        continue;
+      CheckTensor t;
+      if (a.kind == Arg::Val) {
+        FailureOr<CheckTensor> vt = checkTensorOf(a.value, 0);
+        if (failed(vt))
+          return failure();
+        t = *vt;
+      } else {
+        if (a.viewRows < 0)
+          continue; // described by `extra`
+        t.name = a.viewName;
+        t.shape = a.viewShape;
+        t.dtype = a.viewDtype;
+        t.ptr = a.ptr;
+        t.rows = a.viewRows;
+        t.cols = a.viewCols;
+        t.ld = a.viewLd;
+      }
+      if (c == 'R' || c == 'M') {
+        t.role = c == 'M' ? 1 : 0;
+        ts.push_back(t);
+      }
+      if (c == 'W' || c == 'M') {
+        t.role = 2;
+        ts.push_back(t);
+      }
+    }
+    ts.append(extra.begin(), extra.end());
+    // A causal mask's masked scores are -inf by design (the softmax reads them).
+    if (auto mask = dyn_cast<CausalMaskOp>(op);
+        mask && std::isinf(mask.getMaskedValue().convertToFloat()) &&
+        mask.getMaskedValue().convertToFloat() < 0)
+      for (CheckTensor &t : ts)
+        if (t.role == 2)
+          t.flags |= 1;
+    // Inputs that share bytes with an output are overwritten by the call.
+    for (CheckTensor &t : ts)
+      if (t.role == 0)
+        for (const CheckTensor &o : ts)
+          if (o.role == 2 && t.overlaps(o))
+            t.role = 1;
+    // One entry per tensor (q, k, v of one packed buffer, an input passed twice).
+    SmallVector<CheckTensor> unique;
+    for (const CheckTensor &t : ts)
+      if (llvm::none_of(unique, [&](const CheckTensor &u) { return u.key() == t.key(); }))
+        unique.push_back(t);
+    if (llvm::none_of(unique, [](const CheckTensor &t) { return t.role == 2; }))
+      return success();
+    // Outputs first, then inputs: the order of the report.
+    llvm::stable_sort(unique, [](const CheckTensor &x, const CheckTensor &y) {
+      return (x.role == 2) > (y.role == 2);
+    });
+    static const char *const kRoles[3] = {"TGRT_CHECK_IN", "TGRT_CHECK_IN_OVERWRITTEN",
+                                          "TGRT_CHECK_OUT"};
+    const int64_t first = checkTensorCount;
+    for (const CheckTensor &t : unique) {
+      before |= t.role == 1;
+      std::string line;
+      llvm::raw_string_ostream os(line);
+      os << "  {" << cstr(t.name) << ", " << cstr(t.shape) << ", " << kRoles[t.role] << ", "
+         << t.dtype << ", " << (t.ptr.persistent ? "TGRT_PERSISTENT" : "TGRT_ARENA") << ", "
+         << t.flags << ", " << t.ptr.byteOffset << "LL, " << t.rows << "LL, " << t.cols
+         << "LL, " << t.ld << "LL},\n";
+      checkTensorText += line;
+      ++checkTensorCount;
+    }
+    StringRef phase = backwardOps.contains(op) ? "backward" : functionPhase;
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << "  {" << cstr(locText) << ", " << cstr(op->getName().getStringRef()) << ", "
+       << cstr(fnName) << ", " << cstr(phase) << ", " << (checkTensorCount - first)
+       << ", kCheckTensors + " << first << "},\n";
+    checkSiteText += line;
+    site = checkSiteCount++;
+    return success();
+  }
+
+  /// `if (dbg) { fn(ctx, &kCheckSites[site]); }`
+  void emitCheck(StringRef fn, int64_t site, Location loc) {
+    b.create<emitc::IfOp>(loc, dbg, [&](OpBuilder &ob, Location l) {
+      ob.create<emitc::CallOpaqueOp>(
+          l, TypeRange{}, fn, ValueRange{ctxValue},
+          ob.getArrayAttr({ob.getIndexAttr(0),
+                           opaqueAttr("&kCheckSites[" + std::to_string(site) + "]")}));
+      ob.create<emitc::YieldOp>(l);
+    });
+  }
+
+  /// kCheckTensors and kCheckSites (static const tables of the checks), before the first
+  /// step function that refers to them.
+  void emitCheckTables() {
+    Location loc = module.getLoc();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(firstStepFn);
+    auto table = [&](StringRef name, StringRef type, int64_t n, const std::string &rows) {
+      auto t = emitc::ArrayType::get({std::max<int64_t>(n, 1)}, opaque(type));
+      b.create<emitc::GlobalOp>(loc, name, t, opaqueAttr("{\n" + rows + "}"),
+                                /*extern=*/false, /*static=*/true, /*const=*/true);
+    };
+    table("kCheckTensors", "tgrt_check_tensor", checkTensorCount, checkTensorText);
+    table("kCheckSites", "tgrt_check_site", checkSiteCount, checkSiteText);
   }
 
   LogicalResult lowerOp(Operation *op) {
@@ -527,11 +827,16 @@ private:
           auto qkv = ptrOf(o.getQkv());
           if (failed(qkv))
             return failure();
+          // q, k, v are strided views: the checks see the packed qkv whole.
+          FailureOr<CheckTensor> whole = checkTensorOf(o.getQkv(), 0);
+          if (failed(whole))
+            return failure();
           return call(op, "tgrt_attention_fwd",
                       {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
                        Arg(o.getOut()), Arg(o.getLse()), p.B, p.H, p.T, p.hd, p.T * 3 * p.D,
                        p.hd, 3 * p.D, p.T * p.D, p.hd, p.D, int64_t(o.getCausal() ? 1 : 0),
-                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
+                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())},
+                      "", {*whole});
         })
         .Case([&](FillOp o) {
           return call(op, o.getLossScaled() ? "tgrt_fill_loss_scaled" : "tgrt_fill",
@@ -606,20 +911,26 @@ private:
           auto qkv = ptrOf(o.getQkv()), dqkv = ptrOf(o.getDqkv());
           if (failed(qkv) || failed(dqkv))
             return failure();
+          // q, k, v and dq, dk, dv are strided views: the checks see qkv and dqkv whole
+          // (dq, dk, dv together write every element of dqkv).
+          FailureOr<CheckTensor> in = checkTensorOf(o.getQkv(), 0),
+                                 out = checkTensorOf(o.getDqkv(), 2);
+          if (failed(in) || failed(out))
+            return failure();
           return call(op, "tgrt_attention_bwd",
                       {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
                        Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), p.at(*dqkv, 0),
                        p.at(*dqkv, 1), p.at(*dqkv, 2), p.B, p.H, p.T, p.hd, p.T * 3 * p.D,
                        p.hd, 3 * p.D, p.T * p.D, p.hd, p.D, int64_t(o.getCausal() ? 1 : 0),
-                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
+                       (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())},
+                      "", {*in, *out});
         })
         .Case([&](AccumulateGradOp o) {
           const ParamSlot *s = slotOf(o.getParam());
           if (!s)
             return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
           return call(op, "tgrt_accumulate",
-                      {dt(s->dtype), persistent(s->gradOffset, s->dtype), Arg(o.getGrad()),
-                       s->numel});
+                      {dt(s->dtype), gradSlot(s), Arg(o.getGrad()), s->numel});
         })
         .Case([&](ClipGradNormOp o) {
           if (failed(call(op, "tgrt_zero", {Arg(o.getResult()), (int64_t)8})))
@@ -638,9 +949,11 @@ private:
                                      return a->dtype == c->dtype;
                                    })) {
             const ParamSlot *s = r.first;
+            const int64_t n = r.bytes / dtypeBytes(s->dtype);
             if (failed(call(op, "tgrt_grad_norm_sq",
-                            {dt(s->dtype), persistent(s->gradOffset, s->dtype),
-                             r.bytes / dtypeBytes(s->dtype), Arg(o.getResult())},
+                            {dt(s->dtype),
+                             slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n,
+                             Arg(o.getResult())},
                             r.where("optimizer.clip"))))
               return failure();
           }
@@ -665,6 +978,11 @@ private:
     const ParamSlot *first = nullptr;
     int64_t count = 0, bytes = 0; ///< parameters; bytes from the first slot to the last's end
     std::string firstName, lastName;
+    /// "wte" or "wte..lm_head (12 tensors)".
+    std::string names() const {
+      return count == 1 ? firstName
+                        : firstName + ".." + lastName + " (" + std::to_string(count) + " tensors)";
+    }
     std::string where(StringRef prefix) const {
       return count == 1 ? (prefix + "." + firstName).str()
                         : (prefix + "." + firstName + ".." + lastName + " (" +
@@ -730,10 +1048,11 @@ private:
       int64_t n = r.bytes / dtypeBytes(s->dtype);
       std::string where = r.where("optimizer");
       if (failed(call(o, "tgrt_adamw",
-                      {dt(s->dtype), persistent(s->offset, s->dtype),
-                       persistent(s->gradOffset, s->dtype), dt(s->stateDtype),
-                       persistent(s->mOffset, s->stateDtype),
-                       persistent(s->vOffset, s->stateDtype), n,
+                      {dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
+                       slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()),
+                       dt(s->stateDtype),
+                       slotRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
+                       slotRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
                        flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
                        flt(o.getEps().convertToFloat()),
                        flt(o.getWeightDecay().convertToFloat()), Arg(o.getClip())},
@@ -1019,8 +1338,8 @@ private:
         if (cast)
           fusedAway.insert(cast);
         return call(o, "tgrt_matmul_acc",
-                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype),
-                     persistent(s->gradOffset, s->dtype), m, n, k, int64_t(ta ? 1 : 0),
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
+                     m, n, k, int64_t(ta ? 1 : 0),
                      int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
       }
     if (batch == 1 && o.getResult().hasOneUse())
@@ -1063,8 +1382,15 @@ private:
         return failure();
       PtrRef wp = *w;
       wp.byteOffset += elemBytes(whole) * at;
-      LogicalResult r = split ? call(op, "tgrt_copy2d", {dt(whole), wp, ld, *q, cols, rows, cols})
-                              : call(op, "tgrt_copy2d", {dt(whole), *q, cols, wp, ld, rows, cols});
+      // For the checks: the part whole, and its columns [at, at + cols) of the whole.
+      std::string dtype = tgrtDtype(rt(whole).getElementType());
+      Arg wa = Arg(wp).view(valueName(whole) + ", columns " + std::to_string(at) + ".." +
+                                std::to_string(at + cols - 1) + " of each row",
+                            shapeText(rt(whole).getShape()), dtype, rows, cols, ld);
+      Arg qa = Arg(*q).view(valueName(p), shapeText(rt(p).getShape()), dtype, 1, rows * cols,
+                            rows * cols);
+      LogicalResult r = split ? call(op, "tgrt_copy2d", {dt(whole), wa, ld, qa, cols, rows, cols})
+                              : call(op, "tgrt_copy2d", {dt(whole), qa, cols, wa, ld, rows, cols});
       if (failed(r))
         return failure();
       at += cols;
@@ -1083,6 +1409,14 @@ private:
   llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;
   // Per function: the tgrt_ctx* argument, the region bases, the pointers built so far.
   Value ctxValue, P, A;
+  /// Per function: tgrt_check_enabled(ctx), the phase of its ops, @micro_step's backward.
+  Value dbg;
+  StringRef functionPhase;
+  llvm::DenseSet<Operation *> backwardOps;
+  /// The non-finite checks' tables (emitCheckTables): C++ rows and counts.
+  std::string checkTensorText, checkSiteText;
+  int64_t checkTensorCount = 0, checkSiteCount = 0;
+  Operation *firstStepFn = nullptr;
   std::map<std::tuple<bool, int64_t, bool>, Value> ptrCache;
 };
 

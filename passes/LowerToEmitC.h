@@ -12,7 +12,13 @@
 //     straight-line sequence of `emitc.call_opaque "tgrt_*"` (runtime/tgrt.h) whose pointer
 //     operands are `(T*)(region base + planned byte offset)` expressions (T = float,
 //     uint16_t for bf16/f16, int32_t), preceded by their TGRT_* element types, and whose
-//     scalars (sizes in elements, flags, fp32 constants) are call attributes.
+//     scalars (sizes in elements, flags, fp32 constants) are call attributes;
+//   - the non-finite checks (the driver's --find-nonfinite; runtime/tgrt.h): each step
+//     function reads `bool dbg = tgrt_check_enabled(ctx)` once and follows every call that
+//     writes a tensor with `if (dbg) { tgrt_check_op(ctx, &kCheckSites[i]); }` (in-place
+//     calls also precede it with `tgrt_check_inputs`); `emitc.global static const
+//     @kCheckTensors / @kCheckSites` describe each call's location, op, phase, outputs and
+//     inputs (region, offset, shape, dtype).
 //
 // The lowering table (one runtime call per tg op; matmul + its only bias_add become one
 // `tgrt_matmul_bias`) lives in LowerToEmitC.cpp; the runtime ABI it targets is tgrt.h.
@@ -38,7 +44,8 @@ namespace mlir::tg {
 /// then left partly rewritten and must be discarded): a module without a plan, a missing
 /// step function, a missing module attribute, a value without a planned offset, a tensor
 /// whose element type the runtime does not have (f32, bf16, f16, i32 ids), an op with no
-/// runtime kernel.
+/// runtime kernel, a runtime call whose argument count disagrees with the checks' access
+/// table (kernelAccess in LowerToEmitC.cpp, kept in step with tgrt.h).
 LogicalResult lowerToEmitC(ModuleOp module);
 
 /// Lowers a clone of `module` with lowerToEmitC and prints it with

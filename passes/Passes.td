@@ -157,6 +157,9 @@ def TgLowerToEmitC : Pass<"tg-lower-to-emitc", "mlir::ModuleOp"> {
     emitc.call_opaque "tgrt_matmul"(%ctx, %3, ...) {args = [0 : index, #emitc.opaque<"\22layers.0.attn.qkv\22">, 1 : index, ...]}
     ```
     One tg op becomes one call (matmul + its only bias_add: one `tgrt_matmul_bias`).
+    Every call that writes a tensor is followed by `emitc.if %dbg { tgrt_check_op(ctx,
+    &kCheckSites[i]) }`, %dbg = `tgrt_check_enabled(ctx)` read once per function (the
+    non-finite checks of `--find-nonfinite`; tables `kCheckTensors`, `kCheckSites`).
     The spec (model name, optimizer settings, initialisation) is read from the module's
     `tg.spec` attribute. Errors name the op and its model location: no planned offset,
     a non-f32 tensor, an op without a runtime kernel, a missing step function.

@@ -442,6 +442,106 @@ void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const voi
 /* Adds loss[0] (float32) to the context's loss sum (read back with tgrt_take_loss). */
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss);
 
+/* --------------------------------------------------- non-finite checks (debug) --
+ * The driver's --find-nonfinite (TGRT_FIND_NONFINITE=1) re-runs a step whose loss or
+ * gradient norm is not finite with checks on, to name the first op whose output holds an
+ * inf or a NaN. Emitted code reads the switch once per step function,
+ *     bool dbg = tgrt_check_enabled(ctx);
+ * and follows every kernel call that writes a floating-point tensor with
+ *     if (dbg) { tgrt_check_op(ctx, &kCheckSites[i]); }
+ * A call that writes over one of its own inputs (in place: tgrt_accumulate, tgrt_adamw,
+ * tgrt_matmul_acc, an add into its operand, ...) is also preceded by
+ *     if (dbg) { tgrt_check_inputs(ctx, &kCheckSites[i]); }
+ * so that the report shows that input as it was before the call. With checks off this costs
+ * one predictable branch per call (two for in-place calls) on a host-side bool; kCheckSites
+ * is a static table in the emitted file, one entry per call. */
+
+/* Role of a tensor in a check site. */
+enum tgrt_check_role {
+  TGRT_CHECK_IN = 0,             /* read by the call, unchanged by it                      */
+  TGRT_CHECK_IN_OVERWRITTEN = 1, /* read, and (partly) overwritten by one of the outputs:
+                                    its statistics are taken by tgrt_check_inputs         */
+  TGRT_CHECK_OUT = 2,            /* written by the call: checked by tgrt_check_op           */
+};
+/* Element type code of an int32 tensor (token ids) in a check site and in
+ * tgrt_tensor_stats; floating tensors use enum tgrt_dtype. */
+enum { TGRT_CHECK_I32 = 3 };
+/* tgrt_check_tensor.flags: -inf is a legitimate output value (a causal mask's masked
+ * scores); only NaN and +inf count as non-finite. */
+enum { TGRT_CHECK_NEG_INF_OK = 1 };
+
+/* One tensor of a check site: rows x cols elements of `dtype` starting `offset` bytes into
+ * `region`, consecutive rows `ld` elements apart (a contiguous tensor is 1 x numel). */
+typedef struct tgrt_check_tensor {
+  const char* name;  /* where the value comes from: "layers.1.mlp.fc.weight (parameter)",
+                        "layers.1.ln2 (tg.layer_norm result 0)", "tokens (input)", ... */
+  const char* shape; /* its IR shape as text, e.g. "[8, 64, 128]"                         */
+  int32_t role;      /* enum tgrt_check_role                                              */
+  int32_t dtype;     /* enum tgrt_dtype, or TGRT_CHECK_I32                                 */
+  int32_t region;    /* enum tgrt_region                                                  */
+  int32_t flags;     /* TGRT_CHECK_NEG_INF_OK or 0                                        */
+  int64_t offset;    /* bytes                                                             */
+  int64_t rows, cols, ld; /* elements                                                      */
+} tgrt_check_tensor;
+
+/* One runtime call of the emitted code and the tensors it reads and writes. */
+typedef struct tgrt_check_site {
+  const char* loc;    /* the op's IR location name, e.g. "layers.3.attn.proj"             */
+  const char* op;     /* the tg op, e.g. "tg.matmul"                                      */
+  const char* kernel; /* the runtime call, e.g. "tgrt_matmul_bias"                        */
+  const char* phase;  /* "forward", "backward" (after the loss in @micro_step), "optimizer"
+                         or "eval": backward ops carry their forward op's location         */
+  int32_t n_tensors;
+  const tgrt_check_tensor* tensors;
+} tgrt_check_site;
+
+/* Statistics of a tensor (tgrt_tensor_stats). */
+typedef struct tgrt_stats {
+  int64_t count;   /* elements examined (rows * cols)                                      */
+  int64_t nan;     /* NaN elements                                                         */
+  int64_t pos_inf; /* +inf elements                                                        */
+  int64_t neg_inf; /* -inf elements                                                        */
+  double min, max; /* smallest and largest element that is not NaN (so +-inf show here);
+                      NaN when every element is NaN or count == 0. Exact: every f32, bf16,
+                      f16 and int32 value is a double. */
+} tgrt_stats;
+
+/* Statistics of rows x cols elements of type dt (enum tgrt_dtype or TGRT_CHECK_I32) at x,
+ * consecutive rows ld >= cols elements apart. Synchronous: *out (a host pointer) is filled
+ * when the call returns. A reduction kernel on CUDA (its partials use the first 8 KiB of the
+ * workspace region); every backend returns the same numbers. Errors: negative sizes,
+ * ld < cols, an unknown dt, NULL out. */
+void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, int64_t rows,
+                       int64_t cols, int64_t ld, tgrt_stats* out);
+
+/* Turns the checks on for ctx (emitted step functions started from now on check every
+ * call) and forgets any earlier report. Several contexts may be checked at once. */
+void tgrt_check_begin(tgrt_ctx* ctx);
+/* 1 while checks are on for ctx and no op has failed one yet, else 0. Emitted code calls it
+ * once at the start of each step function. Cheap when no context is being checked (one
+ * atomic load). */
+int32_t tgrt_check_enabled(tgrt_ctx* ctx);
+/* Before a call with TGRT_CHECK_IN_OVERWRITTEN tensors: records their statistics, for the
+ * report of the tgrt_check_op that follows. No-op unless checks are on for ctx. */
+void tgrt_check_inputs(tgrt_ctx* ctx, const tgrt_check_site* site);
+/* After a call: takes the statistics of every TGRT_CHECK_OUT tensor of the site. When one
+ * holds a NaN or an infinity (-inf allowed with TGRT_CHECK_NEG_INF_OK) and no earlier op
+ * did, stores the report (tgrt_check_report) and returns 1; every later check of this
+ * session is then a no-op. Returns 0 otherwise, and when checks are off for ctx. */
+int32_t tgrt_check_op(tgrt_ctx* ctx, const tgrt_check_site* site);
+/* The report of the first op whose output was not finite since tgrt_check_begin, or NULL
+ * when there was none. Several lines of text without a trailing newline:
+ *   <loc> (<op>, <phase>; runtime call <kernel>) wrote non-finite values:
+ *     output <name> <dtype> <shape>: min <min> max <max>, <n> of <count> not finite (<a> NaN,
+ *            <b> +inf, <c> -inf)
+ *     input  <name> <dtype> <shape>: min <min> max <max>, all finite | <n> of <count> not
+ *            finite (...)[ (before the call; updated in place)]
+ * one line per output, then one per input ("every element NaN" replaces min / max when there
+ * is no other value). Valid until tgrt_check_end or the next tgrt_check_begin on ctx. */
+const char* tgrt_check_report(tgrt_ctx* ctx);
+/* Turns the checks off for ctx and frees the session. Call it before tgrt_ctx_destroy. */
+void tgrt_check_end(tgrt_ctx* ctx);
+
 #ifdef __cplusplus
 }
 #endif

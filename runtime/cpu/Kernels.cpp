@@ -1344,4 +1344,46 @@ void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {
   ctx->loss_count += 1;
 }
 
+// ------------------------------------------------------------------ checks (debug) --
+
+/// Statistics of rows x cols elements of x (dt: a tgrt_dtype or TGRT_CHECK_I32), rows ld
+/// elements apart: counts of NaN, +inf, -inf and the min / max over the non-NaN elements
+/// (NaN when there is none). The reference of the CUDA reduction kernel (Stats.cu); plain
+/// comparisons, so the order of the elements does not matter. Errors: negative sizes,
+/// ld < cols, unknown dt, NULL out (or NULL x with elements to read).
+void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, int64_t rows,
+                       int64_t cols, int64_t ld, tgrt_stats* out) {
+  (void)ctx;
+  checkNonNegative(loc, "tensor_stats(rows, cols, ld)", rows, cols, ld);
+  checkPtrs(loc, "tensor_stats", {out});
+  if (rows > 1 && ld < cols)
+    fail(loc, "tensor_stats: row stride ld %lld < cols %lld", (long long)ld, (long long)cols);
+  if (dt != TGRT_CHECK_I32) checkDtype(loc, "tensor_stats", dt);
+  tgrt_stats s{rows * cols, 0, 0, 0, std::numeric_limits<double>::quiet_NaN(),
+               std::numeric_limits<double>::quiet_NaN()};
+  if (s.count > 0) checkPtrs(loc, "tensor_stats", {x});
+  auto see = [&s](double v) {
+    if (std::isnan(v)) {
+      ++s.nan;
+      return;
+    }
+    if (v == std::numeric_limits<double>::infinity()) ++s.pos_inf;
+    if (v == -std::numeric_limits<double>::infinity()) ++s.neg_inf;
+    if (!(v >= s.min)) s.min = v; // also replaces the initial NaN
+    if (!(v <= s.max)) s.max = v;
+  };
+  if (dt == TGRT_CHECK_I32) {
+    const int32_t* p = static_cast<const int32_t*>(x);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) see((double)p[r * ld + c]);
+  } else {
+    withDtype(loc, "tensor_stats", dt, [&](auto io) {
+      using Io = decltype(io);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) see((double)Io::ld(x, r * ld + c));
+    });
+  }
+  *out = s;
+}
+
 } // extern "C"

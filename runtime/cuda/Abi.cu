@@ -245,4 +245,9 @@ void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {
 }
 const char* tgrt_backend_name(void) { return "cuda"; }
 
+void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, int64_t rows,
+                       int64_t cols, int64_t ld, tgrt_stats* out) {
+  tgrt_cuda::tensorStats(C(ctx), loc, dt, x, rows, cols, ld, out);
+}
+
 } // extern "C"

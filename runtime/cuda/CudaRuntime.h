@@ -223,6 +223,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
+/// tgrt_tensor_stats (Stats.cu): dt is a tgrt_dtype or TGRT_CHECK_I32; synchronises (the
+/// result is on the host when it returns); partials in the workspace ((blocks + 1) * 40 bytes,
+/// at most 5160 bytes).
+void tensorStats(Context* ctx, const char* loc, int32_t dt, const void* x, int64_t rows,
+                 int64_t cols, int64_t ld, tgrt_stats* out);
 
 // ------------------------------------------------------------------- profiling --
 /// TGRT_PROFILE=1 at context creation: every tgrt_* kernel call of runtime/tgrt.h (Abi.cu)

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -370,6 +371,14 @@ const char* kUsage =
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
     "  --seed S              seed for init and data sampling (default: the spec's seed)\n"
+    "  --find-nonfinite      when a step's loss or gradient norm (or an eval loss) is not\n"
+    "                        finite, re-run that step (same batches, dropout masks, loss\n"
+    "                        scale; gradients zeroed, parameters not yet updated) with a\n"
+    "                        check after every op, print the first op whose output holds\n"
+    "                        inf or NaN (its IR location, e.g. layers.3.attn.proj, and the\n"
+    "                        range of each input), then stop (exit 1). Also\n"
+    "                        TGRT_FIND_NONFINITE=1. Until a step fails it only reads the\n"
+    "                        loss before the optimizer step (one more synchronisation)\n"
     "  --quiet               only the final val/test lines and errors\n"
     "  --info                print the memory plan and the model summary, then exit\n"
     "  --help                this text\n";
@@ -382,6 +391,7 @@ struct Options {
   bool has_seed = false;
   uint64_t seed = 0;
   bool quiet = false, info = false, help = false;
+  bool find_nonfinite = false; ///< --find-nonfinite or TGRT_FIND_NONFINITE=1
 };
 
 int64_t parseInt(const std::string& opt, const std::string& v, int64_t min) {
@@ -434,8 +444,11 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--save-every") o.save_every = parseInt(a, value(), 0);
     else if (a == "--stop-after") o.stop_after = parseInt(a, value(), 1);
     else if (a == "--seed") o.seed = (uint64_t)parseInt(a, value(), 0), o.has_seed = true;
+    else if (a == "--find-nonfinite") o.find_nonfinite = true;
     else throw DriverError("unknown option '" + std::string(argv[i]) + "' (see --help)", 2);
   }
+  if (const char* env = std::getenv("TGRT_FIND_NONFINITE"))
+    if (*env && std::strcmp(env, "0") != 0) o.find_nonfinite = true;
   if (schedule_flags > 1)
     throw DriverError("--steps, --epochs and --time-limit are mutually exclusive", 2);
   if (o.save_every > 0 && o.save.empty()) throw DriverError("--save-every needs --save FILE", 2);
@@ -520,6 +533,11 @@ struct Batch {
   std::vector<int32_t> tokens, targets;
 };
 
+/// The hint every non-finite stop gives without --find-nonfinite.
+const char* const kFindHint =
+    "rerun with --find-nonfinite (or TGRT_FIND_NONFINITE=1) to name the op that first "
+    "produced an inf or NaN";
+
 class Trainer {
 public:
   Trainer(const Options& o, const tgrt_driver_hooks& h, const tgrt_model& m)
@@ -542,6 +560,22 @@ private:
   double evaluate(const Split& s, int64_t max_batches, int64_t* used, int64_t* dropped_windows);
   void logLine(const nlohmann::json& j);
   void say(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  /// Sets every parameter's gradient slot to zero (uploads; the driver runs no kernel).
+  void zeroGradients();
+  /// "loss is NaN at step S (training diverged; ...)", with the --find-nonfinite hint when
+  /// the switch is off.
+  std::string lossError(double loss, int64_t step) const {
+    return "loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at step " +
+           std::to_string(step) + " (training diverged; try a lower lr or a longer warmup" +
+           (opt_.find_nonfinite ? std::string(")") : std::string("; ") + kFindHint + ")");
+  }
+  /// --find-nonfinite: re-runs optimizer step `step` with the runtime's non-finite checks on
+  /// (tgrt_check_begin): its micro-batches sampled again from step_rng_ (the data RNG before
+  /// the step; the step, lr, loss scale and micro-batch indices, hence the dropout masks, are
+  /// those of the first run) into zeroed gradients, then, with `with_optimizer`, the optimizer
+  /// step. Returns the report naming the first op whose output held inf or NaN, or a sentence
+  /// saying no op did. Leaves data_rng_ as it was.
+  std::string findNonFinite(int64_t step, bool with_optimizer);
   /// One progress line; loss_scale: the scale of this step (0 = no loss scaling), skipped:
   /// the step overflowed and changed nothing.
   void progress(int64_t step, int64_t total, double loss, double lr, float norm,
@@ -554,6 +588,7 @@ private:
   tgrt_ctx* ctx_ = nullptr;
   Split train_{"train"}, val_{"val"}, test_{"test"}; // DIR/<name>.npy
   std::mt19937_64 data_rng_;
+  std::mt19937_64 step_rng_; ///< --find-nonfinite: data_rng_ before the current step
   uint64_t seed_ = 0;
   int64_t start_step_ = 0;  ///< last completed step (from --resume), 0 for a fresh run
   int64_t saved_total_ = 0; ///< total_steps stored in the resumed checkpoint
@@ -562,6 +597,7 @@ private:
   FILE* log_ = nullptr;
   bool tty_ = false;
   bool line_open_ = false; ///< a \r progress line is on screen
+  bool warned_eval_ = false; ///< a non-finite eval loss was reported (without --find-nonfinite)
 };
 
 void Trainer::say(const char* fmt, ...) {
@@ -700,9 +736,90 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
     uploadBatch(b);
     hooks_.eval_step(ctx_);
     const double l = tgrt_take_loss(ctx_, &cnt);
-    sum += cnt > 0 ? l / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+    const double bl = cnt > 0 ? l / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+    if (!std::isfinite(bl) && cnt > 0) {
+      const std::string what = s.name + " loss is " + (std::isnan(bl) ? "NaN" : "infinite") +
+                               " on evaluation batch " + std::to_string(k) + " (windows " +
+                               std::to_string(k * B) + ".." + std::to_string(k * B + B - 1) +
+                               " of " + s.path + ")";
+      if (opt_.find_nonfinite) {
+        // The batch is still uploaded: run it again with a check after every op.
+        tgrt_check_begin(ctx_);
+        hooks_.eval_step(ctx_);
+        tgrt_synchronize(ctx_);
+        const char* r = tgrt_check_report(ctx_);
+        const std::string report =
+            r ? "find-nonfinite: re-ran @eval_step on that batch with a check after every op; "
+                "the first op that wrote inf or NaN:\n" + std::string(r)
+              : "find-nonfinite: re-ran @eval_step on that batch with a check after every op: "
+                "no op wrote inf or NaN this time (the failure did not reproduce)";
+        tgrt_check_end(ctx_);
+        tgrt_take_loss(ctx_, &cnt);
+        say("\n");
+        throw DriverError(what + "\n" + report);
+      }
+      if (!warned_eval_) {
+        warned_eval_ = true;
+        std::fflush(stdout);
+        std::fprintf(stderr, "warning: %s; rerun with --find-nonfinite to name the op that "
+                             "first produced an inf or NaN\n", what.c_str());
+      }
+    }
+    sum += bl;
   }
   return sum / (double)batches;
+}
+
+void Trainer::zeroGradients() {
+  std::vector<char> zeros;
+  for (int32_t i = 0; i < m_.n_params; ++i) {
+    const tgrt_param& p = m_.params[i];
+    const int64_t bytes = p.numel * tgrt_dtype_size(p.dtype);
+    if ((int64_t)zeros.size() < bytes) zeros.assign((size_t)bytes, 0);
+    tgrt_upload(ctx_, TGRT_PERSISTENT, p.grad_offset, zeros.data(), bytes);
+  }
+}
+
+std::string Trainer::findNonFinite(int64_t step, bool with_optimizer) {
+  const int32_t micro = std::max(1, m_.grad_accum);
+  tgrt_synchronize(ctx_);
+  zeroGradients();
+  int64_t cnt = 0;
+  tgrt_take_loss(ctx_, &cnt);
+  const std::mt19937_64 rng_after = data_rng_;
+  data_rng_ = step_rng_;
+  std::string where, report;
+  Batch batch;
+  tgrt_check_begin(ctx_);
+  for (int32_t k = 0; k < micro && report.empty(); ++k) {
+    tgrt_set_micro_batch(ctx_, k);
+    sampleBatch(&batch);
+    uploadBatch(batch);
+    hooks_.micro_step(ctx_);
+    tgrt_synchronize(ctx_);
+    if (const char* r = tgrt_check_report(ctx_)) {
+      report = r;
+      where = "@micro_step, micro-batch " + std::to_string(k) + " of " + std::to_string(micro);
+    }
+  }
+  if (report.empty() && with_optimizer) {
+    hooks_.optimizer_step(ctx_);
+    tgrt_synchronize(ctx_);
+    if (const char* r = tgrt_check_report(ctx_)) {
+      report = r;
+      where = "@optimizer_step";
+    }
+  }
+  tgrt_check_end(ctx_);
+  tgrt_take_loss(ctx_, &cnt);
+  data_rng_ = rng_after;
+  const std::string head = "find-nonfinite: re-ran step " + std::to_string(step) + " (" +
+                           std::to_string(micro) + " micro-batch" + (micro > 1 ? "es" : "") +
+                           (with_optimizer ? " and the optimizer step" : "") +
+                           "; the same batches and dropout masks) with a check after every op";
+  if (report.empty())
+    return head + ": no op wrote inf or NaN this time (the failure did not reproduce)";
+  return head + "; the first op that wrote inf or NaN (" + where + "):\n" + report;
 }
 
 std::string rngState(const std::mt19937_64& rng) {
@@ -902,14 +1019,27 @@ int Trainer::run() {
     tgrt_set_lr(ctx_, (float)lr);
     const float loss_scale = scaler_.scale(); // the scale this step runs with
     if (scaler_.enabled()) tgrt_set_loss_scale(ctx_, loss_scale);
+    if (opt_.find_nonfinite) step_rng_ = data_rng_; // the step's batches can be drawn again
     for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
       tgrt_set_micro_batch(ctx_, k);
       sampleBatch(&batch);
       uploadBatch(batch);
       hooks_.micro_step(ctx_);
     }
+    double sum = 0.0;
+    if (opt_.find_nonfinite) {
+      // The loss before the optimizer step (one more synchronisation): a non-finite one is
+      // re-run on the parameters this step used, even if its gradients happen to be finite.
+      sum = tgrt_take_loss(ctx_, &cnt);
+      const double early = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+      if (!std::isfinite(early)) {
+        logLine({{"step", s}, {"loss", early}, {"lr", lr}});
+        say("\n");
+        throw DriverError(lossError(early, s) + "\n" + findNonFinite(s, false));
+      }
+    }
     hooks_.optimizer_step(ctx_);
-    const double sum = tgrt_take_loss(ctx_, &cnt);
+    if (!opt_.find_nonfinite) sum = tgrt_take_loss(ctx_, &cnt);
     const float norm = tgrt_last_grad_norm(ctx_);
     tgrt_synchronize(ctx_);
     const double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
@@ -929,22 +1059,25 @@ int Trainer::run() {
       rec["skipped_steps"] = scaler_.skippedSteps();
     }
     logLine(rec);
-    if (!std::isfinite(loss)) {
+    if (!std::isfinite(loss)) { // (with --find-nonfinite, caught before the optimizer step)
       say("\n");
-      throw DriverError("loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
-                        " at step " + std::to_string(s) +
-                        " (training diverged; try a lower lr or a longer warmup)");
+      throw DriverError(lossError(loss, s));
     }
     // Without loss scaling a non-finite gradient norm is an error, not a skipped step: AdamW
     // left the parameters alone (its factor is NaN), so going on would train nothing.
     if (!scaler_.enabled() && !std::isfinite(norm)) {
       say("\n");
-      throw DriverError("the gradient norm is " +
+      std::string msg = "the gradient norm is " +
                         std::string(std::isnan(norm) ? "NaN" : "infinite") + " at step " +
                         std::to_string(s) + " (loss " + floatText((float)loss) +
                         "): a gradient overflowed or is NaN; the parameters were not updated "
                         "(training diverged; try a lower lr, a longer warmup or bf16-mixed "
-                        "instead of fp16)");
+                        "instead of fp16";
+      if (!opt_.find_nonfinite)
+        throw DriverError(msg + "; " + kFindHint + ")");
+      // AdamW skipped the step (its factor is NaN) and zeroed the gradients: the parameters
+      // are those the step ran with.
+      throw DriverError(msg + ")\n" + findNonFinite(s, true));
     }
     if (scaler_.enabled() && !(scaler_.scale() >= std::numeric_limits<float>::min())) {
       say("\n");

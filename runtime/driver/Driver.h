@@ -2,8 +2,9 @@
 //
 // The emitted model provides tg_model_info / tg_micro_step / tg_optimizer_step / tg_eval_step
 // (runtime/tgrt.h); Main.cpp wraps them in a tgrt_driver_hooks and calls tgrt_driver_main.
-// The driver only uses the context functions of tgrt.h (never kernels), so it links against
-// either backend (runtime/cpu or runtime/cuda). Plain C++; never links MLIR.
+// The driver only uses the context functions of tgrt.h and its non-finite check session
+// (tgrt_check_begin / _report / _end, for --find-nonfinite), never kernels, so it links
+// against either backend (runtime/cpu or runtime/cuda). Plain C++; never links MLIR.
 #ifndef TGRT_DRIVER_DRIVER_H
 #define TGRT_DRIVER_DRIVER_H
 

@@ -15,10 +15,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
@@ -807,8 +809,20 @@ float fakeLoss(tgrt_ctx* ctx, bool accumulate) {
   return *l;
 }
 
+/// Sum of the tokens of each micro-step (which batch ran), for the --find-nonfinite tests.
+std::vector<int64_t> gMicroTokens;
+
 void fakeMicro(tgrt_ctx* ctx) {
+  const int32_t* tok = reinterpret_cast<const int32_t*>(tgrt_region(ctx, TGRT_PERSISTENT) + 256);
+  gMicroTokens.push_back(std::accumulate(tok, tok + kB * kT, int64_t(0)));
   fakeLoss(ctx, true);
+  // The check emitted code makes after a call that writes the gradient (runtime/tgrt.h).
+  static const tgrt_check_tensor kGrad[2] = {
+      {"w (gradient)", "[16]", TGRT_CHECK_OUT, TGRT_F32, TGRT_PERSISTENT, 0, 64, 1, kN, kN},
+      {"w (parameter)", "[16]", TGRT_CHECK_IN, TGRT_F32, TGRT_PERSISTENT, 0, 0, 1, kN, kN}};
+  static const tgrt_check_site kSite = {"fake.grad", "fake.mse_grad", "fakeLoss", "backward", 2,
+                                        kGrad};
+  if (tgrt_check_enabled(ctx) && gParam.dtype == TGRT_F32) tgrt_check_op(ctx, &kSite);
   tgrt_report_loss(ctx, "fake.loss", reinterpret_cast<float*>(tgrt_region(ctx, 0) + 392));
 }
 
@@ -1364,8 +1378,70 @@ TEST(DriverFake, NonFiniteGradNormStopsWithoutLossScaling) {
   const std::string e = testing::internal::GetCapturedStderr();
   EXPECT_NE(e.find("the gradient norm is NaN at step 1"), std::string::npos) << e;
   EXPECT_NE(e.find("the parameters were not updated"), std::string::npos) << e;
+  EXPECT_NE(e.find("rerun with --find-nonfinite (or TGRT_FIND_NONFINITE=1) to name the op"),
+            std::string::npos)
+      << e;
   const LogLines log = readLog(d / "log.jsonl");
   ASSERT_EQ(log.steps.size(), 1u); // the step is logged, then the run stops
+}
+
+/// --find-nonfinite (and TGRT_FIND_NONFINITE=1): the failing step runs again, on the same
+/// batches (data RNG restored) with checks on, and the error names the first op whose output
+/// was not finite.
+TEST(DriverFake, FindNonFiniteNamesTheFirstOp) {
+  FakeConfig c;
+  c.nan_grads = true;
+  FakeScope scope(c);
+  TempDir d;
+  writeFakeData(d, "data");
+  for (bool env : {false, true}) {
+    gMicroTokens.clear();
+    if (env) setenv("TGRT_FIND_NONFINITE", "1", 1);
+    testing::internal::CaptureStderr();
+    std::vector<std::string> args = {"--data", d / "data", "--steps", "20", "--quiet"};
+    if (!env) args.push_back("--find-nonfinite");
+    EXPECT_EQ(runDriver(args), 1);
+    const std::string e = testing::internal::GetCapturedStderr();
+    if (env) unsetenv("TGRT_FIND_NONFINITE");
+    EXPECT_NE(e.find("the gradient norm is NaN at step 1"), std::string::npos) << e;
+    EXPECT_EQ(e.find("rerun with --find-nonfinite"), std::string::npos) << e;
+    EXPECT_NE(e.find("find-nonfinite: re-ran step 1 (2 micro-batches and the optimizer step; "
+                     "the same batches and dropout masks) with a check after every op; the "
+                     "first op that wrote inf or NaN (@micro_step, micro-batch 0 of 2):\n"
+                     "fake.grad (fake.mse_grad, backward; runtime call fakeLoss) wrote "
+                     "non-finite values:\n"
+                     "  output w (gradient) f32 [16]: every element NaN, 16 of 16 not "
+                     "finite (16 NaN, 0 +inf, 0 -inf)\n"
+                     "  input  w (parameter) f32 [16]: min "),
+              std::string::npos)
+        << e;
+    // Micro-batches 0 and 1, then micro-batch 0 again (where the check fired): same tokens.
+    ASSERT_EQ(gMicroTokens.size(), 3u);
+    EXPECT_EQ(gMicroTokens[2], gMicroTokens[0]);
+    EXPECT_NE(gMicroTokens[1], gMicroTokens[0]);
+  }
+}
+
+/// With --find-nonfinite and no failure the run is the same: losses and gradient norms bit for
+/// bit (the switch only moves the loss read before the optimizer step).
+TEST(DriverFake, FindNonFiniteChangesNothingWhenFinite) {
+  TempDir d;
+  writeFakeData(d, "data");
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(runDriver({"--data", d / "data", "--steps", "15", "--log", d / "a.jsonl"}), 0);
+  EXPECT_EQ(runDriver({"--data", d / "data", "--steps", "15", "--log", d / "b.jsonl",
+                       "--find-nonfinite"}),
+            0);
+  testing::internal::GetCapturedStdout();
+  const LogLines a = readLog(d / "a.jsonl"), b = readLog(d / "b.jsonl");
+  ASSERT_EQ(a.steps.size(), 15u);
+  ASSERT_EQ(b.steps.size(), 15u);
+  for (size_t i = 0; i < 15; ++i) {
+    EXPECT_EQ(a.steps[i]["loss"], b.steps[i]["loss"]) << i;
+    EXPECT_EQ(a.steps[i]["grad_norm"], b.steps[i]["grad_norm"]) << i;
+  }
+  ASSERT_EQ(a.evals.size(), b.evals.size());
+  for (size_t i = 0; i < a.evals.size(); ++i) EXPECT_EQ(a.evals[i]["loss"], b.evals[i]["loss"]);
 }
 
 } // namespace

@@ -1804,3 +1804,181 @@ TEST(CpuLinear, MatmulBiasEqualsMatmulThenBiasAdd) {
   }
   tgrt_ctx_destroy(ctx);
 }
+
+// ------------------------------------------------- non-finite checks (--find-nonfinite) --
+
+namespace {
+
+/// tgrt_stats of `v` (f32) computed naively here.
+tgrt_stats naiveStats(const std::vector<float>& v) {
+  tgrt_stats s{(int64_t)v.size(), 0, 0, 0, NAN, NAN};
+  for (float x : v) {
+    if (std::isnan(x)) {
+      ++s.nan;
+      continue;
+    }
+    s.pos_inf += x == kInf;
+    s.neg_inf += x == -kInf;
+    if (std::isnan(s.min) || x < s.min) s.min = x;
+    if (std::isnan(s.max) || x > s.max) s.max = x;
+  }
+  return s;
+}
+
+void expectStats(const tgrt_stats& got, const tgrt_stats& want, const std::string& what) {
+  EXPECT_EQ(got.count, want.count) << what;
+  EXPECT_EQ(got.nan, want.nan) << what;
+  EXPECT_EQ(got.pos_inf, want.pos_inf) << what;
+  EXPECT_EQ(got.neg_inf, want.neg_inf) << what;
+  if (std::isnan(want.min)) EXPECT_TRUE(std::isnan(got.min)) << what;
+  else EXPECT_EQ(got.min, want.min) << what;
+  if (std::isnan(want.max)) EXPECT_TRUE(std::isnan(got.max)) << what;
+  else EXPECT_EQ(got.max, want.max) << what;
+}
+
+} // namespace
+
+// Counts and min / max over every element type, with a row stride whose gaps hold NaN and inf
+// that must not be counted; all-NaN and empty tensors; int32 ids beyond float precision.
+TEST(CpuChecks, TensorStats) {
+  tgrt_model model{};
+  tgrt_ctx* ctx = tgrt_ctx_create(&model);
+  ASSERT_NE(ctx, nullptr);
+  const int64_t rows = 5, cols = 7, ld = 9;
+  VecF v = randVec(rows * ld, 11, -3.0f, 3.0f);
+  v[2] = NAN;
+  v[ld + 3] = kInf;
+  v[3 * ld + 6] = -kInf;
+  v[4 * ld + 1] = 250.0f; // exact in bf16 and f16: the max
+  for (int64_t r = 0; r < rows; ++r) v[r * ld + 7] = NAN, v[r * ld + 8] = kInf; // the gaps
+  std::vector<float> seen; // what the strided view covers
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) seen.push_back(v[r * ld + c]);
+  for (int32_t dt : {TGRT_F32, TGRT_BF16, TGRT_F16}) {
+    std::vector<uint16_t> low(v.size());
+    std::vector<float> widened(seen.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      low[i] = dt == TGRT_BF16 ? tgrt_bf16_from_float(v[i]) : tgrt_f16_from_float(v[i]);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const uint16_t h = dt == TGRT_BF16 ? tgrt_bf16_from_float(seen[i]) : tgrt_f16_from_float(seen[i]);
+      widened[i] = dt == TGRT_F32 ? seen[i] : dt == TGRT_BF16 ? tgrt_bf16_to_float(h) : tgrt_f16_to_float(h);
+    }
+    const void* p = dt == TGRT_F32 ? (const void*)v.data() : (const void*)low.data();
+    tgrt_stats s;
+    tgrt_tensor_stats(ctx, "test", dt, p, rows, cols, ld, &s);
+    const tgrt_stats want = naiveStats(widened);
+    expectStats(s, want, "dtype " + std::to_string(dt));
+    EXPECT_EQ(s.count, rows * cols);
+    EXPECT_EQ(s.nan, 1);
+    EXPECT_EQ(s.pos_inf, 1);
+    EXPECT_EQ(s.neg_inf, 1);
+    EXPECT_EQ(s.min, -INFINITY);
+    EXPECT_EQ(s.max, INFINITY);
+  }
+  // Only finite values: min and max are the extremes; contiguous (rows 1).
+  const VecF fin = {0.5f, -2.0f, 3.25f, 1.0f};
+  tgrt_stats s;
+  tgrt_tensor_stats(ctx, "test", TGRT_F32, fin.data(), 1, 4, 4, &s);
+  expectStats(s, naiveStats(fin), "finite");
+  EXPECT_EQ(s.min, -2.0);
+  EXPECT_EQ(s.max, 3.25);
+  // All NaN: no min / max.
+  const VecF nans(6, NAN);
+  tgrt_tensor_stats(ctx, "test", TGRT_F32, nans.data(), 2, 3, 3, &s);
+  EXPECT_EQ(s.nan, 6);
+  EXPECT_TRUE(std::isnan(s.min) && std::isnan(s.max));
+  // Empty.
+  tgrt_tensor_stats(ctx, "test", TGRT_F32, nullptr, 0, 8, 8, &s);
+  EXPECT_EQ(s.count, 0);
+  EXPECT_TRUE(std::isnan(s.min));
+  // int32 (token ids): exact beyond 2^24.
+  const std::vector<int32_t> ids = {7, 16777217, -5, 3};
+  tgrt_tensor_stats(ctx, "test", TGRT_CHECK_I32, ids.data(), 1, 4, 4, &s);
+  EXPECT_EQ(s.min, -5.0);
+  EXPECT_EQ(s.max, 16777217.0);
+  EXPECT_EQ(s.nan + s.pos_inf + s.neg_inf, 0);
+  // Errors.
+  EXPECT_EXIT(tgrt_tensor_stats(ctx, "here", TGRT_F32, fin.data(), 2, 4, 3, &s),
+              ::testing::ExitedWithCode(1), "tgrt: here: tensor_stats: row stride ld 3 < cols 4");
+  EXPECT_EXIT(tgrt_tensor_stats(ctx, "here", 7, fin.data(), 1, 4, 4, &s),
+              ::testing::ExitedWithCode(1), "tgrt: here: tensor_stats: unknown dtype 7");
+  tgrt_ctx_destroy(ctx);
+}
+
+// The check session: off by default (no-op), the first site with a non-finite output wins
+// (later ones are ignored), inputs overwritten in place are reported as they were before the
+// call, -inf passes where the site allows it, and end turns the checks off.
+TEST(CpuChecks, FirstNonFiniteOpIsReported) {
+  tgrt_model model = makeModel(256, 256, 0);
+  tgrt_ctx* ctx = tgrt_ctx_create(&model);
+  ASSERT_NE(ctx, nullptr);
+  float* x = reinterpret_cast<float*>(tgrt_region(ctx, TGRT_PERSISTENT)); // "w" [4]
+  float* y = reinterpret_cast<float*>(tgrt_region(ctx, TGRT_ARENA));      // "y" [4], at 0
+  const float w[4] = {1.0f, -2.0f, kInf, 0.5f};
+  std::memcpy(x, w, sizeof w);
+  const tgrt_check_tensor mask[2] = {
+      {"m (tg.causal_mask)", "[4]", TGRT_CHECK_OUT, TGRT_F32, TGRT_ARENA, TGRT_CHECK_NEG_INF_OK,
+       16, 1, 4, 4},
+      {"w (parameter)", "[4]", TGRT_CHECK_IN, TGRT_F32, TGRT_PERSISTENT, 0, 0, 1, 4, 4}};
+  const tgrt_check_tensor add[2] = {
+      {"y (tg.add)", "[4]", TGRT_CHECK_OUT, TGRT_F32, TGRT_ARENA, 0, 0, 1, 4, 4},
+      {"y0 (tg.fill)", "[4]", TGRT_CHECK_IN_OVERWRITTEN, TGRT_F32, TGRT_ARENA, 0, 0, 1, 4, 4}};
+  const tgrt_check_tensor other[2] = {
+      {"z (tg.gelu)", "[2]", TGRT_CHECK_OUT, TGRT_F32, TGRT_ARENA, 0, 32, 1, 2, 2},
+      {"w (parameter)", "[4]", TGRT_CHECK_IN, TGRT_F32, TGRT_PERSISTENT, 0, 0, 1, 4, 4}};
+  const tgrt_check_site maskSite = {"layers.0.attn.mask", "tg.causal_mask", "tgrt_causal_mask",
+                                    "forward", 2, mask};
+  const tgrt_check_site addSite = {"layers.1.mlp.residual", "tg.add", "tgrt_add", "forward", 2,
+                                   add};
+  const tgrt_check_site otherSite = {"later", "tg.gelu", "tgrt_gelu_fwd", "forward", 2, other};
+  float* m = y + 4;
+  float* z = y + 8;
+  m[0] = 1.0f, m[1] = -kInf, m[2] = -kInf, m[3] = 2.0f; // -inf allowed: no hit
+  z[0] = NAN, z[1] = 1.0f;
+
+  // Off: nothing is checked, nothing reported.
+  EXPECT_EQ(tgrt_check_enabled(ctx), 0);
+  EXPECT_EQ(tgrt_check_op(ctx, &otherSite), 0);
+  EXPECT_EQ(tgrt_check_report(ctx), nullptr);
+
+  tgrt_check_begin(ctx);
+  EXPECT_EQ(tgrt_check_enabled(ctx), 1);
+  EXPECT_EQ(tgrt_check_op(ctx, &maskSite), 0);
+  // y = y0 + w in place: y0 finite before, y gets the inf.
+  const float y0[4] = {0.25f, 0.5f, 0.75f, -1.0f};
+  std::memcpy(y, y0, sizeof y0);
+  tgrt_check_inputs(ctx, &addSite);
+  for (int i = 0; i < 4; ++i) y[i] += w[i];
+  EXPECT_EQ(tgrt_check_op(ctx, &addSite), 1);
+  EXPECT_EQ(tgrt_check_enabled(ctx), 0); // found: the rest of the step runs unchecked
+  EXPECT_EQ(tgrt_check_op(ctx, &otherSite), 0); // not reported: not the first
+  const char* r = tgrt_check_report(ctx);
+  ASSERT_NE(r, nullptr);
+  const std::string report = r;
+  EXPECT_EQ(report,
+            "layers.1.mlp.residual (tg.add, forward; runtime call tgrt_add) wrote non-finite "
+            "values:\n"
+            "  output y (tg.add) f32 [4]: min -1.5 max inf, 1 of 4 not finite (0 NaN, 1 +inf, "
+            "0 -inf)\n"
+            "  input  y0 (tg.fill) f32 [4]: min -1 max 0.75, all finite (before the call; "
+            "updated in place)");
+  tgrt_check_end(ctx);
+  EXPECT_EQ(tgrt_check_enabled(ctx), 0);
+  EXPECT_EQ(tgrt_check_report(ctx), nullptr);
+
+  // A new session reports again; inputs read after the call.
+  tgrt_check_begin(ctx);
+  EXPECT_EQ(tgrt_check_op(ctx, &otherSite), 1);
+  EXPECT_NE(std::string(tgrt_check_report(ctx)).find(
+                "  output z (tg.gelu) f32 [2]: min 1 max 1, 1 of 2 not finite (1 NaN, 0 +inf, "
+                "0 -inf)\n  input  w (parameter) f32 [4]: min -2 max inf, 1 of 4 not finite "
+                "(0 NaN, 1 +inf, 0 -inf)"),
+            std::string::npos)
+      << tgrt_check_report(ctx);
+  // Another context is not affected.
+  tgrt_ctx* other_ctx = tgrt_ctx_create(&model);
+  EXPECT_EQ(tgrt_check_enabled(other_ctx), 0);
+  tgrt_ctx_destroy(other_ctx);
+  tgrt_check_end(ctx);
+  tgrt_ctx_destroy(ctx);
+}

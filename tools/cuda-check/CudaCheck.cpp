@@ -23,6 +23,8 @@
 // parameters f32 with y bf16 / f16) and one mixed combination of its generic kernel. AdamW
 // runs several (p, state) dtype pairs, the loss-scale unscaling of clip_scale, the NaN of an
 // overflowed step and AdamW's skip of it.
+// tensor_stats (the --find-nonfinite statistics: NaN / +inf / -inf counts, min, max) must equal
+// the CPU's field for field, for f32, bf16, f16 and int32, contiguous and strided.
 // Attention is checked three ways for t in {64, 256, 1024} (plus t = 100, not a tile
 // multiple), hd in {32, 64, 128}, window in {0, 1, 64}: flash vs CPU (out, lse, dq, dk, dv)
 // and flash vs a naive GPU composition (matmul, causal_mask, softmax, matmul and their
@@ -1070,6 +1072,70 @@ void checkFillLossScaled(Contexts& c, int32_t dt) {
   setLossScale(c, 1.0f);
 }
 
+/// Fields of two tgrt_stats that differ (count, nan, pos_inf, neg_inf, min, max; NaN == NaN).
+int statsDiffs(const tgrt_stats& a, const tgrt_stats& b) {
+  auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  return (a.count != b.count) + (a.nan != b.nan) + (a.pos_inf != b.pos_inf) +
+         (a.neg_inf != b.neg_inf) + !same(a.min, b.min) + !same(a.max, b.max);
+}
+
+/// tensor_stats (the --find-nonfinite reduction) against the CPU reference, every element type
+/// (f32, bf16, f16; int32 ids up to +-2^30, no specials): contiguous with NaN / +inf / -inf
+/// planted (more elements than one grid pass), strided rows whose gaps hold NaN and inf that
+/// must not be counted, all NaN (min and max NaN), all finite, and empty. PASS when every field
+/// is equal (error = fields that differ).
+void checkTensorStats(Contexts& c, Rng& rng) {
+  const float inf = std::numeric_limits<float>::infinity(), qnan = std::nanf("");
+  struct Case {
+    const char* name;
+    int64_t rows, cols, ld;
+    int specials; ///< 0 none, 1 planted, 2 all NaN
+  };
+  const Case cases[] = {{"n100003 planted", 1, 100003, 100003, 1},
+                        {"37x1000 ld1037 gaps poisoned", 37, 1000, 1037, 1},
+                        {"n4099 all NaN", 1, 4099, 4099, 2},
+                        {"n5000 finite", 1, 5000, 5000, 0},
+                        {"empty 0x16", 0, 16, 16, 0}};
+  for (int32_t dt : {(int32_t)TGRT_F32, (int32_t)TGRT_BF16, (int32_t)TGRT_F16,
+                     (int32_t)TGRT_CHECK_I32}) {
+    for (const Case& k : cases) {
+      if (dt == TGRT_CHECK_I32 && k.specials == 2) continue; // ints have no NaN
+      const size_t n = (size_t)std::max<int64_t>(1, k.rows > 0 ? (k.rows - 1) * k.ld + k.cols : 1);
+      Bytes host;
+      if (dt == TGRT_CHECK_I32) {
+        IVec v(n);
+        for (auto& x : v) x = (int32_t)(rng.gen() >> 33) - (1 << 30); // +-2^30: not float-exact
+        host.resize(n * 4);
+        std::memcpy(host.data(), v.data(), n * 4);
+      } else {
+        Vec v = rng.vec(n, -3.0f, 3.0f);
+        if (k.specials == 2)
+          for (auto& x : v) x = qnan;
+        if (k.specials == 1) {
+          for (size_t i = 7; i < n; i += 997) v[i] = qnan;
+          for (size_t i = 11; i < n; i += 1499) v[i] = inf;
+          for (size_t i = 13; i < n; i += 2003) v[i] = -inf;
+          v[n - 1] = 65000.0f; // the largest value sits at the very end
+        }
+        if (k.ld > k.cols) // the gaps between rows: never counted
+          for (int64_t r = 0; r + 1 < k.rows; ++r)
+            for (int64_t j = k.cols; j < k.ld; ++j) v[(size_t)(r * k.ld + j)] = j % 2 ? qnan : inf;
+        host = encode(v, dt).b;
+      }
+      tgrt_stats ref, got;
+      tgrt_tensor_stats(c.cpu, "check", dt, host.data(), k.rows, k.cols, k.ld, &ref);
+      Dev<uint8_t> dev(host);
+      tgrt_cuda::tensorStats(c.gpu, "check", dt, dev.p, k.rows, k.cols, k.ld, &got);
+      const char* dn = dt == TGRT_CHECK_I32 ? "i32" : dtName(dt);
+      record(std::string("tensor_stats [") + dn + "]",
+             dt == TGRT_CHECK_I32 ? fmt("%lldx%lld ld%lld", (long long)k.rows, (long long)k.cols,
+                                        (long long)k.ld)
+                                  : std::string(k.name),
+             (double)statsDiffs(got, ref), 0.0);
+    }
+  }
+}
+
 void checkOptimizers(Contexts& c, Rng& rng) {
   checkOptimizer(c, rng, TGRT_F32, TGRT_F32, 1.0f);
   checkOptimizer(c, rng, TGRT_F32, TGRT_F32, 1024.0f);
@@ -1809,6 +1875,7 @@ int main(int argc, char** argv) {
     checkCrossEntropy(c, rng, dt);
   }
   checkOptimizers(c, rng);
+  checkTensorStats(c, rng);
 
   std::vector<int64_t> ts = quick ? std::vector<int64_t>{64, 100, 256}
                                   : std::vector<int64_t>{64, 100, 256, 1024};

@@ -1,0 +1,3 @@
+// StatsEmu.cpp — builds runtime/cuda/Stats.cu with the host compiler against the CPU emulator
+// (see CudaEmu.h). Compiled with -DTGRT_CUDA_EMULATE.
+#include "runtime/cuda/Stats.cu"
