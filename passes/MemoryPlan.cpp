@@ -65,26 +65,29 @@ static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   out = FunctionLiveness();
   Block &body = fn.getBody().front();
-  // Index of the last op reading each value.
-  llvm::DenseMap<Value, int64_t> lastUse;
+  // Position of each op of the body.
+  llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
-  for (Operation &op : body) {
-    for (Value v : op.getOperands())
-      lastUse[v] = index;
-    ++index;
-  }
-  // Last reader over every SSA value sharing each buffer (views, in-place results).
+  for (Operation &op : body)
+    position[&op] = index++;
+  // Index of the last op of the body reading `v` (-1 when none does).
+  auto lastUse = [&](Value v) {
+    int64_t last = -1;
+    for (Operation *user : v.getUsers()) {
+      auto it = position.find(user);
+      if (it != position.end())
+        last = std::max(last, it->second);
+    }
+    return last;
+  };
+  // Last reader over every SSA value sharing each buffer (views, in-place results), and
+  // never before the op that defines it: the buffer's `last`.
   std::vector<int64_t> bufferLastUse;
+  out.opPhase.reserve(index);
   index = 0;
   for (Operation &op : body) {
     auto phase = op.getAttrOfType<StringAttr>(kPhaseAttr);
     out.opPhase.push_back(phase ? phase.str() : "forward");
-    // Uses extend the live interval of the buffer they read.
-    for (Value v : op.getOperands()) {
-      auto it = out.bufferOf.find(v);
-      if (it != out.bufferOf.end())
-        out.buffers[it->second].last = std::max(out.buffers[it->second].last, index);
-    }
     for (OpResult r : op.getResults()) {
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         auto it = out.bufferOf.find(reshape.getX());
@@ -92,7 +95,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
           // Copy the id out first: inserting into bufferOf may rehash and move `it`.
           size_t id = it->second;
           out.bufferOf[r] = id; // a view: no new buffer
-          bufferLastUse[id] = std::max(bufferLastUse[id], lastUse.lookup(r));
+          bufferLastUse[id] = std::max(bufferLastUse[id], lastUse(r));
         }
         continue;                       // views of arguments live in the persistent region
       }
@@ -113,7 +116,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
             continue;
           size_t id = it->second; // before the insertion below, which may move `it`
           out.bufferOf[r] = id;
-          bufferLastUse[id] = std::max(index, lastUse.lookup(r));
+          bufferLastUse[id] = std::max(index, lastUse(r));
           out.buffers[id].name += " > " + locName(op.getLoc()) +
                                   (out.opPhase.back() == "backward" ? ".grad" : "");
           reused = true;
@@ -131,10 +134,14 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       b.first = b.last = index;
       out.bufferOf[r] = out.buffers.size();
       out.buffers.push_back(std::move(b));
-      bufferLastUse.push_back(std::max(index, lastUse.lookup(r)));
+      bufferLastUse.push_back(std::max(index, lastUse(r)));
     }
     ++index;
   }
+  // Every read of a value in a buffer is a use of that value, so the buffer lives until
+  // the last of them.
+  for (size_t id = 0; id < out.buffers.size(); ++id)
+    out.buffers[id].last = bufferLastUse[id];
   return success();
 }
 

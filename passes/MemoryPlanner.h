@@ -46,9 +46,11 @@ struct PlanOptions {
   /// each size scaled by a random factor in [0.6, 1.4] (fixed seed, so plans stay
   /// deterministic), alternating first fit and best fit. 0 turns the search off.
   int searchRounds = 32;
-  /// Work budget (about one unit per byte range the planner reads) after which no new
-  /// attempt starts and a running one is abandoned; the first attempt always
-  /// completes. 2^24 units take about 0.3 s on one core.
+  /// Work budget (one unit per byte range stored in the occupancy sets a placement
+  /// consults, whether or not first fit reads them all, plus a constant per buffer)
+  /// after which no new attempt starts and a running one is abandoned; the first
+  /// attempt always completes, even with a budget of 0. 2^24 units of best fit take
+  /// about 0.3 s on one core; first fit reads far fewer ranges than it counts.
   uint64_t workBudget = uint64_t(1) << 24;
 };
 

@@ -131,33 +131,36 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     int64_t persistent = cursor;
 
     SmallVector<Attribute> paramAttrs;
+    // Attribute names made once: at 1000 layers there are 12,000 parameters.
+    auto id = [&](StringRef text) { return b.getStringAttr(text); };
+    StringAttr kName = id("name"), kDtype = id("dtype"), kStateDtype = id("state_dtype"),
+               kShape = id("shape"), kNumel = id("numel"), kOffset = id("offset"),
+               kGradOffset = id("grad_offset"), kMOffset = id("m_offset"),
+               kVOffset = id("v_offset"), kInit = id("init"), kInitStd = id("init_std"),
+               kDecay = id("decay");
     for (auto [i, p] : llvm::enumerate(params)) {
+      SmallVector<NamedAttribute, 12> slot = {
+          {kName, p.name},
+          {kDtype, b.getStringAttr(dtypeName(p.type.getElementType()))},
+          {kStateDtype, b.getStringAttr(dtypeName(p.momentType))},
+          {kShape, b.getDenseI64ArrayAttr(p.type.getShape())},
+          {kNumel, b.getI64IntegerAttr(p.type.getNumElements())},
+          {kOffset, b.getI64IntegerAttr(offs[0][i])},
+          {kGradOffset, b.getI64IntegerAttr(offs[1][i])},
+          {kMOffset, b.getI64IntegerAttr(offs[2][i])},
+          {kVOffset, b.getI64IntegerAttr(offs[3][i])},
+      };
       // The initialisation and decay role the frontend put on the argument travel with
       // the slot, so the lowering's parameter table needs nothing else.
-      SmallVector<NamedAttribute> role;
       if (p.argAttrs) {
         if (auto a = p.argAttrs.get(kInitAttr))
-          role.push_back(b.getNamedAttr("init", a));
+          slot.push_back({kInit, a});
         if (auto a = p.argAttrs.get(kInitStdAttr))
-          role.push_back(b.getNamedAttr("init_std", a));
+          slot.push_back({kInitStd, a});
         if (p.argAttrs.get(kDecayAttr))
-          role.push_back(b.getNamedAttr("decay", b.getUnitAttr()));
+          slot.push_back({kDecay, b.getUnitAttr()});
       }
-      paramAttrs.push_back(b.getDictionaryAttr(SmallVector<NamedAttribute>{
-          b.getNamedAttr("name", p.name),
-          b.getNamedAttr("dtype", b.getStringAttr(dtypeName(p.type.getElementType()))),
-          b.getNamedAttr("state_dtype", b.getStringAttr(dtypeName(p.momentType))),
-          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(p.type.getShape())),
-          b.getNamedAttr("numel", b.getI64IntegerAttr(p.type.getNumElements())),
-          b.getNamedAttr("offset", b.getI64IntegerAttr(offs[0][i])),
-          b.getNamedAttr("grad_offset", b.getI64IntegerAttr(offs[1][i])),
-          b.getNamedAttr("m_offset", b.getI64IntegerAttr(offs[2][i])),
-          b.getNamedAttr("v_offset", b.getI64IntegerAttr(offs[3][i])),
-      }));
-      auto d = cast<DictionaryAttr>(paramAttrs.back());
-      SmallVector<NamedAttribute> all(d.getValue());
-      all.append(role.begin(), role.end());
-      paramAttrs.back() = b.getDictionaryAttr(all);
+      paramAttrs.push_back(b.getDictionaryAttr(slot));
     }
 
     // Arena: one plan per step function; they never overlap in time, so the arena is the
@@ -179,15 +182,17 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       }
       numBuffers += buffers.size();
       // Write offsets: one per result; views take their source's offset.
+      StringAttr offsetsName = b.getStringAttr("tg.offsets");
+      SmallVector<int64_t> offsets;
       for (Operation &op : f.getBody().front()) {
         if (op.getNumResults() == 0)
           continue;
-        SmallVector<int64_t> offsets;
+        offsets.clear();
         for (Value r : op.getResults()) {
           auto it = live.bufferOf.find(r);
           offsets.push_back(it == live.bufferOf.end() ? -1 : buffers[it->second].offset);
         }
-        op.setAttr("tg.offsets", b.getDenseI64ArrayAttr(offsets));
+        op.setDiscardableAttr(offsetsName, b.getDenseI64ArrayAttr(offsets));
       }
       f->setAttr("tg.arena_bytes", b.getI64IntegerAttr(result.arenaBytes));
       if (result.arenaBytes >= arena) {

@@ -58,6 +58,48 @@ int64_t maxEnd(const std::vector<PlanBuffer> &bs) {
   return end;
 }
 
+/// O(n^2 log n) reference for planArena's first attempt, size-desc/first-fit: the
+/// buffers with bytes > 0 visited by size (largest first; ties: earlier first use,
+/// then lower index), each put at the lowest offset that is a multiple of its
+/// alignment and meets no time-overlapping buffer placed before it. That offset is
+/// found by sorting those buffers by offset and taking the first gap between them
+/// (from 0 up) that holds the aligned buffer, else the aligned top. Returns the
+/// offsets, -1 for zero-byte buffers.
+std::vector<int64_t> bruteForceFirstFit(const std::vector<PlanBuffer> &bs) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < bs.size(); ++i)
+    if (bs[i].bytes > 0)
+      order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (bs[a].bytes != bs[b].bytes)
+      return bs[a].bytes > bs[b].bytes;
+    return bs[a].first != bs[b].first ? bs[a].first < bs[b].first : a < b;
+  });
+  std::vector<int64_t> offset(bs.size(), -1);
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    const PlanBuffer &b = bs[i];
+    int64_t align = std::max<int64_t>(b.alignment, 1);
+    auto alignUp = [&](int64_t x) { return (x + align - 1) / align * align; };
+    std::vector<std::pair<int64_t, int64_t>> used; // [offset, end) of conflicting buffers
+    for (size_t j : placed)
+      if (bs[j].first <= b.last && b.first <= bs[j].last)
+        used.push_back({offset[j], offset[j] + bs[j].bytes});
+    std::sort(used.begin(), used.end());
+    int64_t free = 0, at = -1; // free: the lowest byte above every range seen so far
+    for (const auto &[begin, end] : used) {
+      if (alignUp(free) + b.bytes <= begin) {
+        at = alignUp(free);
+        break;
+      }
+      free = std::max(free, end);
+    }
+    offset[i] = at >= 0 ? at : alignUp(free);
+    placed.push_back(i);
+  }
+  return offset;
+}
+
 /// Random instance: `n` buffers over `numOps` ops; lifetimes mostly short (up to 8
 /// ops), `longPct` percent of them up to the whole step; sizes from 1 byte to 1 MiB,
 /// some exact multiples of their alignment; alignments mixed among 1, 4, 16, 64, 256,
@@ -426,6 +468,36 @@ TEST(MemoryPlannerProperty, SmallInstancesAgreeWithBruteForceCheck) {
     std::vector<PlanBuffer> bs = randomInstance(rng, 1 + int(rng() % 30), 1 + int(rng() % 20));
     tgc::planArena(bs);
     ASSERT_TRUE(bruteForceValid(bs)) << "trial " << trial;
+  }
+}
+
+TEST(MemoryPlannerProperty, FirstAttemptIsExactFirstFit) {
+  // With no budget and no search, planArena runs only its first attempt (the first
+  // attempt always completes), size-desc/first-fit. Its queries walk the segment
+  // tree's sets side by side up to the first gap that holds the buffer, and unite
+  // them when that takes too many moves; dense instances with mixed alignments leave
+  // many small gaps, so both paths run (about 1 query in 70 unites here). Every offset
+  // must be the reference's.
+  std::mt19937_64 rng(20261123);
+  tgc::PlanOptions firstOnly;
+  firstOnly.searchRounds = 0;
+  firstOnly.workBudget = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    int n = 1 + int(rng() % 1500);
+    int64_t numOps = 1 + int64_t(rng() % 300);
+    int longPct = int(rng() % 50);
+    std::vector<PlanBuffer> bs = randomInstance(rng, n, numOps, longPct, trial % 2 == 0);
+    PlanResult r = tgc::planArena(bs, firstOnly);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " n=" + std::to_string(n));
+    EXPECT_EQ(r.heuristic, "size-desc/first-fit");
+    std::vector<int64_t> expected = bruteForceFirstFit(bs);
+    for (size_t i = 0; i < bs.size(); ++i) {
+      if (bs[i].bytes > 0) {
+        ASSERT_EQ(bs[i].offset, expected[i]) << "buffer " << i;
+      }
+    }
+    EXPECT_EQ(r.arenaBytes, maxEnd(bs));
+    ASSERT_TRUE(tgc::verifyPlan(bs));
   }
 }
 
