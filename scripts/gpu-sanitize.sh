@@ -4,6 +4,7 @@
 # and runs/san-*.xz), carry runs/, then there:
 #
 #   scripts/gpu-sanitize.sh [TOOLS]      TOOLS default: "memcheck racecheck initcheck synccheck"
+#   SAN_TARGETS="kernel-check san-bf16m-flash" scripts/gpu-sanitize.sh initcheck   (a subset)
 #
 # For each tool: (1) the kernel check, every CUDA kernel against its CPU reference
 # (`tgrt-cuda-check --quick --no-bench`: every kernel at small attention shapes), and (2) one
@@ -53,16 +54,32 @@ run() { # tool name cmd...
   errs=$(grep -oE "ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazard" "$log" | tail -1)
   local verdict=clean
   if [ $rc -eq 124 ]; then verdict="cut short after $((SECONDS - t0)) s"
-  elif [ $rc -ne 0 ]; then verdict=FINDING; fail=1; fi
+  elif [ $rc -ne 0 ]; then
+    # Reports whose every access is in an nvjet_* kernel are cuBLASLt's (see above).
+    # The kernels named by the reports' access lines ("Read access at K+0x..", "Write
+    # Thread (..) at K+0x.."); ours = those that are not nvjet_*.
+    local ours
+    ours=$(grep -oE "(access|Thread \([0-9,]+\)) at [A-Za-z_][A-Za-z0-9_]*\+0x" "$log" |
+      grep -vc " at nvjet_")
+    if [ "$tool" = racecheck ] && [ "$ours" = 0 ] && ! grep -q "Internal Sanitizer Error\|Target application returned an error" "$log"; then
+      verdict="clean in tgrt kernels (reports only inside cuBLASLt nvjet_* kernels)"
+    else
+      verdict=FINDING; fail=1
+    fi
+  fi
   rows+=("$(printf '%-10s %-26s %4s  %-28s %s' "$tool" "$name" "$rc" "${errs:-?}" "$verdict")")
   echo "${rows[-1]}  ($((SECONDS - t0)) s)"
 }
 for tool in $TOOLS; do
   extra=()
-  [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-  [ "$tool" = initcheck ] && extra=(--track-unused-memory no)
-  run "$tool" kernel-check "${extra[@]}" "$CHECK" --quick --no-bench
+  # racecheck reports hazards inside cuBLASLt's sm90 GEMMs (nvjet_*: warp-specialised kernels
+  # that synchronise through TMA / mbarriers, which racecheck does not model; call16, call19).
+  # Excluding them (--kernel-name-exclude kns=nvjet) crashed the sanitizer ("failed to handle
+  # a hardware exception", call17/18), so they run instrumented and run() tells them apart.
+  [[ " ${SAN_TARGETS:-kernel-check ${EXES[*]}} " == *" kernel-check "* ]] &&
+    run "$tool" kernel-check "${extra[@]}" "$CHECK" --quick --no-bench
   for e in "${EXES[@]}"; do
+    [[ " ${SAN_TARGETS:-${EXES[*]}} " == *" $e "* ]] || continue
     exe=$(unpack "runs/$e.xz" "$e")
     run "$tool" "$e" "${extra[@]}" "$exe" --data runs/data-gpu --steps 1 --eval-batches 1 \
       --log "$LOGS/$tool-$e.jsonl"

@@ -15,7 +15,11 @@ config.test_exec_root = os.path.join(config.tg_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tg_src", config.tg_src_root))
-config.substitutions.append(("%python", "/usr/bin/python3"))
+# scripts/asan.sh: Python loads ASan-built tgc libraries, so the sanitizer runtimes must be
+# preloaded into it (TGC_LD_PRELOAD="libasan.so libubsan.so").
+_preload = os.environ.get("TGC_LD_PRELOAD", "").strip()
+config.substitutions.append(
+    ("%python", "env LD_PRELOAD='%s' /usr/bin/python3" % _preload if _preload else "/usr/bin/python3"))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "TGC_HOST_FLAGS", "ASAN_OPTIONS", "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
