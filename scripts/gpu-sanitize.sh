@@ -71,17 +71,16 @@ run() { # tool name cmd...
   echo "${rows[-1]}  ($((SECONDS - t0)) s)"
 }
 for tool in $TOOLS; do
-  extra=()
   # racecheck reports hazards inside cuBLASLt's sm90 GEMMs (nvjet_*: warp-specialised kernels
   # that synchronise through TMA / mbarriers, which racecheck does not model; call16, call19).
   # Excluding them (--kernel-name-exclude kns=nvjet) crashed the sanitizer ("failed to handle
   # a hardware exception", call17/18), so they run instrumented and run() tells them apart.
   [[ " ${SAN_TARGETS:-kernel-check ${EXES[*]}} " == *" kernel-check "* ]] &&
-    run "$tool" kernel-check "${extra[@]}" "$CHECK" --quick --no-bench
+    run "$tool" kernel-check "$CHECK" --quick --no-bench
   for e in "${EXES[@]}"; do
     [[ " ${SAN_TARGETS:-${EXES[*]}} " == *" $e "* ]] || continue
     exe=$(unpack "runs/$e.xz" "$e")
-    run "$tool" "$e" "${extra[@]}" "$exe" --data runs/data-gpu --steps 1 --eval-batches 1 \
+    run "$tool" "$e" "$exe" --data runs/data-gpu --steps 1 --eval-batches 1 \
       --log "$LOGS/$tool-$e.jsonl"
   done
 done
