@@ -34,8 +34,14 @@ int32_t tglib_param_index(const char* name);
 int32_t tglib_set_param(tgrt_ctx* ctx, const char* name, const float* src);
 int32_t tglib_get_param(tgrt_ctx* ctx, const char* name, float* dst);
 int32_t tglib_get_grad(tgrt_ctx* ctx, const char* name, float* dst);
-/* One micro-batch: forward + backward; gradients accumulate (+=). Returns the loss. */
+/* One micro-batch: forward + backward; gradients accumulate (+=). Returns the loss. Its
+ * dropout masks are keyed by the counters of tglib_set_counters (as the executable's). */
 float tglib_micro_step(tgrt_ctx* ctx, const int32_t* tokens, const int32_t* targets);
+/* Sets the optimizer step (>= 1) and micro-batch index (>= 0, < grad_accum) that the next
+ * micro-steps' dropout masks are keyed by, as the training executable sets them before
+ * micro-batch k of step s (tgrt_set_step(s), tgrt_set_micro_batch(k)). Defaults: step 1,
+ * micro-batch 0; tglib_optimizer_step(step) also sets the step. */
+void tglib_set_counters(tgrt_ctx* ctx, int64_t step, int32_t micro_batch);
 /* Sets the loss scale (finite, > 0; the backend aborts otherwise) that the following
  * micro-steps seed the backward with and that the next optimizer step divides the
  * gradients by; forwards to tgrt_set_loss_scale. Meant for models with loss scaling

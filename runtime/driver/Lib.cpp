@@ -97,9 +97,13 @@ int32_t tglib_get_grad(tgrt_ctx *ctx, const char *name, float *dst) {
 
 float tglib_micro_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
   uploadBatch(ctx, tokens, targets);
-  tgrt_set_micro_batch(ctx, 0);
   tg_micro_step(ctx);
   return takeLoss(ctx);
+}
+
+void tglib_set_counters(tgrt_ctx *ctx, int64_t step, int32_t micro_batch) {
+  tgrt_set_step(ctx, step);
+  tgrt_set_micro_batch(ctx, micro_batch);
 }
 
 void tglib_set_loss_scale(tgrt_ctx *ctx, float scale) { tgrt_set_loss_scale(ctx, scale); }

@@ -104,6 +104,8 @@ class Lib:
             f = getattr(d, fn)
             f.restype = ctypes.c_float
             f.argtypes = [ctypes.c_void_p, I32P, I32P]
+        d.tglib_set_counters.restype = None
+        d.tglib_set_counters.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32]
         d.tglib_optimizer_step.restype = None
         d.tglib_optimizer_step.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
         d.tglib_last_grad_norm.restype = ctypes.c_float
@@ -157,6 +159,9 @@ class Lib:
         tg = targets.to(torch.int32).contiguous()
         return float(self.dll.tglib_micro_step(ctx, ctypes.cast(tk.data_ptr(), I32P),
                                                ctypes.cast(tg.data_ptr(), I32P)))
+
+    def set_counters(self, ctx, step, micro_batch):
+        self.dll.tglib_set_counters(ctx, step, micro_batch)
 
     def optimizer_step(self, ctx, step, lr):
         self.dll.tglib_optimizer_step(ctx, step, lr)
@@ -797,8 +802,9 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
         optimizer alone, every element; torch.optim.AdamW with persistent state must agree),
         and end to end with the float64 gradients (ill-conditioned elements left out and
         counted, as in check_lib).
-    The library's micro-steps (tglib_micro_step) run with micro_batch 0 and the ctx step of
-    the last tglib_optimizer_step (1 before any), so the dropout masks use those."""
+    Before micro-batch k of step s the library's counters are set to (s, k)
+    (tglib_set_counters), as the training executable sets them, so the dropout masks of
+    every micro-batch differ and the reference regenerates each from (seed, s, k)."""
     lib = lib or Lib(path)
     m = lib.model
     spec = json.loads(m.spec_json.decode())
@@ -848,7 +854,6 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
                                         eps=cfg["adam_eps"], weight_decay=wd))
     b1, b2, eps = cfg["beta1"], cfg["beta2"], cfg["adam_eps"]
     rows = []  # (check, what, err, tol, note)
-    ctx_step = 1  # the lib's ctx step during micro-steps: the last optimizer step's, 1 before any
     n_ignored = n_targets = 0
     worst_torch = 0.0
     for s in range(1, steps + 1):
@@ -862,7 +867,8 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
                 targets[ign] = cfg["ignore_index"]
                 n_ignored += int((targets == cfg["ignore_index"]).sum())
             n_targets += targets.numel()
-            masks = dropout_masks(cfg, ctx_step, 0)
+            lib.set_counters(ctx, s, k)
+            masks = dropout_masks(cfg, s, k)
             loss_lib = lib.micro_step(ctx, tokens, targets)
             Glib = {n: lib.get_grad(ctx, n, t.shape) for n, t in P32.items()}
             loss_ref, G = ref_loss_and_grads(cfg, Pcur, tokens, targets, masks)
@@ -875,7 +881,6 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
                          f"worst {worst[1]}"))
         lr = float(ctypes.c_float(cfg["lr"] * (1.0 - 0.25 * (s - 1))).value)  # varies per step
         lib.optimizer_step(ctx, s, lr)
-        ctx_step = s
         norm_lib = lib.last_grad_norm(ctx)
         norm = global_norm(Gacc)
         scale = clip_scale(cfg, norm)
