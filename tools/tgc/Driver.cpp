@@ -110,9 +110,12 @@ std::string withCommas(long long n) {
 }
 
 /// Builds the forward module from the spec and runs the shared pipeline up to `stage`.
-/// Diagnostics go to stderr with their locations (op names from the model).
+/// Diagnostics go to stderr with their locations (op names from the model); `quiet`: the
+/// caller handles them (e.g. a max-batch search where a refused plan is an answer) and no
+/// summary line is printed on failure.
 bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
-                 OwningOpRef<ModuleOp> &module, llvm::StringRef target = "cpu") {
+                 OwningOpRef<ModuleOp> &module, llvm::StringRef target = "cpu",
+                 bool quiet = false) {
   module = buildForwardModule(ctx, spec);
   if (failed(mlir::verify(*module))) {
     llvm::errs() << "tgc: error: internal: the generated forward IR does not verify\n";
@@ -149,7 +152,8 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   const char *each = std::getenv("TGC_VERIFY_EACH_PASS");
   pm.enableVerifier(each && *each && std::string(each) != "0");
   if (failed(pm.run(*module))) {
-    llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
+    if (!quiet)
+      llvm::errs() << "tgc: error: the pass pipeline failed (see the diagnostics above)\n";
     return false;
   }
   if (failed(mlir::verify(*module))) {
@@ -261,9 +265,10 @@ bool linkExecutable(const std::string &cpp, const DriverOptions &opts) {
 }
 
 /// Plans `spec` and returns the report. False on failure (diagnostics printed).
-bool planSpec(MLIRContext &ctx, const Spec &spec, llvm::StringRef target, tg::PlanReport &report) {
+bool planSpec(MLIRContext &ctx, const Spec &spec, llvm::StringRef target, tg::PlanReport &report,
+              bool quiet = false) {
   OwningOpRef<ModuleOp> module;
-  if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, target))
+  if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, target, quiet))
     return false;
   return succeeded(tg::readPlanReport(*module, report));
 }
@@ -365,7 +370,7 @@ bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
         *why += (why->empty() ? "" : "; ") + d.str();
       return quiet ? success() : failure(); // failure: passed on to the default printer
     });
-  return planSpec(c, s, target, report);
+  return planSpec(c, s, target, report, quiet);
 }
 
 int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
