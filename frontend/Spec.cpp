@@ -496,7 +496,7 @@ void checkSemantics(const Spec &s) {
                "optional suffix KiB, MiB or GiB (budget:512MiB)");
   } else {
     checkOneOf("training.checkpointing", t.checkpointing,
-               {"none", "layer", "selective", "budget:<bytes>"});
+               {"none", "gelu", "layer", "selective", "budget:<bytes>"});
   }
 
   const OptimizerSpec &o = t.optimizer;

@@ -85,9 +85,10 @@ void registerTrainingPipeline() {
         if (o.precision != "fp32" && o.precision != "bf16-mixed" &&
             o.precision != "fp16-mixed" && o.precision != "bf16")
           refuse("precision", o.precision, "fp32, bf16-mixed, fp16-mixed or bf16");
-        if (o.checkpointing != "none" && o.checkpointing != "selective" &&
-            o.checkpointing != "layer" && o.checkpointing != "budget")
-          refuse("checkpointing", o.checkpointing, "none, selective, layer or budget");
+        if (o.checkpointing != "none" && o.checkpointing != "gelu" &&
+            o.checkpointing != "selective" && o.checkpointing != "layer" &&
+            o.checkpointing != "budget")
+          refuse("checkpointing", o.checkpointing, "none, gelu, selective, layer or budget");
         buildTrainingPipeline(pm, o, stage);
       });
 }

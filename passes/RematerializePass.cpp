@@ -13,7 +13,11 @@
 //              outputs and statistics, GELU, activation casts, residual adds, head
 //              split / transposes, dropout (its mask regenerates from the counter-based RNG),
 //              naive attention's mask and softmax.
-//   (both)     the low-precision copies of the weights (casts of parameters) are kept.
+//   gelu       keep everything but the GELU outputs (the MLP's widest activation, d_ff per
+//              token); recompute each from its kept input just before the backward reads it
+//              (the fc2 weight gradient). What torch.compile's partitioner does by default;
+//              one elementwise op per layer.
+//   (all)      the low-precision copies of the weights (casts of parameters) are kept.
 //   layer      keep only what the layer reads from outside (its input, the residual stream,
 //              and the parameters); recompute every forward op of the layer
 //              (torch.utils.checkpoint per block).
@@ -107,7 +111,7 @@ int64_t functionFlops(func::FuncOp fn) {
   return total;
 }
 
-enum class Mode { None = 0, Selective = 1, Layer = 2 };
+enum class Mode { None = 0, Selective = 1, Layer = 2, Gelu = 3 };
 using ModeMap = std::map<int64_t, Mode>;
 
 /// A cast of a parameter (the low-precision weight copy of mixed precision): never
@@ -168,8 +172,9 @@ Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
       bool readElsewhere = llvm::any_of(op->getUsers(), [&](Operation *u) {
         return isForward(u) && layerOf(u) != layer;
       });
-      if (!readElsewhere && !isParameterCast(op) &&
-          (mode == Mode::Layer || !keptBySelective(op)))
+      bool cheap = mode == Mode::Gelu ? isa<GeluOp>(op)
+                                      : mode == Mode::Layer || !keptBySelective(op);
+      if (!readElsewhere && !isParameterCast(op) && cheap)
         recompute.insert(op);
     }
     // Values of recomputed ops that the backward reads, and the first such reader.
@@ -235,9 +240,10 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     ModuleOp module = getOperation();
     Builder b(module.getContext());
     // Bad options fail before the module is looked at (as tg-mixed-precision's do).
-    if (policy != "none" && policy != "selective" && policy != "layer" && policy != "budget") {
+    if (policy != "none" && policy != "selective" && policy != "layer" && policy != "gelu" &&
+        policy != "budget") {
       module.emitError() << "tg-rematerialize: unknown policy '" << policy
-                         << "' (expected none, selective, layer or budget)";
+                         << "' (expected none, gelu, selective, layer or budget)";
       return signalPassFailure();
     }
     if (policy == "budget" && budgetBytes <= 0) {
@@ -271,7 +277,10 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
         return signalPassFailure();
       modes = std::move(*chosen);
     } else {
-      Mode m = policy == "layer" ? Mode::Layer : policy == "selective" ? Mode::Selective : Mode::None;
+      Mode m = policy == "layer"       ? Mode::Layer
+               : policy == "selective" ? Mode::Selective
+               : policy == "gelu"      ? Mode::Gelu
+                                       : Mode::None;
       for (int64_t l : layers)
         modes[l] = m;
     }

@@ -1,6 +1,7 @@
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer | FileCheck %s --check-prefix=LAYER
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=selective | FileCheck %s --check-prefix=SEL
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=none | FileCheck %s --check-prefix=NONE
+// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=gelu | FileCheck %s --check-prefix=GELU
 // Whole-output negative checks (a prefix with only -NOT lines scans the whole output):
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer | FileCheck %s --check-prefix=KEPT
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=selective \
@@ -49,6 +50,8 @@
 // policy=selective keeps the GEMM, GEMM + bias and attention outputs and clones the layer
 // norm, the four head transposes / reshapes and the GELU (40 + 4 x 32 + 32 = 200 per
 // layer): 2 x 200 = 400 FLOPs, 12 ops.
+// policy=gelu clones only the GELU (32 per layer): 2 x 32 = 64 FLOPs, 2 ops; the clone feeds
+// the fc weight gradient, and gelu_grad still reads the kept GELU input.
 // step_flops is the micro-step before recomputation (the same under every policy), 14074
 // (summed op by op with the same rules over the -tg-autodiff -cse output).
 
@@ -174,6 +177,17 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // ------------------------------------------------------------- policy=selective --
 
+// GELU: module attributes {tg.remat = {extra_flops = 64 : i64, policy = "gelu", recomputed_ops = 2 : i64, step_flops = 14074 : i64}}
+// GELU-LABEL: func.func @micro_step
+// GELU: %[[GI1:[^ ]+]] = tg.reshape %{{[^ ]+}} {tg.layer = 1 : i64, tg.phase = "forward"} : (tensor<1x4x2x4xbf16>) -> tensor<1x4x8xbf16>
+// GELU-NEXT: tg.gelu %[[GI1]] {tg.layer = 1 : i64, tg.phase = "forward"}
+// GELU: %[[CA1:[^ ]+]] = tg.gelu %[[GI1]] {tg.layer = 1 : i64, tg.phase = "backward", tg.recompute}
+// GELU-NEXT: %[[CR1:[^ ]+]] = tg.reshape %[[CA1]] {tg.layer = 1 : i64, tg.phase = "backward"}
+// GELU: tg.matmul %[[CR1]], %{{[^ ]+}} {tg.layer = 1 : i64, tg.phase = "backward", transpose_a = true}
+// GELU: tg.gelu_grad %[[GI1]],
+// GELU: tg.gelu {{.*}}tg.layer = 0 : i64, tg.phase = "backward", tg.recompute}
+// GELU-NOT: tg.recompute
+// GELU: func.func @optimizer_step
 // SEL: module attributes {tg.remat = {extra_flops = 400 : i64, policy = "selective", recomputed_ops = 12 : i64, step_flops = 14074 : i64}}
 // SEL-LABEL: func.func @micro_step
 // SEL-SAME: %[[G1:[^:]+]]: tensor<8xf32> {tg.param = "l1.ln.g"}, %[[B1:[^:]+]]: tensor<8xf32> {tg.param = "l1.ln.b"}

@@ -344,14 +344,14 @@ TEST(SpecRules, Window) {
 }
 
 TEST(SpecRules, Checkpointing) {
-  for (const char *ok : {"none", "layer", "selective", "budget:1000", "budget:512MiB",
+  for (const char *ok : {"none", "gelu", "layer", "selective", "budget:1000", "budget:512MiB",
                          "budget:2GiB", "budget:4KiB"})
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),
-            "training.checkpointing: \"full\" is not one of none, layer, selective, "
+            "training.checkpointing: \"full\" is not one of none, gelu, layer, selective, "
             "budget:<bytes>");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
-            "training.checkpointing: \"layers\" is not one of none, layer, selective, "
+            "training.checkpointing: \"layers\" is not one of none, gelu, layer, selective, "
             "budget:<bytes> (did you mean 'layer'?)");
   const std::string budgetMsg =
       " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
@@ -783,7 +783,7 @@ TEST(SpecExamples, Gpt2SmallTrainingSettings) {
     EXPECT_EQ(o.training.precision, p);
     EXPECT_EQ(json::parse(o.json)["training"]["precision"], p);
   }
-  for (const char *c : {"none", "selective", "layer", "budget:4GiB"}) {
+  for (const char *c : {"none", "gelu", "selective", "layer", "budget:4GiB"}) {
     Spec o;
     ASSERT_TRUE(loadSpecFile(path, {std::string("training.checkpointing=") + c}, o, err))
         << err.str();

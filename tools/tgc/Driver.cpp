@@ -408,7 +408,7 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
   return lo;
 }
 
-/// `tgc plan --tradeoff`: none / selective / layer and a sweep of budgets between the
+/// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the
 /// smallest (layer) and the largest (none) arena, each planned for real: arena, total,
 /// per-phase peaks, extra FLOPs, and the largest micro-batch that fits --memory.
 static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::string &target,
@@ -430,13 +430,16 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
                                    &row.maxBatchBytes, false);
     rows.push_back(std::move(row));
   };
-  for (const char *p : {"none", "selective", "layer"})
+  for (const char *p : {"none", "gelu", "selective", "layer"})
     add(p);
-  if (rows[0].ok && rows[2].ok) {
-    int64_t hi = rows[0].r.arenaBytes, lo = rows[2].r.arenaBytes;
+  const Row &none = rows[0], &layer = rows[3];
+  if (none.ok && layer.ok) {
+    int64_t hi = none.r.arenaBytes, lo = layer.r.arenaBytes;
     for (double f : {0.8, 0.6, 0.4, 0.2}) {
       int64_t budget = lo + (int64_t)((double)(hi - lo) * f);
-      add("budget:" + std::to_string(budget >> 20) + "MiB");
+      // MiB labels, or KiB below 64 MiB (small models: distinct budgets stay distinct).
+      add(budget >= (64LL << 20) ? "budget:" + std::to_string(budget >> 20) + "MiB"
+                                 : "budget:" + std::to_string(budget >> 10) + "KiB");
     }
   }
   llvm::outs() << "trade-off (micro-batch " << spec.training.batch_size << ", precision "
