@@ -43,7 +43,7 @@ mixed() {
 remat() {
   MAXMEM=${MAXMEM:-78GiB}
   : > runs/max-batch.txt
-  for p in none selective layer; do
+  for p in none gelu selective layer; do
     [ "$p" = none ] && [ -f runs/gpt2-bf16m.xz ] && cp runs/gpt2-bf16m.xz runs/gpt2-bf16m-none.xz
     [ -f "runs/gpt2-bf16m-$p.xz" ] || exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed \
       --set training.checkpointing=$p
@@ -74,7 +74,7 @@ final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gr
         # scripts/gpu-remat.sh MAX=0)
   exe gpt2-bf16m --set training.precision=bf16-mixed
   cp runs/gpt2-bf16m.xz runs/gpt2-bf16m-none.xz
-  for p in selective layer; do
+  for p in gelu selective layer; do
     exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed --set training.checkpointing=$p
   done
   lib tiny-bf16m-cuda.so examples/tiny.json --set model.n_heads=2 \

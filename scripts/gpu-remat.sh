@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rematerialization on the GPU machine, one device call; builds nothing. Run from the repo
 # root after scripts/gpu-artifacts.sh built (here) and the call carried:
-#   runs/gpt2-bf16m-{none,selective,layer}   GPT-2 small bf16-mixed, flash, micro-batch 16
-#   runs/gpt2-bf16m-{none,selective,layer}-max  the same at the largest micro-batch that
+#   runs/gpt2-bf16m-{none,gelu,selective,layer}   GPT-2 small bf16-mixed, flash, micro-batch 16
+#   runs/gpt2-bf16m-{none,gelu,selective,layer}-max  the same at the largest micro-batch that
 #                                            `tgc plan --max-batch --memory $MAXMEM` gives
 #   runs/max-batch.txt                       those batches, "policy batch plan_bytes"
 #   runs/data-gpu                            tokenized data
@@ -12,6 +12,7 @@
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-remat}; mkdir -p "$OUT"
 STEPS=${STEPS:-30}
+POLICIES=${POLICIES:-none gelu selective layer} # a missing executable is reported and skipped
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 source "$(dirname "$0")/gpu-lib.sh"
@@ -24,10 +25,10 @@ run() { # name binary steps
   echo "rc $?"; grep -E "memory|plan|error|refus" "$OUT/$name.log" | head -3; tail -1 "$OUT/$name.log"
 }
 echo "== tgc, micro-batch 16"
-for p in none selective layer; do run "tgc-$p" "gpt2-bf16m-$p" "$STEPS"; done
+for p in $POLICIES; do run "tgc-$p" "gpt2-bf16m-$p" "$STEPS"; done
 echo "== tgc at the planned max micro-batch"
 cat runs/max-batch.txt 2>/dev/null
-[ "${MAX:-1}" = 1 ] && for p in none selective layer; do run "tgc-$p-max" "gpt2-bf16m-$p-max" 4; done
+[ "${MAX:-1}" = 1 ] && for p in $POLICIES; do run "tgc-$p-max" "gpt2-bf16m-$p-max" 4; done
 echo "== PyTorch, micro-batch 16, bf16 autocast"
 [ "${TORCH:-1}" = 1 ] || TORCH_SETS=";"
 IFS=';' read -ra SETS <<< "${TORCH_SETS:---bf16;--bf16 --checkpoint;--bf16 --compile;--bf16 --compile --checkpoint}"
@@ -50,7 +51,7 @@ def mem(name):
 base = None
 print("\n| tgc bf16-mixed GPT-2 small | micro-batch | ms/step | vs none | tokens/s | plan GiB | used GiB | overhead MiB |")
 print("|---|---|---|---|---|---|---|---|")
-for p in ("none", "selective", "layer"):
+for p in ("none", "gelu", "selective", "layer"):
     for suffix in ("", "-max"):
         name = f"tgc-{p}{suffix}"
         s = steps(name); m = mem(name)
