@@ -32,6 +32,10 @@ if config.tg_cuda in ("ON", "1", "TRUE"):
     config.available_features.add("cuda-build")
 if shutil.which("nvidia-smi") and os.system("nvidia-smi -L >/dev/null 2>&1") == 0:
     config.available_features.add("cuda")
+# scripts/asan.sh (TGC_HOST_FLAGS with -fsanitize=address): ASan reserves terabytes of
+# address space, so tests that cap it (ulimit -v) cannot run.
+if "sanitize=address" in os.environ.get("TGC_HOST_FLAGS", ""):
+    config.available_features.add("asan")
 if os.system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0:
     config.available_features.add("torch")
 # Hugging Face transformers in the venv scripts/setup.sh creates (over Debian's torch).
