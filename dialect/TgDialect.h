@@ -52,6 +52,8 @@ inline constexpr llvm::StringLiteral kLossScaleAttr = "tg.loss_scale";
 /// beta1, beta2, eps, weight_decay, grad_clip : f32, warmup_steps, decay, seed : i64}
 /// (decay: 0 none, 1 cosine, 2 linear), written by the frontend.
 inline constexpr llvm::StringLiteral kOptimizerAttr = "tg.optimizer";
+/// Module attribute (i64) written by tg-distribute: the data-parallel rank count.
+inline constexpr llvm::StringLiteral kRanksAttr = "tg.ranks";
 } // namespace mlir::tg
 
 #endif

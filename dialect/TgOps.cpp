@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------------===//
 #include "dialect/TgDialect.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -467,6 +469,27 @@ LogicalResult ClipGradNormOp::verify() {
   if (getMaxNorm().convertToFloat() < 0.0f)
     return emitOpError() << "max_norm must be >= 0";
   return expectShape(*this, "result", getResult(), {2});
+}
+
+LogicalResult AllReduceGradsOp::verify() {
+  if (getParams().empty())
+    return emitOpError() << "needs at least one parameter";
+  if (getRanks() < 2)
+    return emitOpError() << "ranks must be >= 2 (one rank has nothing to reduce), got "
+                         << getRanks();
+  llvm::SmallPtrSet<void *, 16> seen;
+  for (auto [i, p] : llvm::enumerate(getParams())) {
+    auto arg = dyn_cast<BlockArgument>(p);
+    auto fn = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : nullptr;
+    if (!arg || !fn || !fn.getArgAttr(arg.getArgNumber(), kParamNameAttr))
+      return emitOpError() << "operand #" << i
+                           << " must be a parameter (a function argument with tg.param)";
+    if (!seen.insert(p.getAsOpaquePointer()).second)
+      return emitOpError() << "operand #" << i << " (parameter "
+                           << fn.getArgAttr(arg.getArgNumber(), kParamNameAttr)
+                           << ") is given twice";
+  }
+  return success();
 }
 
 LogicalResult AdamWOp::verify() {

@@ -358,6 +358,25 @@ def Tg_ClipGradNormOp : Tg_Op<"clip_grad_norm", [MemoryEffects<[MemRead]>]> {
   let assemblyFormat = "$params attr-dict `:` functional-type($params, results)";
 }
 
+def Tg_AllReduceGradsOp : Tg_Op<"all_reduce_grads", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "data parallel: average every given parameter's gradient over the ranks";
+  let description = [{
+    Each operand is a parameter (a block argument carrying `tg.param`); the op has no
+    results. Semantics: each operand's gradient slot becomes the mean over the `ranks`
+    data-parallel ranks of that slot (an all-reduce with sum, then division by `ranks`),
+    the same value on every rank. `tg-distribute` inserts one at the start of
+    @optimizer_step, so gradient clipping and AdamW see the averaged gradient.
+    ```mlir
+    tg.all_reduce_grads %wte, %wpe {ranks = 2 : i64} : tensor<256x64xf32>, tensor<32x64xf32>
+    ```
+    Lowered to one `tgrt_all_reduce_mean` per gradient slot. Verifier errors: no operand,
+    an operand that is not a parameter, a parameter given twice, ranks < 2.
+  }];
+  let arguments = (ins Variadic<Tg_FloatTensor>:$params, I64Attr:$ranks);
+  let hasVerifier = 1;
+  let assemblyFormat = "$params attr-dict `:` type($params)";
+}
+
 def Tg_AdamWOp : Tg_Op<"adamw", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "AdamW update of one parameter, then zero its gradient";
   let description = [{

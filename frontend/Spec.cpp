@@ -33,6 +33,7 @@ constexpr int64_t kMaxDim = 2147483647;  // 2^31-1
 // tgc builds ~200 ops per layer over three step functions and plans them, in time and
 // memory that grow faster than linearly with the layer count (1000 layers: ~4 s, ~2.4 GB).
 constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxRanks = 64;  ///< training.distributed.ranks
 constexpr long double kMaxParams = 1e12;        // 16 TB of fp32 values, grads and moments
 constexpr long double kMaxTensorElems = 1099511627776.0L; // 2^40 elements in one tensor
 
@@ -173,6 +174,10 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     });
     v.integer("seed", t.seed, Kind::NonNegInt);
     v.integer("ignore_index", t.ignore_index, Kind::Int);
+    v.object("distributed", [&] {
+      v.integer("ranks", t.distributed.ranks, Kind::PosInt);
+      v.integer("zero", t.distributed.zero, Kind::NonNegInt);
+    });
   });
 }
 
@@ -512,6 +517,19 @@ void checkSemantics(const Spec &s) {
   checkNonNegative("training.optimizer.weight_decay", o.weight_decay);
   checkNonNegative("training.optimizer.grad_clip", o.grad_clip);
   checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
+
+  if (t.distributed.ranks > kMaxRanks)
+    fail("training.distributed.ranks", std::to_string(t.distributed.ranks) +
+                                           " exceeds the limit of " +
+                                           std::to_string(kMaxRanks) + " ranks");
+  if (t.distributed.zero >= 1 && t.distributed.zero <= 3)
+    fail("training.distributed.zero",
+         "ZeRO-1..3 are not implemented yet (got " + std::to_string(t.distributed.zero) +
+             "); use 0 (every rank holds all parameters, gradients and optimizer state)");
+  else if (t.distributed.zero != 0)
+    fail("training.distributed.zero", std::to_string(t.distributed.zero) +
+                                          " is not a ZeRO stage; use 0 (ZeRO-1..3 are not "
+                                          "implemented yet)");
 
   if (t.ignore_index != -1 && (t.ignore_index < 0 || t.ignore_index >= m.vocab_size))
     fail("training.ignore_index", std::to_string(t.ignore_index) +

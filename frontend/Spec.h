@@ -49,6 +49,14 @@ struct AttentionSpec {
   int64_t window = 0;           ///< 0 = full causal; w > 0: query sees itself and w-1 keys before
 };
 
+/// Data parallelism (docs/distributed.md): `ranks` replicas each train on their slice of
+/// the global batch and average gradients before the optimizer step (ZeRO-0: every rank
+/// holds all parameters, gradients and optimizer state).
+struct DistributedSpec {
+  int64_t ranks = 1;            ///< data-parallel ranks, 1..64
+  int64_t zero = 0;             ///< ZeRO stage; only 0 is implemented
+};
+
 struct TrainingSpec {
   int64_t batch_size = 8;       ///< micro-batch, sequences
   int64_t grad_accum = 1;       ///< micro-batches per optimizer step
@@ -62,6 +70,7 @@ struct TrainingSpec {
   OptimizerSpec optimizer;
   int64_t seed = 1337;
   int64_t ignore_index = -1;    ///< target id ignored by the loss (-1: none)
+  DistributedSpec distributed;
 };
 
 struct Spec {

@@ -161,6 +161,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_grad_norm_sq", "-R-M")
       .Case("tgrt_clip_scale", "M-")
       .Case("tgrt_adamw", "-MR-MM-----R")
+      .Case("tgrt_all_reduce_mean", "-M-")
       .Default("");
 }
 
@@ -262,6 +263,9 @@ private:
                                                        : 0;
     float lossScaleInit = 0.0f;
     int64_t growth = 0;
+    int64_t ranks = 1; // tg-distribute's tg.ranks (absent: one rank)
+    if (auto r = module->getAttrOfType<IntegerAttr>(kRanksAttr))
+      ranks = r.getInt();
     if (auto ls = module->getAttrOfType<DictionaryAttr>(kLossScaleAttr)) {
       auto init = ls.getAs<FloatAttr>("init");
       auto interval = ls.getAs<IntegerAttr>("growth_interval");
@@ -313,7 +317,8 @@ private:
        << fltText(fv[3]) << ", " << fltText(fv[4]) << ", " << fltText(fv[5]) << ", "
        << fltText(fv[6]) << ",\n"
        << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
-       << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << "\n}";
+       << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << ",\n"
+       << "  " << ranks << "\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
@@ -959,6 +964,30 @@ private:
           }
           return call(op, "tgrt_clip_scale",
                       {Arg(o.getResult()), flt(o.getMaxNorm().convertToFloat())});
+        })
+        .Case([&](AllReduceGradsOp o) {
+          // One in-place mean over the ranks per run of contiguous gradient slots of one
+          // dtype (the alignment padding between slots is zero on every rank, and stays 0).
+          SmallVector<const ParamSlot *> slotsOf;
+          for (Value p : o.getParams()) {
+            const ParamSlot *s = slotOf(p);
+            if (!s)
+              return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
+            slotsOf.push_back(s);
+          }
+          for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->gradOffset; },
+                                   [](const ParamSlot *a, const ParamSlot *c) {
+                                     return a->dtype == c->dtype;
+                                   })) {
+            const ParamSlot *s = r.first;
+            const int64_t n = r.bytes / dtypeBytes(s->dtype);
+            if (failed(call(op, "tgrt_all_reduce_mean",
+                            {dt(s->dtype),
+                             slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n},
+                            r.where("optimizer.all_reduce"))))
+              return failure();
+          }
+          return success();
         })
         .Case([&](AdamWOp o) { return emitAdamW(o); })
         .Case([&](func::ReturnOp o) {

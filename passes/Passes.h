@@ -52,6 +52,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> checkpointBudget{*this, "checkpoint-budget",
                                    llvm::cl::desc("checkpointing=budget: arena bytes allowed"),
                                    llvm::cl::init(0)};
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("data-parallel ranks (> 1: tg-distribute averages "
+                                       "gradients before the optimizer)"),
+                        llvm::cl::init(1)};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};
@@ -62,7 +66,8 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
 
 /// The one pipeline shared by tgc and tg-opt (`-tg-pipeline`): fuse attention
 /// (attention=flash; first, because it matches the f32 naive chain that casts would
-/// break), mixed precision (when not fp32), autodiff, CSE, plan memory (reserving
+/// break), mixed precision (when not fp32), autodiff, CSE, rematerialization (when
+/// checkpointing), tg-distribute (when ranks > 1), plan memory (reserving
 /// workspace-bytes of backend scratch). -tg-lower-to-emitc (passes/LowerToEmitC.h) lowers
 /// the planned module to EmitC. `until` overrides options.until.
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &options,

@@ -86,6 +86,31 @@ def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def TgDistribute : Pass<"tg-distribute", "mlir::ModuleOp"> {
+  let summary = "Data parallel (ZeRO-0): average gradients over the ranks before the optimizer";
+  let description = [{
+    Runs after tg-autodiff. With `ranks` > 1, inserts one `tg.all_reduce_grads` over every
+    parameter at the start of `@optimizer_step`, before `tg.clip_grad_norm`, so the
+    global norm, clipping and AdamW all see the gradient averaged over the ranks:
+    ```mlir
+    func.func @optimizer_step(%wte: tensor<256x64xf32> {tg.param = "wte"}, ...) {
+      tg.all_reduce_grads %wte, ... {ranks = 2 : i64} : tensor<256x64xf32>, ...
+      %clip = tg.clip_grad_norm %wte, ...
+    ```
+    Records `tg.ranks = N : i64` on the module (any N >= 1; with 1 nothing else changes).
+    Each rank computes the mean gradient over its own micro-batches (the loss seed is
+    1/grad_accum), so the mean over ranks is the mean over all N x grad_accum
+    micro-batches: N ranks with micro-batch b match one rank with micro-batch N*b.
+    Errors: ranks < 1, no @optimizer_step, the module already carries tg.ranks (applied
+    twice).
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1", "data-parallel ranks">,
+  ];
+  let statistics = [Statistic<"numReduced", "num-reduced", "tg.all_reduce_grads inserted">];
+}
+
 def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
   let summary = "Activation checkpointing: recompute forward ops of a layer before its backward";
   let description = [{

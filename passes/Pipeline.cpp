@@ -43,6 +43,13 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     rm.budgetBytes = o.checkpointBudget;
     pm.addPass(createTgRematerialize(rm));
   }
+  // Data parallelism: only @optimizer_step changes (an all-reduce of the gradients at its
+  // start), so its place among the step passes does not matter; the plan sees it.
+  if (o.ranks > 1) {
+    TgDistributeOptions dist;
+    dist.ranks = o.ranks;
+    pm.addPass(createTgDistribute(dist));
+  }
   if (until == PipelineStage::Step)
     return;
   TgPlanMemoryOptions plan;
@@ -89,6 +96,10 @@ void registerTrainingPipeline() {
             o.checkpointing != "selective" && o.checkpointing != "layer" &&
             o.checkpointing != "budget")
           refuse("checkpointing", o.checkpointing, "none, gelu, selective, layer or budget");
+        if (o.ranks < 1 || o.ranks > 64) {
+          llvm::errs() << "tg-pipeline: ranks must be in [1, 64], got " << o.ranks << "\n";
+          std::exit(1);
+        }
         buildTrainingPipeline(pm, o, stage);
       });
 }

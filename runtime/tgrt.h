@@ -97,6 +97,10 @@ typedef struct tgrt_model {
    * loss_scale_init = 0: no loss scaling (the scale is 1). */
   float loss_scale_init;
   int32_t loss_scale_growth_interval;
+  /* Data-parallel ranks the step was compiled for (training.distributed.ranks; tg.ranks).
+   * > 1: tg_optimizer_step starts with tgrt_all_reduce_mean on every gradient slot, and the
+   * context needs a communicator (tgrt_set_comm). 0 (older emitted code) means 1. */
+  int32_t ranks;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */
@@ -136,6 +140,34 @@ double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count);
 float tgrt_last_grad_norm(tgrt_ctx* ctx);
 /* "cpu" or "cuda". */
 const char* tgrt_backend_name(void);
+
+/* ------------------------------------------------- data parallel (communicator) --
+ * N ranks each run the same compiled step on their own context; tgrt_all_reduce_mean makes
+ * every rank's gradient the mean over the ranks. A communicator connects the N contexts.
+ * CPU: tgrt_comm_create_local(N) connects N threads of one process (each rank calls the
+ * collectives from its own thread, in the same order). A rank that waits longer than the
+ * timeout (TGRT_COMM_TIMEOUT_S, seconds, default 120) for the others fails with
+ * "tgrt: <loc>: all_reduce_mean: rank r of N waited ... s" instead of hanging.
+ * CUDA: not implemented yet (no NCCL bootstrap); the driver refuses ranks > 1 there. */
+struct tgrt_comm;
+typedef struct tgrt_comm tgrt_comm;
+/* An in-process communicator for `ranks` threads (1..64). NULL (message on stderr) on a bad
+ * count. Destroy it after every context that uses it. */
+tgrt_comm* tgrt_comm_create_local(int32_t ranks);
+void tgrt_comm_destroy(tgrt_comm* comm);
+/* Attaches ctx to comm as rank `rank` of `ranks` (must equal the communicator's size; the
+ * context must not be used by another thread). comm = NULL detaches (the collectives are
+ * then no-ops). Fails (exit 1) on a rank outside [0, ranks) or a size mismatch. */
+void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks);
+/* In place on every rank: buf[i] = (sum over ranks r = 0..N-1, in that order, of rank r's
+ * buf[i]) / N, in float32, rounded once to dt; the same bits on every rank (deterministic).
+ * n elements of dt. A no-op without a communicator. Every rank must call it with the same
+ * dt and n (else it fails naming both ranks' loc and n). Synchronous: returns once all
+ * ranks' results are written. */
+void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n);
+/* Host-side: v[i] = mean over the ranks of v[i] (double, summed in rank order), for the
+ * driver's logged loss and counters. A no-op without a communicator. */
+void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n);
 
 /* ------------------------------------------------------------------ kernels -- */
 

@@ -196,3 +196,192 @@ float tgrt_last_grad_norm(tgrt_ctx* ctx) {
 const char* tgrt_backend_name(void) { return "cpu"; }
 
 } // extern "C"
+
+//===----------------------------------------------------------------------------===//
+// Data parallel: the in-process communicator (N threads, one context each)
+//===----------------------------------------------------------------------------===//
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+/// N ranks meet at barriers; between two barriers each rank reads what the others
+/// published. A generation counter makes the barrier reusable. Every wait is bounded by
+/// the timeout so that a rank that never arrives makes the others fail with a message.
+struct tgrt_comm {
+  int32_t ranks = 1;
+  double timeout_s = 120.0;
+  std::mutex mu;
+  std::condition_variable cv;
+  int32_t arrived = 0;
+  uint64_t generation = 0;
+  /// Published by each rank for the current collective.
+  std::vector<void*> bufs;
+  std::vector<int64_t> counts;
+  std::vector<int32_t> dtypes;
+  std::vector<std::string> locs;
+};
+
+namespace {
+
+/// Waits until all ranks of comm arrived (rank `rank` calling from `loc`, collective
+/// `what`); fails naming the collective, rank and location after comm->timeout_s.
+void barrier(tgrt_comm* comm, int32_t rank, const char* loc, const char* what) {
+  std::unique_lock<std::mutex> lock(comm->mu);
+  uint64_t gen = comm->generation;
+  if (++comm->arrived == comm->ranks) {
+    comm->arrived = 0;
+    ++comm->generation;
+    comm->cv.notify_all();
+    return;
+  }
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(comm->timeout_s));
+  while (comm->generation == gen) {
+    if (comm->cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+        comm->generation == gen) {
+      int32_t arrived = comm->arrived;
+      lock.unlock();
+      tgrt_cpu::fail(loc,
+                     "%s: rank %d of %d waited %.0f s for the other ranks (%d of %d arrived); "
+                     "a rank died, hangs or runs a different step (timeout: "
+                     "TGRT_COMM_TIMEOUT_S)",
+                     what, (int)rank, (int)comm->ranks, comm->timeout_s, (int)arrived,
+                     (int)comm->ranks);
+    }
+  }
+}
+
+/// Fails unless ctx's communicator is usable.
+void checkComm(tgrt_ctx* ctx, const char* loc) {
+  tgrt_cpu::checkCtx(ctx, loc);
+  if (ctx->comm && (ctx->rank < 0 || ctx->rank >= ctx->ranks))
+    tgrt_cpu::fail(loc, "rank %d outside [0, %d)", (int)ctx->rank, (int)ctx->ranks);
+}
+
+float loadElem(int32_t dt, const void* p, int64_t i) {
+  if (dt == TGRT_F32) return static_cast<const float*>(p)[i];
+  uint16_t h = static_cast<const uint16_t*>(p)[i];
+  return dt == TGRT_BF16 ? tgrt_bf16_to_float(h) : tgrt_f16_to_float(h);
+}
+
+void storeElem(int32_t dt, void* p, int64_t i, float v) {
+  if (dt == TGRT_F32)
+    static_cast<float*>(p)[i] = v;
+  else if (dt == TGRT_BF16)
+    static_cast<uint16_t*>(p)[i] = tgrt_bf16_from_float(v);
+  else
+    static_cast<uint16_t*>(p)[i] = tgrt_f16_from_float(v);
+}
+
+} // namespace
+
+tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
+  if (ranks < 1 || ranks > 64) {
+    std::fprintf(stderr, "tgrt: comm_create_local: ranks %d outside [1, 64]\n", (int)ranks);
+    return nullptr;
+  }
+  tgrt_comm* comm = new (std::nothrow) tgrt_comm();
+  if (!comm) return nullptr;
+  comm->ranks = ranks;
+  if (const char* t = std::getenv("TGRT_COMM_TIMEOUT_S")) {
+    char* end = nullptr;
+    double v = std::strtod(t, &end);
+    if (end == t || *end || !(v > 0)) {
+      std::fprintf(stderr, "tgrt: comm_create_local: TGRT_COMM_TIMEOUT_S=%s is not a positive "
+                           "number of seconds\n", t);
+      delete comm;
+      return nullptr;
+    }
+    comm->timeout_s = v;
+  }
+  comm->bufs.assign(ranks, nullptr);
+  comm->counts.assign(ranks, 0);
+  comm->dtypes.assign(ranks, 0);
+  comm->locs.assign(ranks, "");
+  return comm;
+}
+
+void tgrt_comm_destroy(tgrt_comm* comm) { delete comm; }
+
+void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks) {
+  tgrt_cpu::checkCtx(ctx, "set_comm");
+  if (!comm) {
+    ctx->comm = nullptr;
+    ctx->rank = 0;
+    ctx->ranks = 1;
+    return;
+  }
+  if (ranks != comm->ranks)
+    tgrt_cpu::fail("set_comm", "ranks %d differs from the communicator's %d", (int)ranks,
+                   (int)comm->ranks);
+  if (rank < 0 || rank >= ranks)
+    tgrt_cpu::fail("set_comm", "rank %d outside [0, %d)", (int)rank, (int)ranks);
+  ctx->comm = comm;
+  ctx->rank = rank;
+  ctx->ranks = ranks;
+}
+
+void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n) {
+  checkComm(ctx, loc);
+  tgrt_cpu::checkNonNegative(loc, "all_reduce_mean(n)", n);
+  if (tgrt_dtype_size(dt) == 0) tgrt_cpu::fail(loc, "all_reduce_mean: unknown dtype %d", (int)dt);
+  tgrt_comm* comm = ctx->comm;
+  if (!comm || comm->ranks == 1) return;
+  const int32_t R = comm->ranks, me = ctx->rank;
+  comm->bufs[me] = buf;
+  comm->counts[me] = n;
+  comm->dtypes[me] = dt;
+  comm->locs[me] = loc ? loc : "?";
+  barrier(comm, me, loc, "all_reduce_mean");
+  // Every rank checks that all ranks run the same collective.
+  for (int32_t r = 0; r < R; ++r)
+    if (comm->counts[r] != n || comm->dtypes[r] != dt)
+      tgrt_cpu::fail(loc,
+                     "all_reduce_mean: rank %d passes %lld elements of dtype %d at %s, rank %d "
+                     "passes %lld elements of dtype %d at %s (the ranks run different steps)",
+                     (int)me, (long long)n, (int)dt, comm->locs[me].c_str(), (int)r,
+                     (long long)comm->counts[r], (int)comm->dtypes[r], comm->locs[r].c_str());
+  // Rank `me` reduces its share [lo, hi) of the elements: the sum over ranks 0..R-1 in that
+  // order, in float, divided by R, rounded once, written to every rank's buffer. The
+  // shares are disjoint, so no rank reads an element another one writes.
+  const int64_t lo = n * me / R, hi = n * (me + 1) / R;
+  const float inv = (float)R;
+  for (int64_t i = lo; i < hi; ++i) {
+    float s = 0.0f;
+    for (int32_t r = 0; r < R; ++r) s += loadElem(dt, comm->bufs[r], i);
+    float mean = s / inv;
+    for (int32_t r = 0; r < R; ++r) storeElem(dt, comm->bufs[r], i, mean);
+  }
+  barrier(comm, me, loc, "all_reduce_mean");
+}
+
+void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n) {
+  checkComm(ctx, loc);
+  tgrt_cpu::checkNonNegative(loc, "all_reduce_mean_host(n)", n);
+  tgrt_comm* comm = ctx->comm;
+  if (!comm || comm->ranks == 1) return;
+  const int32_t R = comm->ranks, me = ctx->rank;
+  comm->bufs[me] = v;
+  comm->counts[me] = n;
+  comm->dtypes[me] = -1;
+  comm->locs[me] = loc ? loc : "?";
+  barrier(comm, me, loc, "all_reduce_mean_host");
+  for (int32_t r = 0; r < R; ++r)
+    if (comm->counts[r] != n || comm->dtypes[r] != -1)
+      tgrt_cpu::fail(loc, "all_reduce_mean_host: rank %d is at %s, rank %d at %s (the ranks "
+                          "run different steps)",
+                     (int)me, comm->locs[me].c_str(), (int)r, comm->locs[r].c_str());
+  std::vector<double> out((size_t)n);
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0.0;
+    for (int32_t r = 0; r < R; ++r) s += static_cast<const double*>(comm->bufs[r])[i];
+    out[i] = s / R;
+  }
+  // Everyone read every input before anyone writes its own.
+  barrier(comm, me, loc, "all_reduce_mean_host");
+  for (int64_t i = 0; i < n; ++i) v[i] = out[i];
+}

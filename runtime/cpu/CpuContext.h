@@ -21,6 +21,9 @@ struct tgrt_ctx {
   int64_t loss_count = 0;    ///< how many losses were reported since the last take
   float last_grad_norm = 0.0f; ///< unscaled norm recorded by tgrt_clip_scale
   float loss_scale = 1.0f;     ///< S: tgrt_fill_loss_scaled seeds value*S, clip unscales by S
+  tgrt_comm* comm = nullptr;   ///< data parallel: the communicator (NULL: one rank)
+  int32_t rank = 0;            ///< this context's rank in comm
+  int32_t ranks = 1;           ///< comm's size
 };
 
 namespace tgrt_cpu {

@@ -69,6 +69,7 @@ class TgrtModel(ctypes.Structure):
         ("precision", ctypes.c_int32),    # enum tgrt_precision
         ("loss_scale_init", ctypes.c_float),
         ("loss_scale_growth_interval", ctypes.c_int32),
+        ("ranks", ctypes.c_int32),  # data-parallel ranks (0: 1)
     ]
 
 

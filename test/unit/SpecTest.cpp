@@ -444,6 +444,38 @@ TEST(SpecRules, SizeLimits) {
             "micro-batch and raise training.grad_accum");
 }
 
+TEST(SpecRules, Distributed) {
+  Spec d = parseOk("{}");
+  EXPECT_EQ(d.training.distributed.ranks, 1);
+  EXPECT_EQ(d.training.distributed.zero, 0);
+  Spec s = parseOk(R"({"training": {"distributed": {"ranks": 4, "zero": 0}}})");
+  EXPECT_EQ(s.training.distributed.ranks, 4);
+  EXPECT_EQ(parseOk("{}", {"training.distributed.ranks=2"}).training.distributed.ranks, 2);
+  EXPECT_EQ(parseOk(R"({"training": {"distributed": {"ranks": 64}}})").training.distributed.ranks,
+            64);
+  EXPECT_EQ(errorOf(R"({"training": {"distributed": {"ranks": 65}}})"),
+            "training.distributed.ranks: 65 exceeds the limit of 64 ranks");
+  EXPECT_NE(errorOf(R"({"training": {"distributed": {"ranks": 0}}})")
+                .find("training.distributed.ranks: "),
+            std::string::npos);
+  for (int z : {1, 2, 3})
+    EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": )" + std::to_string(z) + "}}}"),
+              "training.distributed.zero: ZeRO-1..3 are not implemented yet (got " +
+                  std::to_string(z) +
+                  "); use 0 (every rank holds all parameters, gradients and optimizer state)");
+  EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": 4}}})"),
+            "training.distributed.zero: 4 is not a ZeRO stage; use 0 (ZeRO-1..3 are not "
+            "implemented yet)");
+  EXPECT_EQ(overrideError({"training.distributed.zero=1"}),
+            "--set training.distributed.zero: ZeRO-1..3 are not implemented yet (got 1); use 0 "
+            "(every rank holds all parameters, gradients and optimizer state)");
+  EXPECT_EQ(errorOf(R"({"training": {"distributed": {"rank": 2}}})"),
+            "training.distributed.rank: unknown field (did you mean 'ranks'?)");
+  EXPECT_NE(errorOf(R"({"training": {"distributed": {"ranks": "2"}}})")
+                .find("training.distributed.ranks"),
+            std::string::npos);
+}
+
 TEST(SpecRules, ParameterCountOverflow) {
   EXPECT_EQ(errorOf(R"({"model": {"d_model": 2000000000, "n_heads": 1, "n_layers": 2000000000}})"),
             "model: the parameter count overflows a 64-bit integer");
