@@ -246,7 +246,7 @@ void barrier(tgrt_comm* comm, int32_t rank, const char* loc, const char* what) {
       int32_t arrived = comm->arrived;
       lock.unlock();
       tgrt_cpu::fail(loc,
-                     "%s: rank %d of %d waited %.0f s for the other ranks (%d of %d arrived); "
+                     "%s: rank %d of %d waited %.3g s for the other ranks (%d of %d arrived); "
                      "a rank died, hangs or runs a different step (timeout: "
                      "TGRT_COMM_TIMEOUT_S)",
                      what, (int)rank, (int)comm->ranks, comm->timeout_s, (int)arrived,

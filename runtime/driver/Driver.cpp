@@ -40,7 +40,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
 
 namespace tgrt {
 
@@ -371,6 +373,11 @@ const char* kUsage =
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
     "  --seed S              seed for init and data sampling (default: the spec's seed)\n"
+    "  --ranks N             data-parallel ranks, run as N threads of this process (CPU\n"
+    "                        backend); must equal the compiled training.distributed.ranks\n"
+    "                        (the default). Each step draws one global batch of N x batch\n"
+    "                        sequences per micro-batch, rank r trains on rows [r*b, (r+1)*b),\n"
+    "                        gradients are averaged; rank 0 logs, evaluates and saves\n"
     "  --find-nonfinite      when a step's loss or gradient norm (or an eval loss) is not\n"
     "                        finite, re-run that step (same batches, dropout masks, loss\n"
     "                        scale; gradients zeroed, parameters not yet updated) with a\n"
@@ -392,6 +399,7 @@ struct Options {
   uint64_t seed = 0;
   bool quiet = false, info = false, help = false;
   bool find_nonfinite = false; ///< --find-nonfinite or TGRT_FIND_NONFINITE=1
+  int64_t ranks = 0;           ///< --ranks (0: the compiled model.ranks)
 };
 
 int64_t parseInt(const std::string& opt, const std::string& v, int64_t min) {
@@ -445,6 +453,7 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--stop-after") o.stop_after = parseInt(a, value(), 1);
     else if (a == "--seed") o.seed = (uint64_t)parseInt(a, value(), 0), o.has_seed = true;
     else if (a == "--find-nonfinite") o.find_nonfinite = true;
+    else if (a == "--ranks") o.ranks = parseInt(a, value(), 1);
     else throw DriverError("unknown option '" + std::string(argv[i]) + "' (see --help)", 2);
   }
   if (const char* env = std::getenv("TGRT_FIND_NONFINITE"))
@@ -540,8 +549,18 @@ const char* const kFindHint =
 
 class Trainer {
 public:
-  Trainer(const Options& o, const tgrt_driver_hooks& h, const tgrt_model& m)
-      : opt_(o), hooks_(h), m_(m) {}
+  /// Rank `rank` of `ranks` data-parallel ranks joined by `comm` (NULL for one rank).
+  Trainer(const Options& o, const tgrt_driver_hooks& h, const tgrt_model& m, int32_t rank = 0,
+          int32_t ranks = 1, tgrt_comm* comm = nullptr)
+      : opt_(o), hooks_(h), m_(m), rank_(rank), ranks_(ranks), comm_(comm) {
+    if (rank_ > 0) { // only rank 0 prints, logs, evaluates and saves
+      opt_.quiet = true;
+      opt_.log.clear();
+      opt_.save.clear();
+      opt_.save_every = 0;
+      opt_.eval_every = 0;
+    }
+  }
   ~Trainer() {
     if (ctx_) tgrt_ctx_destroy(ctx_);
     if (log_) std::fclose(log_);
@@ -585,6 +604,12 @@ private:
   Options opt_;
   tgrt_driver_hooks hooks_;
   const tgrt_model& m_;
+  int32_t rank_ = 0, ranks_ = 1; ///< data parallel: this rank, and how many
+  tgrt_comm* comm_ = nullptr;    ///< joins the ranks' contexts (NULL: one rank)
+  /// Mean over the ranks of v (every rank gets the same values); unchanged with one rank.
+  void meanOverRanks(const char* what, double* v, int64_t n) {
+    if (ranks_ > 1) tgrt_all_reduce_mean_host(ctx_, what, v, n);
+  }
   tgrt_ctx* ctx_ = nullptr;
   Split train_{"train"}, val_{"val"}, test_{"test"}; // DIR/<name>.npy
   std::mt19937_64 data_rng_;
@@ -692,8 +717,13 @@ void Trainer::sampleBatch(Batch* b) {
   const uint64_t starts = (uint64_t)train_.tokens.size() - (uint64_t)T; // >= 1
   b->tokens.resize((size_t)(B * T));
   b->targets.resize((size_t)(B * T));
-  for (int64_t r = 0; r < B; ++r) {
+  // Data parallel: every rank draws the same global batch of ranks x B windows from the
+  // same RNG stream and keeps rows [rank * B, (rank + 1) * B), so N ranks of B sequences see
+  // exactly the data of one rank of N * B.
+  for (int64_t g = 0; g < (int64_t)ranks_ * B; ++g) {
     const uint64_t s = data_rng_() % starts;
+    if (g / B != rank_) continue;
+    const int64_t r = g - (int64_t)rank_ * B;
     const uint32_t* w = train_.tokens.data() + s;
     for (int64_t t = 0; t < T; ++t) {
       b->tokens[(size_t)(r * T + t)] = (int32_t)w[t];
@@ -961,12 +991,13 @@ int Trainer::run() {
 
   ctx_ = tgrt_ctx_create(&m_);
   if (!ctx_) throw DriverError("cannot create the runtime context (see the message above)");
+  if (comm_) tgrt_set_comm(ctx_, comm_, rank_, ranks_);
   initParams();
   scaler_ = LossScaler(m_.loss_scale_init, m_.loss_scale_growth_interval);
   if (!opt_.resume.empty()) resume();
 
   // Schedule length.
-  const int64_t per_epoch = stepsPerEpoch(m_, (int64_t)train_.tokens.size());
+  const int64_t per_epoch = stepsPerEpoch(m_, (int64_t)train_.tokens.size()) / ranks_;
   const bool timed = opt_.time_limit_min > 0;
   if (opt_.steps > 0) total_steps_ = opt_.steps;
   else if (opt_.epochs > 0) {
@@ -988,13 +1019,18 @@ int Trainer::run() {
     log_ = std::fopen(opt_.log.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw DriverError(opt_.log + ": cannot open for writing: " + std::strerror(errno));
   }
-  const int64_t tokens_per_step = (int64_t)m_.batch_size * m_.context * std::max(1, m_.grad_accum);
+  const int64_t tokens_per_step =
+      (int64_t)m_.batch_size * m_.context * std::max(1, m_.grad_accum) * ranks_;
   say("training %s on %s (%s backend): %lld train tokens, %lld tokens/step, %s steps "
       "(%.3g epochs)\n",
       m_.name ? m_.name : "?", opt_.data.c_str(), tgrt_backend_name(),
       (long long)train_.tokens.size(), (long long)tokens_per_step,
       timed ? "time-limited" : std::to_string(total_steps_).c_str(),
       per_epoch > 0 && !timed ? (double)total_steps_ / (double)per_epoch : 0.0);
+  if (ranks_ > 1)
+    say("data parallel: %d ranks (threads), %d sequences per rank and micro-batch, gradients "
+        "averaged before the optimizer step\n",
+        (int)ranks_, (int)m_.batch_size);
   if (scaler_.enabled())
     say("dynamic loss scaling: scale %.9g, x2 after %d clean steps, x0.5 (step skipped) when "
         "the gradients overflow\n",
@@ -1042,7 +1078,8 @@ int Trainer::run() {
     if (!opt_.find_nonfinite) sum = tgrt_take_loss(ctx_, &cnt);
     const float norm = tgrt_last_grad_norm(ctx_);
     tgrt_synchronize(ctx_);
-    const double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+    double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
+    meanOverRanks("driver.loss", &loss, 1); // the loss of the global batch
     const double secs = std::chrono::duration<double>(clock::now() - t0).count();
     step = s;
     step_time_sum += secs;
@@ -1089,8 +1126,10 @@ int Trainer::run() {
     if (timed && steps_timed == 5) {
       // Fix the schedule length from the speed of steps 2..5 of this process (step 1 pays for
       // warm-up: allocation, library init, caches): the steps left fill the remaining time.
-      const double warm_avg = (step_time_sum - first_step_s) / 4.0;
-      const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
+      double times[2] = {(step_time_sum - first_step_s) / 4.0,
+                         std::chrono::duration<double>(clock::now() - t_start).count()};
+      meanOverRanks("driver.time_limit", times, 2); // one schedule for every rank
+      const double warm_avg = times[0], elapsed = times[1];
       const double left = std::max(0.0, limit_s - elapsed);
       total_steps_ = s + (warm_avg > 0 ? (int64_t)(left / warm_avg) : 0);
       last_step = lastStep();
@@ -1113,7 +1152,9 @@ int Trainer::run() {
     if (opt_.save_every > 0 && s % opt_.save_every == 0 && s != last_step) save(s);
     if (timed) {
       const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
-      if (elapsed + avg > limit_s) break;
+      double stop = elapsed + avg > limit_s ? 1.0 : 0.0;
+      meanOverRanks("driver.time_limit", &stop, 1); // all ranks stop at the same step
+      if (stop > 0) break;
     }
   }
   if (line_open_) {
@@ -1127,7 +1168,8 @@ int Trainer::run() {
         (long long)scaler_.skippedSteps(), (long long)step, (double)scaler_.scale());
   if (!opt_.save.empty()) save(step);
 
-  // Final evaluation over the whole val and test splits.
+  // Final evaluation over the whole val and test splits (rank 0 only).
+  if (rank_ > 0) return 0;
   for (Split* sp : {&val_, &test_}) {
     if (!sp->present) continue;
     int64_t used = 0, dropped = 0;
@@ -1146,6 +1188,43 @@ int Trainer::run() {
              {"batches", used}, {"final", true}});
   }
   return 0;
+}
+
+/// Runs `ranks` Trainers as threads of this process, joined by an in-process communicator.
+/// The first rank that fails prints its error and ends the process with its status (the
+/// other ranks would otherwise wait in a collective until the communicator's timeout).
+int runRanks(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model& m,
+             int32_t ranks, const char* prog) {
+  tgrt_comm* comm = tgrt_comm_create_local(ranks);
+  if (!comm) throw DriverError("cannot create the data-parallel communicator (see above)");
+  std::vector<std::thread> threads;
+  int rc0 = 0;
+  for (int32_t r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      int code = 0;
+      std::string msg;
+      try {
+        Trainer t(o, hooks, m, r, ranks, comm);
+        code = t.run();
+      } catch (const DriverError& e) {
+        code = e.code;
+        msg = e.what();
+      } catch (const std::exception& e) {
+        code = 1;
+        msg = e.what();
+      }
+      if (code != 0) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s: error: %s%s\n", prog,
+                     r > 0 ? ("rank " + std::to_string(r) + ": ").c_str() : "", msg.c_str());
+        std::fflush(nullptr);
+        std::_Exit(code);
+      }
+      if (r == 0) rc0 = code;
+    });
+  for (std::thread& t : threads) t.join();
+  tgrt_comm_destroy(comm);
+  return rc0;
 }
 
 } // namespace
@@ -1180,8 +1259,28 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
       throw DriverError("the model plan has batch_size " + std::to_string(m->batch_size) +
                         ", context " + std::to_string(m->context) + ", vocab_size " +
                         std::to_string(m->vocab_size) + "; all must be positive");
-    Trainer t(o, hooks, *m);
-    return t.run();
+    const int64_t compiled = std::max<int32_t>(1, m->ranks);
+    const int64_t ranks = o.ranks > 0 ? o.ranks : compiled;
+    if (ranks != compiled)
+      throw DriverError("--ranks " + std::to_string(ranks) + ": this executable was compiled "
+                        "for " + std::to_string(compiled) + " rank" + (compiled == 1 ? "" : "s") +
+                        " (training.distributed.ranks); recompile with --set "
+                        "training.distributed.ranks=" + std::to_string(ranks),
+                        2);
+    if (ranks == 1) {
+      Trainer t(o, hooks, *m);
+      return t.run();
+    }
+    if (std::strcmp(tgrt_backend_name(), "cpu") != 0)
+      throw DriverError(std::string("data parallelism (") + std::to_string(ranks) +
+                            " ranks) is not implemented on the " + tgrt_backend_name() +
+                            " backend yet (no NCCL); use the cpu backend",
+                        2);
+    if (o.find_nonfinite)
+      throw DriverError("--find-nonfinite (or TGRT_FIND_NONFINITE) is not supported with "
+                        "--ranks > 1 yet",
+                        2);
+    return runRanks(o, hooks, *m, (int32_t)ranks, prog);
   } catch (const DriverError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", prog, e.what());

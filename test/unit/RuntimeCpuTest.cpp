@@ -24,6 +24,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -210,6 +211,101 @@ TEST_F(Cpu, EmbeddingForwardBackward) {
     for (int64_t c = 0; c < d; ++c) want[ids[i] * d + c] += dout[i * d + c];
   expectClose(dtable, want, 1e-6, 1e-6, "dtable");
   for (int64_t c = 0; c < d; ++c) EXPECT_EQ(dtable[4 * d + c], 0.0f); // id 4 never used
+}
+
+// ------------------------------------------------------- data parallel (comm) --
+
+/// Runs fn(rank, ctx) on `ranks` threads, each with its own context attached to one
+/// in-process communicator.
+void onRanks(int32_t ranks, const std::function<void(int32_t, tgrt_ctx*)>& fn) {
+  const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_comm* comm = tgrt_comm_create_local(ranks);
+  ASSERT_NE(comm, nullptr);
+  std::vector<tgrt_ctx*> ctxs(ranks);
+  for (int32_t r = 0; r < ranks; ++r) {
+    ctxs[r] = tgrt_ctx_create(&m);
+    tgrt_set_comm(ctxs[r], comm, r, ranks);
+  }
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < ranks; ++r) threads.emplace_back([&, r] { fn(r, ctxs[r]); });
+  for (auto& t : threads) t.join();
+  for (tgrt_ctx* c : ctxs) tgrt_ctx_destroy(c);
+  tgrt_comm_destroy(comm);
+}
+
+TEST(CpuComm, AllReduceMeanIsTheOrderedFloatMeanOnEveryRank) {
+  const int32_t R = 3;
+  const int64_t n = 1001; // not a multiple of R: uneven shares
+  auto value = [](int32_t r, int64_t i) { return std::sin(0.37f * (float)i + 1.3f * (float)r) * 1e3f; };
+  std::vector<VecF> f32(R, VecF(n));
+  std::vector<std::vector<uint16_t>> bf(R, std::vector<uint16_t>(n));
+  for (int32_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      f32[r][i] = value(r, i);
+      bf[r][i] = tgrt_bf16_from_float(value(r, i));
+    }
+  onRanks(R, [&](int32_t r, tgrt_ctx* ctx) {
+    tgrt_all_reduce_mean(ctx, "grads", TGRT_F32, f32[r].data(), n);
+    tgrt_all_reduce_mean(ctx, "grads.bf16", TGRT_BF16, bf[r].data(), n);
+    double host[2] = {(double)r, 10.0 * r};
+    tgrt_all_reduce_mean_host(ctx, "loss", host, 2);
+    EXPECT_EQ(host[0], 1.0);
+    EXPECT_EQ(host[1], 10.0);
+  });
+  for (int64_t i = 0; i < n; ++i) {
+    float s = 0.0f, sb = 0.0f;
+    for (int32_t r = 0; r < R; ++r) {
+      s += value(r, i);
+      sb += tgrt_bf16_to_float(tgrt_bf16_from_float(value(r, i)));
+    }
+    const float want = s / (float)R;
+    const uint16_t want_bf = tgrt_bf16_from_float(sb / (float)R);
+    for (int32_t r = 0; r < R; ++r) {
+      ASSERT_EQ(std::memcmp(&f32[r][i], &want, 4), 0) << "rank " << r << " element " << i;
+      ASSERT_EQ(bf[r][i], want_bf) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+TEST(CpuComm, NoCommunicatorIsANoOp) {
+  const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  VecF g = {1.0f, 2.0f};
+  tgrt_all_reduce_mean(ctx, "g", TGRT_F32, g.data(), 2);
+  EXPECT_EQ(g, (VecF{1.0f, 2.0f}));
+  tgrt_ctx_destroy(ctx);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(tgrt_comm_create_local(0), nullptr);
+  EXPECT_EQ(tgrt_comm_create_local(65), nullptr);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("ranks 0 outside [1, 64]"),
+            std::string::npos);
+}
+
+TEST(CpuCommDeathTest, MissingRankTimesOutNamingTheCollective) {
+  // Rank 1 never arrives: rank 0 fails after the timeout instead of hanging.
+  EXPECT_EXIT(
+      {
+        setenv("TGRT_COMM_TIMEOUT_S", "0.2", 1);
+        const tgrt_model m = makeModel(64, 64, 64);
+        tgrt_comm* comm = tgrt_comm_create_local(2);
+        tgrt_ctx* ctx = tgrt_ctx_create(&m);
+        tgrt_set_comm(ctx, comm, 0, 2);
+        VecF g(4, 1.0f);
+        tgrt_all_reduce_mean(ctx, "optimizer.all_reduce.wte", TGRT_F32, g.data(), 4);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: optimizer.all_reduce.wte: all_reduce_mean: rank 0 of 2 waited 0.2 s for the other "
+      "ranks \\(1 of 2 arrived\\)");
+}
+
+TEST(CpuCommDeathTest, RanksCallingDifferentCollectivesFail) {
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF g(8, 1.0f);
+                        tgrt_all_reduce_mean(ctx, r == 0 ? "a" : "b", TGRT_F32, g.data(),
+                                             r == 0 ? 8 : 4);
+                      }),
+              ::testing::ExitedWithCode(1), "the ranks run different steps");
 }
 
 TEST_F(Cpu, EmbeddingIdOutOfRangeFails) {
