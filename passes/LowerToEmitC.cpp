@@ -942,17 +942,10 @@ private:
             return failure();
           // One sum of squares per run of contiguous gradient slots of one dtype (the
           // alignment padding between slots is zero and never written).
-          SmallVector<const ParamSlot *> slotsOf;
-          for (Value p : o.getParams()) {
-            const ParamSlot *s = slotOf(p);
-            if (!s)
-              return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
-            slotsOf.push_back(s);
-          }
-          for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->gradOffset; },
-                                   [](const ParamSlot *a, const ParamSlot *c) {
-                                     return a->dtype == c->dtype;
-                                   })) {
+          FailureOr<std::vector<Run>> gruns = gradRuns(op, o.getParams());
+          if (failed(gruns))
+            return failure();
+          for (const Run &r : *gruns) {
             const ParamSlot *s = r.first;
             const int64_t n = r.bytes / dtypeBytes(s->dtype);
             if (failed(call(op, "tgrt_grad_norm_sq",
@@ -968,17 +961,10 @@ private:
         .Case([&](AllReduceGradsOp o) {
           // One in-place mean over the ranks per run of contiguous gradient slots of one
           // dtype (the alignment padding between slots is zero on every rank, and stays 0).
-          SmallVector<const ParamSlot *> slotsOf;
-          for (Value p : o.getParams()) {
-            const ParamSlot *s = slotOf(p);
-            if (!s)
-              return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
-            slotsOf.push_back(s);
-          }
-          for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->gradOffset; },
-                                   [](const ParamSlot *a, const ParamSlot *c) {
-                                     return a->dtype == c->dtype;
-                                   })) {
+          FailureOr<std::vector<Run>> gruns = gradRuns(op, o.getParams());
+          if (failed(gruns))
+            return failure();
+          for (const Run &r : *gruns) {
             const ParamSlot *s = r.first;
             const int64_t n = r.bytes / dtypeBytes(s->dtype);
             if (failed(call(op, "tgrt_all_reduce_mean",
@@ -1045,6 +1031,22 @@ private:
       prev = s;
     }
     return out;
+  }
+
+  /// The gradient slots of `params` grouped into runs of contiguous slots of one dtype (by
+  /// gradient offset). Fails, with an error on `op`, when a parameter has no planned slot.
+  FailureOr<std::vector<Run>> gradRuns(Operation *op, ValueRange params) {
+    SmallVector<const ParamSlot *> slots;
+    for (Value p : params) {
+      const ParamSlot *s = slotOf(p);
+      if (!s) {
+        op->emitOpError() << "lower-to-emitc: param has no planned slot";
+        return failure();
+      }
+      slots.push_back(s);
+    }
+    return runs(slots, [](const ParamSlot *s) { return s->gradOffset; },
+                [](const ParamSlot *a, const ParamSlot *c) { return a->dtype == c->dtype; });
   }
 
   /// Every tg.adamw of the function at its first one: one tgrt_adamw (and one tgrt_zero of
