@@ -942,38 +942,17 @@ private:
             return failure();
           // One sum of squares per run of contiguous gradient slots of one dtype (the
           // alignment padding between slots is zero and never written).
-          FailureOr<std::vector<Run>> gruns = gradRuns(op, o.getParams());
-          if (failed(gruns))
+          if (failed(callPerGradRun(op, o.getParams(), "tgrt_grad_norm_sq",
+                                    {Arg(o.getResult())}, "optimizer.clip")))
             return failure();
-          for (const Run &r : *gruns) {
-            const ParamSlot *s = r.first;
-            const int64_t n = r.bytes / dtypeBytes(s->dtype);
-            if (failed(call(op, "tgrt_grad_norm_sq",
-                            {dt(s->dtype),
-                             slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n,
-                             Arg(o.getResult())},
-                            r.where("optimizer.clip"))))
-              return failure();
-          }
           return call(op, "tgrt_clip_scale",
                       {Arg(o.getResult()), flt(o.getMaxNorm().convertToFloat())});
         })
         .Case([&](AllReduceGradsOp o) {
           // One in-place mean over the ranks per run of contiguous gradient slots of one
           // dtype (the alignment padding between slots is zero on every rank, and stays 0).
-          FailureOr<std::vector<Run>> gruns = gradRuns(op, o.getParams());
-          if (failed(gruns))
-            return failure();
-          for (const Run &r : *gruns) {
-            const ParamSlot *s = r.first;
-            const int64_t n = r.bytes / dtypeBytes(s->dtype);
-            if (failed(call(op, "tgrt_all_reduce_mean",
-                            {dt(s->dtype),
-                             slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n},
-                            r.where("optimizer.all_reduce"))))
-              return failure();
-          }
-          return success();
+          return callPerGradRun(op, o.getParams(), "tgrt_all_reduce_mean", {},
+                                "optimizer.all_reduce");
         })
         .Case([&](AdamWOp o) { return emitAdamW(o); })
         .Case([&](func::ReturnOp o) {
@@ -1033,20 +1012,31 @@ private:
     return out;
   }
 
-  /// The gradient slots of `params` grouped into runs of contiguous slots of one dtype (by
-  /// gradient offset). Fails, with an error on `op`, when a parameter has no planned slot.
-  FailureOr<std::vector<Run>> gradRuns(Operation *op, ValueRange params) {
+  /// Emits `fnName(dtype, run, n, extra...)` once per run of contiguous gradient slots of
+  /// one dtype among `params` (by gradient offset; the alignment padding between slots is
+  /// zero), located at "<prefix>.<first>..<last>". Fails, with an error on `op`, when a
+  /// parameter has no planned slot.
+  LogicalResult callPerGradRun(Operation *op, ValueRange params, StringRef fnName,
+                               ArrayRef<Arg> extra, StringRef prefix) {
     SmallVector<const ParamSlot *> slots;
     for (Value p : params) {
       const ParamSlot *s = slotOf(p);
-      if (!s) {
-        op->emitOpError() << "lower-to-emitc: param has no planned slot";
-        return failure();
-      }
+      if (!s)
+        return op->emitOpError() << "lower-to-emitc: param has no planned slot";
       slots.push_back(s);
     }
-    return runs(slots, [](const ParamSlot *s) { return s->gradOffset; },
-                [](const ParamSlot *a, const ParamSlot *c) { return a->dtype == c->dtype; });
+    for (const Run &r :
+         runs(slots, [](const ParamSlot *s) { return s->gradOffset; },
+              [](const ParamSlot *a, const ParamSlot *c) { return a->dtype == c->dtype; })) {
+      const ParamSlot *s = r.first;
+      const int64_t n = r.bytes / dtypeBytes(s->dtype);
+      SmallVector<Arg> args = {dt(s->dtype),
+                               slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n};
+      args.append(extra.begin(), extra.end());
+      if (failed(call(op, fnName, args, r.where(prefix))))
+        return failure();
+    }
+    return success();
   }
 
   /// Every tg.adamw of the function at its first one: one tgrt_adamw (and one tgrt_zero of
