@@ -54,6 +54,30 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
 
 
+def write_profile(path, step, n):
+    """GPU kernel time per step (ms) of `n` calls of step(), grouped by kernel name, largest
+    first, with the share of the summed kernel time; written to `path` as text."""
+    from torch.profiler import profile, ProfilerActivity
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+    from torch.autograd import DeviceType
+    agg = {}
+    for e in prof.events():  # kernels and copies only (device-side events), not the CPU ops
+        if e.device_type == DeviceType.CUDA:
+            t, c = agg.get(e.name, (0.0, 0))
+            agg[e.name] = (t + e.time_range.elapsed_us() / 1e3, c + 1)
+    rows = [(k, t / n, c // n) for k, (t, c) in agg.items()]
+    rows.sort(key=lambda r: -r[1])
+    total = sum(r[1] for r in rows)
+    with open(path, "w") as f:
+        f.write(f"torch.profiler: {n} steps; GPU kernel time {total:.3f} ms per step\n")
+        for name, ms, calls in rows:
+            f.write(f"{ms:9.3f} ms {100 * ms / total:5.1f}% {calls:5d}x  {name[:140]}\n")
+
+
 def main():
     p = argparse.ArgumentParser()
     for k, v in dict(layers=12, d_model=768, heads=12, d_ff=3072, context=1024, vocab=50304,
@@ -63,6 +87,9 @@ def main():
     p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
     p.add_argument("--checkpoint", action="store_true",
                    help="torch.utils.checkpoint per transformer block (activation recomputation)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timed steps, profile 3 more with torch.profiler and write the "
+                        "GPU kernels' time per step (ms, grouped by kernel name) to FILE")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -75,18 +102,23 @@ def main():
     tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     times = []
     torch.cuda.reset_peak_memory_stats()
-    for i in range(a.warmup + a.steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
+    def step():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
             loss = step_fn(idx, tgt)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss
+    for i in range(a.warmup + a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = step()
         torch.cuda.synchronize()
         if i >= a.warmup:
             times.append((time.perf_counter() - t0) * 1e3)
+    if a.profile:
+        write_profile(a.profile, step, n=3)
     mode = (("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
             + ("+checkpoint" if a.checkpoint else ""))
     res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window,

@@ -8,6 +8,10 @@
 #                                    max micro-batch for MAXMEM (default 78GiB)
 #   scripts/gpu-artifacts.sh sanitize  GPT-2 small at micro-batch 1 (bf16-mixed flash, fp32
 #                                    naive) + kernel check (scripts/gpu-sanitize.sh)
+#   scripts/gpu-artifacts.sh perf [TAG]  GPT-2 small bf16-mixed (checkpointing none and gelu)
+#                                    + kernel check, named gpt2-bf16m[-gelu][-TAG] and
+#                                    tgrt-cuda-check[-TAG]; earlier perf artifacts of other tags
+#                                    stay (scripts/gpu-perf.sh compares them in one call)
 #   scripts/gpu-artifacts.sh all     mixed + remat (one device call: scripts/gpu-mixed.sh then
 #                                    scripts/gpu-remat.sh)
 # Executables are stripped and xz-compressed (runs/NAME.xz, ~3.8 MB for GPT-2 on CUDA); the
@@ -17,7 +21,7 @@ cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
+[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || [ "$WHAT" = perf ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
 exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
@@ -87,6 +91,12 @@ final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gr
     --set training.batch_size=2
   gzip -c build/bin/tgrt-cuda-check > runs/tgrt-cuda-check.gz
   ;;
+perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and kernel check
+  TAG=${2:+-$2}
+  exe "gpt2-bf16m$TAG" --set training.precision=bf16-mixed
+  exe "gpt2-bf16m-gelu$TAG" --set training.precision=bf16-mixed --set training.checkpointing=gelu
+  gzip -c build/bin/tgrt-cuda-check > "runs/tgrt-cuda-check$TAG.gz"
+  ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive
   rm -f runs/san-*.xz
@@ -109,7 +119,7 @@ experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment 
   rm -rf "runs/$NAME"
   ls -la "runs/$NAME.tar.xz"
   ;;
-*) echo "usage: $0 fp32|mixed|remat|all|final|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final|perf [TAG]|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

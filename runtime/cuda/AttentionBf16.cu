@@ -170,20 +170,48 @@ __device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, i
   ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
 }
 
-/// Copies rows [row0, row0 + R) of a 2-byte [t, HD] matrix with row stride `ld` elements
-/// (a multiple of 8) into shared memory [R][HD + kPad] with 16-byte accesses; rows >= t are
-/// zero.
+/// cp.async.cg (16 bytes global -> shared, through L2 only; PTX ISA "cp.async", sm_80+) and
+/// its group commit / wait: the copies of a group overlap the math issued after them, and
+/// cpAsyncWait<N> waits until at most N of this thread's groups are still in flight. The
+/// emulator copies at once (the waits are then no-ops).
+__device__ __forceinline__ void cpAsync16(uint16_t* s, const uint16_t* g) {
+#ifdef TGRT_CUDA_EMULATE
+  std::memcpy(s, g, 16);
+#else
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(s);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(g) : "memory");
+#endif
+}
+__device__ __forceinline__ void cpAsyncCommit() {
+#ifndef TGRT_CUDA_EMULATE
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+#ifndef TGRT_CUDA_EMULATE
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/// Starts copying rows [row0, row0 + R) of a 2-byte [t, HD] matrix with row stride `ld`
+/// elements (a multiple of 8) into shared memory [R][HD + kPad] (16-byte cp.async copies) and
+/// returns; rows >= t are zeroed with plain stores. The tile is ready after the matching
+/// cpAsyncWait and a __syncthreads.
 template <int R, int HD>
-__device__ __forceinline__ void loadTile(const uint16_t* __restrict__ g, int64_t ld, int64_t row0,
-                                         int64_t t, uint16_t* s) {
+__device__ __forceinline__ void loadTileAsync(const uint16_t* __restrict__ g, int64_t ld,
+                                              int64_t row0, int64_t t, uint16_t* s) {
   constexpr int C8 = HD / 8, LD = HD + kPad;
   for (int idx = threadIdx.x; idx < R * C8; idx += kThreads) {
     const int r = idx / C8, c = idx % C8;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (row0 + r < t) v = *reinterpret_cast<const uint4*>(g + (row0 + r) * ld + 8 * c);
-    *reinterpret_cast<uint4*>(s + r * LD + 8 * c) = v;
+    uint16_t* dst = s + r * LD + 8 * c;
+    if (row0 + r < t)
+      cpAsync16(dst, g + (row0 + r) * ld + 8 * c);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
   }
 }
+
 
 
 /// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
@@ -223,12 +251,13 @@ constexpr int kFwdBR = 64, kFwdBC = 64;
 
 template <int HD>
 constexpr size_t fwdSmemBytes() {
-  return (size_t)(kFwdBR + 2 * kFwdBC) * (HD + kPad) * 2;
+  return (size_t)(kFwdBR + 4 * kFwdBC) * (HD + kPad) * 2;
 }
 
 // Block = (head h, query tile [q0, q0 + 64)); warp w owns queries q0 + 16 w .. + 15. For each
 // visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
-// Shared memory: Q [64][HD+8], K [64][HD+8], V [64][HD+8] (E).
+// K and V are double-buffered: the next tile's cp.async copies run during this tile's math.
+// Shared memory: Q [64][HD+8], K [2][64][HD+8], V [2][64][HD+8] (E).
 template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
@@ -239,8 +268,8 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
-  uint16_t* Ks = Qs + BR * LD;
-  uint16_t* Vs = Ks + BC * LD;
+  uint16_t* Kb = Qs + BR * LD; // K buffers 0, 1
+  uint16_t* Vb = Kb + 2 * BC * LD;
 
   const int64_t nqb = (t + BR - 1) / BR;
   const int64_t h = blockIdx.x / nqb;
@@ -249,7 +278,16 @@ __global__ void __launch_bounds__(kThreads)
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
 
-  loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  loadTileAsync<BR, HD>(q + base, li.st, q0, t, Qs);
+  cpAsyncCommit();
+  if (kbLo <= kbHi) {
+    loadTileAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
+    loadTileAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+  }
+  cpAsyncCommit();
+  cpAsyncWait<1>(); // Q has landed (the first K, V may still be in flight)
   __syncthreads();
   uint32_t qf[KT][4];
 #pragma unroll
@@ -261,13 +299,18 @@ __global__ void __launch_bounds__(kThreads)
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
-  int64_t kbLo, kbHi;
-  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
-    __syncthreads(); // the previous K, V are no longer read
-    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
-    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
+    const int buf = (int)((kb - kbLo) & 1);
+    const uint16_t* Ks = Kb + buf * BC * LD;
+    const uint16_t* Vs = Vb + buf * BC * LD;
+    __syncthreads(); // every warp is done with the other buffer (the previous tile)
+    if (kb < kbHi) {
+      loadTileAsync<BC, HD>(k + base, li.st, k0 + BC, t, Kb + (buf ^ 1) * BC * LD);
+      loadTileAsync<BC, HD>(v + base, li.st, k0 + BC, t, Vb + (buf ^ 1) * BC * LD);
+    }
+    cpAsyncCommit(); // (empty on the last tile, so the wait below always means "this tile")
+    cpAsyncWait<1>();
     __syncthreads();
 
     float s[NS][4];
@@ -333,6 +376,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
   float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -375,7 +419,7 @@ constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
 
 template <int HD>
 constexpr size_t dkdvSmemBytes() {
-  return (size_t)(2 * kKvBK + 2 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
+  return (size_t)(2 * kKvBK + 4 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
          2 * (size_t)kvQueryTile<HD>() * 4;
 }
 
@@ -396,7 +440,8 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 // each query tile [q0, q0 + BQ) that sees the keys (transposed products, keys as rows):
 //   S^T = K Q^T, dP^T = V dO^T, P^T = 2^(scale log2e S^T - L), dS^T = P^T (dP^T - D),
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
-// Shared memory: K, V [64][HD+8]; Q, dO [BQ][HD+8] (E); L, D [BQ] (fp32).
+// Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
+// Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
 template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
@@ -412,9 +457,9 @@ __global__ void __launch_bounds__(kThreads)
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Vs = Ks + BK * LD;
-  uint16_t* Qs = Vs + BK * LD;
-  uint16_t* dOs = Qs + BQ * LD;
-  float* LS = reinterpret_cast<float*>(dOs + BQ * LD);
+  uint16_t* Qb = Vs + BK * LD;     // Q buffers 0, 1
+  uint16_t* dOb = Qb + 2 * BQ * LD; // dO buffers 0, 1
+  float* LS = reinterpret_cast<float*>(dOb + 2 * BQ * LD);
   float* DS = LS + BQ;
 
   const int64_t nkb = (t + BK - 1) / BK;
@@ -425,8 +470,16 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
-  loadTile<BK, HD>(k + base, li.st, k0, t, Ks);
-  loadTile<BK, HD>(v + base, li.st, k0, t, Vs);
+  int64_t qbLo, qbHi;
+  queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
+  loadTileAsync<BK, HD>(k + base, li.st, k0, t, Ks);
+  loadTileAsync<BK, HD>(v + base, li.st, k0, t, Vs);
+  cpAsyncCommit();
+  if (qbLo <= qbHi) {
+    loadTileAsync<BQ, HD>(q + base, li.st, qbLo * BQ, t, Qb);
+    loadTileAsync<BQ, HD>(dout + obase, lo.st, qbLo * BQ, t, dOb);
+  }
+  cpAsyncCommit();
 
   float dK[NO][4], dV[NO][4];
 #pragma unroll
@@ -434,14 +487,19 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
 
-  int64_t qbLo, qbHi;
-  queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BQ;
-    __syncthreads();
-    loadTile<BQ, HD>(q + base, li.st, q0, t, Qs);
-    loadTile<BQ, HD>(dout + obase, lo.st, q0, t, dOs);
+    const int buf = (int)((qb - qbLo) & 1);
+    const uint16_t* Qs = Qb + buf * BQ * LD;
+    const uint16_t* dOs = dOb + buf * BQ * LD;
+    __syncthreads(); // every warp is done with the other buffers and with LS, DS
+    if (qb < qbHi) {
+      loadTileAsync<BQ, HD>(q + base, li.st, q0 + BQ, t, Qb + (buf ^ 1) * BQ * LD);
+      loadTileAsync<BQ, HD>(dout + obase, lo.st, q0 + BQ, t, dOb + (buf ^ 1) * BQ * LD);
+    }
+    cpAsyncCommit(); // (empty on the last tile)
     loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+    cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
     __syncthreads();
 
     float s[NQ][4], dp[NQ][4];
@@ -498,6 +556,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no query tile was visited)
   storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
   storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
@@ -506,13 +565,13 @@ constexpr int kDqBR = 64, kDqBC = 64;
 
 template <int HD>
 constexpr size_t dqSmemBytes() {
-  return (size_t)(2 * kDqBR + 2 * kDqBC) * (HD + kPad) * 2;
+  return (size_t)(2 * kDqBR + 4 * kDqBC) * (HD + kPad) * 2;
 }
 
 // dQ for the query tile [q0, q0 + 64) of head h; warp w owns queries q0 + 16 w .. + 15. For
 // each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
-// dQ += dS K;  finally dQ *= scale.
-// Shared memory: Q, dO [64][HD+8]; K, V [64][HD+8] (E).
+// dQ += dS K;  finally dQ *= scale. K and V are double-buffered as in the forward.
+// Shared memory: Q, dO [64][HD+8]; K, V [2][64][HD+8] (E).
 template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
@@ -526,8 +585,8 @@ __global__ void __launch_bounds__(kThreads)
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* dOs = Qs + BR * LD;
-  uint16_t* Ks = dOs + BR * LD;
-  uint16_t* Vs = Ks + BC * LD;
+  uint16_t* Kb = dOs + BR * LD; // K buffers 0, 1
+  uint16_t* Vb = Kb + 2 * BC * LD;
 
   const int64_t nqb = (t + BR - 1) / BR;
   const int64_t h = blockIdx.x / nqb;
@@ -537,8 +596,15 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t base = li.base(h), obase = lo.base(h);
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
-  loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
-  loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOs);
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  loadTileAsync<BR, HD>(q + base, li.st, q0, t, Qs);
+  loadTileAsync<BR, HD>(dout + obase, lo.st, q0, t, dOs);
+  if (kbLo <= kbHi) {
+    loadTileAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
+    loadTileAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+  }
+  cpAsyncCommit();
   float L[2], Dr[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -552,13 +618,18 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
 
-  int64_t kbLo, kbHi;
-  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
-    __syncthreads();
-    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
-    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
+    const int buf = (int)((kb - kbLo) & 1);
+    const uint16_t* Ks = Kb + buf * BC * LD;
+    const uint16_t* Vs = Vb + buf * BC * LD;
+    __syncthreads(); // every warp is done with the other buffer (the previous tile)
+    if (kb < kbHi) {
+      loadTileAsync<BC, HD>(k + base, li.st, k0 + BC, t, Kb + (buf ^ 1) * BC * LD);
+      loadTileAsync<BC, HD>(v + base, li.st, k0 + BC, t, Vb + (buf ^ 1) * BC * LD);
+    }
+    cpAsyncCommit(); // (empty on the last tile)
+    cpAsyncWait<1>(); // Q, dO and this tile's K, V have landed
     __syncthreads();
 
     float s[NS][4], dp[NS][4];
@@ -609,6 +680,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
   storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Step-time work on the GPU machine (issue 7), one device call; builds nothing. Run from the
+# repo root after `scripts/gpu-artifacts.sh perf [TAG]` built (here) and the call carried:
+#   runs/gpt2-bf16m[-TAG].xz ...      GPT-2 small bf16-mixed executables (micro-batch 16)
+#   runs/tgrt-cuda-check[-TAG].gz    kernel checks (current and, when carried, older builds)
+#   runs/data-gpu                    tokenized data
+# For every kernel-check binary: the quick check against the CPU backend (TGRT_CUDA_SYNC=1)
+# and the GPT-2-shape kernel timings (--bench-only). For every GPT-2 executable: STEPS steps
+# (median ms/step, plan vs used memory), and a per-call profile (TGRT_PROFILE=1) of the first.
+# Then torch.compile bf16 at the same shape, with its kernels' time per step
+# (bench/torch_gpt2_step.py --profile). A short table last.
+#   STEPS (30)  EXES ("all carried gpt2-* executables")  TORCH (1)  CHECKS (1)
+# Logs go to $OUT (the device tool's output folder).
+set -u -o pipefail
+OUT=${OUT:-/tmp/gpu-perf}; mkdir -p "$OUT"
+STEPS=${STEPS:-30}
+nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu-lib.sh"
+
+if [ "${CHECKS:-1}" = 1 ]; then
+  for f in runs/tgrt-cuda-check*.gz; do
+    [ -f "$f" ] || continue
+    tag=$(basename "$f" .gz); bin=$(unpack "${f%.gz}")
+    echo "== $tag: quick check"
+    TGRT_CUDA_SYNC=1 "$bin" --quick --no-bench > "$OUT/$tag-check.log" 2>&1
+    echo "rc $?"; grep -E "FAIL|passed" "$OUT/$tag-check.log" | tail -5
+    echo "== $tag: kernel timings"
+    "$bin" --bench-only > "$OUT/$tag-bench.log" 2>&1
+    grep -A60 "kernel timing" "$OUT/$tag-bench.log" | grep -vE "^$" | head -60
+  done
+fi
+
+run() { # name exe steps [env...]
+  local name=$1 bin; bin=$(unpack "$2"); local steps=$3; shift 3
+  [ -n "$bin" ] || { echo "(no $2)"; return; }
+  echo "-- $name"
+  env "$@" "$bin" --data runs/data-gpu --steps "$steps" --eval-every 0 --eval-batches 1 \
+    --log "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
+  echo "rc $?"; grep -E "error|refus" "$OUT/$name.log" | head -3; tail -1 "$OUT/$name.log"
+}
+EXES=${EXES:-$(ls runs/gpt2-*.xz 2>/dev/null | xargs -n1 basename 2>/dev/null | sed 's/\.xz$//')}
+first=1
+for e in $EXES; do
+  run "tgc-${e#gpt2-}" "$e" "$STEPS"
+  if [ $first = 1 ]; then
+    run "tgc-${e#gpt2-}-profile" "$e" 6 TGRT_PROFILE=1
+    grep -B2 -A45 "tgrt profile" "$OUT/tgc-${e#gpt2-}-profile.log" | head -50
+    first=0
+  fi
+done
+
+if [ "${TORCH:-1}" = 1 ]; then
+  echo "== torch.compile bf16, B=16"
+  python3 bench/torch_gpt2_step.py --batch 16 --bf16 --compile --profile "$OUT/torch-profile.txt" \
+    > "$OUT/torch-compile-bf16.json" 2> "$OUT/torch-compile-bf16.err"
+  cat "$OUT/torch-compile-bf16.json"; head -40 "$OUT/torch-profile.txt"
+fi
+
+python3 - "$OUT" <<'PY'
+import json, os, re, statistics, sys
+out = sys.argv[1]
+print("\n| run (GPT-2 small, B=16, T=1024) | ms/step (median) | loss first -> last | plan GiB | used GiB |")
+print("|---|---|---|---|---|")
+for f in sorted(os.listdir(out)):
+    if not (f.startswith("tgc-") and f.endswith(".jsonl")) or "profile" in f: continue
+    name = f[:-6]
+    rows = [r for r in (json.loads(l) for l in open(f"{out}/{f}") if l.strip().startswith("{"))
+            if "ms" in r and "eval" not in r]
+    if not rows: print(f"| {name} | - | - | - | - |"); continue
+    ms = statistics.median(r["ms"] for r in (rows[2:] or rows))
+    log = open(f"{out}/{name}.log").read()
+    m = re.search(r"plan (\d+) bytes.*used (\d+) bytes", log)
+    mem = f"{int(m[1])/2**30:.2f} | {int(m[2])/2**30:.2f}" if m else "- | -"
+    print(f"| {name} | {ms:.1f} | {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f} | {mem} |")
+try:
+    r = json.load(open(f"{out}/torch-compile-bf16.json"))
+    print(f"| torch {r['mode']} | {r['ms_per_step']:.1f} | - | peak {r['peak_bytes']/2**30:.2f} | - |")
+except Exception as e:
+    print(f"| torch compile+bf16 | failed: {e} | - | - | - |")
+PY
