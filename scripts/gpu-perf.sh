@@ -9,7 +9,7 @@
 # (median ms/step, plan vs used memory), and a per-call profile (TGRT_PROFILE=1) of the first.
 # Then torch.compile bf16 at the same shape, with its kernels' time per step
 # (bench/torch_gpt2_step.py --profile). A short table last.
-#   STEPS (30)  EXES ("all carried gpt2-* executables")  TORCH (1)  CHECKS (1)
+#   STEPS (30)  EXES ("all carried gpt2-* executables")  TORCH (1)  CHECKS (1)  PROFILE (1)
 # Logs go to $OUT (the device tool's output folder).
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-perf}; mkdir -p "$OUT"
@@ -41,7 +41,7 @@ run() { # name exe steps [env...]
   echo "rc $?"; grep -E "error|refus" "$OUT/$name.log" | head -3; tail -1 "$OUT/$name.log"
 }
 EXES=${EXES:-$(ls runs/gpt2-*.xz 2>/dev/null | xargs -n1 basename 2>/dev/null | sed 's/\.xz$//')}
-first=1
+first=${PROFILE:-1}
 for e in $EXES; do
   run "tgc-${e#gpt2-}" "$e" "$STEPS"
   if [ $first = 1 ]; then

@@ -37,6 +37,7 @@
 #include "runtime/cuda/AttentionMask.cuh"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 
@@ -48,6 +49,8 @@ constexpr int kThreads = 128; // 4 warps
 constexpr int kPad = 8;       // bf16 elements of padding per shared-memory row (16 bytes)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
+/// The default of TGRT_ATTN_MINB (see attnOccupancyVariant).
+constexpr bool kAttnOccupancyDefault = false;
 
 // ------------------------------------------------------------------ primitives --
 
@@ -249,6 +252,30 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0,
 
 constexpr int kFwdBR = 64, kFwdBC = 64;
 
+/// Occupancy variants (template argument MINB, the blocks per SM that __launch_bounds__
+/// makes the register allocation allow). The kernels are latency-bound at 2-3 blocks of 4
+/// warps (Nsight Compute on an H100: ~5 cycles per issued instruction, 12-19% occupancy), so
+/// the "occupancy" variant (TGRT_ATTN_MINB=1) caps registers at hd <= 64 for a fourth forward
+/// block and a third dk/dv block, at the price of a few spilled registers. The other variant
+/// asks for the 3 / 2 blocks that plain __launch_bounds__(kThreads) gave (an explicit 1 lets
+/// ptxas take up to 255 registers).
+template <int HD>
+constexpr int fwdMinBlocks(bool occupancy) {
+  return HD <= 64 ? (occupancy ? 4 : 3) : 1;
+}
+template <int HD>
+constexpr int dkdvMinBlocks(bool occupancy) {
+  return HD <= 64 ? (occupancy ? 3 : 2) : 1;
+}
+/// TGRT_ATTN_MINB (read once): 1 = the occupancy variants above, 0 = registers unbounded.
+bool attnOccupancyVariant() {
+  static const bool v = [] {
+    const char* e = std::getenv("TGRT_ATTN_MINB");
+    return e ? std::strcmp(e, "1") == 0 : kAttnOccupancyDefault;
+  }();
+  return v;
+}
+
 template <int HD>
 constexpr size_t fwdSmemBytes() {
   return (size_t)(kFwdBR + 4 * kFwdBC) * (HD + kPad) * 2;
@@ -258,8 +285,8 @@ constexpr size_t fwdSmemBytes() {
 // visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
 // K and V are double-buffered: the next tile's cp.async copies run during this tile's math.
 // Shared memory: Q [64][HD+8], K [2][64][HD+8], V [2][64][HD+8] (E).
-template <typename E, int HD>
-__global__ void __launch_bounds__(kThreads)
+template <typename E, int HD, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                               const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
                               float* __restrict__ lse, int64_t t, Layout li, Layout lo,
@@ -390,23 +417,39 @@ __global__ void __launch_bounds__(kThreads)
 
 // --------------------------------------------------------------------- backward --
 
-// D[r] = sum_d dout[r, d] * out[r, d] (fp32), one warp per row r = bh * t + i of the
-// [bh, t, hd] E rows of out / dout (layout lo).
-template <typename E>
+// D[r] = sum_d dout[r, d] * out[r, d] (fp32) for the rows r = bh * t + i of the [bh, t, HD] E
+// rows of out / dout (layout lo). HD / 8 consecutive lanes per row, each with one 16-byte
+// load of out and of dout; the lanes' partial sums are added by shuffles (xor offsets below
+// HD / 8 stay inside the row's lane group). The loop runs whole warps so every lane reaches
+// every shuffle.
+template <typename E, int HD>
 __global__ void attention_bwd_d_lp_kernel(const uint16_t* __restrict__ out,
-                                            const uint16_t* __restrict__ dout,
-                                            float* __restrict__ D, int64_t rows, int64_t t,
-                                            int64_t hd, Layout lo) {
+                                          const uint16_t* __restrict__ dout,
+                                          float* __restrict__ D, int64_t rows, int64_t t,
+                                          Layout lo) {
+  constexpr int TPR = HD / 8; // lanes per row: 4, 8 or 16
   const int lane = threadIdx.x & 31;
-  const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
-  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
-       r += warpsPerGrid) {
-    const int64_t off = lo.base(r / t) + (r % t) * lo.st;
+  const int64_t n = rows * TPR;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t w0 = blockIdx.x * (int64_t)blockDim.x + (threadIdx.x & ~31); w0 < n;
+       w0 += stride) {
+    const int64_t i = w0 + lane;
     float s = 0.0f;
-    for (int64_t c = lane; c < hd; c += 32)
-      s += E::toFloat(dout[off + c]) * E::toFloat(out[off + c]);
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) D[r] = s;
+    if (i < n) {
+      const int64_t r = i / TPR;
+      const int64_t off = lo.base(r / t) + (r % t) * lo.st + (i % TPR) * 8;
+      const uint4 a = *reinterpret_cast<const uint4*>(out + off);
+      const uint4 b = *reinterpret_cast<const uint4*>(dout + off);
+      const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        s += E::toFloat((uint16_t)(aw[j] & 0xffffu)) * E::toFloat((uint16_t)(bw[j] & 0xffffu));
+        s += E::toFloat((uint16_t)(aw[j] >> 16)) * E::toFloat((uint16_t)(bw[j] >> 16));
+      }
+    }
+#pragma unroll
+    for (int o = TPR / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (i < n && i % TPR == 0) D[i / TPR] = s;
   }
 }
 
@@ -442,8 +485,8 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
 // Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
-template <typename E, int HD>
-__global__ void __launch_bounds__(kThreads)
+template <typename E, int HD, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
                                    const uint16_t* __restrict__ v,
@@ -705,9 +748,11 @@ void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, Layout li,
            Layout lo, int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemBytes<HD>();
-  static bool smemSet = false;
-  auto* kernel = attention_fwd_lp_kernel<E, HD>;
-  allowSmem16(loc, kernel, smem, smemSet);
+  const bool occ = attnOccupancyVariant();
+  static bool smemSet[2] = {false, false};
+  auto* kernel = occ ? attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(true)>
+                     : attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(false)>;
+  allowSmem16(loc, kernel, smem, smemSet[occ]);
   launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)), dim3(kThreads), smem,
          q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
 }
@@ -720,13 +765,15 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   checkWorkspace(ctx, loc, "attention_bwd (bf16 / f16; D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
-  launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E>, dim3(gridFor(bh * t, 8)), dim3(256),
-         0, out, dout, D, bh * t, t, (int64_t)HD, lo);
+  launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E, HD>,
+         dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, out, dout, D, bh * t, t, lo);
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
-    static bool smemSet = false;
-    auto* kernel = attention_bwd_dkdv_lp_kernel<E, HD>;
-    allowSmem16(loc, kernel, smem, smemSet);
+    const bool occ = attnOccupancyVariant();
+    static bool smemSet[2] = {false, false};
+    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true)>
+                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false)>;
+    allowSmem16(loc, kernel, smem, smemSet[occ]);
     launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
            smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
            scale * kLog2e);

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Nsight Compute over the flash-attention kernels of a kernel-check binary, on the GPU machine
+# (builds nothing):   scripts/gpu-ncu.sh runs/tgrt-cuda-check-TAG [KERNEL_REGEX...]
+# Profiles the first launch of each kernel (default: the bf16 forward, dk/dv and dq kernels
+# of `tgrt-cuda-check --bench-only`, i.e. bh 192, t 1024, hd 64, causal) with the speed-of-
+# light, occupancy, launch and warp-state sections, clocks left alone (--clock-control none).
+# Reports go to $OUT/ncu-<n>.txt; the summary lines are printed.
+set -u -o pipefail
+OUT=${OUT:-/tmp/gpu-ncu}; mkdir -p "$OUT"
+source "$(dirname "$0")/gpu-lib.sh"
+BIN=$(unpack "${1:?usage: scripts/gpu-ncu.sh runs/tgrt-cuda-check-TAG [KERNEL_REGEX...]}"); shift
+[ -n "$BIN" ] || { echo "gpu-ncu: no binary"; exit 1; }
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "gpu-ncu: ncu not found"; exit 1; }
+[ $# -gt 0 ] || set -- "attention_fwd_lp_kernel" "attention_bwd_dkdv_lp_kernel" "attention_bwd_dq_lp_kernel"
+n=0
+for k in "$@"; do
+  n=$((n + 1))
+  timeout 240 "$NCU" --clock-control none -k "regex:$k" -c 1 --section SpeedOfLight \
+    --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis "$BIN" --bench-only > "$OUT/ncu-$n.txt" 2>&1
+  echo "== $k (rc $?)"
+  grep -E "attention_|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Shared Memory Configuration Size|Warp Cycles Per Issued|Stall|L1/TEX Hit|Mem Busy|Max Bandwidth|Issue Slots|Executed Ipc" "$OUT/ncu-$n.txt" | head -40
+done
