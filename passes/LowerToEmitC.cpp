@@ -156,6 +156,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_softmax_bwd", "-RRW--")
       .Case("tgrt_cross_entropy_fwd", "-RRW---")
       .Case("tgrt_cross_entropy_bwd", "-RRRW---")
+      .Case("tgrt_cross_entropy_fwd_bwd", "-RRWRW---")
       .Case("tgrt_attention_fwd", "-RRRWW-------------")
       .Case("tgrt_attention_bwd", "-RRRRRRWWW-------------")
       .Case("tgrt_grad_norm_sq", "-R-M")
@@ -813,6 +814,11 @@ private:
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getX()) / n, n});
         })
         .Case([&](CrossEntropyOp o) {
+          // A training step's loss: one tgrt_cross_entropy_fwd_bwd at the gradient instead.
+          if (CrossEntropyGradOp g = fusableLossGrad(o)) {
+            deferredLoss[g] = o;
+            return success();
+          }
           return call(op, "tgrt_cross_entropy_fwd",
                       {dt(o.getLogits()), Arg(o.getLogits()), Arg(o.getTargets()), Arg(o.getLoss()),
                        numel(o.getTargets()), dim(o.getLogits(), -1), (int64_t)o.getIgnoreIndex()});
@@ -896,6 +902,14 @@ private:
                       {dt(o.getY()), Arg(o.getY()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getY()) / n, n});
         })
         .Case([&](CrossEntropyGradOp o) {
+          if (auto it = deferredLoss.find(o); it != deferredLoss.end()) {
+            CrossEntropyOp f = it->second;
+            return call(op, "tgrt_cross_entropy_fwd_bwd",
+                        {dt(o.getLogits()), Arg(o.getLogits()), Arg(o.getTargets()),
+                         Arg(f.getLoss()), Arg(o.getDloss()), Arg(o.getResult()),
+                         numel(o.getTargets()), dim(o.getLogits(), -1),
+                         (int64_t)o.getIgnoreIndex()});
+          }
           return call(op, "tgrt_cross_entropy_bwd",
                       {dt(o.getLogits()), Arg(o.getLogits()), Arg(o.getTargets()), Arg(o.getDloss()),
                        Arg(o.getResult()), numel(o.getTargets()), dim(o.getLogits(), -1),
@@ -1428,6 +1442,29 @@ private:
   /// GELU gradients that lower as tgrt_matmul_dgelu_bgrad with the GEMM they read (which
   /// emitted nothing at its own place).
   llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;
+  /// Loss gradients whose forward (the value) is emitted with them (fusableLossGrad).
+  llvm::DenseMap<Operation *, CrossEntropyOp> deferredLoss;
+
+  /// The tg.cross_entropy_grad of the same logits, targets and ignore index later in the
+  /// block, when no op between the two reads the loss (so the loss may be written at the
+  /// gradient: one pass over the logits instead of two). Null otherwise (eval steps, or a
+  /// loss read before its gradient). The logits stay live until the gradient reads them, so
+  /// the plan keeps their bytes; the loss's buffer is live from the forward on.
+  CrossEntropyGradOp fusableLossGrad(CrossEntropyOp f) {
+    CrossEntropyGradOp g;
+    for (Operation *u : f.getLogits().getUsers())
+      if (auto c = dyn_cast<CrossEntropyGradOp>(u);
+          c && c->getBlock() == f->getBlock() && f->isBeforeInBlock(c) &&
+          c.getTargets() == f.getTargets() && c.getIgnoreIndex() == f.getIgnoreIndex())
+        g = c;
+    if (!g)
+      return {};
+    for (Operation *op = f->getNextNode(); op && op != g.getOperation(); op = op->getNextNode())
+      for (Value v : op->getOperands())
+        if (v == f.getLoss())
+          return {};
+    return g;
+  }
   // Per function: the tgrt_ctx* argument, the region bases, the pointers built so far.
   Value ctxValue, P, A;
   /// Per function: tgrt_check_enabled(ctx), the phase of its ops, @micro_step's backward.

@@ -346,6 +346,15 @@ void tgrt_cross_entropy_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
 void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
                             const int32_t* targets, const float* dloss, void* dlogits,
                             int64_t rows, int64_t vocab, int64_t ignore_index);
+/* tgrt_cross_entropy_fwd then tgrt_cross_entropy_bwd of the same logits, in one call: loss[0]
+ * as the forward, dlogits as the backward with dloss[0] (written before the call). The same
+ * bits as the two calls; CUDA reads the logits once instead of twice (the row's max and sum
+ * serve both). tgc emits it for a training step's loss when no op between the loss and its
+ * gradient reads the loss. dlogits MAY alias logits. Errors: as the two calls. */
+void tgrt_cross_entropy_fwd_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
+                                const int32_t* targets, float* loss, const float* dloss,
+                                void* dlogits, int64_t rows, int64_t vocab,
+                                int64_t ignore_index);
 /* Fused attention (FlashAttention, Dao et al. 2022, with online softmax), batch x heads
  * independent problems of t rows of hd elements, in strided layouts: element (b, h, i, j) of
  * q, k, v (dt) is at index b * in_stride_b + h * in_stride_h + i * in_stride_t + j, and of out

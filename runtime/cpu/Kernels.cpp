@@ -1142,6 +1142,17 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
   });
 }
 
+/// tgrt_cross_entropy_fwd then tgrt_cross_entropy_bwd (tgrt.h): the forward reads every
+/// logit before the backward overwrites it when dlogits aliases logits.
+void tgrt_cross_entropy_fwd_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits,
+                                const int32_t* targets, float* loss, const float* dloss,
+                                void* dlogits, int64_t rows, int64_t vocab,
+                                int64_t ignore_index) {
+  tgrt_cross_entropy_fwd(ctx, loc, dt, logits, targets, loss, rows, vocab, ignore_index);
+  tgrt_cross_entropy_bwd(ctx, loc, dt, logits, targets, dloss, dlogits, rows, vocab,
+                         ignore_index);
+}
+
 // ------------------------------------------------------------------------ attention --
 
 /// A strided attention operand: element (b, h, i, j) at b * sb + h * sh + i * st + j.

@@ -1,5 +1,6 @@
 // RUN: tg-opt %s -tg-lower-to-emitc -split-input-file | mlir-translate --mlir-to-cpp | FileCheck %s
-// When tg-lower-to-emitc fuses matmul -> bias_add -> gelu into one tgrt_matmul_bias_gelu.
+// When tg-lower-to-emitc fuses matmul -> bias_add -> gelu into one tgrt_matmul_bias_gelu
+// (and, at the end, a loss with its gradient into one tgrt_cross_entropy_fwd_bwd).
 // The fused call writes the GELU output at the matmul, two ops before the plan says it
 // starts to live, so it may only do so when that buffer does not overlap the matmul's
 // input or result (the buffers that can die in between). Hand-written plans: x [4 x 8] at
@@ -66,6 +67,59 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     %1 = tg.bias_add %0, %b {tg.offsets = array<i64: 256>} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("mlp.fc")
     %y = tg.fill {value = 2.0 : f32, tg.offsets = array<i64: 768>} : tensor<4x8xf32> loc("y")
     %2 = tg.gelu %1 {tg.offsets = array<i64: 512>} : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("mlp.gelu")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
+
+// -----
+
+// A training step's loss and its gradient (nothing between them reads the loss): one
+// tgrt_cross_entropy_fwd_bwd at the gradient, after the seed's fill; the loss's buffer is
+// written there. Logits [4 x 8] at arena 0 (in place: the gradient's buffer is the same),
+// loss at 128, seed at 192; targets [4] i32 at persistent 1024.
+// CHECK-LABEL: void tg_micro_step(
+// CHECK-NOT: tgrt_cross_entropy_fwd(
+// CHECK: tgrt_fill({{v[0-9]+}}, "loss", TGRT_F32, [[SEED:v[0-9]+]], 1, 1.000000000e+00f);
+// CHECK: tgrt_cross_entropy_fwd_bwd({{v[0-9]+}}, "loss", TGRT_F32, [[Z:v[0-9]+]], [[T:v[0-9]+]], [[L:v[0-9]+]], [[SEED]], [[DZ:v[0-9]+]], 4, 8, -1);
+// CHECK-NOT: tgrt_cross_entropy_bwd(
+// CHECK: return;
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 256 : i64, persistent_bytes = 1040 : i64, tokens_offset = 1024 : i64, targets_offset = 1024 : i64, params = []}} {
+  func.func @micro_step(%t: tensor<4xi32> {tg.input = "targets"}) {
+    %z = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("lm_head")
+    %l = tg.cross_entropy %z, %t {tg.offsets = array<i64: 128>} : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32> loc("loss")
+    %s = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 192>} : tensor<f32> loc("loss")
+    %dz = tg.cross_entropy_grad %z, %t, %s {tg.offsets = array<i64: 0>} : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32> loc("loss")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
+
+// -----
+
+// An op between the loss and its gradient reads the loss: two calls, the loss first.
+// CHECK-LABEL: void tg_micro_step(
+// CHECK: tgrt_cross_entropy_fwd({{v[0-9]+}}, "loss", TGRT_F32,
+// CHECK: tgrt_add({{v[0-9]+}}, "twice", TGRT_F32,
+// CHECK: tgrt_cross_entropy_bwd({{v[0-9]+}}, "loss", TGRT_F32,
+// CHECK-NOT: tgrt_cross_entropy_fwd_bwd
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 256 : i64, persistent_bytes = 1040 : i64, tokens_offset = 1024 : i64, targets_offset = 1024 : i64, params = []}} {
+  func.func @micro_step(%t: tensor<4xi32> {tg.input = "targets"}) {
+    %z = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("lm_head")
+    %l = tg.cross_entropy %z, %t {tg.offsets = array<i64: 128>} : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32> loc("loss")
+    %l2 = tg.add %l, %l {tg.offsets = array<i64: 224>} : (tensor<f32>, tensor<f32>) -> tensor<f32> loc("twice")
+    %s = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 192>} : tensor<f32> loc("loss")
+    %dz = tg.cross_entropy_grad %z, %t, %s {tg.offsets = array<i64: 0>} : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32> loc("loss")
     return
   }
   func.func @optimizer_step() {

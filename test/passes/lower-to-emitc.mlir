@@ -137,9 +137,9 @@
 // CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16, 32, 32, 0, 0, 1.000000000e+00f);
 // CHECK-NOT: tgrt_bias_add(ctx, "layers.0.attn.proj.bias"
 // CHECK: tgrt_matmul(ctx, "lm_head", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + 0), (float*)(A + [[$LOGITS]]), 1, 16, 64, 32, 0, 1,
-// CHECK-NEXT: tgrt_cross_entropy_fwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), 16, 64, -1);
+// The loss and its gradient are one call at the gradient (after the seed's fill).
 // CHECK-NEXT: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
-// CHECK-NEXT: tgrt_cross_entropy_bwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
+// CHECK-NEXT: tgrt_cross_entropy_fwd_bwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
 // The gradient of a parameter goes to its persistent grad slot.
 // CHECK: tgrt_add(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[$DWTE]]), 2048);
 // CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[$DWTE]]), 2048);
