@@ -501,7 +501,7 @@ void checkSemantics(const Spec &s) {
                "optional suffix KiB, MiB or GiB (budget:512MiB)");
   } else {
     checkOneOf("training.checkpointing", t.checkpointing,
-               {"none", "gelu", "layer", "selective", "budget:<bytes>"});
+               {"none", "gelu", "layer", "layer-attn", "selective", "budget:<bytes>"});
   }
 
   const OptimizerSpec &o = t.optimizer;

@@ -128,7 +128,7 @@ def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let options = [
-    Option<"policy", "policy", "std::string", "\"none\"", "none | gelu | selective | layer | budget">,
+    Option<"policy", "policy", "std::string", "\"none\"", "none | gelu | selective | layer | layer-attn | budget">,
     Option<"budgetBytes", "budget-bytes", "int64_t", "0",
            "policy=budget: the largest planned arena allowed, bytes">,
   ];

@@ -94,8 +94,9 @@ void registerTrainingPipeline() {
           refuse("precision", o.precision, "fp32, bf16-mixed, fp16-mixed or bf16");
         if (o.checkpointing != "none" && o.checkpointing != "gelu" &&
             o.checkpointing != "selective" && o.checkpointing != "layer" &&
-            o.checkpointing != "budget")
-          refuse("checkpointing", o.checkpointing, "none, gelu, selective, layer or budget");
+            o.checkpointing != "layer-attn" && o.checkpointing != "budget")
+          refuse("checkpointing", o.checkpointing,
+                 "none, gelu, selective, layer, layer-attn or budget");
         if (o.ranks < 1 || o.ranks > 64) {
           llvm::errs() << "tg-pipeline: ranks must be in [1, 64], got " << o.ranks << "\n";
           std::exit(1);

@@ -21,6 +21,9 @@
 //   layer      keep only what the layer reads from outside (its input, the residual stream,
 //              and the parameters); recompute every forward op of the layer
 //              (torch.utils.checkpoint per block).
+//   layer-attn layer, but keep the fused attention's output and logsumexp (B T d + B H T
+//              values per layer): its backward reads them, so the flash forward, the
+//              layer's most expensive op after the GEMMs, is not run twice.
 //   budget     per-layer mix of the three with the fewest extra FLOPs whose planned arena of
 //              @micro_step (the real planner, passes/MemoryPlanner.h) fits budget-bytes;
 //              refused, with the smallest achievable arena, when none fits.
@@ -111,7 +114,7 @@ int64_t functionFlops(func::FuncOp fn) {
   return total;
 }
 
-enum class Mode { None = 0, Selective = 1, Layer = 2, Gelu = 3 };
+enum class Mode { None = 0, Selective = 1, Layer = 2, Gelu = 3, LayerAttn = 4 };
 using ModeMap = std::map<int64_t, Mode>;
 
 /// A cast of a parameter (the low-precision weight copy of mixed precision): never
@@ -172,8 +175,10 @@ Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
       bool readElsewhere = llvm::any_of(op->getUsers(), [&](Operation *u) {
         return isForward(u) && layerOf(u) != layer;
       });
-      bool cheap = mode == Mode::Gelu ? isa<GeluOp>(op)
-                                      : mode == Mode::Layer || !keptBySelective(op);
+      bool cheap = mode == Mode::Gelu        ? isa<GeluOp>(op)
+                   : mode == Mode::Layer     ? true
+                   : mode == Mode::LayerAttn ? !isa<AttentionOp, AttentionQKVOp>(op)
+                                             : !keptBySelective(op);
       if (!readElsewhere && !isParameterCast(op) && cheap)
         recompute.insert(op);
     }
@@ -241,9 +246,9 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     Builder b(module.getContext());
     // Bad options fail before the module is looked at (as tg-mixed-precision's do).
     if (policy != "none" && policy != "selective" && policy != "layer" && policy != "gelu" &&
-        policy != "budget") {
+        policy != "layer-attn" && policy != "budget") {
       module.emitError() << "tg-rematerialize: unknown policy '" << policy
-                         << "' (expected none, gelu, selective, layer or budget)";
+                         << "' (expected none, gelu, selective, layer, layer-attn or budget)";
       return signalPassFailure();
     }
     if (policy == "budget" && budgetBytes <= 0) {
@@ -277,8 +282,9 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
         return signalPassFailure();
       modes = std::move(*chosen);
     } else {
-      Mode m = policy == "layer"       ? Mode::Layer
-               : policy == "selective" ? Mode::Selective
+      Mode m = policy == "layer"        ? Mode::Layer
+               : policy == "layer-attn" ? Mode::LayerAttn
+               : policy == "selective"  ? Mode::Selective
                : policy == "gelu"      ? Mode::Gelu
                                        : Mode::None;
       for (int64_t l : layers)

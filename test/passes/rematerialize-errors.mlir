@@ -15,7 +15,7 @@
 // The pipeline refuses an unknown word before any pass runs.
 // RUN: not tg-opt %t/unknown-policy.mlir -tg-pipeline="checkpointing=Layer" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PIPELINE
-// PIPELINE: tg-pipeline: unknown checkpointing 'Layer' (expected none, gelu, selective, layer or budget)
+// PIPELINE: tg-pipeline: unknown checkpointing 'Layer' (expected none, gelu, selective, layer, layer-attn or budget)
 //
 // A budget nothing fits names the smallest arena any candidate reaches: 8452 bytes for
 // budget.mlir (one byte less is refused, exactly that many is accepted and planned).
@@ -72,7 +72,7 @@ module {
 
 // Bad options are reported before the module is looked at (this one has no @micro_step).
 // Policies are case-sensitive.
-// expected-error @+1 {{tg-rematerialize: unknown policy 'Layer' (expected none, gelu, selective, layer or budget)}}
+// expected-error @+1 {{tg-rematerialize: unknown policy 'Layer' (expected none, gelu, selective, layer, layer-attn or budget)}}
 module {
   func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
     %y = tg.gelu %x {tg.layer = 0 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>

@@ -2,6 +2,7 @@
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=selective | FileCheck %s --check-prefix=SEL
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=none | FileCheck %s --check-prefix=NONE
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=gelu | FileCheck %s --check-prefix=GELU
+// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer-attn | FileCheck %s --check-prefix=LATTN
 // Whole-output negative checks (a prefix with only -NOT lines scans the whole output):
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer | FileCheck %s --check-prefix=KEPT
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=selective \
@@ -50,6 +51,8 @@
 // policy=selective keeps the GEMM, GEMM + bias and attention outputs and clones the layer
 // norm, the four head transposes / reshapes and the GELU (40 + 4 x 32 + 32 = 200 per
 // layer): 2 x 200 = 400 FLOPs, 12 ops.
+// policy=layer-attn clones the same ops as layer but the attention (kept with its logsumexp):
+// 2 x (1064 - 320) = 1488 FLOPs, 16 ops.
 // policy=gelu clones only the GELU (32 per layer): 2 x 32 = 64 FLOPs, 2 ops; the clone feeds
 // the fc weight gradient, and gelu_grad still reads the kept GELU input.
 // step_flops is the micro-step before recomputation (the same under every policy), 14074
@@ -106,6 +109,15 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 }
 
 // ----------------------------------------------------------------- policy=layer --
+
+// LATTN: module attributes {tg.remat = {extra_flops = 1488 : i64, policy = "layer-attn", recomputed_ops = 16 : i64, step_flops = 14074 : i64}}
+// LATTN-LABEL: func.func @micro_step
+// LATTN: tg.layer_norm {{.*}}tg.layer = 1 : i64, tg.phase = "backward", tg.recompute}
+// LATTN-NOT: tg.attention {{.*}}tg.recompute
+// LATTN: tg.attention_grad
+// LATTN: tg.layer_norm {{.*}}tg.layer = 0 : i64, tg.phase = "backward", tg.recompute}
+// LATTN-NOT: tg.attention {{.*}}tg.recompute
+// LATTN: return
 
 // LAYER: module attributes {tg.remat = {extra_flops = 2128 : i64, policy = "layer", recomputed_ops = 18 : i64, step_flops = 14074 : i64}}
 // LAYER-LABEL: func.func @micro_step

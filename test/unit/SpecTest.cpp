@@ -345,7 +345,7 @@ TEST(SpecRules, Window) {
 }
 
 TEST(SpecRules, Checkpointing) {
-  for (const char *ok : {"none", "gelu", "layer", "selective", "budget:1000", "budget:512MiB",
+  for (const char *ok : {"none", "gelu", "layer", "layer-attn", "selective", "budget:1000", "budget:512MiB",
                          "budget:2GiB", "budget:4KiB"})
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),

@@ -439,9 +439,9 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
                                    &row.maxBatchBytes, false);
     rows.push_back(std::move(row));
   };
-  for (const char *p : {"none", "gelu", "selective", "layer"})
+  for (const char *p : {"none", "gelu", "selective", "layer-attn", "layer"})
     add(p);
-  const Row &none = rows[0], &layer = rows[3];
+  const Row &none = rows[0], &layer = rows[4];
   if (none.ok && layer.ok) {
     int64_t hi = none.r.arenaBytes, lo = layer.r.arenaBytes;
     for (double f : {0.8, 0.6, 0.4, 0.2}) {

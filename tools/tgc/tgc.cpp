@@ -76,7 +76,7 @@ cl::opt<bool> maxBatch("max-batch",
                        cl::sub(planCmd), cl::cat(planCat));
 cl::opt<bool> tradeoff(
     "tradeoff",
-    cl::desc("Compare checkpointing policies (none, gelu, selective, layer, budgets): arena, peaks, "
+    cl::desc("Compare checkpointing policies (none, gelu, selective, layer-attn, layer, budgets): arena, peaks, "
              "extra FLOPs, largest micro-batch for --memory; --json writes the rows"),
     cl::sub(planCmd), cl::cat(planCat));
 cl::opt<std::string> memory("memory",
