@@ -352,7 +352,7 @@ TEST(SpecRules, Checkpointing) {
             "training.checkpointing: \"full\" is not one of none, gelu, layer, selective, "
             "budget:<bytes>");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
-            "training.checkpointing: \"layers\" is not one of none, gelu, layer, selective, "
+            "training.checkpointing: \"layers\" is not one of none, gelu, layer, layer-attn, selective, "
             "budget:<bytes> (did you mean 'layer'?)");
   const std::string budgetMsg =
       " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
