@@ -349,7 +349,7 @@ TEST(SpecRules, Checkpointing) {
                          "budget:2GiB", "budget:4KiB"})
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),
-            "training.checkpointing: \"full\" is not one of none, gelu, layer, selective, "
+            "training.checkpointing: \"full\" is not one of none, gelu, layer, layer-attn, selective, "
             "budget:<bytes>");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
             "training.checkpointing: \"layers\" is not one of none, gelu, layer, layer-attn, selective, "
