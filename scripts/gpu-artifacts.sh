@@ -8,7 +8,8 @@
 #                                    max micro-batch for MAXMEM (default 78GiB)
 #   scripts/gpu-artifacts.sh sanitize  GPT-2 small at micro-batch 1 (bf16-mixed flash, fp32
 #                                    naive) + kernel check (scripts/gpu-sanitize.sh)
-#   scripts/gpu-artifacts.sh perf [TAG]  GPT-2 small bf16-mixed (checkpointing none and gelu)
+#   scripts/gpu-artifacts.sh perf [TAG]  GPT-2 small bf16-mixed (checkpointing $POLICIES, default
+#                                    "none gelu")
 #                                    + kernel check, named gpt2-bf16m[-gelu][-TAG] and
 #                                    tgrt-cuda-check[-TAG]; earlier perf artifacts of other tags
 #                                    stay (scripts/gpu-perf.sh compares them in one call)
@@ -93,8 +94,10 @@ final)  # after the first 'all' run: bf16-mixed and its policies at B=16, the gr
   ;;
 perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and kernel check
   TAG=${2:+-$2}
-  exe "gpt2-bf16m$TAG" --set training.precision=bf16-mixed
-  exe "gpt2-bf16m-gelu$TAG" --set training.precision=bf16-mixed --set training.checkpointing=gelu
+  for p in ${POLICIES:-none gelu}; do # checkpointing policies; none is plain gpt2-bf16m$TAG
+    n=gpt2-bf16m-$p$TAG; [ "$p" = none ] && n=gpt2-bf16m$TAG
+    exe "$n" --set training.precision=bf16-mixed --set training.checkpointing=$p
+  done
   gzip -c build/bin/tgrt-cuda-check > "runs/tgrt-cuda-check$TAG.gz"
   ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
