@@ -27,7 +27,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
   /// The workspace region: `base` (the option: the cuBLASLt scratch; 0 = a backend without
   /// one, then 0) raised to the largest single scratch need of an op of the module, as
   /// runtime/cuda/CudaRuntime.h lists them: attention backward 4*B*H*T (its float32 lse's
-  /// bytes), embedding backward 24*tokens + 1 MiB, layer-norm backward and bias gradient
+  /// bytes), embedding backward 24*tokens + 1 MiB + 8*d*min(ceil(tokens/32), 512) (the sort,
+  /// and the float32 sums of the chunks of sorted tokens), layer-norm backward and bias gradient
   /// 2 KiB * d, cross-entropy 8*rows. Rounded up to 256 bytes.
   static int64_t workspaceFor(ModuleOp module, int64_t base) {
     if (base <= 0)
@@ -46,7 +47,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       else if (auto a = dyn_cast<AttentionQKVGradOp>(op))
         n = bytesOf(a.getLse());
       else if (auto e = dyn_cast<EmbeddingGradOp>(op))
-        n = 24 * elems(e->getOperand(0)) + (1 << 20);
+        n = 24 * elems(e.getIds()) + (1 << 20) +
+            8 * lastDim(e.getDout()) * std::min<int64_t>((elems(e.getIds()) + 31) / 32, 512);
       else if (auto l = dyn_cast<LayerNormGradOp>(op))
         n = 2048 * lastDim(l.getX());
       else if (auto g = dyn_cast<BiasGradOp>(op))

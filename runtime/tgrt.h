@@ -177,7 +177,9 @@ void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
                         const int32_t* ids, void* out, int64_t n_tokens, int64_t d,
                         int64_t vocab);
 /* dtable = 0; dtable[ids[i],:] += dout[i,:] (deterministic order, float32 sums, one
- * rounding per row). dout, dtable: dt. */
+ * rounding per row). dout, dtable: dt. CPU: each id's tokens in token order. CUDA: in token
+ * order within chunks of the tokens sorted by id, then the chunks' sums in order (the same
+ * result on every run; not bit-equal to the CPU when an id's tokens span chunks). */
 void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_t* ids,
                         const void* dout, void* dtable, int64_t n_tokens, int64_t d,
                         int64_t vocab);

@@ -26,14 +26,25 @@
 //   - cuBLASLt GEMM: it gets the whole region; 32 MiB lets it pick its fastest algorithms
 //     (with less it picks ones that need less; 0 works).
 //   - attention_bwd (f32, bf16, f16): 4*bh*t bytes (D = rowsum(dout*out), float32).
-//   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB.
+//   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB,
+//     + 8*d*min(ceil(n_tokens/32), 512) bytes (float32 sums of the pieces of runs that cross
+//     a chunk of the sorted tokens).
 //   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes (float32 partials), at most
 //     2 KiB * d.
 //   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
-// Recommended: workspace_bytes = max(32 MiB, 4*bh*t, 24*n_tokens + 1 MiB, 2 KiB*d_max),
+// Recommended: workspace_bytes = max(32 MiB, 4*bh*t,
+// 24*n_tokens + 1 MiB + 8*d*min(ceil(n_tokens/32), 512), 2 KiB*d_max),
 // where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
 // layer_norm_bwd / bias_grad reduce. A call whose need exceeds the region fails with
 // "tgrt: <loc>: workspace too small ...".
+//
+// Embedding backward order: the tokens are sorted stably by id and cut into chunks of
+// max(32, ceil(n_tokens/512)); each
+// id's tokens are summed in token order within a chunk, then the chunks' float32 sums in chunk
+// order (a run of one id over many chunks is spread over many blocks). Deterministic (the
+// order depends only on the ids), but an id with tokens in more than one chunk is not
+// bit-equal to the CPU's token-order sum (tgrt-cuda-check compares within the dtype's
+// tolerance, and two runs bit for bit).
 //
 // Loss scaling: setLossScale holds the context's scale S (1 until set; must be positive and
 // finite). fillLossScaled writes value*S; clipScale divides the norm by S and folds 1/S into

@@ -350,32 +350,149 @@ __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
     p[i] = (int32_t)i;
 }
 
-// Deterministic embedding backward over the tokens sorted (stably) by id:
-//   dtable[v, :] = sum over the run of sorted positions p with key[p] = v of dout[pos[p], :],
-// summed in float in increasing token order (the order the CPU reference adds them), rounded
-// once per row element. One block per run head p (key[p] != key[p-1]); other blocks exit.
-// Rows of dtable with no token stay zero (cleared before). Ids outside [0, vocab) are reported
-// and skipped.
-template <typename T>
-__global__ void embedding_bwd_runs_kernel(const int32_t* __restrict__ keys,
-                                          const int32_t* __restrict__ pos,
-                                          const T* __restrict__ dout, T* __restrict__ dtable,
-                                          int64_t n, int64_t d, int64_t vocab, DeviceState* st,
-                                          int32_t loc) {
-  for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
-    const int32_t id = keys[p];
-    if (p > 0 && keys[p - 1] == id) continue; // not the head of a run
-    if (id < 0 || id >= vocab) {
-      if (threadIdx.x == 0) reportError(st, kEmbeddingIdOutOfRange, loc, id, pos[p], vocab);
-      continue;
+// Deterministic embedding backward over the tokens sorted (stably) by id, in two kernels.
+// The sorted positions are cut into chunks of C = embChunk(n) tokens (at most kEmbMaxChunks
+// chunks); a "run" is a maximal range of equal sorted ids (its positions in token order).
+// embedding_bwd_chunks_kernel, one block per chunk k: for each piece of a run inside the chunk
+// it sums dout[pos[p], :] over the piece in float, in sorted (= token) order. A run that lies
+// within the chunk is final: dtable[id, :] = the sum, rounded once. A piece of a run that goes
+// on past the chunk's end is written to tail[k, :] (float32), the last piece of a run that
+// began in an earlier chunk to head[k, :].
+// embedding_bwd_join_kernel, one block per chunk k where such a crossing run starts:
+// dtable[id, :] = round(tail[k] + tail[k+1] + ... + head[k_end]) (float, chunk order).
+// So a run that does not cross a chunk boundary is summed exactly as the CPU reference does;
+// a longer one (GPT-2 on real text: one id in 30% of the tokens) is spread over many blocks,
+// summed chunk by chunk, and is not bit-equal to the token-order sum (within float rounding).
+// Every order depends only on the ids, never on the device or the timing: the result is the
+// same on every run. Rows of dtable with no token stay zero (cleared before). Ids outside
+// [0, vocab) are reported and skipped. Units of W elements (packs of 16 bytes when d, dout and
+// dtable allow; else single elements, W = 1); head and tail are float32 [chunks, d].
+constexpr int64_t kEmbMinChunk = 32, kEmbMaxChunks = 512;
+constexpr int kEmbBatch = 8; // rows whose loads are issued before their adds
+/// Tokens per chunk for n tokens: 32, or more when n > 32 * 512 (at most 512 chunks, so the
+/// partials take at most 4 KiB * d of workspace).
+inline int64_t embChunk(int64_t n) {
+  const int64_t c = (n + kEmbMaxChunks - 1) / kEmbMaxChunks;
+  return c < kEmbMinChunk ? kEmbMinChunk : c;
+}
+
+template <int W, typename T>
+__device__ __forceinline__ void ldUnit(const T* p, int64_t iv, float (&f)[W]) {
+  if constexpr (W == 1) f[0] = toF(p[iv]);
+  else ldPack(p, iv, f);
+}
+template <int W, typename T>
+__device__ __forceinline__ void stUnit(T* p, int64_t iv, const float (&f)[W]) {
+  if constexpr (W == 1) p[iv] = fromF<T>(f[0]);
+  else stPack(p, iv, f);
+}
+
+template <int W, typename T>
+__global__ void embedding_bwd_chunks_kernel(const int32_t* __restrict__ keys,
+                                            const int32_t* __restrict__ pos,
+                                            const T* __restrict__ dout, T* __restrict__ dtable,
+                                            float* __restrict__ head, float* __restrict__ tail,
+                                            int64_t n, int64_t d, int64_t vocab, int64_t C,
+                                            DeviceState* st, int32_t loc) {
+  const int64_t k = blockIdx.x, p0 = k * C;
+  const int64_t m = n - p0 < C ? n - p0 : C;
+  const int32_t* kc = keys + p0; // the chunk's sorted ids and their token positions
+  const int32_t* pc = pos + p0;
+  // Whether the chunk's first run began before it, and whether its last run goes on after it.
+  const bool headOpen = p0 > 0 && keys[p0 - 1] == kc[0];
+  const bool tailOpen = p0 + m < n && keys[p0 + m] == kc[m - 1];
+  const int64_t units = d / W;
+  for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
+    float acc[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) acc[j] = 0.0f;
+    int64_t start = 0; // the current piece's first position in the chunk
+    for (int64_t b = 0; b < m; b += kEmbBatch) {
+      float v[kEmbBatch][W] = {}; // (zeros: only the rows < m are loaded and added)
+      int32_t kb[kEmbBatch + 1] = {};
+#pragma unroll
+      for (int i = 0; i < kEmbBatch; ++i)
+        if (b + i < m) ldUnit(dout + (int64_t)pc[b + i] * d, u, v[i]);
+#pragma unroll
+      for (int i = 0; i <= kEmbBatch; ++i)
+        if (b + i < m) kb[i] = kc[b + i];
+#pragma unroll
+      for (int i = 0; i < kEmbBatch; ++i) {
+        const int64_t p = b + i;
+        if (p >= m) break;
+#pragma unroll
+        for (int j = 0; j < W; ++j) acc[j] += v[i][j];
+        if (p + 1 < m && kb[i + 1] == kb[i]) continue; // the run goes on in the chunk
+        const int32_t id = kb[i];
+        if (id >= 0 && id < vocab) {
+          if (p == m - 1 && tailOpen) stUnit(tail + k * d, u, acc);
+          else if (start == 0 && headOpen) stUnit(head + k * d, u, acc);
+          else stUnit(dtable + (int64_t)id * d, u, acc);
+        } else if (u == 0) {
+          reportError(st, kEmbeddingIdOutOfRange, loc, id, pc[p], vocab);
+        }
+#pragma unroll
+        for (int j = 0; j < W; ++j) acc[j] = 0.0f;
+        start = p + 1;
+      }
     }
-    int64_t end = p + 1;
-    while (end < n && keys[end] == id) ++end;
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-      float acc = 0.0f;
-      for (int64_t r = p; r < end; ++r) acc += toF(dout[(int64_t)pos[r] * d + c]);
-      dtable[(int64_t)id * d + c] = fromF<T>(acc);
+  }
+}
+
+template <int W, typename T>
+__global__ void embedding_bwd_join_kernel(const int32_t* __restrict__ keys,
+                                          const float* __restrict__ head,
+                                          const float* __restrict__ tail, T* __restrict__ dtable,
+                                          int64_t n, int64_t d, int64_t vocab, int64_t C) {
+  __shared__ int32_t sFirst;
+  const int64_t chunks = (n + C - 1) / C;
+  const int64_t k = blockIdx.x;
+  const int64_t p0 = k * C;
+  const int64_t last = (p0 + C < n ? p0 + C : n) - 1;
+  const int32_t id = keys[last];
+  // Active when the chunk's last run goes on past it and starts in it.
+  if (last + 1 >= n || keys[last + 1] != id) return;
+  if (p0 > 0) {
+    int64_t s = last;
+    while (s > p0 && keys[s - 1] == id) --s;
+    if (s == p0 && keys[p0 - 1] == id) return; // began in an earlier chunk
+  }
+  if (id < 0 || id >= vocab) return; // reported by the chunks kernel
+  // kEnd = the first chunk j > k that the run does not go past (it holds the run's last
+  // piece, in head[j]): chunk j's last position e has keys[e] != id or keys[e + 1] != id.
+  // blockDim.x chunks are tested at a time; the smallest such j wins.
+  int64_t kEnd = -1;
+  for (int64_t j0 = k + 1; kEnd < 0 && j0 < chunks; j0 += blockDim.x) {
+    if (threadIdx.x == 0) sFirst = 0x7fffffff;
+    __syncthreads();
+    const int64_t j = j0 + threadIdx.x;
+    if (j < chunks) {
+      const int64_t e = (j + 1) * C - 1 < n - 1 ? (j + 1) * C - 1 : n - 1;
+      if (e >= n - 1 || keys[e] != id || keys[e + 1] != id) atomicMin(&sFirst, (int)threadIdx.x);
     }
+    __syncthreads();
+    const int f = sFirst;
+    __syncthreads(); // sFirst is reset next
+    if (f != 0x7fffffff) kEnd = j0 + f;
+  }
+  if (kEnd < 0) kEnd = chunks - 1; // unreachable: the last chunk ends every run
+  const int64_t units = d / W;
+  for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
+    float acc[W];
+    ldUnit(tail + k * d, u, acc);
+    for (int64_t j = k + 1; j <= kEnd; j += kEmbBatch) {
+      float v[kEmbBatch][W] = {};
+#pragma unroll
+      for (int i = 0; i < kEmbBatch; ++i)
+        if (j + i <= kEnd) ldUnit((j + i == kEnd ? head : tail) + (j + i) * d, u, v[i]);
+#pragma unroll
+      for (int i = 0; i < kEmbBatch; ++i) {
+        if (j + i > kEnd) break;
+#pragma unroll
+        for (int q = 0; q < W; ++q) acc[q] += v[i][q];
+      }
+    }
+    stUnit(dtable + (int64_t)id * d, u, acc);
   }
 }
 
@@ -667,6 +784,10 @@ __global__ void __launch_bounds__(256)
   for (int64_t r = blockIdx.x * 8 + warp; r < rows; r += warpsPerGrid) {
     const float mu = mean[r], rs = rstd[r];
     float xh[NV][W], dv[NV][W];
+    // ACC: the residual gradient's row is loaded with x and dy (one memory latency per row;
+    // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
+    constexpr bool kPre = ACC && NV <= 4;
+    float prev[kPre ? NV : 1][W] = {};
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
@@ -676,6 +797,7 @@ __global__ void __launch_bounds__(256)
         float xv[W], gm[W];
         ldPack(x + r * d, c, xv);
         ldPack(dy + r * d, c, dv[k]);
+        if constexpr (kPre) ldPack(dx + r * d, c, prev[k]);
         ldPack(gamma, c, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
@@ -702,10 +824,15 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xh[k][j] * meanGX);
         if constexpr (ACC) {
-          float prev[W];
-          ldPack(dx + r * d, c, prev);
+          float pv[W];
+          if constexpr (kPre) {
 #pragma unroll
-          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(prev[j] + toF(fromF<TX>(o[j]))));
+            for (int j = 0; j < W; ++j) pv[j] = prev[k][j];
+          } else {
+            ldPack(dx + r * d, c, pv);
+          }
+#pragma unroll
+          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(pv[j] + toF(fromF<TX>(o[j]))));
         }
         stPack(dx + r * d, c, o);
         if constexpr (LOW) stPack(low + r * d, c, o);
@@ -820,22 +947,42 @@ __global__ void column_partials_vec_kernel(const TD* __restrict__ dy, const TX* 
   float a0[W], a1[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) a0[j] = a1[j] = 0.0f;
-  if (cw < dW) {
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += 8) {
-      float g[W];
-      ldPack(dy + r * d, cw, g);
-      if (hasX) {
-        float xv[W];
-        ldPack(x + r * d, cw, xv);
-        const float mu = mean[r], rs = rstd[r];
+  // Rows r0 + y, r0 + y + 8, ... in order; the loads of kB rows are issued before their adds.
+  constexpr int kB = 4;
+  if (cw < dW && hasX) {
+    for (int64_t rb = r0 + threadIdx.y; rb < r1; rb += 8 * kB) {
+      float g[kB][W] = {}, xv[kB][W] = {}, mu[kB] = {}, rs[kB] = {}; // rows past r1 unused
+#pragma unroll
+      for (int i = 0; i < kB; ++i) {
+        const int64_t r = rb + 8 * i;
+        if (r < r1) {
+          ldPack(dy + r * d, cw, g[i]);
+          ldPack(x + r * d, cw, xv[i]);
+          mu[i] = mean[r];
+          rs[i] = rstd[r];
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kB; ++i) {
+        if (rb + 8 * i >= r1) break;
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-          a0[j] += g[j];
-          a1[j] += g[j] * (xv[j] - mu) * rs;
+          a0[j] += g[i][j];
+          a1[j] += g[i][j] * (xv[i][j] - mu[i]) * rs[i];
         }
-      } else {
+      }
+    }
+  } else if (cw < dW) {
+    for (int64_t rb = r0 + threadIdx.y; rb < r1; rb += 8 * 2 * kB) {
+      float g[2 * kB][W] = {};
 #pragma unroll
-        for (int j = 0; j < W; ++j) a0[j] += g[j];
+      for (int i = 0; i < 2 * kB; ++i)
+        if (rb + 8 * i < r1) ldPack(dy + (rb + 8 * i) * d, cw, g[i]);
+#pragma unroll
+      for (int i = 0; i < 2 * kB; ++i) {
+        if (rb + 8 * i >= r1) break;
+#pragma unroll
+        for (int j = 0; j < W; ++j) a0[j] += g[i][j];
       }
     }
   }
@@ -860,37 +1007,43 @@ __global__ void column_partials_vec_kernel(const TD* __restrict__ dy, const TX* 
 }
 
 // Second stage: out0[c] = sum_chunk part0[chunk, c] (in chunk order, double), same for out1.
+// Each sum is a chain of dependent adds, so the partials are first staged in shared memory:
+// a block takes kFinCols columns; its 256 threads copy kFinRows chunks of them at a time
+// (coalesced, every load in flight at once), then one lane per (column, output) adds that
+// column's values in chunk order. Grid: ceil(d / kFinCols) blocks of 256 threads.
+constexpr int kFinCols = 16, kFinRows = 256;
 template <typename AO>
-__global__ void column_finish_kernel(const float* __restrict__ part0,
-                                     const float* __restrict__ part1, AO out0, AO out1,
-                                     int64_t chunks, int64_t d) {
-  // Latency-bound (d threads, chunks dependent adds each): the loads of kBatch chunks are
-  // issued before their adds, which still run in chunk order.
-  constexpr int kBatch = 16;
+__global__ void __launch_bounds__(256)
+    column_finish_kernel(const float* __restrict__ part0, const float* __restrict__ part1,
+                         AO out0, AO out1, int64_t chunks, int64_t d) {
+  __shared__ float sp[2][kFinRows][kFinCols + 1];
   const bool two = out1.valid();
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < d;
-       c += (int64_t)gridDim.x * blockDim.x) {
-    double t0 = 0.0, t1 = 0.0;
-    int64_t k = 0;
-    for (; k + kBatch <= chunks; k += kBatch) {
-      float b0[kBatch], b1[kBatch];
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        b0[j] = part0[(k + j) * d + c];
-        b1[j] = two ? part1[(k + j) * d + c] : 0.0f;
-      }
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        t0 += b0[j];
-        t1 += b1[j];
+  const int64_t c0 = (int64_t)blockIdx.x * kFinCols;
+  const int tx = threadIdx.x % kFinCols, ty = threadIdx.x / kFinCols; // 16 x 16
+  constexpr int kTy = 256 / kFinCols;
+  // Lanes 0..15 of warp 0 sum part0's columns, lanes 16..31 part1's.
+  const int lane = threadIdx.x & 31, which = lane / kFinCols;
+  const int64_t myCol = c0 + (lane % kFinCols);
+  double t = 0.0;
+  for (int64_t k0 = 0; k0 < chunks; k0 += kFinRows) {
+    const int rowsHere = (int)(chunks - k0 < kFinRows ? chunks - k0 : kFinRows);
+    const int64_t c = c0 + tx;
+    if (c < d) {
+      for (int r = ty; r < rowsHere; r += kTy) {
+        sp[0][r][tx] = part0[(k0 + r) * d + c];
+        if (two) sp[1][r][tx] = part1[(k0 + r) * d + c];
       }
     }
-    for (; k < chunks; ++k) {
-      t0 += part0[k * d + c];
-      if (two) t1 += part1[k * d + c];
+    __syncthreads();
+    if (threadIdx.x < 32 && myCol < d && (which == 0 || two)) {
+#pragma unroll 16
+      for (int r = 0; r < rowsHere; ++r) t += sp[which][r][lane % kFinCols];
     }
-    out0(c, (float)t0);
-    if (two) out1(c, (float)t1);
+    __syncthreads();
+  }
+  if (threadIdx.x < 32 && myCol < d) {
+    if (which == 0) out0(myCol, (float)t);
+    else if (two) out1(myCol, (float)t);
   }
 }
 
@@ -944,8 +1097,9 @@ void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, c
     launch(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
            dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd, part0,
            x.p ? part1 : nullptr, rows, d, per);
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>, dim3(gridFor(d, 64)),
-         dim3(64), 0, part0, x.p ? part1 : nullptr, out0, out1, chunks, d);
+  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>,
+         dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, part0, x.p ? part1 : nullptr, out0,
+         out1, chunks, d);
 }
 
 // ------------------------------------------------------------------------- bias --
@@ -1175,21 +1329,42 @@ __device__ __forceinline__ float packExpSum(const float (&f)[W], float m) {
   return s;
 }
 
+/// A row of `vocab` elements of T at z cut at 16-byte boundaries: h leading elements, np whole
+/// packs of W (16-byte aligned) from z + h, then tl trailing elements. So every row takes
+/// 16-byte loads, whatever its length and offset (the logits' rows of GPT-2's vocabulary 50257
+/// start at every 2-byte offset).
+struct RowSplit {
+  int h, tl;
+  int64_t np;
+};
+template <typename T>
+__device__ __forceinline__ RowSplit rowSplit(const T* z, int64_t vocab) {
+  constexpr int W = packWidth<T>();
+  RowSplit rs;
+  int64_t h = (int64_t)(((16u - ((uintptr_t)z & 15u)) & 15u) / sizeof(T));
+  if (h > vocab) h = vocab;
+  rs.h = (int)h;
+  rs.np = (vocab - h) / W;
+  rs.tl = (int)(vocab - h - rs.np * W);
+  return rs;
+}
+
 /// The block's (M, S) with S = sum_c exp(z_c - M) over a row, in one pass: each thread keeps
-/// an online (max, sum) over its strided slice (packs when `vec`: vocab a multiple of the pack
-/// width and z 16-byte aligned), then the block combines them. `fscratch` / `dscratch`: 33
-/// floats / 33 doubles. A row of -inf only gives M = -inf (S then unused). z is read in its
-/// own type (bf16 / f16 logits are never copied to float32).
+/// an online (max, sum) over its strided slice (with `vec`: the row's packs (rowSplit) and its
+/// few leading / trailing elements; else single elements), then the block combines them.
+/// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
+/// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
 template <typename T>
 __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratch,
                              double* dscratch, float& M, float& S) {
   constexpr int W = packWidth<T>();
   float m = -INFINITY, s = 0.0f;
   if (vec) {
-    const int64_t vW = vocab / W;
-    for (int64_t c = threadIdx.x; c < vW; c += blockDim.x) {
+    const RowSplit sp = rowSplit(z, vocab);
+    const T* zp = z + sp.h;
+    for (int64_t c = threadIdx.x; c < sp.np; c += blockDim.x) {
       float q[W];
-      ldPack(z, c, q);
+      ldPack(zp, c, q);
       // Update with the max of the pack first: one rescale at most per pack.
       const float qm = packMax(q);
       if (qm == -INFINITY) continue;
@@ -1198,6 +1373,15 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
         m = qm;
       }
       s += packExpSum(q, m);
+    }
+    const int c = threadIdx.x;
+    if (c < sp.h) {
+      const float zc = toF(z[c]);
+      if (zc != -INFINITY) onlineAdd(zc, m, s);
+    }
+    if (c < sp.tl) {
+      const float zc = toF(zp[sp.np * W + c]);
+      if (zc != -INFINITY) onlineAdd(zc, m, s);
     }
   } else {
     for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
@@ -1268,7 +1452,9 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // dlogits may alias logits: the row's M and S are complete (block barriers) before any
 // element is overwritten, and each element is read and written by the same thread.
 // (The second pass reads the row again; on an H100 keeping a bf16 row of 50304 in shared
-// memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves.)
+// memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves; so
+// was holding it in registers, one block of 1024 threads per SM: 2.01 vs 1.72 ms at
+// 16384 x 50304, 2026-11-23.)
 template <typename T>
 __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
                                          const float* __restrict__ dloss,
@@ -1293,16 +1479,30 @@ __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restr
     rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
     const float invS = 1.0f / S;
     if (vec) {
-      const int64_t vW = vocab / W;
-      for (int64_t c = threadIdx.x; c < vW; c += blockDim.x) {
+      // z and dz have the same offset within 16 bytes (the host checks): one split for both.
+      const RowSplit sp = rowSplit(z, vocab);
+      const T* zp = z + sp.h;
+      T* dzp = dz + sp.h;
+      const int64_t tp = t - sp.h; // the target's index from zp
+      for (int64_t c = threadIdx.x; c < sp.np; c += blockDim.x) {
         float q[W], o[W];
-        ldPack(z, c, q);
+        ldPack(zp, c, q);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
           const float p = expf(q[j] - M) * invS;
-          o[j] = c * W + j == t ? scale * (p - 1.0f) : scale * p;
+          o[j] = c * W + j == tp ? scale * (p - 1.0f) : scale * p;
         }
-        stPack(dz, c, o);
+        stPack(dzp, c, o);
+      }
+      const int c = threadIdx.x;
+      if (c < sp.h) {
+        const float p = expf(toF(z[c]) - M) * invS;
+        dz[c] = fromF<T>(scale * (p - (c == t ? 1.0f : 0.0f)));
+      }
+      if (c < sp.tl) {
+        const int64_t e = sp.h + sp.np * W + c;
+        const float p = expf(toF(z[e]) - M) * invS;
+        dz[e] = fromF<T>(scale * (p - (e == t ? 1.0f : 0.0f)));
       }
     } else {
       for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
@@ -1777,20 +1977,39 @@ void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
   while (endBit < 31 && (int64_t{1} << endBit) < vocab) ++endBit;
   const size_t tempBytes = sortTempBytes(loc, n_tokens, endBit);
   const int64_t arr = align256(n_tokens * (int64_t)sizeof(int32_t));
-  checkWorkspace(ctx, loc, "embedding_bwd (sort by id)", 3 * arr + (int64_t)tempBytes);
+  const int64_t C = embChunk(n_tokens);
+  const int64_t chunks = (n_tokens + C - 1) / C;
+  const int64_t partBytes = align256(chunks * d * (int64_t)sizeof(float));
+  const int64_t tempAligned = align256((int64_t)tempBytes);
+  checkWorkspace(ctx, loc, "embedding_bwd (sort by id, chunk partials)",
+                 3 * arr + tempAligned + 2 * partBytes);
   char* ws = ctx->regions[TGRT_WORKSPACE];
   int32_t* keysOut = reinterpret_cast<int32_t*>(ws);
   int32_t* posIn = reinterpret_cast<int32_t*>(ws + arr);
   int32_t* posOut = reinterpret_cast<int32_t*>(ws + 2 * arr);
   void* temp = ws + 3 * arr;
+  float* head = reinterpret_cast<float*>(ws + 3 * arr + tempAligned);
+  float* tail = reinterpret_cast<float*>(ws + 3 * arr + tempAligned + partBytes);
   launch(ctx, loc, "iota_kernel", iota_kernel, dim3(gridFor(n_tokens, kBlock)), dim3(kBlock), 0,
          posIn, n_tokens);
   sortIdsStable(ctx, loc, ids, keysOut, posIn, posOut, n_tokens, endBit, temp, tempBytes);
+  const int32_t li = locIndex(ctx, loc);
   withDtype(loc, "embedding_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, loc, "embedding_bwd_runs_kernel", embedding_bwd_runs_kernel<T>,
-           dim3(gridFor(n_tokens, 1, 65535)), dim3(d >= 256 ? 256 : 128), 0, keysOut, posOut,
-           cp<T>(dout), mp<T>(dtable), n_tokens, d, vocab, ctx->state, locIndex(ctx, loc));
+    constexpr int W = packWidth<T>();
+    auto run = [&](auto wTag) {
+      constexpr int U = decltype(wTag)::value;
+      const int64_t units = d / U;
+      const unsigned threads = (unsigned)std::min<int64_t>(256, (units + 31) / 32 * 32);
+      launch(ctx, loc, "embedding_bwd_chunks_kernel", embedding_bwd_chunks_kernel<U, T>,
+             dim3((unsigned)chunks), dim3(threads), 0, keysOut, posOut, cp<T>(dout),
+             mp<T>(dtable), head, tail, n_tokens, d, vocab, C, ctx->state, li);
+      launch(ctx, loc, "embedding_bwd_join_kernel", embedding_bwd_join_kernel<U, T>,
+             dim3((unsigned)chunks), dim3(threads), 0, (const int32_t*)keysOut,
+             (const float*)head, (const float*)tail, mp<T>(dtable), n_tokens, d, vocab, C);
+    };
+    if (d % W == 0 && aligned16(dout, dtable)) run(std::integral_constant<int, W>{});
+    else run(std::integral_constant<int, 1>{});
   });
 }
 
@@ -2122,9 +2341,9 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
   default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
 
   }
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>, dim3(gridFor(d, 64)),
-         dim3(64), 0, (const float*)part0, (const float*)part1, St<TP>{mp<TP>(dbv)},
-         St<TP>{mp<TP>(dgv)}, blocks, d);
+  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>,
+         dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
+         (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
   return true;
 }
 
@@ -2503,8 +2722,7 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     using T = decltype(tag);
     launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T>,
            dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, rowLoss, rows,
-           vocab, ignore_index, ctx->state, locIndex(ctx, loc),
-           vocab % packWidth<T>() == 0 && aligned16(logits));
+           vocab, ignore_index, ctx->state, locIndex(ctx, loc), true);
   });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
@@ -2523,7 +2741,8 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
          ignore_index, valid);
   withDtype(loc, "cross_entropy_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    const bool vec = vocab % packWidth<T>() == 0 && aligned16(logits, dlogits);
+    // 16-byte loads need logits and dlogits at the same offset within 16 bytes (rowSplit).
+    const bool vec = ((uintptr_t)logits & 15u) == ((uintptr_t)dlogits & 15u);
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
            dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
            (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,

@@ -69,8 +69,8 @@
 
 // WS:   workspace 2097152
 // WS-NEXT:   total 2103556
-// The option is a floor: an op's own scratch need raises it (the embedding backward's sort,
-// 24 * 8 tokens + 1 MiB, rounded up to 256 bytes).
+// The option is a floor: an op's own scratch need raises it (the embedding backward's sort
+// and chunk sums, 24 * 8 tokens + 1 MiB + 8 * d 8 * 1 chunk, rounded up to 256 bytes).
 // WSMIN:   workspace 1048832
 
 // IR: module attributes {tg.plan = {arena_bytes = 1796 : i64, heuristic = {{.*}}, input_bytes = 512 : i64,

@@ -14,7 +14,9 @@
 //     rounded pre-activation) twice that;
 //   - bf16 / f16 outputs where the contract fixes every float operation (cast, copies,
 //     embedding, add / accumulate / bias_add / positional, fill, dropout, causal_mask,
-//     embedding_bwd, positional_bwd): bit for bit (error 0);
+//     positional_bwd): bit for bit (error 0);
+//   - embedding_bwd: within the dtype's tolerance (CUDA sums long runs of one id chunk by
+//     chunk, CudaRuntime.h), and bit for bit equal over two runs (deterministic);
 //   - cast: bit for bit for every pair of types, over all 65536 bf16 / f16 patterns and 2^20
 //     random float patterns plus specials (NaN payloads, infinities, subnormals, ties,
 //     overflow).
@@ -40,11 +42,13 @@
 // 256 and 128: fp32, bf16, f16 and TF32; and the memory-bound kernels and GEMMs at GPT-2
 // small's shapes in f32 and bf16 (benchKernels).
 //
-// Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]
+// Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep]
+//                        [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
 //   --sweep   every compiled attention tile shape: checked, and timed unless --quick
 //   --bench-only  only the timings (scripts/gpu-check.sh checks with TGRT_CUDA_SYNC=1, which
 //             synchronises after every launch, and times in a separate run without it)
+//   --bench-kernels  only the memory-bound kernel and GEMM timings (benchKernels)
 //   --dump    write q, k, v, out, lse, dout, dq, dk, dv of a few attention cases as raw
 //             float32 files plus DIR/manifest.txt, for bench/cuda/sdpa_check.py (PyTorch)
 #include "runtime/cuda/CudaRuntime.h"
@@ -351,11 +355,26 @@ void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {
            (double)bitDiffs(dOut.raw(), ref), 0.0);
   }
 
-  // Backward with many repeats (vocab 50) and with few (vocab 5000).
-  for (int64_t v2 : {int64_t(50), int64_t(5000)}) {
-    const int64_t nt = 3000, d2 = 130;
-    IVec ids2(nt);
-    for (auto& id : ids2) id = rng.below(v2);
+  // Backward with many repeats (vocab 50), with few (vocab 5000), and with runs of thousands
+  // of one id (skewed: 40% id 7, 20% id 3, the rest uniform; shuffled, so the ids are out of
+  // order) at d 136 (16-byte packs for every dtype) and d 130 (single elements). The CUDA
+  // backend sums each id's tokens in token order within chunks of 32 sorted tokens, then the
+  // chunks' sums in order: runs longer than a chunk are not bit-equal to the CPU's token-order
+  // sum, so values are within the dtype's tolerance, and two runs must agree bit for bit.
+  struct BwdCase {
+    int64_t nt, d, vocab;
+    bool skewed;
+  };
+  for (const BwdCase& bc : {BwdCase{3000, 130, 50, false}, BwdCase{3000, 130, 5000, false},
+                            BwdCase{3000, 136, 300, true}, BwdCase{3001, 130, 300, true}}) {
+    const int64_t nt = bc.nt, d2 = bc.d, v2 = bc.vocab;
+    IVec ids2((size_t)nt);
+    for (size_t i = 0; i < ids2.size(); ++i) {
+      if (bc.skewed && i < ids2.size() * 4 / 10) ids2[i] = 7;
+      else if (bc.skewed && i < ids2.size() * 6 / 10) ids2[i] = 3;
+      else ids2[i] = rng.below(v2);
+    }
+    std::shuffle(ids2.begin(), ids2.end(), rng.gen);
     Raw dout = rng.tensor(dt, (size_t)(nt * d2));
     Raw ref2 = zerosOf(dt, (size_t)(v2 * d2));
     tgrt_embedding_bwd(c.cpu, "check", dt, ids2.data(), dout.data(), ref2.data(), nt, d2, v2);
@@ -364,12 +383,13 @@ void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {
     gTable.poison();
     tgrt_cuda::embeddingBwd(c.gpu, "check", dt, gIds.p, gDout.p, gTable.p, nt, d2, v2);
     const Raw got = gTable.raw();
-    record(named("embedding_bwd", dt),
-           fmt("n%lld d%lld vocab%lld", (long long)nt, (long long)d2, (long long)v2),
-           relErr(got, ref2), exactTol(dt));
-    // Deterministic and in token order: bitwise equal to the CPU's in-order float sums.
-    record(named("embedding_bwd bitwise == cpu", dt), fmt("vocab%lld", (long long)v2),
-           (double)bitDiffs(got, ref2), 0.0);
+    const std::string shape = fmt("n%lld d%lld vocab%lld%s", (long long)nt, (long long)d2,
+                                  (long long)v2, bc.skewed ? " (runs of 1000s)" : "");
+    record(named("embedding_bwd", dt), shape, relErr(got, ref2), tolFor(dt));
+    gTable.poison();
+    tgrt_cuda::embeddingBwd(c.gpu, "check", dt, gIds.p, gDout.p, gTable.p, nt, d2, v2);
+    record(named("embedding_bwd run twice: same bits", dt), shape,
+           (double)bitDiffs(gTable.raw(), got), 0.0);
   }
 }
 
@@ -658,7 +678,7 @@ void checkLayerNorms(Contexts& c, Rng& rng) {
   // Packs of 8 (a 2-byte type): 768 (3 per lane), 2000 (8 per lane); 100, 1030: scalar.
   for (int32_t low : {TGRT_BF16, TGRT_F16}) {
     checkLayerNorm(c, rng, low, low, low, {768, 2000, 100, 1030});
-    checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 100});
+    checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 136, 100});
   }
   // Many rows per warp in the fused backward (bf16 / f16 combinations: 256 blocks).
   checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768}, 4099);
@@ -938,8 +958,12 @@ void checkSoftmax(Contexts& c, Rng& rng, int32_t dt) {
   }
 }
 
-void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab) {
-  const int64_t rows = 300, ignore = -100;
+/// Cross entropy over rows x vocab logits; the backward in place, or (shiftOut) into another
+/// buffer at an offset of one element (logits and dlogits then at different offsets within
+/// 16 bytes: the scalar loops).
+void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab, int64_t rows = 300,
+                        bool shiftOut = false) {
+  const int64_t ignore = -100;
   Raw logits = rng.tensor(dt, (size_t)(rows * vocab), -8.0f, 8.0f);
   IVec targets((size_t)rows);
   for (auto& t : targets) t = rng.below(vocab);
@@ -952,16 +976,30 @@ void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab) {
   Dev<int32_t> gt(targets);
   gloss.poison();
   tgrt_cuda::crossEntropyFwd(c.gpu, "check", dt, gl.p, gt.p, gloss.p, rows, vocab, ignore);
-  record(named("cross_entropy_fwd", dt), fmt("rows300 vocab%lld (some ignored)", (long long)vocab),
+  record(named("cross_entropy_fwd", dt),
+         fmt("rows%lld vocab%lld (some ignored)", (long long)rows, (long long)vocab),
          relErr(gloss.get(), Vec{lossRef}));
   const float dloss = 0.75f;
   Raw dref = zerosOf(dt, logits.n());
   tgrt_cross_entropy_bwd(c.cpu, "check", dt, logits.data(), targets.data(), &dloss, dref.data(),
                          rows, vocab, ignore);
   Dev<float> gdl(Vec{dloss});
+  if (shiftOut) {
+    DevT gout(dt, logits.n() + 1);
+    gout.poison();
+    tgrt_cuda::crossEntropyBwd(c.gpu, "check", dt, gl.p, gt.p, gdl.p, gout.at(1), rows, vocab,
+                               ignore);
+    Raw got = gout.raw();
+    got.b.erase(got.b.begin(), got.b.begin() + tgrt_dtype_size(dt));
+    record(named("cross_entropy_bwd (out + 1 element)", dt),
+           fmt("rows%lld vocab%lld", (long long)rows, (long long)vocab), relErr(got, dref),
+           tolFor(dt));
+    return;
+  }
   tgrt_cuda::crossEntropyBwd(c.gpu, "check", dt, gl.p, gt.p, gdl.p, gl.p, rows, vocab, ignore);
-  record(named("cross_entropy_bwd (in place)", dt), fmt("rows300 vocab%lld", (long long)vocab),
-         relErr(gl.raw(), dref), tolFor(dt));
+  record(named("cross_entropy_bwd (in place)", dt),
+         fmt("rows%lld vocab%lld", (long long)rows, (long long)vocab), relErr(gl.raw(), dref),
+         tolFor(dt));
   // report_loss + take_loss
   tgrt_cuda::takeLoss(c.gpu, nullptr);
   tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
@@ -973,8 +1011,10 @@ void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab) {
 }
 
 void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
-  // 5000: packs; 5001: the scalar loops.
+  // 5000: whole packs; 5001: rows at every offset (leading and trailing elements around the
+  // packs); an output at another offset than the logits: the scalar loops.
   for (int64_t vocab : {int64_t(5000), int64_t(5001)}) checkCrossEntropyV(c, rng, dt, vocab);
+  checkCrossEntropyV(c, rng, dt, 5001, 40, true);
 }
 
 /// Sets the loss scale on both backends.
@@ -1733,8 +1773,53 @@ void benchKernels(Contexts& c, int reps) {
     const float ms = timeMs(g, reps, fn);
     std::printf("%-52s %-5s %9.4f ms %8.1f TFLOP/s\n", what, dtName(dt), ms, f / ms / 1e9);
   };
+  // Token ids for the embedding backward over GPT-2's table (vocab 50257): uniform, and
+  // skewed like real text (30% one id, the rest Zipf(1) over 8192 ids, shuffled).
+  const int64_t Vt = 50257;
+  IVec uni((size_t)T), skew((size_t)T);
+  {
+    std::mt19937_64 gen(7);
+    for (auto& id : uni) id = (int32_t)(gen() % (uint64_t)Vt);
+    std::vector<double> cdf(8192);
+    double acc = 0.0;
+    for (size_t k = 0; k < cdf.size(); ++k) cdf[k] = acc += 1.0 / (double)(k + 1);
+    for (size_t i = 0; i < skew.size(); ++i) {
+      if (i < skew.size() * 3 / 10) {
+        skew[i] = 198;
+        continue;
+      }
+      const double u = (double)(gen() >> 11) * (1.0 / 9007199254740992.0) * acc;
+      skew[i] = 256 + (int32_t)(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+    }
+    std::shuffle(skew.begin(), skew.end(), gen);
+  }
+  Dev<int32_t> idsUni(uni), idsSkew(skew);
   for (int32_t dt : {F, B}) {
     const double es = (double)tgrt_dtype_size(dt);
+    // dout read, the whole table written (zeroed, then the used rows).
+    for (bool skewed : {false, true})
+      row(skewed ? "embedding_bwd 16384 x 768, vocab 50257 (skewed ids)"
+                 : "embedding_bwd 16384 x 768, vocab 50257 (uniform ids)",
+          dt, 4, 2, (double)((T + Vt) * d), [&] {
+            tgrt_cuda::embeddingBwd(g, "bench", dt, skewed ? idsSkew.p : idsUni.p, x->p,
+                                    logits->p, T, d, Vt);
+          });
+    row("layer_norm_bwd_acc 16384 x 768 (dy low dt; x dres f32)", dt, 20, 16, (double)(T * d),
+        [&] {
+          tgrt_cuda::layerNormBwdAcc(g, "bench", dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p,
+                                     dx->p, dt, o->p, dg->p, db->p, T, d);
+        });
+    for (int64_t n : {int64_t(768), int64_t(2304)})
+      row(n == 768 ? "bias_grad 16384 x 768" : "bias_grad 16384 x 2304", dt, 4, 2,
+          (double)(T * n), [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, n); });
+    row("cross_entropy_fwd 16384 x 50257", dt, 4, 2, (double)T * Vt, [&] {
+      tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T, Vt,
+                                 -100);
+    });
+    row("cross_entropy_bwd 16384 x 50257 (in place)", dt, 8, 4, (double)T * Vt, [&] {
+      tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T, Vt,
+                                 -100);
+    });
     row("embedding_fwd 16384 x 768", dt, 8, 4, (double)(T * d),
         [&] { tgrt_cuda::embeddingFwd(g, "bench", dt, x->p, ids.p, o->p, T, d, 1024); });
     row("add 16384 x 768", dt, 12, 6, (double)(T * d),
@@ -1792,7 +1877,7 @@ void benchKernels(Contexts& c, int reps) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, bench = true, checks = true, sweep = false;
+  bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false;
   std::string dumpDir;
   uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
                                                 .time_since_epoch()
@@ -1803,12 +1888,14 @@ int main(int argc, char** argv) {
     if (a == "--quick") quick = true;
     else if (a == "--no-bench") bench = false;
     else if (a == "--bench-only") checks = false;
+    else if (a == "--bench-kernels") checks = false, kernelsOnly = true;
     else if (a == "--sweep") sweep = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--no-bench | --bench-only] [--sweep] [--seed N] [--dump DIR]\n",
+                   "usage: %s [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep] "
+                   "[--seed N] [--dump DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -1843,6 +1930,12 @@ int main(int argc, char** argv) {
     return failed ? 1 : 0;
   }
   if (!checks) {
+    if (kernelsOnly) {
+      benchKernels(c, 20);
+      tgrt_cuda::destroyContext(c.gpu);
+      tgrt_ctx_destroy(c.cpu);
+      return 0;
+    }
     benchAttention(c, rng, 1024, 64, 16 * 12, 20);
     benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 20);
     benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 20);
