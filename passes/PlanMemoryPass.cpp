@@ -29,7 +29,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
   /// runtime/cuda/CudaRuntime.h lists them: attention backward 4*B*H*T (its float32 lse's
   /// bytes), embedding backward 24*tokens + 1 MiB + 8*d*min(ceil(tokens/32), 512) (the sort,
   /// and the float32 sums of the chunks of sorted tokens), layer-norm backward and bias gradient
-  /// 2 KiB * d, cross-entropy 8*rows. Rounded up to 256 bytes.
+  /// 2 KiB * d, cross-entropy 256 + 8*rows (tgrt_cross_entropy_fwd_bwd: the valid count, then
+  /// the row losses). Rounded up to 256 bytes.
   static int64_t workspaceFor(ModuleOp module, int64_t base) {
     if (base <= 0)
       return 0;
@@ -54,7 +55,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       else if (auto g = dyn_cast<BiasGradOp>(op))
         n = 2048 * lastDim(g.getDy());
       else if (auto c = dyn_cast<CrossEntropyGradOp>(op))
-        n = 8 * (elems(c.getLogits()) / lastDim(c.getLogits()));
+        n = 256 + 8 * (elems(c.getLogits()) / lastDim(c.getLogits())); // fwd_bwd: count + rows
       need = std::max(need, n);
     });
     return (need + 255) / 256 * 256;

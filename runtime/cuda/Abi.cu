@@ -219,8 +219,7 @@ void tgrt_cross_entropy_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const vo
 
 void tgrt_cross_entropy_fwd_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* logits, const int32_t* targets, float* loss, const float* dloss, void* dlogits, int64_t rows, int64_t vocab, int64_t ignore_index) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_cross_entropy_fwd_bwd", loc);
-  tgrt_cuda::crossEntropyFwd(C(ctx), loc, dt, logits, targets, loss, rows, vocab, ignore_index);
-  tgrt_cuda::crossEntropyBwd(C(ctx), loc, dt, logits, targets, dloss, dlogits, rows, vocab, ignore_index);
+  tgrt_cuda::crossEntropyFwdBwd(C(ctx), loc, dt, logits, targets, loss, dloss, dlogits, rows, vocab, ignore_index);
 }
 
 void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window, float scale) {

@@ -31,7 +31,7 @@
 //     a chunk of the sorted tokens).
 //   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes (float32 partials), at most
 //     2 KiB * d.
-//   - cross_entropy: 8*rows bytes; grad_norm_sq: 8 KiB.
+//   - cross_entropy: 8*rows bytes (fwd_bwd: 256 + 8*rows); grad_norm_sq: 8 KiB.
 // Recommended: workspace_bytes = max(32 MiB, 4*bh*t,
 // 24*n_tokens + 1 MiB + 8*d*min(ceil(n_tokens/32), 512), 2 KiB*d_max),
 // where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
@@ -180,6 +180,9 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
 void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
                      const int32_t* targets, const float* dloss, void* dlogits, int64_t rows,
                      int64_t vocab, int64_t ignore_index);
+void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                        const int32_t* targets, float* loss, const float* dloss, void* dlogits,
+                        int64_t rows, int64_t vocab, int64_t ignore_index);
 /// Flash attention on dt: f32 runs the exact fp32 kernels (Attention.cu), or the TF32 ones
 /// (AttentionTf32.cu) when the context has TGRT_TF32=1; bf16 / f16 run the tensor-core
 /// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16). Arguments as

@@ -1455,12 +1455,16 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves; so
 // was holding it in registers, one block of 1024 threads per SM: 2.01 vs 1.72 ms at
 // 16384 x 50304, 2026-11-23.)
+// With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
+// rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
+// by every thread before rowMaxSumExp's barriers, so before any element is overwritten.
 template <typename T>
 __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
                                          const float* __restrict__ dloss,
                                          const double* __restrict__ valid, T* dlogits,
                                          int64_t rows, int64_t vocab, int64_t ignore,
-                                         DeviceState* st, int32_t loc, bool vec) {
+                                         DeviceState* st, int32_t loc, bool vec,
+                                         double* __restrict__ rowLoss) {
   constexpr int W = packWidth<T>();
   __shared__ float fs[33];
   __shared__ double ds[33];
@@ -1472,11 +1476,14 @@ __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restr
     T* dz = dlogits + r * vocab;
     if (t == ignore || t < 0 || t >= vocab) {
       if (t != ignore && threadIdx.x == 0) reportError(st, kTargetOutOfRange, loc, t, r, vocab);
+      if (rowLoss && threadIdx.x == 0) rowLoss[r] = 0.0;
       for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) dz[c] = fromF<T>(0.0f);
       continue;
     }
+    const float zt = rowLoss ? toF(z[t]) : 0.0f;
     float M, S;
     rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
+    if (rowLoss && threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)zt;
     const float invS = 1.0f / S;
     if (vec) {
       // z and dz have the same offset within 16 bytes (the host checks): one split for both.
@@ -2746,8 +2753,39 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
            dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
            (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
-           locIndex(ctx, loc), vec);
+           locIndex(ctx, loc), vec, (double*)nullptr);
   });
+}
+
+void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
+                        const int32_t* targets, float* loss, const float* dloss, void* dlogits,
+                        int64_t rows, int64_t vocab, int64_t ignore_index) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "cross_entropy_fwd_bwd(rows, vocab)", rows, vocab);
+  elemBytes(loc, "cross_entropy_fwd_bwd", dt);
+  // One pass needs the 16-byte split shared by logits and dlogits (always so in place, the
+  // case tgc emits); otherwise the two calls (the same bits either way).
+  const bool vec = ((uintptr_t)logits & 15u) == ((uintptr_t)dlogits & 15u);
+  if (rows == 0 || vocab == 0 || !vec) {
+    crossEntropyFwd(ctx, loc, dt, logits, targets, loss, rows, vocab, ignore_index);
+    crossEntropyBwd(ctx, loc, dt, logits, targets, dloss, dlogits, rows, vocab, ignore_index);
+    return;
+  }
+  checkWorkspace(ctx, loc, "cross_entropy_fwd_bwd (valid count, row losses)",
+                 256 + rows * (int64_t)sizeof(double));
+  double* valid = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
+  double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE] + 256);
+  launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
+         ignore_index, valid);
+  withDtype(loc, "cross_entropy_fwd_bwd", dt, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
+           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
+           (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
+           locIndex(ctx, loc), true, rowLoss);
+  });
+  launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
+         dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
 }
 
 void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc) {

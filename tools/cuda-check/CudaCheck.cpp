@@ -1000,6 +1000,22 @@ void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab, int64_
   record(named("cross_entropy_bwd (in place)", dt),
          fmt("rows%lld vocab%lld", (long long)rows, (long long)vocab), relErr(gl.raw(), dref),
          tolFor(dt));
+  // tgrt_cross_entropy_fwd_bwd in place (what tgc emits for a training step): one pass that
+  // gives the forward's loss and the backward's gradient, bit for bit.
+  {
+    DevT gl2(logits);
+    Dev<float> gloss2(1);
+    gloss2.poison();
+    tgrt_cuda::crossEntropyFwdBwd(c.gpu, "check", dt, gl2.p, gt.p, gloss2.p, gdl.p, gl2.p, rows,
+                                  vocab, ignore);
+    const float a = gloss2.get()[0], b = gloss.get()[0];
+    record(named("cross_entropy_fwd_bwd loss = fwd's bits", dt),
+           fmt("rows%lld vocab%lld", (long long)rows, (long long)vocab),
+           std::memcmp(&a, &b, sizeof a) == 0 ? 0.0 : 1.0);
+    record(named("cross_entropy_fwd_bwd grad = bwd's bits", dt),
+           fmt("rows%lld vocab%lld", (long long)rows, (long long)vocab),
+           gl2.raw().b == gl.raw().b ? 0.0 : 1.0);
+  }
   // report_loss + take_loss
   tgrt_cuda::takeLoss(c.gpu, nullptr);
   tgrt_cuda::reportLoss(c.gpu, "check", gloss.p);
@@ -1845,6 +1861,10 @@ void benchKernels(Contexts& c, int reps) {
     row("cross_entropy_bwd 16384 x 50304 (in place)", dt, 8, 4, (double)T * V, [&] {
       tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T, V,
                                  -100);
+    });
+    row("cross_entropy_fwd_bwd 16384 x 50304 (in place)", dt, 8, 4, (double)T * V, [&] {
+      tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p,
+                                    dloss.p, logits->p, T, V, -100);
     });
     row("cast f32 -> dt 124M (weights)", dt, 8, 6, (double)P,
         [&] { tgrt_cuda::cast(g, "bench", F, p->p, dt, pg->p, P); });
