@@ -51,8 +51,6 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 /// The default of TGRT_ATTN_MINB (see attnOccupancyVariant).
 constexpr bool kAttnOccupancyDefault = true;
-/// The default of TGRT_ATTN_BWD (see attnBwdFused): split until measured.
-constexpr bool kAttnBwdFusedDefault = false;
 
 // ------------------------------------------------------------------ primitives --
 
@@ -199,15 +197,6 @@ __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
-// A operand (16 rows x 16 k) of a product whose A is the transpose of a shared tile stored
-// [k][rows] (A[r][kk*16 + c] = tile[kk*16 + c][r0 + r]): ldmatrix .trans of the four 8 x 8
-// blocks (rows 0-7 / 8-15 x k 0-7 / 8-15, in A-fragment order).
-__device__ __forceinline__ void loadAt(uint32_t (&a)[4], const uint16_t* tile, int ld, int r0,
-                                       int kk, int lane) {
-  const int i = lane >> 3;
-  ldsm4t(a, tile + (kk * 16 + (i >> 1) * 8 + (lane & 7)) * ld + r0 + (i & 1) * 8);
-}
-
 /// Starts copying rows [row0, row0 + R) of a 2-byte [t, HD] matrix with row stride `ld`
 /// elements (a multiple of 8) into shared memory [R][HD + kPad] (16-byte cp.async copies) and
 /// returns; rows >= t are zeroed with plain stores. The tile is ready after the matching
@@ -278,17 +267,6 @@ template <int HD>
 constexpr int dkdvMinBlocks(bool occupancy) {
   return HD <= 64 ? (occupancy ? 3 : 2) : 1;
 }
-/// TGRT_ATTN_BWD (read once): "fused" = the one-kernel backward with an atomic float32 dQ
-/// (hd <= 64, when the workspace holds it: 4*bh*t rounded up to 256 + 4*bh*t*hd bytes),
-/// "split" = the deterministic dk/dv + dq kernels (no atomics).
-bool attnBwdFused() {
-  static const bool v = [] {
-    const char* e = std::getenv("TGRT_ATTN_BWD");
-    return e ? std::strcmp(e, "fused") == 0 : kAttnBwdFusedDefault;
-  }();
-  return v;
-}
-
 /// TGRT_ATTN_MINB (read once): 1 = the occupancy variants above (the default: on an H100,
 /// bh 192, t 1024, hd 64, fwd + bwd 0.689 ms against 0.718, the same bits; logs in
 /// bench/results/2026-11-23-h100/call22), 0 = the previous 3 / 2 blocks per SM.
@@ -484,10 +462,9 @@ __host__ __device__ constexpr int kvQueryTile() {
 }
 constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
 
-template <int HD, bool DQ = false>
+template <int HD>
 constexpr size_t dkdvSmemBytes() {
   return (size_t)(2 * kKvBK + 4 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
-         (DQ ? (size_t)kKvBK * (kvQueryTile<HD>() + kPad) * 2 : 0) +
          2 * (size_t)kvQueryTile<HD>() * 4;
 }
 
@@ -510,14 +487,7 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
 // Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
-//
-// DQ (the fused backward, FlashAttention-2's Algorithm 2): the kernel also forms this key
-// tile's share of dQ for each query tile, dQ[q0 .. q0 + BQ) += dS K (warp w: query rows
-// q0 + 16 w ..), from dS^T rounded to E in shared memory ([64][BQ+8], key-major), and adds it
-// into the float32 accumulator dqAcc [bh, t, HD] with atomics (unscaled; dq = scale * dqAcc
-// afterwards). 5 tile products per tile pair instead of the split kernels' 7; the atomics'
-// order varies, so dq is not bitwise reproducible run to run (dk and dv are). BQ must be 64.
-template <typename E, int HD, int MINB, bool DQ = false>
+template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
@@ -526,17 +496,15 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
                                    int64_t t, Layout li, Layout lo, int causal, int64_t window,
-                                   float scale, float scaleLog2, float* __restrict__ dqAcc) {
-  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad, LDS = BQ + kPad;
+                                   float scale, float scaleLog2) {
+  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
-  static_assert(!DQ || BQ == 4 * 16, "the fused dQ gives each warp 16 of the BQ query rows");
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Vs = Ks + BK * LD;
   uint16_t* Qb = Vs + BK * LD;     // Q buffers 0, 1
   uint16_t* dOb = Qb + 2 * BQ * LD; // dO buffers 0, 1
-  uint16_t* dSs = dOb + 2 * BQ * LD; // DQ: dS^T [BK][BQ + kPad]
-  float* LS = reinterpret_cast<float*>(dSs + (DQ ? BK * LDS : 0));
+  float* LS = reinterpret_cast<float*>(dOb + 2 * BQ * LD);
   float* DS = LS + BQ;
 
   const int64_t nkb = (t + BK - 1) / BK;
@@ -614,14 +582,6 @@ __global__ void __launch_bounds__(kThreads, MINB)
         s[j][e] = p;
         dp[j][e] = p * (dp[j][e] - Dq);
       }
-    if constexpr (DQ) {
-#pragma unroll
-      for (int j = 0; j < NQ; ++j)
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-          *reinterpret_cast<uint32_t*>(dSs + (warp * 16 + g + 8 * r) * LDS + j * 8 + 2 * tq) =
-              E::pack(dp[j][2 * r], dp[j][2 * r + 1]);
-    }
 
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) {
@@ -637,37 +597,6 @@ __global__ void __launch_bounds__(kThreads, MINB)
         loadBn(b, Qs, LD, n * 8, kk, lane);
         E::mma(dK[n], dsa, b[0], b[1]);
         E::mma(dK[n + 1], dsa, b[2], b[3]);
-      }
-    }
-
-    if constexpr (DQ) {
-      __syncthreads(); // every warp's dS^T is in shared memory (read until the next tile's
-                       // first barrier, which comes before any warp writes it again)
-      float acc[NO][4];
-#pragma unroll
-      for (int n = 0; n < NO; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        uint32_t a[4];
-        loadAt(a, dSs, LDS, warp * 16, kk, lane);
-#pragma unroll
-        for (int n = 0; n < NO; n += 2) {
-          uint32_t b[4];
-          loadBn(b, Ks, LD, n * 8, kk, lane);
-          E::mma(acc[n], a, b[0], b[1]);
-          E::mma(acc[n + 1], a, b[2], b[3]);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int64_t row = q0 + warp * 16 + g + 8 * r;
-        if (row >= t) continue;
-        float* dst = dqAcc + (h * t + row) * HD + 2 * tq;
-#pragma unroll
-        for (int n = 0; n < NO; ++n) {
-          atomicAdd(dst + n * 8, acc[n][2 * r]);
-          atomicAdd(dst + n * 8 + 1, acc[n][2 * r + 1]);
-        }
       }
     }
   }
@@ -800,28 +729,6 @@ __global__ void __launch_bounds__(kThreads)
   storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
-// dq (E, layout li) = E(scale * dqAcc) for the [bh, t, HD] float32 accumulator of the fused
-// backward: one thread per 8 elements (two 16-byte loads, one 16-byte store).
-template <typename E, int HD>
-__global__ void attention_bwd_dq_convert_kernel(const float* __restrict__ dqAcc,
-                                                uint16_t* __restrict__ dq, int64_t rows,
-                                                int64_t t, Layout li, float scale) {
-  constexpr int C8 = HD / 8;
-  const int64_t n = rows * C8;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = i / C8, c = (i % C8) * 8;
-    const float4 a = *reinterpret_cast<const float4*>(dqAcc + r * HD + c);
-    const float4 b = *reinterpret_cast<const float4*>(dqAcc + r * HD + c + 4);
-    uint4 o;
-    o.x = E::pack(a.x * scale, a.y * scale);
-    o.y = E::pack(a.z * scale, a.w * scale);
-    o.z = E::pack(b.x * scale, b.y * scale);
-    o.w = E::pack(b.z * scale, b.w * scale);
-    *reinterpret_cast<uint4*>(dq + li.base(r / t) + (r % t) * li.st + c) = o;
-  }
-}
-
 // ------------------------------------------------------------------ host side --
 
 template <typename Kernel>
@@ -862,27 +769,6 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E, HD>,
          dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, out, dout, D, bh * t, t, lo);
-  if constexpr (kvQueryTile<HD>() == 64) {
-    // The fused backward (see attention_bwd_dkdv_lp_kernel's DQ) when asked for and the
-    // workspace holds D and the float32 dQ accumulator: attnBwdFusedBytes.
-    const int64_t dOff = (bh * t * 4 + 255) / 256 * 256;
-    if (attnBwdFused() && dOff + bh * t * HD * 4 <= ctx->region_bytes[TGRT_WORKSPACE]) {
-      float* dqAcc = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + dOff);
-      check(cudaMemsetAsync(dqAcc, 0, (size_t)(bh * t * HD * 4), ctx->stream), loc,
-            "cudaMemsetAsync (dQ accumulator)");
-      constexpr size_t smem = dkdvSmemBytes<HD, true>();
-      static bool smemSet = false;
-      auto* kernel = attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), true>;
-      allowSmem16(loc, kernel, smem, smemSet);
-      launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
-             dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo,
-             causal, window, scale, scale * kLog2e, dqAcc);
-      launch(ctx, loc, E::kDqName, attention_bwd_dq_convert_kernel<E, HD>,
-             dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, (const float*)dqAcc, dq,
-             bh * t, t, li, scale);
-      return;
-    }
-  }
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     const bool occ = attnOccupancyVariant();
@@ -892,7 +778,7 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
     allowSmem16(loc, kernel, smem, smemSet[occ]);
     launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
            smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
-           scale * kLog2e, (float*)nullptr);
+           scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
