@@ -149,6 +149,11 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
   *p = old + v;
   return old;
 }
+inline int atomicMin(int* p, int v) {
+  const int old = *p;
+  if (v < old) *p = v;
+  return old;
+}
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 // ---------------------------------------------------------------------- runtime API --
