@@ -1454,7 +1454,8 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // (The second pass reads the row again; on an H100 keeping a bf16 row of 50304 in shared
 // memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves; so
 // was holding it in registers, one block of 1024 threads per SM: 2.01 vs 1.72 ms at
-// 16384 x 50304, 2026-11-23.)
+// 16384 x 50304, 2026-11-23; and so was capping the grid at 2, 3 or 4 blocks per SM so that
+// the rows in flight fit L2 for the second read: 1.79, 1.72, 1.70 against 1.68 ms, call24.)
 // With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
 // rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
 // by every thread before rowMaxSumExp's barriers, so before any element is overwritten.
@@ -2735,20 +2736,6 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
          dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
 }
 
-/// Blocks of the cross-entropy backward (one row at a time each, grid-stride over the rows).
-/// The kernel reads each row twice (max and sum, then the gradient); the second read hits L2
-/// only while the rows in flight fit there. TGRT_CE_BLOCKS_PER_SM = k (read once) caps the
-/// grid at k blocks per SM (k rows of up to ~100 KB in flight per SM: 3 x 132 x 100 KB =
-/// 40 MB of the H100's 50 MB L2); 0 = one block per row.
-unsigned crossEntropyBwdBlocks(const Context* ctx, int64_t rows) {
-  static const int perSm = [] {
-    const char* e = std::getenv("TGRT_CE_BLOCKS_PER_SM");
-    return e ? std::atoi(e) : 0;
-  }();
-  const int64_t cap = perSm > 0 && ctx->sm_count > 0 ? (int64_t)perSm * ctx->sm_count : 65535;
-  return gridFor(rows, 1, cap < 65535 ? cap : 65535);
-}
-
 void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
                      const int32_t* targets, const float* dloss, void* dlogits, int64_t rows,
                      int64_t vocab, int64_t ignore_index) {
@@ -2765,7 +2752,7 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     // 16-byte loads need logits and dlogits at the same offset within 16 bytes (rowSplit).
     const bool vec = ((uintptr_t)logits & 15u) == ((uintptr_t)dlogits & 15u);
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
-           dim3(crossEntropyBwdBlocks(ctx, rows)), dim3(512), 0, cp<T>(logits), targets, dloss,
+           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
            (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
            locIndex(ctx, loc), vec, (double*)nullptr);
   });
@@ -2794,7 +2781,7 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
   withDtype(loc, "cross_entropy_fwd_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
-           dim3(crossEntropyBwdBlocks(ctx, rows)), dim3(512), 0, cp<T>(logits), targets, dloss,
+           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
            (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
            locIndex(ctx, loc), true, rowLoss);
   });
