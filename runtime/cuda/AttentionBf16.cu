@@ -217,6 +217,16 @@ __device__ __forceinline__ void loadTileAsync(const uint16_t* __restrict__ g, in
 
 
 
+/// loadTileAsync of the same rows of two matrices (K and V, or Q and dO) into two tiles.
+template <int R, int HD>
+__device__ __forceinline__ void loadPairAsync(const uint16_t* __restrict__ a, int64_t lda,
+                                              const uint16_t* __restrict__ b, int64_t ldb,
+                                              int64_t row0, int64_t t, uint16_t* sa,
+                                              uint16_t* sb) {
+  loadTileAsync<R, HD>(a, lda, row0, t, sa);
+  loadTileAsync<R, HD>(b, ldb, row0, t, sb);
+}
+
 /// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
 /// 2kk + 1 of a 16 x N accumulator), rounded to E.
 template <typename E>
@@ -312,8 +322,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   loadTileAsync<BR, HD>(q + base, li.st, q0, t, Qs);
   cpAsyncCommit();
   if (kbLo <= kbHi) {
-    loadTileAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
-    loadTileAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+    loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, kbLo * BC, t, Kb, Vb);
   }
   cpAsyncCommit();
   cpAsyncWait<1>(); // Q has landed (the first K, V may still be in flight)
@@ -335,8 +344,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
     const uint16_t* Vs = Vb + buf * BC * LD;
     __syncthreads(); // every warp is done with the other buffer (the previous tile)
     if (kb < kbHi) {
-      loadTileAsync<BC, HD>(k + base, li.st, k0 + BC, t, Kb + (buf ^ 1) * BC * LD);
-      loadTileAsync<BC, HD>(v + base, li.st, k0 + BC, t, Vb + (buf ^ 1) * BC * LD);
+      loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, k0 + BC, t,
+                            Kb + (buf ^ 1) * BC * LD, Vb + (buf ^ 1) * BC * LD);
     }
     cpAsyncCommit(); // (empty on the last tile, so the wait below always means "this tile")
     cpAsyncWait<1>();
@@ -517,12 +526,10 @@ __global__ void __launch_bounds__(kThreads, MINB)
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
-  loadTileAsync<BK, HD>(k + base, li.st, k0, t, Ks);
-  loadTileAsync<BK, HD>(v + base, li.st, k0, t, Vs);
+  loadPairAsync<BK, HD>(k + base, li.st, v + base, li.st, k0, t, Ks, Vs);
   cpAsyncCommit();
   if (qbLo <= qbHi) {
-    loadTileAsync<BQ, HD>(q + base, li.st, qbLo * BQ, t, Qb);
-    loadTileAsync<BQ, HD>(dout + obase, lo.st, qbLo * BQ, t, dOb);
+    loadPairAsync<BQ, HD>(q + base, li.st, dout + obase, lo.st, qbLo * BQ, t, Qb, dOb);
   }
   cpAsyncCommit();
 
@@ -539,8 +546,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
     const uint16_t* dOs = dOb + buf * BQ * LD;
     __syncthreads(); // every warp is done with the other buffers and with LS, DS
     if (qb < qbHi) {
-      loadTileAsync<BQ, HD>(q + base, li.st, q0 + BQ, t, Qb + (buf ^ 1) * BQ * LD);
-      loadTileAsync<BQ, HD>(dout + obase, lo.st, q0 + BQ, t, dOb + (buf ^ 1) * BQ * LD);
+      loadPairAsync<BQ, HD>(q + base, li.st, dout + obase, lo.st, q0 + BQ, t,
+                            Qb + (buf ^ 1) * BQ * LD, dOb + (buf ^ 1) * BQ * LD);
     }
     cpAsyncCommit(); // (empty on the last tile)
     loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
@@ -643,11 +650,9 @@ __global__ void __launch_bounds__(kThreads)
 
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
-  loadTileAsync<BR, HD>(q + base, li.st, q0, t, Qs);
-  loadTileAsync<BR, HD>(dout + obase, lo.st, q0, t, dOs);
+  loadPairAsync<BR, HD>(q + base, li.st, dout + obase, lo.st, q0, t, Qs, dOs);
   if (kbLo <= kbHi) {
-    loadTileAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
-    loadTileAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+    loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, kbLo * BC, t, Kb, Vb);
   }
   cpAsyncCommit();
   float L[2], Dr[2];
@@ -670,8 +675,8 @@ __global__ void __launch_bounds__(kThreads)
     const uint16_t* Vs = Vb + buf * BC * LD;
     __syncthreads(); // every warp is done with the other buffer (the previous tile)
     if (kb < kbHi) {
-      loadTileAsync<BC, HD>(k + base, li.st, k0 + BC, t, Kb + (buf ^ 1) * BC * LD);
-      loadTileAsync<BC, HD>(v + base, li.st, k0 + BC, t, Vb + (buf ^ 1) * BC * LD);
+      loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, k0 + BC, t,
+                            Kb + (buf ^ 1) * BC * LD, Vb + (buf ^ 1) * BC * LD);
     }
     cpAsyncCommit(); // (empty on the last tile)
     cpAsyncWait<1>(); // Q, dO and this tile's K, V have landed
