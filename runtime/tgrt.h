@@ -148,13 +148,27 @@ const char* tgrt_backend_name(void);
  * collectives from its own thread, in the same order). A rank that waits longer than the
  * timeout (TGRT_COMM_TIMEOUT_S, seconds, default 120) for the others fails with
  * "tgrt: <loc>: all_reduce_mean: rank r of N waited ... s" instead of hanging.
- * CUDA: not implemented yet (no NCCL bootstrap); the driver refuses ranks > 1 there. */
+ * CUDA: one process per GPU joined over NCCL (runtime/cuda/Comm.cu): one process makes a
+ * unique id (tgrt_comm_unique_id), every rank process gets it and calls
+ * tgrt_comm_create_nccl; tgrt_all_reduce_mean is then an ncclAllReduce (average) on the
+ * context's stream (stream-ordered rather than synchronous; NCCL's summation order, not
+ * bit-identical to the CPU backend). tgrt_comm_create_local returns NULL there. */
 struct tgrt_comm;
 typedef struct tgrt_comm tgrt_comm;
 /* An in-process communicator for `ranks` threads (1..64). NULL (message on stderr) on a bad
  * count. Destroy it after every context that uses it. */
 tgrt_comm* tgrt_comm_create_local(int32_t ranks);
 void tgrt_comm_destroy(tgrt_comm* comm);
+/* CUDA: writes a fresh NCCL unique id as 256 hex digits and a NUL into hex[size >= 257];
+ * 0 on success, -1 (message on stderr) on failure. The CPU backend returns -1. */
+int32_t tgrt_comm_unique_id(char* hex, int64_t size);
+/* CUDA: selects CUDA device `device` for the calling thread (contexts created by it later
+ * use that device), then joins rank `rank` of `ranks` to the NCCL communicator of the unique
+ * id id_hex (tgrt_comm_unique_id's text; every rank must pass the same). Blocks until every
+ * rank has joined. NULL (message on stderr) on a bad argument, a device that is not visible
+ * or an NCCL failure. The CPU backend returns NULL. */
+tgrt_comm* tgrt_comm_create_nccl(int32_t rank, int32_t ranks, int32_t device,
+                                 const char* id_hex);
 /* Attaches ctx to comm as rank `rank` of `ranks` (must equal the communicator's size; the
  * context must not be used by another thread). comm = NULL detaches (the collectives are
  * then no-ops). Fails (exit 1) on a rank outside [0, ranks) or a size mismatch. */

@@ -13,6 +13,8 @@
 #                                    + kernel check, named gpt2-bf16m[-gelu][-TAG] and
 #                                    tgrt-cuda-check[-TAG]; earlier perf artifacts of other tags
 #                                    stay (scripts/gpu-perf.sh compares them in one call)
+#   scripts/gpu-artifacts.sh dp      GPT-2 small bf16-mixed, ranks 1 x micro-batch 16 and ranks
+#                                    2 x 8 (scripts/gpu-dp.sh, on the 2-GPU machine)
 #   scripts/gpu-artifacts.sh all     mixed + remat (one device call: scripts/gpu-mixed.sh then
 #                                    scripts/gpu-remat.sh)
 # Executables are stripped and xz-compressed (runs/NAME.xz, ~3.8 MB for GPT-2 on CUDA); the
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || [ "$WHAT" = perf ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
+[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || [ "$WHAT" = perf ] || [ "$WHAT" = dp ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
 exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
@@ -100,6 +102,11 @@ perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and ker
   done
   gzip -c build/bin/tgrt-cuda-check > "runs/tgrt-cuda-check$TAG.gz"
   ;;
+dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed, one rank x micro-batch 16 and two ranks x 8
+  exe gpt2-dp1 --set training.precision=bf16-mixed --set training.batch_size=16
+  exe gpt2-dp2 --set training.precision=bf16-mixed --set training.batch_size=8 \
+    --set training.distributed.ranks=2
+  ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive
   rm -f runs/san-*.xz
@@ -122,7 +129,7 @@ experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment 
   rm -rf "runs/$NAME"
   ls -la "runs/$NAME.tar.xz"
   ;;
-*) echo "usage: $0 fp32|mixed|remat|all|final|perf [TAG]|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final|perf [TAG]|dp|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

@@ -307,6 +307,18 @@ tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
 
 void tgrt_comm_destroy(tgrt_comm* comm) { delete comm; }
 
+int32_t tgrt_comm_unique_id(char*, int64_t) {
+  std::fprintf(stderr, "tgrt: comm_unique_id: NCCL communicators are for the cuda backend; the "
+                       "cpu backend runs ranks as threads (tgrt_comm_create_local)\n");
+  return -1;
+}
+
+tgrt_comm* tgrt_comm_create_nccl(int32_t, int32_t, int32_t, const char*) {
+  std::fprintf(stderr, "tgrt: comm_create_nccl: NCCL communicators are for the cuda backend; "
+                       "the cpu backend runs ranks as threads (tgrt_comm_create_local)\n");
+  return nullptr;
+}
+
 void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks) {
   tgrt_cpu::checkCtx(ctx, "set_comm");
   if (!comm) {

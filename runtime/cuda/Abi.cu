@@ -258,29 +258,6 @@ void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x
   tgrt_cuda::tensorStats(C(ctx), loc, dt, x, rows, cols, ld, out);
 }
 
-// Data parallelism (tgrt.h "Data parallel"): not on the CUDA backend yet (the NCCL bootstrap
-// across processes is issue 11's next step). A single rank needs no communicator; anything
-// that would need one fails with a message instead of silently training one rank.
-tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
-  std::fprintf(stderr, "tgrt: data parallelism (%d ranks) is not implemented on the CUDA "
-                       "backend yet (no NCCL); use the cpu backend\n", (int)ranks);
-  return nullptr;
-}
-
-void tgrt_comm_destroy(tgrt_comm*) {}
-
-void tgrt_set_comm(tgrt_ctx*, tgrt_comm* comm, int32_t, int32_t ranks) {
-  if (comm || ranks > 1)
-    tgrt_cuda::fail("set_comm", "data parallelism (%d ranks) is not implemented on the CUDA "
-                                "backend yet (no NCCL)", (int)ranks);
-}
-
-void tgrt_all_reduce_mean(tgrt_ctx*, const char*, int32_t, void*, int64_t) {
-  // Reached only by code compiled for ranks > 1, which tgc refuses for --target cuda.
-  tgrt_cuda::fail("all_reduce_mean", "data parallelism is not implemented on the CUDA backend "
-                                     "yet (no NCCL); recompile with ranks 1");
-}
-
-void tgrt_all_reduce_mean_host(tgrt_ctx*, const char*, double*, int64_t) {} // one rank: the mean is v
+// Data parallelism (tgrt_comm_*, tgrt_set_comm, tgrt_all_reduce_mean*): Comm.cu (NCCL).
 
 } // extern "C"

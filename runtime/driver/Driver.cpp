@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -373,6 +375,10 @@ const char* kUsage =
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
     "  --seed S              seed for init and data sampling (default: the spec's seed)\n"
+    "  --gpus N              data-parallel ranks on the CUDA backend: one process per GPU\n"
+    "                        (GPUs 0..N-1), joined over NCCL; must equal the compiled\n"
+    "                        training.distributed.ranks, which is also the default. If a\n"
+    "                        rank fails, the others are ended and its status is returned\n"
     "  --ranks N             data-parallel ranks, run as N threads of this process (CPU\n"
     "                        backend); must equal the compiled training.distributed.ranks\n"
     "                        (the default). Each step draws one global batch of N x batch\n"
@@ -400,6 +406,7 @@ struct Options {
   bool quiet = false, info = false, help = false;
   bool find_nonfinite = false; ///< --find-nonfinite or TGRT_FIND_NONFINITE=1
   int64_t ranks = 0;           ///< --ranks (0: the compiled model.ranks)
+  int64_t gpus = 0;            ///< --gpus (CUDA: ranks as processes; 0: model.ranks)
 };
 
 int64_t parseInt(const std::string& opt, const std::string& v, int64_t min) {
@@ -454,6 +461,7 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--seed") o.seed = (uint64_t)parseInt(a, value(), 0), o.has_seed = true;
     else if (a == "--find-nonfinite") o.find_nonfinite = true;
     else if (a == "--ranks") o.ranks = parseInt(a, value(), 1);
+    else if (a == "--gpus") o.gpus = parseInt(a, value(), 1);
     else throw DriverError("unknown option '" + std::string(argv[i]) + "' (see --help)", 2);
   }
   if (const char* env = std::getenv("TGRT_FIND_NONFINITE"))
@@ -1227,6 +1235,100 @@ int runRanks(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model&
   return rc0;
 }
 
+/// One rank process of `./train --gpus N` (the environment of spawnRanks: RANK, WORLD_SIZE,
+/// LOCAL_RANK, TGRT_NCCL_ID): joins the NCCL communicator on GPU LOCAL_RANK and trains.
+int runNcclRank(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model& m,
+                int32_t ranks, const char* idHex) {
+  auto envInt = [](const char* name, int64_t dflt) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return dflt;
+    char* end = nullptr;
+    const long long x = std::strtoll(v, &end, 10);
+    if (*end) throw DriverError(std::string("environment ") + name + "='" + v +
+                                "' is not an integer", 2);
+    return (int64_t)x;
+  };
+  const int64_t world = envInt("WORLD_SIZE", ranks), rank = envInt("RANK", -1);
+  const int64_t local = envInt("LOCAL_RANK", rank);
+  if (world != ranks)
+    throw DriverError("environment WORLD_SIZE=" + std::to_string(world) + ", but this "
+                      "executable was compiled for " + std::to_string(ranks) + " ranks", 2);
+  if (rank < 0 || rank >= ranks)
+    throw DriverError("environment RANK=" + std::to_string(rank) + " is outside [0, " +
+                      std::to_string(ranks) + ")", 2);
+  tgrt_comm* comm = tgrt_comm_create_nccl((int32_t)rank, ranks, (int32_t)local, idHex);
+  if (!comm)
+    throw DriverError("rank " + std::to_string(rank) + ": cannot join the NCCL communicator "
+                      "(see above)");
+  int code = 0;
+  {
+    Trainer t(o, hooks, m, (int32_t)rank, ranks, comm);
+    code = t.run();
+  }
+  tgrt_comm_destroy(comm);
+  return code;
+}
+
+/// `./train --gpus N` on the CUDA backend: makes the NCCL unique id (its bootstrap root runs in
+/// this process), starts N copies of this executable with the same arguments as ranks 0..N-1
+/// (RANK, WORLD_SIZE, LOCAL_RANK = GPU, TGRT_NCCL_ID) and waits for them. The first rank that
+/// fails ends the others (SIGTERM), so none waits forever in a collective; its status is
+/// returned. Only rank 0 logs, evaluates and saves.
+int spawnRanks(char** argv, int32_t ranks, const char* prog) {
+  char id[300];
+  if (tgrt_comm_unique_id(id, sizeof id) != 0)
+    throw DriverError("cannot create the NCCL unique id (see above)");
+  std::fflush(nullptr);
+  std::vector<pid_t> pids((size_t)ranks, -1);
+  auto endAll = [&](int sig) {
+    for (pid_t p : pids)
+      if (p > 0) kill(p, sig);
+  };
+  for (int32_t r = 0; r < ranks; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      endAll(SIGTERM);
+      throw DriverError(std::string("fork for rank ") + std::to_string(r) + ": " +
+                        std::strerror(errno));
+    }
+    if (pid == 0) {
+      const std::string rs = std::to_string(r), ws = std::to_string(ranks);
+      setenv("RANK", rs.c_str(), 1);
+      setenv("LOCAL_RANK", rs.c_str(), 1);
+      setenv("WORLD_SIZE", ws.c_str(), 1);
+      setenv("TGRT_NCCL_ID", id, 1);
+      execv("/proc/self/exe", argv);
+      std::fprintf(stderr, "%s: error: rank %d: exec /proc/self/exe: %s\n", prog, (int)r,
+                   std::strerror(errno));
+      std::_Exit(127);
+    }
+    pids[(size_t)r] = pid;
+  }
+  int rc = 0, live = ranks;
+  while (live > 0) {
+    int st = 0;
+    const pid_t pid = waitpid(-1, &st, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = std::find(pids.begin(), pids.end(), pid);
+    if (it == pids.end()) continue;
+    const int r = (int)(it - pids.begin());
+    *it = -1;
+    --live;
+    const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (code != 0 && rc == 0) {
+      rc = code;
+      std::fprintf(stderr, "%s: error: rank %d of %d %s %d; ending the other ranks\n", prog, r,
+                   (int)ranks, WIFEXITED(st) ? "exited with status" : "was killed by signal",
+                   WIFEXITED(st) ? code : code - 128);
+      endAll(SIGTERM);
+    }
+  }
+  return rc;
+}
+
 } // namespace
 } // namespace tgrt
 
@@ -1259,10 +1361,20 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
       throw DriverError("the model plan has batch_size " + std::to_string(m->batch_size) +
                         ", context " + std::to_string(m->context) + ", vocab_size " +
                         std::to_string(m->vocab_size) + "; all must be positive");
+    const bool cuda = std::strcmp(tgrt_backend_name(), "cuda") == 0;
+    if (o.gpus > 0 && !cuda)
+      throw DriverError("--gpus " + std::to_string(o.gpus) + ": this executable runs on the " +
+                            tgrt_backend_name() + " backend; use --ranks N (threads) there",
+                        2);
+    if (o.ranks > 1 && cuda)
+      throw DriverError("--ranks " + std::to_string(o.ranks) + ": the cuda backend runs one "
+                        "process per GPU: use --gpus " + std::to_string(o.ranks),
+                        2);
     const int64_t compiled = std::max<int32_t>(1, m->ranks);
-    const int64_t ranks = o.ranks > 0 ? o.ranks : compiled;
+    const int64_t ranks = o.gpus > 0 ? o.gpus : o.ranks > 0 ? o.ranks : compiled;
     if (ranks != compiled)
-      throw DriverError("--ranks " + std::to_string(ranks) + ": this executable was compiled "
+      throw DriverError(std::string(o.gpus > 0 ? "--gpus " : "--ranks ") +
+                        std::to_string(ranks) + ": this executable was compiled "
                         "for " + std::to_string(compiled) + " rank" + (compiled == 1 ? "" : "s") +
                         " (training.distributed.ranks); recompile with --set "
                         "training.distributed.ranks=" + std::to_string(ranks),
@@ -1271,15 +1383,15 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
       Trainer t(o, hooks, *m);
       return t.run();
     }
-    if (std::strcmp(tgrt_backend_name(), "cpu") != 0)
-      throw DriverError(std::string("data parallelism (") + std::to_string(ranks) +
-                            " ranks) is not implemented on the " + tgrt_backend_name() +
-                            " backend yet (no NCCL); use the cpu backend",
-                        2);
     if (o.find_nonfinite)
       throw DriverError("--find-nonfinite (or TGRT_FIND_NONFINITE) is not supported with "
-                        "--ranks > 1 yet",
+                        "more than one rank yet",
                         2);
+    if (cuda) {
+      if (const char* id = std::getenv("TGRT_NCCL_ID"))
+        return runNcclRank(o, hooks, *m, (int32_t)ranks, id);
+      return spawnRanks(argv, (int32_t)ranks, prog);
+    }
     return runRanks(o, hooks, *m, (int32_t)ranks, prog);
   } catch (const DriverError& e) {
     std::fflush(stdout);

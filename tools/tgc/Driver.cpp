@@ -227,7 +227,7 @@ bool linkExecutable(const std::string &cpp, const DriverOptions &opts) {
   args.push_back(backend);
   if (opts.target == "cuda") {
     for (const char *a : {"-L/usr/local/cuda/lib64", "-Wl,-rpath,/usr/local/cuda/lib64",
-                          "-lcublasLt", "-lcudart_static", "-ldl", "-lrt"})
+                          "-lcublasLt", "-lnccl", "-lcudart_static", "-ldl", "-lrt"})
       args.push_back(a);
   } else {
     args.push_back("-lopenblas");
@@ -344,14 +344,6 @@ int runCompile(const DriverOptions &opts) {
       return 1;
     if (opts.emit == "cpp")
       return writeAtomically(opts.output, cpp) ? 0 : 1;
-    if (opts.target == "cuda" && spec.training.distributed.ranks > 1) {
-      // The CUDA runtime has no tgrt_all_reduce_mean yet (docs/distributed.md).
-      llvm::errs() << "tgc: error: training.distributed.ranks: "
-                   << spec.training.distributed.ranks
-                   << " ranks are not implemented on --target cuda yet (no NCCL all-reduce); "
-                      "use --target cpu, or ranks 1\n";
-      return 1;
-    }
     return linkExecutable(cpp, opts) ? 0 : 1;
   }
   llvm::errs() << "tgc: error: --emit: unknown or unavailable output '" << opts.emit

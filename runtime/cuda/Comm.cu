@@ -1,0 +1,194 @@
+// Comm.cu — data parallelism on the CUDA backend (runtime/tgrt.h "data parallel"): one process
+// per GPU, joined by an NCCL communicator (NCCL ships with the CUDA toolkit). The driver
+// (runtime/driver/Driver.cpp) creates the unique id in the launching process
+// (tgrt_comm_unique_id), passes it to every rank process, and each rank calls
+// tgrt_comm_create_nccl, which selects its GPU and joins (ncclCommInitRank).
+//
+// tgrt_all_reduce_mean is ncclAllReduce with ncclAvg, in place, on the context's stream: the
+// calls after it on that stream see the mean. The summation order is NCCL's (fixed for a
+// given number of ranks and topology, but not rank order, and not the CPU backend's bits).
+// tgrt_all_reduce_mean_host sums float64 values through a small device buffer.
+//
+// Faults: every NCCL error names the collective, the rank, the number of ranks and the op's
+// location. A rank that dies leaves the others waiting inside NCCL; the launching process
+// (`./train --gpus N`) then ends them (Driver.cpp), so nothing hangs.
+#include "runtime/cuda/CudaRuntime.h"
+#include "runtime/cuda/Internal.h"
+#include "runtime/tgrt.h"
+
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+struct tgrt_comm {
+  ncclComm_t nccl = nullptr;
+  int32_t rank = 0, ranks = 1;
+  double* dbuf = nullptr; ///< device scratch of tgrt_all_reduce_mean_host (kHostMax doubles)
+};
+
+namespace {
+constexpr int64_t kHostMax = 64;
+std::mutex gMu;
+std::unordered_map<const tgrt_ctx*, tgrt_comm*> gAttached; ///< tgrt_set_comm
+
+tgrt_comm* attached(const tgrt_ctx* ctx) {
+  std::lock_guard<std::mutex> lock(gMu);
+  auto it = gAttached.find(ctx);
+  return it == gAttached.end() ? nullptr : it->second;
+}
+
+tgrt_cuda::Context* C(tgrt_ctx* ctx) { return reinterpret_cast<tgrt_cuda::Context*>(ctx); }
+
+void checkNccl(ncclResult_t r, const tgrt_comm* c, const char* loc, const char* what) {
+  if (r == ncclSuccess) return;
+  tgrt_cuda::fail(loc, "%s: NCCL error '%s' (rank %d of %d)%s%s", what, ncclGetErrorString(r),
+                  (int)c->rank, (int)c->ranks, ncclGetLastError(c->nccl) ? ": " : "",
+                  ncclGetLastError(c->nccl) ? ncclGetLastError(c->nccl) : "");
+}
+} // namespace
+
+extern "C" {
+
+tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
+  std::fprintf(stderr, "tgrt: the cuda backend runs data parallelism as one process per GPU "
+                       "(./train --gpus %d), not as threads\n", (int)ranks);
+  return nullptr;
+}
+
+int32_t tgrt_comm_unique_id(char* hex, int64_t size) {
+  ncclUniqueId id;
+  if (!hex || size < 2 * (int64_t)sizeof id.internal + 1) {
+    std::fprintf(stderr, "tgrt: comm_unique_id: the buffer needs %d bytes\n",
+                 (int)(2 * sizeof id.internal + 1));
+    return -1;
+  }
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) {
+    std::fprintf(stderr, "tgrt: comm_unique_id: ncclGetUniqueId: %s\n", ncclGetErrorString(r));
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof id.internal; ++i)
+    std::snprintf(hex + 2 * i, 3, "%02x", (unsigned)(unsigned char)id.internal[i]);
+  return 0;
+}
+
+tgrt_comm* tgrt_comm_create_nccl(int32_t rank, int32_t ranks, int32_t device,
+                                 const char* id_hex) {
+  ncclUniqueId id;
+  if (ranks < 1 || rank < 0 || rank >= ranks || device < 0) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: rank %d of %d on device %d is out of range\n",
+                 (int)rank, (int)ranks, (int)device);
+    return nullptr;
+  }
+  if (!id_hex || std::strlen(id_hex) != 2 * sizeof id.internal) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: the unique id must be %d hex digits\n",
+                 (int)(2 * sizeof id.internal));
+    return nullptr;
+  }
+  for (size_t i = 0; i < sizeof id.internal; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(id_hex + 2 * i, "%2x", &v) != 1) {
+      std::fprintf(stderr, "tgrt: comm_create_nccl: the unique id is not hex\n");
+      return nullptr;
+    }
+    id.internal[i] = (char)v;
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device >= count) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: rank %d wants CUDA device %d, but %d "
+                         "device(s) are visible\n", (int)rank, (int)device, count);
+    return nullptr;
+  }
+  if (cudaSetDevice(device) != cudaSuccess) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: cudaSetDevice(%d) failed\n", (int)device);
+    return nullptr;
+  }
+  auto* c = new tgrt_comm();
+  c->rank = rank;
+  c->ranks = ranks;
+  const ncclResult_t r = ncclCommInitRank(&c->nccl, ranks, id, rank);
+  if (r != ncclSuccess) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: ncclCommInitRank (rank %d of %d): %s\n",
+                 (int)rank, (int)ranks, ncclGetErrorString(r));
+    delete c;
+    return nullptr;
+  }
+  if (cudaMalloc(&c->dbuf, kHostMax * sizeof(double)) != cudaSuccess) {
+    std::fprintf(stderr, "tgrt: comm_create_nccl: cudaMalloc of %d bytes failed\n",
+                 (int)(kHostMax * sizeof(double)));
+    ncclCommDestroy(c->nccl);
+    delete c;
+    return nullptr;
+  }
+  return c;
+}
+
+void tgrt_comm_destroy(tgrt_comm* comm) {
+  if (!comm) return;
+  {
+    std::lock_guard<std::mutex> lock(gMu);
+    for (auto it = gAttached.begin(); it != gAttached.end();)
+      it = it->second == comm ? gAttached.erase(it) : std::next(it);
+  }
+  if (comm->nccl) ncclCommDestroy(comm->nccl);
+  if (comm->dbuf) cudaFree(comm->dbuf);
+  delete comm;
+}
+
+void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks) {
+  tgrt_cuda::checkCtx(C(ctx), "set_comm");
+  std::lock_guard<std::mutex> lock(gMu);
+  if (!comm) {
+    if (ranks > 1)
+      tgrt_cuda::fail("set_comm", "%d ranks need a communicator (tgrt_comm_create_nccl)",
+                      (int)ranks);
+    gAttached.erase(ctx);
+    return;
+  }
+  if (rank != comm->rank || ranks != comm->ranks)
+    tgrt_cuda::fail("set_comm", "rank %d of %d does not match the communicator's rank %d of %d",
+                    (int)rank, (int)ranks, (int)comm->rank, (int)comm->ranks);
+  gAttached[ctx] = comm;
+}
+
+void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n) {
+  tgrt_comm* c = attached(ctx);
+  if (!c || c->ranks == 1 || n == 0) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_all_reduce_mean", loc);
+  ncclDataType_t t;
+  switch (dt) {
+  case TGRT_F32: t = ncclFloat32; break;
+  case TGRT_BF16: t = ncclBfloat16; break;
+  case TGRT_F16: t = ncclFloat16; break;
+  default: tgrt_cuda::fail(loc, "all_reduce_mean: unknown dtype %d", (int)dt);
+  }
+  if (n < 0) tgrt_cuda::fail(loc, "all_reduce_mean: negative element count %lld", (long long)n);
+  checkNccl(ncclAllReduce(buf, buf, (size_t)n, t, ncclAvg, c->nccl, C(ctx)->stream), c, loc,
+            "all_reduce_mean (ncclAllReduce, average)");
+  if (C(ctx)->sync_each)
+    tgrt_cuda::check(cudaStreamSynchronize(C(ctx)->stream), loc, "all_reduce_mean");
+}
+
+void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n) {
+  tgrt_comm* c = attached(ctx);
+  if (!c || c->ranks == 1 || n == 0) return;
+  if (n < 0 || n > kHostMax)
+    tgrt_cuda::fail(loc, "all_reduce_mean_host: %lld values (at most %lld)", (long long)n,
+                    (long long)kHostMax);
+  cudaStream_t s = C(ctx)->stream;
+  tgrt_cuda::check(cudaMemcpyAsync(c->dbuf, v, (size_t)n * sizeof(double),
+                                   cudaMemcpyHostToDevice, s),
+                   loc, "all_reduce_mean_host: cudaMemcpyAsync");
+  checkNccl(ncclAllReduce(c->dbuf, c->dbuf, (size_t)n, ncclFloat64, ncclSum, c->nccl, s), c, loc,
+            "all_reduce_mean_host (ncclAllReduce, sum)");
+  tgrt_cuda::check(cudaMemcpyAsync(v, c->dbuf, (size_t)n * sizeof(double),
+                                   cudaMemcpyDeviceToHost, s),
+                   loc, "all_reduce_mean_host: cudaMemcpyAsync");
+  tgrt_cuda::check(cudaStreamSynchronize(s), loc, "all_reduce_mean_host: synchronize");
+  for (int64_t i = 0; i < n; ++i) v[i] /= (double)c->ranks;
+}
+
+} // extern "C"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Data parallel over NCCL on the 2-GPU machine (nvidia-h200-x2), one device call, builds
+# nothing. After `scripts/gpu-artifacts.sh dp` here, carry runs/gpt2-dp1.xz, runs/gpt2-dp2.xz
+# and runs/data-gpu, then from the repo root there: scripts/gpu-dp.sh
+#   1 GPU x micro-batch 16 and `--gpus 2` x micro-batch 8 (the same global batch of 16 x 1024
+#   tokens, the same data order) for STEPS (20) steps: the loss curves must agree to bf16
+#   tolerance (max relative difference printed), ms/step and tokens/s of each, the scaling
+#   efficiency (tokens/s per GPU on 2 GPUs / on 1), device memory used against the plan.
+#   Then a fault: rank 1 is killed mid-run; the launcher must end rank 0 and exit non-zero
+#   within the timeout instead of hanging.
+set -u -o pipefail
+OUT=${OUT:-/tmp/gpu-dp}; mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 # multicast off on the shared machines (device KINDS.md)
+source "$(dirname "$0")/gpu-lib.sh"
+STEPS=${STEPS:-20}
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+dp1=$(unpack runs/gpt2-dp1); dp2=$(unpack runs/gpt2-dp2)
+args=(--data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 1)
+"$dp1" "${args[@]}" --log "$OUT/dp1.jsonl" > "$OUT/dp1.log" 2>&1; echo "1 GPU: rc $?"
+timeout 300 "$dp2" --gpus 2 "${args[@]}" --log "$OUT/dp2.jsonl" > "$OUT/dp2.log" 2>&1
+echo "2 GPUs: rc $?"; grep -E "error|memory" "$OUT/dp2.log" | head -4
+# Fault: kill rank 1 after a few seconds; the launcher must end rank 0 and fail.
+( timeout 120 "$dp2" --gpus 2 --data runs/data-gpu --steps 100000 --eval-every 0 \
+    --eval-batches 1 > "$OUT/fault.log" 2>&1; echo "fault run: rc $?" >> "$OUT/fault.log" ) &
+sleep 25
+for p in $(pgrep -f "gpt2-dp2"); do
+  if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "RANK=1"; then kill -9 "$p"; fi
+done
+wait
+tail -3 "$OUT/fault.log"
+python3 - "$OUT" <<'PY'
+import json, statistics, sys, re
+out = sys.argv[1]
+def rows(n):
+    try:
+        return [r for r in (json.loads(l) for l in open(f"{out}/{n}.jsonl") if l.startswith("{"))
+                if "ms" in r and "eval" not in r]
+    except FileNotFoundError:
+        return []
+a, b = rows("dp1"), rows("dp2")
+def med(r, k): return statistics.median(x[k] for x in r[2:]) if len(r) > 2 else float("nan")
+if a and b:
+    n = min(len(a), len(b))
+    rel = max(abs(a[i]["loss"] - b[i]["loss"]) / abs(a[i]["loss"]) for i in range(n))
+    print(f"loss 1 GPU {a[0]['loss']:.4f} -> {a[n-1]['loss']:.4f}; 2 GPUs {b[0]['loss']:.4f} -> {b[n-1]['loss']:.4f}; max relative difference over {n} steps {rel:.2e}")
+print("| run | ms/step | tokens/s | tokens/s per GPU |\n|---|---|---|---|")
+for name, r, g in (("1 GPU x 16", a, 1), ("2 GPUs x 8 (--gpus 2)", b, 2)):
+    if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} |")
+if a and b: print(f"scaling efficiency (tokens/s per GPU, 2 vs 1): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
+PY
