@@ -227,6 +227,29 @@ __device__ __forceinline__ void loadPairAsync(const uint16_t* __restrict__ a, in
   loadTileAsync<R, HD>(b, ldb, row0, t, sb);
 }
 
+/// The step to key tile kb of a loop over double-buffered K, V tiles (the forward and dq
+/// kernels): once every warp is done with the other buffer (the previous tile), starts copying
+/// tile kb + 1 into it (when kb < kbHi; else an empty group, so the wait always means "this
+/// tile"), waits for tile kb, and returns its K and V buffers.
+template <int BC, int HD>
+__device__ __forceinline__ void nextKeyTile(int64_t kb, int64_t kbLo, int64_t kbHi,
+                                            const uint16_t* __restrict__ k,
+                                            const uint16_t* __restrict__ v, int64_t ld,
+                                            int64_t t, uint16_t* Kb, uint16_t* Vb,
+                                            const uint16_t*& Ks, const uint16_t*& Vs) {
+  constexpr int LD = HD + kPad;
+  const int buf = (int)((kb - kbLo) & 1);
+  Ks = Kb + buf * BC * LD;
+  Vs = Vb + buf * BC * LD;
+  __syncthreads();
+  if (kb < kbHi)
+    loadPairAsync<BC, HD>(k, ld, v, ld, (kb + 1) * BC, t, Kb + (buf ^ 1) * BC * LD,
+                          Vb + (buf ^ 1) * BC * LD);
+  cpAsyncCommit();
+  cpAsyncWait<1>();
+  __syncthreads();
+}
+
 /// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
 /// 2kk + 1 of a 16 x N accumulator), rounded to E.
 template <typename E>
@@ -339,17 +362,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
-    const int buf = (int)((kb - kbLo) & 1);
-    const uint16_t* Ks = Kb + buf * BC * LD;
-    const uint16_t* Vs = Vb + buf * BC * LD;
-    __syncthreads(); // every warp is done with the other buffer (the previous tile)
-    if (kb < kbHi) {
-      loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, k0 + BC, t,
-                            Kb + (buf ^ 1) * BC * LD, Vb + (buf ^ 1) * BC * LD);
-    }
-    cpAsyncCommit(); // (empty on the last tile, so the wait below always means "this tile")
-    cpAsyncWait<1>();
-    __syncthreads();
+    const uint16_t *Ks, *Vs;
+    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4];
 #pragma unroll
@@ -670,17 +684,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
-    const int buf = (int)((kb - kbLo) & 1);
-    const uint16_t* Ks = Kb + buf * BC * LD;
-    const uint16_t* Vs = Vb + buf * BC * LD;
-    __syncthreads(); // every warp is done with the other buffer (the previous tile)
-    if (kb < kbHi) {
-      loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, k0 + BC, t,
-                            Kb + (buf ^ 1) * BC * LD, Vb + (buf ^ 1) * BC * LD);
-    }
-    cpAsyncCommit(); // (empty on the last tile)
-    cpAsyncWait<1>(); // Q, dO and this tile's K, V have landed
-    __syncthreads();
+    const uint16_t *Ks, *Vs; // (with this tile's K, V, the Q and dO of the first group land)
+    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4], dp[NS][4];
 #pragma unroll

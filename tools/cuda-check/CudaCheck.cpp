@@ -1812,6 +1812,23 @@ void benchKernels(Contexts& c, int reps) {
   Dev<int32_t> idsUni(uni), idsSkew(skew);
   for (int32_t dt : {F, B}) {
     const double es = (double)tgrt_dtype_size(dt);
+    // Cross entropy over T rows of `vocab` logits (50257: rows at every offset; 50304: whole
+    // packs, GPT-2's padded vocabulary): the forward, the backward in place, the two in one.
+    auto ceRows = [&](int64_t vocab) {
+      const std::string v = std::to_string(vocab), n = "cross_entropy_";
+      row((n + "fwd 16384 x " + v).c_str(), dt, 4, 2, (double)T * vocab, [&] {
+        tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T,
+                                   vocab, -100);
+      });
+      row((n + "bwd 16384 x " + v + " (in place)").c_str(), dt, 8, 4, (double)T * vocab, [&] {
+        tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T,
+                                   vocab, -100);
+      });
+      row((n + "fwd_bwd 16384 x " + v + " (in place)").c_str(), dt, 8, 4, (double)T * vocab, [&] {
+        tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p,
+                                      dloss.p, logits->p, T, vocab, -100);
+      });
+    };
     // dout read, the whole table written (zeroed, then the used rows).
     for (bool skewed : {false, true})
       row(skewed ? "embedding_bwd 16384 x 768, vocab 50257 (skewed ids)"
@@ -1828,14 +1845,7 @@ void benchKernels(Contexts& c, int reps) {
     for (int64_t n : {int64_t(768), int64_t(2304)})
       row(n == 768 ? "bias_grad 16384 x 768" : "bias_grad 16384 x 2304", dt, 4, 2,
           (double)(T * n), [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, n); });
-    row("cross_entropy_fwd 16384 x 50257", dt, 4, 2, (double)T * Vt, [&] {
-      tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T, Vt,
-                                 -100);
-    });
-    row("cross_entropy_bwd 16384 x 50257 (in place)", dt, 8, 4, (double)T * Vt, [&] {
-      tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T, Vt,
-                                 -100);
-    });
+    ceRows(Vt);
     row("embedding_fwd 16384 x 768", dt, 8, 4, (double)(T * d),
         [&] { tgrt_cuda::embeddingFwd(g, "bench", dt, x->p, ids.p, o->p, T, d, 1024); });
     row("add 16384 x 768", dt, 12, 6, (double)(T * d),
@@ -1854,18 +1864,7 @@ void benchKernels(Contexts& c, int reps) {
         [&] { tgrt_cuda::geluBwd(g, "bench", dt, h1->p, h2->p, h2->p, T * H); });
     row("bias_grad 16384 x 3072", dt, 4, 2, (double)(T * H),
         [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, H); });
-    row("cross_entropy_fwd 16384 x 50304", dt, 4, 2, (double)T * V, [&] {
-      tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T, V,
-                                 -100);
-    });
-    row("cross_entropy_bwd 16384 x 50304 (in place)", dt, 8, 4, (double)T * V, [&] {
-      tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T, V,
-                                 -100);
-    });
-    row("cross_entropy_fwd_bwd 16384 x 50304 (in place)", dt, 8, 4, (double)T * V, [&] {
-      tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p,
-                                    dloss.p, logits->p, T, V, -100);
-    });
+    ceRows(V);
     row("cast f32 -> dt 124M (weights)", dt, 8, 6, (double)P,
         [&] { tgrt_cuda::cast(g, "bench", F, p->p, dt, pg->p, P); });
     row("grad_norm_sq 124M", dt, 4, 2, (double)P,
