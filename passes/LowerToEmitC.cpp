@@ -148,6 +148,8 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_matmul_dgelu_bgrad", "-RRRWW------")
       .Case("tgrt_bias_add", "-RRW--")
       .Case("tgrt_bias_grad", "-RW--")
+      .Case("tgrt_bias_grad_acc", "-R-M--")
+      .Case("tgrt_matmul_bias_residual", "-RR-RRW------")
       .Case("tgrt_gelu_fwd", "-RW-")
       .Case("tgrt_gelu_bwd", "-RRW-")
       .Case("tgrt_dropout", "-RW---")
@@ -449,6 +451,18 @@ private:
         afterLoss |= isa<CrossEntropyOp>(op);
       }
     }
+    // Linear layers added into the residual stream (residualSink): found first, because
+    // their bias's cast comes before the GEMM and is then not emitted.
+    residualGemms.clear();
+    for (Operation &op : fn.getBody().front())
+      if (auto mm = dyn_cast<MatmulOp>(op))
+        if (ResidualSink r = residualSink(mm); r.add) {
+          residualGemms[mm] = r;
+          for (Operation *f : {(Operation *)r.bias, (Operation *)r.cast, (Operation *)r.add})
+            fusedAway.insert(f);
+          if (r.biasCast)
+            fusedAway.insert(r.biasCast);
+        }
     for (Operation &op : fn.getBody().front()) {
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
@@ -756,7 +770,15 @@ private:
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getWpe()), Arg(o.getResult()), dim(o.getX(), 0),
                        dim(o.getX(), 1), dim(o.getX(), 2)});
         })
-        .Case([&](AddOp o) { return emitAdd(o); })
+        .Case([&](AddOp o) {
+          // The other half of a gradient whose GEMM half went into the slot (gradientSink).
+          if (auto it = slotAdds.find(o); it != slotAdds.end()) {
+            const ParamSlot *s = it->second.first;
+            return call(op, "tgrt_accumulate",
+                        {dt(s->dtype), gradSlot(s), Arg(it->second.second), s->numel});
+          }
+          return emitAdd(o);
+        })
         .Case([&](LayerNormOp o) {
           int64_t d = dim(o.getX(), -1);
           return call(op, "tgrt_layer_norm_fwd",
@@ -887,6 +909,8 @@ private:
         })
         .Case([&](BiasGradOp o) {
           int64_t n = dim(o.getDy(), -1);
+          if (succeeded(emitBiasGradIntoSlot(o, o.getDy())))
+            return success();
           return call(op, "tgrt_bias_grad",
                       {dt(o.getDy()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getDy()) / n, n});
         })
@@ -1267,10 +1291,111 @@ private:
     int64_t k = ta ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
     int64_t n = tb ? b.getDimSize(b.getRank() - 2) : b.getDimSize(b.getRank() - 1);
     int64_t m = numel(o.getResult()) / n;
-    return call(o, "tgrt_matmul_dgelu_bgrad",
-                {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(gelu.getX()),
-                 Arg(gelu.getResult()), Arg(bias.getResult()), m, n, k, int64_t(ta ? 1 : 0),
-                 int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+    CastOp cast;
+    AccumulateGradOp acc = biasGradSink(bias, cast);
+    if (failed(call(o, "tgrt_matmul_dgelu_bgrad",
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(gelu.getX()),
+                     Arg(gelu.getResult()),
+                     acc ? Arg(std::string("NULL")) : Arg(bias.getResult()), m, n, k,
+                     int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
+                     flt(o.getAlpha().convertToFloat())})))
+      return failure();
+    // The bias gradient then goes straight into its slot, from dx.
+    return acc ? emitBiasGradIntoSlot(bias, gelu.getResult()) : success();
+  }
+
+  /// A bias gradient whose only reader (possibly through one cast to the gradient's type)
+  /// is the accumulation into the parameter's gradient slot: the column sums go straight
+  /// into the slot (tgrt_bias_grad_acc), no arena buffer, no cast, no separate add.
+  AccumulateGradOp biasGradSink(BiasGradOp o, CastOp &cast) {
+    cast = CastOp();
+    if (!o.getResult().hasOneUse())
+      return AccumulateGradOp();
+    Operation *user = *o.getResult().getUsers().begin();
+    if (auto c = dyn_cast<CastOp>(user)) {
+      if (!c.getResult().hasOneUse())
+        return AccumulateGradOp();
+      cast = c;
+      user = *c.getResult().getUsers().begin();
+    }
+    auto acc = dyn_cast<AccumulateGradOp>(user);
+    if (!acc || !slotOf(acc.getParam()))
+      return AccumulateGradOp();
+    return acc;
+  }
+
+  /// tgrt_bias_grad_acc of `dy` into the slot of o's sink (biasGradSink); failure (nothing
+  /// emitted) when o has none.
+  LogicalResult emitBiasGradIntoSlot(BiasGradOp o, Value dy) {
+    CastOp cast;
+    AccumulateGradOp acc = biasGradSink(o, cast);
+    if (!acc)
+      return failure();
+    const ParamSlot *s = slotOf(acc.getParam());
+    fusedAway.insert(acc);
+    if (cast)
+      fusedAway.insert(cast);
+    int64_t n = dim(dy, -1);
+    if (failed(call(o, "tgrt_bias_grad_acc",
+                    {dt(dy), Arg(dy), dt(s->dtype), gradSlot(s), numel(dy) / n, n})))
+      return LogicalResult(o.emitOpError() << "lower-to-emitc: could not emit its gradient slot's sum");
+    return success();
+  }
+
+  /// A linear layer whose output goes, widened, into the residual stream: matmul -> bias_add
+  /// -> widening cast to f32 -> add (the other operand the f32 stream), four consecutive ops
+  /// -> one tgrt_matmul_bias_residual at the GEMM (the bias read in f32: its cast's input).
+  /// The sum is written at the GEMM, so it must not overlap the GEMM's operands; it may be
+  /// the stream's own buffer exactly (in place) or apart from it.
+  struct ResidualSink {
+    BiasAddOp bias;
+    CastOp cast;
+    AddOp add;
+    Value biasF32, res;
+    CastOp biasCast; ///< the bias's own cast, not emitted when the bias add was its only reader
+  };
+  ResidualSink residualSink(MatmulOp o) {
+    auto next = [](Operation *op) { return op->getNextNode(); };
+    auto bias = dyn_cast_or_null<BiasAddOp>(next(o));
+    if (!bias || !o.getResult().hasOneUse() || bias.getX() != o.getResult() ||
+        !bias.getResult().hasOneUse())
+      return {};
+    auto cast = dyn_cast_or_null<CastOp>(next(bias));
+    if (!cast || cast.getX() != bias.getResult() || !cast.getResult().hasOneUse() ||
+        !rt(cast.getResult()).getElementType().isF32() ||
+        rt(cast.getX()).getElementType().isF32())
+      return {};
+    auto add = dyn_cast_or_null<AddOp>(next(cast));
+    if (!add || add.getLhs() == add.getRhs() ||
+        (add.getLhs() != cast.getResult() && add.getRhs() != cast.getResult()))
+      return {};
+    Value res = add.getLhs() == cast.getResult() ? add.getRhs() : add.getLhs();
+    auto a = rt(o.getA()), b = rt(o.getB());
+    if (b.getRank() != 2 || o.getTransposeA() || !rt(res).getElementType().isF32())
+      return {};
+    (void)a;
+    // The bias in f32: the parameter its cast read (or an f32 bias as it is).
+    Value biasF32 = bias.getBias();
+    CastOp biasCast = biasF32.getDefiningOp<CastOp>();
+    if (biasCast && rt(biasCast.getX()).getElementType().isF32())
+      biasF32 = biasCast.getX();
+    else if (!rt(biasF32).getElementType().isF32())
+      return {};
+    // The bias must exist when the GEMM runs (a parameter, or computed before it).
+    if (Operation *def = biasF32.getDefiningOp(); def && !def->isBeforeInBlock(o))
+      return {};
+    Value out = add.getResult();
+    if (!disjoint(out, {o.getA(), o.getB()}))
+      return {};
+    FailureOr<PtrRef> p = ptrOf(out), q = ptrOf(res);
+    if (failed(p) || failed(q))
+      return {};
+    bool same = p->persistent == q->persistent && p->byteOffset == q->byteOffset;
+    if (!same && !disjoint(out, {res}))
+      return {};
+    if (biasCast && !(biasCast.getResult().hasOneUse() && biasCast->isBeforeInBlock(o)))
+      biasCast = CastOp(); // read elsewhere too: emitted as usual
+    return {bias, cast, add, biasF32, res, biasCast};
   }
 
   /// Whether `v`, planned to be written at `to`, may be written at `from` (earlier in the
@@ -1313,18 +1438,41 @@ private:
   /// A weight gradient: a GEMM whose only reader (possibly through one cast to the
   /// gradient's type) is the accumulation into a parameter's gradient slot -> one
   /// tgrt_matmul_acc onto the slot (beta 1), no arena round trip, no separate add.
+  /// Also through one add whose result is the accumulation's only operand (a tied weight's
+  /// two gradients, the embedding's and the head's): the GEMM then goes into the slot and
+  /// the add becomes the other operand's tgrt_accumulate onto it (`add` set).
   AccumulateGradOp gradientSink(MatmulOp o, CastOp &cast) {
+    AddOp add;
+    return gradientSink(o, cast, add);
+  }
+  AccumulateGradOp gradientSink(MatmulOp o, CastOp &cast, AddOp &add) {
     cast = CastOp();
+    add = AddOp();
     if (!o.getResult().hasOneUse())
       return AccumulateGradOp();
     Operation *user = *o.getResult().getUsers().begin();
+    Value last = o.getResult();
     if (auto c = dyn_cast<CastOp>(user)) {
       if (!c.getResult().hasOneUse())
         return AccumulateGradOp();
       cast = c;
+      last = c.getResult();
       user = *c.getResult().getUsers().begin();
     }
+    if (auto a = dyn_cast<AddOp>(user)) {
+      if (!a.getResult().hasOneUse() || a.getLhs() == a.getRhs() ||
+          rt(a.getLhs()).getElementType() != rt(a.getRhs()).getElementType())
+        return AccumulateGradOp();
+      add = a;
+      user = *a.getResult().getUsers().begin();
+    }
+    (void)last;
     auto acc = dyn_cast<AccumulateGradOp>(user);
+    if (add && (!acc || rt(add.getResult()).getElementType() !=
+                            rt(acc.getGrad()).getElementType())) {
+      add = AddOp();
+      return AccumulateGradOp();
+    }
     if (!acc || !slotOf(acc.getParam()))
       return AccumulateGradOp();
     return acc;
@@ -1365,13 +1513,25 @@ private:
         fusedAway.insert(gelu);
         return emitDgeluBgrad(o, gelu);
       }
+    if (auto it = residualGemms.find(o); it != residualGemms.end() && batch == 1) {
+      ResidualSink r = it->second;
+      return call(o, "tgrt_matmul_bias_residual",
+                  {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(r.res), Arg(r.biasF32),
+                   Arg(r.res), Arg(r.add.getResult()), m, n, k, int64_t(ta ? 1 : 0),
+                   int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+    }
     CastOp cast;
+    AddOp viaAdd;
     if (batch == 1)
-      if (AccumulateGradOp acc = gradientSink(o, cast)) {
+      if (AccumulateGradOp acc = gradientSink(o, cast, viaAdd)) {
         const ParamSlot *s = slotOf(acc.getParam());
         fusedAway.insert(acc);
         if (cast)
           fusedAway.insert(cast);
+        if (viaAdd) {
+          Value mine = cast ? cast.getResult() : o.getResult();
+          slotAdds[viaAdd] = {s, viaAdd.getLhs() == mine ? viaAdd.getRhs() : viaAdd.getLhs()};
+        }
         return call(o, "tgrt_matmul_acc",
                     {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
                      m, n, k, int64_t(ta ? 1 : 0),
@@ -1439,6 +1599,11 @@ private:
   PlanReport report;
   llvm::StringMap<const ParamSlot *> slots;
   llvm::SmallPtrSet<Operation *, 32> fusedAway; ///< ops lowered as part of an earlier call
+  /// Per function: the GEMMs lowered as tgrt_matmul_bias_residual (residualSink).
+  llvm::DenseMap<Operation *, ResidualSink> residualGemms;
+  /// Adds lowered as tgrt_accumulate of their other operand onto a gradient slot (the GEMM
+  /// operand went into the slot already, gradientSink).
+  llvm::DenseMap<Operation *, std::pair<const ParamSlot *, Value>> slotAdds;
   /// GELU gradients that lower as tgrt_matmul_dgelu_bgrad with the GEMM they read (which
   /// emitted nothing at its own place).
   llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;

@@ -293,6 +293,19 @@ void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* 
 void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* bias, void* c, int64_t m, int64_t n, int64_t k,
                       int32_t trans_a, int32_t trans_b, float alpha);
+/* A linear layer whose output is added straight into the residual stream, in one call:
+ *   out = res + (alpha * op(A) op(B) + bias)
+ * computed in float32 and rounded once to c_dt (the branch is not rounded to ab_dt first,
+ * as it is when tgrt_matmul_bias, a widening tgrt_cast and tgrt_add_mixed run in turn: at
+ * least as accurate). a, b: ab_dt; bias [n], res, out [m, n]: c_dt (the stream's type, f32
+ * under mixed precision); shapes as tgrt_matmul (batch 1). out may alias res (exactly), not
+ * A, B or bias. CUDA: one cuBLASLt call, C = res with beta 1, D = out, CUBLASLT_EPILOGUE_BIAS
+ * with the bias in D's type; without an algorithm for the shape, tgrt_matmul_acc-style
+ * (copy res, beta 1) then the bias add. Errors: as tgrt_matmul; NULL bias, res or out. */
+void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                               const void* b, int32_t c_dt, const void* bias, const void* res,
+                               void* out, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                               int32_t trans_b, float alpha);
 /* MLP up-projection in one call: pre = alpha * op(A) op(B) + bias (as tgrt_matmul_bias) and
  * out = GELU(pre) (tanh approximation, as tgrt_gelu_fwd, computed from the rounded pre);
  * pre, out [m, n]; all dt; pre is kept for the backward (tgrt_gelu_bwd reads it). pre and
@@ -314,7 +327,9 @@ void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
  * the bias-gradient kernel (TGRT_DGELU_EPILOGUE=1, default), CUBLASLT_EPILOGUE_DGELU_BGRAD
  * (=2), or the GEMM, tgrt_gelu_bwd and tgrt_bias_grad (=0; also exact fp32 and shapes the
  * epilogue does not take, n % 8 != 0). The epilogue applies GELU' before rounding dx:
- * within the dtype's rounding of the unfused chain, not bit-equal. CPU: the unfused chain. */
+ * within the dtype's rounding of the unfused chain, not bit-equal. CPU: the unfused chain.
+ * dbias may be NULL: no bias gradient (the lowering then sums dx into the bias's gradient
+ * slot with tgrt_bias_grad_acc). */
 void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
                              const void* b, const void* pre, void* dx, void* dbias, int64_t m,
                              int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha);
@@ -324,6 +339,13 @@ void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, co
 /* dbias[:] = sum_r dy[r,:] (overwritten; float32 sums); dy, dbias: dt. */
 void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
                     int64_t rows, int64_t n);
+/* A bias's gradient added straight into its gradient slot:
+ *   dbias[:] = dbias[:] + sum_r dy[r,:]   (float32 sums, the total rounded once to acc_dt),
+ * dy [rows, n]: dy_dt; dbias [n]: acc_dt (e.g. the f32 gradient of a bf16 layer's bias).
+ * Replaces tgrt_bias_grad + tgrt_cast + tgrt_accumulate (the column sum is not rounded to
+ * dy_dt first: at least as accurate). dbias must not alias dy. */
+void tgrt_bias_grad_acc(tgrt_ctx* ctx, const char* loc, int32_t dy_dt, const void* dy,
+                        int32_t acc_dt, void* dbias, int64_t rows, int64_t n);
 /* GELU, tanh approximation (Hendrycks & Gimpel 2016):
  *   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). x, y: dt. */
 void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,

@@ -852,7 +852,33 @@ void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const v
                              float alpha) {
   tgrt_matmul(ctx, loc, dt, a, b, dx, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
   tgrt_gelu_bwd(ctx, loc, dt, pre, dx, dx, m * n);
-  tgrt_bias_grad(ctx, loc, dt, dx, dbias, m, n);
+  if (dbias) tgrt_bias_grad(ctx, loc, dt, dx, dbias, m, n); // NULL: no bias gradient
+}
+
+/// out = res + (alpha op(A) op(B) + bias) (tgrt.h): the float32 GEMM of the widened A, B,
+/// then, per element, (product + bias) + res in float, rounded once to c_dt. out may alias
+/// res. Errors: as tgrt_matmul; NULL bias, res or out.
+void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                               const void* b, int32_t c_dt, const void* bias, const void* res,
+                               void* out, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                               int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias_residual(m, n, k)", m, n, k);
+  checkDtype(loc, "matmul_bias_residual (a, b)", ab_dt);
+  checkDtype(loc, "matmul_bias_residual (bias, res, out)", c_dt);
+  if (m * n == 0) return;
+  checkPtrs(loc, "matmul_bias_residual", {bias, res, out});
+  if (k > 0) checkPtrs(loc, "matmul_bias_residual", {a, b});
+  const std::vector<float> af = widen(loc, "matmul_bias_residual", ab_dt, a, m * k),
+                           bf = widen(loc, "matmul_bias_residual", ab_dt, b, k * n),
+                           biasf = widen(loc, "matmul_bias_residual", c_dt, bias, n),
+                           resf = widen(loc, "matmul_bias_residual", c_dt, res, m * n);
+  std::vector<float> cf((size_t)(m * n));
+  tgrt_matmul(ctx, loc, TGRT_F32, af.data(), bf.data(), cf.data(), 1, m, n, k, trans_a, trans_b,
+              0, 0, 0, alpha, 0.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t col = 0; col < n; ++col)
+      cf[r * n + col] = (cf[r * n + col] + biasf[col]) + resf[r * n + col];
+  roundInto(loc, "matmul_bias_residual", c_dt, cf, out);
 }
 
 /// Linear layer: C = alpha op(A) op(B) + bias[:] on every row (batch 1; shapes as
@@ -929,6 +955,26 @@ void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dy, 
       for (int64_t c = 0; c < n; ++c) acc[c] += Io::ld(dy, r * n + c);
     for (int64_t c = 0; c < n; ++c) Io::st(dbias, c, (float)acc[c]);
   });
+}
+
+/// dbias[:] = round_acc(dbias[:] + sum_r dy[r,:]) (tgrt.h): the column sums in double as
+/// tgrt_bias_grad, rounded to float, added to the widened slot in float, rounded once to
+/// acc_dt. dy [rows, n]: dy_dt; dbias [n]: acc_dt.
+void tgrt_bias_grad_acc(tgrt_ctx* ctx, const char* loc, int32_t dy_dt, const void* dy,
+                        int32_t acc_dt, void* dbias, int64_t rows, int64_t n) {
+  (void)ctx;
+  checkNonNegative(loc, "bias_grad_acc(rows, n)", rows, n);
+  checkDtype(loc, "bias_grad_acc (dy)", dy_dt);
+  checkDtype(loc, "bias_grad_acc (dbias)", acc_dt);
+  if (n == 0 || rows == 0) return; // dbias += 0
+  checkPtrs(loc, "bias_grad_acc", {dy, dbias});
+  const std::vector<float> g = widen(loc, "bias_grad_acc", dy_dt, dy, rows * n);
+  std::vector<double> acc((size_t)n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) acc[c] += g[r * n + c];
+  std::vector<float> out = widen(loc, "bias_grad_acc", acc_dt, dbias, n);
+  for (int64_t c = 0; c < n; ++c) out[c] = out[c] + (float)acc[c];
+  roundInto(loc, "bias_grad_acc", acc_dt, out, dbias);
 }
 
 // ----------------------------------------------------------------------------- GELU --

@@ -177,6 +177,16 @@ void tgrt_bias_grad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* dy, 
   tgrt_cuda::biasGrad(C(ctx), loc, dt, dy, dbias, rows, n);
 }
 
+void tgrt_bias_grad_acc(tgrt_ctx* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t acc_dt, void* dbias, int64_t rows, int64_t n) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_bias_grad_acc", loc);
+  tgrt_cuda::biasGradAcc(C(ctx), loc, dy_dt, dy, acc_dt, dbias, rows, n);
+}
+
+void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b, int32_t c_dt, const void* bias, const void* res, void* out, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, float alpha) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_matmul_bias_residual", loc);
+  tgrt_cuda::matmulBiasResidual(C(ctx), loc, ab_dt, a, b, c_dt, bias, res, out, m, n, k, trans_a, trans_b, alpha);
+}
+
 void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_gelu_fwd", loc);
   tgrt_cuda::geluFwd(C(ctx), loc, dt, x, y, n);

@@ -162,6 +162,17 @@ void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const voi
              void* out, int64_t rows, int64_t n);
 void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
               int64_t rows, int64_t n);
+/// dbias (acc_dt) += column sums of dy (dy_dt) (tgrt_bias_grad_acc): the column-sum kernels
+/// with an accumulating store.
+void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t acc_dt,
+                 void* dbias, int64_t rows, int64_t n);
+/// out = res + (alpha op(A) op(B) + bias) (tgrt_matmul_bias_residual): one cuBLASLt call (C =
+/// res, beta 1, D = out, bias epilogue in D's type); without an algorithm, copy + matmulAcc +
+/// biasAdd.
+void matmulBiasResidual(Context* ctx, const char* loc, int32_t ab_dt, const void* a,
+                        const void* b, int32_t c_dt, const void* bias, const void* res, void* out,
+                        int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                        float alpha);
 void geluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n);
 void geluBwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* dy, void* dx,
              int64_t n);

@@ -284,6 +284,15 @@ struct St {
   __device__ __forceinline__ void operator()(int64_t i, float v) const { p[i] = fromF<T>(v); }
   __device__ __forceinline__ bool valid() const { return p != nullptr; }
 };
+/// St that adds: p[i] = round(p[i] + v) (a sum added into a gradient slot).
+template <typename T>
+struct StAcc {
+  T* p;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const {
+    p[i] = fromF<T>(toF(p[i]) + v);
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
 struct LdDyn {
   const void* p;
   int32_t dt;
@@ -1741,8 +1750,9 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
   }
   if (key.epilogue >= 1 && key.epilogue != 4) { // 4 (DGELU) has no bias
-    // The bias has D's type (also cuBLASLt's default; stated for clarity).
-    const int32_t biasType = (int32_t)type;
+    // The bias has D's type (also cuBLASLt's default; stated for clarity): A's and B's for
+    // the epilogues of one type, C's and D's for the residual form (tgrt_matmul_bias_residual).
+    const int32_t biasType = (int32_t)(key.cdt >= 0 ? ltType(key.cdt) : type);
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                              &biasType, sizeof biasType),
               loc, "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
@@ -1885,6 +1895,35 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
             loc, dgelu ? "cublasLtMatmul(dgelu epilogue)"
                  : aux ? "cublasLtMatmul(gelu_aux_bias epilogue)"
                        : "cublasLtMatmul(bias epilogue)");
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  return true;
+}
+
+/// out (cdt) = res + (alpha op(A) op(B) + bias) in one cuBLASLt call: C = res with beta 1,
+/// D = out, CUBLASLT_EPILOGUE_BIAS with the bias in D's type; A, B in dt (batch 1). False
+/// when cuBLASLt has no algorithm for the shape and types.
+bool ltMatmulBiasResidual(Context* ctx, const char* loc, int32_t dt, const void* a,
+                          const void* b, int32_t cdt, const void* bias, const void* res,
+                          void* out, int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb,
+                          float alpha) {
+  const int64_t es = tgrt_dtype_size(dt), ces = tgrt_dtype_size(cdt);
+  const uint32_t alignRes = alignmentOf(res, 0, 1, ces), alignOut = alignmentOf(out, 0, 1, ces);
+  MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
+                alignmentOf(b, 0, 1, es), alignRes < alignOut ? alignRes : alignOut};
+  key.dt = dt;
+  key.cdt = cdt;
+  key.epilogue = 1;
+  key.align_bias = alignmentOf(bias, 0, 1, ces);
+  MatmulPlan& p = getPlan(ctx, loc, key, bias);
+  if (!p.ok) return false;
+  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias),
+            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  const float beta = 1.0f;
+  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, res, p.lc, out, p.lc,
+                           &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
+            loc, "cublasLtMatmul(bias epilogue, residual)");
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
   return true;
 }
@@ -2597,15 +2636,38 @@ void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, 
   // DGELU_BGRAD was measured slower than the three kernels on an H100, DGELU alone faster);
   // never in exact fp32 mode.
   const int mode = dt == TGRT_F32 && !ctx->gelu_epilogue ? 0 : ctx->dgelu_epilogue;
+  // dbias NULL: no bias gradient (the caller sums dx itself, tgrt_bias_grad_acc).
   if (mode > 0 && k > 0 && m > 0 &&
       ltMatmulEpilogue(ctx, loc, dt, a, b, mode == 2 ? dbias : nullptr, const_cast<void*>(pre),
                        dx, m, n, k, trans_a, trans_b, alpha, /*dgelu=*/true)) {
-    if (mode == 1) biasGrad(ctx, loc, dt, dx, dbias, m, n);
+    if (mode == 1 && dbias) biasGrad(ctx, loc, dt, dx, dbias, m, n);
     return;
   }
   matmul(ctx, loc, dt, a, b, dx, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
   geluBwd(ctx, loc, dt, pre, dx, dx, m * n);
-  biasGrad(ctx, loc, dt, dx, dbias, m, n);
+  if (dbias) biasGrad(ctx, loc, dt, dx, dbias, m, n);
+}
+
+void matmulBiasResidual(Context* ctx, const char* loc, int32_t ab_dt, const void* a,
+                        const void* b, int32_t c_dt, const void* bias, const void* res, void* out,
+                        int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                        float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_bias_residual(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_bias_residual (a, b)", ab_dt);
+  const int64_t ces = elemBytes(loc, "matmul_bias_residual (bias, res, out)", c_dt);
+  if (m == 0 || n == 0) return;
+  if (!bias || !res || !out) fail(loc, "matmul_bias_residual: NULL bias, res or out");
+  if (k > 0 && ltMatmulBiasResidual(ctx, loc, ab_dt, a, b, c_dt, bias, res, out, m, n, k,
+                                    trans_a, trans_b, alpha))
+    return;
+  // No algorithm for the shape and types (or k == 0): out = res, out += the product (beta 1),
+  // then the bias (two roundings to c_dt instead of one).
+  if (out != res)
+    check(cudaMemcpyAsync(out, res, (size_t)(m * n * ces), cudaMemcpyDeviceToDevice, ctx->stream),
+          loc, "cudaMemcpyAsync");
+  matmulAcc(ctx, loc, ab_dt, a, b, c_dt, out, m, n, k, trans_a, trans_b, alpha);
+  biasAdd(ctx, loc, c_dt, out, bias, out, m, n);
 }
 
 void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
@@ -2629,6 +2691,23 @@ void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* d
     if (n == 0) return;
     columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr, St<T>{mp<T>(dbias)},
                St<T>{nullptr}, es, rows, n);
+  });
+}
+
+void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t acc_dt,
+                 void* dbias, int64_t rows, int64_t n) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "bias_grad_acc(rows, n)", rows, n);
+  elemBytes(loc, "bias_grad_acc (dy)", dy_dt);
+  const int64_t aes = elemBytes(loc, "bias_grad_acc (dbias)", acc_dt);
+  if (n == 0 || rows == 0) return; // dbias += 0
+  withDtype(loc, "bias_grad_acc", dy_dt, [&](auto tag) {
+    using T = decltype(tag);
+    withDtype(loc, "bias_grad_acc", acc_dt, [&](auto atag) {
+      using A = decltype(atag);
+      columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr,
+                 StAcc<A>{mp<A>(dbias)}, StAcc<A>{nullptr}, aes, rows, n);
+    });
   });
 }
 

@@ -141,8 +141,13 @@
 // CHECK-NEXT: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
 // CHECK-NEXT: tgrt_cross_entropy_fwd_bwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
 // The gradient of a parameter goes to its persistent grad slot.
-// CHECK: tgrt_add(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[$DWTE]]), 2048);
-// CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[$DWTE]]), 2048);
+// wte's two gradients go into its slot one after the other, never summed in the arena
+// (the planned sum at $DWTE is not written): the tied head's GEMM with beta 1 right after
+// the loss, the embedding's gradient by an accumulate where the add was.
+// CHECK: tgrt_matmul_acc(ctx, "lm_head", TGRT_F32, (float*)(A + [[$DLOGITS]]), {{.*}}, TGRT_F32, (float*)(P + [[$WTE_G]]), 64, 32, 16, 1, 0, 1.000000000e+00f);
+// CHECK-NOT: (float*)(A + [[$DWTE]])
+// CHECK: tgrt_embedding_bwd(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[DEMB:[0-9]+]]), 16, 32, 64);
+// CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[DEMB]]), 2048);
 // CHECK-NEXT: tgrt_accumulate(ctx, "wpe", TGRT_F32, (float*)(P + [[$WPE_G]]), {{.*}}, 256);
 // CHECK: tgrt_report_loss(ctx, "loss", (float*)(A + [[$LOSS]]));
 // CHECK-NEXT: return;

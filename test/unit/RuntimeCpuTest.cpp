@@ -1682,6 +1682,50 @@ TEST(F16, RoundingRoundTrip) {
   EXPECT_TRUE(std::signbit(tgrt_f16_to_float(0x8000u)));
 }
 
+/// tgrt_bias_grad_acc: a bf16 / f16 / f32 dy's column sums added to an f32 slot, against
+/// double sums of the widened dy; rows == 0 leaves the slot as it was.
+TEST_F(Cpu, BiasGradAccAddsColumnSumsIntoTheSlot) {
+  const int64_t rows = 37, n = 11;
+  for (int32_t dt : {TGRT_F32, TGRT_BF16, TGRT_F16}) {
+    const Typed dy = randTyped(dt, (size_t)(rows * n), 71);
+    const VecF g = dy.widened(), slot0 = randVec(n, 72);
+    VecF slot = slot0;
+    tgrt_bias_grad_acc(ctx_, "b", dt, dy.data(), TGRT_F32, slot.data(), rows, n);
+    VecD want(n);
+    for (int64_t c = 0; c < n; ++c) {
+      want[c] = slot0[c];
+      for (int64_t r = 0; r < rows; ++r) want[c] += g[r * n + c];
+    }
+    expectClose(slot, want, 1e-6, 1e-6, std::string("bias_grad_acc ") + dtName(dt));
+    VecF same = slot;
+    tgrt_bias_grad_acc(ctx_, "b", dt, dy.data(), TGRT_F32, slot.data(), 0, n);
+    EXPECT_EQ(slot, same);
+  }
+}
+
+/// tgrt_matmul_bias_residual: out = res + (A B + bias) from bf16 A, B and f32 bias, res,
+/// against double sums of the widened operands; in place (out = res) gives the same bits.
+TEST_F(Cpu, MatmulBiasResidualAddsTheLinearLayerToTheStream) {
+  const int64_t m = 6, n = 5, k = 7;
+  const Typed a = randTyped(TGRT_BF16, (size_t)(m * k), 81), b = randTyped(TGRT_BF16, (size_t)(k * n), 82);
+  const VecF aw = a.widened(), bw = b.widened(), bias = randVec(n, 83), res = randVec(m * n, 84);
+  VecF out(m * n, NAN);
+  tgrt_matmul_bias_residual(ctx_, "proj", TGRT_BF16, a.data(), b.data(), TGRT_F32, bias.data(),
+                            res.data(), out.data(), m, n, k, 0, 0, 1.0f);
+  VecD want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0.0;
+      for (int64_t p = 0; p < k; ++p) s += (double)aw[i * k + p] * bw[p * n + j];
+      want[i * n + j] = s + bias[j] + res[i * n + j];
+    }
+  expectClose(out, want, 1e-6, 1e-6, "matmul_bias_residual");
+  VecF inplace = res;
+  tgrt_matmul_bias_residual(ctx_, "proj", TGRT_BF16, a.data(), b.data(), TGRT_F32, bias.data(),
+                            inplace.data(), inplace.data(), m, n, k, 0, 0, 1.0f);
+  EXPECT_EQ(inplace, out);
+}
+
 TEST_F(Cpu, CastRoundTripsOverflowNanSubnormalsTiesToEven) {
   EXPECT_EQ(tgrt_dtype_size(TGRT_F32), 4);
   EXPECT_EQ(tgrt_dtype_size(TGRT_BF16), 2);

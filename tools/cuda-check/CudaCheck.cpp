@@ -789,6 +789,37 @@ void checkMatmulAcc(Contexts& c, Rng& rng) {
   }
 }
 
+/// tgrt_matmul_bias_residual (a linear layer added into the f32 residual stream: one cuBLASLt
+/// call with C = res, beta 1, the bias epilogue in D's type) against the CPU's float32
+/// GEMM + bias + res, one rounding; out aliasing res (in place) and not.
+void checkMatmulBiasResidual(Contexts& c, Rng& rng) {
+  struct Case { int32_t ab, cdt; int64_t m, n, k; int32_t ta, tb; float alpha; bool inPlace; };
+  const Case cases[] = {{TGRT_BF16, TGRT_F32, 512, 768, 768, 0, 0, 1.0f, false},
+                        {TGRT_BF16, TGRT_F32, 256, 768, 3072, 0, 0, 1.0f, true},
+                        {TGRT_F16, TGRT_F32, 96, 64, 200, 0, 0, 1.0f, false},
+                        {TGRT_BF16, TGRT_F32, 37, 29, 23, 0, 1, 0.5f, false},
+                        {TGRT_F32, TGRT_F32, 64, 48, 100, 0, 0, 1.0f, true}};
+  for (const Case& cs : cases) {
+    const size_t mn = (size_t)(cs.m * cs.n);
+    Raw a = rng.tensor(cs.ab, (size_t)(cs.m * cs.k)), b = rng.tensor(cs.ab, (size_t)(cs.k * cs.n)),
+        bias = rng.tensor(cs.cdt, (size_t)cs.n), res = rng.tensor(cs.cdt, mn),
+        ref = zerosOf(cs.cdt, mn);
+    tgrt_matmul_bias_residual(c.cpu, "check", cs.ab, a.data(), b.data(), cs.cdt, bias.data(),
+                              res.data(), ref.data(), cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
+    DevT ga(a), gb(b), gbias(bias), gres(res), gout(cs.cdt, mn);
+    gout.poison(); // written, never read
+    void* out = cs.inPlace ? gres.p : gout.p;
+    tgrt_cuda::matmulBiasResidual(c.gpu, "check", cs.ab, ga.p, gb.p, cs.cdt, gbias.p, gres.p, out,
+                                  cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.alpha);
+    record("matmul_bias_residual",
+           fmt("%s->%s %lldx%lldx%lld t%d%d a%.2g%s", dtName(cs.ab), dtName(cs.cdt),
+               (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha,
+               cs.inPlace ? " in place" : ""),
+           relErr(cs.inPlace ? gres.raw() : gout.raw(), ref),
+           tolFor(cs.ab == TGRT_F32 ? TGRT_F32 : cs.cdt));
+  }
+}
+
 /// tgrt_matmul_dgelu_bgrad against the CPU's unfused chain (GEMM -> GELU backward -> bias
 /// gradient), both outputs. With the epilogue (GPT-2's 512 x 3072 x 768 with trans_b, the
 /// down-projection's input gradient) GELU' and the sums see the unrounded GEMM result, the
@@ -920,6 +951,15 @@ void checkBiasN(Contexts& c, Rng& rng, int32_t dt, int64_t n) {
   tgrt_cuda::biasGrad(c.gpu, "check", dt, gdy.p, gdb.p, rows, n);
   record(named("bias_grad", dt), fmt("rows1000 n%lld", (long long)n), relErr(gdb.raw(), dref),
          tolFor(dt));
+  // Added into an f32 slot (tgrt_bias_grad_acc): the same sums, no rounding to dt first.
+  // Its own generator, so the later checks see the same data as before this check existed.
+  Rng own(0x5107 + (uint64_t)n);
+  Raw slot = own.tensor(TGRT_F32, (size_t)n), aref = slot;
+  tgrt_bias_grad_acc(c.cpu, "check", dt, x.data(), TGRT_F32, aref.data(), rows, n);
+  DevT gslot(slot);
+  tgrt_cuda::biasGradAcc(c.gpu, "check", dt, gdy.p, TGRT_F32, gslot.p, rows, n);
+  record(named("bias_grad_acc (into f32)", dt), fmt("rows1000 n%lld", (long long)n),
+         relErr(gslot.raw(), aref), tolFor(TGRT_F32));
 }
 
 void checkBias(Contexts& c, Rng& rng, int32_t dt) {
@@ -1974,6 +2014,10 @@ int main(int argc, char** argv) {
     checkDropout(c, rng, dt);
   }
   checkCast(c, rng);
+  {
+    Rng own(seed ^ 0x9e3779b97f4a7c15ull); // its own stream: the other checks' data unchanged
+    checkMatmulBiasResidual(c, own);
+  }
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
   checkLayerNorms(c, rng);
