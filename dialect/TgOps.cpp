@@ -432,6 +432,39 @@ LogicalResult CrossEntropyGradOp::verify() {
                  failed(expectSameType(*this, "result", getResult(), l)));
 }
 
+LogicalResult LinearCrossEntropyOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX()), w = rt(getW());
+  if (x.getRank() < 2)
+    return emitOpError() << "x must have rank >= 2 ([..., D])";
+  if (w.getRank() != 2 || w.getDimSize(1) != x.getShape().back())
+    return emitOpError() << "w must be [V, " << x.getShape().back() << "], got "
+                         << shapeStr(w.getShape());
+  if (w.getElementType() != x.getElementType())
+    return emitOpError() << "w must have x's element type";
+  int64_t rows = 1;
+  for (int64_t d : dropLast(x.getShape()))
+    rows *= d;
+  int64_t chunk = (int64_t)getChunkRows();
+  if (chunk < 1 || chunk > rows)
+    return emitOpError() << "chunk_rows must be in [1, " << rows << "], got " << chunk;
+  auto dw = rt(getDw());
+  if (dw.getShape() != w.getShape() ||
+      (dw.getElementType() != w.getElementType() && !dw.getElementType().isF32()))
+    return emitOpError() << "dw must have w's shape and w's element type or f32";
+  int64_t need = scratchBytes(rows, w.getDimSize(0), chunk,
+                              x.getElementType().isF32() ? 4 : 2);
+  auto sc = rt(getScratch());
+  if (sc.getRank() != 1 || sc.getDimSize(0) * 4 < need)
+    return emitOpError() << "scratch must be f32 [" << (need + 3) / 4 << "] (" << need
+                         << " bytes), got " << shapeStr(sc.getShape());
+  return failure(failed(expectShape(*this, "targets", getTargets(), dropLast(x.getShape()))) ||
+                 failed(expectShape(*this, "dloss", getDloss(), {})) ||
+                 failed(expectShape(*this, "loss", getLoss(), {})) ||
+                 failed(expectSameType(*this, "dx", getDx(), x)));
+}
+
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyStatic(*this)) ||
       failed(verifyQKV(*this, getQ(), getK(), getV(), (int64_t)getWindow())))

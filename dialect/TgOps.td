@@ -303,6 +303,36 @@ def Tg_CrossEntropyGradOp : Tg_PureOp<"cross_entropy_grad"> {
   let results = (outs Tg_FloatTensor:$result);
 }
 
+def Tg_LinearCrossEntropyOp : Tg_PureOp<"linear_cross_entropy"> {
+  let summary = "the output layer, the loss and their gradients, in chunks of rows";
+  let description = [{
+    The training step's `logits = x w^T` (tg.matmul, transpose_b), `loss =
+    tg.cross_entropy(logits, targets)` and the gradients `dlogits =
+    tg.cross_entropy_grad(logits, targets, dloss)`, `dx = dlogits w`, `dw = dlogits^T x`,
+    computed `chunk_rows` rows of logits at a time, so that only [chunk_rows, V] logits
+    exist at once (not [rows, V]); made by tg-fuse-loss after tg-autodiff.
+    x: [..., D] (rows = the product of the leading dims); w: [V, D] (x's type); targets:
+    x's leading shape, i32; dloss: tensor<f32>. Results: loss tensor<f32> (mean over the
+    rows whose target is not ignore_index), dx (x's type and shape), dw [V, D] (w's type, or
+    f32 for the gradient of a low-precision copy of f32 weights), scratch: f32 [N] (planned
+    working memory, read by nothing else: 256 bytes, 8 bytes per row, then the chunk's
+    logits in x's type at the next 256-byte boundary; see tgrt_linear_cross_entropy).
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$w, Tg_IdTensor:$targets,
+                   Tg_F32Tensor:$dloss, I64Attr:$chunk_rows,
+                   DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Tg_F32Tensor:$loss, Tg_FloatTensor:$dx, Tg_FloatTensor:$dw,
+                 Tg_F32Tensor:$scratch);
+  let extraClassDeclaration = [{
+    /// Bytes the scratch result needs for `rows` rows, `vocab` classes, `chunkRows` rows per
+    /// chunk and logits of `elemBytes` bytes.
+    static int64_t scratchBytes(int64_t rows, int64_t vocab, int64_t chunkRows,
+                                int64_t elemBytes) {
+      return (256 + 8 * rows + 255) / 256 * 256 + chunkRows * vocab * elemBytes;
+    }
+  }];
+}
+
 def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
   let summary = "gradient of tg.attention (FlashAttention-2 backward, Dao 2023)";
   let description = [{

@@ -159,6 +159,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_cross_entropy_fwd", "-RRW---")
       .Case("tgrt_cross_entropy_bwd", "-RRRW---")
       .Case("tgrt_cross_entropy_fwd_bwd", "-RRWRW---")
+      .Case("tgrt_linear_cross_entropy", "-RRRRWW-M------") // scratch: raw, not checked
       .Case("tgrt_attention_fwd", "-RRRWW-------------")
       .Case("tgrt_attention_bwd", "-RRRRRRWWW-------------")
       .Case("tgrt_grad_norm_sq", "-R-M")
@@ -939,6 +940,7 @@ private:
                        Arg(o.getResult()), numel(o.getTargets()), dim(o.getLogits(), -1),
                        (int64_t)o.getIgnoreIndex()});
         })
+        .Case([&](LinearCrossEntropyOp o) { return emitLinearCrossEntropy(o); })
         .Case([&](AttentionGradOp o) {
           int64_t B = dim(o.getQ(), 0), H = dim(o.getQ(), 1), T = dim(o.getQ(), 2),
                   hd = dim(o.getQ(), 3);
@@ -1302,6 +1304,40 @@ private:
       return failure();
     // The bias gradient then goes straight into its slot, from dx.
     return acc ? emitBiasGradIntoSlot(bias, gelu.getResult()) : success();
+  }
+
+  /// tg.linear_cross_entropy -> tgrt_linear_cross_entropy, which adds dw into its buffer:
+  /// the weight's gradient slot when dw's only reader is the slot's accumulation (possibly
+  /// through the add of a tied embedding's other gradient, which then becomes that
+  /// gradient's accumulate), else its arena buffer, zeroed first.
+  LogicalResult emitLinearCrossEntropy(LinearCrossEntropyOp o) {
+    Value dw = o.getDw();
+    const ParamSlot *slot = nullptr;
+    if (dw.hasOneUse()) {
+      Operation *user = *dw.getUsers().begin();
+      AddOp add = dyn_cast<AddOp>(user);
+      if (add && add.getResult().hasOneUse() && add.getLhs() != add.getRhs())
+        user = *add.getResult().getUsers().begin();
+      else
+        add = AddOp();
+      if (auto acc = dyn_cast<AccumulateGradOp>(user);
+          acc && rt(acc.getGrad()).getElementType() == rt(dw).getElementType())
+        if ((slot = slotOf(acc.getParam()))) {
+          fusedAway.insert(acc);
+          if (add)
+            slotAdds[add] = {slot, add.getLhs() == dw ? add.getRhs() : add.getLhs()};
+        }
+    }
+    Arg dwArg = slot ? gradSlot(slot) : Arg(dw);
+    if (!slot && failed(call(o, "tgrt_zero", {Arg(dw), elemBytes(dw) * numel(dw)})))
+      return failure();
+    int64_t rows = numel(o.getTargets());
+    return call(o, "tgrt_linear_cross_entropy",
+                {dt(o.getX()), Arg(o.getX()), Arg(o.getW()), Arg(o.getTargets()),
+                 Arg(o.getDloss()), Arg(o.getLoss()), Arg(o.getDx()),
+                 slot ? dt(slot->dtype) : dt(dw), dwArg, Arg(o.getScratch()), rows,
+                 dim(o.getX(), -1), dim(o.getW(), 0), (int64_t)o.getChunkRows(),
+                 (int64_t)o.getIgnoreIndex()});
   }
 
   /// A bias gradient whose only reader (possibly through one cast to the gradient's type)

@@ -52,6 +52,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> checkpointBudget{*this, "checkpoint-budget",
                                    llvm::cl::desc("checkpointing=budget: arena bytes allowed"),
                                    llvm::cl::init(0)};
+  Option<int64_t> lossChunkBytes{*this, "loss-chunk-bytes",
+                                 llvm::cl::desc("tg-fuse-loss: bytes of logits per chunk (0: "
+                                                "the loss is not fused)"),
+                                 llvm::cl::init(256 << 20)};
   Option<int64_t> ranks{*this, "ranks",
                         llvm::cl::desc("data-parallel ranks (> 1: tg-distribute averages "
                                        "gradients before the optimizer)"),

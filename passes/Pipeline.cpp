@@ -35,6 +35,13 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   ad.decayEmbeddings = o.decayEmbeddings;
   pm.addPass(createTgAutodiff(ad));
   pm.addPass(createCSEPass());
+  // The output layer and the loss in chunks of rows: before rematerialization, whose
+  // budget policy plans the step as it will run.
+  if (o.lossChunkBytes > 0) {
+    TgFuseLossOptions fl;
+    fl.maxLogitsBytes = o.lossChunkBytes;
+    pm.addPass(createTgFuseLoss(fl));
+  }
   // Rematerialization after CSE (the clones it makes carry tg.recompute, so a later CSE
   // would not merge them back either).
   if (o.checkpointing != "none") {

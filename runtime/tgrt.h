@@ -393,6 +393,26 @@ void tgrt_cross_entropy_fwd_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, cons
                                 const int32_t* targets, float* loss, const float* dloss,
                                 void* dlogits, int64_t rows, int64_t vocab,
                                 int64_t ignore_index);
+/* The output layer, the loss and their gradients, chunk_rows rows at a time (tgc's
+ * tg.linear_cross_entropy, made by tg-fuse-loss): n_valid = the rows whose target is not
+ * ignore_index, over all rows; then for each chunk of rows [r0, r1):
+ *   logits = x[r0:r1] w^T        (dt, in scratch: only [chunk_rows, vocab] exist at once),
+ *   the row losses and dlogits   (in place, as tgrt_cross_entropy_fwd_bwd with that n_valid),
+ *   dx[r0:r1] = dlogits w,   dw += dlogits^T x[r0:r1];
+ * loss[0] = the mean row loss over the valid rows (0 when none). x, dx [rows, d] and w
+ * [vocab, d]: dt; dw [vocab, d]: dw_dt (dt or f32), ADDED to (zero it for a fresh gradient;
+ * CPU: the chunks summed in float, rounded once; CUDA: one beta-1 GEMM per chunk, rounded
+ * to dw_dt each time, exact accumulation for f32); targets [rows] i32; dloss, loss: float32
+ * [1]; scratch: working memory of at least 256 + 8 rows bytes rounded up to 256, then
+ * chunk_rows x vocab elements of dt. The loss, dlogits and dx are those of tgrt_matmul +
+ * tgrt_cross_entropy_fwd_bwd + tgrt_matmul row for row (CPU: the same bits). dx, dw and
+ * scratch must not alias each other, x or w. Errors: as those calls; chunk_rows outside
+ * [1, rows]; NULL pointers. */
+void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                               const void* w, const int32_t* targets, const float* dloss,
+                               float* loss, void* dx, int32_t dw_dt, void* dw, void* scratch,
+                               int64_t rows, int64_t d, int64_t vocab, int64_t chunk_rows,
+                               int64_t ignore_index);
 /* Fused attention (FlashAttention, Dao et al. 2022, with online softmax), batch x heads
  * independent problems of t rows of hd elements, in strided layouts: element (b, h, i, j) of
  * q, k, v (dt) is at index b * in_stride_b + h * in_stride_h + i * in_stride_t + j, and of out

@@ -1199,6 +1199,64 @@ void tgrt_cross_entropy_fwd_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, cons
                          ignore_index);
 }
 
+/// tg.linear_cross_entropy (tgrt.h): per chunk, the logits by tgrt_matmul into scratch, the
+/// row losses (summed in double in row order) and dlogits in place with the global
+/// n_valid (the formulas of tgrt_cross_entropy_fwd / _bwd), dx by tgrt_matmul, dw's chunk
+/// product added in float; dw rounded once at the end.
+void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                               const void* w, const int32_t* targets, const float* dloss,
+                               float* loss, void* dx, int32_t dw_dt, void* dw, void* scratch,
+                               int64_t rows, int64_t d, int64_t vocab, int64_t chunk_rows,
+                               int64_t ignore_index) {
+  checkNonNegative(loc, "linear_cross_entropy(rows, d, vocab)", rows, d, vocab);
+  checkDtype(loc, "linear_cross_entropy", dt);
+  checkDtype(loc, "linear_cross_entropy (dw)", dw_dt);
+  checkPtrs(loc, "linear_cross_entropy", {loss, dloss});
+  if (rows == 0) {
+    loss[0] = 0.0f;
+    return;
+  }
+  if (chunk_rows < 1 || chunk_rows > rows)
+    fail(loc, "linear_cross_entropy: chunk_rows %lld outside [1, %lld]", (long long)chunk_rows,
+         (long long)rows);
+  checkPtrs(loc, "linear_cross_entropy", {x, w, targets, dx, dw, scratch});
+  const int64_t es = tgrt_dtype_size(dt);
+  const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
+  const double scale = valid > 0 ? (double)dloss[0] / (double)valid : 0.0;
+  char* logits = static_cast<char*>(scratch) + (256 + 8 * rows + 255) / 256 * 256;
+  std::vector<float> dwf = widen(loc, "linear_cross_entropy (dw)", dw_dt, dw, vocab * d);
+  double sum = 0.0;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    const char* xc = static_cast<const char*>(x) + r0 * d * es;
+    tgrt_matmul(ctx, loc, dt, xc, w, logits, 1, n, vocab, d, 0, 1, 0, 0, 0, 1.0f, 0.0f);
+    withDtype(loc, "linear_cross_entropy", dt, [&](auto io) {
+      using Io = decltype(io);
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t o = r * vocab, t = targets[r0 + r];
+        if (t == ignore_index) {
+          for (int64_t c = 0; c < vocab; ++c) Io::st(logits, o + c, 0.0f);
+          continue;
+        }
+        const double lse = rowLogSumExp<Io>(logits, o, vocab);
+        sum += lse - (double)Io::ld(logits, o + t);
+        for (int64_t c = 0; c < vocab; ++c) {
+          const double p = std::exp((double)Io::ld(logits, o + c) - lse);
+          Io::st(logits, o + c, (float)(scale * (p - (c == t ? 1.0 : 0.0))));
+        }
+      }
+    });
+    tgrt_matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0,
+                0, 0, 0, 0, 1.0f, 0.0f);
+    const std::vector<float> gf = widen(loc, "linear_cross_entropy", dt, logits, n * vocab),
+                             xf = widen(loc, "linear_cross_entropy", dt, xc, n * d);
+    tgrt_matmul(ctx, loc, TGRT_F32, gf.data(), xf.data(), dwf.data(), 1, vocab, d, n, 1, 0, 0, 0,
+                0, 1.0f, 1.0f);
+  }
+  roundInto(loc, "linear_cross_entropy (dw)", dw_dt, dwf, dw);
+  loss[0] = valid > 0 ? (float)(sum / (double)valid) : 0.0f;
+}
+
 // ------------------------------------------------------------------------ attention --
 
 /// A strided attention operand: element (b, h, i, j) at b * sb + h * sh + i * st + j.

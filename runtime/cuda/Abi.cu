@@ -187,6 +187,11 @@ void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, co
   tgrt_cuda::matmulBiasResidual(C(ctx), loc, ab_dt, a, b, c_dt, bias, res, out, m, n, k, trans_a, trans_b, alpha);
 }
 
+void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* w, const int32_t* targets, const float* dloss, float* loss, void* dx, int32_t dw_dt, void* dw, void* scratch, int64_t rows, int64_t d, int64_t vocab, int64_t chunk_rows, int64_t ignore_index) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_linear_cross_entropy", loc);
+  tgrt_cuda::linearCrossEntropy(C(ctx), loc, dt, x, w, targets, dloss, loss, dx, dw_dt, dw, scratch, rows, d, vocab, chunk_rows, ignore_index);
+}
+
 void tgrt_gelu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_gelu_fwd", loc);
   tgrt_cuda::geluFwd(C(ctx), loc, dt, x, y, n);

@@ -162,6 +162,13 @@ void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const voi
              void* out, int64_t rows, int64_t n);
 void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* dbias,
               int64_t rows, int64_t n);
+/// tgrt_linear_cross_entropy: per chunk of rows the logits GEMM into scratch, the
+/// cross-entropy backward kernel in place (row losses into scratch, the valid count over all
+/// rows counted first), the dx GEMM and the dw GEMM with beta 1; the loss at the end.
+void linearCrossEntropy(Context* ctx, const char* loc, int32_t dt, const void* x, const void* w,
+                        const int32_t* targets, const float* dloss, float* loss, void* dx,
+                        int32_t dw_dt, void* dw, void* scratch, int64_t rows, int64_t d,
+                        int64_t vocab, int64_t chunk_rows, int64_t ignore_index);
 /// dbias (acc_dt) += column sums of dy (dy_dt) (tgrt_bias_grad_acc): the column-sum kernels
 /// with an accumulating store.
 void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t acc_dt,

@@ -2868,6 +2868,49 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
          dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
 }
 
+void linearCrossEntropy(Context* ctx, const char* loc, int32_t dt, const void* x, const void* w,
+                        const int32_t* targets, const float* dloss, float* loss, void* dx,
+                        int32_t dw_dt, void* dw, void* scratch, int64_t rows, int64_t d,
+                        int64_t vocab, int64_t chunk_rows, int64_t ignore_index) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "linear_cross_entropy(rows, d, vocab)", rows, d, vocab);
+  const int64_t es = elemBytes(loc, "linear_cross_entropy", dt);
+  elemBytes(loc, "linear_cross_entropy (dw)", dw_dt);
+  if (rows == 0) {
+    check(cudaMemsetAsync(loss, 0, sizeof(float), ctx->stream), loc, "cudaMemsetAsync");
+    return;
+  }
+  if (chunk_rows < 1 || chunk_rows > rows)
+    fail(loc, "linear_cross_entropy: chunk_rows %lld outside [1, %lld]", (long long)chunk_rows,
+         (long long)rows);
+  if (!x || !w || !targets || !dloss || !loss || !dx || !dw || !scratch)
+    fail(loc, "linear_cross_entropy: NULL pointer");
+  // Scratch: the valid count (double) at 0, the row losses (double) at 256, the chunk's
+  // logits at the next 256-byte boundary. The workspace stays the GEMMs'.
+  double* valid = static_cast<double*>(scratch);
+  double* rowLoss = reinterpret_cast<double*>(static_cast<char*>(scratch) + 256);
+  void* logits = static_cast<char*>(scratch) + (256 + 8 * rows + 255) / 256 * 256;
+  launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
+         ignore_index, valid);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = chunk_rows < rows - r0 ? chunk_rows : rows - r0;
+    const char* xc = static_cast<const char*>(x) + r0 * d * es;
+    matmul(ctx, loc, dt, xc, w, logits, 1, n, vocab, d, 0, 1, 0, 0, 0, 1.0f, 0.0f);
+    withDtype(loc, "linear_cross_entropy", dt, [&](auto tag) {
+      using T = decltype(tag);
+      launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
+             dim3(gridFor(n, 1, 65535)), dim3(512), 0, cp<T>(logits), targets + r0, dloss,
+             (const double*)valid, mp<T>(logits), n, vocab, ignore_index, ctx->state,
+             locIndex(ctx, loc), true, rowLoss + r0);
+    });
+    matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0, 0, 0,
+           0, 0, 1.0f, 0.0f);
+    matmulAcc(ctx, loc, dt, logits, xc, dw_dt, dw, vocab, d, n, 1, 0, 1.0f);
+  }
+  launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
+         dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
+}
+
 void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "grad_norm_sq(n)", n);

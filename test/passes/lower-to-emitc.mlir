@@ -61,7 +61,7 @@
 // CPP-NEXT: float* [[EMB:v[0-9]+]] = (float*) ([[A]] + {{[0-9]+}});
 // CPP-NEXT: tgrt_embedding_fwd([[CTX]], "wte", TGRT_F32, [[WTE]], [[TOK]], [[EMB]], 16, 32, 64);
 // CPP-NOT: = (float*) ([[P]] + 0);
-// CPP: tgrt_matmul([[CTX]], "lm_head", TGRT_F32, {{v[0-9]+}}, [[WTE]],
+// CPP: tgrt_linear_cross_entropy([[CTX]], "loss", TGRT_F32, {{v[0-9]+}}, [[WTE]],
 // CPP: return;
 // CPP-NEXT: }
 
@@ -95,14 +95,14 @@
 // CHECK-NEXT: %[[MERGE:[0-9]+]] = tg.transpose %[[PV]] {perm = array<i64: 0, 2, 1, 3>, tg.layer = 0 : i64, tg.offsets = array<i64: [[$MERGE:[0-9]+]]>
 // CHECK-NEXT: %[[MV:[0-9]+]] = tg.reshape %[[MERGE]]
 // CHECK-NEXT: tg.matmul %[[MV]], %[[PROJW]] {tg.layer = 0 : i64, tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
-// Tied head and loss.
-// CHECK: %[[LOGITS:[0-9]+]] = tg.matmul %{{.*}}, %[[WTE]] {tg.offsets = array<i64: [[$LOGITS:[0-9]+]]>, tg.phase = "forward", transpose_b = true}
-// CHECK-NEXT: %[[LOSS:[0-9]+]] = tg.cross_entropy %[[LOGITS]], %[[TGTS]] {tg.offsets = array<i64: [[$LOSS:[0-9]+]]>
-// CHECK-NEXT: %[[ONE:[0-9]+]] = tg.fill {tg.offsets = array<i64: [[$ONE:[0-9]+]]>
-// CHECK-NEXT: tg.cross_entropy_grad %[[LOGITS]], %[[TGTS]], %[[ONE]] {tg.offsets = array<i64: [[$DLOGITS:[0-9]+]]>
-// wte gets two gradients (embedding + tied head); their sum is accumulated.
-// CHECK: %[[DWTE:[0-9]+]] = tg.add %{{[0-9]+}}, %{{[0-9]+}} {tg.offsets = array<i64: [[$DWTE:[0-9]+]]>
-// CHECK-NEXT: tg.accumulate_grad %[[WTE]], %[[DWTE]]
+// Tied head and loss: one tg.linear_cross_entropy (tg-fuse-loss; 16 rows fit one chunk)
+// after the seed's fill, its scratch planned (256 + 8 x 16 bytes rounded up, then 16 x 64
+// logits: 1152 floats). Its dw goes into wte's slot right after it; the embedding's
+// gradient is accumulated on its own, at the end.
+// CHECK: %[[ONE:[0-9]+]] = tg.fill {tg.offsets = array<i64: [[$ONE:[0-9]+]]>
+// CHECK-NEXT: %[[LOSS:loss]], %[[DX:dx]], %[[DW:dw]], %scratch = tg.linear_cross_entropy %{{[a-z_0-9]+}}, %[[WTE]], %[[TGTS]], %[[ONE]] {chunk_rows = 16 : i64, tg.offsets = array<i64: [[$LOSS:[0-9]+]], [[$DX:[0-9]+]], [[$DW:[0-9]+]], [[$SCRATCH:[0-9]+]]>, tg.phase = "backward"} : ({{.*}}) -> (tensor<f32>, tensor<2x8x32xf32>, tensor<64x32xf32>, tensor<1152xf32>)
+// CHECK-NEXT: tg.accumulate_grad %[[WTE]], %[[DW]]
+// CHECK: tg.accumulate_grad %[[WTE]], %{{[0-9]+}}
 // CHECK: return {{.*}}%[[LOSS]] : tensor<f32>
 
 // ---- The C++: the model table repeats the plan. ----
@@ -136,16 +136,13 @@
 // GEMM's own (in place).
 // CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16, 32, 32, 0, 0, 1.000000000e+00f);
 // CHECK-NOT: tgrt_bias_add(ctx, "layers.0.attn.proj.bias"
-// CHECK: tgrt_matmul(ctx, "lm_head", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + 0), (float*)(A + [[$LOGITS]]), 1, 16, 64, 32, 0, 1,
-// The loss and its gradient are one call at the gradient (after the seed's fill).
-// CHECK-NEXT: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
-// CHECK-NEXT: tgrt_cross_entropy_fwd_bwd(ctx, "loss", TGRT_F32, (float*)(A + [[$LOGITS]]), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$LOSS]]), (float*)(A + [[$ONE]]), (float*)(A + [[$DLOGITS]]), 16, 64, -1);
-// The gradient of a parameter goes to its persistent grad slot.
-// wte's two gradients go into its slot one after the other, never summed in the arena
-// (the planned sum at $DWTE is not written): the tied head's GEMM with beta 1 right after
-// the loss, the embedding's gradient by an accumulate where the add was.
-// CHECK: tgrt_matmul_acc(ctx, "lm_head", TGRT_F32, (float*)(A + [[$DLOGITS]]), {{.*}}, TGRT_F32, (float*)(P + [[$WTE_G]]), 64, 32, 16, 1, 0, 1.000000000e+00f);
-// CHECK-NOT: (float*)(A + [[$DWTE]])
+// The output layer and the loss with their gradients are one call after the seed's fill:
+// x (ln_f's output), wte, the targets, the seed; the loss, dx, and dw added straight into
+// wte's gradient slot (the planned dw buffer is not written), the scratch; 16 rows, d 32,
+// vocabulary 64, one chunk of 16 rows.
+// CHECK: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
+// CHECK-NEXT: tgrt_linear_cross_entropy(ctx, "loss", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + 0), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$ONE]]), (float*)(A + [[$LOSS]]), (float*)(A + [[$DX]]), TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[$SCRATCH]]), 16, 32, 64, 16, -1);
+// CHECK-NOT: tgrt_matmul(ctx, "lm_head"
 // CHECK: tgrt_embedding_bwd(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[DEMB:[0-9]+]]), 16, 32, 64);
 // CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[DEMB]]), 2048);
 // CHECK-NEXT: tgrt_accumulate(ctx, "wpe", TGRT_F32, (float*)(P + [[$WPE_G]]), {{.*}}, 256);

@@ -1726,6 +1726,54 @@ TEST_F(Cpu, MatmulBiasResidualAddsTheLinearLayerToTheStream) {
   EXPECT_EQ(inplace, out);
 }
 
+/// tgrt_linear_cross_entropy in chunks of 3 rows (11 rows: chunks 3, 3, 3, 2; two ignored
+/// targets) against the unfused calls it replaces, tgrt_matmul + tgrt_cross_entropy_fwd_bwd
+/// + tgrt_matmul + tgrt_matmul_acc: the loss and dx bit for bit, dw (added onto its old
+/// value) within float rounding; bf16 operands with an f32 dw, and f32 throughout.
+TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
+  const int64_t rows = 11, d = 6, vocab = 13, chunk = 3;
+  std::vector<int32_t> targets(rows);
+  for (int64_t r = 0; r < rows; ++r) targets[r] = (int32_t)((r * 5) % vocab);
+  targets[4] = targets[9] = -1; // ignored
+  for (int32_t dt : {TGRT_BF16, TGRT_F32}) {
+    const Typed x = randTyped(dt, (size_t)(rows * d), 91), w = randTyped(dt, (size_t)(vocab * d), 92);
+    const VecF dw0 = randVec(vocab * d, 93);
+    const float dloss = 0.75f;
+    // Unfused.
+    Typed logits(dt, VecF(rows * vocab, 0.0f)), dxRef(dt, VecF(rows * d, 0.0f));
+    float lossRef = 0.0f;
+    VecF dwRef = dw0;
+    tgrt_matmul(ctx_, "lm_head", dt, x.data(), w.data(), logits.data(), 1, rows, vocab, d, 0, 1, 0,
+                0, 0, 1.0f, 0.0f);
+    tgrt_cross_entropy_fwd_bwd(ctx_, "loss", dt, logits.data(), targets.data(), &lossRef, &dloss,
+                               logits.data(), rows, vocab, -1);
+    tgrt_matmul(ctx_, "lm_head", dt, logits.data(), w.data(), dxRef.data(), 1, rows, d, vocab, 0,
+                0, 0, 0, 0, 1.0f, 0.0f);
+    tgrt_matmul_acc(ctx_, "lm_head", dt, logits.data(), x.data(), TGRT_F32, dwRef.data(), vocab,
+                    d, rows, 1, 0, 1.0f);
+    // Fused.
+    Typed dx(dt, VecF(rows * d, NAN));
+    VecF dw = dw0, scratch((512 + chunk * vocab * 4) / 4, NAN);
+    float loss = NAN;
+    tgrt_linear_cross_entropy(ctx_, "loss", dt, x.data(), w.data(), targets.data(), &dloss, &loss,
+                              dx.data(), TGRT_F32, dw.data(), scratch.data(), rows, d, vocab,
+                              chunk, -1);
+    EXPECT_EQ(bitsOf(loss), bitsOf(lossRef)) << dtName(dt) << ": " << loss << " vs " << lossRef;
+    EXPECT_TRUE(dx.sameBits(dxRef)) << dtName(dt);
+    VecD want(dwRef.begin(), dwRef.end());
+    expectClose(dw, want, 1e-6, 1e-5, std::string("linear_cross_entropy dw ") + dtName(dt));
+  }
+  // chunk_rows outside [1, rows] is refused with the call's location.
+  const VecF x(rows * d, 0.0f), w(vocab * d, 0.0f);
+  VecF dx(rows * d), dw(vocab * d), scratch(1024);
+  float loss = 0.0f, dloss = 1.0f;
+  EXPECT_EXIT(tgrt_linear_cross_entropy(ctx_, "lm_loss", TGRT_F32, x.data(), w.data(),
+                                        targets.data(), &dloss, &loss, dx.data(), TGRT_F32,
+                                        dw.data(), scratch.data(), rows, d, vocab, 0, -1),
+              ::testing::ExitedWithCode(1),
+              "tgrt: lm_loss: linear_cross_entropy: chunk_rows 0 outside \\[1, 11\\]");
+}
+
 TEST_F(Cpu, CastRoundTripsOverflowNanSubnormalsTiesToEven) {
   EXPECT_EQ(tgrt_dtype_size(TGRT_F32), 4);
   EXPECT_EQ(tgrt_dtype_size(TGRT_BF16), 2);

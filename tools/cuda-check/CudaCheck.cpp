@@ -1066,6 +1066,44 @@ void checkCrossEntropyV(Contexts& c, Rng& rng, int32_t dt, int64_t vocab, int64_
          count == 2 ? std::fabs(sum - 2.0 * lossRef) / (2.0 * std::fabs(lossRef)) : 1.0);
 }
 
+/// tgrt_linear_cross_entropy (the output layer and the loss in chunks of rows) against the
+/// CPU's: 300 rows in chunks of 128 (128, 128, 44), every 17th target ignored, dw (f32)
+/// added onto a random start. The loss and dx as the GEMM + cross-entropy kernels (dtype
+/// tolerance), dw summed over the chunks (f32 tolerance of the largest element).
+void checkLinearCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
+  const int64_t rows = 300, d = 64, vocab = 1000, chunk = 128, ignore = -100;
+  Raw x = rng.tensor(dt, (size_t)(rows * d), -1.0f, 1.0f),
+      w = rng.tensor(dt, (size_t)(vocab * d), -1.0f, 1.0f);
+  Raw dw0 = rng.tensor(TGRT_F32, (size_t)(vocab * d));
+  IVec targets((size_t)rows);
+  for (auto& t : targets) t = rng.below(vocab);
+  for (int64_t r = 0; r < rows; r += 17) targets[(size_t)r] = (int32_t)ignore;
+  const float dloss = 0.75f;
+  const size_t scratchBytes = (size_t)((256 + 8 * rows + 255) / 256 * 256 +
+                                       chunk * vocab * tgrt_dtype_size(dt));
+  Raw dxRef = zerosOf(dt, (size_t)(rows * d)), dwRef = dw0;
+  std::vector<uint8_t> scratch(scratchBytes);
+  float lossRef = 0.0f;
+  tgrt_linear_cross_entropy(c.cpu, "check", dt, x.data(), w.data(), targets.data(), &dloss,
+                            &lossRef, dxRef.data(), TGRT_F32, dwRef.data(), scratch.data(), rows,
+                            d, vocab, chunk, ignore);
+  DevT gx(x), gw(w), gdw(dw0), gdx(dt, (size_t)(rows * d)), gs(TGRT_F32, scratchBytes / 4);
+  Dev<int32_t> gt(targets);
+  Dev<float> gdl(Vec{dloss}), gloss(1);
+  gdx.poison();
+  gs.poison();
+  gloss.poison();
+  tgrt_cuda::linearCrossEntropy(c.gpu, "check", dt, gx.p, gw.p, gt.p, gdl.p, gloss.p, gdx.p,
+                                TGRT_F32, gdw.p, gs.p, rows, d, vocab, chunk, ignore);
+  const std::string shape = fmt("rows%lld d%lld vocab%lld chunk%lld", (long long)rows,
+                                (long long)d, (long long)vocab, (long long)chunk);
+  record(named("linear_cross_entropy loss", dt), shape, relErr(gloss.get(), Vec{lossRef}),
+         tolFor(dt));
+  record(named("linear_cross_entropy dx", dt), shape, relErr(gdx.raw(), dxRef), 2 * tolFor(dt));
+  record(named("linear_cross_entropy dw (+= f32)", dt), shape, relErr(gdw.raw(), dwRef),
+         2 * tolFor(dt));
+}
+
 void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
   // 5000: whole packs; 5001: rows at every offset (leading and trailing elements around the
   // packs); an output at another offset than the logits: the scalar loops.
@@ -2017,6 +2055,7 @@ int main(int argc, char** argv) {
   {
     Rng own(seed ^ 0x9e3779b97f4a7c15ull); // its own stream: the other checks' data unchanged
     checkMatmulBiasResidual(c, own);
+    for (int32_t dt : kDtypes) checkLinearCrossEntropy(c, own, dt);
   }
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
