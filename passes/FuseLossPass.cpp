@@ -175,7 +175,13 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
       rows *= d;
     int64_t vocab = wt.getDimSize(0);
     int64_t es = xt.getElementType().isF32() ? 4 : 2;
-    int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(rows, maxLogitsBytes / (vocab * es)));
+    // The fewest chunks whose logits fit maxLogitsBytes, then rows split evenly among them
+    // (no short last chunk: every chunk's GEMMs run at the same, large, shape). Each chunk
+    // re-reads and re-writes dw (f32 for GPT-2's tied embedding: 2 x 154 MB), so fewer
+    // chunks cost less time and more memory.
+    int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(rows, maxLogitsBytes / (vocab * es)));
+    int64_t chunks = (rows + maxRows - 1) / maxRows;
+    int64_t chunk = (rows + chunks - 1) / chunks;
     int64_t scratch = (LinearCrossEntropyOp::scratchBytes(rows, vocab, chunk, es) + 3) / 4;
     Value dwOut = c.dwCast ? c.dwCast.getResult() : c.dw.getResult();
     OpBuilder b(c.grad);

@@ -55,7 +55,7 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> lossChunkBytes{*this, "loss-chunk-bytes",
                                  llvm::cl::desc("tg-fuse-loss: bytes of logits per chunk (0: "
                                                 "the loss is not fused)"),
-                                 llvm::cl::init(256 << 20)};
+                                 llvm::cl::init(512 << 20)};
   Option<int64_t> ranks{*this, "ranks",
                         llvm::cl::desc("data-parallel ranks (> 1: tg-distribute averages "
                                        "gradients before the optimizer)"),
