@@ -10,3 +10,30 @@ unpack() {
   elif [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$t" && chmod +x "$t" && echo "$t";
   else echo ""; fi
 }
+
+# step_table OUT: the table of the tgc-*.jsonl runs under OUT (median ms/step after 2 steps,
+# first and last loss, plan and used memory from the run's log) and torch-compile-bf16.json.
+step_table() {
+python3 - "$1" <<'PY'
+import json, os, re, statistics, sys
+out = sys.argv[1]
+print("\n| run (GPT-2 small, B=16, T=1024) | ms/step (median) | loss first -> last | plan GiB | used GiB |")
+print("|---|---|---|---|---|")
+for f in sorted(os.listdir(out)):
+    if not (f.startswith("tgc-") and f.endswith(".jsonl")) or "profile" in f: continue
+    name = f[:-6]
+    rows = [r for r in (json.loads(l) for l in open(f"{out}/{f}") if l.strip().startswith("{"))
+            if "ms" in r and "eval" not in r]
+    if not rows: print(f"| {name} | - | - | - | - |"); continue
+    ms = statistics.median(r["ms"] for r in (rows[2:] or rows))
+    log = open(f"{out}/{name}.log").read()
+    m = re.search(r"plan (\d+) bytes.*used (\d+) bytes", log)
+    mem = f"{int(m[1])/2**30:.2f} | {int(m[2])/2**30:.2f}" if m else "- | -"
+    print(f"| {name} | {ms:.1f} | {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f} | {mem} |")
+try:
+    r = json.load(open(f"{out}/torch-compile-bf16.json"))
+    print(f"| torch {r['mode']} | {r['ms_per_step']:.1f} | - | peak {r['peak_bytes']/2**30:.2f} | - |")
+except Exception as e:
+    print(f"| torch compile+bf16 | failed: {e} | - | - | - |")
+PY
+}
