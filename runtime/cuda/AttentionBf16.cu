@@ -51,8 +51,6 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 /// The default of TGRT_ATTN_MINB (see attnOccupancyVariant).
 constexpr bool kAttnOccupancyDefault = true;
-/// The default of TGRT_ATTN_MT (see attnMTiles).
-constexpr int kAttnMTilesDefault = 1;
 
 // ------------------------------------------------------------------ primitives --
 
@@ -285,7 +283,7 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0,
 
 // ---------------------------------------------------------------------- forward --
 
-constexpr int kFwdBC = 64;
+constexpr int kFwdBR = 64, kFwdBC = 64;
 
 /// Occupancy variants (template argument MINB, the blocks per SM that __launch_bounds__
 /// makes the register allocation allow). The kernels are latency-bound at 2-3 blocks of 4
@@ -305,16 +303,6 @@ constexpr int dkdvMinBlocks(bool occupancy) {
 /// TGRT_ATTN_MINB (read once): 1 = the occupancy variants above (the default: on an H100,
 /// bh 192, t 1024, hd 64, fwd + bwd 0.689 ms against 0.718, the same bits; logs in
 /// bench/results/2026-11-23-h100/call22), 0 = the previous 3 / 2 blocks per SM.
-/// TGRT_ATTN_MT (read once): m-tiles of 16 rows per warp in the forward, dq and dk/dv kernels
-/// at hd <= 64: 1 (64 rows per block of 4 warps) or 2 (128 rows: every K / V, Q / dO fragment
-/// loaded from shared memory feeds two mma instead of one). See kAttnMTilesDefault.
-int attnMTiles() {
-  static const int v = [] {
-    const char* e = std::getenv("TGRT_ATTN_MT");
-    return e ? (std::strcmp(e, "2") == 0 ? 2 : 1) : kAttnMTilesDefault;
-  }();
-  return v;
-}
 bool attnOccupancyVariant() {
   static const bool v = [] {
     const char* e = std::getenv("TGRT_ATTN_MINB");
@@ -323,29 +311,22 @@ bool attnOccupancyVariant() {
   return v;
 }
 
-/// Query rows per forward block: 4 warps of MT m-tiles of 16 rows.
-template <int MT>
-__host__ __device__ constexpr int fwdRows() {
-  return 64 * MT;
-}
-template <int HD, int MT>
+template <int HD>
 constexpr size_t fwdSmemBytes() {
-  return (size_t)(fwdRows<MT>() + 4 * kFwdBC) * (HD + kPad) * 2;
+  return (size_t)(kFwdBR + 4 * kFwdBC) * (HD + kPad) * 2;
 }
 
-// Block = (head h, query tile [q0, q0 + 64 MT)); warp w owns queries q0 + 16 MT w .. + 16 MT
-// - 1, MT m-tiles of 16 rows (MT = 2 halves the shared-memory operand loads per mma: each K
-// and V fragment feeds both m-tiles). For each visible key tile [k0, k0 + 64): S = Q K^T (in
-// log2 units), online softmax, O += P V. K and V are double-buffered: the next tile's
-// cp.async copies run during this tile's math.
-// Shared memory: Q [64 MT][HD+8], K [2][64][HD+8], V [2][64][HD+8] (E).
-template <typename E, int HD, int MINB, int MT>
+// Block = (head h, query tile [q0, q0 + 64)); warp w owns queries q0 + 16 w .. + 15. For each
+// visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
+// K and V are double-buffered: the next tile's cp.async copies run during this tile's math.
+// Shared memory: Q [64][HD+8], K [2][64][HD+8], V [2][64][HD+8] (E).
+template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                               const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
                               float* __restrict__ lse, int64_t t, Layout li, Layout lo,
                               int causal, int64_t window, float scaleLog2) {
-  constexpr int BR = fwdRows<MT>(), BC = kFwdBC, LD = HD + kPad;
+  constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
@@ -369,121 +350,94 @@ __global__ void __launch_bounds__(kThreads, MINB)
   cpAsyncCommit();
   cpAsyncWait<1>(); // Q has landed (the first K, V may still be in flight)
   __syncthreads();
-  uint32_t qf[MT][KT][4];
+  uint32_t qf[KT][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int kk = 0; kk < KT; ++kk) loadA(qf[mt][kk], Qs, LD, (warp * MT + mt) * 16, kk, lane);
+  for (int kk = 0; kk < KT; ++kk) loadA(qf[kk], Qs, LD, warp * 16, kk, lane);
 
-  float o[MT][NO][4];
+  float o[NO][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int n = 0; n < NO; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
-  float m[MT][2], l[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    m[mt][0] = m[mt][1] = -INFINITY;
-    l[mt][0] = l[mt][1] = 0.0f;
-  }
-  // This lane's rows of m-tile mt: row0 + 16 mt, row0 + 16 mt + 8.
-  const int64_t row0 = q0 + warp * 16 * MT + g;
+  for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs;
     nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
 
-    float s[MT][NS][4];
+    float s[NS][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < NS; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+    for (int j = 0; j < NS; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk)
 #pragma unroll
       for (int j = 0; j < NS; j += 2) {
         uint32_t b[4];
         loadBt(b, Ks, LD, j * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(s[mt][j], qf[mt][kk], b[0], b[1]);
-          E::mma(s[mt][j + 1], qf[mt][kk], b[2], b[3]);
-        }
+        E::mma(s[j], qf[kk], b[0], b[1]);
+        E::mma(s[j + 1], qf[kk], b[2], b[3]);
       }
 
     const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[j][e] * scaleLog2;
+        if (!full && !visibleKey(row0 + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1), t, causal,
+                                 window))
+          x = -INFINITY;
+        s[j][e] = x;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      const float mNew = fmaxf(m[r], quadMax(mx));
+      const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
+      const float corr = fastExp2(m[r] - mUse);
+      l[r] *= corr;
+#pragma unroll
+      for (int n = 0; n < NO; ++n) {
+        o[n][2 * r] *= corr;
+        o[n][2 * r + 1] *= corr;
+      }
 #pragma unroll
       for (int j = 0; j < NS; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mt][j][e] * scaleLog2;
-          if (!full && !visibleKey(row0 + 16 * mt + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1),
-                                   t, causal, window))
-            x = -INFINITY;
-          s[mt][j][e] = x;
+        for (int e = 0; e < 2; ++e) {
+          const float p = fastExp2(s[j][2 * r + e] - mUse);
+          s[j][2 * r + e] = p;
+          l[r] += p; // this lane's share; the quad's shares are added at the end
         }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * r], s[mt][j][2 * r + 1]));
-        const float mNew = fmaxf(m[mt][r], quadMax(mx));
-        const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
-        const float corr = fastExp2(m[mt][r] - mUse);
-        l[mt][r] *= corr;
-#pragma unroll
-        for (int n = 0; n < NO; ++n) {
-          o[mt][n][2 * r] *= corr;
-          o[mt][n][2 * r + 1] *= corr;
-        }
-#pragma unroll
-        for (int j = 0; j < NS; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = fastExp2(s[mt][j][2 * r + e] - mUse);
-            s[mt][j][2 * r + e] = p;
-            l[mt][r] += p; // this lane's share; the quad's shares are added at the end
-          }
-        m[mt][r] = mNew;
-      }
+      m[r] = mNew;
     }
 
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) accToA<E>(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+      uint32_t a[4];
+      accToA<E>(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, Vs, LD, n * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(o[mt][n], a[mt], b[0], b[1]);
-          E::mma(o[mt][n + 1], a[mt], b[2], b[3]);
-        }
+        E::mma(o[n], a, b[0], b[1]);
+        E::mma(o[n + 1], a, b[2], b[3]);
       }
     }
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
+  float inv[2];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    float inv[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float ls = quadSum(l[mt][r]);
-      inv[r] = ls > 0.0f ? 1.0f / ls : 0.0f;
-      const int64_t row = row0 + 16 * mt + 8 * r;
-      if (tq == 0 && row < t)
-        lse[h * t + row] = ls > 0.0f ? (m[mt][r] + log2f(ls)) * kLn2 : -INFINITY;
-    }
-    storeRows<E, HD>(out + obase, lo.st, q0 + (warp * MT + mt) * 16, t, o[mt], inv[0], inv[1],
-                     lane);
+  for (int r = 0; r < 2; ++r) {
+    const float ls = quadSum(l[r]);
+    inv[r] = ls > 0.0f ? 1.0f / ls : 0.0f;
+    const int64_t row = row0 + 8 * r;
+    if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
   }
+  storeRows<E, HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
 // --------------------------------------------------------------------- backward --
@@ -525,22 +479,16 @@ __global__ void attention_bwd_d_lp_kernel(const uint16_t* __restrict__ out,
 }
 
 /// Query rows per dk/dv step (register pressure: hd 128 keeps 2 x 64 accumulators).
-/// Query rows per tile of the dk/dv loop: 64, 32 at hd 128 or with 2 m-tiles per warp (the
-/// accumulators of 32 keys per warp leave no registers for 64 queries).
-template <int HD, int MT>
+template <int HD>
 __host__ __device__ constexpr int kvQueryTile() {
-  return HD >= 128 || MT == 2 ? 32 : 64;
+  return HD >= 128 ? 32 : 64;
 }
-/// Keys per dk/dv block: 4 warps of MT m-tiles of 16 keys.
-template <int MT>
-__host__ __device__ constexpr int kvKeys() {
-  return 64 * MT;
-}
+constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
 
-template <int HD, int MT>
+template <int HD>
 constexpr size_t dkdvSmemBytes() {
-  return (size_t)(2 * kvKeys<MT>() + 4 * kvQueryTile<HD, MT>()) * (HD + kPad) * 2 +
-         2 * (size_t)kvQueryTile<HD, MT>() * 4;
+  return (size_t)(2 * kKvBK + 4 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
+         2 * (size_t)kvQueryTile<HD>() * 4;
 }
 
 /// lse (in log2 units) and D of query rows [row0, row0 + R) into shared memory; rows >= t and
@@ -556,15 +504,13 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
   }
 }
 
-// dK, dV for the key tile [k0, k0 + 64 MT) of head h; warp w owns keys k0 + 16 MT w .. + 16 MT
-// - 1 (MT m-tiles of 16). For each query tile [q0, q0 + BQ) that sees the keys (transposed
-// products, keys as rows):
+// dK, dV for the key tile [k0, k0 + 64) of head h; warp w owns keys k0 + 16 w .. + 15. For
+// each query tile [q0, q0 + BQ) that sees the keys (transposed products, keys as rows):
 //   S^T = K Q^T, dP^T = V dO^T, P^T = 2^(scale log2e S^T - L), dS^T = P^T (dP^T - D),
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
-// Each Q / dO fragment feeds the MT m-tiles. Q and dO are double-buffered (cp.async copies of
-// the next query tile during this one's math).
-// Shared memory: K, V [64 MT][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
-template <typename E, int HD, int MINB, int MT>
+// Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
+// Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
+template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
@@ -574,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
                                    int64_t t, Layout li, Layout lo, int causal, int64_t window,
                                    float scale, float scaleLog2) {
-  constexpr int BK = kvKeys<MT>(), BQ = kvQueryTile<HD, MT>(), LD = HD + kPad;
+  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
@@ -590,8 +536,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
-  // This lane's keys of m-tile mt: key0 + 16 mt, key0 + 16 mt + 8.
-  const int64_t key0 = k0 + warp * 16 * MT + g;
+  const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
@@ -602,13 +547,11 @@ __global__ void __launch_bounds__(kThreads, MINB)
   }
   cpAsyncCommit();
 
-  float dK[MT][NO][4], dV[MT][NO][4];
+  float dK[NO][4], dV[NO][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+  for (int n = 0; n < NO; ++n)
 #pragma unroll
-    for (int n = 0; n < NO; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dK[mt][n][e] = dV[mt][n][e] = 0.0f;
+    for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
 
   for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
     const int64_t q0 = qb * BQ;
@@ -625,109 +568,77 @@ __global__ void __launch_bounds__(kThreads, MINB)
     cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
     __syncthreads();
 
-    float s[MT][NQ][4], dp[MT][NQ][4];
+    float s[NQ][4], dp[NQ][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int j = 0; j < NQ; ++j)
 #pragma unroll
-      for (int j = 0; j < NQ; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][j][e] = dp[mt][j][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) {
-      uint32_t ka[MT][4], va[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        loadA(ka[mt], Ks, LD, (warp * MT + mt) * 16, kk, lane);
-        loadA(va[mt], Vs, LD, (warp * MT + mt) * 16, kk, lane);
-      }
+      uint32_t ka[4], va[4];
+      loadA(ka, Ks, LD, warp * 16, kk, lane);
+      loadA(va, Vs, LD, warp * 16, kk, lane);
 #pragma unroll
       for (int j = 0; j < NQ; j += 2) {
         uint32_t b[4];
         loadBt(b, Qs, LD, j * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(s[mt][j], ka[mt], b[0], b[1]);
-          E::mma(s[mt][j + 1], ka[mt], b[2], b[3]);
-        }
+        E::mma(s[j], ka, b[0], b[1]);
+        E::mma(s[j + 1], ka, b[2], b[3]);
         loadBt(b, dOs, LD, j * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(dp[mt][j], va[mt], b[0], b[1]);
-          E::mma(dp[mt][j + 1], va[mt], b[2], b[3]);
-        }
+        E::mma(dp[j], va, b[0], b[1]);
+        E::mma(dp[j + 1], va, b[2], b[3]);
       }
     }
 
-    // "full": every (query, key) pair of the two tiles is visible.
+    // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
     const bool full = tileFull(q0, BQ, k0, BK, t, causal, window);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int j = 0; j < NQ; ++j)
 #pragma unroll
-      for (int j = 0; j < NQ; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
-          const float L = LS[c], Dq = DS[c];
-          float p = fastExp2(s[mt][j][e] * scaleLog2 - L);
-          if (!full && !visibleKey(q0 + c, key0 + 16 * mt + 8 * (e >> 1), t, causal, window))
-            p = 0.0f;
-          s[mt][j][e] = p;
-          dp[mt][j][e] = p * (dp[mt][j][e] - Dq);
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
+        const float L = LS[c], Dq = DS[c];
+        float p = fastExp2(s[j][e] * scaleLog2 - L);
+        if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
+        s[j][e] = p;
+        dp[j][e] = p * (dp[j][e] - Dq);
+      }
 
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) {
-      uint32_t pa[MT][4], dsa[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        accToA<E>(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
-        accToA<E>(dsa[mt], dp[mt][2 * kk], dp[mt][2 * kk + 1]);
-      }
+      uint32_t pa[4], dsa[4];
+      accToA<E>(pa, s[2 * kk], s[2 * kk + 1]);
+      accToA<E>(dsa, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, dOs, LD, n * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(dV[mt][n], pa[mt], b[0], b[1]);
-          E::mma(dV[mt][n + 1], pa[mt], b[2], b[3]);
-        }
+        E::mma(dV[n], pa, b[0], b[1]);
+        E::mma(dV[n + 1], pa, b[2], b[3]);
         loadBn(b, Qs, LD, n * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(dK[mt][n], dsa[mt], b[0], b[1]);
-          E::mma(dK[mt][n + 1], dsa[mt], b[2], b[3]);
-        }
+        E::mma(dK[n], dsa, b[0], b[1]);
+        E::mma(dK[n + 1], dsa, b[2], b[3]);
       }
     }
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no query tile was visited)
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    storeRows<E, HD>(dk + base, li.st, k0 + (warp * MT + mt) * 16, t, dK[mt], scale, scale, lane);
-    storeRows<E, HD>(dv + base, li.st, k0 + (warp * MT + mt) * 16, t, dV[mt], 1.0f, 1.0f, lane);
-  }
+  storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
-constexpr int kDqBC = 64;
-/// Query rows per dq block: 4 warps of MT m-tiles of 16 rows.
-template <int MT>
-__host__ __device__ constexpr int dqRows() {
-  return 64 * MT;
-}
+constexpr int kDqBR = 64, kDqBC = 64;
 
-template <int HD, int MT>
+template <int HD>
 constexpr size_t dqSmemBytes() {
-  return (size_t)(2 * dqRows<MT>() + 4 * kDqBC) * (HD + kPad) * 2;
+  return (size_t)(2 * kDqBR + 4 * kDqBC) * (HD + kPad) * 2;
 }
 
-// dQ for the query tile [q0, q0 + 64 MT) of head h; warp w owns queries q0 + 16 MT w .. + 16 MT
-// - 1 (MT m-tiles of 16). For each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale
-// log2e S - L), dS = P (dP - D), dQ += dS K;  finally dQ *= scale. K and V are
-// double-buffered as in the forward; each K / V fragment feeds the MT m-tiles.
-// Shared memory: Q, dO [64 MT][HD+8]; K, V [2][64][HD+8] (E).
-template <typename E, int HD, int MT>
+// dQ for the query tile [q0, q0 + 64) of head h; warp w owns queries q0 + 16 w .. + 15. For
+// each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
+// dQ += dS K;  finally dQ *= scale. K and V are double-buffered as in the forward.
+// Shared memory: Q, dO [64][HD+8]; K, V [2][64][HD+8] (E).
+template <typename E, int HD>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v,
@@ -735,7 +646,7 @@ __global__ void __launch_bounds__(kThreads)
                                  const float* __restrict__ lse, const float* __restrict__ D,
                                  uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lo,
                                  int causal, int64_t window, float scale, float scaleLog2) {
-  constexpr int BR = dqRows<MT>(), BC = kDqBC, LD = HD + kPad;
+  constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
@@ -749,8 +660,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
-  // This lane's rows of m-tile mt: row0 + 16 mt, row0 + 16 mt + 8.
-  const int64_t row0 = q0 + warp * 16 * MT + g;
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
@@ -759,99 +669,74 @@ __global__ void __launch_bounds__(kThreads)
     loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, kbLo * BC, t, Kb, Vb);
   }
   cpAsyncCommit();
-  float L[MT][2], Dr[MT][2];
+  float L[2], Dr[2];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int64_t row = row0 + 16 * mt + 8 * r;
-      const float x = row < t ? lse[h * t + row] : -INFINITY;
-      L[mt][r] = x == -INFINITY ? INFINITY : x * kLog2e;
-      Dr[mt][r] = row < t ? D[h * t + row] : 0.0f;
-    }
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = row0 + 8 * r;
+    const float x = row < t ? lse[h * t + row] : -INFINITY;
+    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
+    Dr[r] = row < t ? D[h * t + row] : 0.0f;
+  }
 
-  float dQ[MT][NO][4];
+  float dQ[NO][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int n = 0; n < NO; ++n) dQ[mt][n][0] = dQ[mt][n][1] = dQ[mt][n][2] = dQ[mt][n][3] = 0.0f;
+  for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs; // (with this tile's K, V, the Q and dO of the first group land)
     nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
 
-    float s[MT][NS][4], dp[MT][NS][4];
+    float s[NS][4], dp[NS][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int j = 0; j < NS; ++j)
 #pragma unroll
-      for (int j = 0; j < NS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][j][e] = dp[mt][j][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) {
-      uint32_t qa[MT][4], da[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        loadA(qa[mt], Qs, LD, (warp * MT + mt) * 16, kk, lane);
-        loadA(da[mt], dOs, LD, (warp * MT + mt) * 16, kk, lane);
-      }
+      uint32_t qa[4], da[4];
+      loadA(qa, Qs, LD, warp * 16, kk, lane);
+      loadA(da, dOs, LD, warp * 16, kk, lane);
 #pragma unroll
       for (int j = 0; j < NS; j += 2) {
         uint32_t b[4];
         loadBt(b, Ks, LD, j * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(s[mt][j], qa[mt], b[0], b[1]);
-          E::mma(s[mt][j + 1], qa[mt], b[2], b[3]);
-        }
+        E::mma(s[j], qa, b[0], b[1]);
+        E::mma(s[j + 1], qa, b[2], b[3]);
         loadBt(b, Vs, LD, j * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(dp[mt][j], da[mt], b[0], b[1]);
-          E::mma(dp[mt][j + 1], da[mt], b[2], b[3]);
-        }
+        E::mma(dp[j], da, b[0], b[1]);
+        E::mma(dp[j + 1], da, b[2], b[3]);
       }
     }
 
     const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int j = 0; j < NS; ++j)
 #pragma unroll
-      for (int j = 0; j < NS; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = e >> 1;
-          float p = fastExp2(s[mt][j][e] * scaleLog2 - L[mt][r]);
-          if (!full && !visibleKey(row0 + 16 * mt + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t,
-                                   causal, window))
-            p = 0.0f;
-          dp[mt][j][e] = p * (dp[mt][j][e] - Dr[mt][r]);
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
+        if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
+          p = 0.0f;
+        dp[j][e] = p * (dp[j][e] - Dr[r]);
+      }
 
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) accToA<E>(a[mt], dp[mt][2 * kk], dp[mt][2 * kk + 1]);
+      uint32_t a[4];
+      accToA<E>(a, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
       for (int n = 0; n < NO; n += 2) {
         uint32_t b[4];
         loadBn(b, Ks, LD, n * 8, kk, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          E::mma(dQ[mt][n], a[mt], b[0], b[1]);
-          E::mma(dQ[mt][n + 1], a[mt], b[2], b[3]);
-        }
+        E::mma(dQ[n], a, b[0], b[1]);
+        E::mma(dQ[n + 1], a, b[2], b[3]);
       }
     }
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-    storeRows<E, HD>(dq + base, li.st, q0 + (warp * MT + mt) * 16, t, dQ[mt], scale, scale,
-                     lane);
+  storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
 // ------------------------------------------------------------------ host side --
@@ -874,25 +759,14 @@ template <typename E, int HD>
 void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, Layout li,
            Layout lo, int causal, int64_t window, float scale) {
-  if constexpr (HD <= 64) {
-    if (attnMTiles() == 2) { // 2 m-tiles per warp: 128 query rows per block
-      constexpr size_t smem = fwdSmemBytes<HD, 2>();
-      static bool smemSet = false;
-      auto* kernel = attention_fwd_lp_kernel<E, HD, 2, 2>;
-      allowSmem16(loc, kernel, smem, smemSet);
-      launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, fwdRows<2>())),
-             dim3(kThreads), smem, q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
-      return;
-    }
-  }
-  constexpr size_t smem = fwdSmemBytes<HD, 1>();
+  constexpr size_t smem = fwdSmemBytes<HD>();
   const bool occ = attnOccupancyVariant();
   static bool smemSet[2] = {false, false};
-  auto* kernel = occ ? attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(true), 1>
-                     : attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(false), 1>;
+  auto* kernel = occ ? attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(true)>
+                     : attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(false)>;
   allowSmem16(loc, kernel, smem, smemSet[occ]);
-  launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, fwdRows<1>())), dim3(kThreads),
-         smem, q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
+  launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)), dim3(kThreads), smem,
+         q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
 }
 
 template <typename E, int HD>
@@ -905,51 +779,25 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E, HD>,
          dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, out, dout, D, bh * t, t, lo);
-  bool dkdvDone = false;
-  if constexpr (HD <= 64) {
-    if (attnMTiles() == 2) {
-    dkdvDone = true;
-    constexpr size_t smem = dkdvSmemBytes<HD, 2>();
-    static bool smemSet = false;
-    auto* kernel = attention_bwd_dkdv_lp_kernel<E, HD, 1, 2>;
-    allowSmem16(loc, kernel, smem, smemSet);
-    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kvKeys<2>())),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal,
-           window, scale, scale * kLog2e);
-    }
-  }
-  if (!dkdvDone) {
-    constexpr size_t smem = dkdvSmemBytes<HD, 1>();
+  {
+    constexpr size_t smem = dkdvSmemBytes<HD>();
     const bool occ = attnOccupancyVariant();
     static bool smemSet[2] = {false, false};
-    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), 1>
-                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), 1>;
+    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true)>
+                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false)>;
     allowSmem16(loc, kernel, smem, smemSet[occ]);
-    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kvKeys<1>())),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal,
-           window, scale, scale * kLog2e);
+    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
+           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
+           scale * kLog2e);
   }
-  bool dqDone = false;
-  if constexpr (HD <= 64) {
-    if (attnMTiles() == 2) {
-    dqDone = true;
-    constexpr size_t smem = dqSmemBytes<HD, 2>();
+  {
+    constexpr size_t smem = dqSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_lp_kernel<E, HD, 2>;
+    auto* kernel = attention_bwd_dq_lp_kernel<E, HD>;
     allowSmem16(loc, kernel, smem, smemSet);
-    launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, dqRows<2>())),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal,
-           window, scale, scale * kLog2e);
-    }
-  }
-  if (!dqDone) {
-    constexpr size_t smem = dqSmemBytes<HD, 1>();
-    static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_lp_kernel<E, HD, 1>;
-    allowSmem16(loc, kernel, smem, smemSet);
-    launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, dqRows<1>())),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal,
-           window, scale, scale * kLog2e);
+    launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads), smem,
+           q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window, scale,
+           scale * kLog2e);
   }
 }
 
