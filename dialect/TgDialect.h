@@ -24,6 +24,10 @@ namespace mlir::tg {
 inline constexpr llvm::StringLiteral kPhaseAttr = "tg.phase";
 /// Name of the discardable attribute on function arguments naming a parameter.
 inline constexpr llvm::StringLiteral kParamNameAttr = "tg.param";
+/// Discardable unit attribute tg-plan-memory puts on a tg.cast of a parameter argument whose
+/// result is the parameter's persistent low-precision working copy (written by AdamW, see
+/// tg.plan's work_offset): the lowering emits no cast and reads the copy's slot.
+inline constexpr llvm::StringLiteral kWorkingCopyAttr = "tg.working_copy";
 /// Name of the discardable attribute on function arguments marking token inputs
 /// ("tokens" or "targets").
 inline constexpr llvm::StringLiteral kInputAttr = "tg.input";

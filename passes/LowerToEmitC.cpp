@@ -165,6 +165,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_grad_norm_sq", "-R-M")
       .Case("tgrt_clip_scale", "M-")
       .Case("tgrt_adamw", "-MR-MM-----R")
+      .Case("tgrt_adamw_wc", "-MR-MM-----R-W")
       .Case("tgrt_all_reduce_mean", "-M-")
       .Default("");
 }
@@ -363,6 +364,13 @@ private:
     Operation *def = v.getDefiningOp();
     if (auto reshape = dyn_cast<ReshapeOp>(def))
       return ptrOf(reshape.getX());
+    if (auto c = dyn_cast<CastOp>(def); c && c->hasAttr(kWorkingCopyAttr)) {
+      const ParamSlot *s = slotOf(c.getX());
+      if (!s || s->workOffset < 0)
+        return c.emitOpError() << "lower-to-emitc: marked as a working copy, but its "
+                                  "parameter has no planned copy", failure();
+      return PtrRef{true, s->workOffset, e};
+    }
     auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
     unsigned idx = cast<OpResult>(v).getResultNumber();
     if (!offsets || idx >= offsets.size() || offsets[idx] < 0)
@@ -451,6 +459,27 @@ private:
           backwardOps.insert(&op);
         afterLoss |= isa<CrossEntropyOp>(op);
       }
+    }
+    // The working copies (tg-plan-memory): refreshed from the values, in one cast over the
+    // whole mirrored region, when the host wrote parameter values since the last step
+    // (initialisation, a checkpoint, a test); AdamW keeps them current otherwise.
+    if (!report.workDtype.empty() && fn.getSymName() != "optimizer_step") {
+      Value stale = b.create<emitc::CallOpaqueOp>(loc, TypeRange{b.getI1Type()},
+                                                  "tgrt_take_weights_stale",
+                                                  ValueRange{ctxValue})
+                        .getResult(0);
+      Value src = materialize(PtrRef{true, 0, Elem::F32}, loc);
+      Value dst = materialize(PtrRef{true, report.workOffset, Elem::U16}, loc);
+      int64_t n = report.workBytes / 2;
+      std::string wdt = tgrtDtype(report.workDtype);
+      b.create<emitc::IfOp>(loc, stale, [&](OpBuilder &ob, Location l) {
+        ob.create<emitc::CallOpaqueOp>(
+            l, TypeRange{}, "tgrt_cast", ValueRange{ctxValue, src, dst},
+            ob.getArrayAttr({ob.getIndexAttr(0), opaqueAttr(cstr("weights.working_copies")),
+                             opaqueAttr("TGRT_F32"), ob.getIndexAttr(1), opaqueAttr(wdt),
+                             ob.getIndexAttr(2), ob.getI64IntegerAttr(n)}));
+        ob.create<emitc::YieldOp>(l);
+      });
     }
     // Linear layers added into the residual stream (residualSink): found first, because
     // their bias's cast comes before the GEMM and is then not emitted.
@@ -805,6 +834,8 @@ private:
         })
         .Case([&](ReshapeOp) { return success(); }) // a view: no code
         .Case([&](CastOp o) {
+          if (o->hasAttr(kWorkingCopyAttr))
+            return success(); // reads the parameter's working copy (written by AdamW)
           if (castIntoAdd(o))
             return success(); // read by the next op, tgrt_add_mixed
           return call(op, "tgrt_cast", {dt(o.getX()), Arg(o.getX()), dt(o.getResult()),
@@ -1108,16 +1139,20 @@ private:
       AdamWOp o = opOf[s];
       int64_t n = r.bytes / dtypeBytes(s->dtype);
       std::string where = r.where("optimizer");
-      if (failed(call(o, "tgrt_adamw",
-                      {dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
-                       slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()),
-                       dt(s->stateDtype),
-                       slotRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
-                       slotRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
-                       flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
-                       flt(o.getEps().convertToFloat()),
-                       flt(o.getWeightDecay().convertToFloat()), Arg(o.getClip())},
-                      where)) ||
+      SmallVector<Arg, 16> args = {
+          dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
+          slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
+          slotRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
+          slotRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
+          flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
+          flt(o.getEps().convertToFloat()), flt(o.getWeightDecay().convertToFloat()),
+          Arg(o.getClip())};
+      // With working copies: the same kernel writes the run's copies (mirrored, contiguous).
+      if (s->workOffset >= 0) {
+        args.push_back(dt(report.workDtype));
+        args.push_back(slotRun(s->workOffset, report.workDtype, n, "working copies " + r.names()));
+      }
+      if (failed(call(o, s->workOffset >= 0 ? "tgrt_adamw_wc" : "tgrt_adamw", args, where)) ||
           failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where)))
         return failure();
     }

@@ -62,6 +62,35 @@ static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
   return {};
 }
 
+Type markWorkingCopies(ModuleOp module) {
+  auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
+  if (!micro || micro.isExternal())
+    return Type();
+  for (BlockArgument arg : micro.getArguments())
+    if (micro.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr) &&
+        !cast<RankedTensorType>(arg.getType()).getElementType().isF32())
+      return Type();
+  SmallVector<CastOp> casts;
+  Type work;
+  bool one = true;
+  for (StringRef name : {"micro_step", "eval_step"})
+    if (auto f = module.lookupSymbol<func::FuncOp>(name); f && !f.isExternal())
+      f.walk([&](CastOp c) {
+        auto arg = dyn_cast<BlockArgument>(c.getX());
+        if (!arg || !f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr))
+          return;
+        Type t = cast<RankedTensorType>(c.getResult().getType()).getElementType();
+        one &= !work || work == t;
+        work = work ? work : t;
+        casts.push_back(c);
+      });
+  if (!work || !one || !(work.isBF16() || work.isF16()))
+    return Type();
+  for (CastOp c : casts)
+    c->setAttr(kWorkingCopyAttr, UnitAttr::get(module.getContext()));
+  return work;
+}
+
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   out = FunctionLiveness();
   Block &body = fn.getBody().front();
@@ -99,6 +128,8 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
         }
         continue;                       // views of arguments live in the persistent region
       }
+      if (isa<CastOp>(op) && op.hasAttr(kWorkingCopyAttr))
+        continue; // the parameter's persistent working copy: no arena buffer
       int64_t bytes = tensorBytes(r.getType());
       if (bytes < 0)
         return op.emitOpError() << "result #" << r.getResultNumber()
@@ -176,6 +207,11 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   r.tokensOffset = getI64(plan, "tokens_offset");
   r.targetsOffset = getI64(plan, "targets_offset");
   r.inputBytes = getI64(plan, "input_bytes");
+  if (auto w = plan.getAs<StringAttr>("work_dtype")) {
+    r.workDtype = w.str();
+    r.workOffset = getI64(plan, "work_offset");
+    r.workBytes = getI64(plan, "work_bytes");
+  }
   if (auto h = plan.getAs<StringAttr>("heuristic"))
     r.heuristic = h.str();
   if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr))
@@ -192,6 +228,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.gradOffset = getI64(d, "grad_offset");
       s.mOffset = getI64(d, "m_offset");
       s.vOffset = getI64(d, "v_offset");
+      if (d.get("work_offset"))
+        s.workOffset = getI64(d, "work_offset");
       if (auto t = d.getAs<StringAttr>("dtype"))
         s.dtype = t.str();
       if (auto t = d.getAs<StringAttr>("state_dtype"))
@@ -221,6 +259,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype,
           2 * dtypeBytes(s.stateDtype) * s.numel);
   }
+  if (!r.workDtype.empty())
+    addTo(r.persistentByDtype, "working copies " + r.workDtype, r.workBytes);
 
   if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat")) {
     if (auto p = rm.getAs<StringAttr>("policy"))
@@ -394,6 +434,7 @@ std::string planReportJson(const PlanReport &r) {
                                         {"grad_offset", p.gradOffset},
                                         {"m_offset", p.mOffset},
                                         {"v_offset", p.vOffset},
+                                        {"work_offset", p.workOffset},
                                         {"dtype", p.dtype},
                                         {"state_dtype", p.stateDtype}});
   }
@@ -418,6 +459,8 @@ std::string planReportJson(const PlanReport &r) {
       {"grad_bytes", r.gradBytes},
       {"optimizer_state_bytes", r.optimizerStateBytes},
       {"input_bytes", r.inputBytes},
+      {"work_dtype", r.workDtype},
+      {"work_bytes", r.workBytes},
       {"peak_forward_bytes", r.peakForward},
       {"peak_backward_bytes", r.peakBackward},
       {"peak_optimizer_bytes", r.peakOptimizer},

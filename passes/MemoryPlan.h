@@ -48,6 +48,15 @@ struct FunctionLiveness {
 /// element type (emits a diagnostic on the op and returns failure).
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out);
 
+/// Mixed precision's working copies: when every parameter of @micro_step is f32 and the
+/// tg.cast ops of parameter arguments in @micro_step and @eval_step all produce one 2-byte
+/// type, marks those casts with kWorkingCopyAttr (idempotent) and returns that type; else
+/// returns null and marks nothing. A marked cast's result is the parameter's persistent
+/// low-precision copy (tg-plan-memory lays the copies out after the inputs; AdamW writes
+/// them): analyzeLiveness gives it no arena buffer. tg-rematerialize calls it before it
+/// plans, so that its budget sees the arena the final plan has.
+Type markWorkingCopies(ModuleOp module);
+
 /// The function's buffers as planner input (passes/MemoryPlanner.h), in the same order,
 /// with kBufferAlignment and each BufferInfo's offset (-1 before planning).
 std::vector<tgc::PlanBuffer> toPlanBuffers(const FunctionLiveness &live);
@@ -65,6 +74,7 @@ struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
   int64_t numel = 0, offset = 0, gradOffset = 0, mOffset = 0, vOffset = 0;
+  int64_t workOffset = -1; ///< the low-precision working copy (PlanReport::workDtype), or -1
   std::string dtype = "f32";      ///< value and gradient element type
   std::string stateDtype = "f32"; ///< AdamW m, v element type
   std::string init = "normal";    ///< normal | zeros | ones (driver initialisation)
@@ -78,6 +88,10 @@ struct PlanReport {
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
   int64_t tokensOffset = 0, targetsOffset = 0;
+  /// Working copies of the parameter values (mixed precision; tg-plan-memory): their
+  /// element type ("" when none), the region's offset and bytes in the persistent region.
+  std::string workDtype;
+  int64_t workOffset = -1, workBytes = 0;
   std::string precision = "fp32"; ///< the module's tg.precision
   /// Persistent bytes by (what, dtype), e.g. {"parameters", "f32"} -> bytes, in order.
   std::vector<std::pair<std::string, int64_t>> persistentByDtype;

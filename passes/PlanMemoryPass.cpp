@@ -131,6 +131,23 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       cursor = alignUp(cursor + tensorBytes(type));
     }
     plan.push_back(b.getNamedAttr("input_bytes", b.getI64IntegerAttr(cursor - inputStart)));
+    // Working copies (mixed precision): when every parameter is f32 and the step functions
+    // cast parameters to one 2-byte type, that copy of every value lives in the persistent
+    // region (after the inputs), written by AdamW with the update and refreshed by the
+    // emitted code when the host wrote the values (tgrt_take_weights_stale), instead of one
+    // tg.cast per parameter and micro-step into the arena. The region mirrors the values at
+    // half the size (copy offset = work_offset + value offset / 2), so a run of contiguous
+    // values maps to a run of contiguous copies. markWorkingCopies marks the casts.
+    Type workType = markWorkingCopies(module);
+    int64_t workBase = -1;
+    if (workType && !params.empty()) {
+      int64_t valueBytes = offs[1][order.front()]; // values: [0, gradients)
+      workBase = cursor;
+      cursor = alignUp(cursor + valueBytes / 2);
+      plan.push_back(b.getNamedAttr("work_dtype", b.getStringAttr(dtypeName(workType))));
+      plan.push_back(b.getNamedAttr("work_offset", b.getI64IntegerAttr(workBase)));
+      plan.push_back(b.getNamedAttr("work_bytes", b.getI64IntegerAttr(cursor - workBase)));
+    }
     int64_t persistent = cursor;
 
     SmallVector<Attribute> paramAttrs;
@@ -140,7 +157,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
                kShape = id("shape"), kNumel = id("numel"), kOffset = id("offset"),
                kGradOffset = id("grad_offset"), kMOffset = id("m_offset"),
                kVOffset = id("v_offset"), kInit = id("init"), kInitStd = id("init_std"),
-               kDecay = id("decay");
+               kDecay = id("decay"), kWorkOffset = id("work_offset");
     for (auto [i, p] : llvm::enumerate(params)) {
       SmallVector<NamedAttribute, 12> slot = {
           {kName, p.name},
@@ -153,6 +170,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
           {kMOffset, b.getI64IntegerAttr(offs[2][i])},
           {kVOffset, b.getI64IntegerAttr(offs[3][i])},
       };
+      if (workBase >= 0)
+        slot.push_back({kWorkOffset, b.getI64IntegerAttr(workBase + offs[0][i] / 2)});
       // The initialisation and decay role the frontend put on the argument travel with
       // the slot, so the lowering's parameter table needs nothing else.
       if (p.argAttrs) {

@@ -264,6 +264,9 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
       module.emitError() << "tg-rematerialize: the module is already rematerialized";
       return signalPassFailure();
     }
+    // The parameters' working copies are persistent in the final plan: marked first, so
+    // that every arena this pass plans is the one tg-plan-memory will plan.
+    markWorkingCopies(module);
     std::set<int64_t> layers;
     fn.walk([&](Operation *op) {
       if (layerOf(op) >= 0)

@@ -125,6 +125,13 @@ char* tgrt_region(tgrt_ctx* ctx, int32_t region);
 void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
 void tgrt_download(tgrt_ctx* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes);
 void tgrt_synchronize(tgrt_ctx* ctx);
+/* 1 when parameter values may have changed outside the compiled steps since the last call
+ * (the context was created, or tgrt_upload wrote into the persistent region's range of
+ * parameter values: tg_model_info's params' value slots), else 0; clears the flag. Emitted
+ * code with working copies (low-precision copies of the values, written by AdamW) refreshes
+ * them at the start of tg_micro_step / tg_eval_step when it returns 1. A host that writes
+ * values through tgrt_region's pointer instead must upload them to set the flag. */
+int32_t tgrt_take_weights_stale(tgrt_ctx* ctx);
 /* Optimizer step counter (1-based inside AdamW's bias correction) and learning rate. */
 void tgrt_set_step(tgrt_ctx* ctx, int64_t step);
 void tgrt_set_lr(tgrt_ctx* ctx, float lr);
@@ -521,6 +528,17 @@ static inline uint16_t tgrt_f16_from_float(float f) {
 static inline int64_t tgrt_dtype_size(int32_t dt) {
   return dt == TGRT_F32 ? 4 : (dt == TGRT_BF16 || dt == TGRT_F16) ? 2 : 0;
 }
+/* The persistent byte range [*lo, *hi) of a model's parameter values (both 0 without
+ * parameters): what tgrt_upload watches for tgrt_take_weights_stale. */
+static inline void tgrt_values_range(const tgrt_model* m, int64_t* lo, int64_t* hi) {
+  *lo = *hi = 0;
+  for (int32_t i = 0; m && i < m->n_params; ++i) {
+    const tgrt_param* p = &m->params[i];
+    const int64_t end = p->offset + p->numel * tgrt_dtype_size(p->dtype);
+    if (i == 0 || p->offset < *lo) *lo = p->offset;
+    if (end > *hi) *hi = end;
+  }
+}
 /* acc[0] += sum(g[i]^2) (float32 accumulation); g: dt. */
 void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g, int64_t n,
                        float* acc);
@@ -538,6 +556,14 @@ void tgrt_clip_scale(tgrt_ctx* ctx, const char* loc, float* acc, float max_norm)
 void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
                 int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
                 float eps, float weight_decay, const float* clip);
+/* tgrt_adamw that also writes the parameters' low-precision working copy in the same pass:
+ * w[i] = the updated p[i] rounded to w_dt (the copy the compute reads, tgc's mixed
+ * precision; tg-plan-memory's work_offset). w: [n] of w_dt (bf16 or f16), must not alias p,
+ * g, m or v. When the step is skipped (clip[1] not finite) w is unchanged, like p. The
+ * other arguments and errors as tgrt_adamw. */
+void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                   int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                   float eps, float weight_decay, const float* clip, int32_t w_dt, void* w);
 /* Adds loss[0] (float32) to the context's loss sum (read back with tgrt_take_loss). */
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss);
 

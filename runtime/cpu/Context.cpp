@@ -94,6 +94,7 @@ tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
   }
   ctx->model = model;
   ctx->lr = model->lr;
+  tgrt_values_range(model, &ctx->values_lo, &ctx->values_hi);
   for (int r = 0; r < 3; ++r) {
     if (sizes[r] < 0) {
       std::fprintf(stderr, "tgrt: ctx_create: negative %s size %lld bytes\n", kRegionNames[r],
@@ -134,6 +135,17 @@ char* tgrt_region(tgrt_ctx* ctx, int32_t region) {
 void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes) {
   char* base = checkedRange(ctx, "upload", region, offset, bytes);
   if (bytes > 0) std::memcpy(base + offset, src, (size_t)bytes);
+  if (region == TGRT_PERSISTENT && bytes > 0 && offset < ctx->values_hi &&
+      offset + bytes > ctx->values_lo)
+    ctx->weights_stale = true;
+}
+
+/// 1 once after the host wrote parameter values (tgrt.h), then 0 until the next write.
+int32_t tgrt_take_weights_stale(tgrt_ctx* ctx) {
+  tgrt_cpu::checkCtx(ctx, "take_weights_stale");
+  const bool stale = ctx->weights_stale;
+  ctx->weights_stale = false;
+  return stale ? 1 : 0;
 }
 
 /// Copies `bytes` bytes from region at `offset` (bytes) to host dst. Fails (exit 1) when the

@@ -24,6 +24,10 @@ struct tgrt_ctx {
   tgrt_comm* comm = nullptr;   ///< data parallel: the communicator (NULL: one rank)
   int32_t rank = 0;            ///< this context's rank in comm
   int32_t ranks = 1;           ///< comm's size
+  /// Parameter values changed by the host (tgrt_take_weights_stale); [values_lo, values_hi)
+  /// is the persistent byte range of the model's parameter values.
+  bool weights_stale = true;
+  int64_t values_lo = 0, values_hi = 0;
 };
 
 namespace tgrt_cpu {

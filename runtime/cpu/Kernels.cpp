@@ -1419,7 +1419,18 @@ void tgrt_clip_scale(tgrt_ctx* ctx, const char* loc, float* acc, float max_norm)
 void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
                 int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
                 float eps, float weight_decay, const float* clip) {
+  tgrt_adamw_wc(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
+                TGRT_F32, nullptr);
+}
+
+/// tgrt_adamw that also writes w[i] = the updated p[i] (as rounded to p_dt) rounded to w_dt,
+/// when w is not NULL (tgrt.h). Errors: as tgrt_adamw; w_dt not 2-byte.
+void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                   int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                   float eps, float weight_decay, const float* clip, int32_t w_dt, void* w) {
   checkCtx(ctx, loc);
+  if (w && w_dt != TGRT_BF16 && w_dt != TGRT_F16)
+    fail(loc, "adamw_wc: the working copy's dtype %d is not bf16 (1) or f16 (2)", (int)w_dt);
   checkNonNegative(loc, "adamw(n)", n);
   checkDtype(loc, "adamw (p_dt)", p_dt);
   checkDtype(loc, "adamw (state_dt)", state_dt);
@@ -1445,6 +1456,11 @@ void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const voi
         S::st(v, i, (float)vi);
         const double pi = P::ld(p, i);
         P::st(p, i, (float)(pi - lr * ((mi / bc1) / (std::sqrt(vi / bc2) + eps) + wd * pi)));
+        if (w) { // the working copy of the stored value
+          const float pv = P::ld(p, i);
+          if (w_dt == TGRT_BF16) static_cast<uint16_t*>(w)[i] = tgrt_bf16_from_float(pv);
+          else static_cast<uint16_t*>(w)[i] = tgrt_f16_from_float(pv);
+        }
       }
     });
   });

@@ -38,6 +38,10 @@ void tgrt_synchronize(tgrt_ctx* ctx) {
   tgrt_cuda::synchronize(C(ctx));
 }
 
+int32_t tgrt_take_weights_stale(tgrt_ctx* ctx) {
+  return tgrt_cuda::takeWeightsStale(C(ctx));
+}
+
 void tgrt_set_step(tgrt_ctx* ctx, int64_t step) {
   tgrt_cuda::setStep(C(ctx), step);
 }
@@ -255,6 +259,11 @@ void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g
 void tgrt_clip_scale(tgrt_ctx* ctx, const char* loc, float* acc, float max_norm) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_clip_scale", loc);
   tgrt_cuda::clipScale(C(ctx), loc, acc, max_norm);
+}
+
+void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay, const float* clip, int32_t w_dt, void* w) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_adamw_wc", loc);
+  tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt, w);
 }
 
 void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay, const float* clip) {

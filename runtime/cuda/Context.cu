@@ -359,6 +359,7 @@ Context* createContext(const tgrt_model* model) {
   }
   ctx->model = model;
   ctx->lr = model->lr;
+  tgrt_values_range(model, &ctx->values_lo, &ctx->values_hi);
   const char* tf32 = std::getenv("TGRT_TF32");
   ctx->tf32 = tf32 && std::strcmp(tf32, "1") == 0;
   // TGRT_GELU_EPILOGUE=1/0 forces the fused GELU epilogue on or off for every dtype; unset:
@@ -483,6 +484,15 @@ void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t by
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
+  if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
+    ctx->weights_stale = true;
+}
+
+int32_t takeWeightsStale(Context* ctx) {
+  checkCtx(ctx, "take_weights_stale");
+  const bool stale = ctx->weights_stale;
+  ctx->weights_stale = false;
+  return stale ? 1 : 0;
 }
 
 void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes) {

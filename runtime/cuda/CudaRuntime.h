@@ -71,6 +71,8 @@ char* region(Context* ctx, int32_t region);
 void upload(Context* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
 void download(Context* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes);
 void synchronize(Context* ctx);
+/// tgrt_take_weights_stale: 1 once after upload wrote parameter values, then 0.
+int32_t takeWeightsStale(Context* ctx);
 void setStep(Context* ctx, int64_t step);
 void setLr(Context* ctx, float lr);
 void setLossScale(Context* ctx, float scale);
@@ -251,9 +253,11 @@ void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 /// p, g: p_dt; m, v: state_dt. Reads clip[1] on the device and changes nothing when it is not
 /// finite (no host synchronisation).
+/// tgrt_adamw; with w (w_dt bf16 / f16) tgrt_adamw_wc: the same kernel also writes the
+/// updated values' working copy.
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
-           const float* clip);
+           const float* clip, int32_t w_dt = TGRT_F32, void* w = nullptr);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
 /// tgrt_tensor_stats (Stats.cu): dt is a tgrt_dtype or TGRT_CHECK_I32; synchronises (the
 /// result is on the host when it returns); partials in the workspace ((blocks + 1) * 40 bytes,

@@ -78,6 +78,10 @@ struct Profile; ///< TGRT_PROFILE=1 state (Context.cu)
 
 struct Context {
   const tgrt_model* model = nullptr;
+  /// Parameter values written by the host since the last tgrt_take_weights_stale;
+  /// [values_lo, values_hi) is the persistent byte range of the model's parameter values.
+  bool weights_stale = true;
+  int64_t values_lo = 0, values_hi = 0;
   char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
   int64_t region_bytes[3] = {0, 0, 0};
   DeviceState* state = nullptr; ///< device memory

@@ -1650,9 +1650,9 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // p, g: TP; m, v: TS. clip[1] is read here on the device: when it is not finite (a skipped,
 // overflowed step) the kernel changes nothing. Packs of W when `vec` (all four pointers
 // 16-byte aligned), then the scalar tail.
-template <int W, typename TP, typename TS, typename P>
+template <int W, typename TP, typename TS, typename P, typename TW = TP>
 __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
-                             int64_t n, bool vec) {
+                             int64_t n, bool vec, TW* w = nullptr) {
   using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -1674,6 +1674,11 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
       stPack(p, i, pv);
       stPack(m, i, mv);
       stPack(v, i, vv);
+      if (w) { // the working copy: the stored p rounded to TW
+#pragma unroll
+        for (int j = 0; j < W; ++j) pv[j] = toF(fromF<TP>(pv[j]));
+        stPack(w, i, pv);
+      }
     }
     done = nW * W;
   }
@@ -1686,6 +1691,7 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
     p[i] = fromF<TP>(pf);
     m[i] = fromF<TS>(mf);
     v[i] = fromF<TS>(vf);
+    if (w) w[i] = fromF<TW>(toF(p[i]));
   }
 }
 
@@ -2936,8 +2942,10 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
 
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
-           const float* clip) {
+           const float* clip, int32_t w_dt, void* w) {
   checkCtx(ctx, loc);
+  if (w && w_dt != TGRT_BF16 && w_dt != TGRT_F16)
+    fail(loc, "adamw_wc: the working copy's dtype %d is not bf16 (1) or f16 (2)", (int)w_dt);
   checkNonNegative(loc, "adamw(n)", n);
   elemBytes(loc, "adamw (p, g)", p_dt);
   elemBytes(loc, "adamw (m, v)", state_dt);
@@ -2950,19 +2958,39 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
   const AdamwParams ap{b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2};
   const AdamwParamsF apf{beta1, beta2, eps, weight_decay, ctx->lr, (float)bc1, (float)bc2};
-  const bool vec = aligned16(p, g, m, v);
   withDtype(loc, "adamw", p_dt, [&](auto ptag) {
     using TP = decltype(ptag);
     withDtype(loc, "adamw", state_dt, [&](auto stag) {
       using TS = decltype(stag);
-      constexpr int W = packWidth<TP, TS>();
-      const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
-      if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
-        launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid, dim3(kBlock),
-               0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec);
-      else
-        launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
-               dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec);
+      if (!w) {
+        constexpr int W = packWidth<TP, TS>();
+        const bool vec = aligned16(p, g, m, v);
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
+                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
+                 (TP*)nullptr);
+        else
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
+                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
+                 (TP*)nullptr);
+        return;
+      }
+      // With the working copy (2-byte TW): packs wide enough for whole 16-byte words of all.
+      withDtype(loc, "adamw (working copy)", w_dt, [&](auto wtag) {
+        using TW = decltype(wtag);
+        constexpr int W = packWidth<TP, TS, TW>();
+        const bool vec = aligned16(p, g, m, v) && aligned16(w);
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
+                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
+                 mp<TW>(w));
+        else
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
+                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
+                 mp<TW>(w));
+      });
     });
   });
 }

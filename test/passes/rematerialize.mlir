@@ -10,15 +10,18 @@
 // Clones differ from their originals (tg.phase, tg.recompute): a later CSE keeps all 24.
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer -cse | grep -c "tg.recompute}" \
 // RUN:   | FileCheck %s --check-prefix=CSE
-// Budget (the real planner on each candidate): 7967 is one byte under the arena of the
-// module without recomputation (7968 here): the cheapest candidate that fits makes
-// layer 0 selective and leaves layer 1 alone.
-// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=7967" -tg-plan-memory \
+// Budget (the real planner on each candidate): 6943 is one byte under the arena of the
+// module without recomputation (6944 here, with the f32 weights' bf16 copies persistent,
+// as tg-plan-memory plans them): the cheapest candidate that fits makes layer 0 selective
+// and leaves layer 1 alone.
+// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=6943" -tg-plan-memory \
 // RUN:   | FileCheck %s --check-prefix=BUDGET
-// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=7968" \
+// RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=6944" \
 // RUN:   | FileCheck %s --check-prefix=BUDGETALL
 // Through the planner: recomputation lowers the forward peak (fewer saved activations)
-// and the backward peak.
+// and never raises the backward peak (in this small module the backward's peak is at the
+// weight gradients, the same under every policy, once the weights' bf16 copies are
+// persistent rather than arena buffers).
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=none -tg-plan-memory -tg-print-memory-plan -o /dev/null > %t.none
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=selective -tg-plan-memory -tg-print-memory-plan -o /dev/null > %t.sel
 // RUN: tg-opt %s -tg-autodiff -cse -tg-rematerialize=policy=layer -tg-plan-memory -tg-print-memory-plan -o /dev/null > %t.layer
@@ -27,7 +30,7 @@
 // RUN:   fw = [peak(f, 'forward') for f in sys.argv[1:]]; bw = [peak(f, 'backward') for f in sys.argv[1:]]; \
 // RUN:   print('forward peaks (none, selective, layer)', fw, 'backward peaks', bw); \
 // RUN:   assert fw[2] < fw[1] < fw[0], fw; \
-// RUN:   assert bw[2] < bw[0] and bw[1] < bw[0] and bw[2] <= bw[1], bw" %t.none %t.sel %t.layer
+// RUN:   assert bw[2] <= bw[0] and bw[1] <= bw[0] and bw[2] <= bw[1], bw" %t.none %t.sel %t.layer
 
 // Two transformer-like layers (ops tagged tg.layer = 0 / 1 as the tgc frontend does),
 // between an embedding and a head (ln_f, tied lm_head, loss) that belong to no layer.
@@ -251,11 +254,11 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // ---------------------------------------------------------------- policy=budget --
 
-// The planned arena, 6688 bytes, fits.
-// BUDGET: module attributes {tg.plan = {arena_bytes = 6688 : i64
+// The planned arena, 5664 bytes, fits.
+// BUDGET: module attributes {tg.plan = {arena_bytes = 5664 : i64
 // BUDGET-SAME: tg.remat = {extra_flops = 200 : i64, policy = "budget: 0 layer, 1 selective, 1 none", recomputed_ops = 6 : i64, step_flops = 14074 : i64}
 // BUDGET-LABEL: func.func @micro_step
-// BUDGET-SAME: tg.arena_bytes = 6688 : i64
+// BUDGET-SAME: tg.arena_bytes = 5664 : i64
 // Layer 0 (whose activations live longest) is the selective one; layer 1 keeps everything.
 // (-tg-plan-memory adds tg.offsets between tg.layer and tg.phase.)
 // BUDGET-NOT: tg.layer = 1 : i64, {{[^}]*}}tg.recompute

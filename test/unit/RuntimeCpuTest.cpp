@@ -1774,6 +1774,71 @@ TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
               "tgrt: lm_loss: linear_cross_entropy: chunk_rows 0 outside \\[1, 11\\]");
 }
 
+/// tgrt_adamw_wc: p, m, v bit-equal to tgrt_adamw's, and the working copy the updated p
+/// rounded to bf16 / f16; a skipped step (clip[1] NaN) leaves the copy alone.
+TEST_F(Cpu, AdamWWritesTheWorkingCopy) {
+  const int64_t n = 37;
+  for (int32_t wdt : {TGRT_BF16, TGRT_F16}) {
+    VecF p = randVec(n, 160), m = randVec(n, 161, -0.1f, 0.1f), v = randVec(n, 162, 0.0f, 0.1f);
+    const VecF g = randVec(n, 163);
+    VecF p2 = p, m2 = m, v2 = v;
+    const float clip[2] = {0.0f, 0.5f};
+    tgrt_set_lr(ctx_, 2e-3f);
+    tgrt_set_step(ctx_, 3);
+    tgrt_adamw(ctx_, "opt", TGRT_F32, p.data(), g.data(), TGRT_F32, m.data(), v.data(), n, 0.9f,
+               0.95f, 1e-8f, 0.1f, clip);
+    std::vector<uint16_t> w(n, 0xffff);
+    tgrt_adamw_wc(ctx_, "opt", TGRT_F32, p2.data(), g.data(), TGRT_F32, m2.data(), v2.data(), n,
+                  0.9f, 0.95f, 1e-8f, 0.1f, clip, wdt, w.data());
+    EXPECT_EQ(p2, p);
+    EXPECT_EQ(m2, m);
+    EXPECT_EQ(v2, v);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(w[i], lowOf(wdt, p[i])) << dtName(wdt) << " " << i;
+    const float skip[2] = {0.0f, NAN};
+    const std::vector<uint16_t> before = w;
+    tgrt_adamw_wc(ctx_, "opt", TGRT_F32, p2.data(), g.data(), TGRT_F32, m2.data(), v2.data(), n,
+                  0.9f, 0.95f, 1e-8f, 0.1f, skip, wdt, w.data());
+    EXPECT_EQ(w, before);
+    EXPECT_EQ(p2, p);
+  }
+  VecF a(4);
+  EXPECT_EXIT(tgrt_adamw_wc(ctx_, "opt", TGRT_F32, a.data(), a.data(), TGRT_F32, a.data(),
+                            a.data(), 4, 0.9f, 0.95f, 1e-8f, 0.0f, nullptr, TGRT_F32, a.data()),
+              ::testing::ExitedWithCode(1), "tgrt: opt: adamw_wc: the working copy's dtype 0");
+}
+
+/// tgrt_take_weights_stale: 1 after the context is created and after an upload that touches
+/// a parameter's value slot; 0 after an upload elsewhere (the tokens) and once taken.
+TEST(CpuWeightsStale, SetByUploadsIntoParameterValues) {
+  tgrt_param params[2] = {};
+  params[0].name = "a";
+  params[0].numel = 16;
+  params[0].offset = 256;
+  params[0].dtype = TGRT_F32;
+  params[1].name = "b";
+  params[1].numel = 8;
+  params[1].offset = 512;
+  params[1].dtype = TGRT_F32;
+  tgrt_model m = makeModel(2048, 256, 64);
+  m.n_params = 2;
+  m.params = params;
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 1); // fresh values
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 0);
+  const float x[16] = {};
+  tgrt_upload(ctx, TGRT_PERSISTENT, 1024, x, sizeof x); // past the values: tokens, say
+  tgrt_upload(ctx, TGRT_PERSISTENT, 0, x, 256);         // before them
+  tgrt_upload(ctx, TGRT_ARENA, 0, x, sizeof x);
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 0);
+  tgrt_upload(ctx, TGRT_PERSISTENT, 540, x, 4); // inside b's value
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 1);
+  tgrt_upload(ctx, TGRT_PERSISTENT, 200, x, 60); // ends at 260: overlaps a's first float
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 1);
+  EXPECT_EQ(tgrt_take_weights_stale(ctx), 0);
+  tgrt_ctx_destroy(ctx);
+}
+
 TEST_F(Cpu, CastRoundTripsOverflowNanSubnormalsTiesToEven) {
   EXPECT_EQ(tgrt_dtype_size(TGRT_F32), 4);
   EXPECT_EQ(tgrt_dtype_size(TGRT_BF16), 2);

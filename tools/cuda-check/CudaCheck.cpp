@@ -1158,6 +1158,20 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
   record("adamw p" + types, "n123457 step3" + sc, relErr(gp.raw(), pr), tolFor(p_dt));
   record("adamw m,v" + types, "n123457 step3" + sc,
          std::max(relErr(gm.raw(), mr), relErr(gvv.raw(), vr)), tolFor(s_dt));
+  // With the working copy (tgrt_adamw_wc, mixed precision's f32 values): p, m, v bit-equal
+  // to the plain kernel's, the copy bit-equal to the updated p rounded to bf16.
+  if (p_dt == TGRT_F32 && s_dt == TGRT_F32) {
+    DevT gp2(p), gm2(m), gv2(v), gw(TGRT_BF16, (size_t)n);
+    gw.poison();
+    tgrt_cuda::adamw(c.gpu, "check", p_dt, gp2.p, gg.p, s_dt, gm2.p, gv2.p, n, 0.9f, 0.95f, 1e-8f,
+                     0.1f, gacc.p, TGRT_BF16, gw.p);
+    const size_t diff =
+        bitDiffs(gp2.raw(), gp.raw()) + bitDiffs(gm2.raw(), gm.raw()) + bitDiffs(gv2.raw(), gvv.raw());
+    record("adamw_wc p,m,v = adamw's" + types, "n123457 step3" + sc, (double)diff, 0.0);
+    const Raw want = encode(gp.f(), TGRT_BF16);
+    record("adamw_wc copy = bf16(p)" + types, "n123457 step3" + sc,
+           (double)bitDiffs(gw.raw(), want), 0.0);
+  }
   tgrt_set_step(c.cpu, 1);
   tgrt_cuda::setStep(c.gpu, 1);
   setLossScale(c, 1.0f);
