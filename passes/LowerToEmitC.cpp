@@ -1252,20 +1252,26 @@ private:
     return {add, low};
   }
 
-  /// Whether v's arena range overlaps none of `others` (persistent values never overlap
-  /// arena ones; an unplanned value counts as overlapping).
+  /// Whether v's byte range overlaps none of `others`' (ranges in different regions never
+  /// overlap: a persistent weight or working copy against arena values; an unplanned value
+  /// counts as overlapping).
   bool disjoint(Value v, ArrayRef<Value> others) {
-    auto range = [&](Value x) -> std::optional<std::pair<int64_t, int64_t>> {
+    struct Range {
+      bool persistent;
+      int64_t lo, hi;
+    };
+    auto range = [&](Value x) -> std::optional<Range> {
       FailureOr<PtrRef> p = ptrOf(x);
-      if (failed(p) || p->persistent)
+      if (failed(p))
         return std::nullopt;
-      return std::make_pair(p->byteOffset, p->byteOffset + elemBytes(x) * numel(x));
+      return Range{p->persistent, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
     };
     auto mine = range(v);
     if (!mine)
       return false;
     for (Value x : others)
-      if (auto r = range(x); r && r->first < mine->second && mine->first < r->second)
+      if (auto r = range(x); r && r->persistent == mine->persistent && r->lo < mine->hi &&
+                             mine->lo < r->hi)
         return false;
     return true;
   }
