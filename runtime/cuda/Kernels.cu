@@ -1825,6 +1825,18 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   return p;
 }
 
+/// Runs plan p: D = alpha op(A) op(B) + beta C (and p's epilogue) on the context's stream
+/// with the workspace region (cuBLASLt's A is our b, its B our a: see getPlan); `what` names
+/// the call in errors. Synchronises after it in TGRT_CUDA_SYNC mode.
+void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
+           const void* b, float beta, const void* c, void* d, const char* what) {
+  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
+                           &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
+            loc, what);
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+}
+
 /// One cuBLASLt call for the (already validated) batched GEMM; false when cuBLASLt has no
 /// algorithm for this shape.
 bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c,
@@ -1837,11 +1849,7 @@ bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const vo
   key.dt = dt;
   MatmulPlan& p = getPlan(ctx, loc, key);
   if (!p.ok) return false;
-  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
-                           &p.algo, ctx->regions[TGRT_WORKSPACE],
-                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, "cublasLtMatmul");
-  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  ltRun(ctx, loc, p, alpha, a, b, beta, c, c, "cublasLtMatmul");
   return true;
 }
 
@@ -1857,12 +1865,7 @@ bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const
   key.cdt = cdt;
   MatmulPlan& p = getPlan(ctx, loc, key);
   if (!p.ok) return false;
-  const float beta = 1.0f;
-  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
-                           &p.algo, ctx->regions[TGRT_WORKSPACE],
-                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, "cublasLtMatmul(accumulate)");
-  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  ltRun(ctx, loc, p, alpha, a, b, 1.0f, c, c, "cublasLtMatmul(accumulate)");
   return true;
 }
 
@@ -1894,14 +1897,10 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux, sizeof aux),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
-  const float beta = 0.0f;
-  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc,
-                           &p.algo, ctx->regions[TGRT_WORKSPACE],
-                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, dgelu ? "cublasLtMatmul(dgelu epilogue)"
-                 : aux ? "cublasLtMatmul(gelu_aux_bias epilogue)"
-                       : "cublasLtMatmul(bias epilogue)");
-  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  ltRun(ctx, loc, p, alpha, a, b, 0.0f, c, c,
+        dgelu ? "cublasLtMatmul(dgelu epilogue)"
+        : aux ? "cublasLtMatmul(gelu_aux_bias epilogue)"
+              : "cublasLtMatmul(bias epilogue)");
   return true;
 }
 
@@ -1925,12 +1924,7 @@ bool ltMatmulBiasResidual(Context* ctx, const char* loc, int32_t dt, const void*
   checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                            sizeof bias),
             loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-  const float beta = 1.0f;
-  checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, res, p.lc, out, p.lc,
-                           &p.algo, ctx->regions[TGRT_WORKSPACE],
-                           (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
-            loc, "cublasLtMatmul(bias epilogue, residual)");
-  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
+  ltRun(ctx, loc, p, alpha, a, b, 1.0f, res, out, "cublasLtMatmul(bias epilogue, residual)");
   return true;
 }
 
