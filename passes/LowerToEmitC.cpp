@@ -1354,20 +1354,12 @@ private:
   LogicalResult emitLinearCrossEntropy(LinearCrossEntropyOp o) {
     Value dw = o.getDw();
     const ParamSlot *slot = nullptr;
-    if (dw.hasOneUse()) {
-      Operation *user = *dw.getUsers().begin();
-      AddOp add = dyn_cast<AddOp>(user);
-      if (add && add.getResult().hasOneUse() && add.getLhs() != add.getRhs())
-        user = *add.getResult().getUsers().begin();
-      else
-        add = AddOp();
-      if (auto acc = dyn_cast<AccumulateGradOp>(user);
-          acc && rt(acc.getGrad()).getElementType() == rt(dw).getElementType())
-        if ((slot = slotOf(acc.getParam()))) {
-          fusedAway.insert(acc);
-          if (add)
-            slotAdds[add] = {slot, add.getLhs() == dw ? add.getRhs() : add.getLhs()};
-        }
+    // dw already has the slot's type (tg-fuse-loss widens it): no cast on the way.
+    if (SlotSink sink = slotSink(dw, /*allowAdd=*/true); sink.acc && !sink.cast) {
+      slot = slotOf(sink.acc.getParam());
+      fusedAway.insert(sink.acc);
+      if (AddOp add = sink.add)
+        slotAdds[add] = {slot, add.getLhs() == dw ? add.getRhs() : add.getLhs()};
     }
     Arg dwArg = slot ? gradSlot(slot) : Arg(dw);
     if (!slot && failed(call(o, "tgrt_zero", {Arg(dw), elemBytes(dw) * numel(dw)})))
@@ -1385,20 +1377,9 @@ private:
   /// is the accumulation into the parameter's gradient slot: the column sums go straight
   /// into the slot (tgrt_bias_grad_acc), no arena buffer, no cast, no separate add.
   AccumulateGradOp biasGradSink(BiasGradOp o, CastOp &cast) {
-    cast = CastOp();
-    if (!o.getResult().hasOneUse())
-      return AccumulateGradOp();
-    Operation *user = *o.getResult().getUsers().begin();
-    if (auto c = dyn_cast<CastOp>(user)) {
-      if (!c.getResult().hasOneUse())
-        return AccumulateGradOp();
-      cast = c;
-      user = *c.getResult().getUsers().begin();
-    }
-    auto acc = dyn_cast<AccumulateGradOp>(user);
-    if (!acc || !slotOf(acc.getParam()))
-      return AccumulateGradOp();
-    return acc;
+    SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/false);
+    cast = sink.cast;
+    return sink.acc;
   }
 
   /// tgrt_bias_grad_acc of `dy` into the slot of o's sink (biasGradSink); failure (nothing
@@ -1447,10 +1428,8 @@ private:
         (add.getLhs() != cast.getResult() && add.getRhs() != cast.getResult()))
       return {};
     Value res = add.getLhs() == cast.getResult() ? add.getRhs() : add.getLhs();
-    auto a = rt(o.getA()), b = rt(o.getB());
-    if (b.getRank() != 2 || o.getTransposeA() || !rt(res).getElementType().isF32())
+    if (rt(o.getB()).getRank() != 2 || o.getTransposeA() || !rt(res).getElementType().isF32())
       return {};
-    (void)a;
     // The bias in f32: the parameter its cast read (or an f32 bias as it is).
     Value biasF32 = bias.getBias();
     CastOp biasCast = biasF32.getDefiningOp<CastOp>();
@@ -1523,36 +1502,43 @@ private:
     return gradientSink(o, cast, add);
   }
   AccumulateGradOp gradientSink(MatmulOp o, CastOp &cast, AddOp &add) {
-    cast = CastOp();
-    add = AddOp();
-    if (!o.getResult().hasOneUse())
-      return AccumulateGradOp();
-    Operation *user = *o.getResult().getUsers().begin();
-    Value last = o.getResult();
-    if (auto c = dyn_cast<CastOp>(user)) {
-      if (!c.getResult().hasOneUse())
-        return AccumulateGradOp();
-      cast = c;
-      last = c.getResult();
-      user = *c.getResult().getUsers().begin();
+    SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/true);
+    cast = sink.cast;
+    add = sink.add;
+    return sink.acc;
+  }
+
+  /// Where a gradient value goes when its only reader, through at most one cast to the
+  /// slot's type and (allowAdd) one add of another gradient, is the accumulation into a
+  /// parameter's planned gradient slot: that accumulation and the cast and add on the way;
+  /// all null otherwise. (The verifiers already make the add's operands, its result and
+  /// the accumulation's gradient one type.)
+  struct SlotSink {
+    AccumulateGradOp acc;
+    CastOp cast;
+    AddOp add;
+  };
+  SlotSink slotSink(Value v, bool allowAdd) {
+    auto onlyUser = [](Value x) -> Operation * {
+      return x.hasOneUse() ? *x.getUsers().begin() : nullptr;
+    };
+    SlotSink sink;
+    Operation *user = onlyUser(v);
+    if (auto c = dyn_cast_or_null<CastOp>(user)) {
+      sink.cast = c;
+      user = onlyUser(c.getResult());
     }
-    if (auto a = dyn_cast<AddOp>(user)) {
-      if (!a.getResult().hasOneUse() || a.getLhs() == a.getRhs() ||
-          rt(a.getLhs()).getElementType() != rt(a.getRhs()).getElementType())
-        return AccumulateGradOp();
-      add = a;
-      user = *a.getResult().getUsers().begin();
+    if (auto a = dyn_cast_or_null<AddOp>(user); a && allowAdd) {
+      if (a.getLhs() == a.getRhs())
+        return {};
+      sink.add = a;
+      user = onlyUser(a.getResult());
     }
-    (void)last;
-    auto acc = dyn_cast<AccumulateGradOp>(user);
-    if (add && (!acc || rt(add.getResult()).getElementType() !=
-                            rt(acc.getGrad()).getElementType())) {
-      add = AddOp();
-      return AccumulateGradOp();
-    }
+    auto acc = dyn_cast_or_null<AccumulateGradOp>(user);
     if (!acc || !slotOf(acc.getParam()))
-      return AccumulateGradOp();
-    return acc;
+      return {};
+    sink.acc = acc;
+    return sink;
   }
 
   /// tg.matmul -> tgrt_matmul. A weight shared across the batch with a plain lhs becomes
