@@ -155,6 +155,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
       v.integer("window", t.attention.window, Kind::NonNegInt);
     });
     v.string("checkpointing", t.checkpointing);
+    v.integer("loss_chunk_bytes", t.loss_chunk_bytes, Kind::NonNegInt);
     v.object("loss_scaling", [&] {
       v.number("init", t.loss_scale_init);
       v.integer("growth_interval", t.loss_scale_growth_interval, Kind::PosInt);

@@ -63,6 +63,9 @@ struct TrainingSpec {
   std::string precision = "fp32"; ///< fp32 | bf16-mixed | fp16-mixed | bf16
   AttentionSpec attention;
   std::string checkpointing = "none"; ///< none | layer | selective | budget:<bytes>
+  /// Bytes of logits one chunk of the fused output layer + loss may hold (tg-fuse-loss's
+  /// max-logits-bytes); 0 = no fusion (the whole [B*T, V] logits are planned).
+  int64_t loss_chunk_bytes = 512LL << 20;
   /// Dynamic loss scaling of fp16-mixed (ignored by the other precisions): the initial
   /// scale, and how many clean optimizer steps in a row double it.
   double loss_scale_init = 65536.0;

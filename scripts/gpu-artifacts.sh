@@ -10,6 +10,7 @@
 #                                    naive) + kernel check (scripts/gpu-sanitize.sh)
 #   scripts/gpu-artifacts.sh perf [TAG]  GPT-2 small bf16-mixed (checkpointing $POLICIES, default
 #                                    "none gelu")
+#                                    + one per SETS entry "name:PATH=VALUE" (gpt2-bf16m-name[-TAG])
 #                                    + kernel check, named gpt2-bf16m[-gelu][-TAG] and
 #                                    tgrt-cuda-check[-TAG]; earlier perf artifacts of other tags
 #                                    stay (scripts/gpu-perf.sh compares them in one call)
@@ -99,6 +100,9 @@ perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and ker
   for p in ${POLICIES:-none gelu}; do # checkpointing policies; none is plain gpt2-bf16m$TAG
     n=gpt2-bf16m-$p$TAG; [ "$p" = none ] && n=gpt2-bf16m$TAG
     exe "$n" --set training.precision=bf16-mixed --set training.checkpointing=$p
+  done
+  for s in ${SETS:-}; do # "name:PATH=VALUE": one more executable, gpt2-bf16m-name[-TAG]
+    exe "gpt2-bf16m-${s%%:*}$TAG" --set training.precision=bf16-mixed --set "${s#*:}"
   done
   gzip -c build/bin/tgrt-cuda-check > "runs/tgrt-cuda-check$TAG.gz"
   ;;

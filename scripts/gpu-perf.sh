@@ -10,6 +10,8 @@
 # Then torch.compile bf16 at the same shape, with its kernels' time per step
 # (bench/torch_gpt2_step.py --profile). A short table last.
 #   STEPS (30)  EXES ("all carried gpt2-* executables")  TORCH (1)  CHECKS (1)  PROFILE (1)
+#   VARIANTS ("")  "name:VAR=value[,VAR=value] ...": the first executable again per variant,
+#                  with those environment variables (e.g. det:TGRT_ATTN_DETERMINISTIC=1)
 # Logs go to $OUT (the device tool's output folder).
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-perf}; mkdir -p "$OUT"
@@ -49,6 +51,11 @@ for e in $EXES; do
     grep -B2 -A45 "tgrt profile" "$OUT/tgc-${e#gpt2-}-profile.log" | head -50
     first=0
   fi
+done
+first_exe=$(echo $EXES | awk '{print $1}')
+for v in ${VARIANTS:-}; do
+  [ -n "$first_exe" ] || break
+  run "tgc-${first_exe#gpt2-}-${v%%:*}" "$first_exe" "$STEPS" $(echo "${v#*:}" | tr ',' ' ')
 done
 
 if [ "${TORCH:-1}" = 1 ]; then

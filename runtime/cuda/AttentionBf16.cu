@@ -3,10 +3,17 @@
 // f16}.f32). Every kernel is a template on the element type E (Bf16 or F16 below: the
 // conversions and the mma instruction); the two instantiations differ in nothing else.
 //
-// Same algorithm, masking, tile skipping and determinism as the fp32 kernels of Attention.cu
+// Same algorithm, masking and tile skipping as the fp32 kernels of Attention.cu
 // (FlashAttention-2, Dao 2023; see the comment there): a forward kernel with the softmax
-// online, and a backward of three kernels (D = rowsum(dout * out); dk, dv per key tile;
-// dq per query tile), each output element summed by one thread in a fixed order, no atomics.
+// online, and a backward in one of two forms:
+// - fused (the default at head dim <= 64): D = rowsum(dout * out); one kernel per key tile
+//   computes dk, dv and adds its share of dq (dS K over its 64 keys) into an fp32 accumulator
+//   in the workspace with vector reductions (FlashAttention-2's Algorithm 2); a last kernel
+//   scales and rounds dq. S and dP are computed once per (query tile, key tile) pair instead of
+//   twice. dq's sum runs in no fixed order: exact to fp32 rounding, not bit-reproducible.
+// - three kernels (TGRT_ATTN_DETERMINISTIC=1, head dim 128, or a workspace too small for one
+//   problem's dq): D; dk, dv per key tile; dq per query tile, each output element summed by
+//   one thread in a fixed order, no atomics: bit-reproducible, as the fp32 kernels.
 //
 // Arithmetic. Inputs are bf16 or f16 (uint16_t bit patterns); every product runs on the tensor
 // cores with 2-byte operands and fp32 accumulators. The scores, the running max / sum, lse, D,
@@ -36,6 +43,7 @@
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/AttentionMask.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +68,7 @@ struct Bf16 {
   static constexpr const char* kDName = "attention_bwd_d_bf16_kernel";
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_bf16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_bf16_kernel";
+  static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_bf16_kernel";
   static __device__ __forceinline__ float toFloat(uint16_t h) { return bf16ToFloat(h); }
   /// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
   /// address), hi in bits 16-31.
@@ -91,6 +100,7 @@ struct F16 {
   static constexpr const char* kDName = "attention_bwd_d_f16_kernel";
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_f16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_f16_kernel";
+  static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_f16_kernel";
   static __device__ __forceinline__ float toFloat(uint16_t h) { return f16ToFloat(h); }
   /// Two floats rounded to f16 (RNE; overflow to inf) in one word, lo in bits 0-15.
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -171,6 +181,28 @@ __device__ __forceinline__ void loadBt(uint32_t (&b)[4], const uint16_t* tile, i
 __device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, int ld, int n0,
                                        int kk, int lane) {
   ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
+}
+
+// A operand of rows r0..r0+15, k columns kk*16..+15 where A = tile^T (A[m][k] = tile[k][m]):
+// tile rows kk*16..+15 (k), columns r0..r0+15 (m). Matrix i of the .x4 load is (m half i & 1,
+// k half i >> 1), the A fragment's register order.
+__device__ __forceinline__ void loadAt(uint32_t (&a)[4], const uint16_t* tile, int ld, int r0,
+                                       int kk, int lane) {
+  ldsm4t(a, tile + (kk * 16 + (lane & 7) + ((lane >> 4) & 1) * 8) * ld + r0 +
+                ((lane >> 3) & 1) * 8);
+}
+
+/// p[0] += a, p[1] += b as one vector reduction to global memory (red.global.add.v2.f32, PTX
+/// ISA 8.1, sm_90; p 8-byte aligned). The order in which blocks add is not fixed, so a sum of
+/// these is exact to fp32 rounding, not bit-reproducible. The emulator adds in place (its
+/// fibers never interleave inside a call).
+__device__ __forceinline__ void redAdd2(float* p, float a, float b) {
+#ifdef TGRT_CUDA_EMULATE
+  p[0] += a;
+  p[1] += b;
+#else
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
+#endif
 }
 
 /// cp.async.cg (16 bytes global -> shared, through L2 only; PTX ISA "cp.async", sm_80+) and
@@ -485,10 +517,18 @@ __host__ __device__ constexpr int kvQueryTile() {
 }
 constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
 
+/// Does the dk/dv kernel also compute dq (the fused backward, FQ below) at head dim HD? Only
+/// where a query tile is 64 rows, one m16 tile per warp.
 template <int HD>
+__host__ __device__ constexpr bool kvFusedDqSupported() {
+  return kvQueryTile<HD>() == 4 * 16;
+}
+
+template <int HD, bool FQ>
 constexpr size_t dkdvSmemBytes() {
   return (size_t)(2 * kKvBK + 4 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
-         2 * (size_t)kvQueryTile<HD>() * 4;
+         2 * (size_t)kvQueryTile<HD>() * 4 +
+         (FQ ? (size_t)kKvBK * (kvQueryTile<HD>() + kPad) * 2 : 0);
 }
 
 /// lse (in log2 units) and D of query rows [row0, row0 + R) into shared memory; rows >= t and
@@ -510,7 +550,15 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
 // Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
-template <typename E, int HD, int MINB>
+//
+// FQ (the fused backward, FlashAttention-2's Algorithm 2): dQ as well, so no second pass
+// recomputes S and dP per query tile. dS^T (rounded to E, as the operand of dK) goes to shared
+// memory dST [64 keys][BQ + 8]; then warp w computes rows 16 w .. + 15 of this query tile's
+// partial dQ = dS K (over the block's 64 keys) and adds it into dqAcc (fp32 [bh', t, HD],
+// problem h at (h - hOff) t HD, unscaled) with vector reductions. The blocks of the key tiles
+// a query tile sees add in no fixed order: dq is exact to fp32 rounding of its sum, not
+// bit-reproducible (TGRT_ATTN_DETERMINISTIC=1 keeps the three-kernel backward).
+template <typename E, int HD, int MINB, bool FQ>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
@@ -518,9 +566,11 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                    const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
+                                   float* __restrict__ dqAcc, int64_t hOff,
                                    int64_t t, Layout li, Layout lo, int causal, int64_t window,
                                    float scale, float scaleLog2) {
-  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
+  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad, LDQ = BQ + kPad;
+  static_assert(!FQ || kvFusedDqSupported<HD>(), "fused dq needs 64-row query tiles");
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
@@ -529,9 +579,10 @@ __global__ void __launch_bounds__(kThreads, MINB)
   uint16_t* dOb = Qb + 2 * BQ * LD; // dO buffers 0, 1
   float* LS = reinterpret_cast<float*>(dOb + 2 * BQ * LD);
   float* DS = LS + BQ;
+  uint16_t* dST = reinterpret_cast<uint16_t*>(DS + BQ); // FQ: dS^T [BK][BQ + kPad]
 
   const int64_t nkb = (t + BK - 1) / BK;
-  const int64_t h = blockIdx.x / nkb;
+  const int64_t h = hOff + blockIdx.x / nkb;
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
@@ -618,6 +669,41 @@ __global__ void __launch_bounds__(kThreads, MINB)
         loadBn(b, Qs, LD, n * 8, kk, lane);
         E::mma(dK[n], dsa, b[0], b[1]);
         E::mma(dK[n + 1], dsa, b[2], b[3]);
+      }
+    }
+
+    if constexpr (FQ) {
+      // This warp's 16 rows of dS^T (keys warp*16 + g (+8), queries j*8 + 2 tq (+1)).
+#pragma unroll
+      for (int j = 0; j < NQ; ++j)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          *reinterpret_cast<uint32_t*>(dST + (warp * 16 + g + 8 * hh) * LDQ + j * 8 + 2 * tq) =
+              E::pack(dp[j][2 * hh], dp[j][2 * hh + 1]);
+      __syncthreads(); // (the next tile's first __syncthreads guards dST's reuse)
+      float dQ[NO][4];
+#pragma unroll
+      for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        uint32_t a[4];
+        loadAt(a, dST, LDQ, warp * 16, kk, lane);
+#pragma unroll
+        for (int n = 0; n < NO; n += 2) {
+          uint32_t b[4];
+          loadBn(b, Ks, LD, n * 8, kk, lane);
+          E::mma(dQ[n], a, b[0], b[1]);
+          E::mma(dQ[n + 1], a, b[2], b[3]);
+        }
+      }
+      float* accH = dqAcc + (h - hOff) * t * HD;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int64_t row = q0 + warp * 16 + g + 8 * hh;
+        if (row >= t) continue;
+#pragma unroll
+        for (int n = 0; n < NO; ++n)
+          redAdd2(accH + row * HD + n * 8 + 2 * tq, dQ[n][2 * hh], dQ[n][2 * hh + 1]);
       }
     }
   }
@@ -739,7 +825,32 @@ __global__ void __launch_bounds__(kThreads)
   storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
 }
 
+// dq rows of problems [hOff, hOff + rows / t) = E(acc * scale): the fused backward's fp32
+// accumulator (dqAcc of the dk/dv kernel, [rows, HD] contiguous) rounded once (RNE) into the
+// layout li. One thread per 8 elements (two 16-byte loads, one 16-byte store).
+template <typename E, int HD>
+__global__ void attention_bwd_dq_convert_lp_kernel(const float* __restrict__ acc,
+                                                   uint16_t* __restrict__ dq, int64_t rows,
+                                                   int64_t t, int64_t hOff, Layout li,
+                                                   float scale) {
+  constexpr int C8 = HD / 8;
+  const int64_t n = rows * C8;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / C8, c = (i % C8) * 8;
+    const float4 x = *reinterpret_cast<const float4*>(acc + r * HD + c);
+    const float4 y = *reinterpret_cast<const float4*>(acc + r * HD + c + 4);
+    uint4 o;
+    o.x = E::pack(x.x * scale, x.y * scale);
+    o.y = E::pack(x.z * scale, x.w * scale);
+    o.z = E::pack(y.x * scale, y.y * scale);
+    o.w = E::pack(y.z * scale, y.w * scale);
+    *reinterpret_cast<uint4*>(dq + li.base(hOff + r / t) + (r % t) * li.st + c) = o;
+  }
+}
+
 // ------------------------------------------------------------------ host side --
+
 
 template <typename Kernel>
 void allowSmem16(const char* loc, Kernel* kernel, size_t bytes, bool& done) {
@@ -779,16 +890,46 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E, HD>,
          dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, out, dout, D, bh * t, t, lo);
+  const bool occ = attnOccupancyVariant();
+  if constexpr (kvFusedDqSupported<HD>()) {
+    // The fused backward (unless ctx->attn_deterministic, TGRT_ATTN_DETERMINISTIC=1): the fp32
+    // dq accumulator of `chunk` problems at a time sits in the workspace after D (16-byte
+    // aligned), zeroed, filled by the dk/dv kernel, converted. A workspace too small for one
+    // problem's (t * HD * 4 bytes) falls back to the three-kernel backward.
+    const int64_t dBytes = (bh * t * (int64_t)sizeof(float) + 15) / 16 * 16;
+    const int64_t perProblem = t * HD * (int64_t)sizeof(float);
+    int64_t chunk = perProblem > 0 ? (ctx->region_bytes[TGRT_WORKSPACE] - dBytes) / perProblem : 0;
+    if (ctx->attn_bwd_chunk > 0) chunk = std::min(chunk, ctx->attn_bwd_chunk);
+    if (!ctx->attn_deterministic && chunk >= 1) {
+      float* acc = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + dBytes);
+      constexpr size_t smem = dkdvSmemBytes<HD, true>();
+      static bool smemSet[2] = {false, false};
+      auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), true>
+                         : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), true>;
+      allowSmem16(loc, kernel, smem, smemSet[occ]);
+      for (int64_t h0 = 0; h0 < bh; h0 += chunk) {
+        const int64_t n = std::min(chunk, bh - h0);
+        check(cudaMemsetAsync(acc, 0, (size_t)(n * perProblem), ctx->stream), loc,
+              "attention_bwd: cudaMemsetAsync (dq accumulator)");
+        launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, n, t, kKvBK)),
+               dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, acc, h0, t, li,
+               lo, causal, window, scale, scale * kLog2e);
+        launch(ctx, loc, E::kDqConvertName, attention_bwd_dq_convert_lp_kernel<E, HD>,
+               dim3(gridFor(n * t * (HD / 8), 256)), dim3(256), 0, (const float*)acc, dq,
+               n * t, t, h0, li, scale);
+      }
+      return;
+    }
+  }
   {
-    constexpr size_t smem = dkdvSmemBytes<HD>();
-    const bool occ = attnOccupancyVariant();
+    constexpr size_t smem = dkdvSmemBytes<HD, false>();
     static bool smemSet[2] = {false, false};
-    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true)>
-                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false)>;
+    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), false>
+                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), false>;
     allowSmem16(loc, kernel, smem, smemSet[occ]);
     launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
-           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
-           scale * kLog2e);
+           smem, q, k, v, dout, lse, (const float*)D, dk, dv, (float*)nullptr, (int64_t)0, t, li,
+           lo, causal, window, scale, scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
@@ -865,6 +1006,16 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
     fwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
   else
     fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
+}
+
+void setAttentionBwd(Context* ctx, const AttentionBwdForm& form) {
+  checkCtx(ctx, "set_attention_bwd");
+  ctx->attn_deterministic = form.deterministic;
+  ctx->attn_bwd_chunk = form.max_chunk > 0 ? form.max_chunk : 0;
+}
+
+AttentionBwdForm attentionBwdForm(const Context* ctx) {
+  return {ctx->attn_deterministic, ctx->attn_bwd_chunk};
 }
 
 void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,

@@ -309,6 +309,16 @@ void setAttentionTiles(Context* ctx, const AttentionTiles& tiles);
 /// fp32-accurate) or in single TF32 (false: faster, lse ~3e-4 relative). For the check tool's
 /// timings.
 void setAttentionTf32Split(Context* ctx, bool split);
+/// The form of the bf16 / f16 attention backward (attentionBwd): `deterministic` selects the
+/// three-kernel form (what TGRT_ATTN_DETERMINISTIC=1 selects), else the fused one, whose
+/// launches cover at most `max_chunk` problems (batch x head) each (0: as many as the
+/// workspace holds). For the check tool (both forms, and the fused one over several launches).
+struct AttentionBwdForm {
+  bool deterministic;
+  int64_t max_chunk;
+};
+void setAttentionBwd(Context* ctx, const AttentionBwdForm& form);
+AttentionBwdForm attentionBwdForm(const Context* ctx);
 /// Whether these tiles (0 = default) are compiled and fit shared memory at head dim hd.
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles);
 

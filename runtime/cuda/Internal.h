@@ -103,6 +103,11 @@ struct Context {
   /// 43.4 / 42.7 / 45.3 ms per step (bench/results/2026-11-23-h100/call9).
   int dgelu_epilogue = 1;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
+  /// TGRT_ATTN_DETERMINISTIC=1: the bf16 / f16 attention backward runs its three-kernel form
+  /// (every dq element summed by one thread in a fixed order, bit-reproducible) instead of the
+  /// fused one (dq summed with fp32 reductions in no fixed order; AttentionBf16.cu).
+  bool attn_deterministic = false;
+  int64_t attn_bwd_chunk = 0; ///< fused backward: most problems per launch (0: the workspace's)
   int64_t step = 1;
   float lr = 0.0f;
   float loss_scale = 1.0f; ///< tgrt_set_loss_scale (fill_loss_scaled, clip_scale)
