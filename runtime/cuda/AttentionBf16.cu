@@ -59,8 +59,26 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 /// The default of TGRT_ATTN_MINB (see attnOccupancyVariant).
 constexpr bool kAttnOccupancyDefault = true;
+/// Blocks per SM the wgmma kernels' register allocation allows (__launch_bounds__).
+constexpr int kFwdWgMinBlocks = 4, kDkDvWgMinBlocks = 2;
 
 // ------------------------------------------------------------------ primitives --
+
+/// The 32 accumulator operands %0..%31 of an m64n64 wgmma (f32) and their constraints.
+#define TGRT_WG_ACC32 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, " \
+  "%8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define TGRT_WG_D32(d) \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), \
+  "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
+  "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+  "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), \
+  "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), \
+  "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+  "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
+  "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
 
 /// The element types: conversions to / from float and the m16n8k16 tensor-core product.
 struct Bf16 {
@@ -69,6 +87,9 @@ struct Bf16 {
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_bf16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_bf16_kernel";
   static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_bf16_kernel";
+  static constexpr const char* kFwdWgName = "attention_fwd_wg_bf16_kernel";
+  static constexpr const char* kDkDvWgName = "attention_bwd_dkdv_wg_bf16_kernel";
+  static constexpr const char* kDqWgName = "attention_bwd_dq_wg_bf16_kernel";
   static __device__ __forceinline__ float toFloat(uint16_t h) { return bf16ToFloat(h); }
   /// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
   /// address), hi in bits 16-31.
@@ -94,6 +115,41 @@ struct Bf16 {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
   }
+  /// d (64 x 64, the warpgroup's m64n64 accumulators: warp w rows 16 w.., the mma.sync C
+  /// fragment layout per n-tile of 8) += A B, one wgmma.mma_async m64n64k16 (sm_90) issued, not
+  /// waited for: A from registers (`a`, the m16n8k16 A fragment of the warp's 16 rows), B
+  /// through `descB` (TRANSB 0: K-major, 1: MN-major). Callers fence, commit and wait.
+  template <int TRANSB>
+  static __device__ __forceinline__ void wgmmaRS(float (&d)[8][4], const uint32_t (&a)[4],
+                                                 uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+    emu::wgmma(&d[0][0], 64, false, a, 0, descB, TRANSB);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TGRT_WG_ACC32 ", "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
+                 : TGRT_WG_D32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB), "n"(TRANSB), "r"(1));
+#else
+    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
+#endif
+  }
+  /// The same with A from shared memory too (`descA`, K-major).
+  template <int TRANSB>
+  static __device__ __forceinline__ void wgmmaSS(float (&d)[8][4], uint64_t descA,
+                                                 uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+    emu::wgmma(&d[0][0], 64, false, nullptr, descA, descB, TRANSB);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TGRT_WG_ACC32 ", "
+                 "%32, %33, p, 1, 1, 0, %34;\n}\n"
+                 : TGRT_WG_D32(d)
+                 : "l"(descA), "l"(descB), "n"(TRANSB), "r"(1));
+#else
+    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
+#endif
+  }
 };
 struct F16 {
   static constexpr const char* kFwdName = "attention_fwd_f16_kernel";
@@ -101,6 +157,9 @@ struct F16 {
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_f16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_f16_kernel";
   static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_f16_kernel";
+  static constexpr const char* kFwdWgName = "attention_fwd_wg_f16_kernel";
+  static constexpr const char* kDkDvWgName = "attention_bwd_dkdv_wg_f16_kernel";
+  static constexpr const char* kDqWgName = "attention_bwd_dq_wg_f16_kernel";
   static __device__ __forceinline__ float toFloat(uint16_t h) { return f16ToFloat(h); }
   /// Two floats rounded to f16 (RNE; overflow to inf) in one word, lo in bits 0-15.
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -123,6 +182,41 @@ struct F16 {
         "{%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+  /// d (64 x 64, the warpgroup's m64n64 accumulators: warp w rows 16 w.., the mma.sync C
+  /// fragment layout per n-tile of 8) += A B, one wgmma.mma_async m64n64k16 (sm_90) issued, not
+  /// waited for: A from registers (`a`, the m16n8k16 A fragment of the warp's 16 rows), B
+  /// through `descB` (TRANSB 0: K-major, 1: MN-major). Callers fence, commit and wait.
+  template <int TRANSB>
+  static __device__ __forceinline__ void wgmmaRS(float (&d)[8][4], const uint32_t (&a)[4],
+                                                 uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+    emu::wgmma(&d[0][0], 64, true, a, 0, descB, TRANSB);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TGRT_WG_ACC32 ", "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
+                 : TGRT_WG_D32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB), "n"(TRANSB), "r"(1));
+#else
+    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
+#endif
+  }
+  /// The same with A from shared memory too (`descA`, K-major).
+  template <int TRANSB>
+  static __device__ __forceinline__ void wgmmaSS(float (&d)[8][4], uint64_t descA,
+                                                 uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+    emu::wgmma(&d[0][0], 64, true, nullptr, descA, descB, TRANSB);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TGRT_WG_ACC32 ", "
+                 "%32, %33, p, 1, 1, 0, %34;\n}\n"
+                 : TGRT_WG_D32(d)
+                 : "l"(descA), "l"(descB), "n"(TRANSB), "r"(1));
+#else
+    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
 #endif
   }
 };
@@ -282,6 +376,131 @@ __device__ __forceinline__ void nextKeyTile(int64_t kb, int64_t kbLo, int64_t kb
   __syncthreads();
 }
 
+// ------------------------------------------------------------- wgmma (sm_90) --
+//
+// The head-dim-64 kernels below run their products as warpgroup MMAs (PTX ISA "Asynchronous
+// Warpgroup Level Matrix Multiply-Accumulate", wgmma.mma_async m64n64k16): the block's 4
+// warps are one warpgroup and each instruction is a 64 x 64 x 16 product, where mma.sync
+// needs 32 instructions and the ldmatrix loads of B per warp. B (and A where it is a tile)
+// is read from shared memory through a matrix descriptor, in the layout "blocked" below (the
+// canonical layout without swizzle: 8 x 8 core matrices of 128 contiguous bytes). The
+// accumulators of warp w are rows 16 w .. + 15 in the m16n8 C fragment layout per 8 columns,
+// and an A operand from registers is the m16n8k16 A fragment of those rows: the softmax and
+// the conversions of the mma.sync kernels carry over unchanged.
+//
+// Ordering: shared memory written by threads (cp.async, stores) is made visible to the
+// tensor cores' async proxy by fence.proxy.async before the barrier; a batch of wgmma is
+// wgFence, the instructions, wgCommit, wgWait0, then keep() on every register the batch read
+// or wrote, so the compiler neither reuses nor reads them before the wait.
+
+__device__ __forceinline__ void wgFence() {
+#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgCommit() {
+#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgWait0() {
+#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void fenceProxyAsync() {
+#ifndef TGRT_CUDA_EMULATE
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void keep(float (&x)[N][4]) {
+#ifndef TGRT_CUDA_EMULATE
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(x[i][e])::"memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void keep(uint32_t (&x)[N][4]) {
+#ifndef TGRT_CUDA_EMULATE
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+#endif
+}
+
+/// A wgmma matrix descriptor without swizzle (PTX ISA "Matrix Descriptor Format"): start
+/// address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+/// (32-45); base offset and layout type 0.
+__device__ __forceinline__ uint64_t wgDesc(const uint16_t* p, uint32_t lbo, uint32_t sbo) {
+#ifdef TGRT_CUDA_EMULATE
+  const uint32_t a = (uint32_t)(reinterpret_cast<const char*>(p) -
+                                static_cast<const char*>(emu::dynamicSmem()));
+#else
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+#endif
+  return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
+         ((uint64_t)(sbo >> 4) << 32);
+}
+
+// A "blocked" R x HD tile (2-byte elements): element (r, c) at
+// ((r / 8) * (HD / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8, i.e. 8 x 8 core matrices of 128
+// bytes, row-major over (r / 8, c / 8). Its two readings by wgmma, per k step kk of 16:
+// - kDesc: rows are M (or N), columns are K (K-major; Q, K, V, dO as the left factor or as
+//   B = tile^T): core matrices along K 128 bytes apart (LBO), along M 8 * HD / 8 * 16 (SBO).
+// - mnDesc: rows are K, columns are N (MN-major, transB 1; V in P V, dO in P^T dO, Q in
+//   dS^T Q, K in dS K): along K HD / 8 * 128 bytes (LBO), along N 128 (SBO).
+template <int HD>
+__device__ __forceinline__ uint64_t kDesc(const uint16_t* tile, int kk) {
+  return wgDesc(tile + kk * 128, 128, (HD / 8) * 128);
+}
+template <int HD>
+__device__ __forceinline__ uint64_t mnDesc(const uint16_t* tile, int kk) {
+  return wgDesc(tile + kk * 16 * HD, (HD / 8) * 128, 128);
+}
+
+/// loadTileAsync into a blocked tile (see above). Consecutive threads fill one core matrix
+/// (8 rows of 16 bytes: conflict-free stores); rows >= t are zeroed with plain stores.
+template <int R, int HD>
+__device__ __forceinline__ void loadTileBlkAsync(const uint16_t* __restrict__ g, int64_t ld,
+                                                 int64_t row0, int64_t t, uint16_t* s) {
+  constexpr int C8 = HD / 8;
+  for (int idx = threadIdx.x; idx < R * C8; idx += kThreads) {
+    const int r8 = idx & 7, rest = idx >> 3, c = rest % C8, rg = rest / C8;
+    const int64_t r = rg * 8 + r8;
+    uint16_t* dst = s + (rg * C8 + c) * 64 + r8 * 8;
+    if (row0 + r < t)
+      cpAsync16(dst, g + (row0 + r) * ld + 8 * c);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+/// nextKeyTile over blocked K, V tiles (the wgmma forward and dq kernels): the same double
+/// buffering, and the fence that hands the landed tiles to the tensor cores.
+template <int BC, int HD>
+__device__ __forceinline__ void nextKeyTileBlk(int64_t kb, int64_t kbLo, int64_t kbHi,
+                                               const uint16_t* __restrict__ k,
+                                               const uint16_t* __restrict__ v, int64_t ld,
+                                               int64_t t, uint16_t* Kb, uint16_t* Vb,
+                                               const uint16_t*& Ks, const uint16_t*& Vs) {
+  const int buf = (int)((kb - kbLo) & 1);
+  Ks = Kb + buf * BC * HD;
+  Vs = Vb + buf * BC * HD;
+  __syncthreads();
+  if (kb < kbHi) {
+    loadTileBlkAsync<BC, HD>(k, ld, (kb + 1) * BC, t, Kb + (buf ^ 1) * BC * HD);
+    loadTileBlkAsync<BC, HD>(v, ld, (kb + 1) * BC, t, Vb + (buf ^ 1) * BC * HD);
+  }
+  cpAsyncCommit();
+  cpAsyncWait<1>();
+  fenceProxyAsync();
+  __syncthreads();
+}
+
 /// The A fragment (16 rows x 16 k) made of two adjacent C fragments c0, c1 (n-tiles 2kk and
 /// 2kk + 1 of a 16 x N accumulator), rounded to E.
 template <typename E>
@@ -311,6 +530,92 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0,
       *reinterpret_cast<uint32_t*>(dst + r * ld + n * 8 + 2 * q) =
           E::pack(acc[n][2 * h] * mul, acc[n][2 * h + 1] * mul);
   }
+}
+
+/// One key tile of the forward's online softmax for this lane's two query rows (row0, row0 +
+/// 8): the scores s (16 rows x NS * 8 keys from k0, C fragments) go to log2 units and are
+/// masked unless the tile is `full`; the running max m, this lane's share l of the sum and
+/// the output accumulators o are rescaled; s becomes P = 2^(x - m).
+template <int NS, int NO>
+__device__ __forceinline__ void onlineSoftmax(float (&s)[NS][4], float (&o)[NO][4],
+                                              float (&m)[2], float (&l)[2], bool full,
+                                              int64_t row0, int64_t k0, int tq, int64_t t,
+                                              int causal, int64_t window, float scaleLog2) {
+#pragma unroll
+  for (int j = 0; j < NS; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float x = s[j][e] * scaleLog2;
+      if (!full && !visibleKey(row0 + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1), t, causal,
+                               window))
+        x = -INFINITY;
+      s[j][e] = x;
+    }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+    const float mNew = fmaxf(m[r], quadMax(mx));
+    const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
+    const float corr = fastExp2(m[r] - mUse);
+    l[r] *= corr;
+#pragma unroll
+    for (int n = 0; n < NO; ++n) {
+      o[n][2 * r] *= corr;
+      o[n][2 * r + 1] *= corr;
+    }
+#pragma unroll
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = fastExp2(s[j][2 * r + e] - mUse);
+        s[j][2 * r + e] = p;
+        l[r] += p; // this lane's share; the quad's shares are added at the end
+      }
+    m[r] = mNew;
+  }
+}
+
+/// dS^T of the dk/dv kernels for this lane's keys (key0, key0 + 8) and the BQ = NQ * 8
+/// queries from q0: s = S^T (raw products) becomes P^T = 2^(scale log2e s - L) (0 where masked
+/// unless the tile is `full`), dp = dP^T becomes dS^T = P^T (dP^T - D); LS, DS are the query
+/// rows' lse (log2 units) and D in shared memory.
+template <int NQ>
+__device__ __forceinline__ void dsTransposed(float (&s)[NQ][4], float (&dp)[NQ][4],
+                                             const float* LS, const float* DS, bool full,
+                                             int64_t q0, int64_t key0, int tq, int64_t t,
+                                             int causal, int64_t window, float scaleLog2) {
+#pragma unroll
+  for (int j = 0; j < NQ; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
+      const float L = LS[c], Dq = DS[c];
+      float p = fastExp2(s[j][e] * scaleLog2 - L);
+      if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
+      s[j][e] = p;
+      dp[j][e] = p * (dp[j][e] - Dq);
+    }
+}
+
+/// dS of the dq kernels for this lane's query rows (row0, row0 + 8; lse L in log2 units, D
+/// Dr) and the NS * 8 keys from k0: dp = dP becomes dS = P (dP - D), P = 2^(scale log2e s - L).
+template <int NS>
+__device__ __forceinline__ void dsRows(const float (&s)[NS][4], float (&dp)[NS][4],
+                                       const float (&L)[2], const float (&Dr)[2], bool full,
+                                       int64_t row0, int64_t k0, int tq, int64_t t, int causal,
+                                       int64_t window, float scaleLog2) {
+#pragma unroll
+  for (int j = 0; j < NS; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
+      if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
+        p = 0.0f;
+      dp[j][e] = p * (dp[j][e] - Dr[r]);
+    }
 }
 
 // ---------------------------------------------------------------------- forward --
@@ -410,41 +715,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
         E::mma(s[j + 1], qf[kk], b[2], b[3]);
       }
 
-    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NS; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * scaleLog2;
-        if (!full && !visibleKey(row0 + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1), t, causal,
-                                 window))
-          x = -INFINITY;
-        s[j][e] = x;
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-      const float mNew = fmaxf(m[r], quadMax(mx));
-      const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
-      const float corr = fastExp2(m[r] - mUse);
-      l[r] *= corr;
-#pragma unroll
-      for (int n = 0; n < NO; ++n) {
-        o[n][2 * r] *= corr;
-        o[n][2 * r + 1] *= corr;
-      }
-#pragma unroll
-      for (int j = 0; j < NS; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fastExp2(s[j][2 * r + e] - mUse);
-          s[j][2 * r + e] = p;
-          l[r] += p; // this lane's share; the quad's shares are added at the end
-        }
-      m[r] = mNew;
-    }
+    onlineSoftmax(s, o, m, l, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
+                  causal, window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
@@ -458,6 +730,95 @@ __global__ void __launch_bounds__(kThreads, MINB)
         E::mma(o[n + 1], a, b[2], b[3]);
       }
     }
+  }
+
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float ls = quadSum(l[r]);
+    inv[r] = ls > 0.0f ? 1.0f / ls : 0.0f;
+    const int64_t row = row0 + 8 * r;
+    if (tq == 0 && row < t) lse[h * t + row] = ls > 0.0f ? (m[r] + log2f(ls)) * kLn2 : -INFINITY;
+  }
+  storeRows<E, HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
+}
+
+/// Shared memory of the wgmma forward: Q [64 * HD], K, V [2][64 * HD], blocked (E).
+template <int HD>
+constexpr size_t fwdWgSmemBytes() {
+  return (size_t)(kFwdBR + 4 * kFwdBC) * HD * 2;
+}
+
+// The forward on wgmma (head dim 64; see "wgmma (sm_90)" above): the same blocks, tiles,
+// double buffering and online softmax as attention_fwd_lp_kernel; per key tile S = Q K^T is 4
+// wgmma (A = Q, B = K^T, both from shared memory) and O += P V is 4 (A = P from registers,
+// B = V MN-major).
+template <typename E, int HD, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
+    attention_fwd_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+                            const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
+                            float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
+                            int64_t window, float scaleLog2) {
+  static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
+  constexpr int BR = kFwdBR, BC = kFwdBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* Kb = Qs + BR * HD; // K buffers 0, 1
+  uint16_t* Vb = Kb + 2 * BC * HD;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR; // longest tiles first
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = li.base(h), obase = lo.base(h);
+
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
+  cpAsyncCommit();
+  if (kbLo <= kbHi) {
+    loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
+    loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+  }
+  cpAsyncCommit();
+
+  float o[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
+
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    const uint16_t *Ks, *Vs; // (the first wait also covers Q)
+    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+
+    float s[NS][4];
+#pragma unroll
+    for (int j = 0; j < NS; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Qs, kk), kDesc<HD>(Ks, kk));
+    wgCommit();
+    wgWait0();
+    keep(s);
+
+    onlineSoftmax(s, o, m, l, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
+                  causal, window, scaleLog2);
+
+    uint32_t pa[BC / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+    keep(o);
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vs, kk));
+    wgCommit();
+    wgWait0();
+    keep(o);
+    keep(pa);
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
@@ -642,18 +1003,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
     }
 
     // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
-    const bool full = tileFull(q0, BQ, k0, BK, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NQ; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
-        const float L = LS[c], Dq = DS[c];
-        float p = fastExp2(s[j][e] * scaleLog2 - L);
-        if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
-        s[j][e] = p;
-        dp[j][e] = p * (dp[j][e] - Dq);
-      }
+    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
+                 causal, window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) {
@@ -795,17 +1146,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 
-    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NS; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
-        if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
-          p = 0.0f;
-        dp[j][e] = p * (dp[j][e] - Dr[r]);
-      }
+    dsRows(s, dp, L, Dr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t, causal,
+           window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
@@ -819,6 +1161,219 @@ __global__ void __launch_bounds__(kThreads)
         E::mma(dQ[n + 1], a, b[2], b[3]);
       }
     }
+  }
+
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
+  storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
+}
+
+// ------------------------------------------------------------ backward on wgmma --
+
+/// Shared memory of the wgmma dk/dv kernel: K, V [64 * HD]; Q, dO [2][64 * HD] (blocked E);
+/// L, D [64] (fp32).
+template <int HD>
+constexpr size_t dkdvWgSmemBytes() {
+  return (size_t)(2 * kKvBK + 4 * 64) * HD * 2 + 2 * 64 * 4;
+}
+
+// dK, dV on wgmma (head dim 64): attention_bwd_dkdv_lp_kernel's blocks and tiles (64 keys,
+// query tiles of 64); per query tile S^T = K Q^T and dP^T = V dO^T are 4 + 4 wgmma (both
+// factors from shared memory), dV += P^T dO and dK += dS^T Q 4 + 4 (A from registers).
+template <typename E, int HD, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
+    attention_bwd_dkdv_wg_kernel(const uint16_t* __restrict__ q,
+                                 const uint16_t* __restrict__ k,
+                                 const uint16_t* __restrict__ v,
+                                 const uint16_t* __restrict__ dout,
+                                 const float* __restrict__ lse, const float* __restrict__ D,
+                                 uint16_t* __restrict__ dk, uint16_t* __restrict__ dv, int64_t t,
+                                 Layout li, Layout lo, int causal, int64_t window, float scale,
+                                 float scaleLog2) {
+  static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
+  constexpr int BK = kKvBK, BQ = 64, KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* Vs = Ks + BK * HD;
+  uint16_t* Qb = Vs + BK * HD;     // Q buffers 0, 1
+  uint16_t* dOb = Qb + 2 * BQ * HD; // dO buffers 0, 1
+  float* LS = reinterpret_cast<float*>(dOb + 2 * BQ * HD);
+  float* DS = LS + BQ;
+
+  const int64_t nkb = (t + BK - 1) / BK;
+  const int64_t h = blockIdx.x / nkb;
+  const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
+
+  int64_t qbLo, qbHi;
+  queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
+  loadTileBlkAsync<BK, HD>(k + base, li.st, k0, t, Ks);
+  loadTileBlkAsync<BK, HD>(v + base, li.st, k0, t, Vs);
+  cpAsyncCommit();
+  if (qbLo <= qbHi) {
+    loadTileBlkAsync<BQ, HD>(q + base, li.st, qbLo * BQ, t, Qb);
+    loadTileBlkAsync<BQ, HD>(dout + obase, lo.st, qbLo * BQ, t, dOb);
+  }
+  cpAsyncCommit();
+
+  float dK[NO][4], dV[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
+
+  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+    const int64_t q0 = qb * BQ;
+    const int buf = (int)((qb - qbLo) & 1);
+    const uint16_t* Qs = Qb + buf * BQ * HD;
+    const uint16_t* dOs = dOb + buf * BQ * HD;
+    __syncthreads(); // every warp is done with the other buffers and with LS, DS
+    if (qb < qbHi) {
+      loadTileBlkAsync<BQ, HD>(q + base, li.st, q0 + BQ, t, Qb + (buf ^ 1) * BQ * HD);
+      loadTileBlkAsync<BQ, HD>(dout + obase, lo.st, q0 + BQ, t, dOb + (buf ^ 1) * BQ * HD);
+    }
+    cpAsyncCommit(); // (empty on the last tile)
+    loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+    cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
+    fenceProxyAsync();
+    __syncthreads();
+
+    float s[NQ][4], dp[NQ][4];
+#pragma unroll
+    for (int j = 0; j < NQ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Ks, kk), kDesc<HD>(Qs, kk));
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk)
+      E::template wgmmaSS<0>(dp, kDesc<HD>(Vs, kk), kDesc<HD>(dOs, kk));
+    wgCommit();
+    wgWait0();
+    keep(s);
+    keep(dp);
+
+    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
+                 causal, window, scaleLog2);
+
+    uint32_t pa[BQ / 16][4], dsa[BQ / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+      accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
+    }
+    keep(dV);
+    keep(dK);
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dV, pa[kk], mnDesc<HD>(dOs, kk));
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dK, dsa[kk], mnDesc<HD>(Qs, kk));
+    wgCommit();
+    wgWait0();
+    keep(dV);
+    keep(dK);
+    keep(pa);
+    keep(dsa);
+  }
+
+  cpAsyncWait<0>(); // nothing may be in flight at exit (only if no query tile was visited)
+  storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+}
+
+/// Shared memory of the wgmma dq kernel: Q, dO [64 * HD]; K, V [2][64 * HD] (blocked E).
+template <int HD>
+constexpr size_t dqWgSmemBytes() {
+  return (size_t)(2 * kDqBR + 4 * kDqBC) * HD * 2;
+}
+
+// dQ on wgmma (head dim 64): attention_bwd_dq_lp_kernel's blocks and tiles; per key tile
+// S = Q K^T and dP = dO V^T are 4 + 4 wgmma (shared memory), dQ += dS K 4 (A from registers,
+// B = K MN-major).
+template <typename E, int HD>
+__global__ void __launch_bounds__(kThreads)
+    attention_bwd_dq_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
+                               const uint16_t* __restrict__ v, const uint16_t* __restrict__ dout,
+                               const float* __restrict__ lse, const float* __restrict__ D,
+                               uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lo,
+                               int causal, int64_t window, float scale, float scaleLog2) {
+  static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
+  constexpr int BR = kDqBR, BC = kDqBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
+  TGRT_DYNAMIC_SMEM(smemF);
+  uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
+  uint16_t* dOs = Qs + BR * HD;
+  uint16_t* Kb = dOs + BR * HD; // K buffers 0, 1
+  uint16_t* Vb = Kb + 2 * BC * HD;
+
+  const int64_t nqb = (t + BR - 1) / BR;
+  const int64_t h = blockIdx.x / nqb;
+  const int64_t q0 = (nqb - 1 - (int64_t)(blockIdx.x % nqb)) * BR;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
+
+  int64_t kbLo, kbHi;
+  keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
+  loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
+  loadTileBlkAsync<BR, HD>(dout + obase, lo.st, q0, t, dOs);
+  if (kbLo <= kbHi) {
+    loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
+    loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+  }
+  cpAsyncCommit();
+  float L[2], Dr[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = row0 + 8 * r;
+    const float x = row < t ? lse[h * t + row] : -INFINITY;
+    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
+    Dr[r] = row < t ? D[h * t + row] : 0.0f;
+  }
+
+  float dQ[NO][4];
+#pragma unroll
+  for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
+
+  for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int64_t k0 = kb * BC;
+    const uint16_t *Ks, *Vs; // (with this tile's K, V, the Q and dO of the first group land)
+    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+
+    float s[NS][4], dp[NS][4];
+#pragma unroll
+    for (int j = 0; j < NS; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Qs, kk), kDesc<HD>(Ks, kk));
+#pragma unroll
+    for (int kk = 0; kk < KT; ++kk)
+      E::template wgmmaSS<0>(dp, kDesc<HD>(dOs, kk), kDesc<HD>(Vs, kk));
+    wgCommit();
+    wgWait0();
+    keep(s);
+    keep(dp);
+
+    dsRows(s, dp, L, Dr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t, causal,
+           window, scaleLog2);
+
+    uint32_t dsa[BC / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
+    keep(dQ);
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(dQ, dsa[kk], mnDesc<HD>(Ks, kk));
+    wgCommit();
+    wgWait0();
+    keep(dQ);
+    keep(dsa);
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
@@ -870,6 +1425,18 @@ template <typename E, int HD>
 void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, Layout li,
            Layout lo, int causal, int64_t window, float scale) {
+  if constexpr (HD == 64) {
+    if (ctx->attn_wgmma) {
+      constexpr size_t smem = fwdWgSmemBytes<HD>();
+      static bool smemSet = false;
+      auto* kernel = attention_fwd_wg_kernel<E, HD, kFwdWgMinBlocks>;
+      allowSmem16(loc, kernel, smem, smemSet);
+      launch(ctx, loc, E::kFwdWgName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
+             dim3(kThreads), smem, q, k, v, out, lse, t, li, lo, causal, window,
+             scale * kLog2e);
+      return;
+    }
+  }
   constexpr size_t smem = fwdSmemBytes<HD>();
   const bool occ = attnOccupancyVariant();
   static bool smemSet[2] = {false, false};
@@ -890,6 +1457,27 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   launch(ctx, loc, E::kDName, attention_bwd_d_lp_kernel<E, HD>,
          dim3(gridFor(bh * t * (HD / 8), 256)), dim3(256), 0, out, dout, D, bh * t, t, lo);
+  if constexpr (HD == 64) {
+    if (ctx->attn_wgmma) {
+      {
+        constexpr size_t smem = dkdvWgSmemBytes<HD>();
+        static bool smemSet = false;
+        auto* kernel = attention_bwd_dkdv_wg_kernel<E, HD, kDkDvWgMinBlocks>;
+        allowSmem16(loc, kernel, smem, smemSet);
+        launch(ctx, loc, E::kDkDvWgName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
+               dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo,
+               causal, window, scale, scale * kLog2e);
+      }
+      constexpr size_t smem = dqWgSmemBytes<HD>();
+      static bool smemSet = false;
+      auto* kernel = attention_bwd_dq_wg_kernel<E, HD>;
+      allowSmem16(loc, kernel, smem, smemSet);
+      launch(ctx, loc, E::kDqWgName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads),
+             smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window, scale,
+             scale * kLog2e);
+      return;
+    }
+  }
   const bool occ = attnOccupancyVariant();
   if constexpr (kvFusedDqSupported<HD>()) {
     // The fused backward (unless ctx->attn_deterministic, TGRT_ATTN_DETERMINISTIC=1): the fp32
@@ -1008,14 +1596,15 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
     fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
 }
 
-void setAttentionBwd(Context* ctx, const AttentionBwdForm& form) {
-  checkCtx(ctx, "set_attention_bwd");
+void setAttentionForm(Context* ctx, const AttentionForm& form) {
+  checkCtx(ctx, "set_attention_form");
+  ctx->attn_wgmma = form.wgmma && ctx->attn_wgmma_ok;
   ctx->attn_deterministic = form.deterministic;
   ctx->attn_bwd_chunk = form.max_chunk > 0 ? form.max_chunk : 0;
 }
 
-AttentionBwdForm attentionBwdForm(const Context* ctx) {
-  return {ctx->attn_deterministic, ctx->attn_bwd_chunk};
+AttentionForm attentionForm(const Context* ctx) {
+  return {ctx->attn_wgmma, ctx->attn_deterministic, ctx->attn_bwd_chunk};
 }
 
 void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,

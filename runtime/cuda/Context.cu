@@ -373,6 +373,8 @@ Context* createContext(const tgrt_model* model) {
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
   const char* attnDet = std::getenv("TGRT_ATTN_DETERMINISTIC");
   ctx->attn_deterministic = attnDet && std::strcmp(attnDet, "1") == 0;
+  const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
+  ctx->attn_wgmma = !(attnWg && std::strcmp(attnWg, "0") == 0);
 
   int device = 0;
   cudaDeviceProp prop;
@@ -383,6 +385,9 @@ Context* createContext(const tgrt_model* model) {
   }
   std::snprintf(ctx->device_name, sizeof ctx->device_name, "%s", prop.name);
   ctx->sm_count = prop.multiProcessorCount;
+  // The wgmma kernels are compiled for sm_90a only (CMakeLists.txt): Hopper.
+  ctx->attn_wgmma_ok = prop.major == 9 && prop.minor == 0;
+  ctx->attn_wgmma = ctx->attn_wgmma && ctx->attn_wgmma_ok;
 
   size_t freeBytes = 0, totalBytes = 0;
   if (!ok(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo")) {

@@ -309,16 +309,19 @@ void setAttentionTiles(Context* ctx, const AttentionTiles& tiles);
 /// fp32-accurate) or in single TF32 (false: faster, lse ~3e-4 relative). For the check tool's
 /// timings.
 void setAttentionTf32Split(Context* ctx, bool split);
-/// The form of the bf16 / f16 attention backward (attentionBwd): `deterministic` selects the
-/// three-kernel form (what TGRT_ATTN_DETERMINISTIC=1 selects), else the fused one, whose
-/// launches cover at most `max_chunk` problems (batch x head) each (0: as many as the
-/// workspace holds). For the check tool (both forms, and the fused one over several launches).
-struct AttentionBwdForm {
+/// The kernels of the bf16 / f16 attention (attentionFwd, attentionBwd): `wgmma` the sm_90
+/// warpgroup kernels at head dim 64 (the default on Hopper; TGRT_ATTN_WGMMA=0 turns them off;
+/// setting it elsewhere has no effect), else the mma.sync kernels, whose backward is the
+/// three-kernel form when `deterministic` (TGRT_ATTN_DETERMINISTIC=1), else the fused one with
+/// launches of at most `max_chunk` problems (batch x head; 0: as many as the workspace holds).
+/// For the check tool (every form, and the fused one over several launches).
+struct AttentionForm {
+  bool wgmma;
   bool deterministic;
   int64_t max_chunk;
 };
-void setAttentionBwd(Context* ctx, const AttentionBwdForm& form);
-AttentionBwdForm attentionBwdForm(const Context* ctx);
+void setAttentionForm(Context* ctx, const AttentionForm& form);
+AttentionForm attentionForm(const Context* ctx);
 /// Whether these tiles (0 = default) are compiled and fit shared memory at head dim hd.
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles);
 

@@ -273,6 +273,60 @@ void mmaF16m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
   for (int i = 0; i < 4; ++i) d[i] = out[i];
 }
 
+namespace {
+/// Element (mn, k) of a 2-byte operand described by `desc` (see wgmma in CudaEmu.h).
+uint16_t descElem(uint64_t desc, int mn, int k, bool mnMajor) {
+  const size_t start = (size_t)(desc & 0x3fffu) << 4;
+  const size_t lbo = (size_t)((desc >> 16) & 0x3fffu) << 4;
+  const size_t sbo = (size_t)((desc >> 32) & 0x3fffu) << 4;
+  const size_t off = mnMajor ? (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
+                                   (size_t)(k % 8) * 16 + (size_t)(mn % 8) * 2
+                             : (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
+                                   (size_t)(mn % 8) * 16 + (size_t)(k % 8) * 2;
+  uint16_t v;
+  std::memcpy(&v, static_cast<const char*>(dynamicSmem()) + start + off, 2);
+  return v;
+}
+} // namespace
+
+void wgmma(float* d, int n, bool f16, const uint32_t* a, uint64_t descA, uint64_t descB,
+           int transB) {
+  if (n % 8 != 0 || n < 8 || n > 256) die("wgmma: N must be a multiple of 8 in [8, 256]");
+  auto cvt = [f16](uint16_t h) {
+    if (f16) return tgrt_f16_to_float(h);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int warp = (g_thread->linear / 32) % 4;
+  float A[16][16];
+  if (a) {
+    uint32_t as[32][4];
+    warpGather(a, as, sizeof as[0]);
+    for (int l = 0; l < 32; ++l) {
+      const int lg = l >> 2, lq = l & 3;
+      const int rows[4] = {lg, lg + 8, lg, lg + 8};
+      const int cols[4] = {2 * lq, 2 * lq, 2 * lq + 8, 2 * lq + 8};
+      for (int i = 0; i < 4; ++i) {
+        A[rows[i]][cols[i]] = cvt((uint16_t)(as[l][i] & 0xffffu));
+        A[rows[i]][cols[i] + 1] = cvt((uint16_t)(as[l][i] >> 16));
+      }
+    }
+  } else {
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k) A[r][k] = cvt(descElem(descA, warp * 16 + r, k, false));
+  }
+  for (int j = 0; j < n / 8; ++j)
+    for (int e = 0; e < 4; ++e) {
+      const int r = g + 8 * (e >> 1), c = 8 * j + 2 * q + (e & 1);
+      float s = d[4 * j + e];
+      for (int k = 0; k < 16; ++k) s += A[r][k] * cvt(descElem(descB, c, k, transB != 0));
+      d[4 * j + e] = s;
+    }
+}
+
 float tf32Rna(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);

@@ -99,6 +99,18 @@ void mmaTf32m16n8k8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
 /// of matrix i (16 bytes each); r[i] gets matrix i's fragment (row lane/4, columns 2(lane%4)
 /// and +1; transposed with trans).
 void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr);
+/// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} (AttentionBf16.cu): this
+/// thread's accumulators d[N / 2] += A B for the 16 rows 16 w .. of its warp w (the warpgroup's
+/// 4 warps are the 64 rows), done at once (the async wait that follows is a no-op here).
+/// A comes from registers (`a`, the mma.sync m16n8k16 A fragment of the warp's rows) when `a`
+/// is non-NULL, else from shared memory through `descA` (K-major). B comes through `descB`:
+/// K-major (transB 0) or MN-major (transB 1). Descriptors as the PTX ISA's "Matrix
+/// Descriptor" without swizzle: start address (bytes from the dynamic shared memory base) >> 4
+/// in bits 0-13, leading byte offset >> 4 in bits 16-29, stride byte offset >> 4 in 32-45;
+/// canonical layouts K-major ((8,m),(8,2)):((16B,SBO),(2B,LBO)), MN-major
+/// ((8,m),(8,2)):((2B,SBO),(16B,LBO)) (MN index first). Sums in float, k in order.
+void wgmma(float* d, int n, bool f16, const uint32_t* a, uint64_t descA, uint64_t descB,
+           int transB);
 
 } // namespace emu
 
