@@ -382,8 +382,8 @@ __device__ __forceinline__ void nextKeyTile(int64_t kb, int64_t kbLo, int64_t kb
 // Warpgroup Level Matrix Multiply-Accumulate", wgmma.mma_async m64n64k16): the block's 4
 // warps are one warpgroup and each instruction is a 64 x 64 x 16 product, where mma.sync
 // needs 32 instructions and the ldmatrix loads of B per warp. B (and A where it is a tile)
-// is read from shared memory through a matrix descriptor, in the layout "blocked" below (the
-// canonical layout without swizzle: 8 x 8 core matrices of 128 contiguous bytes). The
+// is read from shared memory through a matrix descriptor, in the 128-byte swizzled layout
+// below (rows of 64 elements, 16-byte chunks permuted per row). The
 // accumulators of warp w are rows 16 w .. + 15 in the m16n8 C fragment layout per 8 columns,
 // and an A operand from registers is the m16n8k16 A fragment of those rows: the softmax and
 // the conversions of the mma.sync kernels carry over unchanged.
@@ -432,9 +432,10 @@ __device__ __forceinline__ void keep(uint32_t (&x)[N][4]) {
 #endif
 }
 
-/// A wgmma matrix descriptor without swizzle (PTX ISA "Matrix Descriptor Format"): start
-/// address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
-/// (32-45); base offset and layout type 0.
+/// A wgmma matrix descriptor with 128-byte swizzle (PTX ISA "Matrix Descriptor Format"):
+/// start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+/// (32-45), base offset 0 (tiles start at multiples of 1024 bytes of the shared window),
+/// layout type 1 (bits 62-63: SWIZZLE_128B).
 __device__ __forceinline__ uint64_t wgDesc(const uint16_t* p, uint32_t lbo, uint32_t sbo) {
 #ifdef TGRT_CUDA_EMULATE
   const uint32_t a = (uint32_t)(reinterpret_cast<const char*>(p) -
@@ -443,35 +444,50 @@ __device__ __forceinline__ uint64_t wgDesc(const uint16_t* p, uint32_t lbo, uint
   const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
 #endif
   return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
-         ((uint64_t)(sbo >> 4) << 32);
+         ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// A "blocked" R x HD tile (2-byte elements): element (r, c) at
-// ((r / 8) * (HD / 8) + c / 8) * 64 + (r % 8) * 8 + c % 8, i.e. 8 x 8 core matrices of 128
-// bytes, row-major over (r / 8, c / 8). Its two readings by wgmma, per k step kk of 16:
+/// Traps unless the dynamic shared memory starts at a multiple of 1024 bytes of the shared
+/// window (the swizzled tiles' pattern is a function of the address; see below).
+__device__ __forceinline__ void checkSwizzleBase(const void* smem) {
+#ifndef TGRT_CUDA_EMULATE
+  if (threadIdx.x == 0 && ((uint32_t)__cvta_generic_to_shared(smem) & 1023u) != 0u) __trap();
+#else
+  (void)smem;
+#endif
+}
+
+// A swizzled R x 64 tile (2-byte elements; the canonical 128-byte-swizzle layout of the PTX
+// ISA, "Shared Memory Matrix Layout"): row r is 128 bytes at r * 128, and its 16-byte chunk c
+// (elements 8c .. 8c + 7) sits at chunk c ^ (r % 8), so the 8 rows of a core matrix fall in
+// distinct banks for the tensor cores' reads and the copies' writes. Tiles start at
+// multiples of 1024 bytes (the swizzle is a function of the address). Two readings by wgmma,
+// per k step kk of 16:
 // - kDesc: rows are M (or N), columns are K (K-major; Q, K, V, dO as the left factor or as
-//   B = tile^T): core matrices along K 128 bytes apart (LBO), along M 8 * HD / 8 * 16 (SBO).
+//   B = tile^T): start kk * 32 bytes into the rows, 8-row groups 1024 bytes apart (SBO).
 // - mnDesc: rows are K, columns are N (MN-major, transB 1; V in P V, dO in P^T dO, Q in
-//   dS^T Q, K in dS K): along K HD / 8 * 128 bytes (LBO), along N 128 (SBO).
+//   dS^T Q, K in dS K): start at row 16 kk, 8-row groups along K 1024 bytes apart (SBO); the
+//   64 columns are one swizzle row, so the N-group stride (LBO) is never used.
 template <int HD>
 __device__ __forceinline__ uint64_t kDesc(const uint16_t* tile, int kk) {
-  return wgDesc(tile + kk * 128, 128, (HD / 8) * 128);
+  static_assert(HD == 64, "128-byte rows");
+  return wgDesc(tile + kk * 16, 16, 1024);
 }
 template <int HD>
 __device__ __forceinline__ uint64_t mnDesc(const uint16_t* tile, int kk) {
-  return wgDesc(tile + kk * 16 * HD, (HD / 8) * 128, 128);
+  static_assert(HD == 64, "128-byte rows");
+  return wgDesc(tile + kk * 16 * HD, 8192, 1024);
 }
 
-/// loadTileAsync into a blocked tile (see above). Consecutive threads fill one core matrix
-/// (8 rows of 16 bytes: conflict-free stores); rows >= t are zeroed with plain stores.
+/// loadTileAsync into a swizzled tile (see above): 8 consecutive threads copy one row's 128
+/// bytes (coalesced reads, conflict-free writes); rows >= t are zeroed with plain stores.
 template <int R, int HD>
 __device__ __forceinline__ void loadTileBlkAsync(const uint16_t* __restrict__ g, int64_t ld,
                                                  int64_t row0, int64_t t, uint16_t* s) {
-  constexpr int C8 = HD / 8;
-  for (int idx = threadIdx.x; idx < R * C8; idx += kThreads) {
-    const int r8 = idx & 7, rest = idx >> 3, c = rest % C8, rg = rest / C8;
-    const int64_t r = rg * 8 + r8;
-    uint16_t* dst = s + (rg * C8 + c) * 64 + r8 * 8;
+  static_assert(HD == 64, "128-byte rows");
+  for (int idx = threadIdx.x; idx < R * 8; idx += kThreads) {
+    const int r = idx >> 3, c = idx & 7;
+    uint16_t* dst = s + r * 64 + ((c ^ (r & 7)) * 8);
     if (row0 + r < t)
       cpAsync16(dst, g + (row0 + r) * ld + 8 * c);
     else
@@ -763,6 +779,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kFwdBR, BC = kFwdBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
+  checkSwizzleBase(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Kb = Qs + BR * HD; // K buffers 0, 1
   uint16_t* Vb = Kb + 2 * BC * HD;
@@ -1192,6 +1209,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BK = kKvBK, BQ = 64, KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
+  checkSwizzleBase(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Vs = Ks + BK * HD;
   uint16_t* Qb = Vs + BK * HD;     // Q buffers 0, 1
@@ -1304,6 +1322,7 @@ __global__ void __launch_bounds__(kThreads)
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kDqBR, BC = kDqBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
+  checkSwizzleBase(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* dOs = Qs + BR * HD;
   uint16_t* Kb = dOs + BR * HD; // K buffers 0, 1

@@ -279,12 +279,23 @@ uint16_t descElem(uint64_t desc, int mn, int k, bool mnMajor) {
   const size_t start = (size_t)(desc & 0x3fffu) << 4;
   const size_t lbo = (size_t)((desc >> 16) & 0x3fffu) << 4;
   const size_t sbo = (size_t)((desc >> 32) & 0x3fffu) << 4;
-  const size_t off = mnMajor ? (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
-                                   (size_t)(k % 8) * 16 + (size_t)(mn % 8) * 2
-                             : (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
-                                   (size_t)(mn % 8) * 16 + (size_t)(k % 8) * 2;
+  const int layout = (int)(desc >> 62);
+  size_t a;
+  if (layout == 0) { // no swizzle: 8 x 16-byte core matrices
+    a = start + (mnMajor ? (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
+                               (size_t)(k % 8) * 16 + (size_t)(mn % 8) * 2
+                         : (size_t)(mn / 8) * sbo + (size_t)(k / 8) * lbo +
+                               (size_t)(mn % 8) * 16 + (size_t)(k % 8) * 2);
+  } else if (layout == 1) { // 128-byte swizzle: 128-byte rows, chunk ^= address bits 7-9
+    a = start + (mnMajor ? (size_t)(mn / 64) * lbo + (size_t)(mn % 64) * 2 +
+                               (size_t)(k % 8) * 128 + (size_t)(k / 8) * sbo
+                         : (size_t)(mn / 8) * sbo + (size_t)(mn % 8) * 128 + (size_t)k * 2);
+    a ^= ((a >> 7) & 7) << 4;
+  } else {
+    die("wgmma: only the no-swizzle and 128-byte swizzle layouts are emulated");
+  }
   uint16_t v;
-  std::memcpy(&v, static_cast<const char*>(dynamicSmem()) + start + off, 2);
+  std::memcpy(&v, static_cast<const char*>(dynamicSmem()) + a, 2);
   return v;
 }
 } // namespace

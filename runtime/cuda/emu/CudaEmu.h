@@ -105,10 +105,13 @@ void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr);
 /// A comes from registers (`a`, the mma.sync m16n8k16 A fragment of the warp's rows) when `a`
 /// is non-NULL, else from shared memory through `descA` (K-major). B comes through `descB`:
 /// K-major (transB 0) or MN-major (transB 1). Descriptors as the PTX ISA's "Matrix
-/// Descriptor" without swizzle: start address (bytes from the dynamic shared memory base) >> 4
-/// in bits 0-13, leading byte offset >> 4 in bits 16-29, stride byte offset >> 4 in 32-45;
-/// canonical layouts K-major ((8,m),(8,2)):((16B,SBO),(2B,LBO)), MN-major
-/// ((8,m),(8,2)):((2B,SBO),(16B,LBO)) (MN index first). Sums in float, k in order.
+/// Descriptor": start address (bytes from the dynamic shared memory base, which is taken as
+/// 1024-byte aligned) >> 4 in bits 0-13, leading byte offset >> 4 in bits 16-29, stride byte
+/// offset >> 4 in 32-45, layout type in bits 62-63: 0 no swizzle (canonical K-major
+/// ((8,m),(8,2)):((16B,SBO),(2B,LBO)), MN-major ((8,m),(8,2)):((2B,SBO),(16B,LBO)), MN index
+/// first) or 1 128-byte swizzle (K-major ((8,m),(64)):((128B,SBO),(2B)), MN-major
+/// ((64,m),(8,k)):((2B,LBO),(128B,SBO)), then byte address bits 4-6 ^= bits 7-9). Sums in
+/// float, k in order.
 void wgmma(float* d, int n, bool f16, const uint32_t* a, uint64_t descA, uint64_t descB,
            int transB);
 
