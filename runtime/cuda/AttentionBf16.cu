@@ -1,19 +1,19 @@
 // AttentionBf16.cu — fused causal / sliding-window attention on bf16 and f16 tensors, forward
-// and backward, on the tensor cores (mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,
-// f16}.f32). Every kernel is a template on the element type E (Bf16 or F16 below: the
-// conversions and the mma instruction); the two instantiations differ in nothing else.
+// and backward, on the tensor cores. Two kernel families, templates on the element type E
+// (Bf16 or F16 below: the conversions and the MMA instructions; the instantiations differ in
+// nothing else):
+// - head dim 64 on Hopper (the default there; TGRT_ATTN_WGMMA=0 turns it off): warpgroup MMAs
+//   (wgmma.mma_async m64n64k16, sm_90a), operands from 128-byte-swizzled shared memory (see
+//   "wgmma (sm_90)" below);
+// - otherwise mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 per warp.
 //
-// Same algorithm, masking and tile skipping as the fp32 kernels of Attention.cu
+// Same algorithm, masking, tile skipping and determinism as the fp32 kernels of Attention.cu
 // (FlashAttention-2, Dao 2023; see the comment there): a forward kernel with the softmax
-// online, and a backward in one of two forms:
-// - fused (the default at head dim <= 64): D = rowsum(dout * out); one kernel per key tile
-//   computes dk, dv and adds its share of dq (dS K over its 64 keys) into an fp32 accumulator
-//   in the workspace with vector reductions (FlashAttention-2's Algorithm 2); a last kernel
-//   scales and rounds dq. S and dP are computed once per (query tile, key tile) pair instead of
-//   twice. dq's sum runs in no fixed order: exact to fp32 rounding, not bit-reproducible.
-// - three kernels (TGRT_ATTN_DETERMINISTIC=1, head dim 128, or a workspace too small for one
-//   problem's dq): D; dk, dv per key tile; dq per query tile, each output element summed by
-//   one thread in a fixed order, no atomics: bit-reproducible, as the fp32 kernels.
+// online, and a backward of three kernels (D = rowsum(dout * out); dk, dv per key tile; dq per
+// query tile), each output element summed by one thread in a fixed order, no atomics. (A
+// backward that adds dq's share per key tile into an fp32 buffer with atomics, FA2's
+// Algorithm 2, was measured on the mma.sync kernels: 0.518 against 0.524 ms alone, 0.3 ms
+// slower per GPT-2 step; not kept. bench/results/2026-11-26-h100/call34, call36.)
 //
 // Arithmetic. Inputs are bf16 or f16 (uint16_t bit patterns); every product runs on the tensor
 // cores with 2-byte operands and fp32 accumulators. The scores, the running max / sum, lse, D,
@@ -37,13 +37,13 @@
 // A[g+8][2q+8..]}, B {B[2q..][g], B[2q+8..][g]}, C {C[g][2q], C[g][2q+1], C[g+8][2q],
 // C[g+8][2q+1]}.
 //
-// The CPU emulator (runtime/cuda/emu) implements mma.sync and ldmatrix (emu::mmaBf16m16n8k16,
+// The CPU emulator (runtime/cuda/emu) implements mma.sync, ldmatrix and wgmma (emu::wgmma) and
+// so runs both families; it implements mma.sync and ldmatrix as (emu::mmaBf16m16n8k16,
 // emu::mmaF16m16n8k16, emu::ldmatrix), so tgrt-cuda-emu-check runs these kernels too.
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/AttentionMask.cuh"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -59,8 +59,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 /// The default of TGRT_ATTN_MINB (see attnOccupancyVariant).
 constexpr bool kAttnOccupancyDefault = true;
-/// Blocks per SM the wgmma kernels' register allocation allows (__launch_bounds__).
-constexpr int kFwdWgMinBlocks = 4, kDkDvWgMinBlocks = 2;
+/// Blocks per SM the wgmma kernels' register allocation allows (__launch_bounds__); the dk/dv
+/// kernel takes 190 registers unbounded (2 blocks), 3 under TGRT_ATTN_MINB=1's variant.
+constexpr int kFwdWgMinBlocks = 4;
 
 // ------------------------------------------------------------------ primitives --
 
@@ -86,7 +87,6 @@ struct Bf16 {
   static constexpr const char* kDName = "attention_bwd_d_bf16_kernel";
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_bf16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_bf16_kernel";
-  static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_bf16_kernel";
   static constexpr const char* kFwdWgName = "attention_fwd_wg_bf16_kernel";
   static constexpr const char* kDkDvWgName = "attention_bwd_dkdv_wg_bf16_kernel";
   static constexpr const char* kDqWgName = "attention_bwd_dq_wg_bf16_kernel";
@@ -156,7 +156,6 @@ struct F16 {
   static constexpr const char* kDName = "attention_bwd_d_f16_kernel";
   static constexpr const char* kDkDvName = "attention_bwd_dkdv_f16_kernel";
   static constexpr const char* kDqName = "attention_bwd_dq_f16_kernel";
-  static constexpr const char* kDqConvertName = "attention_bwd_dq_convert_f16_kernel";
   static constexpr const char* kFwdWgName = "attention_fwd_wg_f16_kernel";
   static constexpr const char* kDkDvWgName = "attention_bwd_dkdv_wg_f16_kernel";
   static constexpr const char* kDqWgName = "attention_bwd_dq_wg_f16_kernel";
@@ -277,28 +276,6 @@ __device__ __forceinline__ void loadBn(uint32_t (&b)[4], const uint16_t* tile, i
   ldsm4t(b, tile + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * ld + n0 + (lane >> 4) * 8);
 }
 
-// A operand of rows r0..r0+15, k columns kk*16..+15 where A = tile^T (A[m][k] = tile[k][m]):
-// tile rows kk*16..+15 (k), columns r0..r0+15 (m). Matrix i of the .x4 load is (m half i & 1,
-// k half i >> 1), the A fragment's register order.
-__device__ __forceinline__ void loadAt(uint32_t (&a)[4], const uint16_t* tile, int ld, int r0,
-                                       int kk, int lane) {
-  ldsm4t(a, tile + (kk * 16 + (lane & 7) + ((lane >> 4) & 1) * 8) * ld + r0 +
-                ((lane >> 3) & 1) * 8);
-}
-
-/// p[0] += a, p[1] += b as one vector reduction to global memory (red.global.add.v2.f32, PTX
-/// ISA 8.1, sm_90; p 8-byte aligned). The order in which blocks add is not fixed, so a sum of
-/// these is exact to fp32 rounding, not bit-reproducible. The emulator adds in place (its
-/// fibers never interleave inside a call).
-__device__ __forceinline__ void redAdd2(float* p, float a, float b) {
-#ifdef TGRT_CUDA_EMULATE
-  p[0] += a;
-  p[1] += b;
-#else
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
-#endif
-}
-
 /// cp.async.cg (16 bytes global -> shared, through L2 only; PTX ISA "cp.async", sm_80+) and
 /// its group commit / wait: the copies of a group overlap the math issued after them, and
 /// cpAsyncWait<N> waits until at most N of this thread's groups are still in flight. The
@@ -403,11 +380,15 @@ __device__ __forceinline__ void wgCommit() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void wgWait0() {
+/// Waits until at most N of this warpgroup's committed wgmma groups are pending (groups
+/// complete in commit order).
+template <int N>
+__device__ __forceinline__ void wgWait() {
 #if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 #endif
 }
+__device__ __forceinline__ void wgWait0() { wgWait<0>(); }
 __device__ __forceinline__ void fenceProxyAsync() {
 #ifndef TGRT_CUDA_EMULATE
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -550,13 +531,14 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0,
 
 /// One key tile of the forward's online softmax for this lane's two query rows (row0, row0 +
 /// 8): the scores s (16 rows x NS * 8 keys from k0, C fragments) go to log2 units and are
-/// masked unless the tile is `full`; the running max m, this lane's share l of the sum and
-/// the output accumulators o are rescaled; s becomes P = 2^(x - m).
-template <int NS, int NO>
-__device__ __forceinline__ void onlineSoftmax(float (&s)[NS][4], float (&o)[NO][4],
-                                              float (&m)[2], float (&l)[2], bool full,
-                                              int64_t row0, int64_t k0, int tq, int64_t t,
-                                              int causal, int64_t window, float scaleLog2) {
+/// masked unless the tile is `full`; the running max m and this lane's share l of the sum are
+/// updated, corr is the factor the output accumulators must be rescaled by; s becomes
+/// P = 2^(x - m).
+template <int NS>
+__device__ __forceinline__ void onlineSoftmaxP(float (&s)[NS][4], float (&m)[2], float (&l)[2],
+                                               float (&corr)[2], bool full, int64_t row0,
+                                               int64_t k0, int tq, int64_t t, int causal,
+                                               int64_t window, float scaleLog2) {
 #pragma unroll
   for (int j = 0; j < NS; ++j)
 #pragma unroll
@@ -574,13 +556,8 @@ __device__ __forceinline__ void onlineSoftmax(float (&s)[NS][4], float (&o)[NO][
     for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
     const float mNew = fmaxf(m[r], quadMax(mx));
     const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
-    const float corr = fastExp2(m[r] - mUse);
-    l[r] *= corr;
-#pragma unroll
-    for (int n = 0; n < NO; ++n) {
-      o[n][2 * r] *= corr;
-      o[n][2 * r + 1] *= corr;
-    }
+    corr[r] = fastExp2(m[r] - mUse);
+    l[r] *= corr[r];
 #pragma unroll
     for (int j = 0; j < NS; ++j)
 #pragma unroll
@@ -591,6 +568,27 @@ __device__ __forceinline__ void onlineSoftmax(float (&s)[NS][4], float (&o)[NO][
       }
     m[r] = mNew;
   }
+}
+/// o (16 rows x NO * 8, C fragments) rows g, g + 8 times corr[0], corr[1].
+template <int NO>
+__device__ __forceinline__ void rescaleRows(float (&o)[NO][4], const float (&corr)[2]) {
+#pragma unroll
+  for (int n = 0; n < NO; ++n) {
+    o[n][0] *= corr[0];
+    o[n][1] *= corr[0];
+    o[n][2] *= corr[1];
+    o[n][3] *= corr[1];
+  }
+}
+/// onlineSoftmaxP, then the output accumulators o rescaled by corr (the mma.sync forward).
+template <int NS, int NO>
+__device__ __forceinline__ void onlineSoftmax(float (&s)[NS][4], float (&o)[NO][4],
+                                              float (&m)[2], float (&l)[2], bool full,
+                                              int64_t row0, int64_t k0, int tq, int64_t t,
+                                              int causal, int64_t window, float scaleLog2) {
+  float corr[2];
+  onlineSoftmaxP(s, m, l, corr, full, row0, k0, tq, t, causal, window, scaleLog2);
+  rescaleRows(o, corr);
 }
 
 /// dS^T of the dk/dv kernels for this lane's keys (key0, key0 + 8) and the BQ = NQ * 8
@@ -613,6 +611,57 @@ __device__ __forceinline__ void dsTransposed(float (&s)[NQ][4], float (&dp)[NQ][
       s[j][e] = p;
       dp[j][e] = p * (dp[j][e] - Dq);
     }
+}
+/// dsTransposed in two steps, so the second product can still be running during the first:
+/// s = S^T becomes P^T ...
+template <int NQ>
+__device__ __forceinline__ void pTransposed(float (&s)[NQ][4], const float* LS, bool full,
+                                            int64_t q0, int64_t key0, int tq, int64_t t,
+                                            int causal, int64_t window, float scaleLog2) {
+#pragma unroll
+  for (int j = 0; j < NQ; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = j * 8 + 2 * tq + (e & 1);
+      float p = fastExp2(s[j][e] * scaleLog2 - LS[c]);
+      if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
+      s[j][e] = p;
+    }
+}
+/// ... then dp = dP^T becomes dS^T = P^T (dP^T - D) (p = P^T, masked entries already 0).
+template <int NQ>
+__device__ __forceinline__ void dsFromP(const float (&p)[NQ][4], float (&dp)[NQ][4],
+                                        const float* DS, int tq) {
+#pragma unroll
+  for (int j = 0; j < NQ; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dp[j][e] = p[j][e] * (dp[j][e] - DS[j * 8 + 2 * tq + (e & 1)]);
+}
+
+/// dsRows in two steps (as pTransposed, dsFromP): s = S becomes P, masked ...
+template <int NS>
+__device__ __forceinline__ void pRows(float (&s)[NS][4], const float (&L)[2], bool full,
+                                      int64_t row0, int64_t k0, int tq, int64_t t, int causal,
+                                      int64_t window, float scaleLog2) {
+#pragma unroll
+  for (int j = 0; j < NS; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = e >> 1;
+      float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
+      if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
+        p = 0.0f;
+      s[j][e] = p;
+    }
+}
+/// ... then dp = dP becomes dS = P (dP - D).
+template <int NS>
+__device__ __forceinline__ void dsFromPRows(const float (&p)[NS][4], float (&dp)[NS][4],
+                                            const float (&Dr)[2]) {
+#pragma unroll
+  for (int j = 0; j < NS; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dp[j][e] = p[j][e] * (dp[j][e] - Dr[e >> 1]);
 }
 
 /// dS of the dq kernels for this lane's query rows (row0, row0 + 8; lse L in log2 units, D
@@ -760,16 +809,20 @@ __global__ void __launch_bounds__(kThreads, MINB)
   storeRows<E, HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
-/// Shared memory of the wgmma forward: Q [64 * HD], K, V [2][64 * HD], blocked (E).
+/// Shared memory of the wgmma forward: Q [64 * HD], K [2][64 * HD], V [3][64 * HD] (swizzled
+/// E; V triple-buffered, see below).
 template <int HD>
 constexpr size_t fwdWgSmemBytes() {
-  return (size_t)(kFwdBR + 4 * kFwdBC) * HD * 2;
+  return (size_t)(kFwdBR + 5 * kFwdBC) * HD * 2;
 }
 
-// The forward on wgmma (head dim 64; see "wgmma (sm_90)" above): the same blocks, tiles,
-// double buffering and online softmax as attention_fwd_lp_kernel; per key tile S = Q K^T is 4
-// wgmma (A = Q, B = K^T, both from shared memory) and O += P V is 4 (A = P from registers,
-// B = V MN-major).
+// The forward on wgmma (head dim 64; see "wgmma (sm_90)" above): the blocks, tiles and online
+// softmax of attention_fwd_lp_kernel. Per key tile i, S_i = Q K_i^T is 4 wgmma (both from
+// shared memory) and O += P_i V_i 4 (A = P_i from registers, B = V_i MN-major), software-
+// pipelined (FlashAttention-3's intra-warpgroup overlap, Shah et al. 2024): iteration i
+// issues S_i, then P_{i-1} V_{i-1}, computes tile i's softmax while that product runs, waits,
+// rescales O. V_{i-1} is read while tile i + 1 is copied in, hence three V buffers (K needs
+// two: K_{i-1} is done when S_{i-1} is).
 template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
@@ -778,11 +831,12 @@ __global__ void __launch_bounds__(kThreads, MINB)
                             int64_t window, float scaleLog2) {
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kFwdBR, BC = kFwdBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
+  constexpr int TILE = BC * HD;
   TGRT_DYNAMIC_SMEM(smemF);
   checkSwizzleBase(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Kb = Qs + BR * HD; // K buffers 0, 1
-  uint16_t* Vb = Kb + 2 * BC * HD;
+  uint16_t* Vb = Kb + 2 * TILE; // V buffers 0, 1, 2
 
   const int64_t nqb = (t + BR - 1) / BR;
   const int64_t h = blockIdx.x / nqb;
@@ -794,7 +848,6 @@ __global__ void __launch_bounds__(kThreads, MINB)
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
-  cpAsyncCommit();
   if (kbLo <= kbHi) {
     loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
     loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
@@ -806,11 +859,23 @@ __global__ void __launch_bounds__(kThreads, MINB)
   for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
+  uint32_t pa[BC / 16][4];                 // P of the previous tile (A of its P V)
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
+    const int i = (int)(kb - kbLo);
     const int64_t k0 = kb * BC;
-    const uint16_t *Ks, *Vs; // (the first wait also covers Q)
-    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+    const uint16_t* Ks = Kb + (i & 1) * TILE;
+    // Every warp is done with S_{i-1} (K buffer (i + 1) & 1) and P_{i-2} V_{i-2} (V buffer
+    // (i + 1) % 3): copy tile i + 1 there (an empty group on the last tile), wait for tile i.
+    __syncthreads();
+    if (kb < kbHi) {
+      loadTileBlkAsync<BC, HD>(k + base, li.st, (kb + 1) * BC, t, Kb + ((i + 1) & 1) * TILE);
+      loadTileBlkAsync<BC, HD>(v + base, li.st, (kb + 1) * BC, t, Vb + ((i + 1) % 3) * TILE);
+    }
+    cpAsyncCommit();
+    cpAsyncWait<1>();
+    fenceProxyAsync();
+    __syncthreads();
 
     float s[NS][4];
 #pragma unroll
@@ -819,19 +884,31 @@ __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Qs, kk), kDesc<HD>(Ks, kk));
     wgCommit();
-    wgWait0();
+    if (i > 0) {
+      const uint16_t* Vp = Vb + ((i - 1) % 3) * TILE;
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vp, kk));
+      wgCommit();
+      wgWait<1>(); // S_i (P_{i-1} V_{i-1} may still run)
+    } else {
+      wgWait0();
+    }
     keep(s);
-
-    onlineSoftmax(s, o, m, l, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
-                  causal, window, scaleLog2);
-
-    uint32_t pa[BC / 16][4];
+    float corr[2];
+    onlineSoftmaxP(s, m, l, corr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
+                   causal, window, scaleLog2);
+    wgWait0();
+    keep(o);
+    keep(pa);
+    rescaleRows(o, corr);
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
-    keep(o);
+  }
+  if (kbLo <= kbHi) { // the last tile's P V
+    const uint16_t* Vp = Vb + ((int)(kbHi - kbLo) % 3) * TILE;
     wgFence();
 #pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vs, kk));
+    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vp, kk));
     wgCommit();
     wgWait0();
     keep(o);
@@ -895,18 +972,10 @@ __host__ __device__ constexpr int kvQueryTile() {
 }
 constexpr int kKvBK = 64; // keys per dk/dv block (4 warps x 16)
 
-/// Does the dk/dv kernel also compute dq (the fused backward, FQ below) at head dim HD? Only
-/// where a query tile is 64 rows, one m16 tile per warp.
 template <int HD>
-__host__ __device__ constexpr bool kvFusedDqSupported() {
-  return kvQueryTile<HD>() == 4 * 16;
-}
-
-template <int HD, bool FQ>
 constexpr size_t dkdvSmemBytes() {
   return (size_t)(2 * kKvBK + 4 * kvQueryTile<HD>()) * (HD + kPad) * 2 +
-         2 * (size_t)kvQueryTile<HD>() * 4 +
-         (FQ ? (size_t)kKvBK * (kvQueryTile<HD>() + kPad) * 2 : 0);
+         2 * (size_t)kvQueryTile<HD>() * 4;
 }
 
 /// lse (in log2 units) and D of query rows [row0, row0 + R) into shared memory; rows >= t and
@@ -928,15 +997,8 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
 // Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
-//
-// FQ (the fused backward, FlashAttention-2's Algorithm 2): dQ as well, so no second pass
-// recomputes S and dP per query tile. dS^T (rounded to E, as the operand of dK) goes to shared
-// memory dST [64 keys][BQ + 8]; then warp w computes rows 16 w .. + 15 of this query tile's
-// partial dQ = dS K (over the block's 64 keys) and adds it into dqAcc (fp32 [bh', t, HD],
-// problem h at (h - hOff) t HD, unscaled) with vector reductions. The blocks of the key tiles
-// a query tile sees add in no fixed order: dq is exact to fp32 rounding of its sum, not
-// bit-reproducible (TGRT_ATTN_DETERMINISTIC=1 keeps the three-kernel backward).
-template <typename E, int HD, int MINB, bool FQ>
+
+template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
@@ -944,11 +1006,9 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                    const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
-                                   float* __restrict__ dqAcc, int64_t hOff,
                                    int64_t t, Layout li, Layout lo, int causal, int64_t window,
                                    float scale, float scaleLog2) {
-  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad, LDQ = BQ + kPad;
-  static_assert(!FQ || kvFusedDqSupported<HD>(), "fused dq needs 64-row query tiles");
+  constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
   uint16_t* Ks = reinterpret_cast<uint16_t*>(smemF);
@@ -957,10 +1017,9 @@ __global__ void __launch_bounds__(kThreads, MINB)
   uint16_t* dOb = Qb + 2 * BQ * LD; // dO buffers 0, 1
   float* LS = reinterpret_cast<float*>(dOb + 2 * BQ * LD);
   float* DS = LS + BQ;
-  uint16_t* dST = reinterpret_cast<uint16_t*>(DS + BQ); // FQ: dS^T [BK][BQ + kPad]
 
   const int64_t nkb = (t + BK - 1) / BK;
-  const int64_t h = hOff + blockIdx.x / nkb;
+  const int64_t h = blockIdx.x / nkb;
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
@@ -1037,41 +1096,6 @@ __global__ void __launch_bounds__(kThreads, MINB)
         loadBn(b, Qs, LD, n * 8, kk, lane);
         E::mma(dK[n], dsa, b[0], b[1]);
         E::mma(dK[n + 1], dsa, b[2], b[3]);
-      }
-    }
-
-    if constexpr (FQ) {
-      // This warp's 16 rows of dS^T (keys warp*16 + g (+8), queries j*8 + 2 tq (+1)).
-#pragma unroll
-      for (int j = 0; j < NQ; ++j)
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-          *reinterpret_cast<uint32_t*>(dST + (warp * 16 + g + 8 * hh) * LDQ + j * 8 + 2 * tq) =
-              E::pack(dp[j][2 * hh], dp[j][2 * hh + 1]);
-      __syncthreads(); // (the next tile's first __syncthreads guards dST's reuse)
-      float dQ[NO][4];
-#pragma unroll
-      for (int n = 0; n < NO; ++n) dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        uint32_t a[4];
-        loadAt(a, dST, LDQ, warp * 16, kk, lane);
-#pragma unroll
-        for (int n = 0; n < NO; n += 2) {
-          uint32_t b[4];
-          loadBn(b, Ks, LD, n * 8, kk, lane);
-          E::mma(dQ[n], a, b[0], b[1]);
-          E::mma(dQ[n + 1], a, b[2], b[3]);
-        }
-      }
-      float* accH = dqAcc + (h - hOff) * t * HD;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int64_t row = q0 + warp * 16 + g + 8 * hh;
-        if (row >= t) continue;
-#pragma unroll
-        for (int n = 0; n < NO; ++n)
-          redAdd2(accH + row * HD + n * 8 + 2 * tq, dQ[n][2 * hh], dQ[n][2 * hh + 1]);
       }
     }
   }
@@ -1263,31 +1287,35 @@ __global__ void __launch_bounds__(kThreads, MINB)
     for (int j = 0; j < NQ; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+    // Four groups, each overlapping the math of the step before it: S^T | dP^T (during P^T)
+    // | dV += P^T dO (during dS^T) | dK += dS^T Q.
     wgFence();
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Ks, kk), kDesc<HD>(Qs, kk));
+    wgCommit();
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk)
       E::template wgmmaSS<0>(dp, kDesc<HD>(Vs, kk), kDesc<HD>(dOs, kk));
     wgCommit();
-    wgWait0();
+    wgWait<1>();
     keep(s);
-    keep(dp);
-
-    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
-                 causal, window, scaleLog2);
-
+    pTransposed(s, LS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t, causal,
+                window, scaleLog2);
     uint32_t pa[BQ / 16][4], dsa[BQ / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) {
-      accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
-      accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
-    }
+    for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
     keep(dV);
-    keep(dK);
     wgFence();
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dV, pa[kk], mnDesc<HD>(dOs, kk));
+    wgCommit();
+    wgWait<1>(); // dP^T
+    keep(dp);
+    dsFromP(s, dp, DS, tq);
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
+    keep(dK);
+    wgFence();
 #pragma unroll
     for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dK, dsa[kk], mnDesc<HD>(Qs, kk));
     wgCommit();
@@ -1368,19 +1396,22 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < NS; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+    // S | dP (running during P = 2^(...)).
     wgFence();
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Qs, kk), kDesc<HD>(Ks, kk));
+    wgCommit();
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk)
       E::template wgmmaSS<0>(dp, kDesc<HD>(dOs, kk), kDesc<HD>(Vs, kk));
     wgCommit();
-    wgWait0();
+    wgWait<1>();
     keep(s);
+    pRows(s, L, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t, causal, window,
+          scaleLog2);
+    wgWait0();
     keep(dp);
-
-    dsRows(s, dp, L, Dr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t, causal,
-           window, scaleLog2);
+    dsFromPRows(s, dp, Dr);
 
     uint32_t dsa[BC / 16][4];
 #pragma unroll
@@ -1397,30 +1428,6 @@ __global__ void __launch_bounds__(kThreads)
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no key tile was visited)
   storeRows<E, HD>(dq + base, li.st, q0 + warp * 16, t, dQ, scale, scale, lane);
-}
-
-// dq rows of problems [hOff, hOff + rows / t) = E(acc * scale): the fused backward's fp32
-// accumulator (dqAcc of the dk/dv kernel, [rows, HD] contiguous) rounded once (RNE) into the
-// layout li. One thread per 8 elements (two 16-byte loads, one 16-byte store).
-template <typename E, int HD>
-__global__ void attention_bwd_dq_convert_lp_kernel(const float* __restrict__ acc,
-                                                   uint16_t* __restrict__ dq, int64_t rows,
-                                                   int64_t t, int64_t hOff, Layout li,
-                                                   float scale) {
-  constexpr int C8 = HD / 8;
-  const int64_t n = rows * C8;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = i / C8, c = (i % C8) * 8;
-    const float4 x = *reinterpret_cast<const float4*>(acc + r * HD + c);
-    const float4 y = *reinterpret_cast<const float4*>(acc + r * HD + c + 4);
-    uint4 o;
-    o.x = E::pack(x.x * scale, x.y * scale);
-    o.y = E::pack(x.z * scale, x.w * scale);
-    o.z = E::pack(y.x * scale, y.y * scale);
-    o.w = E::pack(y.z * scale, y.w * scale);
-    *reinterpret_cast<uint4*>(dq + li.base(hOff + r / t) + (r % t) * li.st + c) = o;
-  }
 }
 
 // ------------------------------------------------------------------ host side --
@@ -1480,9 +1487,11 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
     if (ctx->attn_wgmma) {
       {
         constexpr size_t smem = dkdvWgSmemBytes<HD>();
-        static bool smemSet = false;
-        auto* kernel = attention_bwd_dkdv_wg_kernel<E, HD, kDkDvWgMinBlocks>;
-        allowSmem16(loc, kernel, smem, smemSet);
+        const bool occ = attnOccupancyVariant();
+        static bool smemSet[2] = {false, false};
+        auto* kernel = occ ? attention_bwd_dkdv_wg_kernel<E, HD, 3>
+                           : attention_bwd_dkdv_wg_kernel<E, HD, 2>;
+        allowSmem16(loc, kernel, smem, smemSet[occ]);
         launch(ctx, loc, E::kDkDvWgName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
                dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo,
                causal, window, scale, scale * kLog2e);
@@ -1498,45 +1507,15 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
     }
   }
   const bool occ = attnOccupancyVariant();
-  if constexpr (kvFusedDqSupported<HD>()) {
-    // The fused backward (unless ctx->attn_deterministic, TGRT_ATTN_DETERMINISTIC=1): the fp32
-    // dq accumulator of `chunk` problems at a time sits in the workspace after D (16-byte
-    // aligned), zeroed, filled by the dk/dv kernel, converted. A workspace too small for one
-    // problem's (t * HD * 4 bytes) falls back to the three-kernel backward.
-    const int64_t dBytes = (bh * t * (int64_t)sizeof(float) + 15) / 16 * 16;
-    const int64_t perProblem = t * HD * (int64_t)sizeof(float);
-    int64_t chunk = perProblem > 0 ? (ctx->region_bytes[TGRT_WORKSPACE] - dBytes) / perProblem : 0;
-    if (ctx->attn_bwd_chunk > 0) chunk = std::min(chunk, ctx->attn_bwd_chunk);
-    if (!ctx->attn_deterministic && chunk >= 1) {
-      float* acc = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + dBytes);
-      constexpr size_t smem = dkdvSmemBytes<HD, true>();
-      static bool smemSet[2] = {false, false};
-      auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), true>
-                         : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), true>;
-      allowSmem16(loc, kernel, smem, smemSet[occ]);
-      for (int64_t h0 = 0; h0 < bh; h0 += chunk) {
-        const int64_t n = std::min(chunk, bh - h0);
-        check(cudaMemsetAsync(acc, 0, (size_t)(n * perProblem), ctx->stream), loc,
-              "attention_bwd: cudaMemsetAsync (dq accumulator)");
-        launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, n, t, kKvBK)),
-               dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, acc, h0, t, li,
-               lo, causal, window, scale, scale * kLog2e);
-        launch(ctx, loc, E::kDqConvertName, attention_bwd_dq_convert_lp_kernel<E, HD>,
-               dim3(gridFor(n * t * (HD / 8), 256)), dim3(256), 0, (const float*)acc, dq,
-               n * t, t, h0, li, scale);
-      }
-      return;
-    }
-  }
   {
-    constexpr size_t smem = dkdvSmemBytes<HD, false>();
+    constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet[2] = {false, false};
-    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), false>
-                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), false>;
+    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true)>
+                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false)>;
     allowSmem16(loc, kernel, smem, smemSet[occ]);
     launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
-           smem, q, k, v, dout, lse, (const float*)D, dk, dv, (float*)nullptr, (int64_t)0, t, li,
-           lo, causal, window, scale, scale * kLog2e);
+           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
+           scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
@@ -1618,12 +1597,10 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
 void setAttentionForm(Context* ctx, const AttentionForm& form) {
   checkCtx(ctx, "set_attention_form");
   ctx->attn_wgmma = form.wgmma && ctx->attn_wgmma_ok;
-  ctx->attn_deterministic = form.deterministic;
-  ctx->attn_bwd_chunk = form.max_chunk > 0 ? form.max_chunk : 0;
 }
 
 AttentionForm attentionForm(const Context* ctx) {
-  return {ctx->attn_wgmma, ctx->attn_deterministic, ctx->attn_bwd_chunk};
+  return {ctx->attn_wgmma};
 }
 
 void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,

@@ -371,8 +371,6 @@ Context* createContext(const tgrt_model* model) {
   ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
-  const char* attnDet = std::getenv("TGRT_ATTN_DETERMINISTIC");
-  ctx->attn_deterministic = attnDet && std::strcmp(attnDet, "1") == 0;
   const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
   ctx->attn_wgmma = !(attnWg && std::strcmp(attnWg, "0") == 0);
 

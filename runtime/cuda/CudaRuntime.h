@@ -309,16 +309,11 @@ void setAttentionTiles(Context* ctx, const AttentionTiles& tiles);
 /// fp32-accurate) or in single TF32 (false: faster, lse ~3e-4 relative). For the check tool's
 /// timings.
 void setAttentionTf32Split(Context* ctx, bool split);
-/// The kernels of the bf16 / f16 attention (attentionFwd, attentionBwd): `wgmma` the sm_90
+/// The kernels of the bf16 / f16 attention (attentionFwd, attentionBwd): `wgmma` the sm_90a
 /// warpgroup kernels at head dim 64 (the default on Hopper; TGRT_ATTN_WGMMA=0 turns them off;
-/// setting it elsewhere has no effect), else the mma.sync kernels, whose backward is the
-/// three-kernel form when `deterministic` (TGRT_ATTN_DETERMINISTIC=1), else the fused one with
-/// launches of at most `max_chunk` problems (batch x head; 0: as many as the workspace holds).
-/// For the check tool (every form, and the fused one over several launches).
+/// setting it elsewhere has no effect), else the mma.sync kernels. For the check tool.
 struct AttentionForm {
   bool wgmma;
-  bool deterministic;
-  int64_t max_chunk;
 };
 void setAttentionForm(Context* ctx, const AttentionForm& form);
 AttentionForm attentionForm(const Context* ctx);

@@ -103,11 +103,6 @@ struct Context {
   /// 43.4 / 42.7 / 45.3 ms per step (bench/results/2026-11-23-h100/call9).
   int dgelu_epilogue = 1;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
-  /// TGRT_ATTN_DETERMINISTIC=1: the bf16 / f16 attention backward runs its three-kernel form
-  /// (every dq element summed by one thread in a fixed order, bit-reproducible) instead of the
-  /// fused one (dq summed with fp32 reductions in no fixed order; AttentionBf16.cu).
-  bool attn_deterministic = false;
-  int64_t attn_bwd_chunk = 0;
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.
   bool attn_wgmma = true;

@@ -1445,29 +1445,24 @@ void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   record(fmt("attention_fwd_%s lse vs cpu", dtName(dt)), shape, relErr(fl, lse), kTolLpLse);
   record(fmt("attention_bwd_%s vs cpu", dtName(dt)), shape,
          jointErr({{&fdq, &rdq}, {&fdk, &rdk}, {&fdv, &rdv}}), tol);
-  // The other forms (the default above is the wgmma kernels at head dim 64 on Hopper): the
-  // mma.sync forward with its three-kernel (deterministic) backward, and its fused backward
-  // with one problem per launch.
+  // The mma.sync kernels too where the default above is the wgmma ones (head dim 64 on
+  // Hopper; elsewhere this runs the same kernels again).
   const tgrt_cuda::AttentionForm form0 = tgrt_cuda::attentionForm(c.gpu);
-  for (int form = 0; form < 2; ++form) {
-    tgrt_cuda::setAttentionForm(c.gpu, {false, form == 0, form == 0 ? 0 : 1});
-    go.poison();
-    gl.poison();
-    gdq.poison();
-    gdk.poison();
-    gdv.poison();
-    tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p,
-                            ATTN_CONTIG(bh, t, hd), causal, window, scale);
-    tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p,
-                            gdk.p, gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
-    const Vec eo = go.f(), edq = gdq.f(), edk = gdk.f(), edv = gdv.f();
-    const char* name = form == 0 ? "mma.sync, deterministic" : "mma.sync, fused 1 problem/launch";
-    if (form == 0) record(fmt("attention_fwd_%s %s out vs cpu", dtName(dt), name), shape,
-                          relErr(eo, ro), tol);
-    record(fmt("attention_bwd_%s %s vs cpu", dtName(dt), name), shape,
-           jointErr({{&edq, &rdq}, {&edk, &rdk}, {&edv, &rdv}}), tol);
-  }
+  tgrt_cuda::setAttentionForm(c.gpu, {false});
+  go.poison();
+  gl.poison();
+  gdq.poison();
+  gdk.poison();
+  gdv.poison();
+  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, ATTN_CONTIG(bh, t, hd),
+                          causal, window, scale);
+  tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
+                          gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
   tgrt_cuda::setAttentionForm(c.gpu, form0);
+  const Vec eo = go.f(), edq = gdq.f(), edk = gdk.f(), edv = gdv.f();
+  record(fmt("attention_fwd_%s mma.sync out vs cpu", dtName(dt)), shape, relErr(eo, ro), tol);
+  record(fmt("attention_bwd_%s mma.sync vs cpu", dtName(dt)), shape,
+         jointErr({{&edq, &rdq}, {&edk, &rdk}, {&edv, &rdv}}), tol);
 }
 
 constexpr double kTolTf32 = 2e-3;    // out, dq, dk, dv (TF32 operands of every product)
@@ -1827,33 +1822,23 @@ void benchAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   });
   std::printf("%-8s %10.3f %10.3f %10.3f   (packed qkv layout, B %lld x H %lld, window 0)\n",
               "packed", f, b, f + b, (long long)B, (long long)H);
-  // The same backward in its other form (the three-kernel deterministic one unless the
-  // context runs it already).
+  // The same on the mma.sync kernels (where the default is wgmma: head dim 64 on Hopper).
   const tgrt_cuda::AttentionForm form0 = tgrt_cuda::attentionForm(c.gpu);
-  tgrt_cuda::setAttentionForm(c.gpu, {false, true, 0});
+  tgrt_cuda::setAttentionForm(c.gpu, {false});
+  const float f2 = timeMs(c.gpu, reps, [&] {
+    tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
+                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd, ist,
+                            osb, hd, ost, 1, 0, scale);
+  });
   const float b2 = timeMs(c.gpu, reps, [&] {
     tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
                             qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
                             dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t, hd,
                             isb, hd, ist, osb, hd, ost, 1, 0, scale);
   });
-  tgrt_cuda::setAttentionForm(c.gpu, {false, false, 0});
-  const float b3 = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
-                            dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t, hd,
-                            isb, hd, ist, osb, hd, ost, 1, 0, scale);
-  });
-  const float f2 = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd, ist,
-                            osb, hd, ost, 1, 0, scale);
-  });
   tgrt_cuda::setAttentionForm(c.gpu, form0);
-  std::printf("%-8s %10.3f %10.3f %10.3f   (packed, mma.sync, three-kernel backward)\n", "packed",
-              f2, b2, f2 + b2);
-  std::printf("%-8s %10.3f %10.3f %10.3f   (packed, mma.sync, fused backward)\n", "packed", f2, b3,
-              f2 + b3);
+  std::printf("%-8s %10.3f %10.3f %10.3f   (packed, mma.sync kernels)\n", "packed", f2, b2,
+              f2 + b2);
 }
 
 /// TF32 flash attention timings (TGRT_TF32=1's kernels) beside the fp32 rows of benchAttention.
