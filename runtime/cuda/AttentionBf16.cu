@@ -809,20 +809,18 @@ __global__ void __launch_bounds__(kThreads, MINB)
   storeRows<E, HD>(out + obase, lo.st, q0 + warp * 16, t, o, inv[0], inv[1], lane);
 }
 
-/// Shared memory of the wgmma forward: Q [64 * HD], K [2][64 * HD], V [3][64 * HD] (swizzled
-/// E; V triple-buffered, see below).
+/// Shared memory of the wgmma forward: Q [64 * HD], K, V [2][64 * HD], blocked (E).
 template <int HD>
 constexpr size_t fwdWgSmemBytes() {
-  return (size_t)(kFwdBR + 5 * kFwdBC) * HD * 2;
+  return (size_t)(kFwdBR + 4 * kFwdBC) * HD * 2;
 }
 
-// The forward on wgmma (head dim 64; see "wgmma (sm_90)" above): the blocks, tiles and online
-// softmax of attention_fwd_lp_kernel. Per key tile i, S_i = Q K_i^T is 4 wgmma (both from
-// shared memory) and O += P_i V_i 4 (A = P_i from registers, B = V_i MN-major), software-
-// pipelined (FlashAttention-3's intra-warpgroup overlap, Shah et al. 2024): iteration i
-// issues S_i, then P_{i-1} V_{i-1}, computes tile i's softmax while that product runs, waits,
-// rescales O. V_{i-1} is read while tile i + 1 is copied in, hence three V buffers (K needs
-// two: K_{i-1} is done when S_{i-1} is).
+// The forward on wgmma (head dim 64; see "wgmma (sm_90)" above): the same blocks, tiles,
+// double buffering and online softmax as attention_fwd_lp_kernel; per key tile S = Q K^T is 4
+// wgmma (A = Q, B = K^T, both from shared memory) and O += P V is 4 (A = P from registers,
+// B = V MN-major). (A software-pipelined form, P_{i-1} V_{i-1} running during tile i's
+// softmax with V triple-buffered as in FlashAttention-3, measured 0.161 against 0.154 ms:
+// not kept; bench/results/2026-11-26-h100/call37.)
 template <typename E, int HD, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
@@ -831,12 +829,11 @@ __global__ void __launch_bounds__(kThreads, MINB)
                             int64_t window, float scaleLog2) {
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kFwdBR, BC = kFwdBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
-  constexpr int TILE = BC * HD;
   TGRT_DYNAMIC_SMEM(smemF);
   checkSwizzleBase(smemF);
   uint16_t* Qs = reinterpret_cast<uint16_t*>(smemF);
   uint16_t* Kb = Qs + BR * HD; // K buffers 0, 1
-  uint16_t* Vb = Kb + 2 * TILE; // V buffers 0, 1, 2
+  uint16_t* Vb = Kb + 2 * BC * HD;
 
   const int64_t nqb = (t + BR - 1) / BR;
   const int64_t h = blockIdx.x / nqb;
@@ -848,6 +845,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
+  cpAsyncCommit();
   if (kbLo <= kbHi) {
     loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
     loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
@@ -859,23 +857,11 @@ __global__ void __launch_bounds__(kThreads, MINB)
   for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
-  uint32_t pa[BC / 16][4];                 // P of the previous tile (A of its P V)
 
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
-    const int i = (int)(kb - kbLo);
     const int64_t k0 = kb * BC;
-    const uint16_t* Ks = Kb + (i & 1) * TILE;
-    // Every warp is done with S_{i-1} (K buffer (i + 1) & 1) and P_{i-2} V_{i-2} (V buffer
-    // (i + 1) % 3): copy tile i + 1 there (an empty group on the last tile), wait for tile i.
-    __syncthreads();
-    if (kb < kbHi) {
-      loadTileBlkAsync<BC, HD>(k + base, li.st, (kb + 1) * BC, t, Kb + ((i + 1) & 1) * TILE);
-      loadTileBlkAsync<BC, HD>(v + base, li.st, (kb + 1) * BC, t, Vb + ((i + 1) % 3) * TILE);
-    }
-    cpAsyncCommit();
-    cpAsyncWait<1>();
-    fenceProxyAsync();
-    __syncthreads();
+    const uint16_t *Ks, *Vs; // (the first wait also covers Q)
+    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4];
 #pragma unroll
@@ -884,31 +870,19 @@ __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
     for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Qs, kk), kDesc<HD>(Ks, kk));
     wgCommit();
-    if (i > 0) {
-      const uint16_t* Vp = Vb + ((i - 1) % 3) * TILE;
-#pragma unroll
-      for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vp, kk));
-      wgCommit();
-      wgWait<1>(); // S_i (P_{i-1} V_{i-1} may still run)
-    } else {
-      wgWait0();
-    }
-    keep(s);
-    float corr[2];
-    onlineSoftmaxP(s, m, l, corr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
-                   causal, window, scaleLog2);
     wgWait0();
-    keep(o);
-    keep(pa);
-    rescaleRows(o, corr);
+    keep(s);
+
+    onlineSoftmax(s, o, m, l, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
+                  causal, window, scaleLog2);
+
+    uint32_t pa[BC / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
-  }
-  if (kbLo <= kbHi) { // the last tile's P V
-    const uint16_t* Vp = Vb + ((int)(kbHi - kbLo) % 3) * TILE;
+    keep(o);
     wgFence();
 #pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vp, kk));
+    for (int kk = 0; kk < BC / 16; ++kk) E::template wgmmaRS<1>(o, pa[kk], mnDesc<HD>(Vs, kk));
     wgCommit();
     wgWait0();
     keep(o);
