@@ -141,6 +141,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_layer_norm_fwd", "-R-RR-WWW---")
       .Case("tgrt_layer_norm_bwd", "-R-R-RRRWWW--")
       .Case("tgrt_layer_norm_bwd_acc", "-R-R-RRRM-WWW--")
+      .Case("tgrt_layer_norm_bwd_acc_slots", "-R-R-RRRM-WMM--")
       .Case("tgrt_matmul", "-RRW-----------") // beta is always 0 here: C is not read
       .Case("tgrt_matmul_acc", "-RR-M------")
       .Case("tgrt_matmul_bias", "-RRRW------")
@@ -925,13 +926,24 @@ private:
             if (low)
               fusedAway.insert(low);
             Value dres = add.getLhs() == o.getDx() ? add.getRhs() : add.getLhs();
-            return call(op, "tgrt_layer_norm_bwd_acc",
+            // dgamma and dbeta straight into their gradient slots when each one's only
+            // reader is its slot's accumulation (same type: no cast between).
+            SlotSink sg = slotSink(o.getDgamma(), /*allowAdd=*/false);
+            SlotSink sb = slotSink(o.getDbeta(), /*allowAdd=*/false);
+            const bool slots = sg.acc && !sg.cast && sb.acc && !sb.cast;
+            if (slots) {
+              fusedAway.insert(sg.acc);
+              fusedAway.insert(sb.acc);
+            }
+            return call(op, slots ? "tgrt_layer_norm_bwd_acc_slots" : "tgrt_layer_norm_bwd_acc",
                         {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
                          dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()),
                          Arg(o.getRstd()), Arg(dres),
                          low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
                          low ? Arg(low.getResult()) : Arg(std::string("NULL")),
-                         Arg(o.getDgamma()), Arg(o.getDbeta()), numel(o.getX()) / d, d});
+                         slots ? gradSlot(slotOf(sg.acc.getParam())) : Arg(o.getDgamma()),
+                         slots ? gradSlot(slotOf(sb.acc.getParam())) : Arg(o.getDbeta()),
+                         numel(o.getX()) / d, d});
           }
           return call(op, "tgrt_layer_norm_bwd",
                       {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),

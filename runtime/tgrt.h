@@ -274,6 +274,16 @@ void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const
                              int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
                              const float* mean, const float* rstd, void* dres, int32_t low_dt,
                              void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d);
+/* tgrt_layer_norm_bwd_acc whose dgamma and dbeta are added into (the parameters' gradient
+ * slots, p_dt): dgamma = dgamma + (its column sum rounded to p_dt), the sum rounded to p_dt;
+ * dbeta likewise. Bit-equal to tgrt_layer_norm_bwd_acc into two scratch buffers followed by
+ * two tgrt_accumulate calls (the lowering fuses that sequence: no scratch, two launches
+ * fewer per layer norm). dgamma, dbeta must not alias any other argument. */
+void tgrt_layer_norm_bwd_acc_slots(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                                   int32_t x_dt, const void* x, int32_t p_dt,
+                                   const void* gamma, const float* mean, const float* rstd,
+                                   void* dres, int32_t low_dt, void* low, void* dgamma,
+                                   void* dbeta, int64_t rows, int64_t d);
 
 /* Batched row-major GEMM (a, b, c: dt; float32 accumulation): for b < batch,
  *   C_b = alpha * op(A_b) * op(B_b) + beta * C_b,  C_b is m x n,

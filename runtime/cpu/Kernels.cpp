@@ -746,6 +746,22 @@ void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const
   tgrt_add_mixed(ctx, loc, x_dt, dres, x_dt, dx.data(), dres, low_dt, low, rows * d);
 }
 
+/// tgrt_layer_norm_bwd_acc into scratch dgamma / dbeta, then tgrt_accumulate of each into
+/// the slots: the unfused chain, bit for bit (tgrt.h).
+void tgrt_layer_norm_bwd_acc_slots(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                                   int32_t x_dt, const void* x, int32_t p_dt,
+                                   const void* gamma, const float* mean, const float* rstd,
+                                   void* dres, int32_t low_dt, void* low, void* dgamma,
+                                   void* dbeta, int64_t rows, int64_t d) {
+  checkNonNegative(loc, "layer_norm_bwd_acc_slots(rows, d)", rows, d);
+  checkDtype(loc, "layer_norm_bwd_acc_slots (gamma, dgamma, dbeta)", p_dt);
+  std::vector<unsigned char> dg((size_t)d * elemBytes(p_dt) + 1), db(dg.size());
+  tgrt_layer_norm_bwd_acc(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt,
+                          low, dg.data(), db.data(), rows, d);
+  tgrt_accumulate(ctx, loc, p_dt, dgamma, dg.data(), d);
+  tgrt_accumulate(ctx, loc, p_dt, dbeta, db.data(), d);
+}
+
 // --------------------------------------------------------------------------- matmul --
 
 /// Batched row-major GEMM via cblas_sgemm, one call per batch entry:

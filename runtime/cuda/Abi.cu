@@ -143,7 +143,11 @@ void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const voi
 
 void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd_acc", loc);
-  tgrt_cuda::layerNormBwdAcc(C(ctx), loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d);
+  tgrt_cuda::layerNormBwdAcc(C(ctx), loc, false, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d);
+}
+void tgrt_layer_norm_bwd_acc_slots(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd_acc_slots", loc);
+  tgrt_cuda::layerNormBwdAcc(C(ctx), loc, true, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d);
 }
 
 void tgrt_matmul(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a, const void* b, void* c, int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta) {

@@ -129,10 +129,12 @@ void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void
             int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
 /// Layer norm backward accumulated into the residual gradient (tgrt_layer_norm_bwd_acc).
-void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
-                     const void* x, int32_t p_dt, const void* gamma, const float* mean,
-                     const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma,
-                     void* dbeta, int64_t rows, int64_t d);
+/// `slots`: tgrt_layer_norm_bwd_acc_slots (dgamma, dbeta added into, each sum rounded to p_dt
+/// first); else they are overwritten.
+void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, const void* dy,
+                     int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                     const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low,
+                     void* dgamma, void* dbeta, int64_t rows, int64_t d);
 /// C (c_dt) += alpha op(A) op(B), A and B in ab_dt (tgrt_matmul_acc).
 void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,

@@ -284,6 +284,16 @@ struct St {
   __device__ __forceinline__ void operator()(int64_t i, float v) const { p[i] = fromF<T>(v); }
   __device__ __forceinline__ bool valid() const { return p != nullptr; }
 };
+/// St that adds the value rounded to T: p[i] = round(p[i] + round(v)) (a T result added into
+/// a T gradient slot, bit-equal to a store then tgrt_accumulate).
+template <typename T>
+struct StAccR {
+  T* p;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const {
+    p[i] = fromF<T>(toF(p[i]) + toF(fromF<T>(v)));
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
 /// St that adds: p[i] = round(p[i] + v) (a sum added into a gradient slot).
 template <typename T>
 struct StAcc {
@@ -2358,7 +2368,8 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
 /// The fused backward (layer_norm_bwd_fused_kernel) for a low-precision typed combination;
 /// false when the shape does not allow it (the caller then runs dx + column sums).
 /// ACC / LOW as the kernel (the accumulating form; low has TDY's type).
-template <typename TDY, typename TX, typename TP, bool ACC = false, bool LOW = false>
+template <typename TDY, typename TX, typename TP, bool ACC = false, bool LOW = false,
+          bool SLOTS = false>
 bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const void* xv,
                        const void* gv, const float* mean, const float* rstd, void* dxv,
                        void* dgv, void* dbv, int64_t rows, int64_t d, void* lowv = nullptr) {
@@ -2388,9 +2399,14 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
   default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
 
   }
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>,
-         dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
-         (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
+  if constexpr (SLOTS)
+    launch(ctx, loc, "column_finish_kernel", column_finish_kernel<StAccR<TP>>,
+           dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
+           (const float*)part1, StAccR<TP>{mp<TP>(dbv)}, StAccR<TP>{mp<TP>(dgv)}, blocks, d);
+  else
+    launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>,
+           dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
+           (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
   return true;
 }
 
@@ -2445,7 +2461,7 @@ void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, in
 /// The layer-norm backward for any dtype combination through runtime-typed accessors: dx by
 /// the scalar kernel into `dx` (StDyn stores, StAccDyn adds into the residual gradient),
 /// then the column sums (dbeta, dgamma; pes = their element size).
-template <typename ADX>
+template <typename ADX, typename AP = StDyn>
 void layerNormBwdGeneric(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
                          int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
                          const float* mean, const float* rstd, ADX dx, void* dgamma,
@@ -2454,8 +2470,8 @@ void layerNormBwdGeneric(Context* ctx, const char* loc, int32_t y_dt, const void
     launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, ADX>,
            dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt},
            LdDyn{gamma, p_dt}, mean, rstd, dx, rows, d);
-  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, StDyn{dbeta, p_dt},
-             StDyn{dgamma, p_dt}, pes, rows, d);
+  columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, AP{dbeta, p_dt},
+             AP{dgamma, p_dt}, pes, rows, d);
 }
 
 void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
@@ -2487,10 +2503,10 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
                       dgamma, dbeta, pes, rows, d);
 }
 
-void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
-                     const void* x, int32_t p_dt, const void* gamma, const float* mean,
-                     const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma,
-                     void* dbeta, int64_t rows, int64_t d) {
+void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, const void* dy,
+                     int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                     const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low,
+                     void* dgamma, void* dbeta, int64_t rows, int64_t d) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "layer_norm_bwd_acc(rows, d)", rows, d);
   elemBytes(loc, "layer_norm_bwd_acc (dy)", y_dt);
@@ -2505,19 +2521,29 @@ void layerNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy
     using TP = decltype(tp);
     using TY = decltype(ty);
     if constexpr (packWidth<TY, TX, TP>() == 8) {
-      if (!low)
-        done = layerNormBwdFused<TY, TX, TP, true, false>(ctx, loc, dy, x, gamma, mean, rstd,
-                                                          dres, dgamma, dbeta, rows, d);
-      else if (low_dt == y_dt)
-        done = layerNormBwdFused<TY, TX, TP, true, true>(ctx, loc, dy, x, gamma, mean, rstd,
-                                                         dres, dgamma, dbeta, rows, d, low);
+      auto fused = [&](auto slotsTag) {
+        constexpr bool S = decltype(slotsTag)::value;
+        if (!low)
+          return layerNormBwdFused<TY, TX, TP, true, false, S>(ctx, loc, dy, x, gamma, mean,
+                                                               rstd, dres, dgamma, dbeta, rows, d);
+        if (low_dt == y_dt)
+          return layerNormBwdFused<TY, TX, TP, true, true, S>(ctx, loc, dy, x, gamma, mean,
+                                                              rstd, dres, dgamma, dbeta, rows, d,
+                                                              low);
+        return false;
+      };
+      done = slots ? fused(std::true_type{}) : fused(std::false_type{});
     }
   });
   if (done) return;
   // Otherwise: dx accumulated by the scalar kernel (dres = round(dres + dx)), the column
-  // sums, then the low copy.
-  layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
-                      StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
+  // sums (stored, or added into the slots), then the low copy.
+  if (slots)
+    layerNormBwdGeneric<StAccDyn, StAccDyn>(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
+                                            StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
+  else
+    layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
+                        StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
   if (low) cast(ctx, loc, x_dt, dres, low_dt, low, rows * d);
 }
 

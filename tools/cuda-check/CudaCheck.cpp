@@ -659,7 +659,7 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
       glow.poison();
       gdg.poison();
       gdb.poison();
-      tgrt_cuda::layerNormBwdAcc(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, gmean.p,
+      tgrt_cuda::layerNormBwdAcc(c.gpu, "check", false, y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, gmean.p,
                                  grstd.p, gres.p, y_dt, withLow ? glow.p : nullptr, gdg.p, gdb.p,
                                  rows, d);
       const std::string what = withLow ? "layer_norm_bwd_acc dres,low" : "layer_norm_bwd_acc dres";
@@ -668,6 +668,21 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
       record(what + types, shape, err, tolFor(withLow ? y_dt : x_dt));
       record("layer_norm_bwd_acc dgamma,dbeta" + types, shape,
              std::max(relErr(gdg.raw(), dg), relErr(gdb.raw(), db)), tolFor(p_dt));
+      // The slots form: dgamma, dbeta added into existing values (the gradient slots).
+      Raw sg = rng.tensor(p_dt, (size_t)d), sb = rng.tensor(p_dt, (size_t)d);
+      Raw sgRef = sg, sbRef = sb, res2 = dres;
+      tgrt_layer_norm_bwd_acc_slots(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt,
+                                    gamma.data(), mean.data(), rstd.data(), res2.data(), y_dt,
+                                    withLow ? low.data() : nullptr, sgRef.data(), sbRef.data(),
+                                    rows, d);
+      DevT gres2(dres), gsg(sg), gsb(sb);
+      tgrt_cuda::layerNormBwdAcc(c.gpu, "check", true, y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p,
+                                 gmean.p, grstd.p, gres2.p, y_dt, withLow ? glow.p : nullptr,
+                                 gsg.p, gsb.p, rows, d);
+      record("layer_norm_bwd_acc_slots dres,dgamma,dbeta" + types, shape,
+             std::max({relErr(gres2.raw(), res2), relErr(gsg.raw(), sgRef),
+                       relErr(gsb.raw(), sbRef)}),
+             std::max(tolFor(p_dt), tolFor(x_dt)));
     }
   }
 }
@@ -1966,7 +1981,7 @@ void benchKernels(Contexts& c, int reps) {
           });
     row("layer_norm_bwd_acc 16384 x 768 (dy low dt; x dres f32)", dt, 20, 16, (double)(T * d),
         [&] {
-          tgrt_cuda::layerNormBwdAcc(g, "bench", dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p,
+          tgrt_cuda::layerNormBwdAcc(g, "bench", false, dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p,
                                      dx->p, dt, o->p, dg->p, db->p, T, d);
         });
     for (int64_t n : {int64_t(768), int64_t(2304)})
