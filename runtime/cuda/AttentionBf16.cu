@@ -81,6 +81,33 @@ constexpr int kFwdWgMinBlocks = 4;
   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
   "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
 
+/// wgmma.mma_async m64n64k16 with f32 accumulators on element type TY (bf16 or f16): the
+/// body of E::wgmmaRS / E::wgmmaSS below (d += A B for the warpgroup's 64 x 64 accumulators:
+/// warp w rows 16 w.., the mma.sync C fragment layout per n-tile of 8; issued, not waited
+/// for). RS: A from registers `a` (the m16n8k16 A fragment of the warp's 16 rows), B through
+/// `descB`; SS: A through `descA` (K-major) too. TRANSB 0: B K-major, 1: MN-major. F16 is the
+/// emulator's operand type flag. Callers fence, commit and wait.
+#ifdef TGRT_CUDA_EMULATE
+#define TGRT_WGMMA_RS(TY, F16) emu::wgmma(&d[0][0], 64, F16, a, 0, descB, TRANSB)
+#define TGRT_WGMMA_SS(TY, F16) emu::wgmma(&d[0][0], 64, F16, nullptr, descA, descB, TRANSB)
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TGRT_WGMMA_RS(TY, F16)                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"                                        \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " TGRT_WG_ACC32 ", "      \
+               "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"                                     \
+               : TGRT_WG_D32(d)                                                                   \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB), "n"(TRANSB), "r"(1))
+#define TGRT_WGMMA_SS(TY, F16)                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"                                        \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " TGRT_WG_ACC32 ", "      \
+               "%32, %33, p, 1, 1, 0, %34;\n}\n"                                                   \
+               : TGRT_WG_D32(d)                                                                   \
+               : "l"(descA), "l"(descB), "n"(TRANSB), "r"(1))
+#else // compute_90 PTX: never chosen (ctx->attn_wgmma needs compute capability 9.0)
+#define TGRT_WGMMA_RS(TY, F16) __trap()
+#define TGRT_WGMMA_SS(TY, F16) __trap()
+#endif
+
 /// The element types: conversions to / from float and the m16n8k16 tensor-core product.
 struct Bf16 {
   static constexpr const char* kFwdName = "attention_fwd_bf16_kernel";
@@ -115,40 +142,17 @@ struct Bf16 {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
   }
-  /// d (64 x 64, the warpgroup's m64n64 accumulators: warp w rows 16 w.., the mma.sync C
-  /// fragment layout per n-tile of 8) += A B, one wgmma.mma_async m64n64k16 (sm_90) issued, not
-  /// waited for: A from registers (`a`, the m16n8k16 A fragment of the warp's 16 rows), B
-  /// through `descB` (TRANSB 0: K-major, 1: MN-major). Callers fence, commit and wait.
+  /// d += A B on wgmma, A from registers (see TGRT_WGMMA_RS).
   template <int TRANSB>
   static __device__ __forceinline__ void wgmmaRS(float (&d)[8][4], const uint32_t (&a)[4],
                                                  uint64_t descB) {
-#ifdef TGRT_CUDA_EMULATE
-    emu::wgmma(&d[0][0], 64, false, a, 0, descB, TRANSB);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TGRT_WG_ACC32 ", "
-                 "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
-                 : TGRT_WG_D32(d)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB), "n"(TRANSB), "r"(1));
-#else
-    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
-#endif
+    TGRT_WGMMA_RS("bf16", false);
   }
-  /// The same with A from shared memory too (`descA`, K-major).
+  /// d += A B on wgmma, A from shared memory (see TGRT_WGMMA_SS).
   template <int TRANSB>
   static __device__ __forceinline__ void wgmmaSS(float (&d)[8][4], uint64_t descA,
                                                  uint64_t descB) {
-#ifdef TGRT_CUDA_EMULATE
-    emu::wgmma(&d[0][0], 64, false, nullptr, descA, descB, TRANSB);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TGRT_WG_ACC32 ", "
-                 "%32, %33, p, 1, 1, 0, %34;\n}\n"
-                 : TGRT_WG_D32(d)
-                 : "l"(descA), "l"(descB), "n"(TRANSB), "r"(1));
-#else
-    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
-#endif
+    TGRT_WGMMA_SS("bf16", false);
   }
 };
 struct F16 {
@@ -183,40 +187,17 @@ struct F16 {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
   }
-  /// d (64 x 64, the warpgroup's m64n64 accumulators: warp w rows 16 w.., the mma.sync C
-  /// fragment layout per n-tile of 8) += A B, one wgmma.mma_async m64n64k16 (sm_90) issued, not
-  /// waited for: A from registers (`a`, the m16n8k16 A fragment of the warp's 16 rows), B
-  /// through `descB` (TRANSB 0: K-major, 1: MN-major). Callers fence, commit and wait.
+  /// d += A B on wgmma, A from registers (see TGRT_WGMMA_RS).
   template <int TRANSB>
   static __device__ __forceinline__ void wgmmaRS(float (&d)[8][4], const uint32_t (&a)[4],
                                                  uint64_t descB) {
-#ifdef TGRT_CUDA_EMULATE
-    emu::wgmma(&d[0][0], 64, true, a, 0, descB, TRANSB);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TGRT_WG_ACC32 ", "
-                 "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
-                 : TGRT_WG_D32(d)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB), "n"(TRANSB), "r"(1));
-#else
-    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
-#endif
+    TGRT_WGMMA_RS("f16", true);
   }
-  /// The same with A from shared memory too (`descA`, K-major).
+  /// d += A B on wgmma, A from shared memory (see TGRT_WGMMA_SS).
   template <int TRANSB>
   static __device__ __forceinline__ void wgmmaSS(float (&d)[8][4], uint64_t descA,
                                                  uint64_t descB) {
-#ifdef TGRT_CUDA_EMULATE
-    emu::wgmma(&d[0][0], 64, true, nullptr, descA, descB, TRANSB);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " TGRT_WG_ACC32 ", "
-                 "%32, %33, p, 1, 1, 0, %34;\n}\n"
-                 : TGRT_WG_D32(d)
-                 : "l"(descA), "l"(descB), "n"(TRANSB), "r"(1));
-#else
-    __trap(); // compute_90 PTX: never chosen (ctx->attn_wgmma needs sm_90)
-#endif
+    TGRT_WGMMA_SS("f16", true);
   }
 };
 

@@ -134,7 +134,8 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["training"]["checkpointing"], "none");
   EXPECT_EQ(j["training"]["ignore_index"], -1);
   EXPECT_EQ(j["model"].size(), 13u);
-  EXPECT_EQ(j["training"].size(), 10u);
+  EXPECT_EQ(j["training"].size(), 11u);
+  EXPECT_EQ(j["training"]["loss_chunk_bytes"], 512 << 20);
   EXPECT_EQ(j["training"]["distributed"], json({{"ranks", 1}, {"zero", 0}}));
   EXPECT_EQ(j["training"]["loss_scaling"]["init"], 65536.0);
   EXPECT_EQ(j["training"]["loss_scaling"]["growth_interval"], 2000);
