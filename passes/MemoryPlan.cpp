@@ -62,6 +62,38 @@ static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
   return {};
 }
 
+/// The op at which the lowering writes `op`'s result when it fuses `op` into the GEMM that
+/// starts its chain (LowerToEmitC.cpp): the GELU of matmul -> bias_add -> gelu
+/// (tgrt_matmul_bias_gelu) and the add of matmul -> bias_add -> cast -> add (the residual
+/// stream, tgrt_matmul_bias_residual), each op right after the previous. The result's buffer
+/// then lives from that GEMM on, so it never shares bytes with the GEMM's operands (with
+/// `checkpointing=selective` the layer norm's output dies at the GEMM and could otherwise
+/// take the GELU output's place, which made the fusion unsafe and the lowering refuse it).
+/// Returns `op` itself for any other op.
+static Operation *fusedWriteAt(Operation *op) {
+  auto chainGemm = [](Operation *bias) -> Operation * {
+    auto b = dyn_cast_or_null<BiasAddOp>(bias);
+    if (!b)
+      return nullptr;
+    auto mm = dyn_cast_or_null<MatmulOp>(b->getPrevNode());
+    return mm && b.getX() == mm.getResult() ? mm.getOperation() : nullptr;
+  };
+  if (auto g = dyn_cast<GeluOp>(op)) {
+    Operation *bias = op->getPrevNode();
+    if (bias && g.getX() == bias->getResult(0))
+      if (Operation *mm = chainGemm(bias))
+        return mm;
+  }
+  if (auto add = dyn_cast<AddOp>(op)) {
+    auto cast = dyn_cast_or_null<CastOp>(op->getPrevNode());
+    if (cast && (add.getLhs() == cast.getResult() || add.getRhs() == cast.getResult()))
+      if (Operation *bias = cast->getPrevNode(); bias && cast.getX() == bias->getResult(0))
+        if (Operation *mm = chainGemm(bias))
+          return mm;
+  }
+  return op;
+}
+
 Type markWorkingCopies(ModuleOp module) {
   auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
   if (!micro || micro.isExternal())
@@ -163,6 +195,8 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       b.bytes = bytes;
       b.dtype = dtypeName(cast<RankedTensorType>(r.getType()).getElementType());
       b.first = b.last = index;
+      if (Operation *at = fusedWriteAt(&op); at != &op)
+        b.first = position.lookup(at);
       out.bufferOf[r] = out.buffers.size();
       out.buffers.push_back(std::move(b));
       bufferLastUse.push_back(std::max(index, lastUse(r)));
