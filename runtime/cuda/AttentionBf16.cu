@@ -510,6 +510,19 @@ __device__ __forceinline__ void storeRows(uint16_t* dst, int64_t ld, int64_t r0,
   }
 }
 
+/// lse (in log2 units) and D of this lane's two query rows row0, row0 + 8 (the dq kernels);
+/// rows >= t and rows with no visible key get L = +inf (so p = 0) and D = 0.
+__device__ __forceinline__ void laneRowStats(const float* lse, const float* D, int64_t row0,
+                                             int64_t t, float (&L)[2], float (&Dr)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = row0 + 8 * r;
+    const float x = row < t ? lse[row] : -INFINITY;
+    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
+    Dr[r] = row < t ? D[row] : 0.0f;
+  }
+}
+
 /// One key tile of the forward's online softmax for this lane's two query rows (row0, row0 +
 /// 8): the scores s (16 rows x NS * 8 keys from k0, C fragments) go to log2 units and are
 /// masked unless the tile is `full`; the running max m and this lane's share l of the sum are
@@ -1103,13 +1116,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   cpAsyncCommit();
   float L[2], Dr[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = row0 + 8 * r;
-    const float x = row < t ? lse[h * t + row] : -INFINITY;
-    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
-    Dr[r] = row < t ? D[h * t + row] : 0.0f;
-  }
+  laneRowStats(lse + h * t, D + h * t, row0, t, L, Dr);
 
   float dQ[NO][4];
 #pragma unroll
@@ -1329,13 +1336,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   cpAsyncCommit();
   float L[2], Dr[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = row0 + 8 * r;
-    const float x = row < t ? lse[h * t + row] : -INFINITY;
-    L[r] = x == -INFINITY ? INFINITY : x * kLog2e;
-    Dr[r] = row < t ? D[h * t + row] : 0.0f;
-  }
+  laneRowStats(lse + h * t, D + h * t, row0, t, L, Dr);
 
   float dQ[NO][4];
 #pragma unroll
