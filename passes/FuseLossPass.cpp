@@ -30,7 +30,6 @@ using namespace mlir::tg;
 
 namespace {
 
-RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// v itself or, when v is a tg.reshape, the value it views.
 Value throughReshape(Value v) {

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------------===//
 #include "passes/LowerToEmitC.h"
+#include "passes/Passes.h"
 #include "dialect/TgDialect.h"
 #include "passes/MemoryPlan.h"
 
@@ -31,7 +32,6 @@
 namespace mlir::tg {
 namespace {
 
-RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t numel(Value v) { return rt(v).getNumElements(); }
 int64_t dim(Value v, int64_t i) {
   auto t = rt(v);

@@ -44,7 +44,6 @@ using namespace mlir::tg;
 
 namespace {
 
-RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
 Type elt(Value v) { return rt(v).getElementType(); }
 
 /// Bits of precision of a float type, to pick the wider of two.

@@ -15,6 +15,10 @@ namespace mlir::tg {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The ranked tensor type of a tg value (every tg op operand and result is one; the op
+/// verifiers guarantee it before a pass runs). Shared by the passes.
+inline RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
+
 /// How far the pipeline goes.
 enum class PipelineStage { Forward, Fused, Step, Planned };
 

@@ -56,16 +56,15 @@ using namespace mlir::tg;
 
 namespace {
 
-RankedTensorType rtOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 int64_t opFlops(Operation *op) {
   if (auto mm = dyn_cast<MatmulOp>(op)) {
-    auto a = rtOf(mm.getA());
+    auto a = rt(mm.getA());
     int64_t k = mm.getTransposeA() ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
-    return 2 * rtOf(mm.getResult()).getNumElements() * k;
+    return 2 * rt(mm.getResult()).getNumElements() * k;
   }
   if (auto at = dyn_cast<AttentionOp>(op)) {
-    auto q = rtOf(at.getQ());
+    auto q = rt(at.getQ());
     int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
     int64_t w = at.getWindow(), pairs = 0;
     for (int64_t i = 0; i < t; ++i)
@@ -73,7 +72,7 @@ int64_t opFlops(Operation *op) {
     return 4 * bh * hd * pairs;
   }
   if (auto ag = dyn_cast<AttentionGradOp>(op)) {
-    auto q = rtOf(ag.getQ());
+    auto q = rt(ag.getQ());
     int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
     int64_t w = ag.getWindow(), pairs = 0;
     for (int64_t i = 0; i < t; ++i)
@@ -87,13 +86,13 @@ int64_t opFlops(Operation *op) {
     return pairs;
   };
   if (auto at = dyn_cast<AttentionQKVOp>(op)) {
-    auto x = rtOf(at.getQkv());
+    auto x = rt(at.getQkv());
     int64_t hd = x.getDimSize(2) / 3 / at.getHeads();
     return 4 * x.getDimSize(0) * at.getHeads() * hd *
            pairsOf(x.getDimSize(1), at.getCausal(), at.getWindow());
   }
   if (auto ag = dyn_cast<AttentionQKVGradOp>(op)) {
-    auto x = rtOf(ag.getQkv());
+    auto x = rt(ag.getQkv());
     int64_t hd = x.getDimSize(2) / 3 / ag.getHeads();
     return 10 * x.getDimSize(0) * ag.getHeads() * hd *
            pairsOf(x.getDimSize(1), ag.getCausal(), ag.getWindow());

@@ -42,7 +42,8 @@ run() { # name exe steps [env...]
     --log "$OUT/$name.jsonl" > "$OUT/$name.log" 2>&1
   echo "rc $?"; grep -E "error|refus" "$OUT/$name.log" | head -3; tail -1 "$OUT/$name.log"
 }
-EXES=${EXES:-$(ls runs/gpt2-*.xz 2>/dev/null | xargs -n1 basename 2>/dev/null | sed 's/\.xz$//')}
+# (executables only: gradient libraries runs/gpt2-*.so.xz are not steps to time)
+EXES=${EXES:-$(ls runs/gpt2-*.xz 2>/dev/null | grep -v '\.so\.xz$' | xargs -n1 basename 2>/dev/null | sed 's/\.xz$//')}
 first=${PROFILE:-1}
 for e in $EXES; do
   run "tgc-${e#gpt2-}" "$e" "$STEPS"

@@ -35,6 +35,7 @@
 // (emu::mmaTf32m16n8k8, emu::tf32Rna), so tgrt-cuda-emu-check runs these kernels too.
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/AttentionMask.cuh"
+#include "runtime/cuda/AttentionSteps.cuh"
 
 #include <cmath>
 #include <cstring>
@@ -83,16 +84,6 @@ __device__ __forceinline__ float asFloat(uint32_t u) {
 #endif
 }
 
-/// 2^x (x = -inf gives 0).
-__device__ __forceinline__ float fastExp2(float x) {
-#ifdef TGRT_CUDA_EMULATE
-  return exp2f(x);
-#else
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-#endif
-}
 
 /// d += a b: one m16n8k8 TF32 tensor-core product with fp32 accumulators. Operands are
 /// already TF32-rounded floats.
@@ -310,41 +301,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 
-    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NS; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * scaleLog2;
-        if (!full && !visibleKey(row0 + 8 * (e >> 1), k0 + j * 8 + 2 * tq + (e & 1), t, causal,
-                                 window))
-          x = -INFINITY;
-        s[j][e] = x;
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < NS; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-      const float mNew = fmaxf(m[r], quadMax(mx));
-      const float mUse = mNew == -INFINITY ? 0.0f : mNew; // nothing visible yet: p = 0
-      const float corr = fastExp2(m[r] - mUse);
-      l[r] *= corr;
-#pragma unroll
-      for (int n = 0; n < NO; ++n) {
-        o[n][2 * r] *= corr;
-        o[n][2 * r + 1] *= corr;
-      }
-#pragma unroll
-      for (int j = 0; j < NS; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fastExp2(s[j][2 * r + e] - mUse);
-          s[j][2 * r + e] = p;
-          l[r] += p; // this lane's share (fp32, unrounded); the quad's shares are added at the end
-        }
-      m[r] = mNew;
-    }
+    onlineSoftmax(s, o, m, l, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t,
+                  causal, window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < NS; ++kk) {
@@ -487,18 +445,8 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
-    const bool full = tileFull(q0, BQ, k0, BK, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NQ; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = j * 8 + 2 * tq + (e & 1); // query within the tile
-        const float L = LS[c], Dq = DS[c];
-        float p = fastExp2(s[j][e] * scaleLog2 - L);
-        if (!full && !visibleKey(q0 + c, key0 + 8 * (e >> 1), t, causal, window)) p = 0.0f;
-        s[j][e] = p;
-        dp[j][e] = p * (dp[j][e] - Dq);
-      }
+    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
+                 causal, window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < NQ; ++kk) {
@@ -598,17 +546,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 
-    const bool full = tileFull(q0, BR, k0, BC, t, causal, window);
-#pragma unroll
-    for (int j = 0; j < NS; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        float p = fastExp2(s[j][e] * scaleLog2 - L[r]);
-        if (!full && !visibleKey(row0 + 8 * r, k0 + j * 8 + 2 * tq + (e & 1), t, causal, window))
-          p = 0.0f;
-        dp[j][e] = p * (dp[j][e] - Dr[r]);
-      }
+    dsRows(s, dp, L, Dr, tileFull(q0, BR, k0, BC, t, causal, window), row0, k0, tq, t, causal,
+           window, scaleLog2);
 
 #pragma unroll
     for (int kk = 0; kk < NS; ++kk) {

@@ -1827,36 +1827,30 @@ void benchAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   const int64_t H = bh % 12 == 0 ? 12 : bh, B = bh / H;
   const int64_t ist = 3 * H * hd, isb = t * ist, ost = H * hd, osb = t * ost;
   DevT qkv(encode(rng.normals(3 * n), dt)), dqkv(dt, 3 * n);
-  const float f = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd, ist,
-                            osb, hd, ost, 1, 0, scale);
-  });
-  const float b = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
-                            dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t, hd,
-                            isb, hd, ist, osb, hd, ost, 1, 0, scale);
-  });
-  std::printf("%-8s %10.3f %10.3f %10.3f   (packed qkv layout, B %lld x H %lld, window 0)\n",
-              "packed", f, b, f + b, (long long)B, (long long)H);
-  // The same on the mma.sync kernels (where the default is wgmma: head dim 64 on Hopper).
+  // The context's kernels, then the mma.sync ones (where the default is wgmma: head dim 64 on
+  // Hopper), each forward and backward timed on the packed layout.
   const tgrt_cuda::AttentionForm form0 = tgrt_cuda::attentionForm(c.gpu);
-  tgrt_cuda::setAttentionForm(c.gpu, {false});
-  const float f2 = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd, ist,
-                            osb, hd, ost, 1, 0, scale);
-  });
-  const float b2 = timeMs(c.gpu, reps, [&] {
-    tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
-                            qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
-                            dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t, hd,
-                            isb, hd, ist, osb, hd, ost, 1, 0, scale);
-  });
+  for (bool mma : {false, true}) {
+    if (mma) tgrt_cuda::setAttentionForm(c.gpu, {false});
+    const float f = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionFwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
+                              qkv.at((size_t)(2 * H * hd)), out.p, lse.p, B, H, t, hd, isb, hd,
+                              ist, osb, hd, ost, 1, 0, scale);
+    });
+    const float b = timeMs(c.gpu, reps, [&] {
+      tgrt_cuda::attentionBwd(c.gpu, "bench", dt, qkv.at(0), qkv.at((size_t)(H * hd)),
+                              qkv.at((size_t)(2 * H * hd)), out.p, lse.p, dout.p, dqkv.at(0),
+                              dqkv.at((size_t)(H * hd)), dqkv.at((size_t)(2 * H * hd)), B, H, t,
+                              hd, isb, hd, ist, osb, hd, ost, 1, 0, scale);
+    });
+    if (mma)
+      std::printf("%-8s %10.3f %10.3f %10.3f   (packed, mma.sync kernels)\n", "packed", f, b,
+                  f + b);
+    else
+      std::printf("%-8s %10.3f %10.3f %10.3f   (packed qkv layout, B %lld x H %lld, window 0)\n",
+                  "packed", f, b, f + b, (long long)B, (long long)H);
+  }
   tgrt_cuda::setAttentionForm(c.gpu, form0);
-  std::printf("%-8s %10.3f %10.3f %10.3f   (packed, mma.sync kernels)\n", "packed", f2, b2,
-              f2 + b2);
 }
 
 /// TF32 flash attention timings (TGRT_TF32=1's kernels) beside the fp32 rows of benchAttention.
