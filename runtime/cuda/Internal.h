@@ -106,7 +106,7 @@ struct Context {
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.
   bool attn_wgmma = true;
-  bool attn_wgmma_ok = false; ///< the device runs the sm_90a kernels (compute capability 9.0) ///< fused backward: most problems per launch (0: the workspace's)
+  bool attn_wgmma_ok = false; ///< the device runs the sm_90a kernels (compute capability 9.0)
   int64_t step = 1;
   float lr = 0.0f;
   float loss_scale = 1.0f; ///< tgrt_set_loss_scale (fill_loss_scaled, clip_scale)
