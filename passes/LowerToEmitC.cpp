@@ -139,6 +139,7 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_copy2d", "-R-W---")
       .Case("tgrt_transpose4", "-RW--------")
       .Case("tgrt_layer_norm_fwd", "-R-RR-WWW---")
+      .Case("tgrt_add_layer_norm_fwd", "-R-RW-RR-WWW---")
       .Case("tgrt_layer_norm_bwd", "-R-R-RRRWWW--")
       .Case("tgrt_layer_norm_bwd_acc", "-R-R-RRRM-WWW--")
       .Case("tgrt_layer_norm_bwd_acc_slots", "-R-R-RRRM-WMM--")
@@ -1201,6 +1202,22 @@ private:
     return disjoint(add.getResult(), {cast.getX()});
   }
 
+  /// The layer norm right after `add` that normalises its sum (a + b, b possibly the input
+  /// of a fused widening cast) -> one tgrt_add_layer_norm_fwd at the add, when the norm's
+  /// outputs overlap neither addend nor the sum (the planner keeps them apart:
+  /// MemoryPlan.cpp, fusedWriteAt) and the sum does not overlap an addend (the kernel reads
+  /// a row of both before writing it, but through restrict pointers). Null otherwise.
+  LayerNormOp normOfSum(AddOp add, Value a, Value b) {
+    auto ln = dyn_cast_or_null<LayerNormOp>(add->getNextNode());
+    if (!ln || ln.getX() != add.getResult())
+      return LayerNormOp();
+    Value sum = add.getResult();
+    for (Value out : {ln.getY(), ln.getMean(), ln.getRstd()})
+      if (!disjoint(out, {a, b, sum}))
+        return LayerNormOp();
+    return disjoint(sum, {a, b}) ? ln : LayerNormOp();
+  }
+
   /// tg.add -> tgrt_add_mixed: out = a + b with b read in its own type when it is a widening
   /// cast fused away (castIntoAdd), and the next op's cast of the sum (the backward's
   /// residual gradient, narrowed for the next GEMM) written in the same pass when its
@@ -1221,6 +1238,15 @@ private:
       low = CastOp();
     if (low)
       fusedAway.insert(low);
+    if (LayerNormOp ln = normOfSum(o, a, b)) {
+      fusedAway.insert(ln);
+      int64_t d = dim(ln.getX(), -1);
+      return call(o, "tgrt_add_layer_norm_fwd",
+                  {dt(o.getResult()), Arg(a), dt(b), Arg(b), Arg(o.getResult()),
+                   dt(ln.getGamma()), Arg(ln.getGamma()), Arg(ln.getBeta()), dt(ln.getY()),
+                   Arg(ln.getY()), Arg(ln.getMean()), Arg(ln.getRstd()), numel(ln.getX()) / d, d,
+                   flt(ln.getEps().convertToFloat())});
+    }
     if (b == o.getRhs() && a == o.getLhs() && !low)
       return call(o, "tgrt_add",
                   {dt(a), Arg(a), Arg(b), Arg(o.getResult()), numel(a)});

@@ -84,6 +84,18 @@ static Operation *fusedWriteAt(Operation *op) {
       if (Operation *mm = chainGemm(bias))
         return mm;
   }
+  // A layer norm of the sum of the add right before it: written with that sum
+  // (tgrt_add_layer_norm_fwd), which reads the input of a widening cast right before the
+  // add in the cast's place (tgrt_add_mixed): its outputs live from that cast, else from
+  // the add. (When the add is a GEMM's epilogue the norm runs on its own; starting at the
+  // cast costs nothing there: the bias output the cast reads is the only buffer kept apart.)
+  if (auto ln = dyn_cast<LayerNormOp>(op))
+    if (auto add = dyn_cast_or_null<AddOp>(op->getPrevNode()); add && ln.getX() == add.getResult()) {
+      auto cast = dyn_cast_or_null<CastOp>(add->getPrevNode());
+      if (cast && (add.getLhs() == cast.getResult() || add.getRhs() == cast.getResult()))
+        return cast;
+      return add;
+    }
   if (auto add = dyn_cast<AddOp>(op)) {
     auto cast = dyn_cast_or_null<CastOp>(op->getPrevNode());
     if (cast && (add.getLhs() == cast.getResult() || add.getRhs() == cast.getResult()))

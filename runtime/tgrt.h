@@ -255,6 +255,21 @@ void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, 
 void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
                          int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
                          void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps);
+/* The residual add and the layer norm that reads its sum, in one pass over the rows:
+ *   x = a + b   (tgrt_add_mixed: float32 arithmetic, rounded once to x_dt; a, x: x_dt,
+ *                b: b_dt, [rows, d]), then tgrt_layer_norm_fwd(x) into y, mean, rstd.
+ * Bit-equal to tgrt_add_mixed (low = NULL) + tgrt_layer_norm_fwd: the lowering fuses that
+ * pair where the add is not already a GEMM epilogue (checkpointing=selective keeps the
+ * projection's output, so the attention block's residual add runs on its own, in the
+ * forward and in its recomputation). x, y, mean and rstd must not overlap a or b.
+ * CUDA: one kernel (x written once, not written then read back) where the register
+ * layer-norm kernel applies (16-byte aligned rows, d a multiple of the pack width, at most
+ * 1024 f32 / 2048 2-byte values) and b has x's type or y's (mixed precision); otherwise the
+ * two calls. Errors: those of the two calls. */
+void tgrt_add_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* a,
+                             int32_t b_dt, const void* b, void* x, int32_t p_dt,
+                             const void* gamma, const void* beta, int32_t y_dt, void* y,
+                             float* mean, float* rstd, int64_t rows, int64_t d, float eps);
 /* xhat = (x-mean)*rstd; dbeta = sum_rows dy; dgamma = sum_rows dy*xhat (both overwritten);
  * g = dy*gamma; dx = rstd * (g - mean_d(g) - xhat * mean_d(g*xhat)).
  * dy: y_dt; x, dx: x_dt; gamma, dgamma, dbeta: p_dt; mean, rstd: float32. */

@@ -136,6 +136,11 @@ void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const voi
   tgrt_cuda::layerNormFwd(C(ctx), loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
 }
 
+void tgrt_add_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt, const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_add_layer_norm_fwd", loc);
+  tgrt_cuda::addLayerNormFwd(C(ctx), loc, x_dt, a, b_dt, b, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
+}
+
 void tgrt_layer_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dx, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd", loc);
   tgrt_cuda::layerNormBwd(C(ctx), loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dx, dgamma, dbeta, rows, d);

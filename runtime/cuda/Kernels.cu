@@ -663,11 +663,16 @@ __global__ void layer_norm_bwd_dx_kernel(ADY dy, AX x, AP gamma, const float* __
 // The same two kernels with the row held in registers: d a multiple of the pack width W,
 // 16-byte aligned pointers and d <= 32 * W * NV; lane l holds the packs l, l + 32, ... (< d/W).
 // One read of x (and dy) per row instead of three.
-template <int NV, int W, typename TX, typename TP, typename TY>
+// With a residual branch (TB not void: tgrt_add_layer_norm_fwd) the row is first
+// x + b (float add, rounded once to TX, as add_mixed), stored to `sum`, then normalised;
+// the statistics see exactly the values the unfused add would have written.
+template <int NV, int W, typename TX, typename TP, typename TY, typename TB = void>
 __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __restrict__ gamma,
                                           const TP* __restrict__ beta, TY* __restrict__ y,
                                           float* __restrict__ mean, float* __restrict__ rstd,
-                                          int64_t rows, int64_t d, float eps) {
+                                          int64_t rows, int64_t d, float eps,
+                                          const TB* __restrict__ b = nullptr,
+                                          TX* __restrict__ sum = nullptr) {
   const int lane = threadIdx.x & 31;
   const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -681,6 +686,13 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
       const int64_t c = lane + 32 * k;
       if (c < dW) {
         ldPack(xr, c, v[k]);
+        if constexpr (!std::is_void_v<TB>) {
+          float bb[W];
+          ldPack(b + r * d, c, bb);
+#pragma unroll
+          for (int j = 0; j < W; ++j) v[k][j] = toF(fromF<TX>(v[k][j] + bb[j]));
+          stPack(sum + r * d, c, v[k]);
+        }
       } else {
 #pragma unroll
         for (int j = 0; j < W; ++j) v[k][j] = 0.0f;
@@ -2289,40 +2301,71 @@ void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
 
 namespace {
 
+/// Whether tgrt_add_layer_norm_fwd has a register kernel for a branch of type TB: the
+/// branch has the stream's type (one precision throughout) or the normalised output's
+/// (mixed precision: f32 stream, bf16 / f16 branch), and its packs have the stream's width
+/// (so the statistics are summed in the unfused kernel's order). Others are not compiled.
+template <typename TX, typename TP, typename TY, typename TB>
+constexpr bool fusedAddTypes() {
+  if constexpr (std::is_void_v<TB>)
+    return true;
+  else
+    return ((std::is_same_v<TB, TX> && std::is_same_v<TX, TY>) ||
+            (std::is_same_v<TX, float> && std::is_same_v<TB, TY>)) &&
+           packWidth<TX, TP, TY, TB>() == packWidth<TX, TP, TY>();
+}
+
 /// Layer norm forward with compile-time types: the register kernel when the shape allows,
-/// else the scalar one.
-template <typename TX, typename TP, typename TY>
-void layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void* gv,
+/// else the scalar one. With a residual branch (TB not void, add_layer_norm_fwd: the row is
+/// x + b, stored to `sumv`) only the register kernel: returns false, launching nothing,
+/// when the types, shape or alignment do not allow it.
+template <typename TX, typename TP, typename TY, typename TB = void>
+bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void* gv,
                        const void* bv, void* yv, float* mean, float* rstd, int64_t rows,
-                       int64_t d, float eps) {
-  constexpr int W = packWidth<TX, TP, TY>();
-  const TX* x = cp<TX>(xv);
-  const TP* gamma = cp<TP>(gv);
-  const TP* beta = cp<TP>(bv);
-  TY* y = mp<TY>(yv);
-  const dim3 grid(gridFor(rows, 8)), block(kBlock);
-  switch (layerNormNV(d, W, aligned16(x, gamma, beta, y))) {
+                       int64_t d, float eps, const void* bres = nullptr, void* sumv = nullptr) {
+  constexpr bool kRes = !std::is_void_v<TB>;
+  if constexpr (!fusedAddTypes<TX, TP, TY, TB>()) {
+    return false;
+  } else {
+    constexpr int W = packWidth<TX, TP, TY>();
+    const TX* x = cp<TX>(xv);
+    const TP* gamma = cp<TP>(gv);
+    const TP* beta = cp<TP>(bv);
+    TY* y = mp<TY>(yv);
+    const TB* b = static_cast<const TB*>(bres);
+    TX* sum = static_cast<TX*>(sumv);
+    if (kRes && !aligned16(b, sum)) return false;
+    const char* name = kRes ? "add_layer_norm_fwd_vec_kernel" : "layer_norm_fwd_vec_kernel";
+    const dim3 grid(gridFor(rows, 8)), block(kBlock);
+    switch (layerNormNV(d, W, aligned16(x, gamma, beta, y))) {
 #define TGRT_LN_FWD(NV)                                                                          \
   case NV:                                                                                       \
-    launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY>,  \
-           grid, block, 0, x, gamma, beta, y, mean, rstd, rows, d, eps);                         \
-    return;
-    TGRT_LN_FWD(1)
-    TGRT_LN_FWD(2)
-    TGRT_LN_FWD(4)
-    TGRT_LN_FWD(6)
-    TGRT_LN_FWD(8)
-  case 3:
-    if constexpr (W == 8) {
-      launch(ctx, loc, "layer_norm_fwd_vec_kernel", layer_norm_fwd_vec_kernel<3, W, TX, TP, TY>,
-             grid, block, 0, x, gamma, beta, y, mean, rstd, rows, d, eps);
-      return;
-    }
-    [[fallthrough]];
+    launch(ctx, loc, name, layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY, TB>, grid, block, 0, x,  \
+           gamma, beta, y, mean, rstd, rows, d, eps, b, sum);                                    \
+    return true;
+      TGRT_LN_FWD(1)
+      TGRT_LN_FWD(2)
+      TGRT_LN_FWD(4)
+      TGRT_LN_FWD(6)
+      TGRT_LN_FWD(8)
+    case 3:
+      if constexpr (W == 8) {
+        launch(ctx, loc, name, layer_norm_fwd_vec_kernel<3, W, TX, TP, TY, TB>, grid, block, 0, x,
+               gamma, beta, y, mean, rstd, rows, d, eps, b, sum);
+        return true;
+      }
+      [[fallthrough]];
 #undef TGRT_LN_FWD
-  default:
-    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>, grid,
-           block, 0, Ld<TX>{x}, Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows, d, eps);
+    default:
+      if constexpr (kRes) {
+        return false;
+      } else {
+        launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>,
+               grid, block, 0, Ld<TX>{x}, Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows,
+               d, eps);
+        return true;
+      }
+    }
   }
 }
 
@@ -2456,6 +2499,28 @@ void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, in
     launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<LdDyn, LdDyn, StDyn>,
            dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt},
            LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps);
+}
+
+void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                     const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                     int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                     float eps) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
+  elemBytes(loc, "add_layer_norm_fwd (b)", b_dt);
+  bool fused = false;
+  if (rows > 0 && d > 0)
+    withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
+      using TX = decltype(tx);
+      withDtype(loc, "add_layer_norm_fwd (b)", b_dt, [&](auto tb) {
+        fused = layerNormFwdTyped<TX, decltype(tp), decltype(ty), decltype(tb)>(
+            ctx, loc, a, gamma, beta, y, mean, rstd, rows, d, eps, b, x);
+      });
+    });
+  if (fused) return;
+  // Any other shape or type: the two calls it stands for (bit-equal by definition).
+  addMixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
+  layerNormFwd(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
 }
 
 /// The layer-norm backward for any dtype combination through runtime-typed accessors: dx by

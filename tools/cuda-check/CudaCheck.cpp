@@ -633,6 +633,39 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
     record("layer_norm_fwd y" + types, shape, relErr(gy.raw(), y), tolFor(y_dt));
     record("layer_norm_fwd mean,rstd" + types, shape,
            std::max(relErr(gm.get(), mean), relErr(gr.get(), rstd)));
+    // The residual add fused in front (tgrt_add_layer_norm_fwd), with a branch of x's type
+    // and of y's: against the CPU (the two calls), and bit for bit against the GPU's two
+    // calls (the register kernel must sum the statistics in the unfused kernel's order).
+    for (int32_t b_dt : {x_dt, y_dt}) {
+      Raw a = rng.tensor(x_dt, (size_t)(rows * d), -2.0f, 3.0f),
+          br = rng.tensor(b_dt, (size_t)(rows * d), -1.0f, 1.0f);
+      Raw sum = zerosOf(x_dt, a.n()), y2 = zerosOf(y_dt, a.n());
+      Vec m2((size_t)rows), r2((size_t)rows);
+      tgrt_add_layer_norm_fwd(c.cpu, "check", x_dt, a.data(), b_dt, br.data(), sum.data(), p_dt,
+                              gamma.data(), beta.data(), y_dt, y2.data(), m2.data(), r2.data(),
+                              rows, d, 1e-5f);
+      DevT ga(a), gbr(br), gs(x_dt, a.n()), gy2(y_dt, a.n()), gs1(x_dt, a.n()), gy1(y_dt, a.n());
+      Dev<float> gm2((size_t)rows), gr2((size_t)rows), gm1((size_t)rows), gr1((size_t)rows);
+      gs.poison();
+      gy2.poison();
+      tgrt_cuda::addLayerNormFwd(c.gpu, "check", x_dt, ga.p, b_dt, gbr.p, gs.p, p_dt, gg.p, gb.p,
+                                 y_dt, gy2.p, gm2.p, gr2.p, rows, d, 1e-5f);
+      tgrt_cuda::addMixed(c.gpu, "check", x_dt, ga.p, b_dt, gbr.p, gs1.p, TGRT_F32, nullptr,
+                          rows * d);
+      tgrt_cuda::layerNormFwd(c.gpu, "check", x_dt, gs1.p, p_dt, gg.p, gb.p, y_dt, gy1.p, gm1.p,
+                              gr1.p, rows, d, 1e-5f);
+      const std::string bt = fmt(" [b %s]", dtName(b_dt));
+      record("add_layer_norm_fwd sum,y" + types + bt, shape,
+             std::max(relErr(gs.raw(), sum), relErr(gy2.raw(), y2)), tolFor(y_dt));
+      record("add_layer_norm_fwd mean,rstd" + types + bt, shape,
+             std::max(relErr(gm2.get(), m2), relErr(gr2.get(), r2)));
+      const size_t diffs = bitDiffs(gs.raw(), gs1.raw()) + bitDiffs(gy2.raw(), gy1.raw()) +
+                           bitDiffs(encode(gm2.get(), TGRT_F32), encode(gm1.get(), TGRT_F32)) +
+                           bitDiffs(encode(gr2.get(), TGRT_F32), encode(gr1.get(), TGRT_F32));
+      record("add_layer_norm_fwd == add_mixed+layer_norm_fwd" + types + bt,
+             shape + ", bitwise", (double)diffs, 0.0);
+      if (b_dt == y_dt) break; // x_dt == y_dt: one branch type
+    }
     Raw dx = zerosOf(x_dt, (size_t)(rows * d)), dg = zerosOf(p_dt, (size_t)d),
         db = zerosOf(p_dt, (size_t)d);
     tgrt_layer_norm_bwd(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
