@@ -6,6 +6,12 @@
 #   tokens, the same data order) for STEPS (20) steps: the loss curves must agree to bf16
 #   tolerance (max relative difference printed), ms/step and tokens/s of each, the scaling
 #   efficiency (tokens/s per GPU on 2 GPUs / on 1), device memory used against the plan.
+#   Then (unless ENVLAUNCH=0) the same 2-rank run started as torchrun starts it: two processes
+#   of the executable with RANK=0/1 WORLD_SIZE=2 LOCAL_RANK=0/1 MASTER_ADDR=127.0.0.1
+#   MASTER_PORT=29511 and the same arguments (rank 0 hands rank 1 the NCCL id over TCP,
+#   runtime/driver/Rendezvous.h); its losses are compared with the --gpus 2 run's (max
+#   relative difference printed; verdict against 2e-2, the bf16-mixed tolerance of
+#   test/e2e/data-parallel.test).
 #   Then a fault: rank 1 is killed mid-run; the launcher must end rank 0 and exit non-zero
 #   within the timeout instead of hanging.
 set -u -o pipefail
@@ -20,6 +26,19 @@ args=(--data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 1)
 "$dp1" "${args[@]}" --log "$OUT/dp1.jsonl" > "$OUT/dp1.log" 2>&1; echo "1 GPU: rc $?"
 timeout 300 "$dp2" --gpus 2 "${args[@]}" --log "$OUT/dp2.jsonl" > "$OUT/dp2.log" 2>&1
 echo "2 GPUs: rc $?"; grep -E "error|memory" "$OUT/dp2.log" | head -4
+# Launcher environment (torchrun-style): rank 1 first (it retries until rank 0 listens).
+if [ "${ENVLAUNCH:-1}" != 0 ]; then
+  envpids=()
+  for r in 1 0; do
+    env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 \
+      TGRT_RENDEZVOUS_TIMEOUT_S=60 timeout 300 "$dp2" "${args[@]}" --log "$OUT/dp2env.jsonl" \
+      > "$OUT/dp2env-rank$r.log" 2>&1 &
+    envpids+=($!)
+  done
+  wait "${envpids[0]}"; rc1=$?; wait "${envpids[1]}"; rc0=$?
+  echo "2 GPUs (RANK/WORLD_SIZE environment): rank 0 rc $rc0, rank 1 rc $rc1"
+  grep -hE "error|rendezvous" "$OUT/dp2env-rank0.log" "$OUT/dp2env-rank1.log" | head -4
+fi
 # Fault: kill rank 1 after a few seconds; the launcher must end rank 0 and fail.
 ( timeout 120 "$dp2" --gpus 2 --data runs/data-gpu --steps 100000 --eval-every 0 \
     --eval-batches 1 > "$OUT/fault.log" 2>&1; echo "fault run: rc $?" >> "$OUT/fault.log" ) &
@@ -44,8 +63,18 @@ if a and b:
     n = min(len(a), len(b))
     rel = max(abs(a[i]["loss"] - b[i]["loss"]) / abs(a[i]["loss"]) for i in range(n))
     print(f"loss 1 GPU {a[0]['loss']:.4f} -> {a[n-1]['loss']:.4f}; 2 GPUs {b[0]['loss']:.4f} -> {b[n-1]['loss']:.4f}; max relative difference over {n} steps {rel:.2e}")
+e = rows("dp2env")
+if b and e:
+    n = min(len(b), len(e))
+    rel = max(abs(e[i]["loss"] - b[i]["loss"]) / abs(b[i]["loss"]) for i in range(n))
+    same = all(e[i]["loss"] == b[i]["loss"] for i in range(n))
+    ok = rel <= 2e-2 and len(e) == len(b)
+    print(f"launcher environment vs --gpus 2: {len(e)} and {len(b)} steps; max relative loss difference over {n} steps {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance 2e-2)")
+elif b:
+    print("launcher environment vs --gpus 2: FAIL (no dp2env.jsonl steps; see dp2env-rank*.log)")
 print("| run | ms/step | tokens/s | tokens/s per GPU |\n|---|---|---|---|")
-for name, r, g in (("1 GPU x 16", a, 1), ("2 GPUs x 8 (--gpus 2)", b, 2)):
+for name, r, g in (("1 GPU x 16", a, 1), ("2 GPUs x 8 (--gpus 2)", b, 2),
+                   ("2 GPUs x 8 (RANK/WORLD_SIZE env)", e, 2)):
     if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} |")
 if a and b: print(f"scaling efficiency (tokens/s per GPU, 2 vs 1): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
 PY

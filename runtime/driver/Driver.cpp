@@ -15,6 +15,7 @@
 #include "runtime/driver/DataMeta.h"
 #include "runtime/driver/FileUtil.h"
 #include "runtime/driver/Npy.h"
+#include "runtime/driver/Rendezvous.h"
 #include "runtime/driver/Safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -378,7 +379,12 @@ const char* kUsage =
     "  --gpus N              data-parallel ranks on the CUDA backend: one process per GPU\n"
     "                        (GPUs 0..N-1), joined over NCCL; must equal the compiled\n"
     "                        training.distributed.ranks, which is also the default. If a\n"
-    "                        rank fails, the others are ended and its status is returned\n"
+    "                        rank fails, the others are ended and its status is returned.\n"
+    "                        Instead of --gpus, a launcher may start one process per rank:\n"
+    "                        torchrun (RANK, WORLD_SIZE, LOCAL_RANK = the GPU) or mpirun\n"
+    "                        (OMPI_COMM_WORLD_* or PMI_*), with MASTER_ADDR/MASTER_PORT\n"
+    "                        where rank 0 hands the others the NCCL id (TCP; port override\n"
+    "                        TGRT_RENDEZVOUS_PORT, timeout TGRT_RENDEZVOUS_TIMEOUT_S = 120)\n"
     "  --ranks N             data-parallel ranks, run as N threads of this process (CPU\n"
     "                        backend); must equal the compiled training.distributed.ranks\n"
     "                        (the default). Each step draws one global batch of N x batch\n"
@@ -1235,38 +1241,169 @@ int runRanks(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model&
   return rc0;
 }
 
-/// One rank process of `./train --gpus N` (the environment of spawnRanks: RANK, WORLD_SIZE,
-/// LOCAL_RANK, TGRT_NCCL_ID): joins the NCCL communicator on GPU LOCAL_RANK and trains.
-int runNcclRank(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model& m,
-                int32_t ranks, const char* idHex) {
-  auto envInt = [](const char* name, int64_t dflt) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return dflt;
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    if (*end) throw DriverError(std::string("environment ") + name + "='" + v +
-                                "' is not an integer", 2);
-    return (int64_t)x;
+/// How this process was started as one rank of a data-parallel job (launcherEnv).
+struct LaunchEnv {
+  /// Which environment set the rank: "" (none: a plain run, or `./train --gpus N` itself),
+  /// "--gpus" (a rank process of spawnRanks: TGRT_NCCL_ID), "torchrun" (RANK, WORLD_SIZE),
+  /// "Open MPI" (OMPI_COMM_WORLD_*), "MPICH/PMI" (PMI_RANK, PMI_SIZE).
+  std::string launcher;
+  std::string rank_var, world_var; ///< the names of the variables read, for messages
+  int64_t rank = 0, world = 1;
+  int64_t local = 0;       ///< the GPU of this rank (its local rank on the host)
+  std::string nccl_id;     ///< TGRT_NCCL_ID ("--gpus" only): the NCCL unique id, 256 hex digits
+  std::string master_addr; ///< MASTER_ADDR ("" if unset)
+  std::string master_port; ///< MASTER_PORT as given ("" if unset)
+  int64_t port = 0;        ///< the rendezvous TCP port (checked by requireMaster)
+  double timeout_s = kRendezvousTimeoutS; ///< TGRT_RENDEZVOUS_TIMEOUT_S, seconds
+};
+
+/// Seconds as short text ("120", "1.5").
+std::string fmtNumber(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+/// The value of an environment variable, or nullptr when it is unset or empty.
+const char* envValue(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+/// Reads the rank environment. TGRT_NCCL_ID set: a rank process of `./train --gpus N`
+/// (RANK required, WORLD_SIZE default `compiled`, LOCAL_RANK default RANK), as before. Else
+/// the first launcher whose world-size variable is set: torchrun (WORLD_SIZE; RANK, LOCAL_RANK
+/// default RANK), Open MPI (OMPI_COMM_WORLD_SIZE; OMPI_COMM_WORLD_RANK,
+/// OMPI_COMM_WORLD_LOCAL_RANK default the rank), MPICH / PMI (PMI_SIZE; PMI_RANK,
+/// MPI_LOCALRANKID default the rank). None set: launcher "" and world 1. The rank is required
+/// when the world size is > 1 and must lie in [0, world). Integers are parsed like the
+/// command-line options (an error names the variable and its value); MASTER_ADDR/MASTER_PORT
+/// are only recorded here (requireMaster checks them).
+LaunchEnv launcherEnv(int64_t compiled) {
+  LaunchEnv L;
+  auto intVar = [](const char* name, int64_t min) {
+    return parseInt(std::string("environment ") + name, envValue(name), min);
   };
-  const int64_t world = envInt("WORLD_SIZE", ranks), rank = envInt("RANK", -1);
-  const int64_t local = envInt("LOCAL_RANK", rank);
-  if (world != ranks)
-    throw DriverError("environment WORLD_SIZE=" + std::to_string(world) + ", but this "
-                      "executable was compiled for " + std::to_string(ranks) + " ranks", 2);
-  if (rank < 0 || rank >= ranks)
-    throw DriverError("environment RANK=" + std::to_string(rank) + " is outside [0, " +
-                      std::to_string(ranks) + ")", 2);
-  tgrt_comm* comm = tgrt_comm_create_nccl((int32_t)rank, ranks, (int32_t)local, idHex);
+  const char *rank_var = nullptr, *world_var = nullptr, *local_var = nullptr;
+  if (const char* id = std::getenv("TGRT_NCCL_ID")) {
+    L.launcher = "--gpus";
+    L.nccl_id = id;
+    rank_var = "RANK", world_var = "WORLD_SIZE", local_var = "LOCAL_RANK";
+  } else if (envValue("WORLD_SIZE")) {
+    L.launcher = "torchrun";
+    rank_var = "RANK", world_var = "WORLD_SIZE", local_var = "LOCAL_RANK";
+  } else if (envValue("OMPI_COMM_WORLD_SIZE")) {
+    L.launcher = "Open MPI";
+    rank_var = "OMPI_COMM_WORLD_RANK", world_var = "OMPI_COMM_WORLD_SIZE";
+    local_var = "OMPI_COMM_WORLD_LOCAL_RANK";
+  } else if (envValue("PMI_SIZE")) {
+    L.launcher = "MPICH/PMI";
+    rank_var = "PMI_RANK", world_var = "PMI_SIZE", local_var = "MPI_LOCALRANKID";
+  } else {
+    return L;
+  }
+  L.rank_var = rank_var, L.world_var = world_var;
+  L.world = envValue(world_var) ? intVar(world_var, 1) : compiled;
+  if (envValue(rank_var)) L.rank = intVar(rank_var, 0);
+  else if (L.world > 1 || L.launcher == "--gpus")
+    throw DriverError(std::string("environment ") + world_var + "=" +
+                          std::to_string(L.world) + " (" + L.launcher + "), but " + rank_var +
+                          " is not set",
+                      2);
+  if (L.rank >= L.world)
+    throw DriverError(std::string("environment ") + rank_var + "=" + std::to_string(L.rank) +
+                          " is outside [0, " + std::to_string(L.world) + ")",
+                      2);
+  L.local = envValue(local_var) ? intVar(local_var, 0) : L.rank;
+  if (const char* a = envValue("MASTER_ADDR")) L.master_addr = a;
+  if (const char* p = envValue("MASTER_PORT")) L.master_port = p;
+  if (const char* t = envValue("TGRT_RENDEZVOUS_TIMEOUT_S"))
+    L.timeout_s = parseDouble("environment TGRT_RENDEZVOUS_TIMEOUT_S", t);
+  return L;
+}
+
+/// Checks that a launched rank (world > 1, no TGRT_NCCL_ID) knows where rank 0 listens and
+/// sets L.port: TGRT_RENDEZVOUS_PORT if set; else, under torchrun's agent store
+/// (TORCHELASTIC_USE_AGENT_STORE=True: torchrun itself listens on MASTER_PORT),
+/// MASTER_PORT + 1; else MASTER_PORT.
+void requireMaster(LaunchEnv& L) {
+  const std::string who = "rank " + std::to_string(L.rank) + " of " + std::to_string(L.world) +
+                          " (" + L.launcher + " environment: " + L.rank_var + ", " +
+                          L.world_var + ")";
+  const bool mpi = L.launcher != "torchrun";
+  const char* hint = mpi ? "; mpirun does not set them: export both to every rank (Open MPI: "
+                           "mpirun -x MASTER_ADDR=<rank 0's host> -x MASTER_PORT=<free port>; "
+                           "MPICH: -genv)"
+                         : "";
+  const std::pair<const char*, const std::string*> vars[] = {{"MASTER_ADDR", &L.master_addr},
+                                                             {"MASTER_PORT", &L.master_port}};
+  for (const auto& [var, value] : vars)
+    if (value->empty())
+      throw DriverError(who + ": environment " + var + " is not set; the ranks need "
+                        "MASTER_ADDR and MASTER_PORT, where rank 0 hands the others the NCCL "
+                        "id" + hint,
+                        2);
+  L.port = parseInt("environment MASTER_PORT", L.master_port, 1);
+  if (const char* p = envValue("TGRT_RENDEZVOUS_PORT"))
+    L.port = parseInt("environment TGRT_RENDEZVOUS_PORT", p, 1);
+  else if (L.launcher == "torchrun" && envValue("TORCHELASTIC_USE_AGENT_STORE") &&
+           std::string(envValue("TORCHELASTIC_USE_AGENT_STORE")) == "True")
+    L.port += 1;
+  if (L.port > 65535)
+    throw DriverError(who + ": the rendezvous port " + std::to_string(L.port) +
+                          " (MASTER_PORT / TGRT_RENDEZVOUS_PORT) is above 65535",
+                      2);
+}
+
+/// One rank process joined to the NCCL communicator of unique id idHex (256 hex digits, the
+/// same in every rank) as rank `rank` of `ranks` on GPU `device`; trains.
+int runNcclRank(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model& m,
+                int32_t rank, int32_t ranks, int32_t device, const std::string& idHex) {
+  tgrt_comm* comm = tgrt_comm_create_nccl(rank, ranks, device, idHex.c_str());
   if (!comm)
     throw DriverError("rank " + std::to_string(rank) + ": cannot join the NCCL communicator "
                       "(see above)");
   int code = 0;
   {
-    Trainer t(o, hooks, m, (int32_t)rank, ranks, comm);
+    Trainer t(o, hooks, m, rank, ranks, comm);
     code = t.run();
   }
   tgrt_comm_destroy(comm);
   return code;
+}
+
+/// One rank of a job started by torchrun / mpirun (L from launcherEnv, after requireMaster):
+/// rank 0 makes the NCCL unique id (NCCL's bootstrap root runs in its process) and hands it to
+/// the other ranks through the TCP rendezvous at MASTER_ADDR:port; then every rank joins the
+/// communicator on GPU L.local and trains (runNcclRank).
+int runLaunchedRank(const Options& o, const tgrt_driver_hooks& hooks, const tgrt_model& m,
+                    const LaunchEnv& L) {
+  std::string id;
+  if (L.rank == 0) {
+    char hex[300];
+    if (tgrt_comm_unique_id(hex, sizeof hex) != 0)
+      throw DriverError("rank 0: cannot create the NCCL unique id (see above)");
+    id = hex;
+  }
+  RendezvousOptions ro;
+  ro.addr = L.master_addr;
+  ro.port = (int)L.port;
+  ro.rank = (int)L.rank;
+  ro.world = (int)L.world;
+  ro.timeout_s = L.timeout_s;
+  try {
+    id = rendezvousBroadcast(ro, id);
+  } catch (const RendezvousError& e) {
+    const std::string what = e.what();
+    const bool in_use = what.find("cannot listen on port") != std::string::npos;
+    throw DriverError(what + " [" + L.launcher + " launch; MASTER_ADDR=" + L.master_addr +
+                      ", MASTER_PORT=" + L.master_port + ", TGRT_RENDEZVOUS_TIMEOUT_S=" +
+                      fmtNumber(L.timeout_s) + "]" +
+                      (in_use ? "; TGRT_RENDEZVOUS_PORT (the same for every rank) selects "
+                                "another port"
+                              : ""));
+  }
+  return runNcclRank(o, hooks, m, (int32_t)L.rank, (int32_t)L.world, (int32_t)L.local, id);
 }
 
 /// `./train --gpus N` on the CUDA backend: makes the NCCL unique id (its bootstrap root runs in
@@ -1379,6 +1516,36 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
                         " (training.distributed.ranks); recompile with --set "
                         "training.distributed.ranks=" + std::to_string(ranks),
                         2);
+    // A launcher (torchrun, mpirun) started this process as one rank of several: it joins
+    // the others through the rendezvous at MASTER_ADDR. WORLD_SIZE=1 runs as without one.
+    if (!std::getenv("TGRT_NCCL_ID")) {
+      LaunchEnv L = launcherEnv(compiled);
+      if (L.world > 1) {
+        const std::string env = "environment " + L.world_var + "=" + std::to_string(L.world) +
+                                " (" + L.launcher + ")";
+        if (o.gpus > 0 || o.ranks > 0)
+          throw DriverError(std::string(o.gpus > 0 ? "--gpus " : "--ranks ") +
+                                std::to_string(ranks) + " and the " + env + " both start "
+                                "ranks; with a launcher, start the executable without them",
+                            2);
+        if (!cuda)
+          throw DriverError(env + ": launchers start one process per GPU, but this "
+                            "executable runs on the " + tgrt_backend_name() + " backend, "
+                            "whose ranks are threads of one process (--ranks N)",
+                            2);
+        if (L.world != compiled)
+          throw DriverError(env + ", but this executable was compiled for " +
+                                std::to_string(compiled) + " rank" +
+                                (compiled == 1 ? "" : "s") + " (training.distributed.ranks)",
+                            2);
+        if (o.find_nonfinite)
+          throw DriverError("--find-nonfinite (or TGRT_FIND_NONFINITE) is not supported with "
+                            "more than one rank yet",
+                            2);
+        requireMaster(L);
+        return runLaunchedRank(o, hooks, *m, L);
+      }
+    }
     if (ranks == 1) {
       Trainer t(o, hooks, *m);
       return t.run();
@@ -1388,8 +1555,15 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
                         "more than one rank yet",
                         2);
     if (cuda) {
-      if (const char* id = std::getenv("TGRT_NCCL_ID"))
-        return runNcclRank(o, hooks, *m, (int32_t)ranks, id);
+      if (std::getenv("TGRT_NCCL_ID")) {
+        const LaunchEnv L = launcherEnv(ranks);
+        if (L.world != ranks)
+          throw DriverError("environment WORLD_SIZE=" + std::to_string(L.world) + ", but this "
+                            "executable was compiled for " + std::to_string(ranks) + " ranks",
+                            2);
+        return runNcclRank(o, hooks, *m, (int32_t)L.rank, (int32_t)L.world, (int32_t)L.local,
+                           L.nccl_id);
+      }
       return spawnRanks(argv, (int32_t)ranks, prog);
     }
     return runRanks(o, hooks, *m, (int32_t)ranks, prog);
