@@ -48,20 +48,21 @@ mixed() {
   lib gpt2-bf16m-grad.so examples/gpt2-small.json --set training.precision=bf16-mixed \
     --set training.batch_size=2
 }
-remat() {
+remat() { # POLICIES (none gelu selective layer); B16=0: no micro-batch-16 executables;
+           # MAX=0: no max-batch ones (the device tool carries 64 MiB: ~7 MB each)
   MAXMEM=${MAXMEM:-78GiB}
   : > runs/max-batch.txt
-  for p in none gelu selective layer; do
+  for p in ${POLICIES:-none gelu selective layer}; do
     [ "$p" = none ] && [ -f runs/gpt2-bf16m.xz ] && cp runs/gpt2-bf16m.xz runs/gpt2-bf16m-none.xz
-    [ -f "runs/gpt2-bf16m-$p.xz" ] || exe "gpt2-bf16m-$p" --set training.precision=bf16-mixed \
-      --set training.checkpointing=$p
+    [ "${B16:-1}" = 1 ] && [ ! -f "runs/gpt2-bf16m-$p.xz" ] && exe "gpt2-bf16m-$p" \
+      --set training.precision=bf16-mixed --set training.checkpointing=$p
     line=$($TGC plan examples/gpt2-small.json --set training.precision=bf16-mixed \
       --set training.checkpointing=$p --max-batch --memory "$MAXMEM" 2>/dev/null | grep '^max micro-batch')
     b=$(echo "$line" | sed -E 's/max micro-batch: ([0-9]+).*/\1/')
     bytes=$(echo "$line" | sed -E 's/.*plan ([0-9]+) bytes.*/\1/')
     echo "$p $b $bytes" >> runs/max-batch.txt
-    exe "gpt2-bf16m-$p-max" --set training.precision=bf16-mixed --set training.checkpointing=$p \
-      --set training.batch_size="$b"
+    [ "${MAX:-1}" = 1 ] && exe "gpt2-bf16m-$p-max" --set training.precision=bf16-mixed \
+      --set training.checkpointing=$p --set training.batch_size="$b"
   done
   cat runs/max-batch.txt
 }

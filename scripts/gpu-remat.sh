@@ -37,9 +37,10 @@ for args in "${SETS[@]}"; do
   n=$(echo "$args" | tr -d ' -'); python3 bench/torch_gpt2_step.py --batch 16 $args > "$OUT/torch-$n.json" 2> "$OUT/torch-$n.err"
   cat "$OUT/torch-$n.json"
 done
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$POLICIES" <<'PY'
 import json, sys, statistics, re, os
 out = sys.argv[1]
+policies = sys.argv[2].split()
 def steps(name):
     p = f"{out}/{name}.jsonl"
     if not os.path.exists(p): return []
@@ -51,7 +52,7 @@ def mem(name):
 base = None
 print("\n| tgc bf16-mixed GPT-2 small | micro-batch | ms/step | vs none | tokens/s | plan GiB | used GiB | overhead MiB |")
 print("|---|---|---|---|---|---|---|---|")
-for p in ("none", "gelu", "selective", "layer"):
+for p in policies:
     for suffix in ("", "-max"):
         name = f"tgc-{p}{suffix}"
         s = steps(name); m = mem(name)
