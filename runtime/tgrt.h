@@ -189,6 +189,21 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
 /* Host-side: v[i] = mean over the ranks of v[i] (double, summed in rank order), for the
  * driver's logged loss and counters. A no-op without a communicator. */
 void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n);
+/* The rank of ctx's communicator (tgrt_set_comm's rank; 0 without one). */
+int32_t tgrt_comm_rank(tgrt_ctx* ctx);
+/* In place: every rank's buf[0..n) (n elements of dt) becomes root's, bit for bit; root's
+ * buffer is unchanged (ZeRO-1: each parameter range's owner sends its updated values). A
+ * no-op without a communicator (root is then not checked). Every rank must call it with the
+ * same dt, n and root (else it fails naming both ranks' loc, n, dt and root, like
+ * tgrt_all_reduce_mean's mismatch error; checked on the CPU, NCCL does not check); root
+ * outside [0, ranks) fails naming loc; n < 0 or an unknown dt fails. buf may be NULL when n
+ * is 0. CPU: synchronous (returns once every rank's copy is done; root waits for them, so it
+ * may overwrite buf right after), waits bounded by TGRT_COMM_TIMEOUT_S as in
+ * tgrt_all_reduce_mean ("tgrt: <loc>: broadcast: rank r of N waited ..."). CUDA:
+ * ncclBroadcast in place on the context's stream (stream-ordered: later calls on that stream
+ * see root's values). */
+void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n,
+                    int32_t root);
 
 /* ------------------------------------------------------------------ kernels -- */
 
@@ -589,6 +604,21 @@ void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const voi
 void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
                    int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
                    float eps, float weight_decay, const float* clip, int32_t w_dt, void* w);
+/* ZeRO-1 (optimizer state sharded by parameter ranges; each range has one owner rank):
+ * tgrt_adamw / tgrt_adamw_wc on the rank that owns the range, nothing elsewhere. When
+ * tgrt_comm_rank(ctx) == owner, or the context has no communicator (then any owner: one rank
+ * owns everything), exactly tgrt_adamw (resp. tgrt_adamw_wc) with the other arguments, same
+ * bits, errors and aliasing rules; else returns without reading or writing p, g, m, v, w or
+ * clip (m and v of a range a rank does not own are not its memory). With a communicator, an
+ * owner outside [0, ranks) fails naming loc. The owner then sends the updated p (and w) to
+ * the other ranks with tgrt_broadcast(root = owner). */
+void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                      int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                      float eps, float weight_decay, const float* clip, int32_t owner);
+void tgrt_adamw_wc_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                         int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                         float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
+                         int32_t owner);
 /* Adds loss[0] (float32) to the context's loss sum (read back with tgrt_take_loss). */
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss);
 

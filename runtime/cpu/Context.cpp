@@ -233,6 +233,8 @@ struct tgrt_comm {
   std::vector<void*> bufs;
   std::vector<int64_t> counts;
   std::vector<int32_t> dtypes;
+  std::vector<int32_t> roots;       ///< tgrt_broadcast's root; -1 for the other collectives
+  std::vector<const char*> whats;   ///< the collective's name (a string literal)
   std::vector<std::string> locs;
 };
 
@@ -264,6 +266,51 @@ void barrier(tgrt_comm* comm, int32_t rank, const char* loc, const char* what) {
                      what, (int)rank, (int)comm->ranks, comm->timeout_s, (int)arrived,
                      (int)comm->ranks);
     }
+  }
+}
+
+/// "<n> elements of dtype <dt>[ from root <root>]" (or "<n> values" for the host reduction,
+/// dt -1): what rank r published, for the mismatch message.
+std::string describeArgs(const tgrt_comm* comm, int32_t r) {
+  char text[128];
+  if (comm->dtypes[r] < 0)
+    std::snprintf(text, sizeof text, "%lld values", (long long)comm->counts[r]);
+  else if (comm->roots[r] >= 0)
+    std::snprintf(text, sizeof text, "%lld elements of dtype %d from root %d",
+                  (long long)comm->counts[r], (int)comm->dtypes[r], (int)comm->roots[r]);
+  else
+    std::snprintf(text, sizeof text, "%lld elements of dtype %d", (long long)comm->counts[r],
+                  (int)comm->dtypes[r]);
+  return text;
+}
+
+/// The first half of every collective: rank `me` publishes its arguments (collective `what`,
+/// buf, n elements of dt (-1: host doubles), root (-1: none), loc), waits for every rank
+/// (barrier: bounded by the timeout), then checks that all ranks called the same collective
+/// with the same n, dt and root, failing with both ranks' loc and arguments otherwise. On
+/// return comm->bufs holds every rank's buffer; they stay valid until the collective's
+/// closing barrier (the caller's), which also keeps a fast rank from publishing its next
+/// collective's arguments while a slow one still reads these.
+void rendezvous(tgrt_comm* comm, int32_t me, const char* loc, const char* what, void* buf,
+                int64_t n, int32_t dt, int32_t root) {
+  comm->bufs[me] = buf;
+  comm->counts[me] = n;
+  comm->dtypes[me] = dt;
+  comm->roots[me] = root;
+  comm->whats[me] = what;
+  comm->locs[me] = loc ? loc : "?";
+  barrier(comm, me, loc, what);
+  for (int32_t r = 0; r < comm->ranks; ++r) {
+    if (std::strcmp(comm->whats[r], what) != 0)
+      tgrt_cpu::fail(loc, "%s: rank %d calls %s at %s, rank %d calls %s at %s (the ranks run "
+                          "different steps)",
+                     what, (int)me, what, comm->locs[me].c_str(), (int)r, comm->whats[r],
+                     comm->locs[r].c_str());
+    if (comm->counts[r] != n || comm->dtypes[r] != dt || comm->roots[r] != root)
+      tgrt_cpu::fail(loc, "%s: rank %d passes %s at %s, rank %d passes %s at %s (the ranks run "
+                          "different steps)",
+                     what, (int)me, describeArgs(comm, me).c_str(), comm->locs[me].c_str(),
+                     (int)r, describeArgs(comm, r).c_str(), comm->locs[r].c_str());
   }
 }
 
@@ -313,6 +360,8 @@ tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
   comm->bufs.assign(ranks, nullptr);
   comm->counts.assign(ranks, 0);
   comm->dtypes.assign(ranks, 0);
+  comm->roots.assign(ranks, -1);
+  comm->whats.assign(ranks, "");
   comm->locs.assign(ranks, "");
   return comm;
 }
@@ -356,19 +405,8 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
   tgrt_comm* comm = ctx->comm;
   if (!comm || comm->ranks == 1) return;
   const int32_t R = comm->ranks, me = ctx->rank;
-  comm->bufs[me] = buf;
-  comm->counts[me] = n;
-  comm->dtypes[me] = dt;
-  comm->locs[me] = loc ? loc : "?";
-  barrier(comm, me, loc, "all_reduce_mean");
   // Every rank checks that all ranks run the same collective.
-  for (int32_t r = 0; r < R; ++r)
-    if (comm->counts[r] != n || comm->dtypes[r] != dt)
-      tgrt_cpu::fail(loc,
-                     "all_reduce_mean: rank %d passes %lld elements of dtype %d at %s, rank %d "
-                     "passes %lld elements of dtype %d at %s (the ranks run different steps)",
-                     (int)me, (long long)n, (int)dt, comm->locs[me].c_str(), (int)r,
-                     (long long)comm->counts[r], (int)comm->dtypes[r], comm->locs[r].c_str());
+  rendezvous(comm, me, loc, "all_reduce_mean", buf, n, dt, -1);
   // Rank `me` reduces its share [lo, hi) of the elements: the sum over ranks 0..R-1 in that
   // order, in float, divided by R, rounded once, written to every rank's buffer. The
   // shares are disjoint, so no rank reads an element another one writes.
@@ -389,16 +427,7 @@ void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_
   tgrt_comm* comm = ctx->comm;
   if (!comm || comm->ranks == 1) return;
   const int32_t R = comm->ranks, me = ctx->rank;
-  comm->bufs[me] = v;
-  comm->counts[me] = n;
-  comm->dtypes[me] = -1;
-  comm->locs[me] = loc ? loc : "?";
-  barrier(comm, me, loc, "all_reduce_mean_host");
-  for (int32_t r = 0; r < R; ++r)
-    if (comm->counts[r] != n || comm->dtypes[r] != -1)
-      tgrt_cpu::fail(loc, "all_reduce_mean_host: rank %d is at %s, rank %d at %s (the ranks "
-                          "run different steps)",
-                     (int)me, comm->locs[me].c_str(), (int)r, comm->locs[r].c_str());
+  rendezvous(comm, me, loc, "all_reduce_mean_host", v, n, -1, -1);
   std::vector<double> out((size_t)n);
   for (int64_t i = 0; i < n; ++i) {
     double s = 0.0;
@@ -408,4 +437,31 @@ void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_
   // Everyone read every input before anyone writes its own.
   barrier(comm, me, loc, "all_reduce_mean_host");
   for (int64_t i = 0; i < n; ++i) v[i] = out[i];
+}
+
+/// 0 without a communicator.
+int32_t tgrt_comm_rank(tgrt_ctx* ctx) {
+  tgrt_cpu::checkCtx(ctx, "comm_rank");
+  return ctx->comm ? ctx->rank : 0;
+}
+
+/// Every rank publishes its buffer at the rendezvous (same n, dt and root checked there); the
+/// non-root ranks copy root's bytes into theirs; the closing barrier keeps root (and its
+/// buffer) from moving on before every copy is done. Root reads and writes nothing.
+void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n,
+                    int32_t root) {
+  checkComm(ctx, loc);
+  tgrt_cpu::checkNonNegative(loc, "broadcast(n)", n);
+  const int64_t size = tgrt_dtype_size(dt);
+  if (size == 0) tgrt_cpu::fail(loc, "broadcast: unknown dtype %d", (int)dt);
+  tgrt_comm* comm = ctx->comm;
+  if (!comm) return;
+  if (root < 0 || root >= comm->ranks)
+    tgrt_cpu::fail(loc, "broadcast: root %d outside [0, %d)", (int)root, (int)comm->ranks);
+  if (comm->ranks == 1) return;
+  const int32_t me = ctx->rank;
+  rendezvous(comm, me, loc, "broadcast", buf, n, dt, root);
+  if (me != root && n > 0 && comm->bufs[root] != buf)
+    std::memcpy(buf, comm->bufs[root], (size_t)(n * size));
+  barrier(comm, me, loc, "broadcast");
 }

@@ -1493,6 +1493,37 @@ void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const 
   });
 }
 
+namespace {
+/// True when ctx's rank owns a range (tgrt_adamw_owned): always without a communicator, else
+/// when owner is ctx's rank. Fails on an owner outside [0, ranks) with a communicator (no
+/// rank would update that range).
+bool ownsRange(tgrt_ctx* ctx, const char* loc, const char* what, int32_t owner) {
+  checkCtx(ctx, loc);
+  if (!ctx->comm) return true;
+  if (owner < 0 || owner >= ctx->ranks)
+    fail(loc, "%s: owner %d outside [0, %d)", what, (int)owner, (int)ctx->ranks);
+  return owner == ctx->rank;
+}
+} // namespace
+
+/// tgrt_adamw on the owning rank (or without a communicator), nothing elsewhere (tgrt.h).
+void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                      int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                      float eps, float weight_decay, const float* clip, int32_t owner) {
+  if (!ownsRange(ctx, loc, "adamw_owned", owner)) return;
+  tgrt_adamw(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip);
+}
+
+/// tgrt_adamw_wc on the owning rank (or without a communicator), nothing elsewhere (tgrt.h).
+void tgrt_adamw_wc_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                         int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                         float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
+                         int32_t owner) {
+  if (!ownsRange(ctx, loc, "adamw_wc_owned", owner)) return;
+  tgrt_adamw_wc(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
+                w_dt, w);
+}
+
 /// Adds loss[0] (float32) to the context's loss sum and counts one report. Errors: NULL ctx
 /// or loss.
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {

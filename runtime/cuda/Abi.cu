@@ -10,6 +10,17 @@
 namespace {
 /// The opaque tgrt_ctx handed to emitted code is a tgrt_cuda::Context.
 inline tgrt_cuda::Context* C(tgrt_ctx* ctx) { return reinterpret_cast<tgrt_cuda::Context*>(ctx); }
+
+/// tgrt_adamw_owned: true when ctx's rank owns the range (always without a communicator);
+/// with one, an owner outside [0, ranks) fails naming loc.
+bool ownsRange(tgrt_cuda::Context* ctx, const char* loc, const char* what, int32_t owner) {
+  tgrt_cuda::checkCtx(ctx, loc);
+  int32_t rank = 0, ranks = 1;
+  if (!tgrt_cuda::commRank(ctx, &rank, &ranks)) return true;
+  if (owner < 0 || owner >= ranks)
+    tgrt_cuda::fail(loc, "%s: owner %d outside [0, %d)", what, (int)owner, (int)ranks);
+  return owner == rank;
+}
 } // namespace
 
 extern "C" {
@@ -280,6 +291,18 @@ void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const voi
   tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip);
 }
 
+void tgrt_adamw_wc_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay, const float* clip, int32_t w_dt, void* w, int32_t owner) {
+  if (!ownsRange(C(ctx), loc, "adamw_wc_owned", owner)) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_adamw_wc_owned", loc);
+  tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt, w);
+}
+
+void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay, const float* clip, int32_t owner) {
+  if (!ownsRange(C(ctx), loc, "adamw_owned", owner)) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_adamw_owned", loc);
+  tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip);
+}
+
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_report_loss", loc);
   tgrt_cuda::reportLoss(C(ctx), loc, loss);
@@ -291,6 +314,7 @@ void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x
   tgrt_cuda::tensorStats(C(ctx), loc, dt, x, rows, cols, ld, out);
 }
 
-// Data parallelism (tgrt_comm_*, tgrt_set_comm, tgrt_all_reduce_mean*): Comm.cu (NCCL).
+// Data parallelism (tgrt_comm_*, tgrt_set_comm, tgrt_all_reduce_mean*, tgrt_broadcast):
+// Comm.cu (NCCL).
 
 } // extern "C"

@@ -8,6 +8,8 @@
 // calls after it on that stream see the mean. The summation order is NCCL's (fixed for a
 // given number of ranks and topology, but not rank order, and not the CPU backend's bits).
 // tgrt_all_reduce_mean_host sums float64 values through a small device buffer.
+// tgrt_broadcast (ZeRO-1: a parameter range's owner sends its updated values) is
+// ncclBroadcast, in place, on the same stream.
 //
 // Faults: every NCCL error names the collective, the rank, the number of ranks and the op's
 // location. A rank that dies leaves the others waiting inside NCCL; the launching process
@@ -41,6 +43,18 @@ tgrt_comm* attached(const tgrt_ctx* ctx) {
 }
 
 tgrt_cuda::Context* C(tgrt_ctx* ctx) { return reinterpret_cast<tgrt_cuda::Context*>(ctx); }
+
+/// tgrt_all_reduce_mean's and tgrt_broadcast's element types (`what` names the collective in
+/// the error).
+ncclDataType_t ncclType(int32_t dt, const char* loc, const char* what) {
+  switch (dt) {
+  case TGRT_F32: return ncclFloat32;
+  case TGRT_BF16: return ncclBfloat16;
+  case TGRT_F16: return ncclFloat16;
+  default: tgrt_cuda::fail(loc, "%s: unknown dtype %d", what, (int)dt);
+  }
+  return ncclFloat32; // not reached: fail exits
+}
 
 void checkNccl(ncclResult_t r, const tgrt_comm* c, const char* loc, const char* what) {
   if (r == ncclSuccess) return;
@@ -158,13 +172,7 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
   tgrt_comm* c = attached(ctx);
   if (!c || c->ranks == 1 || n == 0) return;
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_all_reduce_mean", loc);
-  ncclDataType_t t;
-  switch (dt) {
-  case TGRT_F32: t = ncclFloat32; break;
-  case TGRT_BF16: t = ncclBfloat16; break;
-  case TGRT_F16: t = ncclFloat16; break;
-  default: tgrt_cuda::fail(loc, "all_reduce_mean: unknown dtype %d", (int)dt);
-  }
+  const ncclDataType_t t = ncclType(dt, loc, "all_reduce_mean");
   if (n < 0) tgrt_cuda::fail(loc, "all_reduce_mean: negative element count %lld", (long long)n);
   checkNccl(ncclAllReduce(buf, buf, (size_t)n, t, ncclAvg, c->nccl, C(ctx)->stream), c, loc,
             "all_reduce_mean (ncclAllReduce, average)");
@@ -191,4 +199,34 @@ void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_
   for (int64_t i = 0; i < n; ++i) v[i] /= (double)c->ranks;
 }
 
+int32_t tgrt_comm_rank(tgrt_ctx* ctx) {
+  tgrt_comm* c = attached(ctx);
+  return c ? c->rank : 0;
+}
+
+void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n,
+                    int32_t root) {
+  tgrt_comm* c = attached(ctx);
+  if (!c) return;
+  if (root < 0 || root >= c->ranks)
+    tgrt_cuda::fail(loc, "broadcast: root %d outside [0, %d)", (int)root, (int)c->ranks);
+  if (n < 0) tgrt_cuda::fail(loc, "broadcast: negative element count %lld", (long long)n);
+  const ncclDataType_t t = ncclType(dt, loc, "broadcast");
+  if (c->ranks == 1 || n == 0) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_broadcast", loc);
+  checkNccl(ncclBroadcast(buf, buf, (size_t)n, t, root, c->nccl, C(ctx)->stream), c, loc,
+            "broadcast (ncclBroadcast)");
+  if (C(ctx)->sync_each)
+    tgrt_cuda::check(cudaStreamSynchronize(C(ctx)->stream), loc, "broadcast");
+}
+
 } // extern "C"
+
+namespace tgrt_cuda {
+bool commRank(const Context* ctx, int32_t* rank, int32_t* ranks) {
+  tgrt_comm* c = attached(reinterpret_cast<const tgrt_ctx*>(ctx));
+  if (rank) *rank = c ? c->rank : 0;
+  if (ranks) *ranks = c ? c->ranks : 1;
+  return c != nullptr;
+}
+} // namespace tgrt_cuda

@@ -266,6 +266,9 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip, int32_t w_dt = TGRT_F32, void* w = nullptr);
+/// ctx's data-parallel rank and its communicator's size (tgrt_set_comm; Comm.cu): false, rank
+/// 0 of 1, when ctx has no communicator. rank, ranks may be NULL. For tgrt_adamw_owned.
+bool commRank(const Context* ctx, int32_t* rank, int32_t* ranks);
 void reportLoss(Context* ctx, const char* loc, const float* loss);
 /// tgrt_tensor_stats (Stats.cu): dt is a tgrt_dtype or TGRT_CHECK_I32; synchronises (the
 /// result is on the host when it returns); partials in the workspace ((blocks + 1) * 40 bytes,

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -306,6 +307,286 @@ TEST(CpuCommDeathTest, RanksCallingDifferentCollectivesFail) {
                                              r == 0 ? 8 : 4);
                       }),
               ::testing::ExitedWithCode(1), "the ranks run different steps");
+}
+
+// ------------------------------------------------ ZeRO-1 (broadcast, owned AdamW) --
+
+/// Raw bytes of rank r's buffer for the broadcast tests: distinct per rank (and per seed), so a
+/// rank that kept its own bytes differs from root's.
+std::vector<unsigned char> rankBytes(int32_t r, int32_t seed, size_t bytes) {
+  std::mt19937 gen(1000u * (uint32_t)seed + (uint32_t)r);
+  std::vector<unsigned char> b(bytes);
+  for (unsigned char& c : b) c = (unsigned char)(gen() & 0xff);
+  return b;
+}
+
+TEST(CpuComm, BroadcastGivesEveryRankRootsExactBytes) {
+  const int64_t n = 1001;
+  for (int32_t R : {3, 4})
+    for (int32_t root : {0, 2})
+      for (int32_t dt : {TGRT_F32, TGRT_BF16}) {
+        const size_t bytes = (size_t)(n * tgrt_dtype_size(dt));
+        const int32_t seed = 10 * R + root + 100 * dt;
+        std::vector<std::vector<unsigned char>> bufs(R);
+        for (int32_t r = 0; r < R; ++r) bufs[r] = rankBytes(r, seed, bytes);
+        const std::vector<unsigned char> want = bufs[root];
+        std::vector<std::vector<unsigned char>> after(R);
+        onRanks(R, [&](int32_t r, tgrt_ctx* ctx) {
+          tgrt_broadcast(ctx, "zero1.broadcast.wte", dt, bufs[r].data(), n, root);
+          after[r] = bufs[r];
+          // Root may reuse its buffer as soon as the call returns: every copy is done.
+          if (r == root) std::fill(bufs[r].begin(), bufs[r].end(), (unsigned char)0xa5);
+        });
+        for (int32_t r = 0; r < R; ++r)
+          ASSERT_TRUE(after[r] == want) << R << " ranks, root " << root << ", dtype " << dt
+                                        << ": rank " << r << " differs from root's bytes";
+        for (int32_t r = 0; r < R; ++r) {
+          if (r != root) {
+            ASSERT_TRUE(bufs[r] == want) << "rank " << r << " saw root's buffer reused";
+          }
+        }
+      }
+}
+
+TEST(CpuComm, BroadcastsInARowAndOfNothing) {
+  // n = 0 (NULL buffers) is still a collective every rank passes through; back-to-back
+  // broadcasts from different roots reuse the rendezvous.
+  const int32_t R = 3;
+  std::vector<VecF> a(R), b(R);
+  for (int32_t r = 0; r < R; ++r) {
+    a[r] = randVec(17, 300 + r);
+    b[r] = randVec(5, 400 + r);
+  }
+  const VecF wantA = a[1], wantB = b[2];
+  onRanks(R, [&](int32_t r, tgrt_ctx* ctx) {
+    tgrt_broadcast(ctx, "empty", TGRT_F32, nullptr, 0, 0);
+    tgrt_broadcast(ctx, "a", TGRT_F32, a[r].data(), 17, 1);
+    tgrt_broadcast(ctx, "empty", TGRT_BF16, nullptr, 0, 2);
+    tgrt_broadcast(ctx, "b", TGRT_F32, b[r].data(), 5, 2);
+  });
+  for (int32_t r = 0; r < R; ++r) {
+    EXPECT_EQ(std::memcmp(a[r].data(), wantA.data(), 17 * 4), 0) << "rank " << r;
+    EXPECT_EQ(std::memcmp(b[r].data(), wantB.data(), 5 * 4), 0) << "rank " << r;
+  }
+}
+
+TEST(CpuComm, BroadcastWithoutCommunicatorIsANoOpAndCommRankIsTheRank) {
+  const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  VecF p = {1.0f, -2.0f, 3.5f};
+  tgrt_broadcast(ctx, "p", TGRT_F32, p.data(), 3, 3); // no communicator: root not checked
+  EXPECT_EQ(p, (VecF{1.0f, -2.0f, 3.5f}));
+  EXPECT_EQ(tgrt_comm_rank(ctx), 0);
+  tgrt_comm* comm = tgrt_comm_create_local(4);
+  tgrt_set_comm(ctx, comm, 3, 4);
+  EXPECT_EQ(tgrt_comm_rank(ctx), 3);
+  tgrt_set_comm(ctx, nullptr, 0, 1);
+  EXPECT_EQ(tgrt_comm_rank(ctx), 0);
+  tgrt_ctx_destroy(ctx);
+  tgrt_comm_destroy(comm);
+  std::vector<int32_t> seen(4, -1);
+  onRanks(4, [&](int32_t r, tgrt_ctx* c) { seen[r] = tgrt_comm_rank(c); });
+  EXPECT_EQ(seen, (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
+TEST(CpuCommDeathTest, BroadcastMismatchesFailNamingBothRanks) {
+  // Rank 2 passes 4 elements at "b" where the others pass 8 at "a": whichever rank notices
+  // names its own and the other's arguments and locations.
+  EXPECT_EXIT(onRanks(3,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF g(8, 1.0f);
+                        tgrt_broadcast(ctx, r == 2 ? "b" : "a", TGRT_F32, g.data(),
+                                       r == 2 ? 4 : 8, 0);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "broadcast: rank [0-2] passes [48] elements of dtype 0 from root 0 at [ab], "
+              "rank [0-2] passes [48] elements of dtype 0 from root 0 at [ab] \\(the ranks run "
+              "different steps\\)");
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF g(8, 1.0f);
+                        tgrt_broadcast(ctx, r == 0 ? "p0" : "p1", TGRT_F32, g.data(), 8, r);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "broadcast: rank [01] passes 8 elements of dtype 0 from root [01] at p[01], "
+              "rank [01] passes 8 elements of dtype 0 from root [01] at p[01]");
+  // One rank broadcasts while the other all-reduces.
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF g(8, 1.0f);
+                        if (r == 0)
+                          tgrt_broadcast(ctx, "bc", TGRT_F32, g.data(), 8, 0);
+                        else
+                          tgrt_all_reduce_mean(ctx, "ar", TGRT_F32, g.data(), 8);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "rank [01] calls (broadcast|all_reduce_mean) at (bc|ar), rank [01] calls "
+              "(broadcast|all_reduce_mean) at (bc|ar) \\(the ranks run different steps\\)");
+}
+
+TEST(CpuCommDeathTest, BroadcastRootOutOfRangeFails) {
+  const tgrt_model m = makeModel(64, 64, 64);
+  for (int32_t root : {2, -1}) {
+    EXPECT_EXIT(
+        {
+          tgrt_comm* comm = tgrt_comm_create_local(2);
+          tgrt_ctx* ctx = tgrt_ctx_create(&m);
+          tgrt_set_comm(ctx, comm, 0, 2);
+          VecF g(4, 1.0f);
+          tgrt_broadcast(ctx, "zero1.broadcast.h.0", TGRT_F32, g.data(), 4, root);
+        },
+        ::testing::ExitedWithCode(1),
+        "tgrt: zero1.broadcast.h.0: broadcast: root " + std::to_string(root) +
+            " outside \\[0, 2\\)");
+  }
+}
+
+TEST(CpuCommDeathTest, BroadcastMissingRankTimesOut) {
+  // Rank 1 never arrives: rank 0 fails after the 0.2 s timeout instead of hanging (the
+  // default timeout is 120 s: the bound on the wall time shows the setting is used).
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EXIT(
+      {
+        setenv("TGRT_COMM_TIMEOUT_S", "0.2", 1);
+        const tgrt_model m = makeModel(64, 64, 64);
+        tgrt_comm* comm = tgrt_comm_create_local(2);
+        tgrt_ctx* ctx = tgrt_ctx_create(&m);
+        tgrt_set_comm(ctx, comm, 0, 2);
+        VecF g(4, 1.0f);
+        tgrt_broadcast(ctx, "zero1.broadcast.wte", TGRT_F32, g.data(), 4, 0);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: zero1.broadcast.wte: broadcast: rank 0 of 2 waited 0.2 s for the other ranks "
+      "\\(1 of 2 arrived\\)");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            30.0);
+}
+
+/// The inputs of the owned-AdamW tests: p, g f32; m, v f32 or bf16 (state_dt).
+struct AdamInputs {
+  VecF p, g;
+  std::vector<unsigned char> m, v;
+  std::vector<uint16_t> w;
+};
+
+AdamInputs adamInputs(int64_t n, int32_t state_dt) {
+  AdamInputs a;
+  a.p = randVec(n, 500);
+  a.g = randVec(n, 501);
+  const VecF m = randVec(n, 502, -0.1f, 0.1f), v = randVec(n, 503, 0.0f, 0.1f);
+  const size_t sz = (size_t)tgrt_dtype_size(state_dt);
+  a.m.resize(n * sz);
+  a.v.resize(n * sz);
+  for (int64_t i = 0; i < n; ++i) {
+    if (state_dt == TGRT_F32) {
+      std::memcpy(&a.m[i * 4], &m[i], 4);
+      std::memcpy(&a.v[i * 4], &v[i], 4);
+    } else {
+      const uint16_t hm = tgrt_bf16_from_float(m[i]), hv = tgrt_bf16_from_float(v[i]);
+      std::memcpy(&a.m[i * 2], &hm, 2);
+      std::memcpy(&a.v[i * 2], &hv, 2);
+    }
+  }
+  a.w.assign(n, 0x7e57);
+  return a;
+}
+
+bool sameBits(const AdamInputs& a, const AdamInputs& b) {
+  return std::memcmp(a.p.data(), b.p.data(), a.p.size() * 4) == 0 && a.m == b.m && a.v == b.v &&
+         a.w == b.w && std::memcmp(a.g.data(), b.g.data(), a.g.size() * 4) == 0;
+}
+
+/// Runs tgrt_adamw (wc: tgrt_adamw_wc with a bf16 working copy) or the owned variant with
+/// `owner` on ctx (step 3, lr 2e-3, clip factor 0.5).
+void runAdam(tgrt_ctx* ctx, AdamInputs& a, int32_t state_dt, bool wc, int32_t owner,
+             bool owned) {
+  tgrt_set_lr(ctx, 2e-3f);
+  tgrt_set_step(ctx, 3);
+  const float clip[2] = {0.0f, 0.5f};
+  const int64_t n = (int64_t)a.p.size();
+  if (wc && owned)
+    tgrt_adamw_wc_owned(ctx, "opt.h.0", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+                        a.v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip, TGRT_BF16, a.w.data(),
+                        owner);
+  else if (wc)
+    tgrt_adamw_wc(ctx, "opt.h.0", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+                  a.v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip, TGRT_BF16, a.w.data());
+  else if (owned)
+    tgrt_adamw_owned(ctx, "opt.h.0", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+                     a.v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip, owner);
+  else
+    tgrt_adamw(ctx, "opt.h.0", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+               a.v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip);
+}
+
+TEST(CpuZero1, AdamWOwnedUpdatesOnlyOnTheOwner) {
+  const int64_t n = 53;
+  const tgrt_model model = makeModel(64, 64, 64);
+  tgrt_ctx* plain = tgrt_ctx_create(&model);
+  for (int32_t state_dt : {TGRT_F32, TGRT_BF16})
+    for (bool wc : {false, true}) {
+      const AdamInputs before = adamInputs(n, state_dt);
+      AdamInputs want = before;
+      runAdam(plain, want, state_dt, wc, 0, false);
+      ASSERT_FALSE(sameBits(want, before)); // the step changes p, m and v
+      std::vector<AdamInputs> owner1(2, before), owner0(2, before);
+      onRanks(2, [&](int32_t r, tgrt_ctx* ctx) {
+        runAdam(ctx, owner1[r], state_dt, wc, 1, true);
+        runAdam(ctx, owner0[r], state_dt, wc, 0, true);
+      });
+      const std::string what = std::string(wc ? "adamw_wc_owned" : "adamw_owned") +
+                               " state dtype " + std::to_string(state_dt);
+      EXPECT_TRUE(sameBits(owner1[0], before)) << what << ": rank 0 changed owner 1's range";
+      EXPECT_TRUE(sameBits(owner1[1], want)) << what << ": rank 1 (owner) != tgrt_adamw";
+      EXPECT_TRUE(sameBits(owner0[0], want)) << what << ": rank 0 (owner) != tgrt_adamw";
+      EXPECT_TRUE(sameBits(owner0[1], before)) << what << ": rank 1 changed owner 0's range";
+      // Without a communicator every range is this rank's: owned == plain for any owner.
+      tgrt_ctx* solo = tgrt_ctx_create(&model);
+      for (int32_t owner : {0, 1, 7}) {
+        AdamInputs got = before;
+        runAdam(solo, got, state_dt, wc, owner, true);
+        EXPECT_TRUE(sameBits(got, want)) << what << ", no communicator, owner " << owner;
+      }
+      tgrt_ctx_destroy(solo);
+    }
+  tgrt_ctx_destroy(plain);
+}
+
+/// Rank 0 of 2 calls both owned AdamWs for owner 1 with NULL p, g, m, v and w, then exits 0.
+void ownedOffTheOwnerWithNulls() {
+  const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_comm* comm = tgrt_comm_create_local(2);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  tgrt_set_comm(ctx, comm, 0, 2);
+  tgrt_set_step(ctx, 1);
+  const float clip[2] = {0.0f, 0.5f};
+  tgrt_adamw_owned(ctx, "opt.h.0", TGRT_F32, nullptr, nullptr, TGRT_F32, nullptr, nullptr, 8,
+                   0.9f, 0.95f, 1e-8f, 0.1f, clip, 1);
+  tgrt_adamw_wc_owned(ctx, "opt.h.0", TGRT_F32, nullptr, nullptr, TGRT_F32, nullptr, nullptr, 8,
+                      0.9f, 0.95f, 1e-8f, 0.1f, clip, TGRT_BF16, nullptr, 1);
+  std::fprintf(stderr, "returned\n");
+  std::exit(0);
+}
+
+TEST(CpuZero1DeathTest, AdamWOwnedOffTheOwnerReadsNothing) {
+  // Not the owner: m and v (here even p, g and w) are not this rank's memory; the call
+  // returns without reading them (the kernel would fail on the NULL pointers).
+  EXPECT_EXIT(ownedOffTheOwnerWithNulls(), ::testing::ExitedWithCode(0), "returned");
+}
+
+TEST(CpuZero1DeathTest, AdamWOwnerOutOfRangeFails) {
+  const tgrt_model m = makeModel(64, 64, 64);
+  EXPECT_EXIT(
+      {
+        tgrt_comm* comm = tgrt_comm_create_local(2);
+        tgrt_ctx* ctx = tgrt_ctx_create(&m);
+        tgrt_set_comm(ctx, comm, 0, 2);
+        tgrt_set_step(ctx, 1);
+        VecF a(4, 0.5f);
+        tgrt_adamw_owned(ctx, "opt.wte", TGRT_F32, a.data(), a.data(), TGRT_F32, a.data(),
+                         a.data(), 4, 0.9f, 0.95f, 1e-8f, 0.0f, nullptr, 2);
+      },
+      ::testing::ExitedWithCode(1), "tgrt: opt.wte: adamw_owned: owner 2 outside \\[0, 2\\)");
 }
 
 TEST_F(Cpu, EmbeddingIdOutOfRangeFails) {
