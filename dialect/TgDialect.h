@@ -58,6 +58,9 @@ inline constexpr llvm::StringLiteral kLossScaleAttr = "tg.loss_scale";
 inline constexpr llvm::StringLiteral kOptimizerAttr = "tg.optimizer";
 /// Module attribute (i64) written by tg-distribute: the data-parallel rank count.
 inline constexpr llvm::StringLiteral kRanksAttr = "tg.ranks";
+/// Module attribute: the ZeRO stage (1: AdamW moments sharded by parameter ranges;
+/// tg-distribute sets it, tg-plan-memory and the lowering read it). Absent: 0.
+inline constexpr llvm::StringLiteral kZeroAttr = "tg.zero";
 } // namespace mlir::tg
 
 #endif

@@ -54,7 +54,7 @@ struct AttentionSpec {
 /// holds all parameters, gradients and optimizer state).
 struct DistributedSpec {
   int64_t ranks = 1;            ///< data-parallel ranks, 1..64
-  int64_t zero = 0;             ///< ZeRO stage; only 0 is implemented
+  int64_t zero = 0;             ///< ZeRO stage: 0, or 1 (AdamW state sharded); 2, 3 refused
 };
 
 struct TrainingSpec {

@@ -28,6 +28,12 @@ struct TgDistributePass : mlir::tg::impl::TgDistributeBase<TgDistributePass> {
       module.emitError() << "tg-distribute: ranks must be >= 1, got " << ranks;
       return signalPassFailure();
     }
+    if (zero != 0 && zero != 1) {
+      module.emitError() << "tg-distribute: zero must be 0 or 1, got " << static_cast<int64_t>(zero)
+                         << (zero == 2 || zero == 3 ? " (ZeRO-2 and ZeRO-3 are not implemented)"
+                                                    : "");
+      return signalPassFailure();
+    }
     if (module->hasAttr(kRanksAttr)) {
       module.emitError() << "tg-distribute: the module is already distributed ("
                          << kRanksAttr << " = " << module->getAttr(kRanksAttr)
@@ -44,6 +50,8 @@ struct TgDistributePass : mlir::tg::impl::TgDistributeBase<TgDistributePass> {
     module->setAttr(kRanksAttr, b.getI64IntegerAttr(ranks));
     if (ranks == 1)
       return;
+    if (zero == 1)
+      module->setAttr(kZeroAttr, b.getI64IntegerAttr(zero));
     Block &entry = fn.getBody().front();
     SmallVector<Value> params;
     for (BlockArgument arg : entry.getArguments())

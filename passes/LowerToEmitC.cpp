@@ -168,6 +168,9 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_clip_scale", "M-")
       .Case("tgrt_adamw", "-MR-MM-----R")
       .Case("tgrt_adamw_wc", "-MR-MM-----R-W")
+      .Case("tgrt_adamw_owned", "-MR-MM-----R-")
+      .Case("tgrt_adamw_wc_owned", "-MR-MM-----R-W-")
+      .Case("tgrt_broadcast", "-M--")
       .Case("tgrt_all_reduce_mean", "-M-")
       .Default("");
 }
@@ -302,7 +305,7 @@ private:
       ps << "}, " << p.numel << ", " << p.offset << ", " << p.gradOffset << ", " << p.mOffset
          << ", " << p.vOffset << ", " << init << ", " << fltText(p.initStd) << ", "
          << (p.decay ? 1 : 0) << ", " << tgrtDtype(p.dtype) << ", " << tgrtDtype(p.stateDtype)
-         << "},\n";
+         << ", " << p.owner << "},\n";
     }
     ps << "}";
     auto paramsType =
@@ -325,7 +328,7 @@ private:
        << fltText(fv[6]) << ",\n"
        << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
        << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << ",\n"
-       << "  " << ranks << "\n}";
+       << "  " << ranks << ", " << report.zero << "\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
@@ -1143,7 +1146,7 @@ private:
     auto same = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
-             a->dtype == a->stateDtype && x.getClip() == y.getClip() &&
+             a->dtype == a->stateDtype && a->owner == c->owner && x.getClip() == y.getClip() &&
              x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
              x.getEps() == y.getEps() && x.getWeightDecay() == y.getWeightDecay();
     };
@@ -1165,9 +1168,30 @@ private:
         args.push_back(dt(report.workDtype));
         args.push_back(slotRun(s->workOffset, report.workDtype, n, "working copies " + r.names()));
       }
-      if (failed(call(o, s->workOffset >= 0 ? "tgrt_adamw_wc" : "tgrt_adamw", args, where)) ||
+      // ZeRO-1: only the run's owner updates it (its moments live on that rank only), then
+      // it broadcasts the new values (and their working copies) to the other ranks.
+      std::string fn = s->workOffset >= 0 ? "tgrt_adamw_wc" : "tgrt_adamw";
+      if (s->owner >= 0) {
+        args.push_back(Arg(s->owner));
+        fn += "_owned";
+      }
+      if (failed(call(o, fn, args, where)) ||
           failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where)))
         return failure();
+      if (s->owner >= 0) {
+        if (failed(call(o, "tgrt_broadcast",
+                        {dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
+                         n, Arg(s->owner)},
+                        where)))
+          return failure();
+        if (s->workOffset >= 0 &&
+            failed(call(o, "tgrt_broadcast",
+                        {dt(report.workDtype),
+                         slotRun(s->workOffset, report.workDtype, n, "working copies " + r.names()),
+                         n, Arg(s->owner)},
+                        where)))
+          return failure();
+      }
     }
     return success();
   }

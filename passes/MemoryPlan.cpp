@@ -285,6 +285,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       if (auto t = d.getAs<FloatAttr>("init_std"))
         s.initStd = (float)t.getValueAsDouble();
       s.decay = (bool)d.get("decay");
+      if (d.get("owner"))
+        s.owner = getI64(d, "owner");
       r.paramBytes += dtypeBytes(s.dtype) * s.numel;
       r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * s.numel;
       r.params.push_back(std::move(s));
@@ -299,11 +301,30 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       }
     v.push_back({k, bytes});
   };
+  // ZeRO-1: a rank holds the moments of the parameters it owns; the block every rank
+  // reserves is the largest range's (the plan is the same on every rank).
+  r.zero = getI64(plan, "zero");
+  std::map<int64_t, std::map<std::string, int64_t>> ownedMoments; // owner -> dtype -> bytes
   for (const ParamSlot &s : r.params) {
     addTo(r.persistentByDtype, "parameters " + s.dtype, dtypeBytes(s.dtype) * s.numel);
     addTo(r.persistentByDtype, "gradients " + s.dtype, dtypeBytes(s.dtype) * s.numel);
-    addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype,
-          2 * dtypeBytes(s.stateDtype) * s.numel);
+    if (s.owner < 0)
+      addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype,
+            2 * dtypeBytes(s.stateDtype) * s.numel);
+    else
+      ownedMoments[s.owner][s.stateDtype] += 2 * dtypeBytes(s.stateDtype) * s.numel;
+  }
+  if (!ownedMoments.empty()) {
+    std::map<std::string, int64_t> largest;
+    for (auto &[owner, byType] : ownedMoments)
+      for (auto &[dtype, bytes] : byType)
+        largest[dtype] = std::max(largest[dtype], bytes);
+    r.optimizerStateBytes = 0;
+    for (auto &[dtype, bytes] : largest) {
+      addTo(r.persistentByDtype, "AdamW m, v " + dtype + " (ZeRO-1: largest rank's share)", bytes);
+      r.optimizerStateBytes += bytes;
+    }
+    r.shardRanks = (int64_t)ownedMoments.size();
   }
   if (!r.workDtype.empty())
     addTo(r.persistentByDtype, "working copies " + r.workDtype, r.workBytes);

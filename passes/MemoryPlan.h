@@ -80,6 +80,7 @@ struct ParamSlot {
   std::string init = "normal";    ///< normal | zeros | ones (driver initialisation)
   float initStd = 0.02f;
   bool decay = false;             ///< AdamW weight decay applies
+  int64_t owner = -1; ///< ZeRO-1: the rank that holds its moments and updates it; -1 all ranks
 };
 
 /// The whole plan, read back from a planned module's attributes.
@@ -87,6 +88,9 @@ struct PlanReport {
   int64_t persistentBytes = 0, arenaBytes = 0, workspaceBytes = 0;
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
+  /// ZeRO stage of the plan (0: replicated; 1: each rank holds its parameters' AdamW state,
+  /// optimizerStateBytes is then one rank's) and how many ranks own a range.
+  int64_t zero = 0, shardRanks = 0;
   int64_t tokensOffset = 0, targetsOffset = 0;
   /// Working copies of the parameter values (mixed precision; tg-plan-memory): their
   /// element type ("" when none), the region's offset and bytes in the persistent region.

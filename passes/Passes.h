@@ -64,6 +64,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                         llvm::cl::desc("data-parallel ranks (> 1: tg-distribute averages "
                                        "gradients before the optimizer)"),
                         llvm::cl::init(1)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage with ranks > 1: 0, or 1 (AdamW moments "
+                                      "sharded over the ranks by parameter ranges)"),
+                       llvm::cl::init(0)};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};

@@ -131,12 +131,21 @@ def TgDistribute : Pass<"tg-distribute", "mlir::ModuleOp"> {
     Each rank computes the mean gradient over its own micro-batches (the loss seed is
     1/grad_accum), so the mean over ranks is the mean over all N x grad_accum
     micro-batches: N ranks with micro-batch b match one rank with micro-batch N*b.
-    Errors: ranks < 1, no @optimizer_step, the module already carries tg.ranks (applied
-    twice).
+    With `zero=1` (ZeRO-1; Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
+    Training Trillion Parameter Models", stage P_os) it also records `tg.zero = 1`:
+    tg-plan-memory then gives each rank the AdamW moments of one contiguous range of the
+    parameters only (owner = rank; ranges balanced by bytes, whole parameters, as PyTorch's
+    ZeroRedundancyOptimizer), and the lowering runs each range's AdamW on its owner and
+    broadcasts the updated values (and working copies) from it. Gradients stay whole
+    (all-reduced), so the global norm and clipping are unchanged.
+    Errors: ranks < 1, zero not 0 or 1 (2 and 3: not implemented), no @optimizer_step,
+    the module already carries tg.ranks (applied twice).
   }];
   let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "data-parallel ranks">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 0 (replicated) or 1 (AdamW moments sharded by parameter ranges)">,
   ];
   let statistics = [Statistic<"numReduced", "num-reduced", "tg.all_reduce_grads inserted">];
 }

@@ -55,6 +55,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   if (o.ranks > 1) {
     TgDistributeOptions dist;
     dist.ranks = o.ranks;
+    dist.zero = o.zero;
     pm.addPass(createTgDistribute(dist));
   }
   if (until == PipelineStage::Step)

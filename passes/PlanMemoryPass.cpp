@@ -115,16 +115,53 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t c) { return !decays(a) && decays(c); });
+    // ZeRO-1 (tg.zero = 1 with tg.ranks = N > 1): the parameters, in slot order, are cut
+    // into N contiguous ranges of about equal moment bytes (whole parameters; a range may be
+    // empty); rank r holds the moments of range r only. Each rank's m (and v) block is the
+    // size of the largest range and holds its range in slot order, so a parameter's m_offset
+    // is the same number on every rank but only its owner's memory holds its moments.
+    int64_t ranks = 1, zero = 0;
+    if (auto a = module->getAttrOfType<IntegerAttr>(kRanksAttr))
+      ranks = a.getInt();
+    if (auto a = module->getAttrOfType<IntegerAttr>(kZeroAttr))
+      zero = a.getInt();
+    const bool sharded = zero >= 1 && ranks > 1;
+    SmallVector<int64_t> owner(params.size(), -1);
+    if (sharded) {
+      int64_t total = 0, acc = 0;
+      for (size_t i : order)
+        total += alignUp(params[i].momentBytes);
+      for (size_t i : order) {
+        int64_t size = alignUp(params[i].momentBytes);
+        // The range whose share of the total holds this parameter's midpoint.
+        owner[i] = std::min<int64_t>(ranks - 1, total ? (2 * acc + size) * ranks / (2 * total) : 0);
+        acc += size;
+      }
+    }
     int64_t cursor = 0;
     SmallVector<int64_t> offs[4];
     for (int slot = 0; slot < 4; ++slot) {
       offs[slot].assign(params.size(), 0);
+      if (slot >= 2 && sharded) {
+        int64_t base = cursor, end = cursor;
+        SmallVector<int64_t> at(ranks, base);
+        for (size_t i : order) {
+          offs[slot][i] = at[owner[i]];
+          at[owner[i]] = alignUp(at[owner[i]] + params[i].momentBytes);
+          end = std::max(end, at[owner[i]]);
+        }
+        cursor = end;
+        continue;
+      }
       for (size_t i : order) {
         offs[slot][i] = cursor;
         cursor = alignUp(cursor + (slot < 2 ? params[i].bytes : params[i].momentBytes));
       }
     }
+
     SmallVector<NamedAttribute> plan;
+    if (sharded)
+      plan.push_back(b.getNamedAttr("zero", b.getI64IntegerAttr(zero)));
     int64_t inputStart = cursor;
     for (auto &[name, type] : inputs) {
       plan.push_back(b.getNamedAttr((name.getValue() + "_offset").str(), b.getI64IntegerAttr(cursor)));
@@ -172,6 +209,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       };
       if (workBase >= 0)
         slot.push_back({kWorkOffset, b.getI64IntegerAttr(workBase + offs[0][i] / 2)});
+      if (owner[i] >= 0)
+        slot.push_back({id("owner"), b.getI64IntegerAttr(owner[i])});
       // The initialisation and decay role the frontend put on the argument travel with
       // the slot, so the lowering's parameter table needs nothing else.
       if (p.argAttrs) {

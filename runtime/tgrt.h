@@ -69,6 +69,9 @@ typedef struct tgrt_param {
   int32_t weight_decay;   /* 1 if AdamW applies decoupled weight decay   */
   int32_t dtype;          /* enum tgrt_dtype of the value and gradient   */
   int32_t state_dtype;    /* enum tgrt_dtype of the AdamW moments m, v   */
+  /* ZeRO-1 (tgrt_model.zero = 1): the rank that holds m, v and updates the value (its
+   * m_offset / v_offset are valid on that rank only); ignored when zero = 0. */
+  int32_t owner;
 } tgrt_param;
 
 typedef struct tgrt_model {
@@ -101,6 +104,11 @@ typedef struct tgrt_model {
    * > 1: tg_optimizer_step starts with tgrt_all_reduce_mean on every gradient slot, and the
    * context needs a communicator (tgrt_set_comm). 0 (older emitted code) means 1. */
   int32_t ranks;
+  /* ZeRO stage (training.distributed.zero; tg.zero): 0 every rank holds everything; 1 the
+   * AdamW moments are sharded by parameter ranges (tgrt_param.owner): tg_optimizer_step
+   * updates the owned parameters (tgrt_adamw_owned) and broadcasts them from their owners;
+   * checkpoints gather the moments on save and keep the owned ones on load. */
+  int32_t zero;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */

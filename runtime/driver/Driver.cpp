@@ -202,8 +202,48 @@ bool failWith(std::string* err, const std::string& msg) {
 
 } // namespace
 
+/// Whether parameter p's moments are held by another rank than ctx's (ZeRO-1).
+static bool movedAway(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p) {
+  return m.zero >= 1 && m.ranks > 1 && p.owner >= 0 && p.owner != tgrt_comm_rank(ctx);
+}
+
+std::map<int64_t, std::vector<float>> gatherShardedMoments(tgrt_ctx* ctx, const tgrt_model& m) {
+  std::map<int64_t, std::vector<float>> out;
+  if (m.zero < 1 || m.ranks <= 1) return out;
+  const int32_t rank = tgrt_comm_rank(ctx);
+  char* base = tgrt_region(ctx, TGRT_PERSISTENT);
+  std::vector<float> host;
+  tgrt_synchronize(ctx);
+  for (int32_t i = 0; i < m.n_params; ++i) {
+    const tgrt_param& p = m.params[i];
+    if (p.owner <= 0) continue; // rank 0's own (or replicated)
+    if (tgrt_dtype_size(p.state_dtype) != tgrt_dtype_size(p.dtype))
+      throw std::runtime_error(std::string("checkpoint: ZeRO-1 stages the moments of '") + p.name +
+                        "' in its gradient slot, but its moment and value dtypes differ in width");
+    for (int k = 1; k < 3; ++k) {
+      if (rank == p.owner) {
+        host.resize((size_t)p.numel);
+        downloadFloats(ctx, slotOffset(p, k), p.state_dtype, host.data(), p.numel);
+        uploadFloats(ctx, p.grad_offset, p.state_dtype, host.data(), p.numel);
+      }
+      tgrt_broadcast(ctx, "checkpoint.gather_moments", p.state_dtype, base + p.grad_offset,
+                     p.numel, p.owner);
+      if (rank == 0) {
+        std::vector<float>& v = out[3 * (int64_t)i + k];
+        v.resize((size_t)p.numel);
+        downloadFloats(ctx, p.grad_offset, p.state_dtype, v.data(), p.numel);
+      }
+    }
+    tgrt_zero(ctx, "checkpoint.gather_moments", base + p.grad_offset,
+              p.numel * tgrt_dtype_size(p.dtype));
+  }
+  tgrt_synchronize(ctx);
+  return out;
+}
+
 bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
-                std::map<std::string, std::string> metadata, std::string* err) {
+                std::map<std::string, std::string> metadata, std::string* err,
+                const std::map<int64_t, std::vector<float>>* gathered) {
   std::vector<std::vector<float>> host;
   std::vector<StTensorView> views;
   host.reserve((size_t)m.n_params * 3);
@@ -212,6 +252,20 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
     const tgrt_param& p = m.params[i];
     std::vector<int64_t> shape(p.shape, p.shape + std::max(1, (int)p.rank));
     for (int k = 0; k < 3; ++k) {
+      const std::vector<float>* staged = nullptr;
+      if (gathered) {
+        auto it = gathered->find(3 * (int64_t)i + k);
+        if (it != gathered->end()) staged = &it->second;
+      }
+      if (staged) {
+        views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, staged->data()});
+        continue;
+      }
+      if (k > 0 && movedAway(ctx, m, p)) {
+        if (err) *err = std::string("ZeRO-1: the moments of '") + p.name + "' are on rank " +
+                        std::to_string(p.owner) + " (gather them first: gatherShardedMoments)";
+        return false;
+      }
       host.emplace_back((size_t)p.numel);
       downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.back().data(), p.numel);
       views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, host.back().data()});
@@ -314,6 +368,7 @@ bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* 
         continue;
       }
       if (k > 0) have = true;
+      if (k > 0 && movedAway(ctx, m, p)) continue; // ZeRO-1: its owner loads them
       if (!r.readF32(name, host.data(), p.numel, err)) return false;
       uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.data(), p.numel);
     }
@@ -566,7 +621,8 @@ public:
   /// Rank `rank` of `ranks` data-parallel ranks joined by `comm` (NULL for one rank).
   Trainer(const Options& o, const tgrt_driver_hooks& h, const tgrt_model& m, int32_t rank = 0,
           int32_t ranks = 1, tgrt_comm* comm = nullptr)
-      : opt_(o), hooks_(h), m_(m), rank_(rank), ranks_(ranks), comm_(comm) {
+      : opt_(o), hooks_(h), m_(m), rank_(rank), ranks_(ranks), comm_(comm),
+        save_every_all_(o.save_every), save_all_(!o.save.empty()) {
     if (rank_ > 0) { // only rank 0 prints, logs, evaluates and saves
       opt_.quiet = true;
       opt_.log.clear();
@@ -620,6 +676,10 @@ private:
   const tgrt_model& m_;
   int32_t rank_ = 0, ranks_ = 1; ///< data parallel: this rank, and how many
   tgrt_comm* comm_ = nullptr;    ///< joins the ranks' contexts (NULL: one rank)
+  /// The save schedule of rank 0, known to every rank: under ZeRO-1 saving is a collective
+  /// (gatherShardedMoments) all ranks join; only rank 0 writes.
+  int64_t save_every_all_ = 0;
+  bool save_all_ = false;
   /// Mean over the ranks of v (every rank gets the same values); unchanged with one rank.
   void meanOverRanks(const char* what, double* v, int64_t n) {
     if (ranks_ > 1) tgrt_all_reduce_mean_host(ctx_, what, v, n);
@@ -880,6 +940,8 @@ std::string floatText(float x) {
 }
 
 void Trainer::save(int64_t step) {
+  const std::map<int64_t, std::vector<float>> gathered = gatherShardedMoments(ctx_, m_);
+  if (rank_ > 0) return; // only rank 0 writes
   std::map<std::string, std::string> meta;
   meta["format"] = "tgc-checkpoint-1";
   meta["step"] = std::to_string(step);
@@ -899,7 +961,7 @@ void Trainer::save(int64_t step) {
   // and renames it, so the previous checkpoint is intact and the run can be --resume'd.
   const bool had_previous = std::ifstream(opt_.save).good();
   std::string err;
-  if (!saveParams(ctx_, m_, opt_.save, std::move(meta), &err)) {
+  if (!saveParams(ctx_, m_, opt_.save, std::move(meta), &err, &gathered)) {
     say("\n");
     throw DriverError("cannot save checkpoint " + opt_.save + " at step " + std::to_string(step) +
                       ": " + err +
@@ -1163,7 +1225,7 @@ int Trainer::run() {
                  {"batches", used}});
       }
     }
-    if (opt_.save_every > 0 && s % opt_.save_every == 0 && s != last_step) save(s);
+    if (save_every_all_ > 0 && s % save_every_all_ == 0 && s != last_step) save(s);
     if (timed) {
       const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
       double stop = elapsed + avg > limit_s ? 1.0 : 0.0;
@@ -1180,7 +1242,7 @@ int Trainer::run() {
     say("loss scaling: %lld of %lld optimizer steps skipped (gradients not finite), scale now "
         "%.9g\n",
         (long long)scaler_.skippedSteps(), (long long)step, (double)scaler_.scale());
-  if (!opt_.save.empty()) save(step);
+  if (save_all_) save(step);
 
   // Final evaluation over the whole val and test splits (rank 0 only).
   if (rank_ > 0) return 0;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 
 /// The four entry points of a compiled model (see runtime/tgrt.h).
@@ -83,9 +84,21 @@ class SafetensorsReader;
 /// as "<name>" (downloaded in param.dtype) and the AdamW moments as "optim.m.<name>",
 /// "optim.v.<name>" (in param.state_dtype); bf16 / f16 widen exactly. `metadata` is stored as
 /// given, plus "precision" = precisionName(model.precision). Synchronises ctx first. Returns
-/// false and sets *err (naming the file) on failure; no partial file remains.
+/// false and sets *err (naming the file) on failure; no partial file remains. `gathered`
+/// (ZeRO-1, from gatherShardedMoments): moments this rank does not hold, keyed by
+/// 3 * parameter index + slot (1 m, 2 v), used instead of ctx's memory.
 bool saveParams(tgrt_ctx* ctx, const tgrt_model& model, const std::string& path,
-                std::map<std::string, std::string> metadata, std::string* err);
+                std::map<std::string, std::string> metadata, std::string* err,
+                const std::map<int64_t, std::vector<float>>* gathered = nullptr);
+
+/// ZeRO-1 (model.zero >= 1, ranks > 1): a collective every rank calls at the same point
+/// between optimizer steps. For each parameter owned by a rank other than 0, its owner
+/// stages m and v in the parameter's gradient slot (free and zero between steps; the same
+/// bytes when the moment and value dtypes have one width, else a DriverError) and
+/// broadcasts them; rank 0 returns them as floats keyed as saveParams's `gathered` (other
+/// ranks: empty). The gradient slots are zeroed again. Empty without sharding.
+std::map<int64_t, std::vector<float>> gatherShardedMoments(tgrt_ctx* ctx,
+                                                           const tgrt_model& model);
 
 /// Checks that the checkpoint open in `reader` was saved by this model, in this order:
 /// "precision" metadata (absent = "fp32"); then, in parameter order, each "<name>" present and
@@ -99,7 +112,8 @@ bool checkCheckpoint(const tgrt_model& model, const SafetensorsReader& reader, s
 /// Loads a checkpoint written by saveParams (or any float32 safetensors file with the same
 /// tensor names) into ctx: each value is rounded (to nearest even) to param.dtype, each moment
 /// to param.state_dtype, then uploaded. *have_optim receives whether the AdamW moments were in
-/// the file (if none are, ctx's moments are left as they are). Fails (false, *err naming the
+/// the file (if none are, ctx's moments are left as they are). Under ZeRO-1 only the moments
+/// of the parameters this rank owns are uploaded. Fails (false, *err naming the
 /// file) before uploading anything when checkCheckpoint fails, or when only some moments are
 /// present or a tensor cannot be read.
 bool loadParams(tgrt_ctx* ctx, const tgrt_model& model, SafetensorsReader& reader,

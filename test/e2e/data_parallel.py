@@ -5,9 +5,11 @@ same data (every rank draws the global batch and keeps its rows), so the per-ste
 the parameters of the final checkpoints agree up to the order of float summation.
 
 usage: data_parallel.py --log-a A.jsonl --ckpt-a A.safetensors --log-b B.jsonl
-                        --ckpt-b B.safetensors --rtol R [--label NAME]
+                        --ckpt-b B.safetensors --rtol R [--label NAME] [--moments]
 Compares every training step's loss (relative difference <= R) and every tensor of the
-checkpoints that is not an optimizer moment (max |a - b| <= R * max(1, max |b|)). Also
+checkpoints that is not an optimizer moment (max |a - b| <= R * max(1, max |b|)); with
+--moments the AdamW moments too (max |a - b| <= R * max |b|: v is ~1e-8, so no floor of 1;
+ZeRO-1 gathers them from their owners on save). Also
 fails when the logs have different steps or no step at all, or the checkpoints hold
 different tensors. Prints the worst differences and 'data-parallel NAME: PASS', or exits 1."""
 import argparse, json, struct, sys
@@ -54,6 +56,7 @@ def main():
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--rtol", type=float, required=True)
     ap.add_argument("--label", default="")
+    ap.add_argument("--moments", action="store_true")
     a = ap.parse_args()
 
     la, lb = read_log(a.log_a), read_log(a.log_b)
@@ -71,20 +74,23 @@ def main():
         fail(f"the checkpoints hold different tensors: {sorted(set(ca) ^ set(cb))}")
     worst_param, worst_name, compared = 0.0, "", 0
     for k in sorted(ca):
-        if k.startswith("optim."):
+        moment = k.startswith("optim.")
+        if moment and not a.moments:
             continue
         x, y = ca[k].astype(np.float64), cb[k].astype(np.float64)
         if x.shape != y.shape:
             fail(f"{k}: shape {x.shape} vs {y.shape}")
-        scale = max(1.0, float(np.max(np.abs(y))))
+        top = float(np.max(np.abs(y))) if y.size else 0.0
+        scale = (top if top > 0 else 1.0) if moment else max(1.0, top)
         d = float(np.max(np.abs(x - y))) / scale
         compared += 1
         if d > worst_param:
             worst_param, worst_name = d, k
         if not d <= a.rtol:
-            fail(f"parameter {k}: max |difference| {d:.3g} (relative to max(1, max |value|)) > {a.rtol}")
+            fail(f"{'moment' if moment else 'parameter'} {k}: max |difference| {d:.3g} "
+                 f"(relative to {'max |value|' if moment else 'max(1, max |value|)'}) > {a.rtol}")
     print(f"data-parallel {a.label}: {len(la)} steps, worst loss difference {worst_loss:.2g}; "
-          f"{compared} parameters, worst difference {worst_param:.2g} ({worst_name})")
+          f"{compared} tensors, worst difference {worst_param:.2g} ({worst_name})")
     print(f"data-parallel {a.label}: PASS")
 
 

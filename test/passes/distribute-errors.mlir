@@ -4,6 +4,10 @@
 // RUN: tg-opt %t/twice.mlir -tg-distribute=ranks=2 -verify-diagnostics
 // RUN: tg-opt %t/ranks.mlir -tg-distribute=ranks=0 -verify-diagnostics
 // RUN: tg-opt %t/ranks.mlir -tg-distribute=ranks=-3 -verify-diagnostics
+// RUN: not tg-opt %t/zero.mlir -tg-distribute="ranks=2 zero=2" 2>&1 | FileCheck %s --check-prefix=ZERO2
+// RUN: not tg-opt %t/zero.mlir -tg-distribute="ranks=2 zero=5" 2>&1 | FileCheck %s --check-prefix=ZERO5
+// ZERO2: error: tg-distribute: zero must be 0 or 1, got 2 (ZeRO-2 and ZeRO-3 are not implemented)
+// ZERO5: error: tg-distribute: zero must be 0 or 1, got 5{{$}}
 // RUN: tg-opt %t/verifier.mlir -split-input-file -verify-diagnostics
 // The pipeline refuses a rank count outside [1, 64] before any pass runs.
 // RUN: not tg-opt %t/ranks.mlir -tg-pipeline="ranks=0" 2>&1 | FileCheck %s --check-prefix=PIPELINE
@@ -75,4 +79,11 @@ func.func @empty() {
   // expected-error @below {{'tg.all_reduce_grads' op needs at least one parameter}}
   "tg.all_reduce_grads"() {ranks = 2 : i64} : () -> ()
   return
+}
+
+//--- zero.mlir
+module {
+  func.func @optimizer_step(%w: tensor<8xf32> {tg.param = "w"}) {
+    return
+  }
 }

@@ -16,6 +16,16 @@
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
 // RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=CPP1
+// ZeRO-1: tg.zero on the module; the plan gives each parameter an owner and packs each
+// owner's moments from the start of the m / v blocks (the same offsets on both ranks); the
+// optimizer updates each run on its owner and broadcasts the values from it.
+// RUN: tg-opt %s -tg-autodiff -tg-distribute="ranks=2 zero=1" | FileCheck %s --check-prefix=ZERO
+// RUN: tg-opt %s -tg-autodiff -tg-distribute="ranks=1 zero=1" | FileCheck %s --check-prefix=ZERO1
+// RUN: tg-opt %s -tg-pipeline="ranks=2 zero=1" | FileCheck %s --check-prefix=ZPLAN
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
+// RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
+// RUN:   --set training.batch_size=2 --set training.distributed.ranks=2 \
+// RUN:   --set training.distributed.zero=1 --emit=cpp -o - | FileCheck %s --check-prefix=ZCPP
 
 // CHECK: module attributes {{{.*}}tg.ranks = 2 : i64
 // CHECK-LABEL: func.func @eval_step
@@ -42,7 +52,7 @@
 
 // CPP: static const tgrt_model kModel = {
 // CPP: 16, kParams,
-// CPP: {{^}}  2{{$}}
+// CPP: {{^}}  2, 0{{$}}
 // CPP-NEXT: };
 // CPP: void tg_optimizer_step(
 // CPP: if ({{.*}}) {
@@ -58,9 +68,35 @@
 // CPP: tgrt_grad_norm_sq(
 // CPP-NOT: tgrt_all_reduce_mean
 
+// ZERO: module attributes {{{.*}}tg.ranks = 2 : i64, tg.zero = 1 : i64
+// ZERO1-NOT: tg.zero
+
+// The three parameters' moments (128, 8 and 64 f32 values in 256-byte slots: 512 + 256 +
+// 256 bytes) are cut by their midpoints: wte (rank 0), ln.g and fc.w (rank 1); each rank's
+// block holds the larger share, 512 bytes, so v starts 512 bytes after m, and ln.g's moments
+// take wte's offsets (on another rank).
+// ZPLAN: tg.plan = {
+// ZPLAN-SAME: {dtype = "f32", grad_offset = {{[0-9]+}} : i64, m_offset = [[#M:]] : i64, name = "wte", numel = 128 : i64, offset = 0 : i64, owner = 0 : i64, shape = array<i64: 16, 8>, state_dtype = "f32",
+// ZPLAN-SAME: v_offset = [[#M+512]] : i64}
+// ZPLAN-SAME: {dtype = "f32", grad_offset = {{[0-9]+}} : i64, m_offset = [[#M]] : i64, name = "ln.g", numel = 8 : i64, offset = {{[0-9]+}} : i64, owner = 1 : i64, shape = array<i64: 8>, state_dtype = "f32", v_offset = [[#M+512]] : i64}
+// ZPLAN-SAME: name = "fc.w", numel = 64 : i64, offset = {{[0-9]+}} : i64, owner = 1 : i64
+// ZPLAN-SAME: zero = 1 : i64
+
+// ZCPP: {"wte", {{.*}}, TGRT_F32, TGRT_F32, 0},
+// ZCPP: {"layers.0.mlp.fc.weight", {{.*}}, TGRT_F32, TGRT_F32, 1},
+// ZCPP: static const tgrt_model kModel = {
+// ZCPP: {{^}}  2, 1{{$}}
+// ZCPP: void tg_optimizer_step(
+// ZCPP: tgrt_all_reduce_mean(
+// ZCPP: tgrt_adamw_owned({{v[0-9]+}}, "optimizer.wte..ln_f.bias ({{[0-9]+}} tensors)", TGRT_F32, [[P0:v[0-9]+]], {{.*}}, 0);
+// ZCPP: tgrt_broadcast({{v[0-9]+}}, "optimizer.wte..ln_f.bias ({{[0-9]+}} tensors)", TGRT_F32, [[P0]], {{[0-9]+}}, 0);
+// ZCPP: tgrt_adamw_owned({{.*}}, 1);
+// ZCPP: tgrt_broadcast({{.*}}, 1);
+// ZCPP-NOT: tgrt_adamw(
+
 // CPP1: static const tgrt_model kModel = {
 // CPP1: 16, kParams,
-// CPP1: {{^}}  1{{$}}
+// CPP1: {{^}}  1, 0{{$}}
 // CPP1-NEXT: };
 // CPP1-NOT: tgrt_all_reduce_mean
 

@@ -460,17 +460,22 @@ TEST(SpecRules, Distributed) {
   EXPECT_NE(errorOf(R"({"training": {"distributed": {"ranks": 0}}})")
                 .find("training.distributed.ranks: "),
             std::string::npos);
-  for (int z : {1, 2, 3})
+  EXPECT_EQ(parseOk("{}", {"training.distributed.ranks=2", "training.distributed.zero=1"})
+                .training.distributed.zero,
+            1);
+  for (int z : {2, 3})
     EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": )" + std::to_string(z) + "}}}"),
-              "training.distributed.zero: ZeRO-1..3 are not implemented yet (got " +
+              "training.distributed.zero: ZeRO-2 and ZeRO-3 are not implemented yet (got " +
                   std::to_string(z) +
-                  "); use 0 (every rank holds all parameters, gradients and optimizer state)");
+                  "); use 1 (AdamW state sharded over the ranks) or 0 (every rank holds all "
+                  "parameters, gradients and optimizer state)");
   EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": 4}}})"),
-            "training.distributed.zero: 4 is not a ZeRO stage; use 0 (ZeRO-1..3 are not "
-            "implemented yet)");
-  EXPECT_EQ(overrideError({"training.distributed.zero=1"}),
-            "--set training.distributed.zero: ZeRO-1..3 are not implemented yet (got 1); use 0 "
-            "(every rank holds all parameters, gradients and optimizer state)");
+            "training.distributed.zero: 4 is not a ZeRO stage; use 0 or 1 (ZeRO-2 and ZeRO-3 "
+            "are not implemented yet)");
+  EXPECT_EQ(overrideError({"training.distributed.zero=3"}),
+            "--set training.distributed.zero: ZeRO-2 and ZeRO-3 are not implemented yet (got 3); "
+            "use 1 (AdamW state sharded over the ranks) or 0 (every rank holds all parameters, "
+            "gradients and optimizer state)");
   EXPECT_EQ(errorOf(R"({"training": {"distributed": {"rank": 2}}})"),
             "training.distributed.rank: unknown field (did you mean 'ranks'?)");
   EXPECT_NE(errorOf(R"({"training": {"distributed": {"ranks": "2"}}})")

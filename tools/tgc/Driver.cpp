@@ -136,6 +136,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.gradClip = opt.grad_clip;
   o.decayEmbeddings = opt.decay_embeddings;
   o.ranks = spec.training.distributed.ranks;
+  o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   const std::string &ck = spec.training.checkpointing;
