@@ -111,6 +111,8 @@ dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed, one rank x micro-batch 16 and 
   exe gpt2-dp1 --set training.precision=bf16-mixed --set training.batch_size=16
   exe gpt2-dp2 --set training.precision=bf16-mixed --set training.batch_size=8 \
     --set training.distributed.ranks=2
+  exe gpt2-dp2z --set training.precision=bf16-mixed --set training.batch_size=8 \
+    --set training.distributed.ranks=2 --set training.distributed.zero=1
   ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive

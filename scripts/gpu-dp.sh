@@ -12,6 +12,9 @@
 #   runtime/driver/Rendezvous.h); its losses are compared with the --gpus 2 run's (max
 #   relative difference printed; verdict against 2e-2, the bf16-mixed tolerance of
 #   test/e2e/data-parallel.test).
+#   Then (when runs/gpt2-dp2z was carried) ZeRO-1: `--gpus 2` x 8 with the AdamW moments
+#   sharded (training.distributed.zero=1): losses against ZeRO-0's, device memory against its
+#   (smaller) plan; its checkpoint (moments gathered over NCCL) resumed on 1 GPU.
 #   Then a fault: rank 1 is killed mid-run; the launcher must end rank 0 and exit non-zero
 #   within the timeout instead of hanging.
 set -u -o pipefail
@@ -38,6 +41,17 @@ if [ "${ENVLAUNCH:-1}" != 0 ]; then
   wait "${envpids[0]}"; rc1=$?; wait "${envpids[1]}"; rc0=$?
   echo "2 GPUs (RANK/WORLD_SIZE environment): rank 0 rc $rc0, rank 1 rc $rc1"
   grep -hE "error|rendezvous" "$OUT/dp2env-rank0.log" "$OUT/dp2env-rank1.log" | head -4
+fi
+# ZeRO-1 (moments sharded): the same run, a checkpoint gathered over NCCL, resumed on 1 GPU.
+dp2z=$(unpack runs/gpt2-dp2z)
+if [ -n "$dp2z" ]; then
+  timeout 300 "$dp2z" --gpus 2 "${args[@]}" --log "$OUT/dp2z.jsonl" --save "$OUT/z.ckpt" \
+    > "$OUT/dp2z.log" 2>&1
+  echo "2 GPUs ZeRO-1: rc $?"; grep -E "error|memory|saved" "$OUT/dp2z.log" | head -4
+  "$dp1" --data runs/data-gpu --steps $((STEPS + 3)) --eval-every 0 --eval-batches 1 \
+    --resume "$OUT/z.ckpt" --log "$OUT/dp1res.jsonl" > "$OUT/dp1res.log" 2>&1
+  echo "ZeRO-1 checkpoint resumed on 1 GPU: rc $?"; grep -E "error|warning" "$OUT/dp1res.log" | head -3
+  rm -f "$OUT/z.ckpt"
 fi
 # Fault: kill rank 1 after a few seconds; the launcher must end rank 0 and fail.
 ( timeout 120 "$dp2" --gpus 2 --data runs/data-gpu --steps 100000 --eval-every 0 \
@@ -72,9 +86,24 @@ if b and e:
     print(f"launcher environment vs --gpus 2: {len(e)} and {len(b)} steps; max relative loss difference over {n} steps {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance 2e-2)")
 elif b:
     print("launcher environment vs --gpus 2: FAIL (no dp2env.jsonl steps; see dp2env-rank*.log)")
-print("| run | ms/step | tokens/s | tokens/s per GPU |\n|---|---|---|---|")
-for name, r, g in (("1 GPU x 16", a, 1), ("2 GPUs x 8 (--gpus 2)", b, 2),
-                   ("2 GPUs x 8 (RANK/WORLD_SIZE env)", e, 2)):
-    if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} |")
+z = rows("dp2z")
+if b and z:
+    n = min(len(b), len(z))
+    same = all(z[i]["loss"] == b[i]["loss"] for i in range(n))
+    rel = max(abs(z[i]["loss"] - b[i]["loss"]) / abs(b[i]["loss"]) for i in range(n))
+    print(f"ZeRO-1 vs ZeRO-0 (2 GPUs): {len(z)} and {len(b)} steps; max relative loss difference {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if rel <= 2e-2 and len(z) == len(b) else 'FAIL'}")
+res = rows("dp1res")
+if res: print("ZeRO-1 checkpoint resumed on 1 GPU: steps " + ", ".join(f"{r['step']}: {r['loss']:.4f}" for r in res) + (f" (2-GPU run's last: {z[-1]['loss']:.4f})" if z else ""))
+def mem(n):
+    try:
+        m = re.search(r"plan (\d+) bytes.*used (\d+) bytes", open(f"{out}/{n}.log").read())
+        return f"{int(m[1])/2**30:.3f} / {int(m[2])/2**30:.3f}" if m else "-"
+    except FileNotFoundError:
+        return "-"
+print("| run | ms/step | tokens/s | tokens/s per GPU | rank 0 plan / used GiB |\n|---|---|---|---|---|")
+for name, r, g, log in (("1 GPU x 16", a, 1, "dp1"), ("2 GPUs x 8 (--gpus 2)", b, 2, "dp2"),
+                        ("2 GPUs x 8 (RANK/WORLD_SIZE env)", e, 2, "dp2env-rank0"),
+                        ("2 GPUs x 8, ZeRO-1", z, 2, "dp2z")):
+    if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} | {mem(log)} |")
 if a and b: print(f"scaling efficiency (tokens/s per GPU, 2 vs 1): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
 PY
