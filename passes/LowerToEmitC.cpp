@@ -172,6 +172,9 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_adamw_wc_owned", "-MR-MM-----R-W-")
       .Case("tgrt_broadcast", "-M--")
       .Case("tgrt_all_reduce_mean", "-M-")
+      // Asynchronous on CUDA (the communicator's stream): not checked where it is called.
+      .Case("tgrt_all_reduce_mean_start", "")
+      .Case("tgrt_all_reduce_wait", "")
       .Default("");
 }
 
@@ -273,9 +276,10 @@ private:
                                                        : 0;
     float lossScaleInit = 0.0f;
     int64_t growth = 0;
-    int64_t ranks = 1; // tg-distribute's tg.ranks (absent: one rank)
+    ranks = 1; // tg-distribute's tg.ranks (absent: one rank)
     if (auto r = module->getAttrOfType<IntegerAttr>(kRanksAttr))
       ranks = r.getInt();
+    gradAccum = sizes[3];
     if (auto ls = module->getAttrOfType<DictionaryAttr>(kLossScaleAttr)) {
       auto init = ls.getAs<FloatAttr>("init");
       auto interval = ls.getAs<IntegerAttr>("growth_interval");
@@ -498,10 +502,14 @@ private:
           if (r.biasCast)
             fusedAway.insert(r.biasCast);
         }
+    if (fn.getSymName() == "micro_step")
+      planGradientBuckets(fn);
     for (Operation &op : fn.getBody().front()) {
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
       if (failed(lowerOp(&op)))
+        return failure();
+      if (failed(startFinishedBuckets(&op)))
         return failure();
     }
     b.create<emitc::ReturnOp>(loc, Value());
@@ -1036,10 +1044,21 @@ private:
                       {Arg(o.getResult()), flt(o.getMaxNorm().convertToFloat())});
         })
         .Case([&](AllReduceGradsOp o) {
-          // One in-place mean over the ranks per run of contiguous gradient slots of one
-          // dtype (the alignment padding between slots is zero on every rank, and stays 0).
-          return callPerGradRun(op, o.getParams(), "tgrt_all_reduce_mean", {},
-                                "optimizer.all_reduce");
+          // The buckets the backward started (planGradientBuckets) are waited for; the
+          // rest get one in-place mean over the ranks per run of contiguous gradient slots
+          // of one dtype (the alignment padding between slots is zero on every rank, and
+          // stays 0).
+          SmallVector<const ParamSlot *> rest;
+          for (Value p : o.getParams()) {
+            const ParamSlot *s = slotOf(p);
+            if (!s)
+              return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
+            if (!overlapped.contains(s))
+              rest.push_back(s);
+          }
+          if (!overlapped.empty() && failed(call(op, "tgrt_all_reduce_wait", {})))
+            return failure();
+          return callPerSlotRun(op, rest, "tgrt_all_reduce_mean", {}, "optimizer.all_reduce");
         })
         .Case([&](AdamWOp o) { return emitAdamW(o); })
         .Case([&](func::ReturnOp o) {
@@ -1099,6 +1118,67 @@ private:
     return out;
   }
 
+  /// Data parallel (tg.ranks > 1): the gradient all-reduce overlapped with the backward
+  /// (PyTorch DDP's gradient buckets; Li et al. 2020, "PyTorch Distributed"). Buckets: the
+  /// parameters of one transformer layer ("layers.N.*"), or one other parameter each (wte,
+  /// wpe, ln_f.*). A parameter's gradient slot is final once every tg.accumulate_grad of it
+  /// in @micro_step has been emitted, either itself or fused into its producer (an earlier
+  /// call writes the slot), and no add that finishes a fused sum (slotAdds) is still to
+  /// come. Right after the op at which a bucket's last member becomes final,
+  /// startFinishedBuckets emits tgrt_all_reduce_mean_start per run of its contiguous slots
+  /// (on the last micro-batch of the step, on the communicator's stream). @optimizer_step
+  /// waits for them (tgrt_all_reduce_wait) and all-reduces only what no bucket covered.
+  void planGradientBuckets(func::FuncOp micro) {
+    buckets.clear();
+    accsOf.clear();
+    overlapped.clear();
+    if (ranks <= 1)
+      return;
+    for (Operation &op : micro.getBody().front())
+      if (auto acc = dyn_cast<AccumulateGradOp>(op))
+        if (const ParamSlot *s = slotOf(acc.getParam()))
+          accsOf[s].push_back(&op);
+    std::map<std::string, SmallVector<const ParamSlot *>> groups;
+    for (const ParamSlot &p : report.params) {
+      if (!accsOf.count(&p))
+        continue;
+      StringRef name = p.name;
+      std::string key = name.str();
+      if (name.starts_with("layers."))
+        key = name.substr(0, name.find('.', 7)).str();
+      groups[key].push_back(&p);
+      overlapped.insert(&p);
+    }
+    for (auto &[key, members] : groups)
+      buckets.push_back(members);
+  }
+
+  /// Whether slot s is final after `at` was lowered (planGradientBuckets).
+  bool slotFinal(const ParamSlot *s, Operation *at) {
+    for (Operation *acc : accsOf.lookup(s))
+      if (acc != at && !fusedAway.contains(acc) && at->isBeforeInBlock(acc))
+        return false;
+    for (auto &[add, target] : slotAdds)
+      if (target.first == s && add != at && at->isBeforeInBlock(add))
+        return false;
+    return true;
+  }
+
+  /// Starts every bucket whose members are all final after `at` (planGradientBuckets).
+  LogicalResult startFinishedBuckets(Operation *at) {
+    for (auto it = buckets.begin(); it != buckets.end();) {
+      if (!llvm::all_of(*it, [&](const ParamSlot *s) { return slotFinal(s, at); })) {
+        ++it;
+        continue;
+      }
+      if (failed(callPerSlotRun(at, *it, "tgrt_all_reduce_mean_start", {Arg(gradAccum)},
+                                "backward.all_reduce")))
+        return failure();
+      it = buckets.erase(it);
+    }
+    return success();
+  }
+
   /// Emits `fnName(dtype, run, n, extra...)` once per run of contiguous gradient slots of
   /// one dtype among `params` (by gradient offset; the alignment padding between slots is
   /// zero), located at "<prefix>.<first>..<last>". Fails, with an error on `op`, when a
@@ -1112,6 +1192,11 @@ private:
         return op->emitOpError() << "lower-to-emitc: param has no planned slot";
       slots.push_back(s);
     }
+    return callPerSlotRun(op, slots, fnName, extra, prefix);
+  }
+  /// callPerGradRun over slots.
+  LogicalResult callPerSlotRun(Operation *op, SmallVector<const ParamSlot *> slots,
+                               StringRef fnName, ArrayRef<Arg> extra, StringRef prefix) {
     for (const Run &r :
          runs(slots, [](const ParamSlot *s) { return s->gradOffset; },
               [](const ParamSlot *a, const ParamSlot *c) { return a->dtype == c->dtype; })) {
@@ -1723,6 +1808,12 @@ private:
   MLIRContext *ctx;
   PlanReport report;
   llvm::StringMap<const ParamSlot *> slots;
+  int64_t ranks = 1, gradAccum = 1; ///< tg.ranks, tg.grad_accum (emitHeader)
+  /// planGradientBuckets: the buckets not started yet, each slot's tg.accumulate_grad ops
+  /// in @micro_step, and the slots the buckets cover (not all-reduced by @optimizer_step).
+  std::vector<SmallVector<const ParamSlot *>> buckets;
+  llvm::DenseMap<const ParamSlot *, SmallVector<Operation *>> accsOf;
+  llvm::SmallPtrSet<const ParamSlot *, 32> overlapped;
   llvm::SmallPtrSet<Operation *, 32> fusedAway; ///< ops lowered as part of an earlier call
   /// Per function: the GEMMs lowered as tgrt_matmul_bias_residual (residualSink).
   llvm::DenseMap<Operation *, ResidualSink> residualGemms;

@@ -194,6 +194,19 @@ void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks);
  * dt and n (else it fails naming both ranks' loc and n). Synchronous: returns once all
  * ranks' results are written. */
 void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n);
+/* tgrt_all_reduce_mean of one gradient bucket, started as soon as the backward has written
+ * it, so that it overlaps the rest of the backward (PyTorch DDP's buckets): only on the last
+ * micro-batch of the optimizer step (tgrt_set_micro_batch index == grad_accum - 1; before
+ * that the slots are still accumulating and nothing happens). CPU: tgrt_all_reduce_mean,
+ * synchronous. CUDA: ncclAllReduce (average) in place on the communicator's own stream,
+ * after the work issued on the context's stream so far; the result is visible on the
+ * context's stream after tgrt_all_reduce_wait. buf must not be written before that wait.
+ * A no-op without a communicator. Errors: those of tgrt_all_reduce_mean. */
+void tgrt_all_reduce_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
+                                int64_t n, int32_t grad_accum);
+/* Makes the context's stream wait for every tgrt_all_reduce_mean_start since the last wait
+ * (CUDA); nothing to do on the CPU (the starts were synchronous). */
+void tgrt_all_reduce_wait(tgrt_ctx* ctx, const char* loc);
 /* Host-side: v[i] = mean over the ranks of v[i] (double, summed in rank order), for the
  * driver's logged loss and counters. A no-op without a communicator. */
 void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n);

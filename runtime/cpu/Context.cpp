@@ -421,6 +421,15 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
   barrier(comm, me, loc, "all_reduce_mean");
 }
 
+void tgrt_all_reduce_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
+                                int64_t n, int32_t grad_accum) {
+  checkComm(ctx, loc);
+  if (ctx->micro_batch != grad_accum - 1) return; // the slots still accumulate
+  tgrt_all_reduce_mean(ctx, loc, dt, buf, n);
+}
+
+void tgrt_all_reduce_wait(tgrt_ctx* ctx, const char* loc) { checkComm(ctx, loc); }
+
 void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n) {
   checkComm(ctx, loc);
   tgrt_cpu::checkNonNegative(loc, "all_reduce_mean_host(n)", n);

@@ -29,6 +29,12 @@ struct tgrt_comm {
   ncclComm_t nccl = nullptr;
   int32_t rank = 0, ranks = 1;
   double* dbuf = nullptr; ///< device scratch of tgrt_all_reduce_mean_host (kHostMax doubles)
+  /// tgrt_all_reduce_mean_start: the stream the overlapped all-reduces run on, the event
+  /// it waits for (the context's stream so far) and the one the wait records; made on first
+  /// use. `pending`: a start since the last tgrt_all_reduce_wait.
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+  bool pending = false;
 };
 
 namespace {
@@ -149,6 +155,9 @@ void tgrt_comm_destroy(tgrt_comm* comm) {
   }
   if (comm->nccl) ncclCommDestroy(comm->nccl);
   if (comm->dbuf) cudaFree(comm->dbuf);
+  if (comm->ready) cudaEventDestroy(comm->ready);
+  if (comm->done) cudaEventDestroy(comm->done);
+  if (comm->stream) cudaStreamDestroy(comm->stream);
   delete comm;
 }
 
@@ -178,6 +187,42 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
             "all_reduce_mean (ncclAllReduce, average)");
   if (C(ctx)->sync_each)
     tgrt_cuda::check(cudaStreamSynchronize(C(ctx)->stream), loc, "all_reduce_mean");
+}
+
+void tgrt_all_reduce_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
+                                int64_t n, int32_t grad_accum) {
+  tgrt_comm* c = attached(ctx);
+  if (!c || c->ranks == 1 || n == 0) return;
+  if (C(ctx)->micro_batch != grad_accum - 1) return; // the slots still accumulate
+  const ncclDataType_t t = ncclType(dt, loc, "all_reduce_mean_start");
+  if (n < 0)
+    tgrt_cuda::fail(loc, "all_reduce_mean_start: negative element count %lld", (long long)n);
+  if (!c->stream) {
+    tgrt_cuda::check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), loc,
+                     "all_reduce_mean_start: cudaStreamCreate");
+    tgrt_cuda::check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), loc,
+                     "all_reduce_mean_start: cudaEventCreate");
+    tgrt_cuda::check(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming), loc,
+                     "all_reduce_mean_start: cudaEventCreate");
+  }
+  tgrt_cuda::check(cudaEventRecord(c->ready, C(ctx)->stream), loc,
+                   "all_reduce_mean_start: cudaEventRecord");
+  tgrt_cuda::check(cudaStreamWaitEvent(c->stream, c->ready, 0), loc,
+                   "all_reduce_mean_start: cudaStreamWaitEvent");
+  checkNccl(ncclAllReduce(buf, buf, (size_t)n, t, ncclAvg, c->nccl, c->stream), c, loc,
+            "all_reduce_mean_start (ncclAllReduce, average, overlapped)");
+  c->pending = true;
+  if (C(ctx)->sync_each)
+    tgrt_cuda::check(cudaStreamSynchronize(c->stream), loc, "all_reduce_mean_start");
+}
+
+void tgrt_all_reduce_wait(tgrt_ctx* ctx, const char* loc) {
+  tgrt_comm* c = attached(ctx);
+  if (!c || !c->pending) return;
+  tgrt_cuda::check(cudaEventRecord(c->done, c->stream), loc, "all_reduce_wait: cudaEventRecord");
+  tgrt_cuda::check(cudaStreamWaitEvent(C(ctx)->stream, c->done, 0), loc,
+                   "all_reduce_wait: cudaStreamWaitEvent");
+  c->pending = false;
 }
 
 void tgrt_all_reduce_mean_host(tgrt_ctx* ctx, const char* loc, double* v, int64_t n) {

@@ -16,6 +16,10 @@
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
 // RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=CPP1
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
+// RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
+// RUN:   --set training.batch_size=2 --set training.grad_accum=2 --set training.distributed.ranks=2 \
+// RUN:   --emit=cpp -o - | FileCheck %s --check-prefix=GA2
 // ZeRO-1: tg.zero on the module; the plan gives each parameter an owner and packs each
 // owner's moments from the start of the m / v blocks (the same offsets on both ranks); the
 // optimizer updates each run on its owner and broadcasts the values from it.
@@ -54,19 +58,33 @@
 // CPP: 16, kParams,
 // CPP: {{^}}  2, 0{{$}}
 // CPP-NEXT: };
-// CPP: void tg_optimizer_step(
-// CPP: if ({{.*}}) {
-// CPP-NEXT: tgrt_check_inputs(
-// CPP-NEXT: }
-// All 16 gradient slots are contiguous: one call over 10912 elements plus the alignment
-// padding between slots (zero on every rank).
-// CPP-NEXT: float* [[G:v[0-9]+]] = (float*) ({{v[0-9]+}} + 44800);
-// CPP-NEXT: tgrt_all_reduce_mean({{v[0-9]+}}, "optimizer.all_reduce.wte..layers.0.mlp.proj.weight (16 tensors)", TGRT_F32, [[G]], 11200);
-// CPP-NEXT: if ({{.*}}) {
+// The all-reduce overlaps the backward: one bucket per layer (its two runs of contiguous
+// slots: the undecayed vectors, the decayed matrices) started right after the layer's last
+// gradient write (the first layer norm's backward), then wte, wpe and ln_f's own buckets
+// after their (unfused) accumulations; with grad_accum 1 every micro-step is the last.
+// CPP: void tg_micro_step(
+// CPP: tgrt_layer_norm_bwd_acc_slots({{v[0-9]+}}, "layers.0.ln1"
+// CPP-NEXT: if ({{v[0-9]+}}) {
 // CPP-NEXT: tgrt_check_op(
+// CPP-NEXT: }
+// CPP-NEXT: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.layers.0.ln1.weight..layers.0.mlp.proj.bias (8 tensors)", TGRT_F32, {{v[0-9]+}}, 544, 1);
+// CPP-NEXT: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.layers.0.attn.qkv.weight..layers.0.mlp.proj.weight (4 tensors)", TGRT_F32, {{v[0-9]+}}, 8192, 1);
+// CPP: tgrt_embedding_bwd(
+// CPP: tgrt_accumulate({{v[0-9]+}}, "wte"
+// CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.wte", TGRT_F32, {{v[0-9]+}}, 2048, 1);
+// CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.wpe", TGRT_F32, {{v[0-9]+}}, 256, 1);
+// CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.ln_f.weight", TGRT_F32, {{v[0-9]+}}, 32, 1);
+// CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.ln_f.bias", TGRT_F32, {{v[0-9]+}}, 32, 1);
+// CPP-NOT: tgrt_all_reduce_mean_start
+// The optimizer waits for them before the norm; nothing is left to all-reduce there.
+// CPP: void tg_optimizer_step(
+// CPP-NOT: tgrt_all_reduce_mean
+// CPP: tgrt_all_reduce_wait({{v[0-9]+}}, "optimizer.all_reduce");
 // CPP-NOT: tgrt_all_reduce_mean
 // CPP: tgrt_grad_norm_sq(
 // CPP-NOT: tgrt_all_reduce_mean
+// With grad_accum 2 the starts pass it (they act on the last micro-batch only).
+// GA2: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.layers.0.ln1.weight..layers.0.mlp.proj.bias (8 tensors)", TGRT_F32, {{v[0-9]+}}, 544, 2);
 
 // ZERO: module attributes {{{.*}}tg.ranks = 2 : i64, tg.zero = 1 : i64
 // ZERO1-NOT: tg.zero
@@ -87,7 +105,7 @@
 // ZCPP: static const tgrt_model kModel = {
 // ZCPP: {{^}}  2, 1{{$}}
 // ZCPP: void tg_optimizer_step(
-// ZCPP: tgrt_all_reduce_mean(
+// ZCPP: tgrt_all_reduce_wait(
 // ZCPP: tgrt_adamw_owned({{v[0-9]+}}, "optimizer.wte..ln_f.bias ({{[0-9]+}} tensors)", TGRT_F32, [[P0:v[0-9]+]], {{.*}}, 0);
 // ZCPP: tgrt_broadcast({{v[0-9]+}}, "optimizer.wte..ln_f.bias ({{[0-9]+}} tensors)", TGRT_F32, [[P0]], {{[0-9]+}}, 0);
 // ZCPP: tgrt_adamw_owned({{.*}}, 1);

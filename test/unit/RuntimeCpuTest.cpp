@@ -268,6 +268,25 @@ TEST(CpuComm, AllReduceMeanIsTheOrderedFloatMeanOnEveryRank) {
   }
 }
 
+// The overlapped bucket all-reduce (tgrt_all_reduce_mean_start) acts on the last micro-batch
+// of the step only: before it the slots still accumulate and must stay local.
+TEST(CpuComm, AllReduceStartActsOnTheLastMicroBatchOnly) {
+  const int32_t R = 2;
+  std::vector<VecF> g(R, VecF(5));
+  for (int32_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < 5; ++i) g[r][i] = (float)(10 * r + i);
+  onRanks(R, [&](int32_t r, tgrt_ctx* ctx) {
+    tgrt_set_micro_batch(ctx, 0);
+    tgrt_all_reduce_mean_start(ctx, "bucket", TGRT_F32, g[r].data(), 5, 2);
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(g[r][i], (float)(10 * r + i)) << "micro-batch 0";
+    tgrt_set_micro_batch(ctx, 1);
+    tgrt_all_reduce_mean_start(ctx, "bucket", TGRT_F32, g[r].data(), 5, 2);
+    tgrt_all_reduce_wait(ctx, "wait");
+  });
+  for (int32_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(g[r][i], (float)(5 + i)) << "rank " << r;
+}
+
 TEST(CpuComm, NoCommunicatorIsANoOp) {
   const tgrt_model m = makeModel(64, 64, 64);
   tgrt_ctx* ctx = tgrt_ctx_create(&m);
