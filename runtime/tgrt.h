@@ -201,6 +201,7 @@ void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
  * synchronous. CUDA: ncclAllReduce (average) in place on the communicator's own stream,
  * after the work issued on the context's stream so far; the result is visible on the
  * context's stream after tgrt_all_reduce_wait. buf must not be written before that wait.
+ * TGRT_ALLREDUCE_OVERLAP=0 runs them on the context's stream instead (to measure the overlap).
  * A no-op without a communicator. Errors: those of tgrt_all_reduce_mean. */
 void tgrt_all_reduce_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf,
                                 int64_t n, int32_t grad_accum);

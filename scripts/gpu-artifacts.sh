@@ -113,6 +113,8 @@ dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed, one rank x micro-batch 16 and 
     --set training.distributed.ranks=2
   exe gpt2-dp2z --set training.precision=bf16-mixed --set training.batch_size=8 \
     --set training.distributed.ranks=2 --set training.distributed.zero=1
+  exe gpt2-dp2w --set training.precision=bf16-mixed --set training.batch_size=16 \
+    --set training.distributed.ranks=2
   ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive

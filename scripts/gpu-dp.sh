@@ -29,6 +29,10 @@ args=(--data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 1)
 "$dp1" "${args[@]}" --log "$OUT/dp1.jsonl" > "$OUT/dp1.log" 2>&1; echo "1 GPU: rc $?"
 timeout 300 "$dp2" --gpus 2 "${args[@]}" --log "$OUT/dp2.jsonl" > "$OUT/dp2.log" 2>&1
 echo "2 GPUs: rc $?"; grep -E "error|memory" "$OUT/dp2.log" | head -4
+# The same with the bucket all-reduces on the compute stream (not overlapped with the backward).
+TGRT_ALLREDUCE_OVERLAP=0 timeout 300 "$dp2" --gpus 2 "${args[@]}" --log "$OUT/dp2seq.jsonl" \
+  > "$OUT/dp2seq.log" 2>&1
+echo "2 GPUs, TGRT_ALLREDUCE_OVERLAP=0: rc $?"
 # Launcher environment (torchrun-style): rank 1 first (it retries until rank 0 listens).
 if [ "${ENVLAUNCH:-1}" != 0 ]; then
   envpids=()
@@ -41,6 +45,16 @@ if [ "${ENVLAUNCH:-1}" != 0 ]; then
   wait "${envpids[0]}"; rc1=$?; wait "${envpids[1]}"; rc0=$?
   echo "2 GPUs (RANK/WORLD_SIZE environment): rank 0 rc $rc0, rank 1 rc $rc1"
   grep -hE "error|rendezvous" "$OUT/dp2env-rank0.log" "$OUT/dp2env-rank1.log" | head -4
+fi
+# Weak scaling (when runs/gpt2-dp2w was carried): 2 GPUs x micro-batch 16 each (global 32),
+# tokens/s per GPU against 1 GPU x 16; overlapped and not.
+dp2w=$(unpack runs/gpt2-dp2w)
+if [ -n "$dp2w" ]; then
+  timeout 300 "$dp2w" --gpus 2 "${args[@]}" --log "$OUT/dp2w.jsonl" > "$OUT/dp2w.log" 2>&1
+  echo "2 GPUs x 16: rc $?"
+  TGRT_ALLREDUCE_OVERLAP=0 timeout 300 "$dp2w" --gpus 2 "${args[@]}" --log "$OUT/dp2wseq.jsonl" \
+    > "$OUT/dp2wseq.log" 2>&1
+  echo "2 GPUs x 16, TGRT_ALLREDUCE_OVERLAP=0: rc $?"
 fi
 # ZeRO-1 (moments sharded): the same run, a checkpoint gathered over NCCL, resumed on 1 GPU.
 dp2z=$(unpack runs/gpt2-dp2z)
@@ -102,8 +116,14 @@ def mem(n):
         return "-"
 print("| run | ms/step | tokens/s | tokens/s per GPU | rank 0 plan / used GiB |\n|---|---|---|---|---|")
 for name, r, g, log in (("1 GPU x 16", a, 1, "dp1"), ("2 GPUs x 8 (--gpus 2)", b, 2, "dp2"),
+                        ("2 GPUs x 8, all-reduce not overlapped", rows("dp2seq"), 2, "dp2seq"),
                         ("2 GPUs x 8 (RANK/WORLD_SIZE env)", e, 2, "dp2env-rank0"),
-                        ("2 GPUs x 8, ZeRO-1", z, 2, "dp2z")):
+                        ("2 GPUs x 8, ZeRO-1", z, 2, "dp2z"),
+                        ("2 GPUs x 16 (weak scaling)", rows("dp2w"), 2, "dp2w"),
+                        ("2 GPUs x 16, all-reduce not overlapped", rows("dp2wseq"), 2, "dp2wseq")):
     if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} | {mem(log)} |")
-if a and b: print(f"scaling efficiency (tokens/s per GPU, 2 vs 1): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
+if a and b: print(f"scaling efficiency, same global batch (tokens/s per GPU, 2 x 8 vs 1 x 16): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
+for n in ("dp2w", "dp2wseq"):
+    w = rows(n)
+    if a and w: print(f"scaling efficiency, same micro-batch ({n}: tokens/s per GPU, 2 x 16 vs 1 x 16): {med(w, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
 PY

@@ -21,6 +21,7 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -194,6 +195,16 @@ void tgrt_all_reduce_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void
   tgrt_comm* c = attached(ctx);
   if (!c || c->ranks == 1 || n == 0) return;
   if (C(ctx)->micro_batch != grad_accum - 1) return; // the slots still accumulate
+  // TGRT_ALLREDUCE_OVERLAP=0 (a measurement switch): the same buckets, in order on the
+  // context's stream, i.e. not overlapped with the backward.
+  static const bool overlap = [] {
+    const char* e = std::getenv("TGRT_ALLREDUCE_OVERLAP");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  if (!overlap) {
+    tgrt_all_reduce_mean(ctx, loc, dt, buf, n);
+    return;
+  }
   const ncclDataType_t t = ncclType(dt, loc, "all_reduce_mean_start");
   if (n < 0)
     tgrt_cuda::fail(loc, "all_reduce_mean_start: negative element count %lld", (long long)n);
