@@ -414,6 +414,50 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
 /// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the
 /// smallest (layer) and the largest (none) arena, each planned for real: arena, total,
 /// per-phase peaks, extra FLOPs, and the largest micro-batch that fits --memory.
+/// `tgc plan --ranks N`: one rank's plan for each implemented ZeRO stage at N data-parallel
+/// ranks (each rank runs the spec's micro-batch): parameters, gradients, AdamW state, working
+/// copies, arena, total, and the largest micro-batch per rank that fits `memory`. The plan is
+/// the same on every rank (ZeRO-1: the largest rank's share of the moments).
+static int runRanks(const Spec &spec, const std::string &target, long long memory,
+                    int64_t ranks) {
+  if (ranks < 1 || ranks > 64) {
+    llvm::errs() << "tgc: error: --ranks: " << ranks << " is outside [1, 64]\n";
+    return 2;
+  }
+  auto gib = [](int64_t b) { return llvm::formatv("{0:f3}", (double)b / (1LL << 30)).str(); };
+  llvm::outs() << "per rank, " << ranks << " data-parallel rank" << (ranks > 1 ? "s" : "")
+               << " (micro-batch " << spec.training.batch_size << " per rank, global batch "
+               << ranks * spec.training.batch_size << " x grad_accum " << spec.training.grad_accum
+               << "), precision " << spec.training.precision << ", target " << target
+               << "; GiB; max micro-batch per rank for " << memory << " bytes\n";
+  llvm::outs() << llvm::left_justify("stage", 30) << llvm::right_justify("params", 9)
+               << llvm::right_justify("grads", 9) << llvm::right_justify("AdamW", 9)
+               << llvm::right_justify("copies", 9) << llvm::right_justify("arena", 9)
+               << llvm::right_justify("total", 9) << llvm::right_justify("max batch", 11) << "\n";
+  for (int zero : {0, 1}) {
+    std::vector<std::string> sets = {"training.distributed.ranks=" + std::to_string(ranks),
+                                      "training.distributed.zero=" + std::to_string(zero)};
+    const char *name = zero == 0 ? "ZeRO-0 (replicated)" : "ZeRO-1 (AdamW state sharded)";
+    llvm::errs() << "tgc: plan: " << name << "...\n";
+    tg::PlanReport r;
+    if (!planWith(spec, sets, target, r, true)) {
+      llvm::outs() << llvm::left_justify(name, 30) << "  refused (see tgc plan --set ...)\n";
+      continue;
+    }
+    int64_t bytes = 0;
+    int64_t maxB = maxMicroBatch(spec, sets, target, memory, &bytes, false);
+    llvm::outs() << llvm::left_justify(name, 30) << llvm::right_justify(gib(r.paramBytes), 9)
+                 << llvm::right_justify(gib(r.gradBytes), 9)
+                 << llvm::right_justify(gib(r.optimizerStateBytes), 9)
+                 << llvm::right_justify(gib(r.workBytes), 9)
+                 << llvm::right_justify(gib(r.arenaBytes), 9)
+                 << llvm::right_justify(gib(r.totalBytes()), 9)
+                 << llvm::right_justify(std::to_string(maxB), 11) << "\n";
+  }
+  llvm::outs() << "(ZeRO-2, ZeRO-3 and CPU offload are not implemented; docs/distributed.md)\n";
+  return 0;
+}
+
 static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::string &target,
                        long long memory) {
   struct Row {
@@ -506,6 +550,8 @@ int runPlan(const DriverOptions &opts) {
   std::string target = opts.target.empty() ? "cuda" : opts.target;
   if (opts.tradeoff)
     return runTradeoff(opts, spec, target, memory);
+  if (opts.ranks)
+    return runRanks(spec, target, memory, opts.ranks);
   MLIRContext ctx;
   setupContext(ctx);
   tg::PlanReport report;

@@ -21,6 +21,7 @@ struct DriverOptions {
   std::string planSvg; ///< tgc plan --svg FILE: the plan as a picture (tools/tgc/PlanSvg.h)
   bool maxBatch = false;
   bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
+  int64_t ranks = 0;     ///< tgc plan --ranks N: one rank's memory per ZeRO stage (0: off)
 };
 
 struct DataCliOptions {

@@ -3,6 +3,7 @@
 //   tgc compile [SPEC] [--set k=v]... [--emit=...] [--target=cpu|cuda] [-o OUT]
 //   tgc summary [SPEC] [--set k=v]...
 //   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
+//               [--ranks N]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
 //   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
@@ -79,6 +80,12 @@ cl::opt<bool> tradeoff(
     cl::desc("Compare checkpointing policies (none, gelu, selective, layer-attn, layer, budgets): arena, peaks, "
              "extra FLOPs, largest micro-batch for --memory; --json writes the rows"),
     cl::sub(planCmd), cl::cat(planCat));
+cl::opt<int64_t> planRanks(
+    "ranks",
+    cl::desc("Data-parallel ranks: one rank's memory (parameters, gradients, AdamW state, "
+             "working copies, arena) for each ZeRO stage, and with --memory its largest "
+             "micro-batch"),
+    cl::init(0), cl::sub(planCmd));
 cl::opt<std::string> memory("memory",
                             cl::desc("Device memory available, e.g. 80GiB, 24GB, 1073741824"),
                             cl::init("80GiB"), cl::sub(planCmd), cl::cat(planCat));
@@ -189,6 +196,7 @@ int main(int argc, char **argv) {
     opts.planSvg = planSvg;
     opts.maxBatch = maxBatch;
     opts.tradeoff = tradeoff;
+    opts.ranks = planRanks;
     opts.memory = memory;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);
