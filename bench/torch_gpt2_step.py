@@ -4,8 +4,14 @@
 Same shapes as a tgc spec: --layers --d-model --heads --d-ff --context --vocab --batch.
 Modes: eager fp32 with TF32 matmuls (the first comparison of issue 4) and, with --compile,
 torch.compile. Prints ms/step (median over --steps after --warmup) and peak memory (bytes).
-Runs on the GPU machine (PyTorch 2.x with CUDA)."""
-import argparse, json, math, statistics, time
+Runs on the GPU machine (PyTorch 2.x with CUDA).
+
+Data parallel (issue 11's PyTorch rows): under torchrun (WORLD_SIZE > 1) with --ddp
+(DistributedDataParallel) or --fsdp (FSDP2 `fully_shard` per block and at the root: the
+ZeRO-3 analogue); --batch is per GPU. Rank 0 prints the JSON: ms/step, tokens/s per GPU,
+its peak memory, the world size.
+  torchrun --nproc_per_node 2 bench/torch_gpt2_step.py --bf16 --compile --ddp"""
+import argparse, json, math, os, statistics, time
 import torch
 import torch.utils.checkpoint
 import torch.nn as nn
@@ -87,6 +93,8 @@ def main():
     p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
     p.add_argument("--checkpoint", action="store_true",
                    help="torch.utils.checkpoint per transformer block (activation recomputation)")
+    p.add_argument("--ddp", action="store_true", help="DistributedDataParallel (under torchrun)")
+    p.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard (under torchrun)")
     p.add_argument("--profile", metavar="FILE",
                    help="after the timed steps, profile 3 more with torch.profiler and write the "
                         "GPU kernels' time per step (ms, grouped by kernel name) to FILE")
@@ -94,9 +102,23 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     dev = "cuda"
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    if a.ddp or a.fsdp:
+        import torch.distributed as dist
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl")
+        torch.manual_seed(1234)  # the same initial weights on every rank
     model = GPT(a).to(dev)
+    if a.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model)
+    elif a.fsdp:
+        from torch.distributed.fsdp import fully_shard
+        for b in model.blocks:
+            fully_shard(b)
+        fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
-                            fused=True)
+                            fused=not a.fsdp, foreach=True if a.fsdp else None)
     step_fn = torch.compile(model) if a.compile else model
     idx = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
@@ -120,12 +142,16 @@ def main():
     if a.profile:
         write_profile(a.profile, step, n=3)
     mode = (("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
-            + ("+checkpoint" if a.checkpoint else ""))
-    res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window,
+            + ("+checkpoint" if a.checkpoint else "") + ("+ddp" if a.ddp else "")
+            + ("+fsdp" if a.fsdp else ""))
+    res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window, world=world,
                ms_per_step=statistics.median(times),
                tokens_per_s=a.batch * a.context / (statistics.median(times) / 1e3),
                peak_bytes=torch.cuda.max_memory_allocated(), loss=float(loss))
-    print(json.dumps(res))
+    if rank == 0:
+        print(json.dumps(res))
+    if a.ddp or a.fsdp:
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

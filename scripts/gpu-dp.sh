@@ -56,6 +56,16 @@ if [ -n "$dp2w" ]; then
     > "$OUT/dp2wseq.log" 2>&1
   echo "2 GPUs x 16, TGRT_ALLREDUCE_OVERLAP=0: rc $?"
 fi
+# PyTorch in the same call (TORCH=0 skips): torch.compile bf16 on 1 GPU x 16, and on 2 GPUs x 16
+# each with DDP and with FSDP2 (torchrun; bench/torch_gpt2_step.py).
+if [ "${TORCH:-1}" = 1 ]; then
+  python3 bench/torch_gpt2_step.py --batch 16 --bf16 --compile > "$OUT/torch-1gpu.json" 2> "$OUT/torch-1gpu.err"
+  for m in ddp fsdp; do
+    timeout 400 torchrun --nproc_per_node 2 --master_port 29533 bench/torch_gpt2_step.py \
+      --batch 16 --bf16 --compile --$m > "$OUT/torch-$m.json" 2> "$OUT/torch-$m.err"
+    echo "torch $m: rc $?"
+  done
+fi
 # ZeRO-1 (moments sharded): the same run, a checkpoint gathered over NCCL, resumed on 1 GPU.
 dp2z=$(unpack runs/gpt2-dp2z)
 if [ -n "$dp2z" ]; then
@@ -122,6 +132,13 @@ for name, r, g, log in (("1 GPU x 16", a, 1, "dp1"), ("2 GPUs x 8 (--gpus 2)", b
                         ("2 GPUs x 16 (weak scaling)", rows("dp2w"), 2, "dp2w"),
                         ("2 GPUs x 16, all-reduce not overlapped", rows("dp2wseq"), 2, "dp2wseq")):
     if r: print(f"| {name} | {med(r, 'ms'):.1f} | {med(r, 'tokens_per_s'):.0f} | {med(r, 'tokens_per_s') / g:.0f} | {mem(log)} |")
+for n in ("torch-1gpu", "torch-ddp", "torch-fsdp"):
+    try:
+        t = json.load(open(f"{out}/{n}.json"))
+        per = t["tokens_per_s"]
+        print(f"| PyTorch {t['mode']} x {t['world']} GPU(s), {t['batch']} per GPU | {t['ms_per_step']:.1f} | {per * t['world']:.0f} | {per:.0f} | peak {t['peak_bytes']/2**30:.3f} |")
+    except Exception as ex:
+        print(f"| PyTorch {n} | failed: {ex} | - | - | - |")
 if a and b: print(f"scaling efficiency, same global batch (tokens/s per GPU, 2 x 8 vs 1 x 16): {med(b, 'tokens_per_s') / 2 / med(a, 'tokens_per_s'):.2f}")
 for n in ("dp2w", "dp2wseq"):
     w = rows(n)
