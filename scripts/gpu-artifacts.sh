@@ -107,14 +107,15 @@ perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and ker
   done
   gzip -c build/bin/tgrt-cuda-check > "runs/tgrt-cuda-check$TAG.gz"
   ;;
-dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed, one rank x micro-batch 16 and two ranks x 8
-  exe gpt2-dp1 --set training.precision=bf16-mixed --set training.batch_size=16
-  exe gpt2-dp2 --set training.precision=bf16-mixed --set training.batch_size=8 \
-    --set training.distributed.ranks=2
-  exe gpt2-dp2z --set training.precision=bf16-mixed --set training.batch_size=8 \
+dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed (or DP_SETS: "--set k=v ..." on top, named
+     # DP_PREFIX), one rank x micro-batch B (DP_BATCH, 16), two ranks x B/2 (ZeRO-0 and
+     # ZeRO-1) and two ranks x B
+  P=${DP_PREFIX:-gpt2}; B=${DP_BATCH:-16}; S=(--set training.precision=bf16-mixed ${DP_SETS:-})
+  exe "$P-dp1" "${S[@]}" --set training.batch_size=$B
+  exe "$P-dp2" "${S[@]}" --set training.batch_size=$((B / 2)) --set training.distributed.ranks=2
+  exe "$P-dp2z" "${S[@]}" --set training.batch_size=$((B / 2)) \
     --set training.distributed.ranks=2 --set training.distributed.zero=1
-  exe gpt2-dp2w --set training.precision=bf16-mixed --set training.batch_size=16 \
-    --set training.distributed.ranks=2
+  exe "$P-dp2w" "${S[@]}" --set training.batch_size=$B --set training.distributed.ranks=2
   ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive
