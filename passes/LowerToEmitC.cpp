@@ -507,9 +507,14 @@ private:
     for (Operation &op : fn.getBody().front()) {
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
+      size_t fusedBefore = fusedAway.size();
       if (failed(lowerOp(&op)))
         return failure();
-      if (failed(startFinishedBuckets(&op)))
+      // A slot only becomes final where an accumulate of it is passed or fused, or where an
+      // add finishing a fused sum is lowered: look for finished buckets there only.
+      if (!buckets.empty() &&
+          (isa<AccumulateGradOp>(op) || slotAdds.count(&op) || fusedAway.size() != fusedBefore) &&
+          failed(startFinishedBuckets(&op)))
         return failure();
     }
     b.create<emitc::ReturnOp>(loc, Value());
@@ -1131,6 +1136,7 @@ private:
   void planGradientBuckets(func::FuncOp micro) {
     buckets.clear();
     accsOf.clear();
+    slotAddsOf.clear();
     overlapped.clear();
     if (ranks <= 1)
       return;
@@ -1158,8 +1164,8 @@ private:
     for (Operation *acc : accsOf.lookup(s))
       if (acc != at && !fusedAway.contains(acc) && at->isBeforeInBlock(acc))
         return false;
-    for (auto &[add, target] : slotAdds)
-      if (target.first == s && add != at && at->isBeforeInBlock(add))
+    for (Operation *add : slotAddsOf.lookup(s))
+      if (add != at && at->isBeforeInBlock(add))
         return false;
     return true;
   }
@@ -1506,7 +1512,7 @@ private:
       slot = slotOf(sink.acc.getParam());
       fusedAway.insert(sink.acc);
       if (AddOp add = sink.add)
-        slotAdds[add] = {slot, add.getLhs() == dw ? add.getRhs() : add.getLhs()};
+        noteSlotAdd(add, slot, add.getLhs() == dw ? add.getRhs() : add.getLhs());
     }
     Arg dwArg = slot ? gradSlot(slot) : Arg(dw);
     if (!slot && failed(call(o, "tgrt_zero", {Arg(dw), elemBytes(dw) * numel(dw)})))
@@ -1740,7 +1746,7 @@ private:
           fusedAway.insert(cast);
         if (viaAdd) {
           Value mine = cast ? cast.getResult() : o.getResult();
-          slotAdds[viaAdd] = {s, viaAdd.getLhs() == mine ? viaAdd.getRhs() : viaAdd.getLhs()};
+          noteSlotAdd(viaAdd, s, viaAdd.getLhs() == mine ? viaAdd.getRhs() : viaAdd.getLhs());
         }
         return call(o, "tgrt_matmul_acc",
                     {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
@@ -1820,6 +1826,12 @@ private:
   /// Adds lowered as tgrt_accumulate of their other operand onto a gradient slot (the GEMM
   /// operand went into the slot already, gradientSink).
   llvm::DenseMap<Operation *, std::pair<const ParamSlot *, Value>> slotAdds;
+  /// The same adds by slot (slotFinal).
+  llvm::DenseMap<const ParamSlot *, SmallVector<Operation *, 2>> slotAddsOf;
+  void noteSlotAdd(Operation *add, const ParamSlot *slot, Value other) {
+    slotAdds[add] = {slot, other};
+    slotAddsOf[slot].push_back(add);
+  }
   /// GELU gradients that lower as tgrt_matmul_dgelu_bgrad with the GEMM they read (which
   /// emitted nothing at its own place).
   llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;

@@ -301,17 +301,23 @@ TEST(CpuComm, NoCommunicatorIsANoOp) {
             std::string::npos);
 }
 
+/// Rank 0 of a 2-rank communicator whose rank 1 never calls, with a 0.2 s timeout (for the
+/// death tests: the context and communicator live until the process exits).
+tgrt_ctx* loneRank0() {
+  setenv("TGRT_COMM_TIMEOUT_S", "0.2", 1);
+  static const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_comm* comm = tgrt_comm_create_local(2);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  tgrt_set_comm(ctx, comm, 0, 2);
+  return ctx;
+}
+
 TEST(CpuCommDeathTest, MissingRankTimesOutNamingTheCollective) {
   // Rank 1 never arrives: rank 0 fails after the timeout instead of hanging.
   EXPECT_EXIT(
       {
-        setenv("TGRT_COMM_TIMEOUT_S", "0.2", 1);
-        const tgrt_model m = makeModel(64, 64, 64);
-        tgrt_comm* comm = tgrt_comm_create_local(2);
-        tgrt_ctx* ctx = tgrt_ctx_create(&m);
-        tgrt_set_comm(ctx, comm, 0, 2);
         VecF g(4, 1.0f);
-        tgrt_all_reduce_mean(ctx, "optimizer.all_reduce.wte", TGRT_F32, g.data(), 4);
+        tgrt_all_reduce_mean(loneRank0(), "optimizer.all_reduce.wte", TGRT_F32, g.data(), 4);
       },
       ::testing::ExitedWithCode(1),
       "tgrt: optimizer.all_reduce.wte: all_reduce_mean: rank 0 of 2 waited 0.2 s for the other "
@@ -466,13 +472,8 @@ TEST(CpuCommDeathTest, BroadcastMissingRankTimesOut) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EXIT(
       {
-        setenv("TGRT_COMM_TIMEOUT_S", "0.2", 1);
-        const tgrt_model m = makeModel(64, 64, 64);
-        tgrt_comm* comm = tgrt_comm_create_local(2);
-        tgrt_ctx* ctx = tgrt_ctx_create(&m);
-        tgrt_set_comm(ctx, comm, 0, 2);
         VecF g(4, 1.0f);
-        tgrt_broadcast(ctx, "zero1.broadcast.wte", TGRT_F32, g.data(), 4, 0);
+        tgrt_broadcast(loneRank0(), "zero1.broadcast.wte", TGRT_F32, g.data(), 4, 0);
       },
       ::testing::ExitedWithCode(1),
       "tgrt: zero1.broadcast.wte: broadcast: rank 0 of 2 waited 0.2 s for the other ranks "

@@ -1478,15 +1478,20 @@ void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
                      window, scale);
   DevT gq(q), gk(k), gv(v), gdo(dout), go(dt, n), gdq(dt, n), gdk(dt, n), gdv(dt, n);
   Dev<float> gl((size_t)(bh * t));
-  go.poison();
-  gl.poison();
-  gdq.poison();
-  gdk.poison();
-  gdv.poison();
-  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, ATTN_CONTIG(bh, t, hd),
-                          causal, window, scale);
-  tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                          gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
+  // Forward and backward on the GPU into poisoned outputs, with the context's current
+  // kernel family (attentionForm).
+  auto runGpu = [&] {
+    go.poison();
+    gl.poison();
+    gdq.poison();
+    gdk.poison();
+    gdv.poison();
+    tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p,
+                            ATTN_CONTIG(bh, t, hd), causal, window, scale);
+    tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p,
+                            gdk.p, gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
+  };
+  runGpu();
   const Vec fo = go.f(), fl = gl.get(), fdq = gdq.f(), fdk = gdk.f(), fdv = gdv.f();
   const Vec ro = decode(out), rdq = decode(dq), rdk = decode(dk), rdv = decode(dv);
   const std::string shape = fmt("bh%lld t%lld hd%lld window%lld", (long long)bh, (long long)t,
@@ -1500,15 +1505,7 @@ void checkAttentionLp(Contexts& c, Rng& rng, int32_t dt, int64_t t, int64_t hd, 
   // Hopper; elsewhere this runs the same kernels again).
   const tgrt_cuda::AttentionForm form0 = tgrt_cuda::attentionForm(c.gpu);
   tgrt_cuda::setAttentionForm(c.gpu, {false});
-  go.poison();
-  gl.poison();
-  gdq.poison();
-  gdk.poison();
-  gdv.poison();
-  tgrt_cuda::attentionFwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, ATTN_CONTIG(bh, t, hd),
-                          causal, window, scale);
-  tgrt_cuda::attentionBwd(c.gpu, "check", dt, gq.p, gk.p, gv.p, go.p, gl.p, gdo.p, gdq.p, gdk.p,
-                          gdv.p, ATTN_CONTIG(bh, t, hd), causal, window, scale);
+  runGpu();
   tgrt_cuda::setAttentionForm(c.gpu, form0);
   const Vec eo = go.f(), edq = gdq.f(), edk = gdk.f(), edv = gdv.f();
   record(fmt("attention_fwd_%s mma.sync out vs cpu", dtName(dt)), shape, relErr(eo, ro), tol);
