@@ -72,6 +72,10 @@ typedef struct tgrt_param {
   /* ZeRO-1 (tgrt_model.zero = 1): the rank that holds m, v and updates the value (its
    * m_offset / v_offset are valid on that rank only); ignored when zero = 0. */
   int32_t owner;
+  /* ZeRO-2 / ZeRO-3 (tgrt_model.zero >= 2): the chunk c = ceil(numel / ranks) every rank
+   * holds (tgrt_shard_span): grad_offset, m_offset, v_offset name c-element shards, and
+   * under ZeRO-3 offset (and the working copy) too; 0 when not sharded. */
+  int64_t shard;
 } tgrt_param;
 
 typedef struct tgrt_model {
@@ -107,7 +111,12 @@ typedef struct tgrt_model {
   /* ZeRO stage (training.distributed.zero; tg.zero): 0 every rank holds everything; 1 the
    * AdamW moments are sharded by parameter ranges (tgrt_param.owner): tg_optimizer_step
    * updates the owned parameters (tgrt_adamw_owned) and broadcasts them from their owners;
-   * checkpoints gather the moments on save and keep the owned ones on load. */
+   * checkpoints gather the moments on save and keep the owned ones on load.
+   * 2 (ZeRO-2): gradients and moments are sharded evenly (tgrt_param.shard), each
+   * micro-step reduce-scatters the gradients into the shards, AdamW updates this rank's
+   * chunk of each value and all-gathers it. 3 (ZeRO-3): the values too; the step
+   * all-gathers each layer's parameters before use. Checkpoints gather on save and keep
+   * this rank's chunks on load. */
   int32_t zero;
 } tgrt_model;
 
@@ -226,6 +235,59 @@ int32_t tgrt_comm_rank(tgrt_ctx* ctx);
  * see root's values). */
 void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n,
                     int32_t root);
+/* ---- ZeRO-2 / ZeRO-3: tensors sharded evenly over the ranks (Rajbhandari et al. 2020,
+ * stages P_os+g and P_os+g+p; PyTorch FSDP's flat sharding per tensor). A tensor of n
+ * elements is cut into chunks of c = ceil(n / N) elements (tgrt_param.shard); rank r holds
+ * elements [r*c, min(n, (r+1)*c)) of it as the first elements of its own shard buffer of c
+ * elements; the rest of that buffer (the padding: only on the last ranks, when N does not
+ * divide n) is never written by these calls and stays 0. tgrt_shard_span gives a rank's
+ * valid count. Every rank must call each collective with the same dt, n and c (CPU: else it
+ * fails naming both ranks' loc, n and c); c must be >= ceil(n / N) (else it fails naming loc).
+ * Waits are bounded by TGRT_COMM_TIMEOUT_S as in tgrt_all_reduce_mean. The "_start" calls
+ * are synchronous on the CPU; on CUDA they run on the communicator's own stream after the
+ * work issued on the context's stream so far, and their results are visible on the context's
+ * stream after tgrt_all_reduce_wait (which waits for every start of any kind since the last
+ * wait); their buffers must not be written (nor, for outputs, read) before that wait.
+ * TGRT_ALLREDUCE_OVERLAP=0 runs them on the context's stream. */
+/* Elements rank `rank` holds of a tensor of n elements in chunks of c: its first element
+ * index (*begin = rank * c) and count min(c, max(0, n - rank*c)). */
+void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count);
+/* All-gather: full[r*c + i] = rank r's shard[i] for every rank r and i < its count, on every
+ * rank (full: n elements of dt; shard: c elements). In place is allowed: shard ==
+ * (char*)full + rank*c*size(dt) (ZeRO-2 gathers the updated values that way). Without a
+ * communicator: copies the count of rank 0 (all of n when c >= n) from shard to full.
+ * CUDA: ncclAllGather when N*c == n, else one ncclBroadcast per rank's chunk (grouped). */
+void tgrt_all_gather_start(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* shard,
+                           void* full, int64_t n, int64_t c);
+/* Reduce-scatter of a gradient into the shards, accumulating: for i < this rank's count,
+ * shard[i] += mean over ranks r of rank r's full[rank*c + i], where the mean is (sum over r =
+ * 0..N-1 in that order, in float32) / N rounded once to dt and the add is done in float32
+ * and rounded once to dt (so a zero shard receives exactly tgrt_all_reduce_mean's value of
+ * that element). full: n elements of dt (every rank's local gradient; on CUDA it is
+ * overwritten in this rank's chunk by the mean, in place, before the add); shard: c elements.
+ * Without a communicator: shard[i] += full[i] for i < min(n, c). CUDA: ncclReduceScatter
+ * (average) in place when N*c == n, else one ncclReduce (average) per rank's chunk
+ * (grouped), then the add as a kernel on the communicator's stream. */
+void tgrt_reduce_scatter_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* full,
+                                    void* shard, int64_t n, int64_t c);
+/* In place on every rank: buf[i] = sum over ranks r = 0..N-1 (in that order) of rank r's
+ * buf[i], float32 (the squared gradient norm of ZeRO-2/3's sharded gradients). buf is in the
+ * context's memory (device memory on CUDA: ncclAllReduce sum on the context's stream,
+ * stream-ordered). A no-op without a communicator. Errors as tgrt_all_reduce_mean. */
+void tgrt_all_reduce_sum_f32(tgrt_ctx* ctx, const char* loc, float* buf, int64_t n);
+/* ZeRO-2's AdamW: the values p (and working copies w) are whole tensors of n elements on
+ * every rank, the gradient g and moments m, v are this rank's shards of c elements: exactly
+ * tgrt_adamw (resp. tgrt_adamw_wc) on p + begin, g, m, v, w + begin with count elements
+ * (tgrt_shard_span of this rank; rank 0 without a communicator), same bits, errors and
+ * aliasing rules. The updated values are then all-gathered in place
+ * (tgrt_all_gather_start with shard = p + begin). */
+void tgrt_adamw_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                      int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1,
+                      float beta2, float eps, float weight_decay, const float* clip);
+void tgrt_adamw_wc_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                         int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1,
+                         float beta2, float eps, float weight_decay, const float* clip,
+                         int32_t w_dt, void* w);
 
 /* ------------------------------------------------------------------ kernels -- */
 
