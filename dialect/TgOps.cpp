@@ -525,6 +525,31 @@ LogicalResult AllReduceGradsOp::verify() {
   return success();
 }
 
+LogicalResult ReduceScatterGradOp::verify() {
+  if (failed(expectParam(*this, "param", getParam())))
+    return failure();
+  if (getRanks() < 2)
+    return emitOpError() << "ranks must be >= 2 (one rank has nothing to scatter), got "
+                         << getRanks();
+  return expectSameType(*this, "grad", getGrad(), getParam().getType());
+}
+
+LogicalResult GatherParamOp::verify() {
+  if (getRanks() < 2)
+    return emitOpError() << "ranks must be >= 2 (one rank holds every parameter whole), got "
+                         << getRanks();
+  Value src = getSource();
+  if (auto cast = src.getDefiningOp<CastOp>()) {
+    if (!cast->hasAttr(kWorkingCopyAttr))
+      return emitOpError() << "source must be a parameter or its working copy (a tg.cast "
+                              "marked tg.working_copy); this tg.cast is not marked";
+    src = cast.getX();
+  }
+  if (failed(expectParam(*this, "source", src)))
+    return failure();
+  return expectSameType(*this, "result", getResult(), getSource().getType());
+}
+
 LogicalResult AdamWOp::verify() {
   if (failed(expectParam(*this, "param", getParam())) ||
       failed(expectShape(*this, "clip", getClip(), {2})))

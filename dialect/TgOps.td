@@ -407,6 +407,52 @@ def Tg_AllReduceGradsOp : Tg_Op<"all_reduce_grads", [MemoryEffects<[MemRead, Mem
   let assemblyFormat = "$params attr-dict `:` type($params)";
 }
 
+def Tg_ReduceScatterGradOp : Tg_Op<"reduce_scatter_grad", [MemoryEffects<[MemRead, MemWrite]>,
+    AllTypesMatch<["param", "grad"]>]> {
+  let summary = "ZeRO-2/3: add this rank's chunk of the ranks' mean gradient into its shard";
+  let description = [{
+    Data parallel with sharded gradients (Rajbhandari et al. 2020, ZeRO stage 2). `grad` is
+    this rank's whole gradient of `param` (a parameter: a block argument carrying
+    `tg.param`) for this micro-batch; with n its element count and c = ceil(n / ranks), the
+    op adds elements [rank*c, rank*c + c) of the mean of `grad` over the `ranks` ranks into
+    the parameter's gradient shard (c elements in the persistent region). It replaces
+    `tg.accumulate_grad` under `tg-distribute{zero=2|3}`, placed right after the gradient is
+    computed, so the whole gradient lives only until then.
+    ```mlir
+    tg.reduce_scatter_grad %w, %dw {ranks = 2 : i64} : tensor<64x256xf32>
+    ```
+    Lowered to `tgrt_reduce_scatter_mean_start` (overlapped: `grad`'s buffer stays reserved
+    until the next reduce-scatter, which first waits for this one). Verifier errors: param
+    not a parameter, grad of another type, ranks < 2.
+  }];
+  let arguments = (ins Tg_FloatTensor:$param, Tg_FloatTensor:$grad, I64Attr:$ranks);
+  let hasVerifier = 1;
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+}
+
+def Tg_GatherParamOp : Tg_Op<"gather_param", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "ZeRO-3: all-gather a sharded parameter (or its working copy) into a whole tensor";
+  let description = [{
+    Under `tg-distribute{zero=3}` each rank holds a chunk of c = ceil(n / ranks) elements of
+    every parameter (and of its low-precision working copy); `source` is the parameter (a
+    block argument carrying `tg.param`) or its working copy (a `tg.cast` of one marked
+    `tg.working_copy`), and the result is the whole tensor of the same type, an arena buffer
+    live until its last use (FSDP: gathered just in time, released after use). The pass puts
+    one before the first use of each parameter in each layer's forward, and one before its
+    first use in the backward.
+    ```mlir
+    %w = tg.gather_param %w_shard {ranks = 2 : i64} : tensor<64x256xbf16> -> tensor<64x256xbf16>
+    ```
+    Lowered to `tgrt_all_gather_start` + `tgrt_all_reduce_wait`. Verifier errors: a source
+    that is neither a parameter nor a working copy of one, a result of another type,
+    ranks < 2.
+  }];
+  let arguments = (ins Tg_FloatTensor:$source, I64Attr:$ranks);
+  let results = (outs Tg_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+}
+
 def Tg_AdamWOp : Tg_Op<"adamw", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "AdamW update of one parameter, then zero its gradient";
   let description = [{

@@ -523,15 +523,11 @@ void checkSemantics(const Spec &s) {
     fail("training.distributed.ranks", std::to_string(t.distributed.ranks) +
                                            " exceeds the limit of " +
                                            std::to_string(kMaxRanks) + " ranks");
-  if (t.distributed.zero >= 2 && t.distributed.zero <= 3)
+  if (t.distributed.zero < 0 || t.distributed.zero > 3)
     fail("training.distributed.zero",
-         "ZeRO-2 and ZeRO-3 are not implemented yet (got " + std::to_string(t.distributed.zero) +
-             "); use 1 (AdamW state sharded over the ranks) or 0 (every rank holds all "
-             "parameters, gradients and optimizer state)");
-  else if (t.distributed.zero != 0 && t.distributed.zero != 1)
-    fail("training.distributed.zero", std::to_string(t.distributed.zero) +
-                                          " is not a ZeRO stage; use 0 or 1 (ZeRO-2 and ZeRO-3 "
-                                          "are not implemented yet)");
+         std::to_string(t.distributed.zero) +
+             " is not a ZeRO stage; use 0 (replicated), 1 (AdamW state sharded), 2 (+ "
+             "gradients sharded) or 3 (+ parameters sharded)");
 
   if (t.ignore_index != -1 && (t.ignore_index < 0 || t.ignore_index >= m.vocab_size))
     fail("training.ignore_index", std::to_string(t.ignore_index) +

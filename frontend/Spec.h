@@ -54,7 +54,7 @@ struct AttentionSpec {
 /// holds all parameters, gradients and optimizer state).
 struct DistributedSpec {
   int64_t ranks = 1;            ///< data-parallel ranks, 1..64
-  int64_t zero = 0;             ///< ZeRO stage: 0, or 1 (AdamW state sharded); 2, 3 refused
+  int64_t zero = 0;             ///< ZeRO stage 0..3 (1: AdamW state, 2: + gradients, 3: + values sharded)
 };
 
 struct TrainingSpec {

@@ -175,6 +175,11 @@ StringRef kernelAccess(StringRef fn) {
       // Asynchronous on CUDA (the communicator's stream): not checked where it is called.
       .Case("tgrt_all_reduce_mean_start", "")
       .Case("tgrt_all_reduce_wait", "")
+      .Case("tgrt_all_gather_start", "")
+      .Case("tgrt_reduce_scatter_mean_start", "")
+      .Case("tgrt_all_reduce_sum_f32", "")
+      .Case("tgrt_adamw_chunk", "-MR-MM------R")
+      .Case("tgrt_adamw_wc_chunk", "-MR-MM------R-W")
       .Default("");
 }
 
@@ -309,7 +314,7 @@ private:
       ps << "}, " << p.numel << ", " << p.offset << ", " << p.gradOffset << ", " << p.mOffset
          << ", " << p.vOffset << ", " << init << ", " << fltText(p.initStd) << ", "
          << (p.decay ? 1 : 0) << ", " << tgrtDtype(p.dtype) << ", " << tgrtDtype(p.stateDtype)
-         << ", " << p.owner << "},\n";
+         << ", " << p.owner << ", " << p.shard << "},\n";
     }
     ps << "}";
     auto paramsType =
@@ -1045,6 +1050,10 @@ private:
           if (failed(callPerGradRun(op, o.getParams(), "tgrt_grad_norm_sq",
                                     {Arg(o.getResult())}, "optimizer.clip")))
             return failure();
+          // ZeRO-2/3: each rank summed the squares of its gradient chunks only.
+          if (report.zero >= 2 && ranks > 1 &&
+              failed(call(op, "tgrt_all_reduce_sum_f32", {Arg(o.getResult()), (int64_t)1})))
+            return failure();
           return call(op, "tgrt_clip_scale",
                       {Arg(o.getResult()), flt(o.getMaxNorm().convertToFloat())});
         })
@@ -1066,10 +1075,45 @@ private:
           return callPerSlotRun(op, rest, "tgrt_all_reduce_mean", {}, "optimizer.all_reduce");
         })
         .Case([&](AdamWOp o) { return emitAdamW(o); })
+        .Case([&](ReduceScatterGradOp o) {
+          // ZeRO-2/3: the previous reduce-scatter's gradient buffer is reserved up to here
+          // (analyzeLiveness): wait for it, then start this one on the communicator's stream.
+          const ParamSlot *s = slotOf(o.getParam());
+          if (!s || s->shard <= 0)
+            return LogicalResult(op->emitOpError()
+                                 << "lower-to-emitc: param has no sharded gradient slot "
+                                    "(plan it with tg.zero >= 2)");
+          if (scatterPending && failed(call(op, "tgrt_all_reduce_wait", {})))
+            return failure();
+          scatterPending = true;
+          return call(op, "tgrt_reduce_scatter_mean_start",
+                      {dt(s->dtype), Arg(o.getGrad()), gradSlot(s), s->numel, s->shard});
+        })
+        .Case([&](GatherParamOp o) {
+          // ZeRO-3: this rank's chunk of the value (or working copy) -> the whole tensor.
+          const ParamSlot *s = nullptr;
+          Value src = o.getSource();
+          if (auto c = src.getDefiningOp<CastOp>())
+            s = slotOf(c.getX());
+          else
+            s = slotOf(src);
+          if (!s || s->shard <= 0 || report.zero < 3)
+            return LogicalResult(op->emitOpError()
+                                 << "lower-to-emitc: param has no sharded value slot "
+                                    "(plan it with tg.zero = 3)");
+          if (failed(call(op, "tgrt_all_gather_start",
+                          {dt(src), Arg(src), Arg(o.getResult()), s->numel, s->shard})))
+            return failure();
+          return call(op, "tgrt_all_reduce_wait", {});
+        })
         .Case([&](func::ReturnOp o) {
           for (Value v : o.getOperands())
             if (failed(call(op, "tgrt_report_loss", {Arg(v)})))
               return failure();
+          if (scatterPending) { // the last reduce-scatter of the step
+            scatterPending = false;
+            return call(op, "tgrt_all_reduce_wait", {});
+          }
           return success();
         })
         .Default([&](Operation *) {
@@ -1095,6 +1139,9 @@ private:
                               .str();
     }
   };
+  /// Elements of a slot this rank holds: the ZeRO-2/3 chunk, else the whole tensor. (runs()
+  /// groups gradient slots, and values only where they are chunks too: ZeRO-3, or unsharded.)
+  static int64_t held(const ParamSlot *s) { return s->shard > 0 ? s->shard : s->numel; }
   /// Groups `slots` into runs by `offsetOf` (sorted), contiguous and `compatible`.
   template <typename OffsetFn, typename CompatFn>
   std::vector<Run> runs(SmallVector<const ParamSlot *> slots, OffsetFn offsetOf,
@@ -1105,9 +1152,9 @@ private:
     std::vector<Run> out;
     const ParamSlot *prev = nullptr;
     for (const ParamSlot *s : slots) {
-      int64_t bytes = dtypeBytes(s->dtype) * s->numel;
+      int64_t bytes = dtypeBytes(s->dtype) * held(s);
       int64_t prevEnd =
-          prev ? (offsetOf(prev) + dtypeBytes(prev->dtype) * prev->numel + kBufferAlignment - 1) /
+          prev ? (offsetOf(prev) + dtypeBytes(prev->dtype) * held(prev) + kBufferAlignment - 1) /
                      kBufferAlignment * kBufferAlignment
                : -1;
       if (prev && offsetOf(s) == prevEnd && compatible(out.back().first, s)) {
@@ -1234,6 +1281,8 @@ private:
       slotsOf.push_back(s);
       fusedAway.insert(o);
     }
+    if (report.zero == 2 && ranks > 1)
+      return emitAdamWChunks(all);
     auto same = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
@@ -1285,6 +1334,52 @@ private:
       }
     }
     return success();
+  }
+
+  /// ZeRO-2: per parameter, AdamW over this rank's chunk of the whole value (and working
+  /// copy) with the gradient and moment shards, the shard zeroed, then the updated chunks
+  /// all-gathered in place (shard = NULL) on the communicator's stream and waited for once
+  /// at the end.
+  LogicalResult emitAdamWChunks(ArrayRef<AdamWOp> all) {
+    for (AdamWOp o : all) {
+      const ParamSlot *s = slotOf(o.getParam());
+      if (!s || s->shard <= 0)
+        return o->emitOpError() << "lower-to-emitc: param has no sharded gradient slot";
+      std::string where = "optimizer." + s->name;
+      SmallVector<Arg, 18> args = {
+          dt(s->dtype), slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name),
+          slotRun(s->gradOffset, s->dtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
+          slotRun(s->mOffset, s->stateDtype, s->shard, "AdamW m " + s->name),
+          slotRun(s->vOffset, s->stateDtype, s->shard, "AdamW v " + s->name), s->numel,
+          s->shard, flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
+          flt(o.getEps().convertToFloat()), flt(o.getWeightDecay().convertToFloat()),
+          Arg(o.getClip())};
+      if (s->workOffset >= 0) {
+        args.push_back(dt(report.workDtype));
+        args.push_back(
+            slotRun(s->workOffset, report.workDtype, s->numel, "working copies " + s->name));
+      }
+      const int64_t gradBytes = s->shard * dtypeBytes(s->dtype);
+      if (failed(call(o, s->workOffset >= 0 ? "tgrt_adamw_wc_chunk" : "tgrt_adamw_chunk", args,
+                      where)) ||
+          failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), gradBytes}, where)))
+        return failure();
+      if (failed(call(o, "tgrt_all_gather_start",
+                      {dt(s->dtype), Arg(std::string("nullptr")),
+                       slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name), s->numel,
+                       s->shard},
+                      where)))
+        return failure();
+      if (s->workOffset >= 0 &&
+          failed(call(o, "tgrt_all_gather_start",
+                      {dt(report.workDtype), Arg(std::string("nullptr")),
+                       slotRun(s->workOffset, report.workDtype, s->numel,
+                               "working copies " + s->name),
+                       s->numel, s->shard},
+                      where)))
+        return failure();
+    }
+    return call(all.back(), "tgrt_all_reduce_wait", {}, "optimizer.all_gather");
   }
 
   /// The packed [B, T, 3, H, hd] layout of a qkv value: q, k, v (part 0, 1, 2) start D
@@ -1815,6 +1910,8 @@ private:
   PlanReport report;
   llvm::StringMap<const ParamSlot *> slots;
   int64_t ranks = 1, gradAccum = 1; ///< tg.ranks, tg.grad_accum (emitHeader)
+  /// A tgrt_reduce_scatter_mean_start of this function not waited for yet.
+  bool scatterPending = false;
   /// planGradientBuckets: the buckets not started yet, each slot's tg.accumulate_grad ops
   /// in @micro_step, and the slots the buckets cover (not all-reduced by @optimizer_step).
   std::vector<SmallVector<const ParamSlot *>> buckets;

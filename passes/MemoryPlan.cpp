@@ -215,6 +215,25 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
     }
     ++index;
   }
+  // ZeRO-2/3: a tg.reduce_scatter_grad runs asynchronously (the lowering starts it and the
+  // next one waits for it first), so its gradient's buffer stays reserved until the next
+  // reduce-scatter, or the end of the function (where the lowering waits for the last).
+  {
+    int64_t next = index - 1; // the terminator: the end of the function
+    std::vector<std::pair<int64_t, Value>> scatters;
+    int64_t at = 0;
+    for (Operation &op : body) {
+      if (auto rs = dyn_cast<ReduceScatterGradOp>(op))
+        scatters.push_back({at, rs.getGrad()});
+      ++at;
+    }
+    for (auto it = scatters.rbegin(); it != scatters.rend(); ++it) {
+      auto buf = out.bufferOf.find(it->second);
+      if (buf != out.bufferOf.end())
+        bufferLastUse[buf->second] = std::max(bufferLastUse[buf->second], next);
+      next = it->first;
+    }
+  }
   // Every read of a value in a buffer is a use of that value, so the buffer lives until
   // the last of them.
   for (size_t id = 0; id < out.buffers.size(); ++id)
@@ -287,11 +306,19 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.decay = (bool)d.get("decay");
       if (d.get("owner"))
         s.owner = getI64(d, "owner");
-      r.paramBytes += dtypeBytes(s.dtype) * s.numel;
-      r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * s.numel;
+      s.shard = getI64(d, "shard");
       r.params.push_back(std::move(s));
     }
-  r.gradBytes = r.paramBytes;
+  r.zero = getI64(plan, "zero");
+  // Elements of one parameter's value, gradient and moments that one rank holds.
+  auto heldValue = [&](const ParamSlot &s) { return s.shard && r.zero >= 3 ? s.shard : s.numel; };
+  auto heldGrad = [&](const ParamSlot &s) { return s.shard ? s.shard : s.numel; };
+  for (const ParamSlot &s : r.params) {
+    r.paramBytes += dtypeBytes(s.dtype) * heldValue(s);
+    r.gradBytes += dtypeBytes(s.dtype) * heldGrad(s);
+    r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * heldGrad(s);
+  }
+  const bool even = r.zero >= 2 && !r.params.empty() && r.params.front().shard > 0;
   auto addTo = [](std::vector<std::pair<std::string, int64_t>> &v, const std::string &k,
                   int64_t bytes) {
     for (auto &e : v)
@@ -303,14 +330,15 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   };
   // ZeRO-1: a rank holds the moments of the parameters it owns; the block every rank
   // reserves is the largest range's (the plan is the same on every rank).
-  r.zero = getI64(plan, "zero");
   std::map<int64_t, std::map<std::string, int64_t>> ownedMoments; // owner -> dtype -> bytes
+  const std::string chunk = even ? " (ZeRO-" + std::to_string(r.zero) + ": one rank's chunk)" : "";
   for (const ParamSlot &s : r.params) {
-    addTo(r.persistentByDtype, "parameters " + s.dtype, dtypeBytes(s.dtype) * s.numel);
-    addTo(r.persistentByDtype, "gradients " + s.dtype, dtypeBytes(s.dtype) * s.numel);
+    addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
+          dtypeBytes(s.dtype) * heldValue(s));
+    addTo(r.persistentByDtype, "gradients " + s.dtype + chunk, dtypeBytes(s.dtype) * heldGrad(s));
     if (s.owner < 0)
-      addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype,
-            2 * dtypeBytes(s.stateDtype) * s.numel);
+      addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype + chunk,
+            2 * dtypeBytes(s.stateDtype) * heldGrad(s));
     else
       ownedMoments[s.owner][s.stateDtype] += 2 * dtypeBytes(s.stateDtype) * s.numel;
   }
@@ -327,7 +355,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     r.shardRanks = (int64_t)ownedMoments.size();
   }
   if (!r.workDtype.empty())
-    addTo(r.persistentByDtype, "working copies " + r.workDtype, r.workBytes);
+    addTo(r.persistentByDtype, "working copies " + r.workDtype + (r.zero >= 3 ? chunk : ""),
+          r.workBytes);
 
   if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat")) {
     if (auto p = rm.getAs<StringAttr>("policy"))
@@ -504,6 +533,8 @@ std::string planReportJson(const PlanReport &r) {
                                         {"work_offset", p.workOffset},
                                         {"dtype", p.dtype},
                                         {"state_dtype", p.stateDtype}});
+    if (p.shard > 0)
+      params.back().getAsObject()->insert({"shard", p.shard});
   }
   for (const auto &b : r.buffers)
     buffers.push_back(llvm::json::Object{{"function", b.function},

@@ -81,6 +81,9 @@ struct ParamSlot {
   float initStd = 0.02f;
   bool decay = false;             ///< AdamW weight decay applies
   int64_t owner = -1; ///< ZeRO-1: the rank that holds its moments and updates it; -1 all ranks
+  /// ZeRO-2/3: elements of the chunk each rank holds (ceil(numel / ranks)) of the gradient
+  /// and moments (ZeRO-3: and the value, working copy); 0 when not sharded.
+  int64_t shard = 0;
 };
 
 /// The whole plan, read back from a planned module's attributes.
@@ -89,7 +92,8 @@ struct PlanReport {
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
   /// ZeRO stage of the plan (0: replicated; 1: each rank holds its parameters' AdamW state,
-  /// optimizerStateBytes is then one rank's) and how many ranks own a range.
+  /// optimizerStateBytes is then one rank's; 2: gradients too, gradBytes one rank's; 3:
+  /// values too, paramBytes one rank's) and how many ranks own a range (ZeRO-1).
   int64_t zero = 0, shardRanks = 0;
   int64_t tokensOffset = 0, targetsOffset = 0;
   /// Working copies of the parameter values (mixed precision; tg-plan-memory): their

@@ -117,7 +117,7 @@ def TgAutodiff : Pass<"tg-autodiff", "mlir::ModuleOp"> {
 }
 
 def TgDistribute : Pass<"tg-distribute", "mlir::ModuleOp"> {
-  let summary = "Data parallel (ZeRO-0): average gradients over the ranks before the optimizer";
+  let summary = "Data parallel (ZeRO-0..3): average (or reduce-scatter) gradients, shard state and parameters";
   let description = [{
     Runs after tg-autodiff. With `ranks` > 1, inserts one `tg.all_reduce_grads` over every
     parameter at the start of `@optimizer_step`, before `tg.clip_grad_norm`, so the
@@ -138,16 +138,31 @@ def TgDistribute : Pass<"tg-distribute", "mlir::ModuleOp"> {
     ZeroRedundancyOptimizer), and the lowering runs each range's AdamW on its owner and
     broadcasts the updated values (and working copies) from it. Gradients stay whole
     (all-reduced), so the global norm and clipping are unchanged.
-    Errors: ranks < 1, zero not 0 or 1 (2 and 3: not implemented), no @optimizer_step,
-    the module already carries tg.ranks (applied twice).
+    With `zero=2` (stage P_os+g) the gradients are sharded too: every tensor is cut into N
+    chunks of c = ceil(n / N) elements (as PyTorch FSDP's flat shards; rank r holds chunk
+    r), and each `tg.accumulate_grad` of @micro_step becomes a `tg.reduce_scatter_grad`
+    placed right after its gradient is computed (a parameter with several accumulations,
+    e.g. tied embeddings, gets one per gradient); no `tg.all_reduce_grads` is
+    inserted. The lowering then reduces the squared norm over the ranks, runs AdamW on
+    this rank's chunk and all-gathers the updated values. With `zero=3` (stage
+    P_os+g+p) the values are sharded as well: in @micro_step and @eval_step every use of a
+    parameter (or of its working copy under mixed precision) reads a `tg.gather_param`
+    inserted before the first use of each group of uses, a group being the uses of one
+    phase (forward / backward) within one layer, so a layer's parameters are whole only
+    while that layer runs.
+    Errors: ranks < 1, zero not in 0..3, no @optimizer_step, the module already carries
+    tg.ranks (applied twice), a parameter without any gradient under zero >= 2.
   }];
   let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "data-parallel ranks">,
     Option<"zero", "zero", "int64_t", "0",
-           "ZeRO stage: 0 (replicated) or 1 (AdamW moments sharded by parameter ranges)">,
+           "ZeRO stage: 0 (replicated), 1 (AdamW moments sharded by parameter ranges), "
+           "2 (+ gradients sharded), 3 (+ parameters sharded)">,
   ];
-  let statistics = [Statistic<"numReduced", "num-reduced", "tg.all_reduce_grads inserted">];
+  let statistics = [Statistic<"numReduced", "num-reduced", "tg.all_reduce_grads inserted">,
+                    Statistic<"numScattered", "num-scattered", "tg.reduce_scatter_grad inserted">,
+                    Statistic<"numGathered", "num-gathered", "tg.gather_param inserted">];
 }
 
 def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {

@@ -125,7 +125,23 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       ranks = a.getInt();
     if (auto a = module->getAttrOfType<IntegerAttr>(kZeroAttr))
       zero = a.getInt();
-    const bool sharded = zero >= 1 && ranks > 1;
+    const bool sharded = zero == 1 && ranks > 1;
+    // ZeRO-2/3 (tg.zero >= 2): every tensor is cut evenly, chunk = ceil(numel / N) elements
+    // per rank (rank r holds elements [r*chunk, (r+1)*chunk), the last ranks' tails padded
+    // with zeros); the gradient and moment slots (and under ZeRO-3 the value slots) are one
+    // chunk, at offsets that are the same on every rank.
+    const bool even = zero >= 2 && ranks > 1;
+    SmallVector<int64_t> chunk(params.size(), 0);
+    if (even)
+      for (auto [i, p] : llvm::enumerate(params))
+        chunk[i] = (p.type.getNumElements() + ranks - 1) / ranks;
+    auto slotBytes = [&](size_t i, int slot) {
+      const Param &p = params[i];
+      int64_t full = slot < 2 ? p.bytes : p.momentBytes;
+      if (!even || (slot == 0 && zero < 3))
+        return full;
+      return chunk[i] * (full / p.type.getNumElements());
+    };
     SmallVector<int64_t> owner(params.size(), -1);
     if (sharded) {
       int64_t total = 0, acc = 0;
@@ -155,12 +171,12 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       }
       for (size_t i : order) {
         offs[slot][i] = cursor;
-        cursor = alignUp(cursor + (slot < 2 ? params[i].bytes : params[i].momentBytes));
+        cursor = alignUp(cursor + slotBytes(i, slot));
       }
     }
 
     SmallVector<NamedAttribute> plan;
-    if (sharded)
+    if (sharded || even)
       plan.push_back(b.getNamedAttr("zero", b.getI64IntegerAttr(zero)));
     int64_t inputStart = cursor;
     for (auto &[name, type] : inputs) {
@@ -211,6 +227,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         slot.push_back({kWorkOffset, b.getI64IntegerAttr(workBase + offs[0][i] / 2)});
       if (owner[i] >= 0)
         slot.push_back({id("owner"), b.getI64IntegerAttr(owner[i])});
+      if (even)
+        slot.push_back({id("shard"), b.getI64IntegerAttr(chunk[i])});
       // The initialisation and decay role the frontend put on the argument travel with
       // the slot, so the lowering's parameter table needs nothing else.
       if (p.argAttrs) {

@@ -254,7 +254,8 @@ void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64
 void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count);
 /* All-gather: full[r*c + i] = rank r's shard[i] for every rank r and i < its count, on every
  * rank (full: n elements of dt; shard: c elements). In place is allowed: shard ==
- * (char*)full + rank*c*size(dt) (ZeRO-2 gathers the updated values that way). Without a
+ * (char*)full + rank*c*size(dt), or shard == NULL meaning the same (ZeRO-2 gathers the
+ * updated values that way; the emitted code does not know its rank). Without a
  * communicator: copies the count of rank 0 (all of n when c >= n) from shard to full.
  * CUDA: ncclAllGather when N*c == n, else one ncclBroadcast per rank's chunk (grouped). */
 void tgrt_all_gather_start(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* shard,

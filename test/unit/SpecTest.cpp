@@ -464,18 +464,16 @@ TEST(SpecRules, Distributed) {
                 .training.distributed.zero,
             1);
   for (int z : {2, 3})
-    EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": )" + std::to_string(z) + "}}}"),
-              "training.distributed.zero: ZeRO-2 and ZeRO-3 are not implemented yet (got " +
-                  std::to_string(z) +
-                  "); use 1 (AdamW state sharded over the ranks) or 0 (every rank holds all "
-                  "parameters, gradients and optimizer state)");
+    EXPECT_EQ(parseOk("{}", {"training.distributed.ranks=2",
+                             "training.distributed.zero=" + std::to_string(z)})
+                  .training.distributed.zero,
+              z);
   EXPECT_EQ(errorOf(R"({"training": {"distributed": {"zero": 4}}})"),
-            "training.distributed.zero: 4 is not a ZeRO stage; use 0 or 1 (ZeRO-2 and ZeRO-3 "
-            "are not implemented yet)");
-  EXPECT_EQ(overrideError({"training.distributed.zero=3"}),
-            "--set training.distributed.zero: ZeRO-2 and ZeRO-3 are not implemented yet (got 3); "
-            "use 1 (AdamW state sharded over the ranks) or 0 (every rank holds all parameters, "
-            "gradients and optimizer state)");
+            "training.distributed.zero: 4 is not a ZeRO stage; use 0 (replicated), 1 (AdamW "
+            "state sharded), 2 (+ gradients sharded) or 3 (+ parameters sharded)");
+  EXPECT_EQ(overrideError({"training.distributed.zero=7"}),
+            "--set training.distributed.zero: 7 is not a ZeRO stage; use 0 (replicated), 1 "
+            "(AdamW state sharded), 2 (+ gradients sharded) or 3 (+ parameters sharded)");
   EXPECT_EQ(errorOf(R"({"training": {"distributed": {"rank": 2}}})"),
             "training.distributed.rank: unknown field (did you mean 'ranks'?)");
   EXPECT_NE(errorOf(R"({"training": {"distributed": {"ranks": "2"}}})")
