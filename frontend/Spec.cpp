@@ -172,6 +172,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
       v.integer("warmup_steps", o.warmup_steps, Kind::NonNegInt);
       v.string("decay", o.decay);
       v.boolean("decay_embeddings", o.decay_embeddings);
+      v.string("offload", o.offload);
     });
     v.integer("seed", t.seed, Kind::NonNegInt);
     v.integer("ignore_index", t.ignore_index, Kind::Int);
@@ -518,6 +519,7 @@ void checkSemantics(const Spec &s) {
   checkNonNegative("training.optimizer.weight_decay", o.weight_decay);
   checkNonNegative("training.optimizer.grad_clip", o.grad_clip);
   checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
+  checkOneOf("training.optimizer.offload", o.offload, {"none", "cpu"});
 
   if (t.distributed.ranks > kMaxRanks)
     fail("training.distributed.ranks", std::to_string(t.distributed.ranks) +

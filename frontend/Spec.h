@@ -42,6 +42,9 @@ struct OptimizerSpec {
   int64_t warmup_steps = 100;   ///< optimizer steps of linear warmup
   std::string decay = "cosine"; ///< cosine | linear | none
   bool decay_embeddings = false;  ///< apply weight decay to embeddings too
+  /// none | cpu: the AdamW moments live in pinned host memory and the update runs on the
+  /// host (ZeRO-Offload, Ren et al. 2021), saving their device bytes.
+  std::string offload = "none";
 };
 
 struct AttentionSpec {

@@ -84,11 +84,18 @@ enum class Elem { F32 = 0, U16 = 1, I32 = 2 };
 
 /// A pointer into a region: `(T*)(base + byteOffset)`, T = float, uint16_t or int32_t.
 struct PtrRef {
-  bool persistent = false; ///< P (persistent region) or A (arena)
+  /// 0: A (the arena), 1: P (the persistent region), 2: H (the host region: offloaded AdamW
+  /// moments). Brace-initialised with a bool in most places: true = persistent.
+  int region = 0;
   int64_t byteOffset = 0;
   Elem elem = Elem::F32;
-  auto key() const { return std::make_tuple(persistent, byteOffset, (int)elem); }
+  auto key() const { return std::make_tuple(region, byteOffset, (int)elem); }
 };
+inline constexpr int kHostRegion = 2;
+/// The tgrt_region enumerator of a PtrRef region.
+inline const char *regionName(int region) {
+  return region == 1 ? "TGRT_PERSISTENT" : region == kHostRegion ? "TGRT_HOST" : "TGRT_ARENA";
+}
 
 /// The TGRT_* dtype enumerator of a float element type, or "" for another type.
 std::string tgrtDtype(Type e) {
@@ -337,7 +344,7 @@ private:
        << fltText(fv[6]) << ",\n"
        << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
        << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << ",\n"
-       << "  " << ranks << ", " << report.zero << "\n}";
+       << "  " << ranks << ", " << report.zero << ", " << report.hostBytes << "LL\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
@@ -426,7 +433,16 @@ private:
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(b.createBlock(&expr.getRegion()));
-      Value sum = b.create<emitc::AddOp>(loc, charPtr, r.persistent ? P : A, offset);
+      if (r.region == kHostRegion && !H) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointAfter(A.getDefiningOp());
+        H = b.create<emitc::CallOpaqueOp>(
+                 loc, TypeRange{charPtr}, "tgrt_region", ValueRange{ctxValue},
+                 b.getArrayAttr({b.getIndexAttr(0), opaqueAttr("TGRT_HOST")}))
+                .getResult(0);
+      }
+      Value base = r.region == 1 ? P : r.region == kHostRegion ? H : A;
+      Value sum = b.create<emitc::AddOp>(loc, charPtr, base, offset);
       Value cast = b.create<emitc::CastOp>(loc, elemPtr, sum);
       b.create<emitc::YieldOp>(loc, cast);
     }
@@ -453,6 +469,7 @@ private:
     };
     P = region("TGRT_PERSISTENT");
     A = region("TGRT_ARENA");
+    H = Value(); // the host region's base: made on first use (offloaded moments)
     if (!firstStepFn)
       firstStepFn = out;
     // The non-finite checks' switch, read once per step (runtime/tgrt.h): every call that
@@ -539,11 +556,11 @@ private:
       return e * ((rows > 0 ? (rows - 1) * ld : 0) + cols);
     }
     bool overlaps(const CheckTensor &o) const {
-      return ptr.persistent == o.ptr.persistent && ptr.byteOffset < o.ptr.byteOffset + o.bytes() &&
+      return ptr.region == o.ptr.region && ptr.byteOffset < o.ptr.byteOffset + o.bytes() &&
              o.ptr.byteOffset < ptr.byteOffset + bytes();
     }
     auto key() const {
-      return std::make_tuple(role, ptr.persistent, ptr.byteOffset, rows, cols, ld, dtype);
+      return std::make_tuple(role, ptr.region, ptr.byteOffset, rows, cols, ld, dtype);
     }
   };
 
@@ -594,6 +611,14 @@ private:
   static Arg slotRun(int64_t offset, StringRef dtype, int64_t n, std::string what) {
     return Arg(persistent(offset, dtype))
         .view(std::move(what), "[" + std::to_string(n) + "]", tgrtDtype(dtype), 1, n, n);
+  }
+  /// slotRun of an AdamW moment: in the host region under CPU offload (the plan's
+  /// host_bytes > 0), else in the persistent region.
+  Arg momentRun(int64_t offset, StringRef dtype, int64_t n, std::string what) const {
+    Arg a = slotRun(offset, dtype, n, std::move(what));
+    if (report.hostBytes > 0)
+      a.ptr.region = kHostRegion;
+    return a;
   }
   /// The TGRT_* element type of a value, as a call argument.
   static Arg dt(Value v) { return Arg(tgrtDtype(rt(v).getElementType())); }
@@ -766,7 +791,7 @@ private:
       std::string line;
       llvm::raw_string_ostream os(line);
       os << "  {" << cstr(t.name) << ", " << cstr(t.shape) << ", " << kRoles[t.role] << ", "
-         << t.dtype << ", " << (t.ptr.persistent ? "TGRT_PERSISTENT" : "TGRT_ARENA") << ", "
+         << t.dtype << ", " << regionName(t.ptr.region) << ", "
          << t.flags << ", " << t.ptr.byteOffset << "LL, " << t.rows << "LL, " << t.cols
          << "LL, " << t.ld << "LL},\n";
       checkTensorText += line;
@@ -1298,8 +1323,8 @@ private:
       SmallVector<Arg, 16> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
           slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
-          slotRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
-          slotRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
+          momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
+          momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
           flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
           flt(o.getEps().convertToFloat()), flt(o.getWeightDecay().convertToFloat()),
           Arg(o.getClip())};
@@ -1349,8 +1374,8 @@ private:
       SmallVector<Arg, 18> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name),
           slotRun(s->gradOffset, s->dtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
-          slotRun(s->mOffset, s->stateDtype, s->shard, "AdamW m " + s->name),
-          slotRun(s->vOffset, s->stateDtype, s->shard, "AdamW v " + s->name), s->numel,
+          momentRun(s->mOffset, s->stateDtype, s->shard, "AdamW m " + s->name),
+          momentRun(s->vOffset, s->stateDtype, s->shard, "AdamW v " + s->name), s->numel,
           s->shard, flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
           flt(o.getEps().convertToFloat()), flt(o.getWeightDecay().convertToFloat()),
           Arg(o.getClip())};
@@ -1480,7 +1505,7 @@ private:
     if (rt(dres).getElementType() != rt(ln.getDx()).getElementType())
       return {};
     FailureOr<PtrRef> p = ptrOf(dres), q = ptrOf(add.getResult());
-    if (failed(p) || failed(q) || p->persistent != q->persistent ||
+    if (failed(p) || failed(q) || p->region != q->region ||
         p->byteOffset != q->byteOffset)
       return {};
     // The low copy is written at the layer norm, two ops early: free of everything the two
@@ -1512,7 +1537,7 @@ private:
       FailureOr<PtrRef> p = ptrOf(x);
       if (failed(p))
         return std::nullopt;
-      return Range{p->persistent, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
+      return Range{p->region == 1, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
     };
     auto mine = range(v);
     if (!mine)
@@ -1694,7 +1719,7 @@ private:
     FailureOr<PtrRef> p = ptrOf(out), q = ptrOf(res);
     if (failed(p) || failed(q))
       return {};
-    bool same = p->persistent == q->persistent && p->byteOffset == q->byteOffset;
+    bool same = p->region == q->region && p->byteOffset == q->byteOffset;
     if (!same && !disjoint(out, {res}))
       return {};
     if (biasCast && !(biasCast.getResult().hasOneUse() && biasCast->isBeforeInBlock(o)))
@@ -1711,7 +1736,7 @@ private:
       return false;
     if (same) {
       FailureOr<PtrRef> p = ptrOf(v), q = ptrOf(same);
-      if (succeeded(p) && succeeded(q) && !p->persistent && !q->persistent &&
+      if (succeeded(p) && succeeded(q) && p->region == 0 && q->region == 0 &&
           p->byteOffset == q->byteOffset && elemBytes(v) * numel(v) == elemBytes(same) * numel(same))
         return true;
     }
@@ -1956,7 +1981,7 @@ private:
     return g;
   }
   // Per function: the tgrt_ctx* argument, the region bases, the pointers built so far.
-  Value ctxValue, P, A;
+  Value ctxValue, P, A, H;
   /// Per function: tgrt_check_enabled(ctx), the phase of its ops, @micro_step's backward.
   Value dbg;
   StringRef functionPhase;
@@ -1965,7 +1990,7 @@ private:
   std::string checkTensorText, checkSiteText;
   int64_t checkTensorCount = 0, checkSiteCount = 0;
   Operation *firstStepFn = nullptr;
-  std::map<std::tuple<bool, int64_t, bool>, Value> ptrCache;
+  std::map<std::tuple<int, int64_t, int>, Value> ptrCache; /// PtrRef::key() -> pointer
 };
 
 } // namespace

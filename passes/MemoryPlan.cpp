@@ -269,6 +269,9 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   r.persistentBytes = getI64(plan, "persistent_bytes");
   r.arenaBytes = getI64(plan, "arena_bytes");
   r.workspaceBytes = getI64(plan, "workspace_bytes");
+  r.hostBytes = getI64(plan, "host_bytes");
+  if (auto o = plan.getAs<StringAttr>("offload"))
+    r.offload = o.str();
   r.tokensOffset = getI64(plan, "tokens_offset");
   r.targetsOffset = getI64(plan, "targets_offset");
   r.inputBytes = getI64(plan, "input_bytes");
@@ -336,6 +339,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
           dtypeBytes(s.dtype) * heldValue(s));
     addTo(r.persistentByDtype, "gradients " + s.dtype + chunk, dtypeBytes(s.dtype) * heldGrad(s));
+    if (r.hostBytes > 0)
+      continue; // offloaded: in the host region, reported apart
     if (s.owner < 0)
       addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype + chunk,
             2 * dtypeBytes(s.stateDtype) * heldGrad(s));
@@ -467,6 +472,8 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
   row("arena", r.arenaBytes);
   row("workspace", r.workspaceBytes);
   row("total", r.totalBytes());
+  if (r.hostBytes > 0)
+    row("host, offload=" + r.offload + " (m, v)", r.hostBytes);
   os << "peak live arena bytes per phase\n";
   row("forward", r.peakForward);
   row("backward", r.peakBackward);
@@ -549,6 +556,8 @@ std::string planReportJson(const PlanReport &r) {
       {"persistent_bytes", r.persistentBytes},
       {"arena_bytes", r.arenaBytes},
       {"workspace_bytes", r.workspaceBytes},
+      {"host_bytes", r.hostBytes},
+      {"offload", r.offload},
       {"total_bytes", r.totalBytes()},
       {"lower_bound_bytes", r.lowerBound},
       {"heuristic", r.heuristic},

@@ -89,6 +89,10 @@ struct ParamSlot {
 /// The whole plan, read back from a planned module's attributes.
 struct PlanReport {
   int64_t persistentBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  /// CPU offload ("cpu"; "none" without): the host region's bytes (pinned host memory
+  /// holding the AdamW moments; not device memory, not in totalBytes()).
+  std::string offload = "none";
+  int64_t hostBytes = 0;
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
   /// ZeRO stage of the plan (0: replicated; 1: each rank holds its parameters' AdamW state,

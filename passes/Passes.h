@@ -65,9 +65,14 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                        "gradients before the optimizer)"),
                         llvm::cl::init(1)};
   Option<int64_t> zero{*this, "zero",
-                       llvm::cl::desc("ZeRO stage with ranks > 1: 0, or 1 (AdamW moments "
-                                      "sharded over the ranks by parameter ranges)"),
+                       llvm::cl::desc("ZeRO stage with ranks > 1: 0, 1 (AdamW moments "
+                                      "sharded by parameter ranges), 2 (+ gradients), 3 (+ "
+                                      "values; all sharded evenly)"),
                        llvm::cl::init(0)};
+  Option<std::string> offload{*this, "offload",
+                              llvm::cl::desc("none | cpu (AdamW moments in pinned host memory, "
+                                             "updated on the host)"),
+                              llvm::cl::init("none")};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};

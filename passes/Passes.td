@@ -207,6 +207,9 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let options = [
     Option<"workspaceBytes", "workspace-bytes", "int64_t", "0",
            "backend scratch to reserve (cuBLASLt workspace), bytes">,
+    Option<"offload", "offload", "std::string", "\"none\"",
+           "none | cpu: the AdamW moments go to a host region (pinned memory; host_bytes) "
+           "instead of the persistent one, and AdamW runs on the host">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

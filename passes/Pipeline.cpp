@@ -62,6 +62,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     return;
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
+  plan.offload = o.offload;
   pm.addPass(createTgPlanMemory(plan));
 }
 

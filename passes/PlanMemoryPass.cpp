@@ -154,30 +154,42 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         acc += size;
       }
     }
-    int64_t cursor = 0;
+    // CPU offload (offload=cpu; ZeRO-Offload, Ren et al. 2021): the AdamW moments go to the
+    // host region (pinned host memory) instead; their offsets are into that region.
+    if (offload != "none" && offload != "cpu") {
+      module.emitError() << "tg-plan-memory: offload must be none or cpu, got '" << offload << "'";
+      return signalPassFailure();
+    }
+    const bool toHost = offload == "cpu";
+    int64_t cursor = 0, hostCursor = 0;
     SmallVector<int64_t> offs[4];
     for (int slot = 0; slot < 4; ++slot) {
       offs[slot].assign(params.size(), 0);
+      int64_t &cur = slot >= 2 && toHost ? hostCursor : cursor;
       if (slot >= 2 && sharded) {
-        int64_t base = cursor, end = cursor;
+        int64_t base = cur, end = cur;
         SmallVector<int64_t> at(ranks, base);
         for (size_t i : order) {
           offs[slot][i] = at[owner[i]];
           at[owner[i]] = alignUp(at[owner[i]] + params[i].momentBytes);
           end = std::max(end, at[owner[i]]);
         }
-        cursor = end;
+        cur = end;
         continue;
       }
       for (size_t i : order) {
-        offs[slot][i] = cursor;
-        cursor = alignUp(cursor + slotBytes(i, slot));
+        offs[slot][i] = cur;
+        cur = alignUp(cur + slotBytes(i, slot));
       }
     }
 
     SmallVector<NamedAttribute> plan;
     if (sharded || even)
       plan.push_back(b.getNamedAttr("zero", b.getI64IntegerAttr(zero)));
+    if (toHost) {
+      plan.push_back(b.getNamedAttr("offload", b.getStringAttr(offload)));
+      plan.push_back(b.getNamedAttr("host_bytes", b.getI64IntegerAttr(hostCursor)));
+    }
     int64_t inputStart = cursor;
     for (auto &[name, type] : inputs) {
       plan.push_back(b.getNamedAttr((name.getValue() + "_offset").str(), b.getI64IntegerAttr(cursor)));

@@ -33,7 +33,7 @@ extern "C" {
 /* ---------------------------------------------------------------- model info --
  * Emitted code defines `const tgrt_model* tg_model_info(void)` describing the plan. */
 
-enum tgrt_region { TGRT_PERSISTENT = 0, TGRT_ARENA = 1, TGRT_WORKSPACE = 2 };
+enum tgrt_region { TGRT_PERSISTENT = 0, TGRT_ARENA = 1, TGRT_WORKSPACE = 2, TGRT_HOST = 3 };
 
 /* Element type of a floating-point tensor. Sizes: f32 4 bytes, bf16 and f16 2 bytes
  * (stored as uint16_t bit patterns: bf16 = the upper half of an IEEE float32, f16 = IEEE
@@ -118,6 +118,11 @@ typedef struct tgrt_model {
    * all-gathers each layer's parameters before use. Checkpoints gather on save and keep
    * this rank's chunks on load. */
   int32_t zero;
+  /* CPU offload (training.optimizer.offload = cpu; ZeRO-Offload, Ren et al. 2021): bytes of
+   * the host region TGRT_HOST, which holds the AdamW moments (m_offset / v_offset are into
+   * it): host memory (pinned on CUDA), not device memory; tgrt_adamw* whose m and v lie in
+   * it run the update on the host. 0: no host region (the moments are persistent). */
+  int64_t host_bytes;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */

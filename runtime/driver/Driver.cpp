@@ -140,23 +140,25 @@ void dtypeToFloat(const void* src, int32_t dtype, int64_t n, float* dst) {
     for (int64_t i = 0; i < n; ++i) dst[i] = tgrt_f16_to_float(s[i]);
 }
 
-void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n) {
+void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n,
+                  int32_t region) {
   if (dtype == TGRT_F32) {
-    tgrt_upload(ctx, TGRT_PERSISTENT, offset, src, n * 4);
+    tgrt_upload(ctx, region, offset, src, n * 4);
     return;
   }
   std::vector<uint16_t> buf((size_t)n);
   floatToDtype(src, n, dtype, buf.data());
-  tgrt_upload(ctx, TGRT_PERSISTENT, offset, buf.data(), n * tgrt_dtype_size(dtype));
+  tgrt_upload(ctx, region, offset, buf.data(), n * tgrt_dtype_size(dtype));
 }
 
-void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n) {
+void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n,
+                    int32_t region) {
   if (dtype == TGRT_F32) {
-    tgrt_download(ctx, TGRT_PERSISTENT, offset, dst, n * 4);
+    tgrt_download(ctx, region, offset, dst, n * 4);
     return;
   }
   std::vector<uint16_t> buf((size_t)n);
-  tgrt_download(ctx, TGRT_PERSISTENT, offset, buf.data(), n * tgrt_dtype_size(dtype));
+  tgrt_download(ctx, region, offset, buf.data(), n * tgrt_dtype_size(dtype));
   dtypeToFloat(buf.data(), dtype, n, dst);
 }
 
@@ -188,6 +190,10 @@ int64_t slotOffset(const tgrt_param& p, int k) {
   return k == 0 ? p.offset : k == 1 ? p.m_offset : p.v_offset;
 }
 int32_t slotDtype(const tgrt_param& p, int k) { return k == 0 ? p.dtype : p.state_dtype; }
+/// Region of slot k: the moments are in the host region under CPU offload (host_bytes > 0).
+int32_t slotRegion(const tgrt_model& m, int k) {
+  return k > 0 && m.host_bytes > 0 ? TGRT_HOST : TGRT_PERSISTENT;
+}
 
 std::string shapeStr(const std::vector<int64_t>& s) {
   std::string o = "[";
@@ -207,10 +213,83 @@ static bool movedAway(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p) {
   return m.zero >= 1 && m.ranks > 1 && p.owner >= 0 && p.owner != tgrt_comm_rank(ctx);
 }
 
+/// ZeRO-2/3: whether slot k (0 value, 1 m, 2 v) of p holds only this rank's chunk of
+/// p.shard elements (the moments under ZeRO-2 and 3, the value under ZeRO-3).
+static bool chunked(const tgrt_model& m, const tgrt_param& p, int k) {
+  return m.zero >= 2 && m.ranks > 1 && p.shard > 0 && (k > 0 || m.zero >= 3);
+}
+
+/// Elements of the gradient slot of p this rank holds (its chunk under ZeRO-2/3).
+static int64_t gradElems(const tgrt_model& m, const tgrt_param& p) {
+  return m.zero >= 2 && m.ranks > 1 && p.shard > 0 ? p.shard : p.numel;
+}
+
+void uploadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, const float* host) {
+  if (!chunked(m, p, k)) {
+    uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host, p.numel, slotRegion(m, k));
+    return;
+  }
+  int64_t begin = 0, count = 0;
+  tgrt_shard_span(p.numel, p.shard, tgrt_comm_rank(ctx), &begin, &count);
+  if (count > 0)
+    uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host + begin, count, slotRegion(m, k));
+  // The chunk's padding (past count) stays zero: the region starts zeroed and no kernel
+  // writes it (tgrt.h, ZeRO-2 / ZeRO-3).
+}
+
+void downloadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, float* host) {
+  if (!chunked(m, p, k)) {
+    downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host, p.numel, slotRegion(m, k));
+    return;
+  }
+  const int32_t dt = slotDtype(p, k);
+  const int64_t bytes = p.numel * tgrt_dtype_size(dt);
+  if (bytes > m.arena_bytes)
+    throw std::runtime_error(std::string("checkpoint: ZeRO-") + std::to_string(m.zero) +
+                             " gathers each sharded tensor through the arena (" +
+                             std::to_string(m.arena_bytes) + " bytes), but '" + p.name + "' needs " +
+                             std::to_string(bytes));
+  char* src = tgrt_region(ctx, slotRegion(m, k)) + slotOffset(p, k);
+  char* arena = tgrt_region(ctx, TGRT_ARENA);
+  if (slotRegion(m, k) == TGRT_HOST) { // offloaded moments: stage the chunk on the device
+    std::vector<char> chunk((size_t)(p.shard * tgrt_dtype_size(dt)));
+    tgrt_download(ctx, TGRT_HOST, slotOffset(p, k), chunk.data(), (int64_t)chunk.size());
+    if ((int64_t)chunk.size() + bytes > m.arena_bytes)
+      throw std::runtime_error(std::string("checkpoint: the arena (") +
+                               std::to_string(m.arena_bytes) + " bytes) cannot stage '" +
+                               p.name + "' and its chunk");
+    tgrt_upload(ctx, TGRT_ARENA, bytes, chunk.data(), (int64_t)chunk.size());
+    src = arena + bytes;
+  }
+  tgrt_all_gather_start(ctx, "checkpoint.gather", dt, src, arena, p.numel, p.shard);
+  tgrt_all_reduce_wait(ctx, "checkpoint.gather");
+  if (dt == TGRT_F32) {
+    tgrt_download(ctx, TGRT_ARENA, 0, host, bytes);
+    return;
+  }
+  std::vector<uint16_t> buf((size_t)p.numel);
+  tgrt_download(ctx, TGRT_ARENA, 0, buf.data(), bytes);
+  dtypeToFloat(buf.data(), dt, p.numel, host);
+}
+
 std::map<int64_t, std::vector<float>> gatherShardedMoments(tgrt_ctx* ctx, const tgrt_model& m) {
   std::map<int64_t, std::vector<float>> out;
   if (m.zero < 1 || m.ranks <= 1) return out;
   const int32_t rank = tgrt_comm_rank(ctx);
+  if (m.zero >= 2) { // every rank takes part in each all-gather; rank 0 keeps the tensors
+    std::vector<float> scratch;
+    tgrt_synchronize(ctx);
+    for (int32_t i = 0; i < m.n_params; ++i)
+      for (int k = 0; k < 3; ++k) {
+        const tgrt_param& p = m.params[i];
+        if (!chunked(m, p, k)) continue;
+        std::vector<float>& v = rank == 0 ? out[3 * (int64_t)i + k] : scratch;
+        v.resize((size_t)p.numel);
+        downloadSlot(ctx, m, p, k, v.data());
+      }
+    tgrt_synchronize(ctx);
+    return out;
+  }
   char* base = tgrt_region(ctx, TGRT_PERSISTENT);
   std::vector<float> host;
   tgrt_synchronize(ctx);
@@ -223,7 +302,8 @@ std::map<int64_t, std::vector<float>> gatherShardedMoments(tgrt_ctx* ctx, const 
     for (int k = 1; k < 3; ++k) {
       if (rank == p.owner) {
         host.resize((size_t)p.numel);
-        downloadFloats(ctx, slotOffset(p, k), p.state_dtype, host.data(), p.numel);
+        downloadFloats(ctx, slotOffset(p, k), p.state_dtype, host.data(), p.numel,
+                       slotRegion(m, k));
         uploadFloats(ctx, p.grad_offset, p.state_dtype, host.data(), p.numel);
       }
       tgrt_broadcast(ctx, "checkpoint.gather_moments", p.state_dtype, base + p.grad_offset,
@@ -261,13 +341,20 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
         views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, staged->data()});
         continue;
       }
+      if (chunked(m, p, k)) {
+        if (err) *err = std::string("ZeRO-") + std::to_string(m.zero) + ": '" + kSlotPrefix[k] +
+                        p.name + "' is sharded over the ranks (gather it first: "
+                        "gatherShardedMoments)";
+        return false;
+      }
       if (k > 0 && movedAway(ctx, m, p)) {
         if (err) *err = std::string("ZeRO-1: the moments of '") + p.name + "' are on rank " +
                         std::to_string(p.owner) + " (gather them first: gatherShardedMoments)";
         return false;
       }
       host.emplace_back((size_t)p.numel);
-      downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.back().data(), p.numel);
+      downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.back().data(), p.numel,
+                     slotRegion(m, k));
       views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, host.back().data()});
     }
   }
@@ -370,7 +457,8 @@ bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* 
       if (k > 0) have = true;
       if (k > 0 && movedAway(ctx, m, p)) continue; // ZeRO-1: its owner loads them
       if (!r.readF32(name, host.data(), p.numel, err)) return false;
-      uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.data(), p.numel);
+      uploadSlot(ctx, m, p, k, host.data()); // ZeRO-2/3: this rank's chunk
+
     }
   }
   if (have && missing)
@@ -628,7 +716,8 @@ public:
       opt_.log.clear();
       opt_.save.clear();
       opt_.save_every = 0;
-      opt_.eval_every = 0;
+      // ZeRO-3: @eval_step all-gathers the parameters, so every rank evaluates with rank 0.
+      if (!evalAll()) opt_.eval_every = 0;
     }
   }
   ~Trainer() {
@@ -638,6 +727,8 @@ public:
   int run();
 
 private:
+  /// Whether every rank runs the evaluations (ZeRO-3: @eval_step is a collective).
+  bool evalAll() const { return m_.zero >= 3 && ranks_ > 1; }
   void loadData();
   void initParams();
   void resume();
@@ -782,7 +873,7 @@ void Trainer::initParams() {
     const tgrt_param& p = m_.params[i];
     host.resize((size_t)p.numel);
     initParam(p, seed_, host.data());
-    uploadFloats(ctx_, p.offset, p.dtype, host.data(), p.numel); // rounded to p.dtype
+    uploadSlot(ctx_, m_, p, 0, host.data()); // rounded to p.dtype; ZeRO-3: this rank's chunk
   }
 }
 
@@ -862,7 +953,7 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
         say("\n");
         throw DriverError(what + "\n" + report);
       }
-      if (!warned_eval_) {
+      if (!warned_eval_ && rank_ == 0) {
         warned_eval_ = true;
         std::fflush(stdout);
         std::fprintf(stderr, "warning: %s; rerun with --find-nonfinite to name the op that "
@@ -878,7 +969,7 @@ void Trainer::zeroGradients() {
   std::vector<char> zeros;
   for (int32_t i = 0; i < m_.n_params; ++i) {
     const tgrt_param& p = m_.params[i];
-    const int64_t bytes = p.numel * tgrt_dtype_size(p.dtype);
+    const int64_t bytes = gradElems(m_, p) * tgrt_dtype_size(p.dtype);
     if ((int64_t)zeros.size() < bytes) zeros.assign((size_t)bytes, 0);
     tgrt_upload(ctx_, TGRT_PERSISTENT, p.grad_offset, zeros.data(), bytes);
   }
@@ -1244,12 +1335,14 @@ int Trainer::run() {
         (long long)scaler_.skippedSteps(), (long long)step, (double)scaler_.scale());
   if (save_all_) save(step);
 
-  // Final evaluation over the whole val and test splits (rank 0 only).
-  if (rank_ > 0) return 0;
+  // Final evaluation over the whole val and test splits (rank 0 only; under ZeRO-3 every
+  // rank runs it, rank 0 reports).
+  if (rank_ > 0 && !evalAll()) return 0;
   for (Split* sp : {&val_, &test_}) {
     if (!sp->present) continue;
     int64_t used = 0, dropped = 0;
     const double l = evaluate(*sp, 0, &used, &dropped);
+    if (rank_ > 0) continue; // ZeRO-3: took part in the gathers; rank 0 reports
     if (used == 0) {
       std::printf("%s: %zu tokens is less than one eval batch of %d x %d tokens; skipped\n",
                   sp->name.c_str(), sp->tokens.size(), (int)m_.batch_size, (int)m_.context);

@@ -64,13 +64,29 @@ void floatToDtype(const float* src, int64_t n, int32_t dtype, void* dst);
 /// Converts n elements of type `dtype` at src to float32 (exact for every tgrt_dtype).
 void dtypeToFloat(const void* src, int32_t dtype, int64_t n, float* dst);
 
-/// Uploads n float32 values to the persistent region at byte `offset`, stored as `dtype`
-/// (n * tgrt_dtype_size(dtype) bytes; rounded to nearest even when narrower than f32).
-void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n);
+/// Uploads n float32 values to `region` (default: the persistent region) at byte `offset`,
+/// stored as `dtype` (n * tgrt_dtype_size(dtype) bytes; rounded to nearest even when
+/// narrower than f32).
+void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src, int64_t n,
+                  int32_t region = TGRT_PERSISTENT);
 
-/// Downloads n elements of type `dtype` from the persistent region at byte `offset` and
-/// widens them to float32 into dst (exact).
-void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n);
+/// Downloads n elements of type `dtype` from `region` (default: the persistent region) at
+/// byte `offset` and widens them to float32 into dst (exact).
+void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n,
+                    int32_t region = TGRT_PERSISTENT);
+
+/// Uploads the whole tensor `host` (p.numel floats) into slot k of p (0 value, 1 AdamW m,
+/// 2 AdamW v): under ZeRO-2/3 (a slot holding a chunk, tgrt_param.shard) only this rank's
+/// chunk (tgrt_shard_span), its padding left zero.
+void uploadSlot(tgrt_ctx* ctx, const tgrt_model& model, const tgrt_param& p, int k,
+                const float* host);
+
+/// Downloads slot k of p as the whole tensor (p.numel floats) into host. A sharded slot
+/// (ZeRO-2/3) is all-gathered through the arena (free between steps): a collective every rank
+/// calls at the same point, in the same order. Throws std::runtime_error when the arena is
+/// smaller than the tensor.
+void downloadSlot(tgrt_ctx* ctx, const tgrt_model& model, const tgrt_param& p, int k,
+                  float* host);
 
 /// Checks that every parameter of `model` has a known dtype and state_dtype and that the
 /// precision is a known tgrt_precision. Returns false with *err naming the parameter otherwise.
@@ -91,8 +107,10 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& model, const std::string& path,
                 std::map<std::string, std::string> metadata, std::string* err,
                 const std::map<int64_t, std::vector<float>>* gathered = nullptr);
 
-/// ZeRO-1 (model.zero >= 1, ranks > 1): a collective every rank calls at the same point
-/// between optimizer steps. For each parameter owned by a rank other than 0, its owner
+/// ZeRO-2/3 (model.zero >= 2, ranks > 1): a collective every rank calls at the same point
+/// between optimizer steps: every sharded slot (downloadSlot) gathered; rank 0 returns them
+/// keyed as saveParams's `gathered` (key 3 * parameter index + slot, 0 value, 1 m, 2 v).
+/// ZeRO-1 (model.zero == 1, ranks > 1): for each parameter owned by a rank other than 0, its owner
 /// stages m and v in the parameter's gradient slot (free and zero between steps; the same
 /// bytes when the moment and value dtypes have one width, else a DriverError) and
 /// broadcasts them; rank 0 returns them as floats keyed as saveParams's `gathered` (other

@@ -71,7 +71,7 @@
 
 // CPP: static const tgrt_model kModel = {
 // CPP: 16, kParams,
-// CPP: {{^}}  2, 0{{$}}
+// CPP: {{^}}  2, 0, 0LL{{$}}
 // CPP-NEXT: };
 // The all-reduce overlaps the backward: one bucket per layer (its two runs of contiguous
 // slots: the undecayed vectors, the decayed matrices) started right after the layer's last
@@ -118,7 +118,7 @@
 // ZCPP: {"wte", {{.*}}, TGRT_F32, TGRT_F32, 0, 0},
 // ZCPP: {"layers.0.mlp.fc.weight", {{.*}}, TGRT_F32, TGRT_F32, 1, 0},
 // ZCPP: static const tgrt_model kModel = {
-// ZCPP: {{^}}  2, 1{{$}}
+// ZCPP: {{^}}  2, 1, 0LL{{$}}
 // ZCPP: void tg_optimizer_step(
 // ZCPP: tgrt_all_reduce_wait(
 // ZCPP: tgrt_adamw_owned({{v[0-9]+}}, "optimizer.wte..ln_f.bias ({{[0-9]+}} tensors)", TGRT_F32, [[P0:v[0-9]+]], {{.*}}, 0);
@@ -129,7 +129,7 @@
 
 // CPP1: static const tgrt_model kModel = {
 // CPP1: 16, kParams,
-// CPP1: {{^}}  1, 0{{$}}
+// CPP1: {{^}}  1, 0, 0LL{{$}}
 // CPP1-NEXT: };
 // CPP1-NOT: tgrt_all_reduce_mean
 

@@ -135,6 +135,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.weightDecay = opt.weight_decay;
   o.gradClip = opt.grad_clip;
   o.decayEmbeddings = opt.decay_embeddings;
+  o.offload = opt.offload;
   o.ranks = spec.training.distributed.ranks;
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
@@ -417,7 +418,8 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
 /// `tgc plan --ranks N`: one rank's plan for each implemented ZeRO stage at N data-parallel
 /// ranks (each rank runs the spec's micro-batch): parameters, gradients, AdamW state, working
 /// copies, arena, total, and the largest micro-batch per rank that fits `memory`. The plan is
-/// the same on every rank (ZeRO-1: the largest rank's share of the moments).
+/// the same on every rank (ZeRO-1: the largest rank's share of the moments; ZeRO-2/3: one
+/// rank's chunks of the sharded tensors).
 static int runRanks(const Spec &spec, const std::string &target, long long memory,
                     int64_t ranks) {
   if (ranks < 1 || ranks > 64) {
@@ -434,10 +436,12 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
                << llvm::right_justify("grads", 9) << llvm::right_justify("AdamW", 9)
                << llvm::right_justify("copies", 9) << llvm::right_justify("arena", 9)
                << llvm::right_justify("total", 9) << llvm::right_justify("max batch", 11) << "\n";
-  for (int zero : {0, 1}) {
+  for (int zero : {0, 1, 2, 3}) {
     std::vector<std::string> sets = {"training.distributed.ranks=" + std::to_string(ranks),
                                       "training.distributed.zero=" + std::to_string(zero)};
-    const char *name = zero == 0 ? "ZeRO-0 (replicated)" : "ZeRO-1 (AdamW state sharded)";
+    const char *names[] = {"ZeRO-0 (replicated)", "ZeRO-1 (AdamW state sharded)",
+                           "ZeRO-2 (+ gradients)", "ZeRO-3 (+ parameters)"};
+    const char *name = names[zero];
     llvm::errs() << "tgc: plan: " << name << "...\n";
     tg::PlanReport r;
     if (!planWith(spec, sets, target, r, true)) {
@@ -454,7 +458,8 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
                  << llvm::right_justify(gib(r.totalBytes()), 9)
                  << llvm::right_justify(std::to_string(maxB), 11) << "\n";
   }
-  llvm::outs() << "(ZeRO-2, ZeRO-3 and CPU offload are not implemented; docs/distributed.md)\n";
+  llvm::outs() << "(ZeRO-3's arena holds the gathered parameters of the layer running; "
+                  "docs/distributed.md)\n";
   return 0;
 }
 
