@@ -234,6 +234,7 @@ struct tgrt_comm {
   std::vector<int64_t> counts;
   std::vector<int32_t> dtypes;
   std::vector<int32_t> roots;       ///< tgrt_broadcast's root; -1 for the other collectives
+  std::vector<int64_t> chunks;      ///< ZeRO-2/3's chunk c; -1 for the other collectives
   std::vector<const char*> whats;   ///< the collective's name (a string literal)
   std::vector<std::string> locs;
 };
@@ -269,15 +270,18 @@ void barrier(tgrt_comm* comm, int32_t rank, const char* loc, const char* what) {
   }
 }
 
-/// "<n> elements of dtype <dt>[ from root <root>]" (or "<n> values" for the host reduction,
-/// dt -1): what rank r published, for the mismatch message.
+/// "<n> elements of dtype <dt>[ from root <root>][ in chunks of <c>]" (or "<n> values" for
+/// the host reduction, dt -1): what rank r published, for the mismatch message.
 std::string describeArgs(const tgrt_comm* comm, int32_t r) {
-  char text[128];
+  char text[160];
   if (comm->dtypes[r] < 0)
     std::snprintf(text, sizeof text, "%lld values", (long long)comm->counts[r]);
   else if (comm->roots[r] >= 0)
     std::snprintf(text, sizeof text, "%lld elements of dtype %d from root %d",
                   (long long)comm->counts[r], (int)comm->dtypes[r], (int)comm->roots[r]);
+  else if (comm->chunks[r] >= 0)
+    std::snprintf(text, sizeof text, "%lld elements of dtype %d in chunks of %lld",
+                  (long long)comm->counts[r], (int)comm->dtypes[r], (long long)comm->chunks[r]);
   else
     std::snprintf(text, sizeof text, "%lld elements of dtype %d", (long long)comm->counts[r],
                   (int)comm->dtypes[r]);
@@ -285,18 +289,19 @@ std::string describeArgs(const tgrt_comm* comm, int32_t r) {
 }
 
 /// The first half of every collective: rank `me` publishes its arguments (collective `what`,
-/// buf, n elements of dt (-1: host doubles), root (-1: none), loc), waits for every rank
-/// (barrier: bounded by the timeout), then checks that all ranks called the same collective
-/// with the same n, dt and root, failing with both ranks' loc and arguments otherwise. On
-/// return comm->bufs holds every rank's buffer; they stay valid until the collective's
-/// closing barrier (the caller's), which also keeps a fast rank from publishing its next
-/// collective's arguments while a slow one still reads these.
+/// buf, n elements of dt (-1: host doubles), root (-1: none), chunk c (-1: none), loc), waits
+/// for every rank (barrier: bounded by the timeout), then checks that all ranks called the
+/// same collective with the same n, dt, root and chunk, failing with both ranks' loc and
+/// arguments otherwise. On return comm->bufs holds every rank's buffer; they stay valid until
+/// the collective's closing barrier (the caller's), which also keeps a fast rank from
+/// publishing its next collective's arguments while a slow one still reads these.
 void rendezvous(tgrt_comm* comm, int32_t me, const char* loc, const char* what, void* buf,
-                int64_t n, int32_t dt, int32_t root) {
+                int64_t n, int32_t dt, int32_t root, int64_t chunk = -1) {
   comm->bufs[me] = buf;
   comm->counts[me] = n;
   comm->dtypes[me] = dt;
   comm->roots[me] = root;
+  comm->chunks[me] = chunk;
   comm->whats[me] = what;
   comm->locs[me] = loc ? loc : "?";
   barrier(comm, me, loc, what);
@@ -306,7 +311,8 @@ void rendezvous(tgrt_comm* comm, int32_t me, const char* loc, const char* what, 
                           "different steps)",
                      what, (int)me, what, comm->locs[me].c_str(), (int)r, comm->whats[r],
                      comm->locs[r].c_str());
-    if (comm->counts[r] != n || comm->dtypes[r] != dt || comm->roots[r] != root)
+    if (comm->counts[r] != n || comm->dtypes[r] != dt || comm->roots[r] != root ||
+        comm->chunks[r] != chunk)
       tgrt_cpu::fail(loc, "%s: rank %d passes %s at %s, rank %d passes %s at %s (the ranks run "
                           "different steps)",
                      what, (int)me, describeArgs(comm, me).c_str(), comm->locs[me].c_str(),
@@ -361,6 +367,7 @@ tgrt_comm* tgrt_comm_create_local(int32_t ranks) {
   comm->counts.assign(ranks, 0);
   comm->dtypes.assign(ranks, 0);
   comm->roots.assign(ranks, -1);
+  comm->chunks.assign(ranks, -1);
   comm->whats.assign(ranks, "");
   comm->locs.assign(ranks, "");
   return comm;
@@ -473,4 +480,172 @@ void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64
   if (me != root && n > 0 && comm->bufs[root] != buf)
     std::memcpy(buf, comm->bufs[root], (size_t)(n * size));
   barrier(comm, me, loc, "broadcast");
+}
+
+//===----------------------------------------------------------------------------===//
+// ZeRO-2 / ZeRO-3: tensors sharded evenly over the ranks (tgrt.h)
+//===----------------------------------------------------------------------------===//
+
+/// Rank `rank`'s chunk of a tensor of n elements in chunks of c: [rank*c, rank*c + count).
+/// begin or count may be NULL. Negative n or c count as 0 (nothing held).
+void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count) {
+  const int64_t b = (int64_t)rank * c;
+  int64_t k = n - b;
+  if (k > c) k = c;
+  if (k < 0) k = 0;
+  if (begin) *begin = b;
+  if (count) *count = k;
+}
+
+namespace {
+
+/// Fails (naming loc and the collective) unless the chunks of c elements of `ranks` ranks
+/// cover a tensor of n elements: c >= ceil(n / ranks).
+void checkChunk(const char* loc, const char* what, int64_t n, int64_t c, int32_t ranks) {
+  const int64_t need = (n + ranks - 1) / ranks;
+  if (c < need)
+    tgrt_cpu::fail(loc, "%s: chunk of %lld elements < ceil(%lld / %d ranks) = %lld (the ranks' "
+                        "shards do not cover the tensor)",
+                   what, (long long)c, (long long)n, (int)ranks, (long long)need);
+}
+
+/// v rounded to dt and widened back (exact for f32).
+float roundTo(int32_t dt, float v) {
+  if (dt == TGRT_BF16) return tgrt_bf16_to_float(tgrt_bf16_from_float(v));
+  if (dt == TGRT_F16) return tgrt_f16_to_float(tgrt_f16_from_float(v));
+  return v;
+}
+
+/// The checks every ZeRO-2/3 collective starts with: ctx and its communicator, n and c >= 0,
+/// a known dt (returns its size).
+int64_t checkShardArgs(tgrt_ctx* ctx, const char* loc, const char* what, int32_t dt, int64_t n,
+                       int64_t c) {
+  checkComm(ctx, loc);
+  if (n < 0 || c < 0)
+    tgrt_cpu::fail(loc, "%s: negative size (n %lld, c %lld)", what, (long long)n, (long long)c);
+  const int64_t size = tgrt_dtype_size(dt);
+  if (size == 0) tgrt_cpu::fail(loc, "%s: unknown dtype %d", what, (int)dt);
+  return size;
+}
+
+/// p + bytes, or NULL when p is NULL (the kernel then reports the NULL pointer).
+void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + bytes : nullptr; }
+
+} // namespace
+
+/// Every rank publishes its shard; each copies every rank's valid chunk into its own full
+/// (its own chunk from its own shard, skipped in place). A rank's writes to its full never
+/// touch its own chunk, which is all the others read of it when in place. The closing barrier
+/// keeps every shard alive until all copies are done.
+void tgrt_all_gather_start(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* shard,
+                           void* full, int64_t n, int64_t c) {
+  const int64_t size = checkShardArgs(ctx, loc, "all_gather", dt, n, c);
+  tgrt_comm* comm = ctx->comm;
+  if (comm) checkChunk(loc, "all_gather", n, c, comm->ranks);
+  if (!comm || comm->ranks == 1) { // rank 0's count: min(n, c)
+    int64_t count = 0;
+    tgrt_shard_span(n, c, 0, nullptr, &count);
+    if (count > 0 && shard != full) std::memmove(full, shard, (size_t)(count * size));
+    return;
+  }
+  const int32_t R = comm->ranks, me = ctx->rank;
+  rendezvous(comm, me, loc, "all_gather", const_cast<void*>(shard), n, dt, -1, c);
+  for (int32_t q = 0; q < R; ++q) {
+    int64_t begin = 0, count = 0;
+    tgrt_shard_span(n, c, q, &begin, &count);
+    if (count == 0) continue;
+    char* dst = static_cast<char*>(full) + begin * size;
+    const void* src = q == me ? shard : comm->bufs[q];
+    if (src != dst) std::memmove(dst, src, (size_t)(count * size));
+  }
+  barrier(comm, me, loc, "all_gather");
+}
+
+/// Every rank publishes its full gradient; rank `me` reads every rank's elements of its own
+/// chunk (in rank order) and writes only its shard; nobody writes a full buffer. The closing
+/// barrier keeps every full buffer alive until all ranks have read it.
+void tgrt_reduce_scatter_mean_start(tgrt_ctx* ctx, const char* loc, int32_t dt, void* full,
+                                    void* shard, int64_t n, int64_t c) {
+  checkShardArgs(ctx, loc, "reduce_scatter_mean", dt, n, c);
+  tgrt_comm* comm = ctx->comm;
+  if (!comm) { // shard[i] += full[i] for i < min(n, c)
+    const int64_t count = n < c ? n : c;
+    for (int64_t i = 0; i < count; ++i)
+      storeElem(dt, shard, i, loadElem(dt, shard, i) + loadElem(dt, full, i));
+    return;
+  }
+  checkChunk(loc, "reduce_scatter_mean", n, c, comm->ranks);
+  const int32_t R = comm->ranks, me = ctx->rank;
+  if (R > 1) rendezvous(comm, me, loc, "reduce_scatter_mean", full, n, dt, -1, c);
+  int64_t begin = 0, count = 0;
+  tgrt_shard_span(n, c, me, &begin, &count);
+  const float inv = (float)R;
+  for (int64_t i = 0; i < count; ++i) {
+    // tgrt_all_reduce_mean's arithmetic: float sum in rank order, / R, rounded once to dt.
+    float s = 0.0f;
+    for (int32_t r = 0; r < R; ++r)
+      s += loadElem(dt, R > 1 ? comm->bufs[r] : full, begin + i);
+    const float mean = roundTo(dt, s / inv);
+    storeElem(dt, shard, i, loadElem(dt, shard, i) + mean);
+  }
+  if (R > 1) barrier(comm, me, loc, "reduce_scatter_mean");
+}
+
+/// tgrt_all_reduce_mean's scheme (disjoint shares written to every rank's buffer) with the
+/// float sum in rank order instead of the mean.
+void tgrt_all_reduce_sum_f32(tgrt_ctx* ctx, const char* loc, float* buf, int64_t n) {
+  checkComm(ctx, loc);
+  tgrt_cpu::checkNonNegative(loc, "all_reduce_sum_f32(n)", n);
+  tgrt_comm* comm = ctx->comm;
+  if (!comm || comm->ranks == 1) return;
+  const int32_t R = comm->ranks, me = ctx->rank;
+  rendezvous(comm, me, loc, "all_reduce_sum_f32", buf, n, TGRT_F32, -1);
+  const int64_t lo = n * me / R, hi = n * (me + 1) / R;
+  for (int64_t i = lo; i < hi; ++i) {
+    float s = 0.0f;
+    for (int32_t r = 0; r < R; ++r) s += static_cast<const float*>(comm->bufs[r])[i];
+    for (int32_t r = 0; r < R; ++r) static_cast<float*>(comm->bufs[r])[i] = s;
+  }
+  barrier(comm, me, loc, "all_reduce_sum_f32");
+}
+
+namespace {
+/// tgrt_adamw_chunk's span: this rank's (rank 0 without a communicator) [*begin, *begin +
+/// *count) of n elements in chunks of c; false when it holds nothing. Fails on a NULL ctx,
+/// negative n or c, or (with a communicator) c < ceil(n / ranks).
+bool chunkSpan(tgrt_ctx* ctx, const char* loc, const char* what, int64_t n, int64_t c,
+               int64_t* begin, int64_t* count) {
+  checkComm(ctx, loc);
+  if (n < 0 || c < 0)
+    tgrt_cpu::fail(loc, "%s: negative size (n %lld, c %lld)", what, (long long)n, (long long)c);
+  int32_t rank = 0;
+  if (ctx->comm) {
+    checkChunk(loc, what, n, c, ctx->ranks);
+    rank = ctx->rank;
+  }
+  tgrt_shard_span(n, c, rank, begin, count);
+  return *count > 0;
+}
+} // namespace
+
+/// tgrt_adamw on this rank's chunk of p (tgrt.h); nothing when the rank holds no elements.
+void tgrt_adamw_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                      int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1,
+                      float beta2, float eps, float weight_decay, const float* clip) {
+  int64_t begin = 0, count = 0;
+  if (!chunkSpan(ctx, loc, "adamw_chunk", n, c, &begin, &count)) return;
+  tgrt_adamw(ctx, loc, p_dt, offsetPtr(p, begin * tgrt_dtype_size(p_dt)), g, state_dt, m, v,
+             count, beta1, beta2, eps, weight_decay, clip);
+}
+
+/// tgrt_adamw_wc on this rank's chunk of p and w (tgrt.h); nothing when it holds none.
+void tgrt_adamw_wc_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                         int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1,
+                         float beta2, float eps, float weight_decay, const float* clip,
+                         int32_t w_dt, void* w) {
+  int64_t begin = 0, count = 0;
+  if (!chunkSpan(ctx, loc, "adamw_wc_chunk", n, c, &begin, &count)) return;
+  tgrt_adamw_wc(ctx, loc, p_dt, offsetPtr(p, begin * tgrt_dtype_size(p_dt)), g, state_dt, m, v,
+                count, beta1, beta2, eps, weight_decay, clip, w_dt,
+                offsetPtr(w, begin * tgrt_dtype_size(w_dt)));
 }

@@ -21,6 +21,29 @@ bool ownsRange(tgrt_cuda::Context* ctx, const char* loc, const char* what, int32
     tgrt_cuda::fail(loc, "%s: owner %d outside [0, %d)", what, (int)owner, (int)ranks);
   return owner == rank;
 }
+
+/// tgrt_adamw_chunk: this rank's (rank 0 without a communicator) span [*begin, *begin + *count)
+/// of n elements in chunks of c (tgrt_shard_span); false when it holds nothing. Fails on a NULL
+/// ctx, negative n or c, or (with a communicator) c < ceil(n / ranks), naming loc.
+bool chunkSpan(tgrt_cuda::Context* ctx, const char* loc, const char* what, int64_t n, int64_t c,
+               int64_t* begin, int64_t* count) {
+  tgrt_cuda::checkCtx(ctx, loc);
+  if (n < 0 || c < 0)
+    tgrt_cuda::fail(loc, "%s: negative size (n %lld, c %lld)", what, (long long)n, (long long)c);
+  int32_t rank = 0, ranks = 1;
+  if (tgrt_cuda::commRank(ctx, &rank, &ranks)) {
+    const int64_t need = (n + ranks - 1) / ranks;
+    if (c < need)
+      tgrt_cuda::fail(loc, "%s: chunk of %lld elements < ceil(%lld / %d ranks) = %lld (the "
+                           "ranks' shards do not cover the tensor)",
+                      what, (long long)c, (long long)n, (int)ranks, (long long)need);
+  }
+  tgrt_shard_span(n, c, rank, begin, count);
+  return *count > 0;
+}
+
+/// p + bytes, or NULL when p is NULL (adamw then reports the NULL pointer).
+void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + bytes : nullptr; }
 } // namespace
 
 extern "C" {
@@ -303,6 +326,29 @@ void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, con
   tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip);
 }
 
+void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count) {
+  const int64_t b = (int64_t)rank * c;
+  int64_t k = n - b;
+  if (k > c) k = c;
+  if (k < 0) k = 0;
+  if (begin) *begin = b;
+  if (count) *count = k;
+}
+
+void tgrt_adamw_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1, float beta2, float eps, float weight_decay, const float* clip) {
+  int64_t begin = 0, count = 0;
+  if (!chunkSpan(C(ctx), loc, "adamw_chunk", n, c, &begin, &count)) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_adamw_chunk", loc);
+  tgrt_cuda::adamw(C(ctx), loc, p_dt, offsetPtr(p, begin * tgrt_dtype_size(p_dt)), g, state_dt, m, v, count, beta1, beta2, eps, weight_decay, clip);
+}
+
+void tgrt_adamw_wc_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1, float beta2, float eps, float weight_decay, const float* clip, int32_t w_dt, void* w) {
+  int64_t begin = 0, count = 0;
+  if (!chunkSpan(C(ctx), loc, "adamw_wc_chunk", n, c, &begin, &count)) return;
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_adamw_wc_chunk", loc);
+  tgrt_cuda::adamw(C(ctx), loc, p_dt, offsetPtr(p, begin * tgrt_dtype_size(p_dt)), g, state_dt, m, v, count, beta1, beta2, eps, weight_decay, clip, w_dt, offsetPtr(w, begin * tgrt_dtype_size(w_dt)));
+}
+
 void tgrt_report_loss(tgrt_ctx* ctx, const char* loc, const float* loss) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_report_loss", loc);
   tgrt_cuda::reportLoss(C(ctx), loc, loss);
@@ -314,7 +360,8 @@ void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x
   tgrt_cuda::tensorStats(C(ctx), loc, dt, x, rows, cols, ld, out);
 }
 
-// Data parallelism (tgrt_comm_*, tgrt_set_comm, tgrt_all_reduce_mean*, tgrt_broadcast):
+// Data parallelism (tgrt_comm_*, tgrt_set_comm, tgrt_all_reduce_mean*, tgrt_broadcast, and
+// ZeRO-2/3's tgrt_all_gather_start, tgrt_reduce_scatter_mean_start, tgrt_all_reduce_sum_f32):
 // Comm.cu (NCCL).
 
 } // extern "C"

@@ -2331,6 +2331,590 @@ TEST_F(Cpu, NegativeSizesAndNullPointersFailWithLocation) {
               "tgrt: loss: NULL context");
 }
 
+// ------------------------------------------- ZeRO-2 / ZeRO-3 (sharded tensors) --
+
+/// ceil(n / R): the chunk every rank holds.
+int64_t chunkOf(int64_t n, int32_t R) { return (n + R - 1) / R; }
+
+/// Element i of x widened to float (exact).
+float elemF(const Typed& x, int64_t i) {
+  return x.dt == TGRT_F32 ? x.f[(size_t)i] : widenOf(x.dt, x.h[(size_t)i]);
+}
+/// v rounded to dt (RNE), as the element bits elemBits reports.
+uint32_t bitsIn(int32_t dt, float v) {
+  return dt == TGRT_F32 ? bitsOf(v) : (uint32_t)lowOf(dt, v);
+}
+/// v rounded to dt and widened back.
+float roundIn(int32_t dt, float v) { return dt == TGRT_F32 ? v : widenOf(dt, lowOf(dt, v)); }
+
+/// The guard bit pattern of guardBuffer (a NaN; never a valid result here).
+uint32_t guardBits(int32_t dt) { return dt == TGRT_F32 ? 0x7fc0beefu : 0x7e5bu; }
+
+/// The padding pattern of the all-gather tests' shards: a NaN other than the guard, so that a
+/// padding element copied into full's tail shows.
+uint32_t padBits(int32_t dt) { return dt == TGRT_F32 ? 0x7fc0deadu : 0x7e5du; }
+
+/// A shard of c elements for rank r of an n-element tensor in chunks of c: its valid count
+/// from values (rounded to dt), the padding holding `pad` (bits; these calls never write it).
+Typed shardOf(int32_t dt, const VecF& values, int64_t n, int64_t c, int32_t r, uint32_t pad) {
+  int64_t begin = 0, count = 0;
+  tgrt_shard_span(n, c, r, &begin, &count);
+  Typed s = guardBuffer(dt, c);
+  const Typed v(dt, values);
+  for (int64_t i = 0; i < c; ++i) setElemBits(s, i, i < count ? elemBits(v, i) : pad);
+  return s;
+}
+
+/// Rank r's test values: n floats in [-1, 1) scaled by 10^(r mod 3), so that the rank order
+/// of a float sum matters.
+VecF rankValues(int32_t r, int64_t n, uint32_t seed) {
+  VecF v = randVec((size_t)n, seed + 97u * (uint32_t)r);
+  const float scale = r % 3 == 0 ? 1.0f : r % 3 == 1 ? 10.0f : 100.0f;
+  for (float& x : v) x *= scale;
+  return v;
+}
+
+struct ShardCase {
+  int32_t R;
+  int64_t n, c;
+};
+std::string caseName(const ShardCase& k, int32_t dt) {
+  return std::to_string(k.R) + " ranks, n " + std::to_string(k.n) + ", c " +
+         std::to_string(k.c) + ", " + dtName(dt);
+}
+// n divisible by N and not (7 over 3 ranks: chunks 3, 3, 1), and c above ceil(n/N) (7 over 3
+// ranks in chunks of 4: 4, 3, and none on rank 2); 1001 over 3 ranks (334, 334, 333) has
+// enough elements for the rank order of the float sums to show.
+const ShardCase kShardCases[] = {{2, 8, 4}, {2, 7, 4},   {3, 9, 3},
+                                 {3, 7, 3}, {3, 7, 4}, {3, 1001, 334}};
+
+TEST(CpuZero23, ShardSpanValues) {
+  struct Span {
+    int64_t n, c;
+    int32_t rank;
+    int64_t begin, count;
+  };
+  const Span spans[] = {{7, 3, 0, 0, 3}, {7, 3, 1, 3, 3}, {7, 3, 2, 6, 1}, {7, 3, 3, 9, 0},
+                        {6, 3, 1, 3, 3}, {7, 4, 1, 4, 3}, {7, 4, 2, 8, 0}, {0, 0, 0, 0, 0},
+                        {0, 0, 3, 0, 0}, {5, 5, 0, 0, 5}, {5, 5, 1, 5, 0}, {1, 1, 0, 0, 1},
+                        {7, 9, 0, 0, 7}, {7, 9, 1, 9, 0}};
+  for (const Span& s : spans) {
+    int64_t begin = -1, count = -1;
+    tgrt_shard_span(s.n, s.c, s.rank, &begin, &count);
+    EXPECT_EQ(begin, s.begin) << "n " << s.n << " c " << s.c << " rank " << s.rank;
+    EXPECT_EQ(count, s.count) << "n " << s.n << " c " << s.c << " rank " << s.rank;
+  }
+  int64_t x = -1;
+  tgrt_shard_span(7, 3, 2, nullptr, &x); // either output may be NULL
+  EXPECT_EQ(x, 1);
+  tgrt_shard_span(7, 3, 2, &x, nullptr);
+  EXPECT_EQ(x, 6);
+  // With c = ceil(n / R) the ranks' spans tile [0, n) exactly once.
+  for (int64_t n = 0; n <= 40; ++n)
+    for (int32_t R = 1; R <= 6; ++R) {
+      const int64_t c = chunkOf(n, R);
+      std::vector<int> hits((size_t)n, 0);
+      for (int32_t r = 0; r < R; ++r) {
+        int64_t begin = 0, count = 0;
+        tgrt_shard_span(n, c, r, &begin, &count);
+        ASSERT_EQ(begin, r * c);
+        ASSERT_GE(count, 0);
+        ASSERT_LE(count, c);
+        for (int64_t i = begin; i < begin + count; ++i) ++hits[(size_t)i];
+      }
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[(size_t)i], 1) << "n " << n << " R " << R;
+    }
+}
+
+TEST(CpuZero23, AllGatherGivesEveryRankTheConcatenation) {
+  const int64_t kTail = 3; // guard elements after each full buffer
+  for (const ShardCase& k : kShardCases)
+    for (int32_t dt : {TGRT_F32, TGRT_BF16}) {
+      const std::string what = caseName(k, dt);
+      std::vector<Typed> shards, fulls, inPlace;
+      // want: the concatenation of the ranks' valid chunks.
+      std::vector<uint32_t> want((size_t)k.n, 0);
+      for (int32_t r = 0; r < k.R; ++r) {
+        shards.push_back(
+            shardOf(dt, rankValues(r, k.c, 11u + (uint32_t)dt), k.n, k.c, r, padBits(dt)));
+        int64_t begin = 0, count = 0;
+        tgrt_shard_span(k.n, k.c, r, &begin, &count);
+        for (int64_t i = 0; i < count; ++i) want[(size_t)(begin + i)] = elemBits(shards[r], i);
+        fulls.push_back(guardBuffer(dt, k.n + kTail));
+        // In place: the rank's own chunk already sits in full; the rest is garbage.
+        Typed ip = guardBuffer(dt, k.n + kTail);
+        for (int64_t i = 0; i < count; ++i) setElemBits(ip, begin + i, elemBits(shards[r], i));
+        inPlace.push_back(ip);
+      }
+      const std::vector<Typed> shardsBefore = shards;
+      std::vector<Typed> shardsAfter = shards;
+      onRanks(k.R, [&](int32_t r, tgrt_ctx* ctx) {
+        tgrt_all_gather_start(ctx, "zero3.gather.wte", dt, shards[r].data(), fulls[r].data(),
+                              k.n, k.c);
+        // A rank may reuse its shard as soon as the call returns: every copy is done.
+        shardsAfter[r] = shards[r];
+        for (int64_t i = 0; i < k.c; ++i) setElemBits(shards[r], i, guardBits(dt));
+      });
+      onRanks(k.R, [&](int32_t r, tgrt_ctx* ctx) {
+        int64_t begin = 0;
+        tgrt_shard_span(k.n, k.c, r, &begin, nullptr);
+        tgrt_all_gather_start(ctx, "zero2.gather.wte", dt, elemPtr(inPlace[r], begin),
+                              inPlace[r].data(), k.n, k.c);
+        tgrt_all_reduce_wait(ctx, "zero2.wait");
+      });
+      for (int32_t r = 0; r < k.R; ++r) {
+        for (int64_t i = 0; i < k.n; ++i) {
+          ASSERT_EQ(elemBits(fulls[r], i), want[(size_t)i]) << what << ": rank " << r << " [" << i << "]";
+          ASSERT_EQ(elemBits(inPlace[r], i), want[(size_t)i])
+              << what << ", in place: rank " << r << " [" << i << "]";
+        }
+        for (int64_t i = k.n; i < k.n + kTail; ++i) {
+          ASSERT_EQ(elemBits(fulls[r], i), guardBits(dt)) << what << ": wrote past n";
+          ASSERT_EQ(elemBits(inPlace[r], i), guardBits(dt)) << what << ", in place: wrote past n";
+        }
+        EXPECT_TRUE(shardsAfter[r].sameBits(shardsBefore[r]))
+            << what << ": rank " << r << "'s shard changed";
+      }
+    }
+}
+
+TEST(CpuZero23, ReduceScatterAddsTheOrderedMeanIntoEachRanksChunkOnly) {
+  const int64_t kTail = 3; // finite values after each full gradient: never read
+  for (const ShardCase& k : kShardCases)
+    for (int32_t dt : {TGRT_F32, TGRT_BF16, TGRT_F16}) {
+      const std::string what = caseName(k, dt);
+      const uint32_t pad = bitsIn(dt, 777.0f); // finite: any add into the padding shows
+      std::vector<Typed> full1, full2, shards, reduced;
+      for (int32_t r = 0; r < k.R; ++r) {
+        full1.emplace_back(dt, rankValues(r, k.n + kTail, 21u));
+        full2.emplace_back(dt, rankValues(r, k.n + kTail, 22u));
+        // A zero shard (the valid count) with padding 777.
+        shards.push_back(shardOf(dt, VecF((size_t)k.c, 0.0f), k.n, k.c, r, pad));
+      }
+      reduced = full1; // tgrt_all_reduce_mean of full1, for the zero-shard comparison
+      const std::vector<Typed> full1Before = full1, full2Before = full2;
+      std::vector<Typed> afterFirst(k.R, Typed(dt, VecF())), full1After = full1;
+      onRanks(k.R, [&](int32_t r, tgrt_ctx* ctx) {
+        tgrt_reduce_scatter_mean_start(ctx, "micro.grad.wte", dt, full1[r].data(),
+                                       shards[r].data(), k.n, k.c);
+        tgrt_all_reduce_wait(ctx, "micro.wait");
+        afterFirst[r] = shards[r];
+        // The gradient buffer may be reused once the wait returns: every rank has read it.
+        full1After[r] = full1[r];
+        for (int64_t i = 0; i < k.n; ++i) setElemBits(full1[r], i, guardBits(dt));
+        // Accumulating onto the now non-zero shard (the next micro-batch).
+        tgrt_reduce_scatter_mean_start(ctx, "micro.grad.wte", dt, full2[r].data(),
+                                       shards[r].data(), k.n, k.c);
+        tgrt_all_reduce_wait(ctx, "micro.wait");
+        tgrt_all_reduce_mean(ctx, "ref.all_reduce", dt, reduced[r].data(), k.n);
+      });
+      // The documented arithmetic: mean = round((sum over r in order, float) / N), then
+      // shard = round(float(shard) + mean).
+      auto meanOf = [&](const std::vector<Typed>& f, int64_t j) {
+        float s = 0.0f;
+        for (int32_t q = 0; q < k.R; ++q) s += elemF(f[q], j);
+        return roundIn(dt, s / (float)k.R);
+      };
+      for (int32_t r = 0; r < k.R; ++r) {
+        int64_t begin = 0, count = 0;
+        tgrt_shard_span(k.n, k.c, r, &begin, &count);
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t j = begin + i;
+          const float m1 = meanOf(full1Before, j);
+          ASSERT_EQ(elemBits(afterFirst[r], i), bitsIn(dt, 0.0f + m1))
+              << what << ": rank " << r << " [" << i << "] first";
+          ASSERT_EQ(elemBits(afterFirst[r], i), elemBits(reduced[r], j))
+              << what << ": rank " << r << " [" << i << "] != tgrt_all_reduce_mean's element";
+          const float want = elemF(afterFirst[r], i) + meanOf(full2Before, j);
+          ASSERT_EQ(elemBits(shards[r], i), bitsIn(dt, want))
+              << what << ": rank " << r << " [" << i << "] accumulated";
+        }
+        for (int64_t i = count; i < k.c; ++i)
+          ASSERT_EQ(elemBits(shards[r], i), pad) << what << ": padding written";
+        // The CPU reads the gradients only.
+        EXPECT_TRUE(full1After[r].sameBits(full1Before[r])) << what << ": rank " << r << " full";
+        EXPECT_TRUE(full2[r].sameBits(full2Before[r])) << what << ": rank " << r << " full";
+      }
+    }
+}
+
+TEST(CpuZero23, AllReduceSumF32IsTheOrderedFloatSumOnEveryRank) {
+  for (int32_t R : {2, 3}) {
+    const int64_t n = 1001; // uneven shares of the work
+    std::vector<VecF> in(R), bufs(R), got(R);
+    for (int32_t r = 0; r < R; ++r) in[r] = bufs[r] = rankValues(r, n, 31u);
+    onRanks(R, [&](int32_t r, tgrt_ctx* ctx) {
+      tgrt_all_reduce_sum_f32(ctx, "optimizer.grad_norm_sq", bufs[r].data(), n);
+      got[r] = bufs[r]; // complete on return: every rank's share is written
+      tgrt_all_reduce_sum_f32(ctx, "empty", nullptr, 0);
+    });
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 0.0f;
+      for (int32_t r = 0; r < R; ++r) s += in[r][(size_t)i];
+      for (int32_t r = 0; r < R; ++r)
+        ASSERT_EQ(bitsOf(got[r][(size_t)i]), bitsOf(s)) << R << " ranks: rank " << r << " [" << i << "]";
+    }
+  }
+}
+
+/// AdamW settings of the chunk tests (tgrt_adamw's arguments after n).
+constexpr float kB1 = 0.9f, kB2 = 0.95f, kEps = 1e-8f, kWd = 0.1f;
+const float kClip[2] = {0.0f, 0.5f};
+
+/// Whole-tensor AdamW inputs split as ZeRO-2 holds them on rank r: p, w whole (n); g, m, v
+/// the rank's shards of c elements (valid count from the whole tensors, padding guarded).
+struct ChunkInputs {
+  VecF p, g;
+  std::vector<unsigned char> m, v;
+  std::vector<uint16_t> w;
+};
+ChunkInputs chunkInputs(const AdamInputs& whole, int32_t state_dt, int64_t n, int64_t c,
+                        int32_t r) {
+  int64_t begin = 0, count = 0;
+  tgrt_shard_span(n, c, r, &begin, &count);
+  const size_t sz = (size_t)tgrt_dtype_size(state_dt);
+  ChunkInputs ci;
+  ci.p = whole.p;
+  ci.w = whole.w;
+  ci.g.assign((size_t)c, 123.0f);
+  ci.m.assign((size_t)c * sz, 0xab);
+  ci.v.assign((size_t)c * sz, 0xcd);
+  for (int64_t i = 0; i < count; ++i) ci.g[(size_t)i] = whole.g[(size_t)(begin + i)];
+  if (count > 0) {
+    std::memcpy(ci.m.data(), whole.m.data() + begin * sz, (size_t)count * sz);
+    std::memcpy(ci.v.data(), whole.v.data() + begin * sz, (size_t)count * sz);
+  }
+  return ci;
+}
+
+void runChunk(tgrt_ctx* ctx, ChunkInputs& a, int32_t state_dt, bool wc, int64_t n, int64_t c) {
+  tgrt_set_lr(ctx, 2e-3f);
+  tgrt_set_step(ctx, 3);
+  if (wc)
+    tgrt_adamw_wc_chunk(ctx, "opt.h.0.w", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+                        a.v.data(), n, c, kB1, kB2, kEps, kWd, kClip, TGRT_BF16, a.w.data());
+  else
+    tgrt_adamw_chunk(ctx, "opt.h.0.w", TGRT_F32, a.p.data(), a.g.data(), state_dt, a.m.data(),
+                     a.v.data(), n, c, kB1, kB2, kEps, kWd, kClip);
+}
+
+/// Expects the state after tgrt_adamw(_wc)_chunk on rank r (`got`, from `before`) to be
+/// exactly tgrt_adamw(_wc) on the rank's slice [begin, begin + count) computed on `plain` (a
+/// context without a communicator), with everything outside the slice and the padding
+/// untouched.
+void expectChunkIsAdamWOnTheSlice(tgrt_ctx* plain, const ChunkInputs& before,
+                                  const ChunkInputs& got, int32_t state_dt, bool wc, int64_t n,
+                                  int64_t c, int32_t r, const std::string& what) {
+  int64_t begin = 0, count = 0;
+  tgrt_shard_span(n, c, r, &begin, &count);
+  const size_t sz = (size_t)tgrt_dtype_size(state_dt);
+  // The reference: tgrt_adamw(_wc) on copies of the slice.
+  VecF p(before.p.begin() + begin, before.p.begin() + begin + count);
+  VecF g(before.g.begin(), before.g.begin() + count);
+  std::vector<unsigned char> m(before.m.begin(), before.m.begin() + count * sz);
+  std::vector<unsigned char> v(before.v.begin(), before.v.begin() + count * sz);
+  std::vector<uint16_t> w(before.w.begin() + begin, before.w.begin() + begin + count);
+  tgrt_set_lr(plain, 2e-3f);
+  tgrt_set_step(plain, 3);
+  if (count > 0) {
+    if (wc)
+      tgrt_adamw_wc(plain, "ref", TGRT_F32, p.data(), g.data(), state_dt, m.data(), v.data(),
+                    count, kB1, kB2, kEps, kWd, kClip, TGRT_BF16, w.data());
+    else
+      tgrt_adamw(plain, "ref", TGRT_F32, p.data(), g.data(), state_dt, m.data(), v.data(), count,
+                 kB1, kB2, kEps, kWd, kClip);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool in = i >= begin && i < begin + count;
+    const float want = in ? p[(size_t)(i - begin)] : before.p[(size_t)i];
+    ASSERT_EQ(bitsOf(got.p[(size_t)i]), bitsOf(want)) << what << ": rank " << r << " p[" << i << "]";
+    const uint16_t wantW = in && wc ? w[(size_t)(i - begin)] : before.w[(size_t)i];
+    ASSERT_EQ(got.w[(size_t)i], wantW) << what << ": rank " << r << " w[" << i << "]";
+  }
+  if (count > 0) {
+    EXPECT_NE(std::memcmp(got.p.data() + begin, before.p.data() + begin, (size_t)count * 4), 0)
+        << what << ": the step changed nothing";
+  }
+  EXPECT_EQ(std::memcmp(got.m.data(), m.data(), (size_t)count * sz), 0) << what << ": m";
+  EXPECT_EQ(std::memcmp(got.v.data(), v.data(), (size_t)count * sz), 0) << what << ": v";
+  EXPECT_TRUE(std::equal(got.m.begin() + count * sz, got.m.end(), before.m.begin() + count * sz))
+      << what << ": m padding";
+  EXPECT_TRUE(std::equal(got.v.begin() + count * sz, got.v.end(), before.v.begin() + count * sz))
+      << what << ": v padding";
+  EXPECT_EQ(std::memcmp(got.g.data(), before.g.data(), (size_t)c * 4), 0) << what << ": g";
+}
+
+TEST(CpuZero23, AdamWChunkIsAdamWOnTheRanksSliceThenTheGatherIsTheWholeStep) {
+  const tgrt_model model = makeModel(64, 64, 64);
+  tgrt_ctx* plain = tgrt_ctx_create(&model);
+  for (const ShardCase& k : kShardCases)
+    for (int32_t state_dt : {TGRT_F32, TGRT_BF16})
+      for (bool wc : {false, true}) {
+        const std::string what = std::string(wc ? "adamw_wc_chunk, " : "adamw_chunk, ") +
+                                 caseName(k, TGRT_F32) + ", state " + dtName(state_dt);
+        const AdamInputs whole = adamInputs(k.n, state_dt);
+        // ZeRO-2's whole step: tgrt_adamw(_wc) on the whole tensors.
+        AdamInputs wholeStep = whole;
+        runAdam(plain, wholeStep, state_dt, wc, 0, false);
+        std::vector<ChunkInputs> before, got;
+        for (int32_t r = 0; r < k.R; ++r)
+          before.push_back(chunkInputs(whole, state_dt, k.n, k.c, r));
+        got = before;
+        std::vector<ChunkInputs> gathered(k.R);
+        onRanks(k.R, [&](int32_t r, tgrt_ctx* ctx) {
+          runChunk(ctx, got[r], state_dt, wc, k.n, k.c);
+          // ZeRO-2: then every rank gathers the updated values (and working copies) in place.
+          gathered[r] = got[r];
+          int64_t begin = 0;
+          tgrt_shard_span(k.n, k.c, r, &begin, nullptr);
+          tgrt_all_gather_start(ctx, "opt.gather.p", TGRT_F32, gathered[r].p.data() + begin,
+                                gathered[r].p.data(), k.n, k.c);
+          tgrt_all_gather_start(ctx, "opt.gather.w", TGRT_BF16, gathered[r].w.data() + begin,
+                                gathered[r].w.data(), k.n, k.c);
+          tgrt_all_reduce_wait(ctx, "opt.wait");
+        });
+        for (int32_t r = 0; r < k.R; ++r) {
+          expectChunkIsAdamWOnTheSlice(plain, before[r], got[r], state_dt, wc, k.n, k.c, r, what);
+          EXPECT_EQ(std::memcmp(gathered[r].p.data(), wholeStep.p.data(), (size_t)k.n * 4), 0)
+              << what << ": rank " << r << "'s gathered p != tgrt_adamw on the whole tensor";
+          EXPECT_EQ(gathered[r].w, wholeStep.w) << what << ": rank " << r << "'s gathered w";
+        }
+      }
+  tgrt_ctx_destroy(plain);
+}
+
+TEST(CpuZero23, AdamWChunkOnARankHoldingNothingTouchesNothing) {
+  // 7 elements over 3 ranks in chunks of 4: rank 2 holds none; its g, m, v may be NULL.
+  onRanks(3, [](int32_t r, tgrt_ctx* ctx) {
+    tgrt_set_step(ctx, 1);
+    if (r != 2) return;
+    VecF p(7, 0.5f);
+    tgrt_adamw_chunk(ctx, "opt.b", TGRT_F32, p.data(), nullptr, TGRT_F32, nullptr, nullptr, 7, 4,
+                     kB1, kB2, kEps, kWd, kClip);
+    tgrt_adamw_wc_chunk(ctx, "opt.b", TGRT_F32, p.data(), nullptr, TGRT_F32, nullptr, nullptr, 7,
+                        4, kB1, kB2, kEps, kWd, kClip, TGRT_BF16, nullptr);
+    EXPECT_EQ(p, VecF(7, 0.5f));
+  });
+}
+
+TEST(CpuZero23, WithoutCommunicatorTheCallsActOnRankZerosChunk) {
+  const tgrt_model model = makeModel(64, 64, 64);
+  tgrt_ctx* solo = tgrt_ctx_create(&model);
+  tgrt_comm* comm1 = tgrt_comm_create_local(1);
+  tgrt_ctx* one = tgrt_ctx_create(&model); // a 1-rank communicator: the same results
+  tgrt_set_comm(one, comm1, 0, 1);
+  const int64_t n = 7;
+  for (int32_t dt : {TGRT_F32, TGRT_BF16}) {
+    // All-gather copies min(n, c) elements of rank 0's shard.
+    for (int64_t c : {3, 7, 9}) {
+      if (c < n) { // without a communicator only: a 1-rank one needs c >= n
+        const Typed shard(dt, randVec((size_t)c, 41));
+        Typed full = guardBuffer(dt, n + 2);
+        tgrt_all_gather_start(solo, "gather", dt, shard.data(), full.data(), n, c);
+        for (int64_t i = 0; i < n + 2; ++i)
+          ASSERT_EQ(elemBits(full, i), i < c ? elemBits(shard, i) : guardBits(dt))
+              << dtName(dt) << " c " << c << " [" << i << "]";
+        continue;
+      }
+      for (tgrt_ctx* ctx : {solo, one}) {
+        const Typed shard(dt, randVec((size_t)c, 42));
+        Typed full = guardBuffer(dt, n + 2);
+        tgrt_all_gather_start(ctx, "gather", dt, shard.data(), full.data(), n, c);
+        for (int64_t i = 0; i < n + 2; ++i)
+          ASSERT_EQ(elemBits(full, i), i < n ? elemBits(shard, i) : guardBits(dt))
+              << dtName(dt) << " c " << c << " [" << i << "]";
+        // In place (rank 0: shard == full): nothing changes.
+        const Typed fullBefore = full;
+        tgrt_all_gather_start(ctx, "gather.in_place", dt, full.data(), full.data(), n, c);
+        EXPECT_TRUE(full.sameBits(fullBefore));
+      }
+    }
+    // Reduce-scatter: shard[i] += full[i] for i < min(n, c), float32 add rounded once.
+    for (int64_t c : {3, 9}) {
+      for (tgrt_ctx* ctx : {solo, one}) {
+        if (ctx == one && c < n) continue;
+        Typed full(dt, randVec((size_t)n + 2, 43)); // 2 finite values past n: never read
+        const Typed start(dt, randVec((size_t)c, 44));
+        const int64_t valid = std::min(n, c);
+        const uint32_t pad = bitsIn(dt, 777.0f);
+        Typed shard = shardOf(dt, start.widened(), valid, c, 0, pad);
+        tgrt_reduce_scatter_mean_start(ctx, "scatter", dt, full.data(), shard.data(), n, c);
+        for (int64_t i = 0; i < c; ++i)
+          ASSERT_EQ(elemBits(shard, i),
+                    i < valid ? bitsIn(dt, elemF(start, i) + elemF(full, i)) : pad)
+              << dtName(dt) << " c " << c << " [" << i << "]";
+      }
+    }
+  }
+  // The sum all-reduce is a no-op.
+  VecF s = {1.5f, -2.0f, 3.25f};
+  tgrt_all_reduce_sum_f32(solo, "norm", s.data(), 3);
+  tgrt_all_reduce_sum_f32(one, "norm", s.data(), 3);
+  EXPECT_EQ(s, (VecF{1.5f, -2.0f, 3.25f}));
+  // AdamW over rank 0's chunk: [0, min(n, c)).
+  for (int32_t state_dt : {TGRT_F32, TGRT_BF16})
+    for (bool wc : {false, true})
+      for (int64_t c : {3, 7, 9}) {
+        const std::string what = std::string(wc ? "adamw_wc_chunk" : "adamw_chunk") +
+                                 ", no communicator, c " + std::to_string(c);
+        const AdamInputs whole = adamInputs(n, state_dt);
+        const ChunkInputs before = chunkInputs(whole, state_dt, n, c, 0);
+        ChunkInputs got = before;
+        runChunk(solo, got, state_dt, wc, n, c);
+        expectChunkIsAdamWOnTheSlice(one, before, got, state_dt, wc, n, c, 0, what);
+        if (c >= n) { // with the 1-rank communicator too
+          ChunkInputs got1 = before;
+          runChunk(one, got1, state_dt, wc, n, c);
+          expectChunkIsAdamWOnTheSlice(solo, before, got1, state_dt, wc, n, c, 0,
+                                       what + ", 1-rank communicator");
+        }
+      }
+  tgrt_ctx_destroy(one);
+  tgrt_ctx_destroy(solo);
+  tgrt_comm_destroy(comm1);
+}
+
+TEST(CpuZero23DeathTest, MismatchedArgumentsFailNamingBothRanks) {
+  // n differs (8 vs 7, both in chunks of 4).
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF full(8, 1.0f), shard(4, 1.0f);
+                        tgrt_all_gather_start(ctx, r == 0 ? "gather.a" : "gather.b", TGRT_F32,
+                                              shard.data(), full.data(), r == 0 ? 8 : 7, 4);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "tgrt: gather\\.[ab]: all_gather: rank [01] passes [78] elements of dtype 0 in "
+              "chunks of 4 at gather\\.[ab], rank [01] passes [78] elements of dtype 0 in chunks "
+              "of 4 at gather\\.[ab] \\(the ranks run different steps\\)");
+  // c differs (4 vs 5 for 7 elements: both cover the tensor).
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF full(7, 1.0f), shard(5, 0.0f);
+                        tgrt_reduce_scatter_mean_start(ctx, r == 0 ? "scatter.a" : "scatter.b",
+                                                       TGRT_F32, full.data(), shard.data(), 7,
+                                                       r == 0 ? 4 : 5);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "reduce_scatter_mean: rank [01] passes 7 elements of dtype 0 in chunks of [45] at "
+              "scatter\\.[ab], rank [01] passes 7 elements of dtype 0 in chunks of [45] at "
+              "scatter\\.[ab] \\(the ranks run different steps\\)");
+  // dt differs.
+  EXPECT_EXIT(onRanks(3,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF full(9, 1.0f), shard(3, 0.0f);
+                        tgrt_all_gather_start(ctx, "gather.h.1", r == 1 ? TGRT_BF16 : TGRT_F32,
+                                              shard.data(), full.data(), 9, 3);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "all_gather: rank [0-2] passes 9 elements of dtype [01] in chunks of 3 at "
+              "gather\\.h\\.1, rank [0-2] passes 9 elements of dtype [01] in chunks of 3");
+  // The sum all-reduce's n differs.
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF b(5, 1.0f);
+                        tgrt_all_reduce_sum_f32(ctx, r == 0 ? "norm.a" : "norm.b", b.data(),
+                                                r == 0 ? 5 : 4);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "all_reduce_sum_f32: rank [01] passes [45] elements of dtype 0 at norm\\.[ab], "
+              "rank [01] passes [45] elements of dtype 0 at norm\\.[ab]");
+  // Different collectives.
+  EXPECT_EXIT(onRanks(2,
+                      [](int32_t r, tgrt_ctx* ctx) {
+                        VecF full(8, 1.0f), shard(4, 0.0f);
+                        if (r == 0)
+                          tgrt_all_gather_start(ctx, "ga", TGRT_F32, shard.data(), full.data(), 8,
+                                                4);
+                        else
+                          tgrt_reduce_scatter_mean_start(ctx, "rs", TGRT_F32, full.data(),
+                                                         shard.data(), 8, 4);
+                      }),
+              ::testing::ExitedWithCode(1),
+              "rank [01] calls (all_gather|reduce_scatter_mean) at (ga|rs), rank [01] calls "
+              "(all_gather|reduce_scatter_mean) at (ga|rs) \\(the ranks run different steps\\)");
+}
+
+/// Rank 0 of a 3-rank communicator (the others never call: the checks below come first).
+tgrt_ctx* rank0Of3() {
+  static const tgrt_model m = makeModel(64, 64, 64);
+  tgrt_comm* comm = tgrt_comm_create_local(3);
+  tgrt_ctx* ctx = tgrt_ctx_create(&m);
+  tgrt_set_comm(ctx, comm, 0, 3);
+  tgrt_set_step(ctx, 1);
+  return ctx;
+}
+
+TEST(CpuZero23DeathTest, BadChunkSizeOrDtypeFailsNamingLoc) {
+  VecF full(7, 1.0f), shard(3, 0.0f);
+  EXPECT_EXIT(tgrt_reduce_scatter_mean_start(rank0Of3(), "micro.grad.h.0.w", TGRT_F32,
+                                             full.data(), shard.data(), 7, 2),
+              ::testing::ExitedWithCode(1),
+              "tgrt: micro.grad.h.0.w: reduce_scatter_mean: chunk of 2 elements < ceil\\(7 / 3 "
+              "ranks\\) = 3");
+  EXPECT_EXIT(tgrt_all_gather_start(rank0Of3(), "gather.h.0.w", TGRT_F32, shard.data(),
+                                    full.data(), 7, 2),
+              ::testing::ExitedWithCode(1),
+              "tgrt: gather.h.0.w: all_gather: chunk of 2 elements < ceil\\(7 / 3 ranks\\) = 3");
+  EXPECT_EXIT(tgrt_adamw_chunk(rank0Of3(), "opt.h.0.w", TGRT_F32, full.data(), shard.data(),
+                               TGRT_F32, shard.data(), shard.data(), 7, 2, kB1, kB2, kEps, kWd,
+                               kClip),
+              ::testing::ExitedWithCode(1),
+              "tgrt: opt.h.0.w: adamw_chunk: chunk of 2 elements < ceil\\(7 / 3 ranks\\) = 3");
+  EXPECT_EXIT(tgrt_adamw_wc_chunk(rank0Of3(), "opt.h.0.w", TGRT_F32, full.data(), shard.data(),
+                                  TGRT_F32, shard.data(), shard.data(), 7, 2, kB1, kB2, kEps,
+                                  kWd, kClip, TGRT_BF16, nullptr),
+              ::testing::ExitedWithCode(1),
+              "tgrt: opt.h.0.w: adamw_wc_chunk: chunk of 2 elements < ceil\\(7 / 3 ranks\\) = 3");
+  // A 1-rank communicator needs c >= n.
+  EXPECT_EXIT(
+      {
+        static const tgrt_model m = makeModel(64, 64, 64);
+        tgrt_ctx* ctx = tgrt_ctx_create(&m);
+        tgrt_set_comm(ctx, tgrt_comm_create_local(1), 0, 1);
+        tgrt_all_gather_start(ctx, "gather.one", TGRT_F32, shard.data(), full.data(), 7, 3);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: gather.one: all_gather: chunk of 3 elements < ceil\\(7 / 1 ranks\\) = 7");
+  // Unknown dtype, negative sizes.
+  EXPECT_EXIT(tgrt_all_gather_start(rank0Of3(), "gather.x", 7, shard.data(), full.data(), 7, 3),
+              ::testing::ExitedWithCode(1), "tgrt: gather.x: all_gather: unknown dtype 7");
+  EXPECT_EXIT(tgrt_reduce_scatter_mean_start(rank0Of3(), "scatter.x", TGRT_F32, full.data(),
+                                             shard.data(), -1, 3),
+              ::testing::ExitedWithCode(1),
+              "tgrt: scatter.x: reduce_scatter_mean: negative size \\(n -1, c 3\\)");
+  EXPECT_EXIT(tgrt_all_reduce_sum_f32(rank0Of3(), "norm.x", full.data(), -2),
+              ::testing::ExitedWithCode(1), "tgrt: norm.x: negative size in all_reduce_sum_f32");
+}
+
+TEST(CpuZero23DeathTest, MissingRankTimesOutNamingTheCollective) {
+  EXPECT_EXIT(
+      {
+        VecF full(8, 1.0f);
+        VecF shard(4, 1.0f);
+        tgrt_all_gather_start(loneRank0(), "zero3.gather.wte", TGRT_F32, shard.data(),
+                              full.data(), 8, 4);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: zero3.gather.wte: all_gather: rank 0 of 2 waited 0.2 s for the other ranks \\(1 of "
+      "2 arrived\\)");
+  EXPECT_EXIT(
+      {
+        VecF full(8, 1.0f);
+        VecF shard(4, 1.0f);
+        tgrt_reduce_scatter_mean_start(loneRank0(), "micro.grad.wte", TGRT_F32, full.data(),
+                                       shard.data(), 8, 4);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: micro.grad.wte: reduce_scatter_mean: rank 0 of 2 waited 0.2 s");
+  EXPECT_EXIT(
+      {
+        VecF b(2, 1.0f);
+        tgrt_all_reduce_sum_f32(loneRank0(), "optimizer.norm", b.data(), 2);
+      },
+      ::testing::ExitedWithCode(1),
+      "tgrt: optimizer.norm: all_reduce_sum_f32: rank 0 of 2 waited 0.2 s");
+}
+
 } // namespace
 
 // tgrt_matmul_bias is the GEMM followed by the row-broadcast bias (a linear layer).
