@@ -44,7 +44,7 @@ void checkCtx(const tgrt_ctx* ctx, const char* loc) {
 namespace {
 
 constexpr int64_t kAlign = 64;
-const char* const kRegionNames[3] = {"persistent", "arena", "workspace"};
+const char* const kRegionNames[4] = {"persistent", "arena", "workspace", "host"};
 
 /// Returns a zero-filled, 64-byte aligned block of at least `bytes` bytes (at least 64, so a
 /// region of size 0 still has a distinct non-NULL base), or NULL on failure.
@@ -64,7 +64,7 @@ char* allocateRegion(int64_t bytes) {
 char* checkedRange(tgrt_ctx* ctx, const char* what, int32_t region, int64_t offset,
                    int64_t bytes) {
   tgrt_cpu::checkCtx(ctx, what);
-  if (region < 0 || region > 2) tgrt_cpu::fail(what, "invalid region index %d", (int)region);
+  if (region < 0 || region > 3) tgrt_cpu::fail(what, "invalid region index %d", (int)region);
   const int64_t size = ctx->region_bytes[region];
   if (offset < 0 || bytes < 0 || offset > size || bytes > size - offset)
     tgrt_cpu::fail(what, "range [%lld, %lld) outside the %s region of %lld bytes",
@@ -77,8 +77,8 @@ char* checkedRange(tgrt_ctx* ctx, const char* what, int32_t region, int64_t offs
 
 extern "C" {
 
-/// Creates a CPU context for `model`: allocates persistent_bytes, arena_bytes and
-/// workspace_bytes (bytes; each 64-byte aligned, zero-filled). Step starts at 1, lr at
+/// Creates a CPU context for `model`: allocates persistent_bytes, arena_bytes,
+/// workspace_bytes and host_bytes (bytes; each 64-byte aligned, zero-filled). Step starts at 1, lr at
 /// model->lr, the loss scale at 1. Returns NULL with a message on stderr when model is NULL,
 /// a size is negative or an allocation fails. The model must outlive the context.
 tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
@@ -86,7 +86,8 @@ tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
     std::fprintf(stderr, "tgrt: ctx_create: NULL model\n");
     return nullptr;
   }
-  const int64_t sizes[3] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes};
+  const int64_t sizes[4] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes,
+                            model->host_bytes};
   tgrt_ctx* ctx = new (std::nothrow) tgrt_ctx();
   if (!ctx) {
     std::fprintf(stderr, "tgrt: ctx_create: out of host memory for the context\n");
@@ -95,7 +96,7 @@ tgrt_ctx* tgrt_ctx_create(const tgrt_model* model) {
   ctx->model = model;
   ctx->lr = model->lr;
   tgrt_values_range(model, &ctx->values_lo, &ctx->values_hi);
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < 4; ++r) {
     if (sizes[r] < 0) {
       std::fprintf(stderr, "tgrt: ctx_create: negative %s size %lld bytes\n", kRegionNames[r],
                    (long long)sizes[r]);
@@ -126,7 +127,7 @@ void tgrt_ctx_destroy(tgrt_ctx* ctx) {
 /// Base pointer of region (enum tgrt_region). Fails (exit 1) on a bad index or NULL ctx.
 char* tgrt_region(tgrt_ctx* ctx, int32_t region) {
   tgrt_cpu::checkCtx(ctx, "region");
-  if (region < 0 || region > 2) tgrt_cpu::fail("region", "invalid region index %d", (int)region);
+  if (region < 0 || region > 3) tgrt_cpu::fail("region", "invalid region index %d", (int)region);
   return ctx->regions[region];
 }
 
@@ -542,6 +543,8 @@ void tgrt_all_gather_start(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
   const int64_t size = checkShardArgs(ctx, loc, "all_gather", dt, n, c);
   tgrt_comm* comm = ctx->comm;
   if (comm) checkChunk(loc, "all_gather", n, c, comm->ranks);
+  if (!shard) // in place: this rank's chunk of full (tgrt.h)
+    shard = static_cast<const char*>(full) + (int64_t)tgrt_comm_rank(ctx) * c * size;
   if (!comm || comm->ranks == 1) { // rank 0's count: min(n, c)
     int64_t count = 0;
     tgrt_shard_span(n, c, 0, nullptr, &count);

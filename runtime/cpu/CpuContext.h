@@ -12,8 +12,10 @@
 /// (loss sum, grad norm).
 struct tgrt_ctx {
   const tgrt_model* model = nullptr;
-  char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
-  int64_t region_bytes[3] = {0, 0, 0};            ///< requested sizes in bytes
+  /// Indexed by enum tgrt_region; TGRT_HOST (offloaded AdamW moments, tgrt_model.host_bytes)
+  /// is ordinary memory here like the others.
+  char* regions[4] = {nullptr, nullptr, nullptr, nullptr};
+  int64_t region_bytes[4] = {0, 0, 0, 0}; ///< requested sizes in bytes
   int64_t step = 1;          ///< optimizer step, 1-based in AdamW's bias correction
   float lr = 0.0f;           ///< learning rate used by tgrt_adamw
   int32_t micro_batch = 0;   ///< index within the optimizer step (dropout masks)

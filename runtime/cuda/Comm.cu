@@ -379,6 +379,8 @@ void tgrt_all_gather_start(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
   const int64_t size = tgrt_dtype_size(dt);
   tgrt_comm* cm = attached(ctx);
   if (cm) checkChunk(loc, "all_gather", n, c, cm->ranks);
+  if (!shard) // in place: this rank's chunk of full (tgrt.h)
+    shard = static_cast<const char*>(full) + (int64_t)tgrt_comm_rank(ctx) * c * size;
   if (!cm || cm->ranks == 1) { // rank 0's chunk, min(n, c) elements, on the context's stream
     const int64_t count = n < c ? n : c;
     if (count > 0 && shard != full) {

@@ -317,13 +317,13 @@ void profileEnd(Context* ctx, int64_t handle) {
 
 namespace {
 
-const char* const kRegionNames[3] = {"persistent", "arena", "workspace"};
+const char* const kRegionNames[4] = {"persistent", "arena", "workspace", "host"};
 
 /// Checks the region index and the byte range; returns the region base.
 char* checkedRange(Context* ctx, const char* what, int32_t region, int64_t offset,
                    int64_t bytes) {
   checkCtx(ctx, what);
-  if (region < 0 || region > 2) fail(what, "invalid region index %d", (int)region);
+  if (region < 0 || region > 3) fail(what, "invalid region index %d", (int)region);
   const int64_t size = ctx->region_bytes[region];
   if (offset < 0 || bytes < 0 || offset > size || bytes > size - offset)
     fail(what, "range [%lld, %lld) outside the %s region of %lld bytes", (long long)offset,
@@ -345,8 +345,9 @@ Context* createContext(const tgrt_model* model) {
     std::fprintf(stderr, "tgrt: ctx_create: NULL model\n");
     return nullptr;
   }
-  const int64_t sizes[3] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes};
-  for (int r = 0; r < 3; ++r)
+  const int64_t sizes[4] = {model->persistent_bytes, model->arena_bytes, model->workspace_bytes,
+                            model->host_bytes};
+  for (int r = 0; r < 4; ++r)
     if (sizes[r] < 0) {
       std::fprintf(stderr, "tgrt: ctx_create: negative %s size %lld bytes\n", kRegionNames[r],
                    (long long)sizes[r]);
@@ -412,6 +413,14 @@ Context* createContext(const tgrt_model* model) {
     ctx->regions[r] = static_cast<char*>(p);
     ctx->region_bytes[r] = sizes[r];
   }
+  if (good && sizes[TGRT_HOST] > 0) {
+    // CPU offload: the AdamW moments in pinned host memory (not counted in `need`).
+    void* p = nullptr;
+    good = ok(cudaMallocHost(&p, (size_t)sizes[TGRT_HOST]), "host region (cudaMallocHost)");
+    if (good) std::memset(p, 0, (size_t)sizes[TGRT_HOST]);
+    ctx->regions[TGRT_HOST] = static_cast<char*>(p);
+    ctx->region_bytes[TGRT_HOST] = sizes[TGRT_HOST];
+  }
   if (good) {
     void* p = nullptr;
     good = ok(cudaMalloc(&p, sizeof(DeviceState)), "context state") &&
@@ -471,21 +480,27 @@ void destroyContext(Context* ctx) {
   }
   if (ctx->lt) cublasLtDestroy(ctx->lt);
   if (ctx->stream) cudaStreamDestroy(ctx->stream);
-  for (char* p : ctx->regions)
-    if (p) cudaFree(p);
+  for (int r = 0; r < 3; ++r)
+    if (ctx->regions[r]) cudaFree(ctx->regions[r]);
+  if (ctx->regions[TGRT_HOST]) cudaFreeHost(ctx->regions[TGRT_HOST]);
   if (ctx->state) cudaFree(ctx->state);
   delete ctx;
 }
 
 char* region(Context* ctx, int32_t r) {
   checkCtx(ctx, "region");
-  if (r < 0 || r > 2) fail("region", "invalid region index %d", (int)r);
+  if (r < 0 || r > 3) fail("region", "invalid region index %d", (int)r);
   return ctx->regions[r];
 }
 
 void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t bytes) {
   char* base = checkedRange(ctx, "upload", r, offset, bytes);
   if (bytes == 0) return;
+  if (r == TGRT_HOST) { // host memory: after the work that may still read it
+    check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
+    std::memcpy(base + offset, src, (size_t)bytes);
+    return;
+  }
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
@@ -504,6 +519,11 @@ void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes)
   char* base = checkedRange(ctx, "download", r, offset, bytes);
   checkDeviceErrors(ctx);
   if (bytes == 0) return;
+  if (r == TGRT_HOST) {
+    check(cudaStreamSynchronize(ctx->stream), "download", "cudaStreamSynchronize");
+    std::memcpy(dst, base + offset, (size_t)bytes);
+    return;
+  }
   check(cudaMemcpyAsync(dst, base + offset, (size_t)bytes, cudaMemcpyDeviceToHost, ctx->stream),
         "download", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "download", "cudaStreamSynchronize");

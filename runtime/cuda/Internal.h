@@ -82,8 +82,10 @@ struct Context {
   /// [values_lo, values_hi) is the persistent byte range of the model's parameter values.
   bool weights_stale = true;
   int64_t values_lo = 0, values_hi = 0;
-  char* regions[3] = {nullptr, nullptr, nullptr}; ///< indexed by enum tgrt_region
-  int64_t region_bytes[3] = {0, 0, 0};
+  /// Indexed by enum tgrt_region: device memory, except TGRT_HOST (pinned host memory,
+  /// cudaMallocHost: the offloaded AdamW moments; NULL without offload).
+  char* regions[4] = {nullptr, nullptr, nullptr, nullptr};
+  int64_t region_bytes[4] = {0, 0, 0, 0};
   DeviceState* state = nullptr; ///< device memory
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;

@@ -3038,6 +3038,41 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
   if (n == 0) return;
+  // CPU offload (tgrt_model.host_bytes): m and v live in the pinned host region. They are
+  // streamed through the workspace (free between the calls that use it as scratch) in blocks:
+  // copied in, updated by the same kernel as on the device, copied back; all on the context's
+  // stream, so the update is the device update bit for bit.
+  char* host = ctx->regions[TGRT_HOST];
+  if (host && static_cast<char*>(m) >= host &&
+      static_cast<char*>(m) < host + ctx->region_bytes[TGRT_HOST]) {
+    const int64_t ss = elemBytes(loc, "adamw (m, v)", state_dt);
+    const int64_t ps = elemBytes(loc, "adamw (p, g)", p_dt);
+    const int64_t ws = w ? elemBytes(loc, "adamw (working copy)", w_dt) : 0;
+    const int64_t block = ctx->region_bytes[TGRT_WORKSPACE] / (2 * ss) / 64 * 64;
+    if (block <= 0)
+      fail(loc, "adamw: offloaded moments are streamed through the workspace, but it holds "
+                "%lld bytes (fewer than 2 x 64 moments)",
+           (long long)ctx->region_bytes[TGRT_WORKSPACE]);
+    char* dm = ctx->regions[TGRT_WORKSPACE];
+    char* dv = dm + block * ss;
+    auto copy = [&](void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind) {
+      check(cudaMemcpyAsync(dst, src, (size_t)bytes, kind, ctx->stream), loc,
+            "adamw (offload): cudaMemcpyAsync");
+    };
+    for (int64_t i = 0; i < n; i += block) {
+      const int64_t k = std::min(block, n - i);
+      char* hm = static_cast<char*>(m) + i * ss;
+      char* hv = static_cast<char*>(v) + i * ss;
+      copy(dm, hm, k * ss, cudaMemcpyHostToDevice);
+      copy(dv, hv, k * ss, cudaMemcpyHostToDevice);
+      adamw(ctx, loc, p_dt, static_cast<char*>(p) + i * ps,
+            static_cast<const char*>(g) + i * ps, state_dt, dm, dv, k, beta1, beta2, eps,
+            weight_decay, clip, w_dt, w ? static_cast<char*>(w) + i * ws : nullptr);
+      copy(hm, dm, k * ss, cudaMemcpyDeviceToHost);
+      copy(hv, dv, k * ss, cudaMemcpyDeviceToHost);
+    }
+    return;
+  }
   const double b1 = beta1, b2 = beta2;
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);

@@ -77,19 +77,44 @@ double uniform01(std::mt19937_64& rng) {
 
 } // namespace
 
-void initParam(const tgrt_param& p, uint64_t seed, float* out) {
+void initParamBlocks(const tgrt_param& p, uint64_t seed, int64_t begin, int64_t end,
+                     int64_t block, const std::function<void(int64_t, const float*, int64_t)>& put) {
+  begin = std::max<int64_t>(0, begin);
+  end = std::min<int64_t>(p.numel, end);
+  if (begin >= end) return;
+  block = std::max<int64_t>(2, block & ~int64_t(1)); // even: Box-Muller pairs stay whole
+  std::vector<float> buf((size_t)std::min(block, end - begin + 2));
   if (p.init == TGRT_INIT_ZEROS || p.init == TGRT_INIT_ONES) {
-    std::fill(out, out + p.numel, p.init == TGRT_INIT_ONES ? 1.0f : 0.0f);
+    std::fill(buf.begin(), buf.end(), p.init == TGRT_INIT_ONES ? 1.0f : 0.0f);
+    for (int64_t i = begin; i < end; i += (int64_t)buf.size())
+      put(i, buf.data(), std::min<int64_t>((int64_t)buf.size(), end - i));
     return;
   }
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull ^ fnv1a(p.name));
-  for (int64_t i = 0; i < p.numel; i += 2) {
+  // The stream is sequential: elements before `begin` are drawn and dropped.
+  int64_t filled = 0, first = -1;
+  for (int64_t i = 0; i < end; i += 2) {
     // Box–Muller: two independent N(0,1) from two uniforms.
     const double r = std::sqrt(-2.0 * std::log(uniform01(rng)));
     const double th = 2.0 * M_PI * uniform01(rng);
-    out[i] = (float)(p.init_std * r * std::cos(th));
-    if (i + 1 < p.numel) out[i + 1] = (float)(p.init_std * r * std::sin(th));
+    for (int64_t k = i; k < std::min(i + 2, end); ++k) {
+      if (k < begin) continue;
+      if (first < 0) first = k;
+      buf[(size_t)filled++] =
+          (float)(p.init_std * r * (k == i ? std::cos(th) : std::sin(th)));
+      if (filled == (int64_t)buf.size() || k + 1 == end) {
+        put(first, buf.data(), filled);
+        filled = 0;
+        first = -1;
+      }
+    }
   }
+}
+
+void initParam(const tgrt_param& p, uint64_t seed, float* out) {
+  initParamBlocks(p, seed, 0, p.numel, p.numel + 2, [&](int64_t at, const float* v, int64_t n) {
+    std::copy(v, v + n, out + at);
+  });
 }
 
 int64_t stepsPerEpoch(const tgrt_model& m, int64_t train_tokens) {
@@ -868,12 +893,18 @@ void Trainer::loadData() {
 }
 
 void Trainer::initParams() {
-  std::vector<float> host;
+  // Streamed in blocks of 1 Mi values (4 MiB of f32 on the host at a time), each rounded to
+  // the parameter's dtype and uploaded into place; under ZeRO-3 only this rank's chunk.
+  const int64_t kBlock = 1 << 20;
   for (int32_t i = 0; i < m_.n_params; ++i) {
     const tgrt_param& p = m_.params[i];
-    host.resize((size_t)p.numel);
-    initParam(p, seed_, host.data());
-    uploadSlot(ctx_, m_, p, 0, host.data()); // rounded to p.dtype; ZeRO-3: this rank's chunk
+    int64_t begin = 0, count = p.numel;
+    if (chunked(m_, p, 0)) tgrt_shard_span(p.numel, p.shard, rank_, &begin, &count);
+    const int64_t esize = tgrt_dtype_size(p.dtype);
+    initParamBlocks(p, seed_, begin, begin + count, kBlock,
+                    [&](int64_t at, const float* v, int64_t n) {
+                      uploadFloats(ctx_, p.offset + (at - begin) * esize, p.dtype, v, n);
+                    });
   }
 }
 

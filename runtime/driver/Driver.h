@@ -11,6 +11,7 @@
 #include "runtime/tgrt.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 #include <string>
@@ -42,6 +43,14 @@ double learningRate(const tgrt_model& model, int64_t step, int64_t total_steps);
 /// has its own std::mt19937_64 stream seeded from the seed and a hash of the name, turned into
 /// normals by Box–Muller, so it does not depend on the parameter order or the library.
 void initParam(const tgrt_param& param, uint64_t seed, float* out);
+
+/// initParam's values of elements [begin, end) of `param` (clamped to [0, numel)), handed
+/// to `put(first_index, values, count)` in blocks of at most `block` values (rounded down
+/// to an even count, >= 2): the same values as initParam without holding the whole tensor.
+/// The generator is sequential, so the elements before `begin` are drawn and dropped.
+void initParamBlocks(const tgrt_param& param, uint64_t seed, int64_t begin, int64_t end,
+                     int64_t block,
+                     const std::function<void(int64_t, const float*, int64_t)>& put);
 
 /// Optimizer steps in one epoch over `train_tokens` tokens:
 /// floor(train_tokens / (batch_size * context * grad_accum)).

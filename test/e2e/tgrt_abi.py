@@ -38,6 +38,8 @@ class TgrtParam(ctypes.Structure):
         ("weight_decay", ctypes.c_int32),
         ("dtype", ctypes.c_int32),        # enum tgrt_dtype of the value and gradient
         ("state_dtype", ctypes.c_int32),  # enum tgrt_dtype of the AdamW moments
+        ("owner", ctypes.c_int32),        # ZeRO-1: the rank holding its moments (-1: all)
+        ("shard", ctypes.c_int64),        # ZeRO-2/3: elements of each rank's chunk (0: whole)
     ]
 
 
@@ -70,6 +72,8 @@ class TgrtModel(ctypes.Structure):
         ("loss_scale_init", ctypes.c_float),
         ("loss_scale_growth_interval", ctypes.c_int32),
         ("ranks", ctypes.c_int32),  # data-parallel ranks (0: 1)
+        ("zero", ctypes.c_int32),   # ZeRO stage
+        ("host_bytes", ctypes.c_int64),  # CPU offload: the host region's bytes (0: none)
     ]
 
 

@@ -8,6 +8,8 @@
 #include "tools/data/DataPrepare.h"
 
 #include <gtest/gtest.h>
+
+#include <array>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
@@ -255,6 +257,41 @@ TEST(Init, DeterministicPerSeedAndName) {
   p.init = TGRT_INIT_ZEROS;
   tgrt::initParam(p, 7, a.data());
   EXPECT_EQ(a[123], 0.0f);
+}
+
+TEST(Init, BlocksGiveInitParamsValuesOfAnySpan) {
+  tgrt_param p{};
+  p.name = "wte";
+  p.numel = 1001; // odd: the last Box-Muller pair is cut
+  p.init = TGRT_INIT_NORMAL;
+  p.init_std = 0.02f;
+  std::vector<float> whole(p.numel);
+  tgrt::initParam(p, 11, whole.data());
+  // Spans of a ZeRO-3 chunk (odd starts cut a pair), tiny and uneven blocks.
+  for (auto [begin, end, block] : std::vector<std::array<int64_t, 3>>{
+           {0, 1001, 64}, {334, 668, 7}, {667, 1001, 1000}, {1, 2, 2}, {1000, 1001, 4},
+           {-5, 3000, 256}}) {
+    std::vector<float> got(p.numel, -1.0f);
+    int64_t calls = 0, total = 0, next = std::max<int64_t>(0, begin);
+    tgrt::initParamBlocks(p, 11, begin, end, block, [&](int64_t at, const float* v, int64_t n) {
+      EXPECT_EQ(at, next); // in order, contiguous
+      EXPECT_LE(n, std::max<int64_t>(2, block & ~int64_t(1)));
+      std::copy(v, v + n, got.begin() + at);
+      next = at + n;
+      total += n;
+      ++calls;
+    });
+    const int64_t lo = std::max<int64_t>(0, begin), hi = std::min<int64_t>(p.numel, end);
+    EXPECT_EQ(total, hi - lo) << begin << ".." << end;
+    for (int64_t i = 0; i < p.numel; ++i)
+      EXPECT_EQ(got[i], i >= lo && i < hi ? whole[i] : -1.0f) << "element " << i;
+  }
+  p.init = TGRT_INIT_ONES;
+  std::vector<float> ones;
+  tgrt::initParamBlocks(p, 11, 10, 20, 4, [&](int64_t, const float* v, int64_t n) {
+    ones.insert(ones.end(), v, v + n);
+  });
+  EXPECT_EQ(ones, std::vector<float>(10, 1.0f));
 }
 
 // ------------------------------------------------------------- element types, loss scale --

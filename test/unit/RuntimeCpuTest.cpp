@@ -2446,6 +2446,7 @@ TEST(CpuZero23, AllGatherGivesEveryRankTheConcatenation) {
         for (int64_t i = 0; i < count; ++i) setElemBits(ip, begin + i, elemBits(shards[r], i));
         inPlace.push_back(ip);
       }
+      std::vector<Typed> inPlaceNull = inPlace; // shard = NULL: the same in-place gather
       const std::vector<Typed> shardsBefore = shards;
       std::vector<Typed> shardsAfter = shards;
       onRanks(k.R, [&](int32_t r, tgrt_ctx* ctx) {
@@ -2461,12 +2462,16 @@ TEST(CpuZero23, AllGatherGivesEveryRankTheConcatenation) {
         tgrt_all_gather_start(ctx, "zero2.gather.wte", dt, elemPtr(inPlace[r], begin),
                               inPlace[r].data(), k.n, k.c);
         tgrt_all_reduce_wait(ctx, "zero2.wait");
+        tgrt_all_gather_start(ctx, "zero2.gather.null", dt, nullptr, inPlaceNull[r].data(), k.n,
+                              k.c);
       });
       for (int32_t r = 0; r < k.R; ++r) {
         for (int64_t i = 0; i < k.n; ++i) {
           ASSERT_EQ(elemBits(fulls[r], i), want[(size_t)i]) << what << ": rank " << r << " [" << i << "]";
           ASSERT_EQ(elemBits(inPlace[r], i), want[(size_t)i])
               << what << ", in place: rank " << r << " [" << i << "]";
+          ASSERT_EQ(elemBits(inPlaceNull[r], i), want[(size_t)i])
+              << what << ", in place (NULL shard): rank " << r << " [" << i << "]";
         }
         for (int64_t i = k.n; i < k.n + kTail; ++i) {
           ASSERT_EQ(elemBits(fulls[r], i), guardBits(dt)) << what << ": wrote past n";
