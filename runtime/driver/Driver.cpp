@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdarg>
@@ -38,6 +39,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
@@ -893,19 +895,43 @@ void Trainer::loadData() {
 }
 
 void Trainer::initParams() {
-  // Streamed in blocks of 1 Mi values (4 MiB of f32 on the host at a time), each rounded to
-  // the parameter's dtype and uploaded into place; under ZeRO-3 only this rank's chunk.
+  // Streamed in blocks of 1 Mi values (4 MiB of f32 per thread on the host at a time), each
+  // rounded to the parameter's dtype and uploaded into place; under ZeRO-3 only this rank's
+  // chunk. Parameters are generated on up to 16 threads (each has its own generator, so the
+  // values do not depend on the thread count); the uploads take turns.
   const int64_t kBlock = 1 << 20;
-  for (int32_t i = 0; i < m_.n_params; ++i) {
-    const tgrt_param& p = m_.params[i];
-    int64_t begin = 0, count = p.numel;
-    if (chunked(m_, p, 0)) tgrt_shard_span(p.numel, p.shard, rank_, &begin, &count);
-    const int64_t esize = tgrt_dtype_size(p.dtype);
-    initParamBlocks(p, seed_, begin, begin + count, kBlock,
-                    [&](int64_t at, const float* v, int64_t n) {
-                      uploadFloats(ctx_, p.offset + (at - begin) * esize, p.dtype, v, n);
-                    });
-  }
+  std::mutex upload_mu;
+  std::atomic<int32_t> next{0};
+  std::atomic<bool> failed{false};
+  std::string error;
+  auto worker = [&] {
+    for (int32_t i = next++; i < m_.n_params && !failed; i = next++) {
+      const tgrt_param& p = m_.params[i];
+      int64_t begin = 0, count = p.numel;
+      if (chunked(m_, p, 0)) tgrt_shard_span(p.numel, p.shard, rank_, &begin, &count);
+      const int64_t esize = tgrt_dtype_size(p.dtype);
+      try {
+        initParamBlocks(p, seed_, begin, begin + count, kBlock,
+                        [&](int64_t at, const float* v, int64_t n) {
+                          std::lock_guard<std::mutex> lock(upload_mu);
+                          uploadFloats(ctx_, p.offset + (at - begin) * esize, p.dtype, v, n);
+                        });
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(upload_mu);
+        if (!failed.exchange(true)) error = e.what();
+      }
+    }
+  };
+  int64_t total = 0;
+  for (int32_t i = 0; i < m_.n_params; ++i) total += m_.params[i].numel;
+  const int threads = (int)std::max<int64_t>(
+      1, std::min<int64_t>({16, (int64_t)std::thread::hardware_concurrency(), m_.n_params,
+                            total / (1 << 22) + 1})); // small models: one thread
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (failed) throw DriverError("initialising the parameters: " + error);
 }
 
 void Trainer::sampleBatch(Batch* b) {
