@@ -16,6 +16,8 @@
 #                                    stay (scripts/gpu-perf.sh compares them in one call)
 #   scripts/gpu-artifacts.sh dp      GPT-2 small bf16-mixed, ranks 1 x micro-batch 16 and ranks
 #                                    2 x 8 (scripts/gpu-dp.sh, on the 2-GPU machine)
+#   scripts/gpu-artifacts.sh zero    ZeRO-0..3 and CPU offload (GPT-2 small) and the largest
+#                                    ZeRO-3 + offload model for BIGMEM (scripts/gpu-zero.sh)
 #   scripts/gpu-artifacts.sh all     mixed + remat (one device call: scripts/gpu-mixed.sh then
 #                                    scripts/gpu-remat.sh)
 # Executables are stripped and xz-compressed (runs/NAME.xz, ~3.8 MB for GPT-2 on CUDA); the
@@ -25,7 +27,7 @@ cd "$(dirname "$0")/.."
 TGC=build/bin/tgc
 WHAT=${1:-mixed}
 ninja -C build -j"${JOBS:-2}" >/dev/null
-[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || [ "$WHAT" = perf ] || [ "$WHAT" = dp ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
+[ "$WHAT" = experiment ] || [ "$WHAT" = sanitize ] || [ "$WHAT" = perf ] || [ "$WHAT" = dp ] || [ "$WHAT" = zero ] || rm -rf runs/*.gz runs/*.xz runs/*.so runs/gpt2-* runs/tiny-* runs/max-batch.txt
 mkdir -p runs
 exe() { # name args... : compile a CUDA executable of GPT-2 small, strip and xz it
   local name=$1; shift
@@ -117,6 +119,53 @@ dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed (or DP_SETS: "--set k=v ..." on
     --set training.distributed.ranks=2 --set training.distributed.zero=1
   exe "$P-dp2w" "${S[@]}" --set training.batch_size=$B --set training.distributed.ranks=2
   ;;
+zero)  # scripts/gpu-zero.sh: GPT-2 small bf16-mixed, 2 ranks x micro-batch 8 under ZeRO-0..3
+       # and ZeRO-3 + CPU offload; 1 rank x 16 with and without offload; and the largest model
+       # (24 + k layers of d_model 4096, d_ff 16384, 32 heads, micro-batch 1, layer
+       # checkpointing) that ZeRO-3 + offload fits in BIGMEM (76GiB) per GPU, from the plan
+  S=(--set training.precision=bf16-mixed)
+  rm -rf runs/zero runs/zero.tar.xz runs/zero-*.xz; mkdir -p runs/zero
+  exe() { # stripped, not compressed: one solid tar.xz at the end (they share the runtime)
+    local name=$1; shift
+    $TGC compile examples/gpt2-small.json --target cuda "$@" -o "runs/zero/$name"
+    strip "runs/zero/$name"
+  }
+  exe zero-dp1 "${S[@]}" --set training.batch_size=16
+  exe zero-off1 "${S[@]}" --set training.batch_size=16 --set training.optimizer.offload=cpu
+  for z in 0 1 2 3; do
+    exe zero-z$z "${S[@]}" --set training.batch_size=8 --set training.distributed.ranks=2 \
+      --set training.distributed.zero=$z
+  done
+  exe zero-z3off "${S[@]}" --set training.batch_size=8 --set training.distributed.ranks=2 \
+    --set training.distributed.zero=3 --set training.optimizer.offload=cpu
+  BIG=(--set model.d_model=4096 --set model.n_heads=32 --set model.d_ff=16384
+       --set training.batch_size=1 --set training.checkpointing=layer
+       --set training.distributed.ranks=2 --set training.distributed.zero=3
+       --set training.optimizer.offload=cpu "${S[@]}")
+  lim=$(python3 -c "import sys;u={'GiB':30,'MiB':20};s=sys.argv[1];print(int(float(s[:-3]))<<u[s[-3:]])" "${BIGMEM:-76GiB}")
+  bigtotal() { # layers -> the plan's per-rank device bytes
+    $TGC plan examples/gpt2-small.json "${BIG[@]}" --set model.n_layers=$1 --json runs/big.json \
+      > /dev/null 2>&1
+    python3 -c "import json,sys;print(json.load(open('runs/big.json'))['total_bytes'])"
+  }
+  L=8
+  while :; do # the largest layer count whose per-rank device total fits
+    t=$(bigtotal $((L + 4)))
+    [ "$t" -le "$lim" ] || break
+    L=$((L + 4))
+  done
+  while t=$(bigtotal $((L + 1))) && [ "$t" -le "$lim" ]; do
+    L=$((L + 1))
+  done
+  rm -f runs/big.json
+  echo "largest: $L layers" | tee runs/zero-big.txt
+  $TGC plan examples/gpt2-small.json "${BIG[@]}" --set model.n_layers=$L | sed -n 1,14p >> runs/zero-big.txt
+  $TGC summary examples/gpt2-small.json "${BIG[@]}" --set model.n_layers=$L | grep "total parameters" >> runs/zero-big.txt
+  exe zero-big "${BIG[@]}" --set model.n_layers=$L
+  tar -C runs -cf - zero | xz -9 -T1 --lzma2=preset=9,dict=256MiB > runs/zero.tar.xz
+  rm -rf runs/zero
+  ls -la runs/zero.tar.xz
+  ;;
 sanitize)  # scripts/gpu-sanitize.sh: the kernel check and GPT-2 small at micro-batch 1:
            # bf16-mixed flash (the default path) and fp32 naive
   rm -f runs/san-*.xz
@@ -139,7 +188,7 @@ experiment)  # scripts/gpu-artifacts.sh experiment MATRIX NAME: `tgc experiment 
   rm -rf "runs/$NAME"
   ls -la "runs/$NAME.tar.xz"
   ;;
-*) echo "usage: $0 fp32|mixed|remat|all|final|perf [TAG]|dp|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
+*) echo "usage: $0 fp32|mixed|remat|all|final|perf [TAG]|dp|zero|sanitize|experiment MATRIX NAME" >&2; exit 2 ;;
 esac
 [ -f runs/data-gpu/meta.json ] || $TGC data prepare --input /usr/share/doc/linux-doc-*/Documentation \
   --vocab 8192 --max-bytes 8MiB --out runs/data-gpu

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# ZeRO-0..3 and CPU optimizer offload on the 2-GPU machine (nvidia-h200-x2), one device call,
+# builds nothing. After `scripts/gpu-artifacts.sh zero` here, carry runs/zero.tar.xz,
+# runs/zero-big.txt and runs/data-gpu, then from the repo root there: scripts/gpu-zero.sh
+#   GPT-2 small bf16-mixed, STEPS (20) steps each:
+#   - 1 GPU x micro-batch 16, with and without offload=cpu: losses must be bit-identical
+#     (the offloaded moments stream through the same AdamW kernel); ms/step; device memory
+#     used against the plan (offload: 0.93 GiB less).
+#   - `--gpus 2` x micro-batch 8 under ZeRO-0, 1, 2, 3 and ZeRO-3 + offload: losses against
+#     ZeRO-0's (bf16-mixed tolerance 2e-2), ms/step, each rank's plan against the device
+#     memory it used.
+#   - a ZeRO-3 checkpoint (values and moments gathered over NCCL) resumed on 1 GPU.
+#   - the largest model ZeRO-3 + offload fits per the plan (runs/zero-big.txt; 2 ranks x
+#     micro-batch 1): 3 steps, plan against used, time per step; host memory before/after.
+set -u -o pipefail
+OUT=${OUT:-/tmp/gpu-zero}; mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 # multicast off on the shared machines (device KINDS.md)
+STEPS=${STEPS:-20}
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+free -g | head -2 | tee -a "$OUT/gpu.txt"
+rm -rf /tmp/zero && tar -C /tmp -xJf runs/zero.tar.xz || { echo "no runs/zero.tar.xz"; exit 1; }
+Z=/tmp/zero
+args=(--data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 1)
+for r in dp1 off1; do
+  timeout 300 "$Z/zero-$r" "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
+  echo "1 GPU $r: rc $?"; grep -E "error" "$OUT/$r.log" | head -3
+done
+for r in z0 z1 z2 z3 z3off; do
+  timeout 300 "$Z/zero-$r" --gpus 2 "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
+  echo "2 GPUs $r: rc $?"; grep -E "error" "$OUT/$r.log" | head -3
+done
+# ZeRO-3: save at step 10 (gathered over NCCL), resume on 1 GPU for 3 more steps.
+timeout 300 "$Z/zero-z3" --gpus 2 --data runs/data-gpu --steps 10 --eval-every 0 \
+  --eval-batches 1 --save "$OUT/z3.ckpt" --log "$OUT/z3save.jsonl" > "$OUT/z3save.log" 2>&1
+echo "ZeRO-3 save: rc $?"; grep -E "error|saved" "$OUT/z3save.log" | head -3
+timeout 300 "$Z/zero-dp1" --data runs/data-gpu --steps 13 --eval-every 0 --eval-batches 1 \
+  --resume "$OUT/z3.ckpt" --log "$OUT/z3res.jsonl" > "$OUT/z3res.log" 2>&1
+echo "ZeRO-3 checkpoint resumed on 1 GPU: rc $?"; grep -E "error|warning" "$OUT/z3res.log" | head -3
+rm -f "$OUT/z3.ckpt"
+# The largest model: a val split of 2 batches (the final evaluation covers it whole), no test.
+cat runs/zero-big.txt
+mkdir -p /tmp/bigdata && cp runs/data-gpu/meta.json /tmp/bigdata/ && ln -sf "$PWD/runs/data-gpu/train.npy" /tmp/bigdata/train.npy
+python3 -c "import numpy as n;a=n.load('runs/data-gpu/val.npy');n.save('/tmp/bigdata/val.npy',a[:2*1024+1])"
+( while sleep 5; do nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits | tr '\n' ' '; free -g | awk '/Mem/{print "host used GiB", $3}'; done ) > "$OUT/big-mem.txt" 2>&1 &
+mon=$!
+t0=$(date +%s)
+timeout 500 "$Z/zero-big" --gpus 2 --data /tmp/bigdata --steps 3 --eval-every 0 \
+  --log "$OUT/big.jsonl" > "$OUT/big.log" 2>&1
+echo "largest model: rc $? in $(( $(date +%s) - t0 )) s"; kill $mon 2>/dev/null
+grep -E "error|tgrt: cuda memory|val loss|step" "$OUT/big.log" | cut -c1-300 | head -12
+python3 - "$OUT" <<'PY'
+import json, re, statistics, sys
+out = sys.argv[1]
+def rows(n):
+    try:
+        return [r for r in (json.loads(l) for l in open(f"{out}/{n}.jsonl") if l.startswith("{"))
+                if "ms" in r and "eval" not in r]
+    except FileNotFoundError:
+        return []
+def med(r): return statistics.median(x["ms"] for x in r[2:]) if len(r) > 2 else float("nan")
+def mem(n):
+    try:
+        ms = re.findall(r"plan (\d+) bytes.*?used (\d+) bytes", open(f"{out}/{n}.log").read())
+        return "; ".join(f"{int(a)/2**30:.3f} / {int(b)/2**30:.3f}" for a, b in ms) or "-"
+    except FileNotFoundError:
+        return "-"
+def cmp(a, b, tol):
+    ra, rb = rows(a), rows(b)
+    if not ra or not rb: return "missing"
+    n = min(len(ra), len(rb))
+    same = all(ra[i]["loss"] == rb[i]["loss"] for i in range(n))
+    rel = max(abs(ra[i]["loss"] - rb[i]["loss"]) / abs(rb[i]["loss"]) for i in range(n))
+    ok = rel <= tol and len(ra) == len(rb)
+    return f"{len(ra)} vs {len(rb)} steps, max relative loss difference {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance {tol:g})"
+print("offload vs not (1 GPU x 16):", cmp("off1", "dp1", 0))
+for z in ("z1", "z2", "z3", "z3off"):
+    print(f"{z} vs ZeRO-0 (2 GPUs x 8):", cmp(z, "z0", 2e-2))
+print("ZeRO-3 + offload vs ZeRO-3:", cmp("z3off", "z3", 0))
+res, sv = rows("z3res"), rows("z3save")
+if res: print("ZeRO-3 checkpoint resumed on 1 GPU: steps " + ", ".join(f"{r['step']}: {r['loss']:.4f}" for r in res) + (f" (2-GPU run at step 10: {sv[-1]['loss']:.4f})" if sv else ""))
+print("| run | ms/step (median) | loss first -> last | plan / used GiB (each rank) |\n|---|---|---|---|")
+for n, label in (("dp1", "1 GPU x 16"), ("off1", "1 GPU x 16, offload=cpu"), ("z0", "2 GPUs x 8, ZeRO-0"),
+                 ("z1", "2 GPUs x 8, ZeRO-1"), ("z2", "2 GPUs x 8, ZeRO-2"), ("z3", "2 GPUs x 8, ZeRO-3"),
+                 ("z3off", "2 GPUs x 8, ZeRO-3 + offload"), ("big", "largest (runs/zero-big.txt), 2 GPUs x 1, ZeRO-3 + offload")):
+    r = rows(n)
+    if r: print(f"| {label} | {med(r) if len(r) > 2 else statistics.median(x['ms'] for x in r):.1f} | {r[0]['loss']:.3f} -> {r[-1]['loss']:.3f} | {mem(n)} |")
+    else: print(f"| {label} | failed | - | {mem(n)} |")
+PY
