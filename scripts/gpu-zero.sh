@@ -17,24 +17,34 @@ OUT=${OUT:-/tmp/gpu-zero}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 # multicast off on the shared machines (device KINDS.md)
 STEPS=${STEPS:-20}
+# Every run gets at most its cap and never runs past BUDGET seconds (500) from the start, so
+# the logs always come back within the device tool's limit.
+T0=$(date +%s); BUDGET=${BUDGET:-500}
+bounded() { # CAP cmd...: timeout min(CAP, what is left of BUDGET); 124 without running when < 10 s
+  local cap=$1; shift
+  local left=$(( BUDGET - ($(date +%s) - T0) ))
+  [ "$left" -lt "$cap" ] && cap=$left
+  if [ "$cap" -lt 10 ]; then echo "skipped (budget): $*" >&2; return 124; fi
+  timeout "$cap" "$@"
+}
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 free -g | head -2 | tee -a "$OUT/gpu.txt"
 rm -rf /tmp/zero && tar -C /tmp -xJf runs/zero.tar.xz || { echo "no runs/zero.tar.xz"; exit 1; }
 Z=/tmp/zero
 args=(--data runs/data-gpu --steps "$STEPS" --eval-every 0 --eval-batches 1)
 for r in dp1 off1; do
-  timeout 300 "$Z/zero-$r" "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
+  bounded 60 "$Z/zero-$r" "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
   echo "1 GPU $r: rc $?"; grep -E "error" "$OUT/$r.log" | head -3
 done
-for r in z0 z1 z2 z3 z3off; do
-  timeout 300 "$Z/zero-$r" --gpus 2 "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
+for r in z0 z3 z2 z3off z1; do
+  bounded 60 "$Z/zero-$r" --gpus 2 "${args[@]}" --log "$OUT/$r.jsonl" > "$OUT/$r.log" 2>&1
   echo "2 GPUs $r: rc $?"; grep -E "error" "$OUT/$r.log" | head -3
 done
 # ZeRO-3: save at step 10 (gathered over NCCL), resume on 1 GPU for 3 more steps.
-timeout 300 "$Z/zero-z3" --gpus 2 --data runs/data-gpu --steps 10 --eval-every 0 \
+bounded 60 "$Z/zero-z3" --gpus 2 --data runs/data-gpu --steps 10 --eval-every 0 \
   --eval-batches 1 --save "$OUT/z3.ckpt" --log "$OUT/z3save.jsonl" > "$OUT/z3save.log" 2>&1
 echo "ZeRO-3 save: rc $?"; grep -E "error|saved" "$OUT/z3save.log" | head -3
-timeout 300 "$Z/zero-dp1" --data runs/data-gpu --steps 13 --eval-every 0 --eval-batches 1 \
+bounded 60 "$Z/zero-dp1" --data runs/data-gpu --steps 13 --eval-every 0 --eval-batches 1 \
   --resume "$OUT/z3.ckpt" --log "$OUT/z3res.jsonl" > "$OUT/z3res.log" 2>&1
 echo "ZeRO-3 checkpoint resumed on 1 GPU: rc $?"; grep -E "error|warning" "$OUT/z3res.log" | head -3
 rm -f "$OUT/z3.ckpt"
@@ -45,7 +55,7 @@ python3 -c "import numpy as n;a=n.load('runs/data-gpu/val.npy');n.save('/tmp/big
 ( while sleep 5; do nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits | tr '\n' ' '; free -g | awk '/Mem/{print "host used GiB", $3}'; done ) > "$OUT/big-mem.txt" 2>&1 &
 mon=$!
 t0=$(date +%s)
-timeout 500 "$Z/zero-big" --gpus 2 --data /tmp/bigdata --steps 3 --eval-every 0 \
+bounded 400 "$Z/zero-big" --gpus 2 --data /tmp/bigdata --steps 3 --eval-every 0 \
   --log "$OUT/big.jsonl" > "$OUT/big.log" 2>&1
 echo "largest model: rc $? in $(( $(date +%s) - t0 )) s"; kill $mon 2>/dev/null
 grep -E "error|tgrt: cuda memory|val loss|step" "$OUT/big.log" | cut -c1-300 | head -12
