@@ -42,8 +42,8 @@ struct OptimizerSpec {
   int64_t warmup_steps = 100;   ///< optimizer steps of linear warmup
   std::string decay = "cosine"; ///< cosine | linear | none
   bool decay_embeddings = false;  ///< apply weight decay to embeddings too
-  /// none | cpu: the AdamW moments live in pinned host memory and the update runs on the
-  /// host (ZeRO-Offload, Ren et al. 2021), saving their device bytes.
+  /// none | cpu: the AdamW moments live in pinned host memory (ZeRO-Offload, Ren et al. 2021,
+  /// its state part), saving their device bytes; the update streams them through the device.
   std::string offload = "none";
 };
 

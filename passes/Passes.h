@@ -71,7 +71,7 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                        llvm::cl::init(0)};
   Option<std::string> offload{*this, "offload",
                               llvm::cl::desc("none | cpu (AdamW moments in pinned host memory, "
-                                             "updated on the host)"),
+                                             "streamed through AdamW)"),
                               llvm::cl::init("none")};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),

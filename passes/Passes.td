@@ -209,7 +209,7 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "backend scratch to reserve (cuBLASLt workspace), bytes">,
     Option<"offload", "offload", "std::string", "\"none\"",
            "none | cpu: the AdamW moments go to a host region (pinned memory; host_bytes) "
-           "instead of the persistent one, and AdamW runs on the host">,
+           "instead of the persistent one (the runtime streams them through AdamW)">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

@@ -120,8 +120,9 @@ typedef struct tgrt_model {
   int32_t zero;
   /* CPU offload (training.optimizer.offload = cpu; ZeRO-Offload, Ren et al. 2021): bytes of
    * the host region TGRT_HOST, which holds the AdamW moments (m_offset / v_offset are into
-   * it): host memory (pinned on CUDA), not device memory; tgrt_adamw* whose m and v lie in
-   * it run the update on the host. 0: no host region (the moments are persistent). */
+   * it): host memory (pinned on CUDA), not device memory; on CUDA tgrt_adamw* whose m and v
+   * lie in it stream them through the workspace in blocks into the device kernel and back.
+   * 0: no host region (the moments are persistent). */
   int64_t host_bytes;
 } tgrt_model;
 
