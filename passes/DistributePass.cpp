@@ -17,6 +17,8 @@
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
+#include <map>
+
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGDISTRIBUTE
 #include "passes/Passes.h.inc"
@@ -142,6 +144,53 @@ struct TgDistributePass : mlir::tg::impl::TgDistributeBase<TgDistributePass> {
     }
   }
 
+  /// Z = 3, FSDP's prefetch: the gathers of each group (one phase of one layer; a gather
+  /// outside the layers is a group of its own) move together to the group's first gather,
+  /// then each group but the first moves to right after the first op that reads the
+  /// previous group's parameters, where the lowering waits for that group: so a layer's
+  /// parameters are gathered while the layer before it computes (two groups whole at a time;
+  /// the plan sees it). The working-copy casts the gathers read move up with them (they
+  /// emit no code).
+  void prefetchGathers(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    SmallVector<SmallVector<GatherParamOp>> groups;
+    std::map<std::pair<std::string, int64_t>, size_t> index;
+    for (auto g : body.getOps<GatherParamOp>()) {
+      int64_t layer = layerOf(g);
+      if (layer < 0) {
+        groups.push_back({g});
+        continue;
+      }
+      auto [it, fresh] = index.try_emplace({phaseOf(g).str(), layer}, groups.size());
+      if (fresh)
+        groups.emplace_back();
+      groups[it->second].push_back(g);
+    }
+    // Puts g right after `after` (or before `before`), its working-copy cast ahead of it.
+    auto place = [](GatherParamOp g, Operation *after) {
+      g->moveAfter(after);
+      if (auto c = g.getSource().getDefiningOp<CastOp>(); c && g->isBeforeInBlock(c))
+        c->moveBefore(g);
+    };
+    for (auto &grp : groups)
+      for (size_t i = 1; i < grp.size(); ++i)
+        place(grp[i], grp[i - 1]);
+    for (size_t k = 1; k < groups.size(); ++k) {
+      Operation *firstUser = nullptr;
+      for (GatherParamOp g : groups[k - 1])
+        for (Operation *u : g.getResult().getUsers())
+          if (!firstUser || u->isBeforeInBlock(firstUser))
+            firstUser = u;
+      if (!firstUser || !firstUser->isBeforeInBlock(groups[k].front()))
+        continue; // nothing to gain
+      Operation *at = firstUser;
+      for (GatherParamOp g : groups[k]) {
+        place(g, at);
+        at = g;
+      }
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (ranks < 1) {
@@ -193,8 +242,10 @@ struct TgDistributePass : mlir::tg::impl::TgDistributeBase<TgDistributePass> {
       if (zero == 3) {
         markWorkingCopies(module); // the copies are sharded like the values
         for (StringRef name : {"micro_step", "eval_step"})
-          if (auto f = module.lookupSymbol<func::FuncOp>(name); f && !f.isExternal())
+          if (auto f = module.lookupSymbol<func::FuncOp>(name); f && !f.isExternal()) {
             gatherParameters(f);
+            prefetchGathers(f);
+          }
       }
       return;
     }

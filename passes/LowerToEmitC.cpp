@@ -632,6 +632,27 @@ private:
                      StringRef where = "", ArrayRef<CheckTensor> extra = {}) {
     Location loc = op->getLoc();
     std::string locText = where.empty() ? locName(loc) : where.str();
+    // ZeRO-3 prefetch: a call reading an arena buffer a gather is still filling waits first
+    // (whichever op the call comes from, fused or not).
+    if (!pendingGathers.empty() && fnName != "tgrt_all_gather_start" &&
+        fnName != "tgrt_all_reduce_wait") {
+      bool reads = false;
+      for (const Arg &a : args) {
+        if (a.kind != Arg::Val && a.kind != Arg::Ptr)
+          continue;
+        PtrRef r = a.ptr;
+        if (a.kind == Arg::Val) {
+          FailureOr<PtrRef> p = ptrOf(a.value);
+          if (failed(p))
+            continue; // call() reports it below
+          r = *p;
+        }
+        for (auto [lo, hi] : pendingGathers)
+          reads |= r.region == 0 && r.byteOffset >= lo && r.byteOffset < hi;
+      }
+      if (reads && failed(waitCollectives(op)))
+        return failure();
+    }
     int64_t site = -1;
     bool before = false;
     if (failed(checkSite(op, fnName, args, extra, locText, site, before)))
@@ -1108,7 +1129,7 @@ private:
             return LogicalResult(op->emitOpError()
                                  << "lower-to-emitc: param has no sharded gradient slot "
                                     "(plan it with tg.zero >= 2)");
-          if (scatterPending && failed(call(op, "tgrt_all_reduce_wait", {})))
+          if (scatterPending && failed(waitCollectives(op)))
             return failure();
           scatterPending = true;
           return call(op, "tgrt_reduce_scatter_mean_start",
@@ -1129,16 +1150,22 @@ private:
           if (failed(call(op, "tgrt_all_gather_start",
                           {dt(src), Arg(src), Arg(o.getResult()), s->numel, s->shard})))
             return failure();
-          return call(op, "tgrt_all_reduce_wait", {});
+          // Waited for by the first call that reads the buffer (call(), pendingGathers).
+          FailureOr<PtrRef> r = ptrOf(o.getResult());
+          if (failed(r))
+            return failure();
+          pendingGathers.push_back({r->byteOffset, r->byteOffset + elemBytes(o.getResult()) *
+                                                                     numel(o.getResult())});
+          return success();
         })
         .Case([&](func::ReturnOp o) {
           for (Value v : o.getOperands())
             if (failed(call(op, "tgrt_report_loss", {Arg(v)})))
               return failure();
-          if (scatterPending) { // the last reduce-scatter of the step
-            scatterPending = false;
-            return call(op, "tgrt_all_reduce_wait", {});
-          }
+          // The last reduce-scatter (and any gather) of the step: nothing of this function's
+          // arena may still be in flight when the next function reuses it.
+          if (scatterPending || !pendingGathers.empty())
+            return waitCollectives(op);
           return success();
         })
         .Default([&](Operation *) {
@@ -1937,6 +1964,17 @@ private:
   int64_t ranks = 1, gradAccum = 1; ///< tg.ranks, tg.grad_accum (emitHeader)
   /// A tgrt_reduce_scatter_mean_start of this function not waited for yet.
   bool scatterPending = false;
+  /// Arena byte ranges [begin, end) of ZeRO-3 gathers started and not waited for yet: the
+  /// first call with a pointer into one of them waits first (call()).
+  SmallVector<std::pair<int64_t, int64_t>> pendingGathers;
+
+  /// tgrt_all_reduce_wait at `op`: the context's stream waits for every collective started
+  /// so far (gathers and reduce-scatters alike).
+  LogicalResult waitCollectives(Operation *op) {
+    scatterPending = false;
+    pendingGathers.clear();
+    return call(op, "tgrt_all_reduce_wait", {});
+  }
   /// planGradientBuckets: the buckets not started yet, each slot's tg.accumulate_grad ops
   /// in @micro_step, and the slots the buckets cover (not all-reduced by @optimizer_step).
   std::vector<SmallVector<const ParamSlot *>> buckets;

@@ -10,8 +10,12 @@
 #     ZeRO-0's (bf16-mixed tolerance 2e-2), ms/step, each rank's plan against the device
 #     memory it used.
 #   - a ZeRO-3 checkpoint (values and moments gathered over NCCL) resumed on 1 GPU.
+#   - the ZeRO-3 executable started by a real torchrun (TORCHRUN=0 skips), against --gpus 2.
+#   - PyTorch DDP and FSDP2 (torch.compile, bf16) at 2 GPUs x 8 (TORCH=0 skips).
+#   - a fault (FAULT=0 skips): rank 1 stopped with SIGSTOP mid-run; rank 0's watchdog
+#     (TGRT_COMM_TIMEOUT_S=15) must end it and the launcher rank 1, in bounded time.
 #   - the largest model ZeRO-3 + offload fits per the plan (runs/zero-big.txt; 2 ranks x
-#     micro-batch 1): 3 steps, plan against used, time per step; host memory before/after.
+#     micro-batch 1; BIG=0 skips): 3 steps, plan against used, time per step; host memory.
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-zero}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
@@ -48,7 +52,36 @@ bounded 60 "$Z/zero-dp1" --data runs/data-gpu --steps 13 --eval-every 0 --eval-b
   --resume "$OUT/z3.ckpt" --log "$OUT/z3res.jsonl" > "$OUT/z3res.log" 2>&1
 echo "ZeRO-3 checkpoint resumed on 1 GPU: rc $?"; grep -E "error|warning" "$OUT/z3res.log" | head -3
 rm -f "$OUT/z3.ckpt"
-# The largest model: a val split of 2 batches (the final evaluation covers it whole), no test.
+# Real torchrun (when installed; TORCHRUN=0 skips): ZeRO-3 ranks started by torchrun, against
+# the `--gpus 2` run.
+if [ "${TORCHRUN:-1}" = 1 ] && command -v torchrun > /dev/null; then
+  bounded 90 torchrun --nproc_per_node 2 --master_port 29541 --no-python "$Z/zero-z3" \
+    "${args[@]}" --log "$OUT/z3torchrun.jsonl" > "$OUT/z3torchrun.log" 2>&1
+  echo "ZeRO-3 under torchrun: rc $?"; grep -E "error" "$OUT/z3torchrun.log" | head -3
+fi
+# PyTorch FSDP2 / DDP at the same shape (TORCH=0 skips): 8 sequences per GPU, compiled, bf16.
+if [ "${TORCH:-1}" = 1 ]; then
+  for m in ddp fsdp; do
+    bounded 150 torchrun --nproc_per_node 2 --master_port 29533 bench/torch_gpt2_step.py \
+      --batch 8 --bf16 --compile --$m > "$OUT/torch-$m.json" 2> "$OUT/torch-$m.err"
+    echo "torch $m: rc $?"
+  done
+fi
+# Fault: rank 1 stopped (SIGSTOP: alive, silent) mid-run; rank 0 waits in NCCL until its
+# watchdog (TGRT_COMM_TIMEOUT_S=15) ends it, then the launcher ends rank 1 (SIGTERM, SIGKILL).
+if [ "${FAULT:-1}" = 1 ]; then
+  t0=$(date +%s)
+  ( TGRT_COMM_TIMEOUT_S=15 bounded 90 "$Z/zero-z3" --gpus 2 --data runs/data-gpu --steps 100000 \
+      --eval-every 0 --eval-batches 1 > "$OUT/fault.log" 2>&1; echo "fault run: rc $?" >> "$OUT/fault.log" ) &
+  sleep 20
+  for p in $(pgrep -f "zero/zero-z3"); do
+    if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "RANK=1"; then kill -STOP "$p"; echo "stopped rank 1 (pid $p) at $(( $(date +%s) - t0 )) s"; fi
+  done
+  wait
+  echo "fault run ended at $(( $(date +%s) - t0 )) s"; grep -E "error|rc" "$OUT/fault.log" | head -5
+fi
+# The largest model (BIG=0 skips): a val split of 2 batches (the final evaluation covers it whole), no test.
+if [ "${BIG:-1}" = 1 ]; then
 cat runs/zero-big.txt
 mkdir -p /tmp/bigdata && cp runs/data-gpu/meta.json /tmp/bigdata/ && ln -sf "$PWD/runs/data-gpu/train.npy" /tmp/bigdata/train.npy
 python3 -c "import numpy as n;a=n.load('runs/data-gpu/val.npy');n.save('/tmp/bigdata/val.npy',a[:2*1024+1])"
@@ -59,6 +92,7 @@ bounded 400 "$Z/zero-big" --gpus 2 --data /tmp/bigdata --steps 3 --eval-every 0 
   --log "$OUT/big.jsonl" > "$OUT/big.log" 2>&1
 echo "largest model: rc $? in $(( $(date +%s) - t0 )) s"; kill $mon 2>/dev/null
 grep -E "error|tgrt: cuda memory|val loss|step" "$OUT/big.log" | cut -c1-300 | head -12
+fi
 python3 - "$OUT" <<'PY'
 import json, re, statistics, sys
 out = sys.argv[1]
@@ -87,13 +121,20 @@ print("offload vs not (1 GPU x 16):", cmp("off1", "dp1", 0))
 for z in ("z1", "z2", "z3", "z3off"):
     print(f"{z} vs ZeRO-0 (2 GPUs x 8):", cmp(z, "z0", 2e-2))
 print("ZeRO-3 + offload vs ZeRO-3:", cmp("z3off", "z3", 0))
+if rows("z3torchrun"): print("ZeRO-3 under torchrun vs --gpus 2:", cmp("z3torchrun", "z3", 0))
 res, sv = rows("z3res"), rows("z3save")
 if res: print("ZeRO-3 checkpoint resumed on 1 GPU: steps " + ", ".join(f"{r['step']}: {r['loss']:.4f}" for r in res) + (f" (2-GPU run at step 10: {sv[-1]['loss']:.4f})" if sv else ""))
 print("| run | ms/step (median) | loss first -> last | plan / used GiB (each rank) |\n|---|---|---|---|")
 for n, label in (("dp1", "1 GPU x 16"), ("off1", "1 GPU x 16, offload=cpu"), ("z0", "2 GPUs x 8, ZeRO-0"),
                  ("z1", "2 GPUs x 8, ZeRO-1"), ("z2", "2 GPUs x 8, ZeRO-2"), ("z3", "2 GPUs x 8, ZeRO-3"),
-                 ("z3off", "2 GPUs x 8, ZeRO-3 + offload"), ("big", "largest (runs/zero-big.txt), 2 GPUs x 1, ZeRO-3 + offload")):
+                 ("z3off", "2 GPUs x 8, ZeRO-3 + offload"), ("z3torchrun", "2 GPUs x 8, ZeRO-3 under torchrun"), ("big", "largest (runs/zero-big.txt), 2 GPUs x 1, ZeRO-3 + offload")):
     r = rows(n)
     if r: print(f"| {label} | {med(r) if len(r) > 2 else statistics.median(x['ms'] for x in r):.1f} | {r[0]['loss']:.3f} -> {r[-1]['loss']:.3f} | {mem(n)} |")
     else: print(f"| {label} | failed | - | {mem(n)} |")
+for n in ("torch-ddp", "torch-fsdp"):
+    try:
+        t = json.load(open(f"{out}/{n}.json"))
+        print(f"| PyTorch {t['mode']} x {t['world']} GPUs, {t['batch']} per GPU | {t['ms_per_step']:.1f} | - | peak {t['peak_bytes']/2**30:.3f} |")
+    except Exception as ex:
+        print(f"| PyTorch {n} | failed: {ex} | - | - |")
 PY

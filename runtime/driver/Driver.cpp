@@ -30,6 +30,7 @@
 #include <csignal>
 #include <cstdarg>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -249,6 +250,57 @@ static bool chunked(const tgrt_model& m, const tgrt_param& p, int k) {
 /// Elements of the gradient slot of p this rank holds (its chunk under ZeRO-2/3).
 static int64_t gradElems(const tgrt_model& m, const tgrt_param& p) {
   return m.zero >= 2 && m.ranks > 1 && p.shard > 0 ? p.shard : p.numel;
+}
+
+struct Watchdog::State {
+  double timeout_s;
+  int32_t rank, ranks;
+  std::string prog, what = "start";
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+};
+
+Watchdog::Watchdog(double timeout_s, int32_t rank, int32_t ranks, std::string prog)
+    : s_(new State{timeout_s, rank, ranks, std::move(prog)}) {
+  if (timeout_s <= 0) return;
+  s_->thread = std::thread([st = s_.get()] {
+    std::unique_lock<std::mutex> lock(st->mu);
+    while (!st->stop) {
+      st->cv.wait_for(lock, std::chrono::milliseconds(200));
+      const double idle =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - st->last).count();
+      if (!st->stop && idle > st->timeout_s) {
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "%s: error: rank %d of %d made no progress for %.0f s since %s (a "
+                     "collective is waiting for a rank that stopped or hung; "
+                     "TGRT_COMM_TIMEOUT_S=%g); ending this rank\n",
+                     st->prog.c_str(), (int)st->rank, (int)st->ranks, idle, st->what.c_str(),
+                     st->timeout_s);
+        std::fflush(stderr);
+        std::_Exit(124);
+      }
+    }
+  });
+}
+
+Watchdog::~Watchdog() {
+  if (!s_->thread.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->stop = true;
+  }
+  s_->cv.notify_all();
+  s_->thread.join();
+}
+
+void Watchdog::beat(const std::string& what) {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  s_->last = std::chrono::steady_clock::now();
+  s_->what = what;
 }
 
 void uploadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, const float* host) {
@@ -573,6 +625,7 @@ const char* kUsage =
     "  --help                this text\n";
 
 struct Options {
+  std::string prog = "train"; ///< argv[0], for messages
   std::string data, log, save, resume;
   int64_t steps = -1;
   double epochs = -1, time_limit_min = -1;
@@ -605,6 +658,7 @@ double parseDouble(const std::string& opt, const std::string& v) {
 
 Options parseArgs(int argc, char** argv) {
   Options o;
+  if (argc > 0 && argv[0]) o.prog = argv[0];
   int schedule_flags = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
@@ -794,6 +848,13 @@ private:
   const tgrt_model& m_;
   int32_t rank_ = 0, ranks_ = 1; ///< data parallel: this rank, and how many
   tgrt_comm* comm_ = nullptr;    ///< joins the ranks' contexts (NULL: one rank)
+  /// NCCL ranks (CUDA, ranks > 1): ends this rank when it makes no progress for
+  /// TGRT_COMM_TIMEOUT_S seconds (default 300); NULL otherwise (the CPU collectives time out
+  /// themselves).
+  std::unique_ptr<Watchdog> watchdog_;
+  void beat(const std::string& what) {
+    if (watchdog_) watchdog_->beat(what);
+  }
   /// The save schedule of rank 0, known to every rank: under ZeRO-1 saving is a collective
   /// (gatherShardedMoments) all ranks join; only rank 0 writes.
   int64_t save_every_all_ = 0;
@@ -988,6 +1049,7 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
     uploadBatch(b);
     hooks_.eval_step(ctx_);
     const double l = tgrt_take_loss(ctx_, &cnt);
+    beat(s.name + " evaluation batch " + std::to_string(k));
     const double bl = cnt > 0 ? l / (double)cnt : std::numeric_limits<double>::quiet_NaN();
     if (!std::isfinite(bl) && cnt > 0) {
       const std::string what = s.name + " loss is " + (std::isnan(bl) ? "NaN" : "infinite") +
@@ -1089,6 +1151,7 @@ std::string floatText(float x) {
 
 void Trainer::save(int64_t step) {
   const std::map<int64_t, std::vector<float>> gathered = gatherShardedMoments(ctx_, m_);
+  beat("the checkpoint's gather at step " + std::to_string(step));
   if (rank_ > 0) return; // only rank 0 writes
   std::map<std::string, std::string> meta;
   meta["format"] = "tgc-checkpoint-1";
@@ -1216,7 +1279,21 @@ int Trainer::run() {
   ctx_ = tgrt_ctx_create(&m_);
   if (!ctx_) throw DriverError("cannot create the runtime context (see the message above)");
   if (comm_) tgrt_set_comm(ctx_, comm_, rank_, ranks_);
+  if (comm_ && ranks_ > 1 && std::strcmp(tgrt_backend_name(), "cuda") == 0) {
+    double timeout = 300;
+    if (const char* t = std::getenv("TGRT_COMM_TIMEOUT_S")) {
+      char* end = nullptr;
+      const double v = std::strtod(t, &end);
+      if (!end || *end || !(v > 0))
+        throw DriverError(std::string("TGRT_COMM_TIMEOUT_S=") + t +
+                          " is not a positive number of seconds");
+      timeout = v;
+    }
+    watchdog_.reset(new Watchdog(timeout, rank_, ranks_, opt_.prog));
+  }
+  beat("the context's creation");
   initParams();
+  beat("the parameters' initialisation");
   scaler_ = LossScaler(m_.loss_scale_init, m_.loss_scale_growth_interval);
   if (!opt_.resume.empty()) resume();
 
@@ -1304,6 +1381,7 @@ int Trainer::run() {
     tgrt_synchronize(ctx_);
     double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
     meanOverRanks("driver.loss", &loss, 1); // the loss of the global batch
+    beat("step " + std::to_string(s));
     const double secs = std::chrono::duration<double>(clock::now() - t0).count();
     step = s;
     step_time_sum += secs;
@@ -1654,9 +1732,23 @@ int spawnRanks(char** argv, int32_t ranks, const char* prog) {
     pids[(size_t)r] = pid;
   }
   int rc = 0, live = ranks;
+  // After a failure the others get SIGTERM, and SIGKILL 10 s later if they have not ended (a
+  // stopped or hung process ignores SIGTERM).
+  std::chrono::steady_clock::time_point ending{};
+  bool killed = false;
   while (live > 0) {
     int st = 0;
-    const pid_t pid = waitpid(-1, &st, 0);
+    const pid_t pid = waitpid(-1, &st, rc != 0 ? WNOHANG : 0);
+    if (pid == 0) { // WNOHANG: nobody ended yet
+      if (!killed && std::chrono::steady_clock::now() - ending > std::chrono::seconds(10)) {
+        std::fprintf(stderr, "%s: error: ranks still running 10 s after SIGTERM; SIGKILL\n",
+                     prog);
+        endAll(SIGKILL);
+        killed = true;
+      }
+      usleep(100 * 1000);
+      continue;
+    }
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;
@@ -1673,6 +1765,7 @@ int spawnRanks(char** argv, int32_t ranks, const char* prog) {
                    (int)ranks, WIFEXITED(st) ? "exited with status" : "was killed by signal",
                    WIFEXITED(st) ? code : code - 128);
       endAll(SIGTERM);
+      ending = std::chrono::steady_clock::now();
     }
   }
   return rc;

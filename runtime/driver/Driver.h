@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 #include <string>
 
@@ -83,6 +84,25 @@ void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src
 /// byte `offset` and widens them to float32 into dst (exact).
 void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n,
                     int32_t region = TGRT_PERSISTENT);
+
+/// A rank's progress watchdog for NCCL (which waits without bound for a rank that stopped
+/// or hung in a collective): a thread that ends the process with status 124 and the message
+/// "<prog>: error: rank R of N made no progress for T s since <what> (...)" when beat() has
+/// not been called for timeout_s seconds; the launcher (`--gpus`, torchrun, mpirun) then ends
+/// the other ranks. timeout_s <= 0: never fires. Destroying it stops the thread.
+class Watchdog {
+public:
+  Watchdog(double timeout_s, int32_t rank, int32_t ranks, std::string prog);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  /// Progress: `what` names it in the message ("step 12", "initialisation").
+  void beat(const std::string& what);
+
+private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 /// Uploads the whole tensor `host` (p.numel floats) into slot k of p (0 value, 1 AdamW m,
 /// 2 AdamW v): under ZeRO-2/3 (a slot holding a chunk, tgrt_param.shard) only this rank's

@@ -156,10 +156,15 @@
 // Z3-NEXT: tg.embedding %[[F]], %arg3
 // Z3-NEXT: %[[G:[0-9]+]] = tg.gather_param %arg1
 // Z3-NEXT: tg.bias_add {{.*}}, %[[G]]
-// The backward gathers wte again (the forward's copy is released after the forward).
-// Z3: tg.cross_entropy_grad
+// The backward gathers wte again (the forward's copy is released after the forward), and
+// each gather is prefetched: placed right after the first use of the gather before it.
+// Z3-NEXT: %[[W:[0-9]+]] = tg.gather_param %arg2 {ranks = 2 : i64, tg.phase = "forward"}
+// Z3-NEXT: tg.matmul {{.*}}, %[[W]] {tg.phase = "forward"}
 // Z3-NEXT: %[[B:[0-9]+]] = tg.gather_param %arg0 {ranks = 2 : i64, tg.phase = "backward"}
+// Z3-NEXT: tg.matmul {{.*}}, %[[F]] {tg.phase = "forward", transpose_b = true}
+// Z3: tg.cross_entropy_grad
 // Z3-NEXT: tg.matmul {{.*}}, %[[B]] {tg.phase = "backward"}
+// Z3-NEXT: tg.gather_param %arg2 {ranks = 2 : i64, tg.phase = "backward"}
 // Z3: tg.reduce_scatter_grad %arg2
 // Z3-LABEL: func.func @optimizer_step
 // Z3-NOT: tg.gather_param

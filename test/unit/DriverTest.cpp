@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -292,6 +293,33 @@ TEST(Init, BlocksGiveInitParamsValuesOfAnySpan) {
     ones.insert(ones.end(), v, v + n);
   });
   EXPECT_EQ(ones, std::vector<float>(10, 1.0f));
+}
+
+TEST(WatchdogDeathTest, EndsARankThatMakesNoProgress) {
+  EXPECT_EXIT(
+      {
+        tgrt::Watchdog w(0.3, 1, 2, "train");
+        w.beat("step 3");
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        std::exit(0); // not reached: the watchdog ends the process first
+      },
+      ::testing::ExitedWithCode(124),
+      "train: error: rank 1 of 2 made no progress for [0-9]+ s since step 3 \\(a collective is "
+      "waiting for a rank that stopped or hung; TGRT_COMM_TIMEOUT_S=0.3\\); ending this rank");
+}
+
+TEST(Watchdog, BeatsKeepItQuietAndDestroyingStopsIt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    tgrt::Watchdog w(0.5, 0, 2, "train");
+    for (int i = 0; i < 10; ++i) { // 1 s in all, never 0.5 s without a beat
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      w.beat("step " + std::to_string(i));
+    }
+  }
+  { tgrt::Watchdog off(0, 0, 2, "train"); } // <= 0: no thread
+  std::this_thread::sleep_for(std::chrono::milliseconds(700)); // a stray thread would fire now
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)); // joined promptly
 }
 
 // ------------------------------------------------------------- element types, loss scale --
