@@ -55,8 +55,12 @@ rm -f "$OUT/z3.ckpt"
 # Real torchrun (when installed; TORCHRUN=0 skips): ZeRO-3 ranks started by torchrun, against
 # the `--gpus 2` run.
 if [ "${TORCHRUN:-1}" = 1 ] && command -v torchrun > /dev/null; then
-  bounded 90 torchrun --nproc_per_node 2 --master_port 29541 --no-python "$Z/zero-z3" \
-    "${args[@]}" --log "$OUT/z3torchrun.jsonl" > "$OUT/z3torchrun.log" 2>&1
+  # Through a wrapper: torchrun's argparse would take the executable's --log for its own
+  # --log-dir / --logs-specs (an ambiguous prefix) even after the script's path.
+  printf '#!/bin/sh\nexec %s "$@" --log %s\n' "$Z/zero-z3" "$OUT/z3torchrun.jsonl" > /tmp/z3run.sh
+  chmod +x /tmp/z3run.sh
+  bounded 90 torchrun --nproc_per_node 2 --master_port 29541 --no-python /tmp/z3run.sh \
+    "${args[@]}" > "$OUT/z3torchrun.log" 2>&1
   echo "ZeRO-3 under torchrun: rc $?"; grep -E "error" "$OUT/z3torchrun.log" | head -3
 fi
 # PyTorch FSDP2 / DDP at the same shape (TORCH=0 skips): 8 sequences per GPU, compiled, bf16.
