@@ -487,17 +487,6 @@ void tgrt_broadcast(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64
 // ZeRO-2 / ZeRO-3: tensors sharded evenly over the ranks (tgrt.h)
 //===----------------------------------------------------------------------------===//
 
-/// Rank `rank`'s chunk of a tensor of n elements in chunks of c: [rank*c, rank*c + count).
-/// begin or count may be NULL. Negative n or c count as 0 (nothing held).
-void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count) {
-  const int64_t b = (int64_t)rank * c;
-  int64_t k = n - b;
-  if (k > c) k = c;
-  if (k < 0) k = 0;
-  if (begin) *begin = b;
-  if (count) *count = k;
-}
-
 namespace {
 
 /// Fails (naming loc and the collective) unless the chunks of c elements of `ranks` ranks

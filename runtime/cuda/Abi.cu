@@ -326,15 +326,6 @@ void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, con
   tgrt_cuda::adamw(C(ctx), loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip);
 }
 
-void tgrt_shard_span(int64_t n, int64_t c, int32_t rank, int64_t* begin, int64_t* count) {
-  const int64_t b = (int64_t)rank * c;
-  int64_t k = n - b;
-  if (k > c) k = c;
-  if (k < 0) k = 0;
-  if (begin) *begin = b;
-  if (count) *count = k;
-}
-
 void tgrt_adamw_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, int64_t c, float beta1, float beta2, float eps, float weight_decay, const float* clip) {
   int64_t begin = 0, count = 0;
   if (!chunkSpan(C(ctx), loc, "adamw_chunk", n, c, &begin, &count)) return;
