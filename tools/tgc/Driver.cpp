@@ -337,6 +337,16 @@ int runCompile(const DriverOptions &opts) {
       return 1;
     return writeAtomically(opts.output, printModule(*module)) ? 0 : 1;
   }
+  if (opts.emit == "lib" && spec.training.distributed.ranks > 1 &&
+      spec.training.distributed.zero >= 2) {
+    // tglib.h reads and writes whole value and gradient slots of one process.
+    llvm::errs() << "tgc: error: --emit=lib: the library's C ABI (runtime/tglib.h) reads whole "
+                    "parameter and gradient slots, but training.distributed.zero="
+                 << spec.training.distributed.zero
+                 << " keeps only one rank's chunk of them; compile the library without "
+                    "ZeRO-2/3 (training.distributed.zero 0 or 1)\n";
+    return 1;
+  }
   if (opts.emit == "cpp" || opts.emit == "exe" || opts.emit == "lib") {
     OwningOpRef<ModuleOp> module;
     if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, opts.target))
