@@ -339,12 +339,11 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
           dtypeBytes(s.dtype) * heldValue(s));
     addTo(r.persistentByDtype, "gradients " + s.dtype + chunk, dtypeBytes(s.dtype) * heldGrad(s));
-    if (r.hostBytes > 0)
-      continue; // offloaded: in the host region, reported apart
-    if (s.owner < 0)
+    // Offloaded moments are in the host region, reported apart (not persistent).
+    if (s.owner < 0 && r.hostBytes == 0)
       addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype + chunk,
             2 * dtypeBytes(s.stateDtype) * heldGrad(s));
-    else
+    else if (s.owner >= 0)
       ownedMoments[s.owner][s.stateDtype] += 2 * dtypeBytes(s.stateDtype) * s.numel;
   }
   if (!ownedMoments.empty()) {
@@ -354,7 +353,9 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
         largest[dtype] = std::max(largest[dtype], bytes);
     r.optimizerStateBytes = 0;
     for (auto &[dtype, bytes] : largest) {
-      addTo(r.persistentByDtype, "AdamW m, v " + dtype + " (ZeRO-1: largest rank's share)", bytes);
+      if (r.hostBytes == 0)
+        addTo(r.persistentByDtype, "AdamW m, v " + dtype + " (ZeRO-1: largest rank's share)",
+              bytes);
       r.optimizerStateBytes += bytes;
     }
     r.shardRanks = (int64_t)ownedMoments.size();

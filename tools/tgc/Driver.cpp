@@ -468,8 +468,11 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
                  << llvm::right_justify(gib(r.totalBytes()), 9)
                  << llvm::right_justify(std::to_string(maxB), 11) << "\n";
   }
-  llvm::outs() << "(ZeRO-3's arena holds the gathered parameters of the layer running; "
-                  "docs/distributed.md)\n";
+  llvm::outs() << "(ZeRO-3's arena holds the gathered parameters of the layer running and of "
+                  "the next; docs/distributed.md)\n";
+  if (spec.training.optimizer.offload == "cpu")
+    llvm::outs() << "(training.optimizer.offload=cpu: the AdamW column is pinned host memory, "
+                    "not in the total)\n";
   return 0;
 }
 
