@@ -438,12 +438,13 @@ def Tg_GatherParamOp : Tg_Op<"gather_param", [MemoryEffects<[MemRead, MemWrite]>
     block argument carrying `tg.param`) or its working copy (a `tg.cast` of one marked
     `tg.working_copy`), and the result is the whole tensor of the same type, an arena buffer
     live until its last use (FSDP: gathered just in time, released after use). The pass puts
-    one before the first use of each parameter in each layer's forward, and one before its
-    first use in the backward.
+    one per parameter for each layer's forward and one for its backward, all of a layer's
+    together, started one layer ahead (prefetch).
     ```mlir
     %w = tg.gather_param %w_shard {ranks = 2 : i64} : tensor<64x256xbf16> -> tensor<64x256xbf16>
     ```
-    Lowered to `tgrt_all_gather_start` + `tgrt_all_reduce_wait`. Verifier errors: a source
+    Lowered to `tgrt_all_gather_start`; the first runtime call that reads the result is
+    preceded by `tgrt_all_reduce_wait`. Verifier errors: a source
     that is neither a parameter nor a working copy of one, a result of another type,
     ranks < 2.
   }];

@@ -149,7 +149,8 @@ def TgDistribute : Pass<"tg-distribute", "mlir::ModuleOp"> {
     parameter (or of its working copy under mixed precision) reads a `tg.gather_param`
     inserted before the first use of each group of uses, a group being the uses of one
     phase (forward / backward) within one layer, so a layer's parameters are whole only
-    while that layer runs.
+    while that layer runs; each group is started right after the first use of the group
+    before it (prefetch: the gather of layer l+1 overlaps layer l).
     Errors: ranks < 1, zero not in 0..3, no @optimizer_step, the module already carries
     tg.ranks (applied twice), a parameter without any gradient under zero >= 2.
   }];
