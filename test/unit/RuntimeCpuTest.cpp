@@ -151,8 +151,11 @@ TEST_F(Cpu, UploadDownloadRoundTrip) {
   tgrt_synchronize(ctx_);
   EXPECT_EXIT(tgrt_upload(ctx_, TGRT_ARENA, 193, src.data(), 64),
               ::testing::ExitedWithCode(1), "tgrt: upload: range \\[193, 257\\) outside the arena");
-  EXPECT_EXIT(tgrt_download(ctx_, 3, 0, back.data(), 4), ::testing::ExitedWithCode(1),
-              "invalid region index 3");
+  // TGRT_HOST exists (0 bytes without offload); index 4 does not.
+  EXPECT_EXIT(tgrt_download(ctx_, TGRT_HOST, 0, back.data(), 4), ::testing::ExitedWithCode(1),
+              "tgrt: download: range \\[0, 4\\) outside the host region of 0 bytes");
+  EXPECT_EXIT(tgrt_download(ctx_, 4, 0, back.data(), 4), ::testing::ExitedWithCode(1),
+              "invalid region index 4");
 }
 
 TEST(CpuContext, CreateFailsCleanly) {

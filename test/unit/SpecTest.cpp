@@ -139,7 +139,8 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["training"]["distributed"], json({{"ranks", 1}, {"zero", 0}}));
   EXPECT_EQ(j["training"]["loss_scaling"]["init"], 65536.0);
   EXPECT_EQ(j["training"]["loss_scaling"]["growth_interval"], 2000);
-  EXPECT_EQ(j["training"]["optimizer"].size(), 10u);
+  EXPECT_EQ(j["training"]["optimizer"].size(), 11u);
+  EXPECT_EQ(j["training"]["optimizer"]["offload"], "none");
   EXPECT_EQ(j["training"]["attention"].size(), 2u);
   // Pretty-printed, name first.
   EXPECT_EQ(s.json.rfind("{\n  \"name\": \"model\",\n  \"model\": {", 0), 0u) << s.json;
