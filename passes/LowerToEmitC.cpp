@@ -1557,20 +1557,20 @@ private:
   /// counts as overlapping).
   bool disjoint(Value v, ArrayRef<Value> others) {
     struct Range {
-      bool persistent;
+      int region; ///< PtrRef::region
       int64_t lo, hi;
     };
     auto range = [&](Value x) -> std::optional<Range> {
       FailureOr<PtrRef> p = ptrOf(x);
       if (failed(p))
         return std::nullopt;
-      return Range{p->region == 1, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
+      return Range{p->region, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
     };
     auto mine = range(v);
     if (!mine)
       return false;
     for (Value x : others)
-      if (auto r = range(x); r && r->persistent == mine->persistent && r->lo < mine->hi &&
+      if (auto r = range(x); r && r->region == mine->region && r->lo < mine->hi &&
                              mine->lo < r->hi)
         return false;
     return true;
