@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -595,6 +596,108 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
                         int64_t in_stride_h, int64_t in_stride_t, int64_t out_stride_b,
                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                         int64_t window, float scale);
+/* ---- The Llama family (issue 21): RMSNorm, rotary position embeddings, SwiGLU, and
+ * grouped-query attention. Same conventions as above: float32 arithmetic, every output
+ * rounded once to its dtype. */
+
+/* RMSNorm (Zhang & Sennrich 2019) over the last dim d of x [rows, d]:
+ *   rstd = 1/sqrt(mean(x^2) + eps), y = x * rstd * gamma.  rstd: float32 [rows].
+ * x: x_dt; gamma: p_dt; y: y_dt (mixed precision: x f32 residual stream, y bf16).
+ * y must not alias x. */
+void tgrt_rms_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                       int32_t p_dt, const void* gamma, int32_t y_dt, void* y, float* rstd,
+                       int64_t rows, int64_t d, float eps);
+/* Backward of tgrt_rms_norm_fwd. With xhat = x * rstd and g = dy * gamma (float32):
+ *   dx = rstd * (g - xhat * mean(g * xhat)),  dgamma = sum over rows of dy * xhat.
+ * dy: y_dt; x, dx: x_dt; gamma, dgamma: p_dt (dgamma overwritten: the column sum in float32,
+ * rounded once); rstd: the forward's. dx must not alias dy or x. */
+void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                       int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                       const float* rstd, void* dx, void* dgamma, int64_t rows, int64_t d);
+
+/* Rotary position embedding's inverse frequency of pair i of a head of hd dims (Su et al.
+ * 2021, RoFormer eq. 15; HF transformers' default and "llama3" rope types):
+ *   f = 1 / theta^(2i / hd)
+ * and, when factor > 0 (Llama 3.1's frequency scaling; wavelength w = 2 pi / f, low = ctx /
+ * low_freq_factor, high = ctx / high_freq_factor with ctx = original_context):
+ *   w > low: f / factor;  w < high: f;  otherwise (1 - s) f / factor + s f with
+ *   s = (ctx / w - low_freq_factor) / (high_freq_factor - low_freq_factor).
+ * Computed in double and rounded once to float, identically by both backends.
+ * scaling: NULL or float[4] = {factor, low_freq_factor, high_freq_factor, original_context}
+ * (factor <= 0: no scaling). */
+#if defined(__CUDACC__) || defined(TGRT_CUDA_EMULATE)
+#define TGRT_HOST_DEVICE __host__ __device__
+#else
+#define TGRT_HOST_DEVICE
+#endif
+static inline TGRT_HOST_DEVICE float tgrt_rope_inv_freq(int64_t i, int64_t hd, float theta,
+                                                        const float* scaling) {
+  double f = 1.0 / pow((double)theta, (double)(2 * i) / (double)hd);
+  if (scaling && scaling[0] > 0.0f) {
+    const double factor = scaling[0], lo_f = scaling[1], hi_f = scaling[2], ctx = scaling[3];
+    const double two_pi = 6.283185307179586476925286766559;
+    const double w = two_pi / f, low = ctx / lo_f, high = ctx / hi_f;
+    if (w > low)
+      f = f / factor;
+    else if (!(w < high)) {
+      const double s = (ctx / w - lo_f) / (hi_f - lo_f);
+      f = (1.0 - s) * f / factor + s * f;
+    }
+  }
+  return (float)f;
+}
+/* Rotary position embedding on the q and k heads of a packed projection
+ * x [batch, t, heads + 2 kv_heads, hd] (q heads, then k heads, then v heads; hd even):
+ * for every token position p in [0, t), every head n < heads + kv_heads and every pair
+ * i < hd/2, with a = p * tgrt_rope_inv_freq(i, hd, theta, scaling) (float32 product) and
+ * c = cos(a), s = sin(a) (float32), the pair (x1, x2) = (x[..., i], x[..., i + hd/2]) (the
+ * "rotate_half" layout of GPT-NeoX and HF Llama) becomes
+ *   y[..., i] = x1 c - sign * x2 s,   y[..., i + hd/2] = x2 c + sign * x1 s;
+ * the v heads are copied. sign = +1 is the forward; sign = -1 rotates back, which is the
+ * backward (dx from dy: the rotation is orthogonal). x, y: dt; y may equal x (in place),
+ * never overlap it otherwise. */
+void tgrt_rope(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+               int64_t batch, int64_t t, int64_t heads, int64_t kv_heads, int64_t hd,
+               float theta, const float* scaling, int32_t sign);
+
+/* SwiGLU (Shazeer 2020): x [rows, 2f] holds the gate in columns [0, f) and the up
+ * projection in [f, 2f); y [rows, f] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+ * x, y: dt. y must not alias x. */
+void tgrt_swiglu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                     int64_t rows, int64_t f);
+/* Backward of tgrt_swiglu_fwd: with s = sigmoid(gate),
+ *   dgate = dy * up * s * (1 + gate (1 - s)),  dup = dy * silu(gate);
+ * dx [rows, 2f] = [dgate | dup]. x, dy, dx: dt. dx must not alias x or dy. */
+void tgrt_swiglu_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                     const void* dy, void* dx, int64_t rows, int64_t f);
+
+/* Grouped-query attention (Ainslie et al. 2023): tgrt_attention_fwd where k and v have
+ * kv_heads heads (heads % kv_heads == 0) and query head h reads kv head h / (heads /
+ * kv_heads); k and v are read in place through their own strides (kv_stride_b, _h, _t,
+ * shared by k and v), never repeated in memory. kv_heads == heads with the kv strides equal
+ * to the in strides is exactly tgrt_attention_fwd. Packed projection [batch, t, heads +
+ * 2 kv_heads, hd]: q = x, k = x + heads*hd, v = x + (heads + kv_heads)*hd, in and kv strides
+ * both (t*(heads+2kv_heads)*hd, hd, (heads+2kv_heads)*hd). Requirements and errors as
+ * tgrt_attention_fwd. */
+void tgrt_attention_gqa_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                            const void* k, const void* v, void* out, float* lse, int64_t batch,
+                            int64_t heads, int64_t kv_heads, int64_t t, int64_t hd,
+                            int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                            int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                            int32_t causal, int64_t window, float scale);
+/* Backward of tgrt_attention_gqa_fwd: dq as tgrt_attention_bwd (in strides); dk, dv (kv
+ * strides) are the sums over the heads / kv_heads query heads of each group (float32 sums,
+ * rounded once; overwritten, the caller need not zero). */
+void tgrt_attention_gqa_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                            const void* k, const void* v, const void* out, const float* lse,
+                            const void* dout, void* dq, void* dk, void* dv, int64_t batch,
+                            int64_t heads, int64_t kv_heads, int64_t t, int64_t hd,
+                            int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                            int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                            int32_t causal, int64_t window, float scale);
+
 /* Host conversions between float32 and bf16 / f16 bit patterns: to float is exact; from
  * float rounds to nearest, ties to even (NaN stays a quiet NaN, overflow gives +-inf,
  * f16 subnormals are kept). */
