@@ -625,7 +625,7 @@ void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void*
  * Computed in double and rounded once to float, identically by both backends.
  * scaling: NULL or float[4] = {factor, low_freq_factor, high_freq_factor, original_context}
  * (factor <= 0: no scaling). */
-#if defined(__CUDACC__) || defined(TGRT_CUDA_EMULATE)
+#if defined(__CUDACC__)
 #define TGRT_HOST_DEVICE __host__ __device__
 #else
 #define TGRT_HOST_DEVICE
