@@ -58,6 +58,16 @@
 //               out_i = sum_j P_ij v_j;  D_i = dout_i.out_i, dv_j = sum_i P_ij dout_i,
 //               dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j,
 //               dk_j = scale sum_i dS_ij q_i   (Dao et al. 2022, recomputing P from lse)
+//   GQA         the attention above with query head h reading kv head h / (heads / kv_heads);
+//               dk, dv of a kv head = the float sum of its group's per-head dk, dv
+//               (Ainslie et al. 2023; tgrt_attention_fwd / _bwd are the case kv_heads = heads)
+//   RMSNorm     rstd = 1/sqrt(mean_d x^2 + eps), xhat = x rstd, y = xhat*gamma;
+//               dgamma = sum_r dy*xhat, g = dy*gamma, dx = rstd (g - xhat mean_d(g xhat))
+//               (Zhang & Sennrich 2019)
+//   RoPE        pair (x_i, x_{i+hd/2}) of position p rotated by a = p f_i, f_i from
+//               tgrt_rope_inv_freq: (x1 c - sign x2 s, x2 c + sign x1 s) (Su et al. 2021)
+//   SwiGLU      y = silu(g) u, s = sigmoid(g); dg = dy u s (1 + g (1 - s)), du = dy silu(g)
+//               (Shazeer 2020)
 //   grad norm   acc0 += sum g^2; norm = sqrt(acc0) / S,
 //               acc1 = (1/S) (norm > max ? max/(norm+1e-6) : 1), NaN if norm is not finite
 //   AdamW       g' = g clip; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
@@ -72,6 +82,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <string>
 #include <vector>
 
 using tgrt_cpu::checkCtx;
@@ -259,15 +270,20 @@ int64_t countValid(const char* loc, const int32_t* targets, int64_t rows, int64_
 constexpr double kGeluC = 0.7978845608028654; // sqrt(2/pi)
 constexpr double kGeluA = 0.044715;
 
-/// The float32 attention forward (see tgrt_attention_fwd); arguments already checked.
+/// The float32 grouped-query attention forward (see tgrt_attention_gqa_fwd); arguments
+/// already checked. q, out [batch * heads, t, hd] and k, v [batch * kvHeads, t, hd] are
+/// contiguous; query head h of batch entry b reads kv head b * kvHeads + h / (heads /
+/// kvHeads). kvHeads == heads is plain multi-head attention (tgrt_attention_fwd).
 void attentionFwdF32(const float* q, const float* k, const float* v, float* out, float* lse,
-                     int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                     float scale) {
+                     int64_t batch, int64_t heads, int64_t kvHeads, int64_t t, int64_t hd,
+                     int32_t causal, int64_t window, float scale) {
+  const int64_t group = heads / kvHeads;
   std::vector<double> s((size_t)t), o((size_t)hd);
-  for (int64_t h = 0; h < bh; ++h) {
+  for (int64_t h = 0; h < batch * heads; ++h) {
+    const int64_t kvh = (h / heads) * kvHeads + (h % heads) / group;
     const float* qh = q + h * t * hd;
-    const float* kh = k + h * t * hd;
-    const float* vh = v + h * t * hd;
+    const float* kh = k + kvh * t * hd;
+    const float* vh = v + kvh * t * hd;
     for (int64_t i = 0; i < t; ++i) {
       int64_t lo, hi;
       visibleRange(i, t, causal, window, lo, hi);
@@ -295,15 +311,24 @@ void attentionFwdF32(const float* q, const float* k, const float* v, float* out,
   }
 }
 
-/// The float32 attention backward (see tgrt_attention_bwd); arguments already checked.
+/// The float32 grouped-query attention backward (see tgrt_attention_gqa_bwd); arguments
+/// already checked; layouts as attentionFwdF32 (dq like q, dk / dv like k / v). Each query
+/// head's dk, dv contribution is accumulated in double and rounded to float (the
+/// multi-head result of that head), then the group's contributions are summed in float in
+/// head order (the first one assigned, so kvHeads == heads gives exactly the multi-head
+/// values, signed zeros included).
 void attentionBwdF32(const float* q, const float* k, const float* v, const float* out,
                      const float* lse, const float* dout, float* dq, float* dk, float* dv,
-                     int64_t bh, int64_t t, int64_t hd, int32_t causal, int64_t window,
-                     float scale) {
+                     int64_t batch, int64_t heads, int64_t kvHeads, int64_t t, int64_t hd,
+                     int32_t causal, int64_t window, float scale) {
+  const int64_t group = heads / kvHeads;
   std::vector<double> dkAcc((size_t)(t * hd)), dvAcc((size_t)(t * hd)), dqRow((size_t)hd);
-  for (int64_t h = 0; h < bh; ++h) {
+  for (int64_t h = 0; h < batch * heads; ++h) {
+    const int64_t g = (h % heads) % group; // index within the group
+    const int64_t kvOff = ((h / heads) * kvHeads + (h % heads) / group) * t * hd;
     const int64_t off = h * t * hd;
-    const float *qh = q + off, *kh = k + off, *vh = v + off, *oh = out + off, *doh = dout + off;
+    const float *qh = q + off, *kh = k + kvOff, *vh = v + kvOff, *oh = out + off,
+                *doh = dout + off;
     std::fill(dkAcc.begin(), dkAcc.end(), 0.0);
     std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
     for (int64_t i = 0; i < t; ++i) {
@@ -332,8 +357,14 @@ void attentionBwdF32(const float* q, const float* k, const float* v, const float
       for (int64_t c = 0; c < hd; ++c) dqi[c] = (float)(scale * dqRow[c]);
     }
     for (int64_t x = 0; x < t * hd; ++x) {
-      dk[off + x] = (float)(scale * dkAcc[x]);
-      dv[off + x] = (float)dvAcc[x];
+      const float dkx = (float)(scale * dkAcc[x]), dvx = (float)dvAcc[x];
+      if (g == 0) {
+        dk[kvOff + x] = dkx;
+        dv[kvOff + x] = dvx;
+      } else {
+        dk[kvOff + x] += dkx;
+        dv[kvOff + x] += dvx;
+      }
     }
   }
 }
@@ -1321,6 +1352,84 @@ void scatterAttn(const char* loc, const char* what, int32_t dt, const std::vecto
   });
 }
 
+namespace {
+
+/// Grouped-query attention forward, the one implementation behind tgrt_attention_fwd
+/// (kvHeads == heads, kv strides == in strides) and tgrt_attention_gqa_fwd; `kernel` names
+/// the entry point in error messages. Checks the arguments, gathers q (in strides) and k, v
+/// (kv strides, kvHeads heads) into contiguous float temporaries (bf16 / f16 widened), runs
+/// attentionFwdF32 and scatters out back (out strides, rounded once).
+void attentionFwd(const char* loc, const char* kernel, int32_t dt, const void* q, const void* k,
+                  const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                  int64_t kvHeads, int64_t t, int64_t hd, const int64_t inS[3],
+                  const int64_t kvS[3], const int64_t outS[3], int32_t causal, int64_t window,
+                  float scale) {
+  const std::string kn(kernel);
+  checkNonNegative(loc, (kn + "(batch, heads, t, hd)").c_str(), batch, heads, t, hd);
+  checkNonNegative(loc, (kn + "(kv_heads)").c_str(), kvHeads);
+  checkNonNegative(loc, (kn + "(in strides)").c_str(), inS[0], inS[1], inS[2]);
+  checkNonNegative(loc, (kn + "(kv strides)").c_str(), kvS[0], kvS[1], kvS[2]);
+  checkNonNegative(loc, (kn + "(out strides)").c_str(), outS[0], outS[1], outS[2]);
+  if (kvHeads == 0 ? heads != 0 : heads % kvHeads != 0)
+    fail(loc, "%s: heads %lld is not a multiple of kv_heads %lld", kernel, (long long)heads,
+         (long long)kvHeads);
+  checkDtype(loc, kernel, dt);
+  const int64_t bh = batch * heads;
+  if (bh * t == 0) return;
+  checkPtrs(loc, kernel, {q, k, v, out, lse});
+  const AttnLayout in{batch, heads, t, hd, inS[0], inS[1], inS[2]};
+  const AttnLayout kvl{batch, kvHeads, t, hd, kvS[0], kvS[1], kvS[2]};
+  const AttnLayout ol{batch, heads, t, hd, outS[0], outS[1], outS[2]};
+  const std::vector<float> qf = gatherAttn(loc, kernel, dt, q, in),
+                           kf = gatherAttn(loc, kernel, dt, k, kvl),
+                           vf = gatherAttn(loc, kernel, dt, v, kvl);
+  std::vector<float> of((size_t)(bh * t * hd));
+  attentionFwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, batch, heads, kvHeads, t, hd,
+                  causal, window, scale);
+  scatterAttn(loc, kernel, dt, of, out, ol);
+}
+
+/// Grouped-query attention backward, the one implementation behind tgrt_attention_bwd and
+/// tgrt_attention_gqa_bwd (see attentionFwd): q, dq in strides; k, v, dk, dv kv strides; out,
+/// dout out strides. dk, dv of a kv head: the float sum of its group's per-head float results
+/// (attentionBwdF32), rounded once to dt.
+void attentionBwd(const char* loc, const char* kernel, int32_t dt, const void* q, const void* k,
+                  const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                  void* dk, void* dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t t,
+                  int64_t hd, const int64_t inS[3], const int64_t kvS[3], const int64_t outS[3],
+                  int32_t causal, int64_t window, float scale) {
+  const std::string kn(kernel);
+  checkNonNegative(loc, (kn + "(batch, heads, t, hd)").c_str(), batch, heads, t, hd);
+  checkNonNegative(loc, (kn + "(kv_heads)").c_str(), kvHeads);
+  checkNonNegative(loc, (kn + "(in strides)").c_str(), inS[0], inS[1], inS[2]);
+  checkNonNegative(loc, (kn + "(kv strides)").c_str(), kvS[0], kvS[1], kvS[2]);
+  checkNonNegative(loc, (kn + "(out strides)").c_str(), outS[0], outS[1], outS[2]);
+  if (kvHeads == 0 ? heads != 0 : heads % kvHeads != 0)
+    fail(loc, "%s: heads %lld is not a multiple of kv_heads %lld", kernel, (long long)heads,
+         (long long)kvHeads);
+  checkDtype(loc, kernel, dt);
+  const int64_t bh = batch * heads;
+  if (bh * t * hd == 0) return;
+  checkPtrs(loc, kernel, {q, k, v, out, lse, dout, dq, dk, dv});
+  const AttnLayout in{batch, heads, t, hd, inS[0], inS[1], inS[2]};
+  const AttnLayout kvl{batch, kvHeads, t, hd, kvS[0], kvS[1], kvS[2]};
+  const AttnLayout ol{batch, heads, t, hd, outS[0], outS[1], outS[2]};
+  const std::vector<float> qf = gatherAttn(loc, kernel, dt, q, in),
+                           kf = gatherAttn(loc, kernel, dt, k, kvl),
+                           vf = gatherAttn(loc, kernel, dt, v, kvl),
+                           of = gatherAttn(loc, kernel, dt, out, ol),
+                           dof = gatherAttn(loc, kernel, dt, dout, ol);
+  const int64_t nq = bh * t * hd, nkv = batch * kvHeads * t * hd;
+  std::vector<float> dqf((size_t)nq), dkf((size_t)nkv), dvf((size_t)nkv);
+  attentionBwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(), dqf.data(),
+                  dkf.data(), dvf.data(), batch, heads, kvHeads, t, hd, causal, window, scale);
+  scatterAttn(loc, kernel, dt, dqf, dq, in);
+  scatterAttn(loc, kernel, dt, dkf, dk, kvl);
+  scatterAttn(loc, kernel, dt, dvf, dv, kvl);
+}
+
+} // namespace
+
 /// Attention forward, one (batch, head, query) at a time: q, k, v (in strides), out (out
 /// strides) dt; lse [batch, heads, t] float32. s_ij = scale q_i.k_j over visible keys (causal:
 /// j <= i, and i - j < window when window > 0; the window only applies with causal),
@@ -1328,7 +1437,9 @@ void scatterAttn(const char* loc, const char* what, int32_t dt, const std::vecto
 /// visible key (impossible in the causal case) gets out = 0, lse = -inf. The operands are
 /// gathered into contiguous float [batch * heads, t, hd] temporaries (bf16 / f16 widened),
 /// the f32 algorithm runs, out is scattered back (rounded once; P is not rounded). Only out's
-/// strided elements are written. Errors: negative sizes or strides, unknown dtype.
+/// strided elements are written. The grouped-query path with kv_heads = heads and the kv
+/// strides equal to the in strides (one implementation). Errors: negative sizes or strides,
+/// unknown dtype.
 void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
                         const void* k, const void* v, void* out, float* lse, int64_t batch,
                         int64_t heads, int64_t t, int64_t hd, int64_t in_stride_b,
@@ -1336,23 +1447,10 @@ void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                         int64_t window, float scale) {
   (void)ctx;
-  checkNonNegative(loc, "attention_fwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_fwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_fwd(out strides)", out_stride_b, out_stride_h,
-                   out_stride_t);
-  checkDtype(loc, "attention_fwd", dt);
-  const int64_t bh = batch * heads;
-  if (bh * t == 0) return;
-  checkPtrs(loc, "attention_fwd", {q, k, v, out, lse});
-  const AttnLayout in{batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t};
-  const AttnLayout ol{batch, heads, t, hd, out_stride_b, out_stride_h, out_stride_t};
-  const std::vector<float> qf = gatherAttn(loc, "attention_fwd", dt, q, in),
-                           kf = gatherAttn(loc, "attention_fwd", dt, k, in),
-                           vf = gatherAttn(loc, "attention_fwd", dt, v, in);
-  std::vector<float> of((size_t)(bh * t * hd));
-  attentionFwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, bh, t, hd, causal, window,
-                  scale);
-  scatterAttn(loc, "attention_fwd", dt, of, out, ol);
+  const int64_t inS[3] = {in_stride_b, in_stride_h, in_stride_t};
+  const int64_t outS[3] = {out_stride_b, out_stride_h, out_stride_t};
+  attentionFwd(loc, "attention_fwd", dt, q, k, v, out, lse, batch, heads, heads, t, hd, inS, inS,
+               outS, causal, window, scale);
 }
 
 /// Attention backward (dq, dk, dv in q, k, v's strided layout, overwritten: only their own
@@ -1361,8 +1459,9 @@ void tgrt_attention_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
 /// dS_ij = P_ij (dout_i.v_j - D_i), dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i.
 /// All accumulation in double. q, k, v, dq, dk, dv: dt, in strides; out, dout: dt, out
 /// strides; lse float32 [batch, heads, t]. Operands gathered (widened) into contiguous float
-/// temporaries, the f32 algorithm, dq, dk, dv scattered back rounded once.
-/// Errors: negative sizes or strides, unknown dtype.
+/// temporaries, the f32 algorithm, dq, dk, dv scattered back rounded once. The grouped-query
+/// path with kv_heads = heads (one implementation). Errors: negative sizes or strides,
+/// unknown dtype.
 void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
                         const void* k, const void* v, const void* out, const float* lse,
                         const void* dout, void* dq, void* dk, void* dv, int64_t batch,
@@ -1371,28 +1470,241 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                         int64_t window, float scale) {
   (void)ctx;
-  checkNonNegative(loc, "attention_bwd(batch, heads, t, hd)", batch, heads, t, hd);
-  checkNonNegative(loc, "attention_bwd(in strides)", in_stride_b, in_stride_h, in_stride_t);
-  checkNonNegative(loc, "attention_bwd(out strides)", out_stride_b, out_stride_h,
-                   out_stride_t);
-  checkDtype(loc, "attention_bwd", dt);
-  const int64_t bh = batch * heads;
-  if (bh * t * hd == 0) return;
-  checkPtrs(loc, "attention_bwd", {q, k, v, out, lse, dout, dq, dk, dv});
-  const AttnLayout in{batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t};
-  const AttnLayout ol{batch, heads, t, hd, out_stride_b, out_stride_h, out_stride_t};
-  const std::vector<float> qf = gatherAttn(loc, "attention_bwd", dt, q, in),
-                           kf = gatherAttn(loc, "attention_bwd", dt, k, in),
-                           vf = gatherAttn(loc, "attention_bwd", dt, v, in),
-                           of = gatherAttn(loc, "attention_bwd", dt, out, ol),
-                           dof = gatherAttn(loc, "attention_bwd", dt, dout, ol);
-  const int64_t n = bh * t * hd;
-  std::vector<float> dqf((size_t)n), dkf((size_t)n), dvf((size_t)n);
-  attentionBwdF32(qf.data(), kf.data(), vf.data(), of.data(), lse, dof.data(), dqf.data(),
-                  dkf.data(), dvf.data(), bh, t, hd, causal, window, scale);
-  scatterAttn(loc, "attention_bwd", dt, dqf, dq, in);
-  scatterAttn(loc, "attention_bwd", dt, dkf, dk, in);
-  scatterAttn(loc, "attention_bwd", dt, dvf, dv, in);
+  const int64_t inS[3] = {in_stride_b, in_stride_h, in_stride_t};
+  const int64_t outS[3] = {out_stride_b, out_stride_h, out_stride_t};
+  attentionBwd(loc, "attention_bwd", dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, heads,
+               t, hd, inS, inS, outS, causal, window, scale);
+}
+
+/// Grouped-query attention (Ainslie et al. 2023; tgrt.h): tgrt_attention_fwd where query head
+/// h of a batch entry reads kv head h / (heads / kv_heads), k and v read in place through the
+/// kv strides (gathered once per kv head, never repeated per query head). Same algorithm,
+/// gathering and rounding as tgrt_attention_fwd. Errors: as tgrt_attention_fwd; heads not a
+/// multiple of kv_heads (kv_heads == 0 with heads > 0 included).
+void tgrt_attention_gqa_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                            const void* k, const void* v, void* out, float* lse, int64_t batch,
+                            int64_t heads, int64_t kv_heads, int64_t t, int64_t hd,
+                            int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                            int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                            int32_t causal, int64_t window, float scale) {
+  (void)ctx;
+  const int64_t inS[3] = {in_stride_b, in_stride_h, in_stride_t};
+  const int64_t kvS[3] = {kv_stride_b, kv_stride_h, kv_stride_t};
+  const int64_t outS[3] = {out_stride_b, out_stride_h, out_stride_t};
+  attentionFwd(loc, "attention_gqa_fwd", dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd,
+               inS, kvS, outS, causal, window, scale);
+}
+
+/// Backward of tgrt_attention_gqa_fwd (Ainslie et al. 2023; tgrt.h): dq as
+/// tgrt_attention_bwd (in strides); dk, dv (kv strides, overwritten) of a kv head are the
+/// float32 sum, in head order, of the float32 dk, dv that tgrt_attention_bwd computes for
+/// each query head of its group (each accumulated in double), rounded once to dt.
+/// Errors: as tgrt_attention_gqa_fwd.
+void tgrt_attention_gqa_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q,
+                            const void* k, const void* v, const void* out, const float* lse,
+                            const void* dout, void* dq, void* dk, void* dv, int64_t batch,
+                            int64_t heads, int64_t kv_heads, int64_t t, int64_t hd,
+                            int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                            int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                            int32_t causal, int64_t window, float scale) {
+  (void)ctx;
+  const int64_t inS[3] = {in_stride_b, in_stride_h, in_stride_t};
+  const int64_t kvS[3] = {kv_stride_b, kv_stride_h, kv_stride_t};
+  const int64_t outS[3] = {out_stride_b, out_stride_h, out_stride_t};
+  attentionBwd(loc, "attention_gqa_bwd", dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads,
+               kv_heads, t, hd, inS, kvS, outS, causal, window, scale);
+}
+
+// ---------------------------------------------------------------- the Llama family --
+
+/// RMSNorm (Zhang & Sennrich 2019; tgrt.h) over the last dim: x [rows, d] (x_dt), gamma [d]
+/// (p_dt), y [rows, d] (y_dt), rstd [rows] float32 (output). rstd = 1/sqrt(mean(x^2) + eps)
+/// in double, y = x * rstd * gamma in double, each y element rounded once to y_dt (as
+/// tgrt_layer_norm_fwd, without the mean and the bias). Errors: d == 0 with rows > 0, unknown
+/// dtype, NULL pointers.
+void tgrt_rms_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                       int32_t p_dt, const void* gamma, int32_t y_dt, void* y, float* rstd,
+                       int64_t rows, int64_t d, float eps) {
+  (void)ctx;
+  checkNonNegative(loc, "rms_norm_fwd(rows, d)", rows, d);
+  checkDtype(loc, "rms_norm_fwd (x_dt)", x_dt);
+  checkDtype(loc, "rms_norm_fwd (p_dt)", p_dt);
+  checkDtype(loc, "rms_norm_fwd (y_dt)", y_dt);
+  if (rows == 0) return;
+  if (d == 0) fail(loc, "rms_norm_fwd: d must be > 0");
+  checkPtrs(loc, "rms_norm_fwd", {x, gamma, y, rstd});
+  withDtype(loc, "rms_norm_fwd (x_dt)", x_dt, [&](auto xio) {
+    withDtype(loc, "rms_norm_fwd (p_dt)", p_dt, [&](auto pio) {
+      withDtype(loc, "rms_norm_fwd (y_dt)", y_dt, [&](auto yio) {
+        using X = decltype(xio);
+        using P = decltype(pio);
+        using Y = decltype(yio);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t o = r * d;
+          double ms = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            const double xc = X::ld(x, o + c);
+            ms += xc * xc;
+          }
+          ms /= (double)d;
+          const double rs = 1.0 / std::sqrt(ms + (double)eps);
+          for (int64_t c = 0; c < d; ++c)
+            Y::st(y, o + c, (float)(X::ld(x, o + c) * rs * P::ld(gamma, c)));
+          rstd[r] = (float)rs;
+        }
+      });
+    });
+  });
+}
+
+/// RMSNorm backward (tgrt.h): dy [rows, d] (y_dt); x, dx [rows, d] (x_dt); gamma, dgamma [d]
+/// (p_dt); rstd [rows] float32 from the forward. With xhat = x rstd, g = dy gamma:
+/// dx = rstd (g - xhat mean_d(g xhat)), dgamma = sum_r dy xhat (overwritten). Sums in double
+/// (as tgrt_layer_norm_bwd), each output rounded once. Errors: unknown dtype, NULL pointers.
+void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                       int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                       const float* rstd, void* dx, void* dgamma, int64_t rows, int64_t d) {
+  (void)ctx;
+  checkNonNegative(loc, "rms_norm_bwd(rows, d)", rows, d);
+  checkDtype(loc, "rms_norm_bwd (y_dt)", y_dt);
+  checkDtype(loc, "rms_norm_bwd (x_dt)", x_dt);
+  checkDtype(loc, "rms_norm_bwd (p_dt)", p_dt);
+  if (d == 0) return;
+  checkPtrs(loc, "rms_norm_bwd", {dgamma});
+  if (rows > 0) checkPtrs(loc, "rms_norm_bwd", {dy, x, gamma, rstd, dx});
+  withDtype(loc, "rms_norm_bwd (y_dt)", y_dt, [&](auto yio) {
+    withDtype(loc, "rms_norm_bwd (x_dt)", x_dt, [&](auto xio) {
+      withDtype(loc, "rms_norm_bwd (p_dt)", p_dt, [&](auto pio) {
+        using Y = decltype(yio);
+        using X = decltype(xio);
+        using P = decltype(pio);
+        std::vector<double> dg((size_t)d, 0.0), xhat((size_t)d), g((size_t)d);
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t o = r * d;
+          const double rs = rstd[r];
+          double meanGX = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            const float dyc = Y::ld(dy, o + c);
+            xhat[c] = X::ld(x, o + c) * rs;
+            g[c] = (double)dyc * P::ld(gamma, c);
+            meanGX += g[c] * xhat[c];
+            dg[c] += dyc * xhat[c];
+          }
+          meanGX /= (double)d;
+          for (int64_t c = 0; c < d; ++c)
+            X::st(dx, o + c, (float)(rs * (g[c] - xhat[c] * meanGX)));
+        }
+        for (int64_t c = 0; c < d; ++c) P::st(dgamma, c, (float)dg[c]);
+      });
+    });
+  });
+}
+
+/// Rotary position embedding (Su et al. 2021, RoFormer; tgrt.h) on the q and k heads of a
+/// packed x [batch, t, heads + 2 kv_heads, hd] (dt), the v heads copied. For pair i < hd/2 of
+/// position p: a = p * tgrt_rope_inv_freq(i, hd, theta, scaling) (float product), c, s =
+/// cos(a), sin(a) (computed in double, rounded to float), then
+/// y_i = x_i c - sign x_{i+hd/2} s and y_{i+hd/2} = x_{i+hd/2} c + sign x_i s in double,
+/// each rounded once (to float, then to dt). y may equal x (each pair is read before it is
+/// written). Errors: odd hd, sign not +1 / -1, theta not > 0, scaling with factor > 0 whose
+/// low_freq_factor, high_freq_factor, original_context are not 0 < low < high, > 0; negative
+/// sizes, unknown dtype, NULL pointers.
+void tgrt_rope(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+               int64_t batch, int64_t t, int64_t heads, int64_t kv_heads, int64_t hd,
+               float theta, const float* scaling, int32_t sign) {
+  (void)ctx;
+  checkNonNegative(loc, "rope(batch, t, heads, kv_heads)", batch, t, heads, kv_heads);
+  checkNonNegative(loc, "rope(hd)", hd);
+  checkDtype(loc, "rope", dt);
+  if (hd % 2 != 0) fail(loc, "rope: head dim %lld is odd", (long long)hd);
+  if (sign != 1 && sign != -1) fail(loc, "rope: sign %d is not +1 or -1", (int)sign);
+  if (!(theta > 0.0f)) fail(loc, "rope: theta %g is not > 0", (double)theta);
+  if (scaling && scaling[0] > 0.0f &&
+      !(scaling[1] > 0.0f && scaling[2] > scaling[1] && scaling[3] > 0.0f))
+    fail(loc,
+         "rope: scaling {factor %g, low_freq_factor %g, high_freq_factor %g, "
+         "original_context %g} needs 0 < low_freq_factor < high_freq_factor and "
+         "original_context > 0",
+         (double)scaling[0], (double)scaling[1], (double)scaling[2], (double)scaling[3]);
+  const int64_t nh = heads + 2 * kv_heads, half = hd / 2;
+  if (batch * t * nh * hd == 0) return;
+  checkPtrs(loc, "rope", {x, y});
+  std::vector<float> invFreq((size_t)half), cs((size_t)half), sn((size_t)half);
+  for (int64_t i = 0; i < half; ++i) invFreq[i] = tgrt_rope_inv_freq(i, hd, theta, scaling);
+  const double sg = sign;
+  withDtype(loc, "rope", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t p = 0; p < t; ++p) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = (float)p * invFreq[i];
+        cs[i] = (float)std::cos((double)a);
+        sn[i] = (float)std::sin((double)a);
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t row = (b * t + p) * nh * hd;
+        for (int64_t n = 0; n < heads + kv_heads; ++n) {
+          const int64_t o = row + n * hd;
+          for (int64_t i = 0; i < half; ++i) {
+            const double x1 = Io::ld(x, o + i), x2 = Io::ld(x, o + i + half);
+            Io::st(y, o + i, (float)(x1 * cs[i] - sg * x2 * sn[i]));
+            Io::st(y, o + i + half, (float)(x2 * cs[i] + sg * x1 * sn[i]));
+          }
+        }
+        if (y != x && kv_heads > 0) // the v heads, bit for bit
+          std::memcpy(static_cast<char*>(y) + (size_t)(row + (heads + kv_heads) * hd) *
+                                                  elemBytes(dt),
+                      static_cast<const char*>(x) + (size_t)(row + (heads + kv_heads) * hd) *
+                                                        elemBytes(dt),
+                      (size_t)(kv_heads * hd) * elemBytes(dt));
+      }
+    }
+  });
+}
+
+/// SwiGLU (Shazeer 2020; tgrt.h): x [rows, 2f] = [gate | up], y [rows, f] =
+/// silu(gate) up with silu(g) = g / (1 + exp(-g)), in double, rounded once; x, y: dt.
+/// Errors: negative sizes, unknown dtype, NULL pointers.
+void tgrt_swiglu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y,
+                     int64_t rows, int64_t f) {
+  (void)ctx;
+  checkNonNegative(loc, "swiglu_fwd(rows, f)", rows, f);
+  checkDtype(loc, "swiglu_fwd", dt);
+  if (rows * f == 0) return;
+  checkPtrs(loc, "swiglu_fwd", {x, y});
+  withDtype(loc, "swiglu_fwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < f; ++c) {
+        const double g = Io::ld(x, r * 2 * f + c), up = Io::ld(x, r * 2 * f + f + c);
+        const double s = 1.0 / (1.0 + std::exp(-g));
+        Io::st(y, r * f + c, (float)(g * s * up));
+      }
+  });
+}
+
+/// SwiGLU backward (tgrt.h): with s = sigmoid(gate), dgate = dy up s (1 + gate (1 - s)) and
+/// dup = dy silu(gate), in double, each rounded once; dx [rows, 2f] = [dgate | dup]; x, dy,
+/// dx: dt. Errors: negative sizes, unknown dtype, NULL pointers.
+void tgrt_swiglu_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                     const void* dy, void* dx, int64_t rows, int64_t f) {
+  (void)ctx;
+  checkNonNegative(loc, "swiglu_bwd(rows, f)", rows, f);
+  checkDtype(loc, "swiglu_bwd", dt);
+  if (rows * f == 0) return;
+  checkPtrs(loc, "swiglu_bwd", {x, dy, dx});
+  withDtype(loc, "swiglu_bwd", dt, [&](auto io) {
+    using Io = decltype(io);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < f; ++c) {
+        const int64_t o = r * 2 * f + c;
+        const double g = Io::ld(x, o), up = Io::ld(x, o + f), d = Io::ld(dy, r * f + c);
+        const double s = 1.0 / (1.0 + std::exp(-g));
+        Io::st(dx, o, (float)(d * up * s * (1.0 + g * (1.0 - s))));
+        Io::st(dx, o + f, (float)(d * g * s));
+      }
+  });
 }
 
 // ---------------------------------------------------------------------- optimizer --
