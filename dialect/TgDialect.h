@@ -12,6 +12,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include <cmath>
 
+#include "dialect/Precision.h"
 #include "dialect/TgOpsDialect.h.inc"
 #include "dialect/TgInterfaces.h.inc"
 

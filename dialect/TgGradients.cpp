@@ -61,7 +61,7 @@ SmallVector<Value> AttentionQKVOp::buildGradient(OpBuilder &b, ValueRange g) {
     return {Value()}; // only lse reaches the loss: impossible for attention's users
   Value d = b.create<AttentionQKVGradOp>(getLoc(), getQkv().getType(), getQkv(), getOut(),
                                          getLse(), g[0], getHeadsAttr(), getCausalAttr(),
-                                         getWindowAttr(), getScaleAttr());
+                                         getWindowAttr(), getScaleAttr(), getKvHeadsAttr());
   return {d};
 }
 
@@ -195,9 +195,32 @@ SmallVector<Value> CrossEntropyOp::buildGradient(OpBuilder &b, ValueRange g) {
 SmallVector<Value> AttentionOp::buildGradient(OpBuilder &b, ValueRange g) {
   if (!g[0])
     return {Value(), Value(), Value()};
-  Type t = getQ().getType();
-  auto grad = b.create<AttentionGradOp>(getLoc(), t, t, t, getQ(), getK(), getV(), getOut(),
+  auto grad = b.create<AttentionGradOp>(getLoc(), getQ().getType(), getK().getType(),
+                                        getV().getType(), getQ(), getK(), getV(), getOut(),
                                         getLse(), g[0], getCausalAttr(), getWindowAttr(),
                                         getScaleAttr());
   return {grad.getDq(), grad.getDk(), grad.getDv()};
+}
+
+SmallVector<Value> RmsNormOp::buildGradient(OpBuilder &b, ValueRange g) {
+  if (!g[0])
+    return {Value(), Value()};
+  auto grad = b.create<RmsNormGradOp>(getLoc(), getX().getType(), getGamma().getType(), g[0],
+                                      getX(), getGamma(), getRstd());
+  return {grad.getDx(), grad.getDgamma()};
+}
+
+SmallVector<Value> RopeOp::buildGradient(OpBuilder &b, ValueRange g) {
+  if (!g[0])
+    return {Value()};
+  // The rotation is orthogonal: its adjoint rotates back (the same op, inverse flipped).
+  return {b.create<RopeOp>(getLoc(), g[0].getType(), g[0], getHeadsAttr(), getKvHeadsAttr(),
+                           getThetaAttr(), getScalingAttr(), b.getBoolAttr(!getInverse()))
+              .getResult()};
+}
+
+SmallVector<Value> SwigluOp::buildGradient(OpBuilder &b, ValueRange g) {
+  if (!g[0])
+    return {Value()};
+  return {b.create<SwigluGradOp>(getLoc(), getX().getType(), getX(), g[0]).getResult()};
 }

@@ -293,8 +293,16 @@ LogicalResult CrossEntropyOp::verify() {
 
 /// Shared by attention and its gradient: q, k, v [B, H, T, hd] of one type.
 static LogicalResult verifyQKV(Operation *op, Value q, Value k, Value v, int64_t window) {
-  if (failed(expectRank(op, "q", q, 4)) || failed(expectSameType(op, "k", k, q.getType())) ||
-      failed(expectSameType(op, "v", v, q.getType())))
+  if (failed(expectRank(op, "q", q, 4)))
+    return failure();
+  // Grouped-query attention: k and v may have fewer heads (dim 1), a divisor of q's.
+  auto qt = rt(q), kt = dyn_cast<RankedTensorType>(k.getType());
+  bool gqa = kt && kt.getRank() == 4 && kt.getElementType() == qt.getElementType() &&
+             kt.getDimSize(0) == qt.getDimSize(0) && kt.getDimSize(2) == qt.getDimSize(2) &&
+             kt.getDimSize(3) == qt.getDimSize(3) && kt.getDimSize(1) > 0 &&
+             qt.getDimSize(1) % kt.getDimSize(1) == 0;
+  if (failed(expectSameType(op, "k", k, gqa ? kt : q.getType())) ||
+      failed(expectSameType(op, "v", v, k.getType())))
     return failure();
   if (window < 0)
     return op->emitOpError() << "window must be >= 0, got " << window;
@@ -335,11 +343,29 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 /// Shared by attention_qkv and its gradient: qkv [B, T, 3 H hd], out [B, T, H hd],
 /// lse [B, H, T].
 static LogicalResult verifyPacked(Operation *op, Value qkv, Value out, Value lse,
-                                  int64_t heads, int64_t window, bool causal) {
+                                  int64_t heads, int64_t window, bool causal,
+                                  int64_t kvHeads = 0) {
   if (failed(expectRank(op, "qkv", qkv, 3)))
     return failure();
   auto t = rt(qkv);
   int64_t B = t.getDimSize(0), T = t.getDimSize(1), three = t.getDimSize(2);
+  if (kvHeads < 0 || (kvHeads > 0 && heads % kvHeads != 0))
+    return op->emitOpError() << "kv_heads " << kvHeads << " must divide heads " << heads;
+  if (kvHeads > 0 && kvHeads != heads) {
+    // Grouped-query attention: [B, T, (H + 2 Hkv) hd], out [B, T, H hd].
+    int64_t slots = heads + 2 * kvHeads;
+    if (three % slots != 0)
+      return op->emitOpError() << "qkv's last dim " << three << " must be (heads " << heads
+                               << " + 2 x kv_heads " << kvHeads << ") x head dim";
+    if (window < 0)
+      return op->emitOpError() << "window must be >= 0, got " << window;
+    if (window > 0 && !causal)
+      return op->emitOpError() << "a sliding window needs causal = true";
+    if (failed(expectShape(op, "out", out, {B, T, three / slots * heads})) ||
+        failed(expectElementType(op, "out", out, t.getElementType())))
+      return failure();
+    return expectShape(op, "lse", lse, {B, heads, T});
+  }
   if (heads <= 0 || three % (3 * heads) != 0)
     return op->emitOpError() << "qkv's last dim " << three << " must be 3 x heads (" << heads
                              << ") x head dim";
@@ -357,7 +383,56 @@ LogicalResult AttentionQKVOp::verify() {
   if (failed(verifyStatic(*this)))
     return failure();
   return verifyPacked(*this, getQkv(), getOut(), getLse(), (int64_t)getHeads(),
-                      (int64_t)getWindow(), getCausal());
+                      (int64_t)getWindow(), getCausal(), (int64_t)getKvHeads());
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1)
+    return emitOpError() << "x must have rank >= 1";
+  int64_t d = x.getShape().back();
+  if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
+      failed(expectShape(*this, "y", getY(), x.getShape())) ||
+      failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))))
+    return failure();
+  if (!(getEps().convertToFloat() > 0))
+    return emitOpError() << "eps must be > 0";
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "x", getX(), 3)) ||
+      failed(expectSameType(*this, "result", getResult(), getX().getType())))
+    return failure();
+  int64_t heads = getHeads(), kv = getKvHeads(), w = rt(getX()).getDimSize(2);
+  if (heads <= 0 || kv <= 0 || heads % kv != 0)
+    return emitOpError() << "kv_heads " << kv << " must be > 0 and divide heads " << heads;
+  int64_t slots = heads + 2 * kv;
+  if (w % slots != 0 || (w / slots) % 2 != 0)
+    return emitOpError() << "x's last dim " << w << " must be (heads " << heads
+                         << " + 2 x kv_heads " << kv << ") x an even head dim";
+  if (!(getTheta().convertToFloat() > 1.0f))
+    return emitOpError() << "theta must be > 1";
+  if (getScaling().size() != 4)
+    return emitOpError() << "scaling must have 4 values (factor, low_freq_factor, "
+                            "high_freq_factor, original_context), got "
+                         << getScaling().size();
+  return success();
+}
+
+LogicalResult SwigluOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1 || x.getShape().back() % 2 != 0)
+    return emitOpError() << "x's last dim must be even (gate | up)";
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() /= 2;
+  if (failed(expectShape(*this, "result", getResult(), shape)))
+    return failure();
+  return expectElementType(*this, "result", getResult(), x.getElementType());
 }
 
 //===------------------------------------------------------------ backward --===//
@@ -474,17 +549,41 @@ LogicalResult AttentionGradOp::verify() {
                  failed(expectSameType(*this, "dout", getDout(), t)) ||
                  failed(expectShape(*this, "lse", getLse(), dropLast(rt(getQ()).getShape()))) ||
                  failed(expectSameType(*this, "dq", getDq(), t)) ||
-                 failed(expectSameType(*this, "dk", getDk(), t)) ||
-                 failed(expectSameType(*this, "dv", getDv(), t)));
+                 failed(expectSameType(*this, "dk", getDk(), getK().getType())) ||
+                 failed(expectSameType(*this, "dv", getDv(), getV().getType())));
 }
 
 LogicalResult AttentionQKVGradOp::verify() {
   if (failed(verifyStatic(*this)) ||
       failed(verifyPacked(*this, getQkv(), getOut(), getLse(), (int64_t)getHeads(),
-                          (int64_t)getWindow(), getCausal())) ||
+                          (int64_t)getWindow(), getCausal(), (int64_t)getKvHeads())) ||
       failed(expectSameType(*this, "dout", getDout(), getOut().getType())))
     return failure();
   return expectSameType(*this, "dqkv", getDqkv(), getQkv().getType());
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  int64_t d = x.getShape().back();
+  return failure(failed(expectShape(*this, "dy", getDy(), x.getShape())) ||
+                 failed(expectShape(*this, "gamma", getGamma(), {d})) ||
+                 failed(expectShape(*this, "rstd", getRstd(), dropLast(x.getShape()))) ||
+                 failed(expectSameType(*this, "dx", getDx(), getX().getType())) ||
+                 failed(expectSameType(*this, "dgamma", getDgamma(), getGamma().getType())));
+}
+
+LogicalResult SwigluGradOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto x = rt(getX());
+  if (x.getRank() < 1 || x.getShape().back() % 2 != 0)
+    return emitOpError() << "x's last dim must be even (gate | up)";
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() /= 2;
+  return failure(failed(expectShape(*this, "dy", getDy(), shape)) ||
+                 failed(expectSameType(*this, "result", getResult(), getX().getType())));
 }
 
 //===----------------------------------------------------------- optimizer --===//

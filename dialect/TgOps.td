@@ -17,15 +17,22 @@ def Tg_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Tg_F32Tensor : RankedTensorOf<[F32]>;
 def Tg_IdTensor : RankedTensorOf<[I32]>;
 
+// Every value-semantics op answers the cost and memory questions (defaults: one FLOP per
+// output element, operands + results moved once, no in-place operand, no workspace); an op
+// overrides a default by declaring the method in its extraClassDeclaration (its
+// definition lives in TgOpKnowledge.cpp).
 class Tg_PureOp<string mnemonic, list<Trait> traits = []> :
-    Tg_Op<mnemonic, !listconcat(traits, [Pure])> {
+    Tg_Op<mnemonic, !listconcat(traits, [Pure, CostOpInterface, MemoryOpInterface])> {
   let hasVerifier = 1;
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+// A forward op: it builds its adjoint (TgGradients.cpp) and has a precision rule
+// (TgPrecision.cpp).
 class Tg_DiffOp<string mnemonic, list<Trait> traits = []> :
     Tg_PureOp<mnemonic, !listconcat(traits,
-        [DeclareOpInterfaceMethods<GradientOpInterface>])>;
+        [DeclareOpInterfaceMethods<GradientOpInterface>,
+         DeclareOpInterfaceMethods<PrecisionOpInterface>])>;
 
 //===-------------------------------------------------------------- forward --===//
 
@@ -40,6 +47,9 @@ def Tg_EmbeddingOp : Tg_DiffOp<"embedding"> {
   }];
   let arguments = (ins Tg_FloatTensor:$table, Tg_IdTensor:$ids);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    bool keptBySelective() { return true; }
+  }];
 }
 
 def Tg_PositionalEmbeddingOp : Tg_DiffOp<"positional_embedding"> {
@@ -50,12 +60,18 @@ def Tg_PositionalEmbeddingOp : Tg_DiffOp<"positional_embedding"> {
   }];
   let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$wpe);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    bool keptBySelective() { return true; }
+  }];
 }
 
 def Tg_AddOp : Tg_DiffOp<"add"> {
   let summary = "elementwise sum of two tensors of the same type";
   let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {0, 1}; }
+  }];
 }
 
 def Tg_LayerNormOp : Tg_DiffOp<"layer_norm"> {
@@ -86,6 +102,10 @@ def Tg_MatmulOp : Tg_DiffOp<"matmul"> {
                    DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
                    DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    bool keptBySelective() { return true; }
+  }];
 }
 
 def Tg_BiasAddOp : Tg_DiffOp<"bias_add"> {
@@ -93,6 +113,11 @@ def Tg_BiasAddOp : Tg_DiffOp<"bias_add"> {
   let description = [{ x: [..., N]; bias: [N]; result has x's type. }];
   let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$bias);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// A bias add on a GEMM result is the GEMM's epilogue: selective keeps its output.
+    bool keptBySelective();
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {0}; }
+  }];
 }
 
 def Tg_GeluOp : Tg_DiffOp<"gelu"> {
@@ -163,6 +188,9 @@ def Tg_CausalMaskOp : Tg_DiffOp<"causal_mask"> {
   let arguments = (ins Tg_FloatTensor:$x, DefaultValuedAttr<I64Attr, "0">:$window,
                    DefaultValuedAttr<F32Attr, "-INFINITY">:$masked_value);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {0}; }
+  }];
 }
 
 def Tg_SoftmaxOp : Tg_DiffOp<"softmax"> {
@@ -180,6 +208,9 @@ def Tg_CrossEntropyOp : Tg_DiffOp<"cross_entropy"> {
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IdTensor:$targets,
                    DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
   let results = (outs Tg_F32Tensor:$loss);
+  let extraClassDeclaration = [{
+    bool keptBySelective() { return true; }
+  }];
 }
 
 def Tg_CastOp : Tg_DiffOp<"cast"> {
@@ -202,7 +233,9 @@ def Tg_CastOp : Tg_DiffOp<"cast"> {
 def Tg_AttentionOp : Tg_DiffOp<"attention"> {
   let summary = "fused scaled dot-product attention (FlashAttention, Dao et al. 2022)";
   let description = [{
-    q, k, v: [B, H, T, hd]; `out = softmax(mask(scale * q k^T)) v`, same type as q;
+    q: [B, H, T, hd]; k, v: [B, Hkv, T, hd] with Hkv dividing H (grouped-query attention,
+    Ainslie et al. 2023: query head h reads kv head h / (H / Hkv); Hkv = H is multi-head);
+    `out = softmax(mask(scale * q k^T)) v`, same type as q;
     lse: [B, H, T] f32, the log-sum-exp of each masked score row, saved for the
     backward. causal: key j visible to query i iff j <= i; window > 0: additionally
     i - j < window. Never materialises the T x T scores. Built by tg-fuse-attention.
@@ -211,13 +244,20 @@ def Tg_AttentionOp : Tg_DiffOp<"attention"> {
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
   let results = (outs Tg_FloatTensor:$out, Tg_F32Tensor:$lse);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    bool keptBySelective() { return true; }
+  }];
 }
 
 def Tg_AttentionQKVOp : Tg_DiffOp<"attention_qkv"> {
   let summary = "fused attention on the packed qkv projection (no head split or transposes)";
   let description = [{
     qkv: [B, T, 3 D] with D = heads x hd, laid out as [B, T, 3, H, hd] (q, k, v, then the
-    heads: the linear layer's output as it is); out: [B, T, D] ([B, T, H, hd]: the input of
+    heads: the linear layer's output as it is); with kv_heads = Hkv > 0 (grouped-query
+    attention, Ainslie et al. 2023) qkv is [B, T, (H + 2 Hkv) hd]: H query heads, then Hkv
+    key heads, then Hkv value heads, and query head h reads kv head h / (H / Hkv) in place
+    (kv_heads 0 means H). out: [B, T, D] ([B, T, H, hd]: the input of
     the output projection as it is), qkv's type; lse: [B, H, T] f32. Computes what the
     naive chain split / reshape / transpose / scores / mask / softmax / P.V / transpose /
     reshape computes, with the runtime reading q, k, v and writing out through strides
@@ -226,8 +266,61 @@ def Tg_AttentionQKVOp : Tg_DiffOp<"attention_qkv"> {
   }];
   let arguments = (ins Tg_FloatTensor:$qkv, I64Attr:$heads,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
-                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale,
+                   DefaultValuedAttr<I64Attr, "0">:$kv_heads);
   let results = (outs Tg_FloatTensor:$out, Tg_F32Tensor:$lse);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    bool keptBySelective() { return true; }
+    /// Key/value heads: kv_heads, or heads when 0 (multi-head).
+    int64_t getKvHeadsOrHeads() { return getKvHeads() > 0 ? getKvHeads() : getHeads(); }
+  }];
+}
+
+def Tg_RmsNormOp : Tg_DiffOp<"rms_norm"> {
+  let summary = "RMS normalisation over the last dim (Zhang & Sennrich 2019)";
+  let description = [{
+    x: [..., D]; gamma: [D]. `y = x * rstd * gamma` with `rstd = 1/sqrt(mean(x^2) + eps)`;
+    also returns rstd (f32, shape x.shape[:-1]) for the backward. As tg.layer_norm, y has
+    any float element type (computed in f32, rounded once). Lowered to tgrt_rms_norm_fwd.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$gamma,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$eps);
+  let results = (outs Tg_FloatTensor:$y, Tg_F32Tensor:$rstd);
+}
+
+def Tg_RopeOp : Tg_DiffOp<"rope"> {
+  let summary = "rotary position embedding of the q and k heads of a packed projection";
+  let description = [{
+    x: [B, T, (H + 2 Hkv) hd] (q heads, k heads, v heads; `heads` = H, `kv_heads` = Hkv);
+    result: same type. Every q and k head of token t is rotated pairwise, pair (i, i + hd/2)
+    by angle t * f_i with f_i = 1 / theta^(2i/hd) (Su et al. 2021, RoFormer; the
+    rotate_half layout of GPT-NeoX / HF Llama), optionally with Llama 3's frequency scaling
+    (`scaling` = [factor, low_freq_factor, high_freq_factor, original_context], factor 0:
+    none); the v heads pass through. `inverse` rotates by -angle: the gradient (the
+    rotation is orthogonal). Lowered to tgrt_rope (runtime/tgrt.h), which may run in place.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$theta,
+                   DenseF32ArrayAttr:$scaling,
+                   DefaultValuedAttr<BoolAttr, "false">:$inverse);
+  let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {0}; }
+    int64_t flops();
+  }];
+}
+
+def Tg_SwigluOp : Tg_DiffOp<"swiglu"> {
+  let summary = "SwiGLU: silu(gate) * up on a [..., 2F] gate | up projection (Shazeer 2020)";
+  let description = [{
+    x: [..., 2F], columns [0, F) the gate and [F, 2F) the up projection; result [..., F]
+    (x's type) = silu(gate) * up, silu(g) = g sigmoid(g). Lowered to tgrt_swiglu_fwd.
+  }];
+  let arguments = (ins Tg_FloatTensor:$x);
+  let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    int64_t flops();
+  }];
 }
 
 //===------------------------------------------------------------- backward --===//
@@ -252,6 +345,9 @@ def Tg_EmbeddingGradOp : Tg_PureOp<"embedding_grad"> {
   }];
   let arguments = (ins Tg_IdTensor:$ids, Tg_FloatTensor:$dout);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    int64_t workspaceBytes();
+  }];
 }
 
 def Tg_PositionalEmbeddingGradOp : Tg_PureOp<"positional_embedding_grad"> {
@@ -272,24 +368,36 @@ def Tg_LayerNormGradOp : Tg_PureOp<"layer_norm_grad"> {
   let arguments = (ins Tg_FloatTensor:$dy, Tg_FloatTensor:$x, Tg_FloatTensor:$gamma,
                    Tg_F32Tensor:$mean, Tg_F32Tensor:$rstd);
   let results = (outs Tg_FloatTensor:$dx, Tg_FloatTensor:$dgamma, Tg_FloatTensor:$dbeta);
+  let extraClassDeclaration = [{
+    int64_t workspaceBytes();
+  }];
 }
 
 def Tg_BiasGradOp : Tg_PureOp<"bias_grad"> {
   let summary = "sum a gradient over every dim but the last";
   let arguments = (ins Tg_FloatTensor:$dy);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    int64_t workspaceBytes();
+  }];
 }
 
 def Tg_GeluGradOp : Tg_PureOp<"gelu_grad"> {
   let summary = "gradient of tg.gelu: dx = dy * gelu'(x)";
   let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$dy);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {1}; }
+  }];
 }
 
 def Tg_SoftmaxGradOp : Tg_PureOp<"softmax_grad"> {
   let summary = "gradient of tg.softmax: dx = y (dy - sum(dy y))";
   let arguments = (ins Tg_FloatTensor:$y, Tg_FloatTensor:$dy);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {1}; }
+  }];
 }
 
 def Tg_CrossEntropyGradOp : Tg_PureOp<"cross_entropy_grad"> {
@@ -301,6 +409,10 @@ def Tg_CrossEntropyGradOp : Tg_PureOp<"cross_entropy_grad"> {
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IdTensor:$targets, Tg_F32Tensor:$dloss,
                    DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
   let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {0}; }
+    int64_t workspaceBytes();
+  }];
 }
 
 def Tg_LinearCrossEntropyOp : Tg_PureOp<"linear_cross_entropy"> {
@@ -336,8 +448,9 @@ def Tg_LinearCrossEntropyOp : Tg_PureOp<"linear_cross_entropy"> {
 def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
   let summary = "gradient of tg.attention (FlashAttention-2 backward, Dao 2023)";
   let description = [{
-    Operands q, k, v, out, dout: [B, H, T, hd] (one float type); lse: [B, H, T] f32.
-    Results dq, dk, dv (q's type).
+    Operands q, out, dout: [B, H, T, hd], k, v: [B, Hkv, T, hd] (one float type); lse:
+    [B, H, T] f32. Results dq, dk, dv (their operands' types; dk, dv summed over each kv
+    head's group of query heads).
     Recomputes P = exp(scale q k^T - lse) blockwise; never stores T x T.
   }];
   let arguments = (ins Tg_FloatTensor:$q, Tg_FloatTensor:$k, Tg_FloatTensor:$v,
@@ -345,6 +458,10 @@ def Tg_AttentionGradOp : Tg_PureOp<"attention_grad"> {
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
                    DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
   let results = (outs Tg_FloatTensor:$dq, Tg_FloatTensor:$dk, Tg_FloatTensor:$dv);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    int64_t workspaceBytes();
+  }];
 }
 
 def Tg_AttentionQKVGradOp : Tg_PureOp<"attention_qkv_grad"> {
@@ -357,8 +474,42 @@ def Tg_AttentionQKVGradOp : Tg_PureOp<"attention_qkv_grad"> {
   let arguments = (ins Tg_FloatTensor:$qkv, Tg_FloatTensor:$out, Tg_F32Tensor:$lse,
                    Tg_FloatTensor:$dout, I64Attr:$heads,
                    DefaultValuedAttr<BoolAttr, "true">:$causal,
-                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale);
+                   DefaultValuedAttr<I64Attr, "0">:$window, F32Attr:$scale,
+                   DefaultValuedAttr<I64Attr, "0">:$kv_heads);
   let results = (outs Tg_FloatTensor:$dqkv);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    int64_t workspaceBytes();
+    int64_t getKvHeadsOrHeads() { return getKvHeads() > 0 ? getKvHeads() : getHeads(); }
+  }];
+}
+
+def Tg_RmsNormGradOp : Tg_PureOp<"rms_norm_grad"> {
+  let summary = "gradient of tg.rms_norm";
+  let description = [{
+    dy, x: [..., D] (dy has the forward y's element type); gamma: [D]; rstd: x.shape[:-1]
+    f32. Results dx ([..., D], x's type), dgamma ([D], gamma's type). With xhat = x rstd
+    and g = dy gamma: `dx = rstd (g - xhat mean(g xhat))`, `dgamma = sum dy xhat`.
+  }];
+  let arguments = (ins Tg_FloatTensor:$dy, Tg_FloatTensor:$x, Tg_FloatTensor:$gamma,
+                   Tg_F32Tensor:$rstd);
+  let results = (outs Tg_FloatTensor:$dx, Tg_FloatTensor:$dgamma);
+  let extraClassDeclaration = [{
+    int64_t workspaceBytes();
+  }];
+}
+
+def Tg_SwigluGradOp : Tg_PureOp<"swiglu_grad"> {
+  let summary = "gradient of tg.swiglu";
+  let description = [{
+    x: [..., 2F] (the forward's input), dy: [..., F]; result dx [..., 2F] (x's type): with
+    s = sigmoid(gate), dgate = dy up s (1 + gate (1 - s)), dup = dy silu(gate).
+  }];
+  let arguments = (ins Tg_FloatTensor:$x, Tg_FloatTensor:$dy);
+  let results = (outs Tg_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    int64_t flops();
+  }];
 }
 
 //===------------------------------------------------------------ optimizer --===//

@@ -22,7 +22,8 @@ public:
     T = m.context;
     D = m.d_model;
     H = m.n_heads;
-    hd = D / H;
+    Hkv = m.kvHeads();
+    hd = m.headDim();
     f32 = b.getF32Type();
     auto module = ModuleOp::create(named("model"));
     module->setAttr("tg.spec", b.getStringAttr(spec.json));
@@ -85,7 +86,8 @@ public:
     b.setInsertionPointToStart(entry);
 
     Value x = b.create<EmbeddingOp>(named("wte"), act({B, T, D}), param("wte"), tokens);
-    x = b.create<PositionalEmbeddingOp>(named("wpe"), act({B, T, D}), x, param("wpe"));
+    if (!m.rope()) // rotary embeddings act on q and k inside each layer instead
+      x = b.create<PositionalEmbeddingOp>(named("wpe"), act({B, T, D}), x, param("wpe"));
     x = dropout(x, "drop");
     for (int64_t i = 0; i < m.n_layers; ++i) {
       Operation *before = x.getDefiningOp();
@@ -95,7 +97,7 @@ public:
            op && op != x.getDefiningOp()->getNextNode(); op = op->getNextNode())
         op->setAttr(kLayerAttr, b.getI64IntegerAttr(i));
     }
-    x = layerNorm(x, "ln_f");
+    x = norm(x, "ln_f");
     Value logits;
     if (m.tie_embeddings)
       logits = b.create<MatmulOp>(named("lm_head"), act({B, T, m.vocab_size}), x,
@@ -127,6 +129,18 @@ private:
                                b.getI64IntegerAttr(++dropoutSeed));
   }
 
+  /// The model's normalisation (model.norm): layer norm or RMSNorm, parameters
+  /// NAME.weight (and NAME.bias for layer norm).
+  Value norm(Value x, const std::string &name) {
+    if (!spec.model.rmsNorm())
+      return layerNorm(x, name);
+    auto t = cast<RankedTensorType>(x.getType());
+    auto rn = b.create<RmsNormOp>(named(name), t, act(t.getShape().drop_back()), x,
+                                  param(name + ".weight"),
+                                  b.getF32FloatAttr((float)spec.model.layer_norm_eps));
+    return rn.getY();
+  }
+
   Value layerNorm(Value x, const std::string &name) {
     auto t = cast<RankedTensorType>(x.getType());
     auto stats = act(t.getShape().drop_back());
@@ -146,46 +160,99 @@ private:
     return y;
   }
 
-  /// [B, T, D] -> [B, H, T, hd]
-  Value toHeads(Value x, const std::string &name) {
-    Value r = b.create<ReshapeOp>(named(name), act({B, T, H, hd}), x);
-    return b.create<TransposeOp>(named(name), act({B, H, T, hd}), r,
+  /// [B, T, heads * hd] -> [B, heads, T, hd]
+  Value toHeads(Value x, const std::string &name, int64_t heads) {
+    Value r = b.create<ReshapeOp>(named(name), act({B, T, heads, hd}), x);
+    return b.create<TransposeOp>(named(name), act({B, heads, T, hd}), r,
                                  b.getDenseI64ArrayAttr({0, 2, 1, 3}));
   }
 
-  Value block(Value x, const std::string &p) {
+  Value reshape(Value x, const std::string &name, ArrayRef<int64_t> shape) {
+    return b.create<ReshapeOp>(named(name), act(shape), x);
+  }
+
+  /// The attention component: qkv projection [D, (H + 2 Hkv) hd] (+ bias), rotary
+  /// embeddings on q and k (positional rope), naive causal attention as primitive ops
+  /// (tg-fuse-attention makes it tg.attention / tg.attention_qkv), output projection.
+  /// Grouped-query attention (Hkv < H) groups the G = H / Hkv query heads of each kv head
+  /// by views: q [B, H, T, hd] is [B, Hkv, G T, hd], so the score and P.V products are
+  /// batched over [B, Hkv] and k, v are never repeated; the scores are viewed as
+  /// [B, Hkv, G, T, T] for the mask.
+  Value attention(Value h, const std::string &p) {
     const ModelSpec &m = spec.model;
-    // Attention: x + proj(attn(ln1(x)))
-    Value h = layerNorm(x, p + ".ln1");
-    Value qkv = linear(h, p + ".attn.qkv", 3 * D, m.attention_bias);
+    const int64_t Q = H * hd, KV = Hkv * hd, G = H / Hkv;
+    Value qkv = linear(h, p + ".attn.qkv", Q + 2 * KV, m.attention_bias);
+    if (m.rope()) {
+      const ModelSpec::RopeScaling &r = m.rope_scaling;
+      qkv = b.create<RopeOp>(named(p + ".attn.rope"), qkv.getType(), qkv,
+                             b.getI64IntegerAttr(H), b.getI64IntegerAttr(Hkv),
+                             b.getF32FloatAttr((float)m.rope_theta),
+                             b.getDenseF32ArrayAttr({(float)r.factor, (float)r.low_freq_factor,
+                                                     (float)r.high_freq_factor,
+                                                     (float)r.original_context}),
+                             b.getBoolAttr(false));
+    }
     auto split = b.create<SplitOp>(named(p + ".attn.split"),
-                                   SmallVector<Type>(3, act({B, T, D})), qkv,
-                                   b.getI64IntegerAttr(2));
-    Value q = toHeads(split.getResult(0), p + ".attn.q");
-    Value k = toHeads(split.getResult(1), p + ".attn.k");
-    Value v = toHeads(split.getResult(2), p + ".attn.v");
+                                   SmallVector<Type>{act({B, T, Q}), act({B, T, KV}), act({B, T, KV})},
+                                   qkv, b.getI64IntegerAttr(2));
+    Value q = toHeads(split.getResult(0), p + ".attn.q", H);
+    Value k = toHeads(split.getResult(1), p + ".attn.k", Hkv);
+    Value v = toHeads(split.getResult(2), p + ".attn.v", Hkv);
     float scale = 1.0f / std::sqrt((float)hd);
-    Value s = b.create<MatmulOp>(named(p + ".attn.scores"), act({B, H, T, T}), q, k,
-                                 b.getBoolAttr(false), b.getBoolAttr(true),
-                                 b.getF32FloatAttr(scale));
-    s = b.create<CausalMaskOp>(named(p + ".attn.mask"), s.getType(), s,
-                               b.getI64IntegerAttr(spec.training.attention.window),
-                               b.getF32FloatAttr(-INFINITY));
-    Value pr = b.create<SoftmaxOp>(named(p + ".attn.softmax"), s.getType(), s);
-    Value o = b.create<MatmulOp>(named(p + ".attn.pv"), act({B, H, T, hd}), pr, v,
-                                 b.getBoolAttr(false), b.getBoolAttr(false),
-                                 b.getF32FloatAttr(1.0f));
+    Value o;
+    if (G == 1) {
+      Value s = b.create<MatmulOp>(named(p + ".attn.scores"), act({B, H, T, T}), q, k,
+                                   b.getBoolAttr(false), b.getBoolAttr(true),
+                                   b.getF32FloatAttr(scale));
+      s = b.create<CausalMaskOp>(named(p + ".attn.mask"), s.getType(), s,
+                                 b.getI64IntegerAttr(spec.training.attention.window),
+                                 b.getF32FloatAttr(-INFINITY));
+      Value pr = b.create<SoftmaxOp>(named(p + ".attn.softmax"), s.getType(), s);
+      o = b.create<MatmulOp>(named(p + ".attn.pv"), act({B, H, T, hd}), pr, v,
+                             b.getBoolAttr(false), b.getBoolAttr(false),
+                             b.getF32FloatAttr(1.0f));
+    } else {
+      Value qg = reshape(q, p + ".attn.q", {B, Hkv, G * T, hd});
+      Value s = b.create<MatmulOp>(named(p + ".attn.scores"), act({B, Hkv, G * T, T}), qg, k,
+                                   b.getBoolAttr(false), b.getBoolAttr(true),
+                                   b.getF32FloatAttr(scale));
+      s = reshape(s, p + ".attn.scores", {B, Hkv, G, T, T});
+      s = b.create<CausalMaskOp>(named(p + ".attn.mask"), s.getType(), s,
+                                 b.getI64IntegerAttr(spec.training.attention.window),
+                                 b.getF32FloatAttr(-INFINITY));
+      Value pr = b.create<SoftmaxOp>(named(p + ".attn.softmax"), s.getType(), s);
+      pr = reshape(pr, p + ".attn.softmax", {B, Hkv, G * T, T});
+      o = b.create<MatmulOp>(named(p + ".attn.pv"), act({B, Hkv, G * T, hd}), pr, v,
+                             b.getBoolAttr(false), b.getBoolAttr(false),
+                             b.getF32FloatAttr(1.0f));
+      o = reshape(o, p + ".attn.pv", {B, H, T, hd});
+    }
     o = b.create<TransposeOp>(named(p + ".attn.merge"), act({B, T, H, hd}), o,
                               b.getDenseI64ArrayAttr({0, 2, 1, 3}));
-    o = b.create<ReshapeOp>(named(p + ".attn.merge"), act({B, T, D}), o);
-    o = linear(o, p + ".attn.proj", D, m.attention_bias);
-    o = dropout(o, p + ".attn.drop");
-    x = b.create<AddOp>(named(p + ".attn.residual"), x.getType(), x, o);
-    // MLP: x + proj(gelu(fc(ln2(x))))
-    h = layerNorm(x, p + ".ln2");
+    o = b.create<ReshapeOp>(named(p + ".attn.merge"), act({B, T, Q}), o);
+    return linear(o, p + ".attn.proj", D, m.attention_bias);
+  }
+
+  /// The MLP component: fc (+ bias) -> GELU -> proj, or gated: fc [D, 2F] (gate | up) ->
+  /// SwiGLU -> proj.
+  Value mlp(Value h, const std::string &p) {
+    const ModelSpec &m = spec.model;
+    if (m.mlp_gated) {
+      Value f = linear(h, p + ".mlp.fc", 2 * m.d_ff, m.mlp_bias);
+      f = b.create<SwigluOp>(named(p + ".mlp.swiglu"), act({B, T, m.d_ff}), f);
+      return linear(f, p + ".mlp.proj", D, m.mlp_bias);
+    }
     Value f = linear(h, p + ".mlp.fc", m.d_ff, m.mlp_bias);
     f = b.create<GeluOp>(named(p + ".mlp.gelu"), f.getType(), f);
-    f = linear(f, p + ".mlp.proj", D, m.mlp_bias);
+    return linear(f, p + ".mlp.proj", D, m.mlp_bias);
+  }
+
+  /// One pre-norm block: x + attn(norm1(x)), then x + mlp(norm2(x)).
+  Value block(Value x, const std::string &p) {
+    Value o = attention(norm(x, p + ".ln1"), p);
+    o = dropout(o, p + ".attn.drop");
+    x = b.create<AddOp>(named(p + ".attn.residual"), x.getType(), x, o);
+    Value f = mlp(norm(x, p + ".ln2"), p);
     f = dropout(f, p + ".mlp.drop");
     return b.create<AddOp>(named(p + ".mlp.residual"), x.getType(), x, f);
   }
@@ -194,7 +261,7 @@ private:
   const Spec &spec;
   OpBuilder b;
   Type f32;
-  int64_t B = 0, T = 0, D = 0, H = 0, hd = 0;
+  int64_t B = 0, T = 0, D = 0, H = 0, Hkv = 0, hd = 0;
   int64_t dropoutSeed = 0;
   llvm::StringMap<Value> paramByName;
 };

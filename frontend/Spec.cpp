@@ -144,6 +144,17 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     v.string("positional", m.positional);
     v.string("activation", m.activation);
     v.number("layer_norm_eps", m.layer_norm_eps);
+    v.string("norm", m.norm);
+    v.boolean("mlp_gated", m.mlp_gated);
+    v.integer("n_kv_heads", m.n_kv_heads, Kind::NonNegInt);
+    v.integer("head_dim", m.head_dim, Kind::NonNegInt);
+    v.number("rope_theta", m.rope_theta);
+    v.object("rope_scaling", [&] {
+      v.number("factor", m.rope_scaling.factor);
+      v.number("low_freq_factor", m.rope_scaling.low_freq_factor);
+      v.number("high_freq_factor", m.rope_scaling.high_freq_factor);
+      v.integer("original_context", m.rope_scaling.original_context, Kind::PosInt);
+    });
   });
   v.object("training", [&] {
     TrainingSpec &t = s.training;
@@ -430,20 +441,59 @@ void checkSemantics(const Spec &s) {
   checkDimLimit("model.n_layers", m.n_layers);
   checkDimLimit("model.n_heads", m.n_heads);
   checkDimLimit("model.d_ff", m.d_ff);
-  if (m.d_model % m.n_heads != 0)
+  checkDimLimit("model.n_kv_heads", m.n_kv_heads);
+  checkDimLimit("model.head_dim", m.head_dim);
+  if (m.head_dim == 0 && m.d_model % m.n_heads != 0)
     fail("model.d_model", std::to_string(m.d_model) + " is not divisible by model.n_heads=" +
-                              std::to_string(m.n_heads));
+                              std::to_string(m.n_heads) + " (or set model.head_dim)");
+  if (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)
+    fail("model.n_kv_heads", std::to_string(m.n_kv_heads) +
+                                 " does not divide model.n_heads=" + std::to_string(m.n_heads) +
+                                 " (each key/value head serves n_heads / n_kv_heads query heads)");
   checkUnitInterval("model.dropout", m.dropout);
-  checkSupported("model.positional", m.positional, "learned");
-  checkSupported("model.activation", m.activation, "gelu_tanh");
+  checkOneOf("model.positional", m.positional, {"learned", "rope"});
+  checkOneOf("model.activation", m.activation, {"gelu_tanh", "silu"});
+  checkOneOf("model.norm", m.norm, {"layernorm", "rmsnorm"});
+  if (m.activation == "silu" && !m.mlp_gated)
+    fail("model.activation", "\"silu\" is supported in the gated MLP only (SwiGLU): set "
+                             "model.mlp_gated to true");
+  if (m.mlp_gated && m.activation != "silu")
+    fail("model.mlp_gated", "the gated MLP supports model.activation \"silu\" (SwiGLU) "
+                            "only, got " + json(m.activation).dump());
   checkPositive("model.layer_norm_eps", m.layer_norm_eps);
+  if (m.rope()) {
+    if (m.headDim() % 2 != 0)
+      fail(m.head_dim ? "model.head_dim" : "model.d_model",
+           "rotary position embeddings need an even head dim, got " +
+               std::to_string(m.headDim()));
+    checkPositive("model.rope_theta", m.rope_theta);
+    if (!(m.rope_theta > 1.0))
+      fail("model.rope_theta", "must be > 1, got " + showNum(m.rope_theta));
+  }
+  {
+    const ModelSpec::RopeScaling &r = m.rope_scaling;
+    checkNonNegative("model.rope_scaling.factor", r.factor);
+    if (r.factor > 0) {
+      if (!m.rope())
+        fail("model.rope_scaling.factor", "applies to model.positional \"rope\" only");
+      checkPositive("model.rope_scaling.low_freq_factor", r.low_freq_factor);
+      if (!(r.high_freq_factor > r.low_freq_factor))
+        fail("model.rope_scaling.high_freq_factor",
+             showNum(r.high_freq_factor) + " must exceed model.rope_scaling.low_freq_factor=" +
+                 showNum(r.low_freq_factor));
+      checkDimLimit("model.rope_scaling.original_context", r.original_context);
+    }
+  }
   // The parameter count must fit in int64 (it is summed in int64 everywhere); computed
   // in closed form so that a huge n_layers does not materialize the parameter list.
   {
     long double V = m.vocab_size, C = m.context, D = m.d_model, F = m.d_ff;
-    long double layer = 4 * D + 3 * D * D + D * D + 2 * D * F +
-                        (m.attention_bias ? 4 * D : 0) + (m.mlp_bias ? F + D : 0);
-    long double total = V * D + C * D + m.n_layers * layer + 2 * D +
+    long double W = (long double)(m.n_heads + 2 * m.kvHeads()) * m.headDim();
+    long double Q = (long double)m.n_heads * m.headDim();
+    long double Fin = m.mlp_gated ? 2 * F : F, normP = m.rmsNorm() ? D : 2 * D;
+    long double layer = 2 * normP + D * W + Q * D + D * Fin + F * D +
+                        (m.attention_bias ? W + D : 0) + (m.mlp_bias ? Fin + D : 0);
+    long double total = V * D + (m.rope() ? 0 : C * D) + m.n_layers * layer + normP +
                         (m.tie_embeddings ? 0 : D * V);
     if (total > (long double)std::numeric_limits<int64_t>::max())
       fail("model", "the parameter count overflows a 64-bit integer");
@@ -466,7 +516,8 @@ void checkSemantics(const Spec &s) {
     // The largest tensor of a step: the logits [B, T, V], or naive attention's scores
     // [B, H, T, T] (flash never stores them).
     long double tokens = (long double)t.batch_size * m.context;
-    long double largest = tokens * std::max<int64_t>({m.vocab_size, m.d_ff, 3 * m.d_model});
+    long double largest = tokens * std::max<int64_t>({m.vocab_size, m.mlp_gated ? 2 * m.d_ff : m.d_ff,
+                                                      m.qkvWidth()});
     if (t.attention.kernel != "flash")
       largest = std::max(largest, tokens * m.n_heads * m.context);
     if (largest > kMaxTensorElems) {
@@ -487,7 +538,7 @@ void checkSemantics(const Spec &s) {
              json(t.loss_scale_init).dump());
   checkDimLimit("training.loss_scaling.growth_interval", t.loss_scale_growth_interval);
   checkOneOf("training.attention.kernel", t.attention.kernel, {"naive", "flash"});
-  int64_t headDim = m.d_model / m.n_heads;
+  int64_t headDim = m.headDim();
   if (t.attention.kernel == "flash" && headDim != 32 && headDim != 64 && headDim != 128)
     fail("training.attention.kernel",
          "flash attention supports head dims 32, 64, 128; model has " + std::to_string(headDim));
@@ -835,38 +886,125 @@ bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
   return true;
 }
 
+std::string hfArchitecture(const ModelSpec &m, std::string *why) {
+  auto no = [&](const std::string &reason) {
+    if (why) *why = reason;
+    return std::string();
+  };
+  if (!m.rmsNorm() && !m.rope() && m.activation == "gelu_tanh" && !m.mlp_gated) {
+    if (m.kvHeads() != m.n_heads)
+      return no("GPT-2 has no grouped-query attention (model.n_kv_heads " +
+                std::to_string(m.kvHeads()) + " != model.n_heads " +
+                std::to_string(m.n_heads) + ")");
+    if (m.headDim() * m.n_heads != m.d_model)
+      return no("GPT-2's head dim is d_model / n_heads (model.head_dim " +
+                std::to_string(m.headDim()) + ")");
+    return "GPT2LMHeadModel";
+  }
+  if (m.rmsNorm() && m.rope() && m.activation == "silu" && m.mlp_gated)
+    return "LlamaForCausalLM"; // config attention_bias (q, k, v, o) and mlp_bias map 1:1
+  return no("no Hugging Face class has this combination of model.norm \"" + m.norm +
+            "\", model.positional \"" + m.positional + "\" and model.activation \"" +
+            m.activation + "\"" + (m.mlp_gated ? " (gated)" : "") +
+            "; supported: GPT-2 (layernorm, learned, gelu_tanh) and Llama (rmsnorm, rope, "
+            "silu gated)");
+}
+
 std::vector<ParamInfo> modelParameters(const ModelSpec &m, bool decay_embeddings) {
   const int64_t V = m.vocab_size, C = m.context, D = m.d_model, F = m.d_ff;
+  const int64_t H = m.n_heads, Hkv = m.kvHeads(), hd = m.headDim();
+  const int64_t Q = H * hd, W = m.qkvWidth(), Fin = m.mlp_gated ? 2 * F : F;
+  const std::string arch = hfArchitecture(m);
+  const bool gpt2 = arch == "GPT2LMHeadModel", llama = arch == "LlamaForCausalLM";
   std::vector<ParamInfo> ps;
   using Init = ParamInfo::Init;
   // Matrices decay (embeddings only when asked), vectors never (GPT-2 / nanoGPT).
   auto add = [&](std::string name, std::vector<int64_t> shape, Init init = Init::Normal,
-                 double std = 0.02, bool embedding = false) {
+                 double std = 0.02, bool embedding = false) -> ParamInfo & {
     bool decay = shape.size() >= 2 && (!embedding || decay_embeddings);
-    ps.push_back(ParamInfo{std::move(name), std::move(shape), init, std, decay});
+    ps.push_back(ParamInfo{std::move(name), std::move(shape), init, std, decay, {}});
+    return ps.back();
+  };
+  // The HF pieces of the last parameter added: whole (GPT-2's Conv1D [in, out] layout is
+  // tgc's) or column ranges transposed to nn.Linear's [out, in] (Llama).
+  auto whole = [&](ParamInfo &p, const std::string &name) { p.hf.push_back({name, 0, 0, false}); };
+  auto cols = [&](ParamInfo &p, const std::string &name, int64_t b, int64_t e) {
+    p.hf.push_back({name, b, e, true});
   };
   // Residual projections: std 0.02 / sqrt(2 n_layers) (GPT-2, Radford et al. 2019).
   const double residualStd = (double)(0.02f / std::sqrt(2.0f * (float)m.n_layers));
-  add("wte", {V, D}, Init::Normal, 0.02, true);
-  add("wpe", {C, D}, Init::Normal, 0.02, true);
-  for (int64_t i = 0; i < m.n_layers; ++i) {
-    std::string l = "layers." + std::to_string(i) + ".";
-    add(l + "ln1.weight", {D}, Init::Ones);
-    add(l + "ln1.bias", {D}, Init::Zeros);
-    add(l + "attn.qkv.weight", {D, 3 * D});
-    if (m.attention_bias) add(l + "attn.qkv.bias", {3 * D}, Init::Zeros);
-    add(l + "attn.proj.weight", {D, D}, Init::Normal, residualStd);
-    if (m.attention_bias) add(l + "attn.proj.bias", {D}, Init::Zeros);
-    add(l + "ln2.weight", {D}, Init::Ones);
-    add(l + "ln2.bias", {D}, Init::Zeros);
-    add(l + "mlp.fc.weight", {D, F});
-    if (m.mlp_bias) add(l + "mlp.fc.bias", {F}, Init::Zeros);
-    add(l + "mlp.proj.weight", {F, D}, Init::Normal, residualStd);
-    if (m.mlp_bias) add(l + "mlp.proj.bias", {D}, Init::Zeros);
+  // A normalisation: weight (ones) and, for layer norm, bias (zeros).
+  auto norm = [&](const std::string &n, const std::string &hfGpt2, const std::string &hfLlama) {
+    ParamInfo &w = add(n + ".weight", {D}, Init::Ones);
+    if (gpt2) whole(w, hfGpt2 + ".weight");
+    if (llama) whole(w, hfLlama + ".weight");
+    if (!m.rmsNorm()) {
+      ParamInfo &b = add(n + ".bias", {D}, Init::Zeros);
+      if (gpt2) whole(b, hfGpt2 + ".bias");
+    }
+  };
+  {
+    ParamInfo &p = add("wte", {V, D}, Init::Normal, 0.02, true);
+    if (gpt2) whole(p, "transformer.wte.weight");
+    if (llama) whole(p, "model.embed_tokens.weight");
   }
-  add("ln_f.weight", {D}, Init::Ones);
-  add("ln_f.bias", {D}, Init::Zeros);
-  if (!m.tie_embeddings) add("lm_head.weight", {D, V});
+  if (!m.rope()) {
+    ParamInfo &p = add("wpe", {C, D}, Init::Normal, 0.02, true);
+    if (gpt2) whole(p, "transformer.wpe.weight");
+  }
+  for (int64_t i = 0; i < m.n_layers; ++i) {
+    const std::string l = "layers." + std::to_string(i) + ".";
+    const std::string g = "transformer.h." + std::to_string(i) + ".";
+    const std::string h = "model.layers." + std::to_string(i) + ".";
+    norm(l + "ln1", g + "ln_1", h + "input_layernorm");
+    // q | k | v columns of the fused projection: [0, Q), [Q, Q + Hkv hd), [.., W).
+    auto qkv = [&](ParamInfo &p, const std::string &suffix) {
+      if (gpt2) whole(p, g + "attn.c_attn." + suffix);
+      if (llama) {
+        cols(p, h + "self_attn.q_proj." + suffix, 0, Q);
+        cols(p, h + "self_attn.k_proj." + suffix, Q, Q + Hkv * hd);
+        cols(p, h + "self_attn.v_proj." + suffix, Q + Hkv * hd, W);
+      }
+    };
+    qkv(add(l + "attn.qkv.weight", {D, W}), "weight");
+    if (m.attention_bias) qkv(add(l + "attn.qkv.bias", {W}, Init::Zeros), "bias");
+    {
+      ParamInfo &p = add(l + "attn.proj.weight", {Q, D}, Init::Normal, residualStd);
+      if (gpt2) whole(p, g + "attn.c_proj.weight");
+      if (llama) cols(p, h + "self_attn.o_proj.weight", 0, D);
+    }
+    if (m.attention_bias) {
+      ParamInfo &p = add(l + "attn.proj.bias", {D}, Init::Zeros);
+      if (gpt2) whole(p, g + "attn.c_proj.bias");
+      if (llama) cols(p, h + "self_attn.o_proj.bias", 0, D);
+    }
+    norm(l + "ln2", g + "ln_2", h + "post_attention_layernorm");
+    // Gated: gate | up columns.
+    auto fc = [&](ParamInfo &p, const std::string &suffix) {
+      if (gpt2) whole(p, g + "mlp.c_fc." + suffix);
+      if (llama) {
+        cols(p, h + "mlp.gate_proj." + suffix, 0, F);
+        cols(p, h + "mlp.up_proj." + suffix, F, 2 * F);
+      }
+    };
+    fc(add(l + "mlp.fc.weight", {D, Fin}), "weight");
+    if (m.mlp_bias) fc(add(l + "mlp.fc.bias", {Fin}, Init::Zeros), "bias");
+    {
+      ParamInfo &p = add(l + "mlp.proj.weight", {F, D}, Init::Normal, residualStd);
+      if (gpt2) whole(p, g + "mlp.c_proj.weight");
+      if (llama) cols(p, h + "mlp.down_proj.weight", 0, D);
+    }
+    if (m.mlp_bias) {
+      ParamInfo &p = add(l + "mlp.proj.bias", {D}, Init::Zeros);
+      if (gpt2) whole(p, g + "mlp.c_proj.bias");
+      if (llama) cols(p, h + "mlp.down_proj.bias", 0, D);
+    }
+  }
+  norm("ln_f", "transformer.ln_f", "model.norm");
+  if (!m.tie_embeddings) {
+    ParamInfo &p = add("lm_head.weight", {D, V});
+    if (gpt2 || llama) cols(p, "lm_head.weight", 0, V);
+  }
   return ps;
 }
 

@@ -26,9 +26,40 @@ struct ModelSpec {
   bool attention_bias = true;   ///< biases on qkv and attention output projections
   bool mlp_bias = true;         ///< biases on the MLP projections
   double dropout = 0.0;         ///< rate in [0, 1)
+  /// learned (GPT-2's table wpe [context, d_model]) | rope (rotary embeddings on q and k,
+  /// Su et al. 2021: no parameter).
   std::string positional = "learned";
+  /// gelu_tanh (GPT-2) | silu (with mlp_gated: SwiGLU, Shazeer 2020).
   std::string activation = "gelu_tanh";
+  /// Epsilon of every normalisation (layer norm or RMSNorm), unitless.
   double layer_norm_eps = 1e-5;
+  /// layernorm (Ba et al. 2016, weight + bias) | rmsnorm (Zhang & Sennrich 2019, weight only).
+  std::string norm = "layernorm";
+  /// Gated MLP: fc is one [d_model, 2 d_ff] GEMM whose columns are gate | up, and the
+  /// activation multiplies: act(gate) * up (SwiGLU with activation silu).
+  bool mlp_gated = false;
+  /// Key/value heads (grouped-query attention, Ainslie et al. 2023): 1 = multi-query,
+  /// n_heads = multi-head. 0 = n_heads.
+  int64_t n_kv_heads = 0;
+  /// Dims per attention head; 0 = d_model / n_heads.
+  int64_t head_dim = 0;
+  /// RoPE base (positional = rope): inverse frequencies 1 / theta^(2i / head_dim).
+  double rope_theta = 10000.0;
+  /// Llama 3's RoPE frequency scaling (HF rope_type "llama3"); factor 0 = none.
+  struct RopeScaling {
+    double factor = 0.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int64_t original_context = 8192;
+  } rope_scaling;
+
+  /// Query heads' key/value heads and the head dim, with the 0 defaults resolved.
+  int64_t kvHeads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int64_t headDim() const { return head_dim > 0 ? head_dim : d_model / n_heads; }
+  /// Output columns of the fused qkv projection: (n_heads + 2 kv heads) * head dim.
+  int64_t qkvWidth() const { return (n_heads + 2 * kvHeads()) * headDim(); }
+  bool rmsNorm() const { return norm == "rmsnorm"; }
+  bool rope() const { return positional == "rope"; }
 };
 
 struct OptimizerSpec {
@@ -122,6 +153,17 @@ bool parseCheckpointBudget(const std::string &policy, int64_t &bytes);
 /// The small embedded default spec (a tiny model that trains on the CPU in minutes).
 const char *defaultSpecJson();
 
+/// Where a parameter goes in a Hugging Face checkpoint: the columns [col_begin, col_end)
+/// of tgc's tensor (a 2-D [in, out] weight; the whole tensor for 1-D ones, col_end = 0
+/// meaning "to the end") are the HF tensor `name`, transposed to HF's [out, in] when
+/// `transpose` (nn.Linear), as they are otherwise (GPT-2's Conv1D layout, embeddings).
+/// For a 1-D tensor (a bias) the range is of elements and `transpose` means nothing.
+struct HfPiece {
+  std::string name;               ///< "model.layers.0.self_attn.q_proj.weight"
+  int64_t col_begin = 0, col_end = 0;
+  bool transpose = false;
+};
+
 /// One named parameter tensor of the model, in creation order.
 struct ParamInfo {
   /// How the driver initialises a parameter (GPT-2 / nanoGPT scheme).
@@ -131,6 +173,8 @@ struct ParamInfo {
   Init init = Init::Normal;
   double initStd = 0.02;         ///< for Init::Normal; residual projections: 0.02/sqrt(2 L)
   bool decay = false;            ///< AdamW applies decoupled weight decay
+  /// Its Hugging Face tensors (hfArchitecture); empty when the family has none.
+  std::vector<HfPiece> hf;
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -138,13 +182,21 @@ struct ParamInfo {
   }
 };
 
-/// The model's parameters (GPT-2 layout, weights [in, out]):
-///   wte [V,D]; wpe [C,D]; per layer i "layers.i.": ln1.{weight,bias} [D],
-///   attn.qkv.weight [D,3D] (+ .bias [3D]), attn.proj.weight [D,D] (+ .bias [D]),
-///   ln2.{weight,bias} [D], mlp.fc.weight [D,F] (+ .bias [F]), mlp.proj.weight [F,D]
-///   (+ .bias [D]); ln_f.{weight,bias} [D]; lm_head.weight [D,V] unless tied.
+/// The model's parameters, built from its components (weights [in, out]; Q = n_heads *
+/// head_dim, W = qkvWidth(), F' = 2 F when mlp_gated else F):
+///   wte [V,D]; wpe [C,D] (positional learned); per layer i "layers.i.":
+///   ln1.weight [D] (+ ln1.bias [D] for layernorm), attn.qkv.weight [D,W] (+ .bias [W]),
+///   attn.proj.weight [Q,D] (+ .bias [D]), ln2 as ln1, mlp.fc.weight [D,F'] (+ .bias [F']),
+///   mlp.proj.weight [F,D] (+ .bias [D]); ln_f as ln1; lm_head.weight [D,V] unless tied.
+/// GPT-2's spec gives GPT-2's list exactly. Each entry carries its HF pieces
+/// (hfArchitecture's names).
 /// Each with its initialisation and weight-decay role (decay_embeddings: wte/wpe decay).
 std::vector<ParamInfo> modelParameters(const ModelSpec &m, bool decay_embeddings = false);
+
+/// The transformers class that computes this model ("GPT2LMHeadModel" for layer norm +
+/// learned positions + tanh GELU; "LlamaForCausalLM" for RMSNorm + RoPE + SwiGLU without
+/// biases), or "" with `why` set when no Hugging Face class does.
+std::string hfArchitecture(const ModelSpec &m, std::string *why = nullptr);
 
 /// Sum of numel() over modelParameters(m).
 int64_t parameterCount(const ModelSpec &m);

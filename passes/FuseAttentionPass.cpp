@@ -61,7 +61,8 @@ struct FuseNaiveAttention : OpRewritePattern<MatmulOp> {
 };
 
 /// tg.attention whose q, k, v are the heads split and transposed out of one qkv
-/// projection ([B, T, 3D] -> split -> reshape [B, T, H, hd] -> transpose [B, H, T, hd]) and
+/// projection ([B, T, 3D] -> split -> reshape [B, T, H, hd] -> transpose [B, H, T, hd];
+/// grouped-query: [B, T, (H + 2 Hkv) hd], k and v with Hkv heads) and
 /// whose output is transposed back and flattened to [B, T, D] -> tg.attention_qkv on the
 /// qkv itself: the runtime reads and writes through strides, the copies disappear.
 struct PackAttention : OpRewritePattern<AttentionOp> {
@@ -103,11 +104,14 @@ struct PackAttention : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(at, "not a 3-way split of [B, T, 3D] along its last axis");
     auto q = cast<RankedTensorType>(at.getQ().getType());
     int64_t heads = q.getDimSize(1);
+    int64_t kvHeads = cast<RankedTensorType>(at.getK().getType()).getDimSize(1);
     auto lseType = at.getLse().getType();
     rewriter.setInsertionPoint(flat);
+    // kv_heads stays 0 (absent) for multi-head attention: GPT-2's IR is unchanged.
     auto packed = rewriter.create<AttentionQKVOp>(
         at.getLoc(), flat.getType(), lseType, split.getX(), rewriter.getI64IntegerAttr(heads),
-        at.getCausalAttr(), at.getWindowAttr(), at.getScaleAttr());
+        at.getCausalAttr(), at.getWindowAttr(), at.getScaleAttr(),
+        rewriter.getI64IntegerAttr(kvHeads == heads ? 0 : kvHeads));
     if (Attribute layer = at->getAttr(kLayerAttr))
       packed->setAttr(kLayerAttr, layer);
     rewriter.replaceOp(flat, packed.getOut());
@@ -120,12 +124,56 @@ struct PackAttention : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// Grouped-query attention as the frontend builds it (MLIRGen.cpp, attention): q
+/// [B, H, T, hd] viewed as [B, Hkv, G T, hd], scores [B, Hkv, G T, T] viewed as
+/// [B, Hkv, G, T, T] for mask and softmax and back, P.V [B, Hkv, G T, hd] viewed as
+/// [B, H, T, hd]  ->  tg.attention(q, k, v) with k, v [B, Hkv, T, hd] (read in place by
+/// the kernel: query head h uses kv head h / G).
+struct FuseGroupedAttention : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp back, PatternRewriter &rewriter) const override {
+    auto pv = singleUseDef<MatmulOp>(back.getX());
+    if (!pv || pv.getTransposeA() || pv.getTransposeB() ||
+        pv.getAlpha().convertToFloat() != 1.0f || !isRank4(back.getResult()))
+      return rewriter.notifyMatchFailure(back, "not a view of a plain P.V product");
+    auto pview = singleUseDef<ReshapeOp>(pv.getA());
+    auto softmax = pview ? singleUseDef<SoftmaxOp>(pview.getX()) : SoftmaxOp();
+    auto mask = softmax ? singleUseDef<CausalMaskOp>(softmax.getX()) : CausalMaskOp();
+    if (!mask || !std::isinf(mask.getMaskedValue().convertToFloat()) ||
+        mask.getMaskedValue().convertToFloat() > 0)
+      return rewriter.notifyMatchFailure(back, "P is not a view of softmax(-inf causal mask)");
+    auto sview = singleUseDef<ReshapeOp>(mask.getX());
+    auto qk = sview ? singleUseDef<MatmulOp>(sview.getX()) : MatmulOp();
+    if (!qk || qk.getTransposeA() || !qk.getTransposeB())
+      return rewriter.notifyMatchFailure(back, "the scores are not a view of q.k^T");
+    auto qview = singleUseDef<ReshapeOp>(qk.getA());
+    if (!qview)
+      return rewriter.notifyMatchFailure(back, "q is not a grouped view");
+    Value q = qview.getX(), k = qk.getB(), v = pv.getB();
+    auto qt = cast<RankedTensorType>(q.getType()), kt = cast<RankedTensorType>(k.getType());
+    if (!isRank4(q) || q.getType() != back.getType() || k.getType() != v.getType() ||
+        !isRank4(k) || kt.getElementType() != qt.getElementType() ||
+        kt.getDimSize(0) != qt.getDimSize(0) || kt.getDimSize(2) != qt.getDimSize(2) ||
+        kt.getDimSize(3) != qt.getDimSize(3) || qt.getDimSize(1) % kt.getDimSize(1) != 0)
+      return rewriter.notifyMatchFailure(back, "q [B, H, T, hd], k and v [B, Hkv, T, hd]");
+    auto lseType = RankedTensorType::get(qt.getShape().drop_back(), rewriter.getF32Type());
+    auto attn = rewriter.create<AttentionOp>(back.getLoc(), back.getType(), lseType, q, k, v,
+                                             rewriter.getBoolAttr(true), mask.getWindowAttr(),
+                                             qk.getAlphaAttr());
+    if (Attribute layer = back->getAttr(kLayerAttr))
+      attn->setAttr(kLayerAttr, layer);
+    rewriter.replaceOp(back, attn.getOut());
+    return success();
+  }
+};
+
 struct TgFuseAttentionPass : mlir::tg::impl::TgFuseAttentionBase<TgFuseAttentionPass> {
   using TgFuseAttentionBase::TgFuseAttentionBase;
 
   LogicalResult initialize(MLIRContext *ctx) override {
     RewritePatternSet set(ctx);
-    set.add<FuseNaiveAttention>(ctx);
+    set.add<FuseNaiveAttention, FuseGroupedAttention>(ctx);
     if (packed)
       set.add<PackAttention>(ctx);
     patterns = FrozenRewritePatternSet(std::move(set));

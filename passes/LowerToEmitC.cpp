@@ -171,6 +171,13 @@ StringRef kernelAccess(StringRef fn) {
       .Case("tgrt_linear_cross_entropy", "-RRRRWW-M------") // scratch: raw, not checked
       .Case("tgrt_attention_fwd", "-RRRWW-------------")
       .Case("tgrt_attention_bwd", "-RRRRRRWWW-------------")
+      .Case("tgrt_attention_gqa_fwd", "-RRRWW-----------------")
+      .Case("tgrt_attention_gqa_bwd", "-RRRRRRWWW-----------------")
+      .Case("tgrt_rms_norm_fwd", "-R-R-WW---")
+      .Case("tgrt_rms_norm_bwd", "-R-R-RRWW--")
+      .Case("tgrt_rope_scaled", "-RW-----------")
+      .Case("tgrt_swiglu_fwd", "-RW--")
+      .Case("tgrt_swiglu_bwd", "-RRW--")
       .Case("tgrt_grad_norm_sq", "-R-M")
       .Case("tgrt_clip_scale", "M-")
       .Case("tgrt_adamw", "-MR-MM-----R")
@@ -886,6 +893,41 @@ private:
                        Arg(o.getMean()), Arg(o.getRstd()), numel(o.getX()) / d, d,
                        flt(o.getEps().convertToFloat())});
         })
+        .Case([&](RmsNormOp o) {
+          int64_t d = dim(o.getX(), -1);
+          return call(op, "tgrt_rms_norm_fwd",
+                      {dt(o.getX()), Arg(o.getX()), dt(o.getGamma()), Arg(o.getGamma()),
+                       dt(o.getY()), Arg(o.getY()), Arg(o.getRstd()), numel(o.getX()) / d, d,
+                       flt(o.getEps().convertToFloat())});
+        })
+        .Case([&](RopeOp o) {
+          int64_t H = o.getHeads(), Hkv = o.getKvHeads();
+          int64_t hd = dim(o.getX(), 2) / (H + 2 * Hkv);
+          ArrayRef<float> sc = o.getScaling();
+          return call(op, "tgrt_rope_scaled",
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), dim(o.getX(), 0),
+                       dim(o.getX(), 1), H, Hkv, hd, flt(o.getTheta().convertToFloat()),
+                       flt(sc[0]), flt(sc[1]), flt(sc[2]), flt(sc[3]),
+                       int64_t(o.getInverse() ? -1 : 1)});
+        })
+        .Case([&](SwigluOp o) {
+          int64_t f = dim(o.getResult(), -1);
+          return call(op, "tgrt_swiglu_fwd",
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), numel(o.getResult()) / f, f});
+        })
+        .Case([&](RmsNormGradOp o) {
+          int64_t d = dim(o.getX(), -1);
+          return call(op, "tgrt_rms_norm_bwd",
+                      {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
+                       dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getRstd()), Arg(o.getDx()),
+                       Arg(o.getDgamma()), numel(o.getX()) / d, d});
+        })
+        .Case([&](SwigluGradOp o) {
+          int64_t f = dim(o.getDy(), -1);
+          return call(op, "tgrt_swiglu_bwd",
+                      {dt(o.getX()), Arg(o.getX()), Arg(o.getDy()), Arg(o.getResult()),
+                       numel(o.getDy()) / f, f});
+        })
         .Case([&](MatmulOp o) { return emitMatmul(o); })
         .Case([&](BiasAddOp o) {
           int64_t n = dim(o.getX(), -1);
@@ -949,7 +991,14 @@ private:
         .Case([&](AttentionOp o) {
           // [B, H, T, hd] contiguous: strides (H T hd, T hd, hd) in and out.
           int64_t B = dim(o.getQ(), 0), H = dim(o.getQ(), 1), T = dim(o.getQ(), 2),
-                  hd = dim(o.getQ(), 3);
+                  hd = dim(o.getQ(), 3), Hkv = dim(o.getK(), 1);
+          if (Hkv != H) // grouped-query: k, v [B, Hkv, T, hd] read in place
+            return call(op, "tgrt_attention_gqa_fwd",
+                        {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
+                         Arg(o.getOut()), Arg(o.getLse()), B, H, Hkv, T, hd, H * T * hd,
+                         T * hd, hd, Hkv * T * hd, T * hd, hd, H * T * hd, T * hd, hd,
+                         int64_t(o.getCausal() ? 1 : 0), (int64_t)o.getWindow(),
+                         flt(o.getScale().convertToFloat())});
           return call(op, "tgrt_attention_fwd",
                       {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
                        Arg(o.getOut()), Arg(o.getLse()), B, H, T, hd, H * T * hd, T * hd, hd,
@@ -957,7 +1006,7 @@ private:
                        (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
         })
         .Case([&](AttentionQKVOp o) {
-          Packed p = packed(o.getQkv(), (int64_t)o.getHeads());
+          Packed p = packed(o.getQkv(), (int64_t)o.getHeads(), (int64_t)o.getKvHeads());
           auto qkv = ptrOf(o.getQkv());
           if (failed(qkv))
             return failure();
@@ -965,6 +1014,14 @@ private:
           FailureOr<CheckTensor> whole = checkTensorOf(o.getQkv(), 0);
           if (failed(whole))
             return failure();
+          if (p.grouped())
+            return call(op, "tgrt_attention_gqa_fwd",
+                        {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
+                         Arg(o.getOut()), Arg(o.getLse()), p.B, p.H, p.Hkv, p.T, p.hd,
+                         p.T * p.W, p.hd, p.W, p.T * p.W, p.hd, p.W, p.T * p.Q, p.hd, p.Q,
+                         int64_t(o.getCausal() ? 1 : 0), (int64_t)o.getWindow(),
+                         flt(o.getScale().convertToFloat())},
+                        "", {*whole});
           return call(op, "tgrt_attention_fwd",
                       {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
                        Arg(o.getOut()), Arg(o.getLse()), p.B, p.H, p.T, p.hd, p.T * 3 * p.D,
@@ -1054,7 +1111,15 @@ private:
         .Case([&](LinearCrossEntropyOp o) { return emitLinearCrossEntropy(o); })
         .Case([&](AttentionGradOp o) {
           int64_t B = dim(o.getQ(), 0), H = dim(o.getQ(), 1), T = dim(o.getQ(), 2),
-                  hd = dim(o.getQ(), 3);
+                  hd = dim(o.getQ(), 3), Hkv = dim(o.getK(), 1);
+          if (Hkv != H)
+            return call(op, "tgrt_attention_gqa_bwd",
+                        {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
+                         Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), Arg(o.getDq()),
+                         Arg(o.getDk()), Arg(o.getDv()), B, H, Hkv, T, hd, H * T * hd,
+                         T * hd, hd, Hkv * T * hd, T * hd, hd, H * T * hd, T * hd, hd,
+                         int64_t(o.getCausal() ? 1 : 0), (int64_t)o.getWindow(),
+                         flt(o.getScale().convertToFloat())});
           return call(op, "tgrt_attention_bwd",
                       {dt(o.getQ()), Arg(o.getQ()), Arg(o.getK()), Arg(o.getV()),
                        Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), Arg(o.getDq()),
@@ -1063,7 +1128,7 @@ private:
                        (int64_t)o.getWindow(), flt(o.getScale().convertToFloat())});
         })
         .Case([&](AttentionQKVGradOp o) {
-          Packed p = packed(o.getQkv(), (int64_t)o.getHeads());
+          Packed p = packed(o.getQkv(), (int64_t)o.getHeads(), (int64_t)o.getKvHeads());
           auto qkv = ptrOf(o.getQkv()), dqkv = ptrOf(o.getDqkv());
           if (failed(qkv) || failed(dqkv))
             return failure();
@@ -1073,6 +1138,15 @@ private:
                                  out = checkTensorOf(o.getDqkv(), 2);
           if (failed(in) || failed(out))
             return failure();
+          if (p.grouped())
+            return call(op, "tgrt_attention_gqa_bwd",
+                        {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
+                         Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), p.at(*dqkv, 0),
+                         p.at(*dqkv, 1), p.at(*dqkv, 2), p.B, p.H, p.Hkv, p.T, p.hd,
+                         p.T * p.W, p.hd, p.W, p.T * p.W, p.hd, p.W, p.T * p.Q, p.hd, p.Q,
+                         int64_t(o.getCausal() ? 1 : 0), (int64_t)o.getWindow(),
+                         flt(o.getScale().convertToFloat())},
+                        "", {*in, *out});
           return call(op, "tgrt_attention_bwd",
                       {dt(o.getQkv()), p.at(*qkv, 0), p.at(*qkv, 1), p.at(*qkv, 2),
                        Arg(o.getOut()), Arg(o.getLse()), Arg(o.getDout()), p.at(*dqkv, 0),
@@ -1435,17 +1509,24 @@ private:
   }
 
   /// The packed [B, T, 3, H, hd] layout of a qkv value: q, k, v (part 0, 1, 2) start D
-  /// elements apart; each row of T holds 3 D elements.
+  /// elements apart; each row of T holds 3 D elements. Grouped-query (kvHeads > 0, not H):
+  /// [B, T, H + 2 Hkv, hd]: q at 0, k at Q = H hd, v at Q + Hkv hd; rows of W elements.
   struct Packed {
-    int64_t B, T, H, hd, D, elem;
+    int64_t B, T, H, hd, D, elem, Hkv, Q, W;
+    bool grouped() const { return Hkv != H; }
     PtrRef at(PtrRef base, int part) const {
-      base.byteOffset += part * D * elem;
+      base.byteOffset += (grouped() ? (part == 0 ? 0 : Q + (part - 1) * Hkv * hd) : part * D) * elem;
       return base;
     }
   };
-  static Packed packed(Value qkv, int64_t heads) {
-    int64_t D = dim(qkv, 2) / 3;
-    return Packed{dim(qkv, 0), dim(qkv, 1), heads, D / heads, D, elemBytes(qkv)};
+  static Packed packed(Value qkv, int64_t heads, int64_t kvHeads = 0) {
+    if (kvHeads <= 0 || kvHeads == heads) {
+      int64_t D = dim(qkv, 2) / 3;
+      return Packed{dim(qkv, 0), dim(qkv, 1), heads, D / heads, D, elemBytes(qkv), heads, D, 3 * D};
+    }
+    int64_t W = dim(qkv, 2), hd = W / (heads + 2 * kvHeads);
+    return Packed{dim(qkv, 0), dim(qkv, 1), heads, hd, heads * hd, elemBytes(qkv), kvHeads,
+                  heads * hd, W};
   }
 
   /// Whether `cast` (widening a residual branch into the residual stream's type) is read only

@@ -53,12 +53,8 @@ static std::string locName(Location loc) {
 /// runtime kernel is documented (runtime/tgrt.h) to work with output == that input.
 /// Returns candidate operand indices, in order of preference.
 static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
-  if (isa<CrossEntropyGradOp, BiasAddOp, CausalMaskOp>(op))
-    return {0};               // dlogits over logits; bias_add / mask over x
-  if (isa<GeluGradOp, SoftmaxGradOp>(op))
-    return {1};               // dx over dy
-  if (isa<AddOp>(op))
-    return {0, 1};
+  if (auto mem = dyn_cast<MemoryOpInterface>(op))
+    return mem.inPlaceOperands();
   return {};
 }
 

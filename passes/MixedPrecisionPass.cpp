@@ -3,18 +3,8 @@
 // Rewrites @forward to a precision policy by retyping op results and inserting tg.cast
 // where an op wants its operand in another type (autocast, as in PyTorch's
 // torch.autocast op lists and Micikevicius et al. 2018, "Mixed Precision Training").
-// The policy, op by op (low = bf16 or f16, wide = f32 in the mixed policies, bf16 in
-// "bf16"):
-//   tg.matmul, tg.attention     operands cast to low, result low (fp32 accumulation in the
-//                               kernels); attention's lse stays f32
-//   tg.layer_norm               reads x as it is (f32 residual stream), gamma/beta as the
-//                               parameters are, computes in f32, writes y in low
-//   tg.bias_add, tg.concat      follow their first operand (bias cast to it)
-//   tg.gelu, dropout, views     follow their operand
-//   tg.causal_mask, tg.softmax  wide (naive attention's probabilities in f32)
-//   tg.add                      the wider of its operands (residual stream: f32)
-//   tg.embedding, positional    the table's type (f32 master weights in the mixed policies)
-//   tg.cross_entropy            reads logits in their (low) type; loss f32
+// Each op's rule is the op's own (PrecisionOpInterface, dialect/TgPrecision.cpp lists
+// them); the pass hands every forward op a PrecisionRewriter and knows no op kind.
 // Casts are made once per (value, type) and placed before the first op that needs them
 // (so each weight is cast once per micro-step and the tied wte's bf16 copy serves the
 // lm_head in the forward and backward); a cast of a cast that undoes an exact widening
@@ -27,8 +17,6 @@
 //
 //===----------------------------------------------------------------------------===//
 #include "passes/Passes.h"
-
-#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 
@@ -49,7 +37,8 @@ Type elt(Value v) { return rt(v).getElementType(); }
 /// Bits of precision of a float type, to pick the wider of two.
 unsigned rank(Type t) { return t.isF32() ? 3 : t.isBF16() || t.isF16() ? 2 : 0; }
 
-struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecisionPass> {
+struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecisionPass>,
+                              PrecisionRewriter {
   using TgMixedPrecisionBase::TgMixedPrecisionBase;
 
   void runOnOperation() override {
@@ -95,18 +84,18 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
       }
 
     bool pure = precision == "bf16";
-    low = precision == "fp16-mixed" ? Type(b.getF16Type())
-          : precision == "fp32"     ? Type(b.getF32Type())
-                                    : Type(b.getBF16Type());
-    wide = pure ? low : Type(b.getF32Type());
-    Type moment = pure ? low : Type(b.getF32Type());
+    lowType = precision == "fp16-mixed" ? Type(b.getF16Type())
+              : precision == "fp32"     ? Type(b.getF32Type())
+                                        : Type(b.getBF16Type());
+    wideType = pure ? lowType : Type(b.getF32Type());
+    Type moment = pure ? lowType : Type(b.getF32Type());
 
     // Pure low precision: the parameters themselves (values, gradients) are low.
     if (pure) {
       SmallVector<Type> inputs(fn.getArgumentTypes());
       for (BlockArgument arg : fn.getArguments())
         if (fn.getArgAttr(arg.getArgNumber(), kParamNameAttr)) {
-          arg.setType(RankedTensorType::get(rt(arg).getShape(), low));
+          arg.setType(RankedTensorType::get(rt(arg).getShape(), lowType));
           inputs[arg.getArgNumber()] = arg.getType();
         }
       fn.setFunctionType(FunctionType::get(ctx, inputs, fn.getResultTypes()));
@@ -149,7 +138,10 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
 
   /// `v` as element type `t`: itself, an existing cast, or a new tg.cast before `user`
   /// (which must come after v's definition).
-  Value as(Value v, Type t, Operation *user) {
+  Type low() const override { return lowType; }
+  Type wide() const override { return wideType; }
+
+  Value as(Value v, Type t, Operation *user) override {
     if (elt(v) == t)
       return v;
     // Undo an exact widening instead of rounding twice.
@@ -173,93 +165,15 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
     return c;
   }
 
-  void setOperand(Operation *op, unsigned i, Type t) {
-    op->setOperand(i, as(op->getOperand(i), t, op));
-  }
-  void setResult(Operation *op, unsigned i, Type t) {
-    Value r = op->getResult(i);
-    r.setType(RankedTensorType::get(rt(r).getShape(), t));
-  }
-  /// Every float operand and result to `t` (results that are f32 by definition excepted).
-  void all(Operation *op, Type t) {
-    for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      if (isa<FloatType>(elt(op->getOperand(i))))
-        setOperand(op, i, t);
-    for (unsigned i = 0; i < op->getNumResults(); ++i)
-      setResult(op, i, t);
-  }
-
+  /// The op's own rule (PrecisionOpInterface); an op without one is refused.
   LogicalResult retype(Operation *op) {
-    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-        .Case<MatmulOp>([&](auto) {
-          all(op, low);
-          return success();
-        })
-        .Case<AttentionQKVOp>([&](AttentionQKVOp a) {
-          setOperand(op, 0, low);
-          setResult(op, 0, low); // lse stays f32
-          return success();
-        })
-        .Case<AttentionOp>([&](AttentionOp a) {
-          for (unsigned i = 0; i < 3; ++i)
-            setOperand(op, i, low);
-          setResult(op, 0, low); // lse stays f32
-          return success();
-        })
-        .Case<LayerNormOp>([&](LayerNormOp ln) {
-          if (elt(ln.getBeta()) != elt(ln.getGamma()))
-            setOperand(op, 2, elt(ln.getGamma()));
-          setResult(op, 0, low); // mean, rstd stay f32
-          return success();
-        })
-        .Case<BiasAddOp>([&](BiasAddOp ba) {
-          // The bias cast goes before the GEMM that makes x, so that the lowering can
-          // fuse GEMM + bias (the bias epilogue reads the bias at the GEMM).
-          // Only where the bias is already defined there (a parameter, or a value made
-          // before the GEMM); otherwise at the bias_add.
-          Type t = elt(ba.getX());
-          Operation *at = ba.getX().getDefiningOp() ? ba.getX().getDefiningOp() : op;
-          if (Operation *def = ba.getBias().getDefiningOp();
-              def && at != op && (def->getBlock() != at->getBlock() || !def->isBeforeInBlock(at)))
-            at = op;
-          op->setOperand(1, as(ba.getBias(), t, at));
-          setResult(op, 0, t);
-          return success();
-        })
-        .Case<ConcatOp>([&](auto) {
-          all(op, elt(op->getOperand(0)));
-          return success();
-        })
-        .Case<GeluOp, DropoutOp, ReshapeOp, TransposeOp, SplitOp>([&](auto) {
-          for (unsigned i = 0; i < op->getNumResults(); ++i)
-            setResult(op, i, elt(op->getOperand(0)));
-          return success();
-        })
-        .Case<CausalMaskOp, SoftmaxOp>([&](auto) {
-          all(op, wide);
-          return success();
-        })
-        .Case<AddOp>([&](AddOp a) {
-          Type l = elt(a.getLhs()), r = elt(a.getRhs());
-          all(op, rank(l) >= rank(r) ? l : r);
-          return success();
-        })
-        .Case<EmbeddingOp>([&](EmbeddingOp e) {
-          setResult(op, 0, elt(e.getTable()));
-          return success();
-        })
-        .Case<PositionalEmbeddingOp>([&](PositionalEmbeddingOp p) {
-          all(op, elt(p.getWpe()));
-          return success();
-        })
-        .Case<CrossEntropyOp, CastOp>([&](auto) { return success(); })
-        .Default([&](Operation *) {
-          return op->emitOpError() << "tg-mixed-precision: no precision rule for this op "
-                                      "(the pass runs on the forward graph, before tg-autodiff)";
-        });
+    if (auto rule = dyn_cast<PrecisionOpInterface>(op))
+      return rule.applyPrecision(*this);
+    return op->emitOpError() << "tg-mixed-precision: no precision rule for this op "
+                                "(the pass runs on the forward graph, before tg-autodiff)";
   }
 
-  Type low, wide;
+  Type lowType, wideType;
   llvm::DenseMap<std::pair<Value, Type>, Value> casts;
 };
 

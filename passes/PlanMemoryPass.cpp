@@ -25,39 +25,14 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
   using TgPlanMemoryBase::TgPlanMemoryBase;
 
   /// The workspace region: `base` (the option: the cuBLASLt scratch; 0 = a backend without
-  /// one, then 0) raised to the largest single scratch need of an op of the module, as
-  /// runtime/cuda/CudaRuntime.h lists them: attention backward 4*B*H*T (its float32 lse's
-  /// bytes), embedding backward 24*tokens + 1 MiB + 8*d*min(ceil(tokens/32), 512) (the sort,
-  /// and the float32 sums of the chunks of sorted tokens), layer-norm backward and bias gradient
-  /// 2 KiB * d, cross-entropy 256 + 8*rows (tgrt_cross_entropy_fwd_bwd: the valid count, then
-  /// the row losses). Rounded up to 256 bytes.
+  /// one, then 0) raised to the largest single scratch need of an op of the module, which
+  /// each op states (MemoryOpInterface::workspaceBytes, dialect/TgOpKnowledge.cpp, after
+  /// runtime/cuda/CudaRuntime.h). Rounded up to 256 bytes.
   static int64_t workspaceFor(ModuleOp module, int64_t base) {
     if (base <= 0)
       return 0;
-    auto bytesOf = [](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getNumElements() * (int64_t)(t.getElementTypeBitWidth() / 8);
-    };
-    auto lastDim = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
-    auto elems = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
     int64_t need = base;
-    module.walk([&](Operation *op) {
-      int64_t n = 0;
-      if (auto a = dyn_cast<AttentionGradOp>(op))
-        n = bytesOf(a.getLse());
-      else if (auto a = dyn_cast<AttentionQKVGradOp>(op))
-        n = bytesOf(a.getLse());
-      else if (auto e = dyn_cast<EmbeddingGradOp>(op))
-        n = 24 * elems(e.getIds()) + (1 << 20) +
-            8 * lastDim(e.getDout()) * std::min<int64_t>((elems(e.getIds()) + 31) / 32, 512);
-      else if (auto l = dyn_cast<LayerNormGradOp>(op))
-        n = 2048 * lastDim(l.getX());
-      else if (auto g = dyn_cast<BiasGradOp>(op))
-        n = 2048 * lastDim(g.getDy());
-      else if (auto c = dyn_cast<CrossEntropyGradOp>(op))
-        n = 256 + 8 * (elems(c.getLogits()) / lastDim(c.getLogits())); // fwd_bwd: count + rows
-      need = std::max(need, n);
-    });
+    module.walk([&](MemoryOpInterface op) { need = std::max(need, op.workspaceBytes()); });
     return (need + 255) / 256 * 256;
   }
 

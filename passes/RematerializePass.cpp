@@ -57,46 +57,11 @@ using namespace mlir::tg;
 namespace {
 
 
+/// FLOPs of one op: its own count (CostOpInterface, dialect/TgOpKnowledge.cpp), else one
+/// per result element (the optimizer and collective ops).
 int64_t opFlops(Operation *op) {
-  if (auto mm = dyn_cast<MatmulOp>(op)) {
-    auto a = rt(mm.getA());
-    int64_t k = mm.getTransposeA() ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
-    return 2 * rt(mm.getResult()).getNumElements() * k;
-  }
-  if (auto at = dyn_cast<AttentionOp>(op)) {
-    auto q = rt(at.getQ());
-    int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
-    int64_t w = at.getWindow(), pairs = 0;
-    for (int64_t i = 0; i < t; ++i)
-      pairs += !at.getCausal() ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
-    return 4 * bh * hd * pairs;
-  }
-  if (auto ag = dyn_cast<AttentionGradOp>(op)) {
-    auto q = rt(ag.getQ());
-    int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
-    int64_t w = ag.getWindow(), pairs = 0;
-    for (int64_t i = 0; i < t; ++i)
-      pairs += !ag.getCausal() ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
-    return 10 * bh * hd * pairs; // S and dP recomputed, dV, dQ, dK: 5 products
-  }
-  auto pairsOf = [](int64_t t, bool causal, int64_t w) {
-    int64_t pairs = 0;
-    for (int64_t i = 0; i < t; ++i)
-      pairs += !causal ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
-    return pairs;
-  };
-  if (auto at = dyn_cast<AttentionQKVOp>(op)) {
-    auto x = rt(at.getQkv());
-    int64_t hd = x.getDimSize(2) / 3 / at.getHeads();
-    return 4 * x.getDimSize(0) * at.getHeads() * hd *
-           pairsOf(x.getDimSize(1), at.getCausal(), at.getWindow());
-  }
-  if (auto ag = dyn_cast<AttentionQKVGradOp>(op)) {
-    auto x = rt(ag.getQkv());
-    int64_t hd = x.getDimSize(2) / 3 / ag.getHeads();
-    return 10 * x.getDimSize(0) * ag.getHeads() * hd *
-           pairsOf(x.getDimSize(1), ag.getCausal(), ag.getWindow());
-  }
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    return cost.flops();
   int64_t n = 0;
   for (Value r : op->getResults())
     if (auto t = dyn_cast<RankedTensorType>(r.getType()))
@@ -124,15 +89,11 @@ bool isParameterCast(Operation *op) {
   return c && isa<BlockArgument>(c.getX());
 }
 
-/// Whether selective rematerialization keeps `op`'s results (the expensive ones).
+/// Whether selective rematerialization keeps `op`'s results (the expensive ones): the op
+/// says (CostOpInterface::keptBySelective).
 bool keptBySelective(Operation *op) {
-  if (isa<MatmulOp, AttentionOp, AttentionQKVOp, EmbeddingOp, PositionalEmbeddingOp,
-          CrossEntropyOp>(op))
-    return true;
-  // A bias add on a GEMM result is the GEMM's epilogue: keep its output, not the GEMM's.
-  if (auto b = dyn_cast<BiasAddOp>(op))
-    return b.getX().getDefiningOp<MatmulOp>() != nullptr;
-  return false;
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost && cost.keptBySelective();
 }
 
 /// Layer of an op, or -1.
@@ -174,7 +135,7 @@ Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
       bool readElsewhere = llvm::any_of(op->getUsers(), [&](Operation *u) {
         return isForward(u) && layerOf(u) != layer;
       });
-      bool cheap = mode == Mode::Gelu        ? isa<GeluOp>(op)
+      bool cheap = mode == Mode::Gelu        ? isa<GeluOp, SwigluOp>(op)
                    : mode == Mode::Layer     ? true
                    : mode == Mode::LayerAttn ? !isa<AttentionOp, AttentionQKVOp>(op)
                                              : !keptBySelective(op);

@@ -660,6 +660,17 @@ void tgrt_rope(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* 
                int64_t batch, int64_t t, int64_t heads, int64_t kv_heads, int64_t hd,
                float theta, const float* scaling, int32_t sign);
 
+/* tgrt_rope with the Llama 3 scaling as four scalars (factor <= 0: none): what emitted code
+ * calls (it has no arrays to point at). */
+static inline void tgrt_rope_scaled(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                                    void* y, int64_t batch, int64_t t, int64_t heads,
+                                    int64_t kv_heads, int64_t hd, float theta, float factor,
+                                    float low_freq_factor, float high_freq_factor,
+                                    float original_context, int32_t sign) {
+  const float scaling[4] = {factor, low_freq_factor, high_freq_factor, original_context};
+  tgrt_rope(ctx, loc, dt, x, y, batch, t, heads, kv_heads, hd, theta,
+            factor > 0.0f ? scaling : NULL, sign);
+}
 /* SwiGLU (Shazeer 2020): x [rows, 2f] holds the gate in columns [0, f) and the up
  * projection in [f, 2f); y [rows, f] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
  * x, y: dt. y must not alias x. */

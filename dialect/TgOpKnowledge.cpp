@@ -1,0 +1,108 @@
+//===- TgOpKnowledge.cpp - cost and memory answers of the tg ops -------------===//
+//
+// CostOpInterface and MemoryOpInterface methods that differ from the defaults
+// (TgInterfaces.td): FLOPs of the GEMMs and attention, and the workspace bytes of the
+// kernels that need scratch (runtime/tgrt.h and runtime/cuda/CudaRuntime.h document the
+// sizes; tg-plan-memory reserves the largest).
+//
+//===----------------------------------------------------------------------------===//
+#include "dialect/TgDialect.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
+int64_t bytesOf(Value v) {
+  auto t = rt(v);
+  return t.getNumElements() * (int64_t)(t.getElementTypeBitWidth() / 8);
+}
+int64_t lastDim(Value v) { return rt(v).getShape().back(); }
+int64_t elems(Value v) { return rt(v).getNumElements(); }
+
+/// Visible (query, key) pairs of one head: all t^2, causal t(t+1)/2, or with a window w
+/// each query sees min(i+1, w) keys.
+int64_t attentionPairs(int64_t t, bool causal, int64_t w) {
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < t; ++i)
+    pairs += !causal ? t : (w > 0 ? std::min(i + 1, w) : i + 1);
+  return pairs;
+}
+
+} // namespace
+
+//===------------------------------------------------------------------ FLOPs --===//
+
+/// 2 m n k per batch entry (a multiply-add is 2 FLOPs).
+int64_t MatmulOp::flops() {
+  auto a = rt(getA());
+  int64_t k = getTransposeA() ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
+  return 2 * rt(getResult()).getNumElements() * k;
+}
+
+/// S = q k^T and O = P v: 4 hd FLOPs per visible pair and head (FlashAttention's count).
+int64_t AttentionOp::flops() {
+  auto q = rt(getQ());
+  int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
+  return 4 * bh * hd * attentionPairs(t, getCausal(), getWindow());
+}
+
+/// S and dP recomputed, dV, dQ, dK: 5 products, 10 hd FLOPs per visible pair and head.
+int64_t AttentionGradOp::flops() {
+  auto q = rt(getQ());
+  int64_t bh = q.getDimSize(0) * q.getDimSize(1), t = q.getDimSize(2), hd = q.getDimSize(3);
+  return 10 * bh * hd * attentionPairs(t, getCausal(), getWindow());
+}
+
+int64_t AttentionQKVOp::flops() {
+  auto x = rt(getQkv());
+  int64_t H = getHeads(), hd = x.getDimSize(2) / (H + 2 * getKvHeadsOrHeads());
+  return 4 * x.getDimSize(0) * H * hd * attentionPairs(x.getDimSize(1), getCausal(), getWindow());
+}
+
+int64_t AttentionQKVGradOp::flops() {
+  auto x = rt(getQkv());
+  int64_t H = getHeads(), hd = x.getDimSize(2) / (H + 2 * getKvHeadsOrHeads());
+  return 10 * x.getDimSize(0) * H * hd *
+         attentionPairs(x.getDimSize(1), getCausal(), getWindow());
+}
+
+/// Per rotated pair 4 multiplies and 2 adds (the sin/cos not counted).
+int64_t RopeOp::flops() {
+  auto x = rt(getX());
+  int64_t slots = getHeads() + 2 * getKvHeads();
+  return 3 * x.getNumElements() / slots * (getHeads() + getKvHeads());
+}
+
+/// silu (sigmoid ~ 4) and the product: 5 per output element.
+int64_t SwigluOp::flops() { return 5 * elems(getResult()); }
+int64_t SwigluGradOp::flops() { return 8 * elems(getDy()); }
+
+//===------------------------------------------------------------- selective --===//
+
+bool BiasAddOp::keptBySelective() { return getX().getDefiningOp<MatmulOp>() != nullptr; }
+
+//===------------------------------------------------------------- workspace --===//
+
+/// The backward's D = rowsum(dout * out): float32 [B, H, T], the size of lse.
+int64_t AttentionGradOp::workspaceBytes() { return bytesOf(getLse()); }
+int64_t AttentionQKVGradOp::workspaceBytes() { return bytesOf(getLse()); }
+
+/// The sort (24 bytes per token), 1 MiB, and the float32 sums of the chunks of sorted tokens.
+int64_t EmbeddingGradOp::workspaceBytes() {
+  return 24 * elems(getIds()) + (1 << 20) +
+         8 * lastDim(getDout()) * std::min<int64_t>((elems(getIds()) + 31) / 32, 512);
+}
+
+/// Partial column sums of dgamma / dbeta (and of a bias gradient): 2 KiB per column.
+int64_t LayerNormGradOp::workspaceBytes() { return 2048 * lastDim(getX()); }
+int64_t RmsNormGradOp::workspaceBytes() { return 2048 * lastDim(getX()); }
+int64_t BiasGradOp::workspaceBytes() { return 2048 * lastDim(getDy()); }
+
+/// tgrt_cross_entropy_fwd_bwd: the valid count (256 bytes), then the row losses.
+int64_t CrossEntropyGradOp::workspaceBytes() {
+  return 256 + 8 * (elems(getLogits()) / lastDim(getLogits()));
+}
