@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The Llama family on the GPU machine (issue 21), one device call; builds nothing. Run from
+# the repo root after `scripts/gpu-llama-artifacts.sh` built (here) and the call carried runs/llama:
+#   runs/llama/llama.tar.xz   stripped CUDA executables: smollm2 (examples/smollm2-135m.json,
+#                             micro-batch 8), llama1b (examples/llama3.2-1b.json, 4), tiny
+#                             (examples/tiny-llama.json fp32 flash) and tiny-cpu (the same on
+#                             the CPU backend), and tgrt-cuda-check
+# 1. tgrt-cuda-check --quick (every kernel, the family's included) against the CPU backend.
+# 2. tiny-llama on CUDA vs the CPU backend, fp32, same seed and data: losses side by side.
+# 3. For each example: REPS alternating repetitions of tgc (STEPS steps) and torch.compile
+#    (bench/torch_llama_step.py, same shape, bf16 autocast, SDPA with GQA, fused AdamW).
+# Synthetic uniform token data (uint32 .npy) of each vocab: timing only.
+# A table last: median and min-max over the repetitions, plan vs peak memory.
+#   STEPS (20)  REPS (3)  ONLY ("smollm2 llama1b")
+set -u -o pipefail
+OUT=${OUT:-/tmp/gpu-llama}; mkdir -p "$OUT"
+STEPS=${STEPS:-20}; REPS=${REPS:-3}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+B=/tmp/llama; rm -rf $B; mkdir -p $B
+tar -C $B -xJf runs/llama/llama.tar.xz || { echo "no runs/llama/llama.tar.xz"; exit 1; }
+B=$B/llama
+
+echo "== 1. kernel check"
+TGRT_CUDA_SYNC=1 $B/tgrt-cuda-check --quick --no-bench > "$OUT/check.log" 2>&1
+echo "rc $?"; grep -E "FAIL|passed|rms|rope|swiglu|gqa" "$OUT/check.log" | tail -25
+
+mkdata() { # dir vocab tokens
+  python3 - "$@" <<'PY'
+import json, os, sys, numpy as np
+d, V, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rng = np.random.default_rng(0)
+for split, k in (("train", n), ("val", n // 8), ("test", n // 8)):
+    np.save(f"{d}/{split}.npy", rng.integers(0, V, size=k, dtype=np.uint32))
+json.dump({"vocab_size": V, "eos_id": 0, "tokenizer": "synthetic"}, open(f"{d}/meta.json", "w"))
+PY
+}
+mkdata $B/data-2048 2048 400000
+mkdata $B/data-49152 49152 4000000
+mkdata $B/data-128256 128256 4000000
+
+echo "== 2. tiny-llama fp32: CUDA vs CPU"
+for be in tiny tiny-cpu; do
+  $B/$be --data $B/data-2048 --steps 10 --log "$OUT/$be.jsonl" > "$OUT/$be.log" 2>&1
+  echo "$be rc $?"; grep -E "step 10/|val loss|error" "$OUT/$be.log" | tail -2
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+o = sys.argv[1]
+rd = lambda f: [json.loads(l) for l in open(f"{o}/{f}.jsonl") if '"loss"' in l and '"step"' in l]
+a, b = rd("tiny"), rd("tiny-cpu")
+err = max(abs(x["loss"] - y["loss"]) / abs(y["loss"]) for x, y in zip(a, b)) if a and b else float("nan")
+print(f"tiny-llama fp32 flash: {len(a)} steps, max relative loss difference CUDA vs CPU {err:.2e}")
+PY
+
+echo "== 3. step time: tgc vs torch.compile, $REPS alternating repetitions"
+for name in ${ONLY:-smollm2 llama1b}; do
+  case $name in
+    smollm2) spec=examples/smollm2-135m.json; batch=8; data=$B/data-49152 ;;
+    llama1b) spec=examples/llama3.2-1b.json; batch=4; data=$B/data-128256 ;;
+  esac
+  for r in $(seq 1 "$REPS"); do
+    $B/$name --data $data --steps "$STEPS" --eval-every 0 --eval-batches 1 \
+      --log "$OUT/tgc-$name-$r.jsonl" > "$OUT/tgc-$name-$r.log" 2>&1
+    echo "tgc $name rep $r rc $?: $(grep -E 'plan .*used|error' "$OUT/tgc-$name-$r.log" | head -2 | tr '\n' ' ')"
+    python3 bench/torch_llama_step.py --spec $spec --batch $batch --steps "$STEPS" \
+      > "$OUT/torch-$name-$r.json" 2> "$OUT/torch-$name-$r.err"
+    echo "torch.compile $name rep $r rc $?: $(tail -c 300 "$OUT/torch-$name-$r.json")"
+  done
+done
+python3 - "$OUT" <<'PY'
+import glob, json, re, statistics, sys
+o = sys.argv[1]
+print("\n| model | system | ms/step median (min-max over reps) | memory GiB |")
+print("|---|---|---|---|")
+for name in ("smollm2", "llama1b"):
+    tg, tgmem = [], ""
+    for f in sorted(glob.glob(f"{o}/tgc-{name}-*.jsonl")):
+        rows = [json.loads(l) for l in open(f) if '"ms"' in l and '"eval"' not in l]
+        if len(rows) > 3: tg.append(statistics.median(r["ms"] for r in rows[3:]))
+        m = re.search(r"plan (\d+) bytes.*used (\d+) bytes", open(f[:-6] + ".log").read())
+        if m: tgmem = f"plan {int(m.group(1))/2**30:.2f}, used {int(m.group(2))/2**30:.2f}"
+    th, thmem = [], ""
+    for f in sorted(glob.glob(f"{o}/torch-{name}-*.json")):
+        try: j = json.loads(open(f).read().strip().splitlines()[-1])
+        except Exception: continue
+        th.append(j["ms"]); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
+    fmt = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
+    print(f"| {name} | tgc | {fmt(tg)} | {tgmem} |")
+    print(f"| {name} | torch.compile | {fmt(th)} | {thmem} |")
+PY
