@@ -445,7 +445,7 @@ void checkSemantics(const Spec &s) {
   checkDimLimit("model.head_dim", m.head_dim);
   if (m.head_dim == 0 && m.d_model % m.n_heads != 0)
     fail("model.d_model", std::to_string(m.d_model) + " is not divisible by model.n_heads=" +
-                              std::to_string(m.n_heads) + " (or set model.head_dim)");
+                              std::to_string(m.n_heads));
   if (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)
     fail("model.n_kv_heads", std::to_string(m.n_kv_heads) +
                                  " does not divide model.n_heads=" + std::to_string(m.n_heads) +

@@ -133,7 +133,10 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["training"]["optimizer"]["betas"], json::array({0.9, 0.95}));
   EXPECT_EQ(j["training"]["checkpointing"], "none");
   EXPECT_EQ(j["training"]["ignore_index"], -1);
-  EXPECT_EQ(j["model"].size(), 13u);
+  EXPECT_EQ(j["model"].size(), 19u); // GPT-2's 13 and the Llama family's 6
+  EXPECT_EQ(j["model"]["norm"], "layernorm");
+  EXPECT_EQ(j["model"]["n_kv_heads"], 0);
+  EXPECT_EQ(j["model"]["rope_scaling"]["factor"], 0.0);
   EXPECT_EQ(j["training"].size(), 11u);
   EXPECT_EQ(j["training"]["loss_chunk_bytes"], 512 << 20);
   EXPECT_EQ(j["training"]["distributed"], json({{"ranks", 1}, {"zero", 0}}));
@@ -332,10 +335,101 @@ TEST(SpecRules, EnumsAndSupportedValues) {
             "(did you mean 'cosine'?)");
   EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"name": "sgd"}}})"),
             "training.optimizer.name: only \"adamw\" is supported, got \"sgd\"");
-  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope"}})"),
-            "model.positional: only \"learned\" is supported, got \"rope\"");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "alibi"}})"),
+            "model.positional: \"alibi\" is not one of learned, rope");
   EXPECT_EQ(errorOf(R"({"model": {"activation": "relu"}})"),
-            "model.activation: only \"gelu_tanh\" is supported, got \"relu\"");
+            "model.activation: \"relu\" is not one of gelu_tanh, silu");
+  EXPECT_EQ(errorOf(R"({"model": {"norm": "rms"}})"),
+            "model.norm: \"rms\" is not one of layernorm, rmsnorm");
+}
+
+/// The Llama family's fields: each rule names its JSON path.
+TEST(SpecRules, LlamaFamily) {
+  EXPECT_EQ(errorOf(R"({"model": {"n_heads": 4, "n_kv_heads": 3}})"),
+            "model.n_kv_heads: 3 does not divide model.n_heads=4 (each key/value head serves "
+            "n_heads / n_kv_heads query heads)");
+  EXPECT_EQ(errorOf(R"({"model": {"activation": "silu"}})"),
+            "model.activation: \"silu\" is supported in the gated MLP only (SwiGLU): set "
+            "model.mlp_gated to true");
+  EXPECT_EQ(errorOf(R"({"model": {"mlp_gated": true}})"),
+            "model.mlp_gated: the gated MLP supports model.activation \"silu\" (SwiGLU) only, "
+            "got \"gelu_tanh\"");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "d_model": 60, "n_heads": 4}})"),
+            "model.d_model: rotary position embeddings need an even head dim, got 15");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "head_dim": 7}})"),
+            "model.head_dim: rotary position embeddings need an even head dim, got 7");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "rope_theta": 1}})"),
+            "model.rope_theta: must be > 1, got 1");
+  EXPECT_EQ(errorOf(R"({"model": {"rope_scaling": {"factor": 8}}})"),
+            "model.rope_scaling.factor: applies to model.positional \"rope\" only");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "rope_scaling": {"factor": 8,
+              "low_freq_factor": 4, "high_freq_factor": 4}}})"),
+            "model.rope_scaling.high_freq_factor: 4 must exceed "
+            "model.rope_scaling.low_freq_factor=4");
+  EXPECT_EQ(errorOf(R"({"model": {"n_kv_heads": -1}})").rfind("model.n_kv_heads:", 0), 0u);
+  // head_dim frees d_model from divisibility by n_heads.
+  Spec s = parseOk(R"({"model": {"d_model": 48, "n_heads": 2, "head_dim": 32}})");
+  EXPECT_EQ(s.model.headDim(), 32);
+  EXPECT_EQ(s.model.kvHeads(), 2);
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 50, "n_heads": 4}})"),
+            "model.d_model: 50 is not divisible by model.n_heads=4");
+}
+
+/// The family's parameter table: shapes, no wpe / ln biases, HF names and column ranges.
+TEST(SpecParams, LlamaTable) {
+  Spec s = parseOk(R"({"model": {"vocab_size": 100, "context": 16, "d_model": 48,
+    "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16, "d_ff": 40,
+    "tie_embeddings": false, "attention_bias": false, "mlp_bias": false, "norm": "rmsnorm",
+    "positional": "rope", "activation": "silu", "mlp_gated": true}})");
+  auto ps = modelParameters(s.model);
+  std::vector<std::string> names;
+  for (const auto &p : ps) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"wte", "layers.0.ln1.weight",
+                                              "layers.0.attn.qkv.weight",
+                                              "layers.0.attn.proj.weight", "layers.0.ln2.weight",
+                                              "layers.0.mlp.fc.weight",
+                                              "layers.0.mlp.proj.weight", "ln_f.weight",
+                                              "lm_head.weight"}));
+  EXPECT_EQ(hfArchitecture(s.model), "LlamaForCausalLM");
+  const ParamInfo &qkv = ps[2];
+  EXPECT_EQ(qkv.shape, (std::vector<int64_t>{48, (4 + 2 * 2) * 16}));
+  ASSERT_EQ(qkv.hf.size(), 3u);
+  EXPECT_EQ(qkv.hf[0].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(qkv.hf[1].name, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(qkv.hf[1].col_begin, 64);
+  EXPECT_EQ(qkv.hf[1].col_end, 96);
+  EXPECT_EQ(qkv.hf[2].col_end, 128);
+  EXPECT_TRUE(qkv.hf[2].transpose);
+  EXPECT_EQ(ps[3].shape, (std::vector<int64_t>{64, 48})); // o_proj: [H hd, D]
+  const ParamInfo &fc = ps[5];
+  EXPECT_EQ(fc.shape, (std::vector<int64_t>{48, 80}));
+  ASSERT_EQ(fc.hf.size(), 2u);
+  EXPECT_EQ(fc.hf[0].name, "model.layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(fc.hf[1].col_begin, 40);
+  EXPECT_EQ(ps[6].hf[0].name, "model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(ps.back().hf[0].name, "lm_head.weight");
+  int64_t n = 0;
+  for (const auto &p : ps) n += p.numel();
+  EXPECT_EQ(parameterCount(s.model), n);
+  // A mixed family has no HF class, and says why.
+  std::string why;
+  Spec mixed = parseOk(R"({"model": {"norm": "rmsnorm"}})");
+  EXPECT_EQ(hfArchitecture(mixed.model, &why), "");
+  EXPECT_NE(why.find("no Hugging Face class"), std::string::npos);
+  for (const auto &p : modelParameters(mixed.model)) EXPECT_TRUE(p.hf.empty()) << p.name;
+}
+
+/// GPT-2's table names its transformers tensors (Conv1D layout: whole, untransposed).
+TEST(SpecParams, Gpt2HfNames) {
+  Spec s = parseOk(R"({"model": {"n_layers": 1, "tie_embeddings": false}})");
+  auto ps = modelParameters(s.model);
+  EXPECT_EQ(hfArchitecture(s.model), "GPT2LMHeadModel");
+  EXPECT_EQ(ps[0].hf[0].name, "transformer.wte.weight");
+  EXPECT_EQ(ps[1].hf[0].name, "transformer.wpe.weight");
+  for (const auto &p : ps) {
+    ASSERT_EQ(p.hf.size(), 1u) << p.name;
+    EXPECT_EQ(p.hf[0].transpose, p.name == "lm_head.weight") << p.name;
+  }
 }
 
 TEST(SpecRules, Window) {
@@ -779,6 +873,15 @@ TEST(SpecExamples, ParseWithTextbookCounts) {
       {"lab-12l-768-ctx1024.json", 30000, 1024, 768, 12, 12, 3072, true, 108882432},
       {"tiny.json", 2048, 64, 64, 2, 4, 256, true, 235264},
   };
+  // The Llama family: the published parameter counts of SmolLM2-135M and Llama 3.2 1B.
+  for (auto [file, total] : {std::pair<const char *, int64_t>{"smollm2-135m.json", 134515008},
+                             {"llama3.2-1b.json", 1235814400}}) {
+    SCOPED_TRACE(file);
+    Spec s;
+    SpecError err;
+    ASSERT_TRUE(loadSpecFile(root + "/examples/" + file, {}, s, err)) << err.str();
+    EXPECT_EQ(parameterCount(s.model), total);
+  }
   for (const auto &c : cases) {
     SCOPED_TRACE(c.file);
     Spec s;
