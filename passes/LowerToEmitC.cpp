@@ -110,6 +110,7 @@ std::string tgrtDtype(Type e) {
 std::string tgrtDtype(StringRef name) {
   return name == "f32" ? "TGRT_F32" : name == "bf16" ? "TGRT_BF16" : name == "f16" ? "TGRT_F16" : "";
 }
+/// Element kinds of the types run() admits (f32, bf16, f16, i32): it refuses any other.
 Elem elemOf(Type e) { return e.isInteger(32) ? Elem::I32 : e.isF32() ? Elem::F32 : Elem::U16; }
 Elem elemOf(StringRef dtype) { return dtype == "f32" ? Elem::F32 : Elem::U16; }
 int64_t elemBytes(Value v) {
@@ -209,6 +210,34 @@ public:
         return module.emitError() << "lower-to-emitc: parameter \"" << p.name
                                   << "\" has dtypes " << p.dtype << "/" << p.stateDtype
                                   << " the runtime does not have";
+    // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
+    // for (e.g. an fp8 type) is refused here, never sized as some other type.
+    WalkResult typed = module.walk([&](Operation *op) {
+      auto known = [](Type t) {
+        auto r = dyn_cast<RankedTensorType>(t);
+        if (!r)
+          return true;
+        Type e = r.getElementType();
+        return e.isF32() || e.isBF16() || e.isF16() || e.isInteger(32);
+      };
+      for (Type t : op->getOperandTypes())
+        if (!known(t)) {
+          op->emitOpError() << "lower-to-emitc: operand type " << t
+                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                               "token ids are i32)";
+          return WalkResult::interrupt();
+        }
+      for (Type t : op->getResultTypes())
+        if (!known(t)) {
+          op->emitOpError() << "lower-to-emitc: result type " << t
+                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                               "token ids are i32)";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (typed.wasInterrupted())
+      return failure();
     if (failed(emitHeader()))
       return failure();
     for (const ParamSlot &p : report.params)

@@ -145,3 +145,16 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     return
   }
 }
+
+// -----
+
+// Element sizes come from the type: a type with no tgrt_dtype (fp8 here) is refused, never
+// sized as a 2-byte element (the planner refuses such results; this is an operand the
+// planner never sized: an argument).
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {}} {
+  func.func @micro_step(%a: tensor<4xf8E4M3FN>) {
+    // expected-error @+1 {{lower-to-emitc: operand type 'tensor<4xf8E4M3FN>' has no runtime element type (tgrt_dtype has f32, bf16, f16; token ids are i32)}}
+    "test.use"(%a) : (tensor<4xf8E4M3FN>) -> ()
+    return
+  }
+}
