@@ -32,17 +32,19 @@ else
 fi
 
 # Hugging Face transformers (not packaged by Debian) in .venv-hf/, over the system
-# site-packages so that it uses Debian's torch 1.13: 4.38.2 is a release that supports it.
-HF_PIP=(transformers==4.38.2 tokenizers==0.15.2 huggingface-hub==0.36.2 safetensors==0.8.0)
-if .venv-hf/bin/python -c 'import transformers, torch; assert transformers.__version__ == "4.38.2"' \
+# site-packages so that it uses Debian's torch 1.13: 4.45.2 is a release that supports it
+# and reads every LlamaConfig field tgc exports (head_dim, mlp_bias, rope_type "llama3";
+# 4.38 reads none of them). docs/hf.md.
+HF_PIP=(transformers==4.45.2 tokenizers==0.20.3 huggingface-hub==0.36.2 safetensors==0.8.0)
+if .venv-hf/bin/python -c 'import transformers, torch; assert transformers.__version__ == "4.45.2"' \
     >/dev/null 2>&1; then
-  echo "[setup] .venv-hf: transformers 4.38.2 present"
+  echo "[setup] .venv-hf: transformers 4.45.2 present"
 else
   echo "[setup] .venv-hf: installing ${HF_PIP[*]}"
   if ! { /usr/bin/python3 -m venv --system-site-packages .venv-hf &&
          .venv-hf/bin/pip install -q --disable-pip-version-check "${HF_PIP[@]}"; }; then
     echo "[setup] warning: could not install transformers into .venv-hf; the Hugging Face" \
-         "export test will be UNSUPPORTED"
+         "export/import tests will be UNSUPPORTED"
   fi
 fi
 [ "${1:-}" = "--deps" ] && exit 0

@@ -14,6 +14,7 @@
 
 #include "runtime/driver/DataMeta.h"
 #include "runtime/driver/FileUtil.h"
+#include "runtime/driver/Hf.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Rendezvous.h"
 #include "runtime/driver/Safetensors.h"
@@ -595,6 +596,13 @@ const char* kUsage =
     "                        fields; else refused naming the first difference); the --log\n"
     "                        file is cut back to the checkpoint's step before appending;\n"
     "                        without --steps/--epochs/--time-limit the saved total is kept\n"
+    "  --init-from DIR       start from a Hugging Face model directory (config.json and\n"
+    "                        model.safetensors or its shards, from save_pretrained or tgc\n"
+    "                        export --hf): GPT-2 or Llama as this model's spec says; the\n"
+    "                        config must describe this model (each differing field named),\n"
+    "                        every tensor must map onto a parameter with its shape (F32,\n"
+    "                        BF16 or F16, converted); AdamW moments start at zero, step 0.\n"
+    "                        Not with --resume\n"
     "  --stop-after N        stop after step N although the schedule spans --steps (simulates\n"
     "                        an interrupted run)\n"
     "  --seed S              seed for init and data sampling (default: the spec's seed)\n"
@@ -630,6 +638,7 @@ const char* kUsage =
 struct Options {
   std::string prog = "train"; ///< argv[0], for messages
   std::string data, log, save, resume;
+  std::string init_from; ///< --init-from DIR: a Hugging Face model directory
   int64_t steps = -1;
   double epochs = -1, time_limit_min = -1;
   int64_t eval_every = 0, eval_batches = 20, save_every = 0, stop_after = 0;
@@ -684,6 +693,7 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--log") o.log = value();
     else if (a == "--save") o.save = value();
     else if (a == "--resume") o.resume = value();
+    else if (a == "--init-from") o.init_from = value();
     else if (a == "--steps") o.steps = parseInt(a, value(), 1), ++schedule_flags;
     else if (a == "--epochs") o.epochs = parseDouble(a, value()), ++schedule_flags;
     else if (a == "--time-limit") o.time_limit_min = parseDouble(a, value()), ++schedule_flags;
@@ -702,6 +712,9 @@ Options parseArgs(int argc, char** argv) {
   if (schedule_flags > 1)
     throw DriverError("--steps, --epochs and --time-limit are mutually exclusive", 2);
   if (o.save_every > 0 && o.save.empty()) throw DriverError("--save-every needs --save FILE", 2);
+  if (!o.init_from.empty() && !o.resume.empty())
+    throw DriverError("--init-from and --resume are mutually exclusive (a checkpoint already "
+                      "holds the parameters)", 2);
   return o;
 }
 
@@ -816,6 +829,7 @@ private:
   void loadData();
   void initParams();
   void resume();
+  void initFrom();
   void save(int64_t step);
   void sampleBatch(Batch* b);
   void uploadBatch(const Batch& b);
@@ -1244,6 +1258,16 @@ void Trainer::resume() {
   say("resumed %s at step %lld\n", path.c_str(), (long long)start_step_);
 }
 
+void Trainer::initFrom() {
+  // Every rank reads the directory and uploads its part (under ZeRO-3 its chunk of each
+  // value); the AdamW moments stay zero and the run starts at step 0.
+  std::vector<std::string> notes;
+  std::string err;
+  if (!loadHfInit(ctx_, m_, opt_.init_from, &notes, &err)) throw DriverError(err);
+  for (const std::string& n : notes) say("note: --init-from: %s\n", n.c_str());
+  say("initialised the parameters from %s\n", opt_.init_from.c_str());
+}
+
 void Trainer::progress(int64_t step, int64_t total, double loss, double lr, float norm,
                        double loss_scale, bool skipped, double tok_s, double ms, double eta_s,
                        bool force_line) {
@@ -1299,6 +1323,8 @@ int Trainer::run() {
   beat("the parameters' initialisation");
   scaler_ = LossScaler(m_.loss_scale_init, m_.loss_scale_growth_interval);
   if (!opt_.resume.empty()) resume();
+  if (!opt_.init_from.empty()) initFrom();
+  beat("the parameters' loading");
 
   // Schedule length.
   const int64_t per_epoch = stepsPerEpoch(m_, (int64_t)train_.tokens.size()) / ranks_;

@@ -184,4 +184,17 @@ bool SafetensorsReader::readF32(const std::string& name, float* dst, int64_t num
   return true;
 }
 
+bool SafetensorsReader::readBytes(const std::string& name, void* dst, int64_t bytes,
+                                  std::string* err) {
+  const StTensorInfo* t = find(name);
+  if (!t) return fail(err, path_ + ": no tensor named '" + name + "'");
+  if (t->end - t->begin != bytes)
+    return fail(err, path_ + ": tensor '" + name + "' has " + std::to_string(t->end - t->begin) +
+                         " bytes, expected " + std::to_string(bytes));
+  if (std::fseek(f_, (long)(data_start_ + t->begin), SEEK_SET) != 0 ||
+      (bytes > 0 && std::fread(dst, 1, (size_t)bytes, f_) != (size_t)bytes))
+    return fail(err, path_ + ": cannot read tensor '" + name + "'" + at(data_start_ + t->begin));
+  return true;
+}
+
 } // namespace tgrt

@@ -56,6 +56,9 @@ public:
   /// Reads tensor `name` into dst (numel floats). Fails unless the tensor exists, is F32 and
   /// has exactly `numel` elements.
   bool readF32(const std::string& name, float* dst, int64_t numel, std::string* err);
+  /// Reads the `bytes` bytes of tensor `name` (any dtype) into dst. Fails unless the tensor
+  /// exists and holds exactly `bytes` bytes.
+  bool readBytes(const std::string& name, void* dst, int64_t bytes, std::string* err);
 
 private:
   std::string path_;

@@ -1,14 +1,17 @@
-//===- Export.cpp - tgc export: a checkpoint as a Hugging Face GPT-2 ---------===//
+//===- Export.cpp - tgc export: a checkpoint as a Hugging Face model ----------===//
 //
 //   tgc export CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
 //
-// Writes DIR/config.json (a GPT2Config) and DIR/model.safetensors (the parameter names of
-// transformers' GPT2LMHeadModel, F32), loadable with
-// `GPT2LMHeadModel.from_pretrained(DIR)`. tgc's model is GPT-2's (docs/spec.md "model"):
-// linear weights are stored [in, out] like GPT-2's Conv1D, the qkv projection is q | k | v
-// along its output with heads contiguous inside each, LayerNorm and tanh GELU
-// ("gelu_new") match. Only the lm_head of an untied model is transposed ([D, V] ->
-// nn.Linear's [V, D]). Missing attention/MLP biases are written as zeros (exact).
+// Writes DIR/config.json and DIR/model.safetensors (F32) for the transformers class that
+// computes the spec's model (tgc::hfArchitecture): GPT2LMHeadModel (a GPT2Config) or
+// LlamaForCausalLM (a LlamaConfig), loadable with `AutoModelForCausalLM.from_pretrained(DIR)`.
+// The tensor names and layouts come from the spec's parameter table (frontend/Spec.h,
+// ParamInfo::hf): each tgc parameter is cut into its Hugging Face pieces (column ranges of
+// the [in, out] weight, transposed to nn.Linear's [out, in] where HF uses nn.Linear:
+// GPT-2 keeps tgc's Conv1D layout except an untied lm_head; Llama's q/k/v_proj are the q | k
+// | v columns of the fused qkv, gate/up_proj the gate | up columns of the gated fc).
+// runtime/driver/Hf.cpp reads the same table the other way (`train --init-from DIR`).
+// GPT-2 always has attention and MLP biases: a spec without them gets zeros (exact).
 //
 // The checkpoint (from `train --save`, runtime/driver/Driver.cpp saveParams) holds each
 // parameter as F32 under its tgc name, the AdamW moments as "optim.m.NAME" /
@@ -20,6 +23,7 @@
 
 #include "frontend/Spec.h"
 #include "runtime/driver/FileUtil.h"
+#include "runtime/driver/Hf.h"
 #include "runtime/driver/Safetensors.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -45,31 +49,6 @@ std::string shapeStr(const std::vector<int64_t> &s) {
 int fail(const std::string &msg, int code = 1) {
   llvm::errs() << "tgc: error: " << msg << "\n";
   return code;
-}
-
-/// The Hugging Face name of tgc parameter `name` ("" when it has none: lm_head of a tied
-/// model never reaches here).
-std::string hfName(const std::string &name) {
-  static const std::pair<const char *, const char *> inLayer[] = {
-      {"ln1.", "ln_1."},           {"ln2.", "ln_2."},
-      {"attn.qkv.", "attn.c_attn."}, {"attn.proj.", "attn.c_proj."},
-      {"mlp.fc.", "mlp.c_fc."},    {"mlp.proj.", "mlp.c_proj."}};
-  if (name == "wte" || name == "wpe")
-    return "transformer." + name + ".weight";
-  if (name.rfind("ln_f.", 0) == 0)
-    return "transformer." + name;
-  if (name == "lm_head.weight")
-    return name;
-  if (name.rfind("layers.", 0) == 0) {
-    size_t dot = name.find('.', 7);
-    if (dot == std::string::npos)
-      return "";
-    std::string layer = name.substr(7, dot - 7), rest = name.substr(dot + 1);
-    for (auto [from, to] : inLayer)
-      if (rest.rfind(from, 0) == 0)
-        return "transformer.h." + layer + "." + to + rest.substr(std::strlen(from));
-  }
-  return "";
 }
 
 /// Model fields of the checkpoint's embedded spec (metadata "spec") that differ from
@@ -126,18 +105,17 @@ int runExport(const ExportOptions &opts) {
   const std::string specName = opts.specFile.empty() ? "<default spec>" : opts.specFile;
   const ModelSpec &m = spec.model;
 
-  // What GPT-2 cannot express.
-  if (m.positional != "learned")
-    return fail(specName + ": model.positional: '" + m.positional +
-                "' cannot be exported: GPT-2 has learned absolute positions only");
-  if (m.activation != "gelu_tanh")
-    return fail(specName + ": model.activation: '" + m.activation +
-                "' cannot be exported: GPT-2's activation here is the tanh GELU (gelu_new)");
+  // Which transformers class computes this model (none: refused with the reason).
+  std::string why;
+  const std::string arch = hfArchitecture(m, &why);
+  if (arch.empty())
+    return fail(specName + ": cannot be exported to Hugging Face: " + why);
+  const bool gpt2 = arch == "GPT2LMHeadModel";
   if (spec.training.attention.window > 0)
     return fail(specName + ": training.attention.window: " +
                 std::to_string(spec.training.attention.window) +
-                ": a sliding-window model cannot be exported: GPT-2 attends to the whole "
-                "causal context");
+                ": a sliding-window model cannot be exported: " +
+                (gpt2 ? "GPT-2" : "Llama") + " attends to the whole causal context");
 
   // The checkpoint: every spec parameter present, F32, with the spec's shape.
   tgrt::SafetensorsReader reader;
@@ -180,82 +158,136 @@ int runExport(const ExportOptions &opts) {
     }
   }
 
-  // Read and rename; zeros for the biases GPT-2 has and the spec does not.
+  // Read each parameter and cut it into its Hugging Face pieces (the spec's table); zeros
+  // for the biases GPT-2 has and the spec does not.
   const int64_t D = m.d_model, F = m.d_ff, V = m.vocab_size;
   std::vector<std::vector<float>> data;
   std::vector<tgrt::StTensorView> views;
-  data.reserve(params.size() + 4 * (size_t)m.n_layers);
+  data.reserve(2 * params.size() + 4 * (size_t)m.n_layers);
+  std::vector<float> whole;
   for (const ParamInfo &p : params) {
-    data.emplace_back((size_t)p.numel());
-    if (!reader.readF32(p.name, data.back().data(), p.numel(), &err))
-      return fail(err);
-    std::vector<int64_t> shape = p.shape;
-    if (p.name == "lm_head.weight") { // [D, V] (x @ W) -> nn.Linear's [V, D]
-      std::vector<float> t((size_t)(V * D));
-      const std::vector<float> &w = data.back();
-      for (int64_t i = 0; i < D; ++i)
-        for (int64_t j = 0; j < V; ++j)
-          t[(size_t)(j * D + i)] = w[(size_t)(i * V + j)];
-      data.back() = std::move(t);
-      shape = {V, D};
-    }
-    std::string hf = hfName(p.name);
-    if (hf.empty())
+    if (p.hf.empty())
       return fail("export: internal: no Hugging Face name for parameter '" + p.name + "'");
-    views.push_back({hf, shape, nullptr});
+    whole.resize((size_t)p.numel());
+    if (!reader.readF32(p.name, whole.data(), p.numel(), &err))
+      return fail(err);
+    for (const HfPiece &pc : p.hf) {
+      std::vector<int64_t> shape = tgrt::hfPieceShape(p.shape, pc);
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      data.emplace_back((size_t)n);
+      tgrt::extractHfPiece(whole.data(), p.shape, pc, data.back().data());
+      views.push_back({pc.name, shape, nullptr});
+    }
   }
   auto zeros = [&](const std::string &name, int64_t n) {
     data.emplace_back((size_t)n, 0.0f);
     views.push_back({name, {n}, nullptr});
   };
-  for (int64_t i = 0; i < m.n_layers; ++i) {
-    std::string h = "transformer.h." + std::to_string(i) + ".";
-    if (!m.attention_bias) {
-      zeros(h + "attn.c_attn.bias", 3 * D);
-      zeros(h + "attn.c_proj.bias", D);
+  if (gpt2)
+    for (int64_t i = 0; i < m.n_layers; ++i) {
+      std::string h = "transformer.h." + std::to_string(i) + ".";
+      if (!m.attention_bias) {
+        zeros(h + "attn.c_attn.bias", 3 * D);
+        zeros(h + "attn.c_proj.bias", D);
+      }
+      if (!m.mlp_bias) {
+        zeros(h + "mlp.c_fc.bias", F);
+        zeros(h + "mlp.c_proj.bias", D);
+      }
     }
-    if (!m.mlp_bias) {
-      zeros(h + "mlp.c_fc.bias", F);
-      zeros(h + "mlp.c_proj.bias", D);
-    }
-  }
   for (size_t k = 0; k < views.size(); ++k)
     views[k].data = data[k].data();
-  if (!m.attention_bias)
+  if (gpt2 && !m.attention_bias)
     llvm::errs() << "tgc: note: the spec has no attention biases (model.attention_bias=false); "
                     "GPT-2 always has them, so attn.c_attn.bias and attn.c_proj.bias are "
                     "written as zeros: exact, a zero bias adds nothing\n";
-  if (!m.mlp_bias)
+  if (gpt2 && !m.mlp_bias)
     llvm::errs() << "tgc: note: the spec has no MLP biases (model.mlp_bias=false); GPT-2 "
                     "always has them, so mlp.c_fc.bias and mlp.c_proj.bias are written as "
                     "zeros: exact, a zero bias adds nothing\n";
 
-  // config.json: a GPT2Config. tgc applies dropout after the embeddings and on both
-  // residual branches, never on the attention probabilities: attn_pdrop is 0.
-  nlohmann::ordered_json config = {
-      {"architectures", {"GPT2LMHeadModel"}},
-      {"model_type", "gpt2"},
-      {"vocab_size", V},
-      {"n_positions", m.context},
-      {"n_ctx", m.context},
-      {"n_embd", D},
-      {"n_layer", m.n_layers},
-      {"n_head", m.n_heads},
-      {"n_inner", F},
-      {"activation_function", "gelu_new"},
-      {"layer_norm_epsilon", m.layer_norm_eps},
-      {"resid_pdrop", m.dropout},
-      {"embd_pdrop", m.dropout},
-      {"attn_pdrop", 0.0},
-      {"initializer_range", 0.02},
-      {"scale_attn_weights", true},
-      {"tie_word_embeddings", m.tie_embeddings},
-      {"use_cache", true},
-      // The spec does not know the tokenizer (GPT2Config's default 50256 may not even be
-      // in the vocabulary): leave them unset. tgc data prepare's meta.json has eos_id.
-      {"bos_token_id", nullptr},
-      {"eos_token_id", nullptr},
-      {"torch_dtype", "float32"}};
+  nlohmann::ordered_json config;
+  if (gpt2) {
+    // A GPT2Config. tgc applies dropout after the embeddings and on both residual
+    // branches, never on the attention probabilities: attn_pdrop is 0.
+    config = {{"architectures", {"GPT2LMHeadModel"}},
+              {"model_type", "gpt2"},
+              {"vocab_size", V},
+              {"n_positions", m.context},
+              {"n_ctx", m.context},
+              {"n_embd", D},
+              {"n_layer", m.n_layers},
+              {"n_head", m.n_heads},
+              {"n_inner", F},
+              {"activation_function", "gelu_new"},
+              {"layer_norm_epsilon", m.layer_norm_eps},
+              {"resid_pdrop", m.dropout},
+              {"embd_pdrop", m.dropout},
+              {"attn_pdrop", 0.0},
+              {"initializer_range", 0.02},
+              {"scale_attn_weights", true},
+              {"tie_word_embeddings", m.tie_embeddings},
+              {"use_cache", true},
+              // The spec does not know the tokenizer (GPT2Config's default 50256 may not
+              // even be in the vocabulary): leave them unset. tgc data prepare's meta.json
+              // has eos_id.
+              {"bos_token_id", nullptr},
+              {"eos_token_id", nullptr},
+              {"torch_dtype", "float32"}};
+  } else {
+    // A LlamaConfig (rotate-half RoPE on q and k, heads contiguous: tgc's layout is HF's,
+    // no permutation). Llama has no dropout on the embeddings or the residual branches.
+    nlohmann::ordered_json scaling = nullptr;
+    if (m.rope_scaling.factor > 0)
+      scaling = {{"rope_type", "llama3"},
+                 {"factor", m.rope_scaling.factor},
+                 {"low_freq_factor", m.rope_scaling.low_freq_factor},
+                 {"high_freq_factor", m.rope_scaling.high_freq_factor},
+                 {"original_max_position_embeddings", m.rope_scaling.original_context}};
+    config = {{"architectures", {"LlamaForCausalLM"}},
+              {"model_type", "llama"},
+              {"vocab_size", V},
+              {"hidden_size", D},
+              {"intermediate_size", F},
+              {"num_hidden_layers", m.n_layers},
+              {"num_attention_heads", m.n_heads},
+              {"num_key_value_heads", m.kvHeads()},
+              {"head_dim", m.headDim()},
+              {"hidden_act", "silu"},
+              {"max_position_embeddings", m.context},
+              {"rms_norm_eps", m.layer_norm_eps},
+              {"rope_theta", m.rope_theta},
+              {"rope_scaling", scaling},
+              {"attention_bias", m.attention_bias},
+              {"attention_dropout", 0.0},
+              {"mlp_bias", m.mlp_bias},
+              {"pretraining_tp", 1},
+              {"initializer_range", 0.02},
+              {"tie_word_embeddings", m.tie_embeddings},
+              {"use_cache", true},
+              {"bos_token_id", nullptr},
+              {"eos_token_id", nullptr},
+              {"torch_dtype", "float32"}};
+    // What older transformers releases do not read (4.38 ignores head_dim and mlp_bias
+    // and refuses rope_type llama3); 4.45, which scripts/setup.sh installs, reads all.
+    std::vector<std::string> newer;
+    if (m.headDim() * m.n_heads != D)
+      newer.push_back("head_dim " + std::to_string(m.headDim()) + " (not d_model / n_heads)");
+    if (m.mlp_bias)
+      newer.push_back("mlp_bias true");
+    if (m.rope_scaling.factor > 0)
+      newer.push_back("rope_scaling with rope_type \"llama3\"");
+    for (const std::string &f : newer)
+      llvm::errs() << "tgc: note: config.json has " << f
+                   << ", which transformers reads from 4.45 on (scripts/setup.sh installs "
+                      "4.45.2); older releases such as 4.38 ignore or refuse it\n";
+    if (m.dropout > 0)
+      llvm::errs() << "tgc: note: model.dropout " << m.dropout
+                   << " is not exported: Llama has no dropout on the embeddings or the "
+                      "residual branches (the function in eval mode is the same)\n";
+  }
   std::string configText = config.dump(2) + "\n";
 
   // Write: the directory, then model.safetensors and config.json (each atomically).
@@ -282,7 +314,7 @@ int runExport(const ExportOptions &opts) {
   llvm::errs() << "tgc: wrote " << configPath << " and " << weightsPath << " ("
                << views.size() << " tensors, " << total << " trained parameters"
                << (m.tie_embeddings ? ", lm_head tied to wte" : "")
-               << "); load with transformers.GPT2LMHeadModel.from_pretrained(\"" << opts.hfDir
+               << "); load with transformers." << arch << ".from_pretrained(\"" << opts.hfDir
                << "\")\n";
   return 0;
 }

@@ -34,8 +34,8 @@ cl::SubCommand experimentCmd(
     "DIR/configs/<name>/train, then\ntools/experiment/run.py trains them and writes the "
     "report. See docs/experiments.md.");
 cl::SubCommand exportCmd("export",
-                         "Write a trained checkpoint as a Hugging Face GPT-2 directory "
-                         "(config.json + model.safetensors)");
+                         "Write a trained checkpoint as a Hugging Face GPT-2 or Llama "
+                         "directory (config.json + model.safetensors)");
 
 cl::OptionCategory specCat("Spec options");
 cl::opt<std::string> specFile(cl::Positional, cl::desc("[SPEC.json]"), cl::init(""),
@@ -116,7 +116,7 @@ cl::opt<std::string> exportSpec("spec",
                                 cl::value_desc("SPEC.json"), cl::init(""), cl::sub(exportCmd),
                                 cl::cat(exportCat));
 cl::opt<std::string> exportHf("hf",
-                              cl::desc("Output directory for the Hugging Face GPT-2 model "
+                              cl::desc("Output directory for the Hugging Face model "
                                        "(created if missing; config.json and "
                                        "model.safetensors are replaced)"),
                               cl::value_desc("DIR"), cl::init(""), cl::sub(exportCmd),
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
       "  tgc plan SPEC                 print the memory plan before anything runs\n"
       "  tgc summary SPEC              print the parameter table\n"
       "  tgc data prepare --out DIR    tokenize a corpus (default: Linux kernel docs)\n"
-      "  tgc export CKPT --hf DIR      a checkpoint as a Hugging Face GPT-2 (--spec SPEC)\n"
+      "  tgc export CKPT --hf DIR      a checkpoint as a Hugging Face model (--spec SPEC)\n"
       "  tgc experiment M.json --out D compile and run a matrix of configurations\n\n"
       "Run `tgc <subcommand> --help` for the options of each.\n");
 
