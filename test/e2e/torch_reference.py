@@ -21,6 +21,17 @@ correction (step 1 alone, about lr*sign(g), cannot see beta2). Dropout (model.dr
 is reproduced with the runtime's counter-based splitmix64 mask (dropout_masks); with
 --ignore-frac F about a fraction F of the targets are set to training.ignore_index.
 
+The model (expected_params, forward): GPT-2 (LayerNorm, learned positions wpe, tanh-GELU MLP)
+and the Llama family's components, each on its own as the spec selects them (frontend/Spec.cpp
+modelParameters, frontend/MLIRGen.cpp): model.norm rmsnorm (x * rsqrt(mean(x^2) + eps) * w, no
+bias), model.positional rope (no wpe; q and k rotated after the qkv bias, pair (i, i + hd/2)
+of each head by pos * inv_freq[i], the product in float32, inv_freq as HF transformers'
+default / "llama3" rope types compute it in float64 and rounded to float32 as
+tgrt_rope_inv_freq), model.activation silu with model.mlp_gated (fc [D, 2F] = gate | up,
+silu(gate) * up), model.n_kv_heads (query head h reads kv head h // (H / Hkv)), model.head_dim
+(qkv [D, (H + 2 Hkv) hd], proj [H hd, D]), with or without biases. Anything but GPT-2 prints a
+`family:` line with those fields. --self-test checks GPT-2 and two Llama configurations.
+
 Errors are "max rel err" = max|lib - ref| / max(max|ref|, 1e-12) per tensor. Exit status 1
 (after printing the table) if any tolerance fails.
 
@@ -197,24 +208,36 @@ def optimizer_problems(m, cfg, problems, tag):
 
 
 def expected_params(cfg):
-    """Name and shape of every parameter, in creation order (frontend/Spec.cpp)."""
+    """Name and shape of every parameter, in creation order (frontend/Spec.cpp
+    modelParameters). Q = H hd, W = (H + 2 Hkv) hd (the fused q | k | v columns), F' = 2 F
+    when the MLP is gated (gate | up columns); RMSNorm has no bias, RoPE no wpe."""
     V, C, D, L, Fd = cfg["V"], cfg["C"], cfg["D"], cfg["L"], cfg["F"]
-    ps = [("wte", (V, D)), ("wpe", (C, D))]
+    H, Hkv, hd = cfg["H"], cfg["Hkv"], cfg["hd"]
+    Q, W = H * hd, (H + 2 * Hkv) * hd
+    Fin = 2 * Fd if cfg["mlp_gated"] else Fd
+    rms = cfg["norm"] == "rmsnorm"
+
+    def norm(n):
+        return [(n + ".weight", (D,))] + ([] if rms else [(n + ".bias", (D,))])
+
+    ps = [("wte", (V, D))]
+    if cfg["positional"] == "learned":
+        ps.append(("wpe", (C, D)))
     for i in range(L):
         l = f"layers.{i}."
-        ps += [(l + "ln1.weight", (D,)), (l + "ln1.bias", (D,)), (l + "attn.qkv.weight", (D, 3 * D))]
+        ps += norm(l + "ln1") + [(l + "attn.qkv.weight", (D, W))]
         if cfg["attn_bias"]:
-            ps.append((l + "attn.qkv.bias", (3 * D,)))
-        ps.append((l + "attn.proj.weight", (D, D)))
+            ps.append((l + "attn.qkv.bias", (W,)))
+        ps.append((l + "attn.proj.weight", (Q, D)))
         if cfg["attn_bias"]:
             ps.append((l + "attn.proj.bias", (D,)))
-        ps += [(l + "ln2.weight", (D,)), (l + "ln2.bias", (D,)), (l + "mlp.fc.weight", (D, Fd))]
+        ps += norm(l + "ln2") + [(l + "mlp.fc.weight", (D, Fin))]
         if cfg["mlp_bias"]:
-            ps.append((l + "mlp.fc.bias", (Fd,)))
+            ps.append((l + "mlp.fc.bias", (Fin,)))
         ps.append((l + "mlp.proj.weight", (Fd, D)))
         if cfg["mlp_bias"]:
             ps.append((l + "mlp.proj.bias", (D,)))
-    ps += [("ln_f.weight", (D,)), ("ln_f.bias", (D,))]
+    ps += norm("ln_f")
     if not cfg["tied"]:
         ps.append(("lm_head.weight", (D, V)))
     return ps
@@ -224,12 +247,20 @@ def config_from_spec(spec):
     m, t = spec["model"], spec["training"]
     o = t["optimizer"]
     betas = o.get("betas", [0.9, 0.95])
+    rs = m.get("rope_scaling", {})
     cfg = dict(
         V=m["vocab_size"], C=m["context"], D=m["d_model"], L=m["n_layers"], H=m["n_heads"],
         F=m["d_ff"], tied=m.get("tie_embeddings", True), attn_bias=m.get("attention_bias", True),
         mlp_bias=m.get("mlp_bias", True), eps=m.get("layer_norm_eps", 1e-5),
         dropout=m.get("dropout", 0.0), activation=m.get("activation", "gelu_tanh"),
         positional=m.get("positional", "learned"),
+        norm=m.get("norm", "layernorm"), mlp_gated=m.get("mlp_gated", False),
+        # 0 defaults resolved as ModelSpec::kvHeads() / headDim() do
+        Hkv=m.get("n_kv_heads", 0) or m["n_heads"],
+        hd=m.get("head_dim", 0) or m["d_model"] // m["n_heads"],
+        rope_theta=m.get("rope_theta", 10000.0),
+        rope_scaling=(rs.get("factor", 0.0), rs.get("low_freq_factor", 1.0),
+                      rs.get("high_freq_factor", 4.0), rs.get("original_context", 8192)),
         B=t["batch_size"], window=t.get("attention", {}).get("window", 0),
         kernel=t.get("attention", {}).get("kernel", "naive"),
         ignore_index=t.get("ignore_index", -1),
@@ -238,6 +269,51 @@ def config_from_spec(spec):
         decay_embeddings=o.get("decay_embeddings", False),
     )
     return cfg
+
+
+# GPT-2's model fields; a cfg from an older caller (the self-test's dicts) may lack them.
+GPT2_FIELDS = dict(norm="layernorm", positional="learned", activation="gelu_tanh",
+                   mlp_gated=False, rope_theta=10000.0, rope_scaling=(0.0, 1.0, 4.0, 8192))
+
+
+def with_defaults(cfg):
+    """cfg with GPT-2's values for the family fields it does not set (Hkv = H, hd = D / H)."""
+    c = dict(GPT2_FIELDS)
+    c.update(cfg)
+    c.setdefault("Hkv", c["H"])
+    c.setdefault("hd", c["D"] // c["H"])
+    c.setdefault("dropout", 0.0)
+    return c
+
+
+def is_gpt2(cfg):
+    return (all(cfg[k] == v for k, v in GPT2_FIELDS.items() if k not in ("rope_theta", "rope_scaling"))
+            and cfg["Hkv"] == cfg["H"] and cfg["hd"] * cfg["H"] == cfg["D"])
+
+
+def family_problems(cfg):
+    """What the reference does not model (empty: it models this spec)."""
+    out = []
+    if cfg["norm"] not in ("layernorm", "rmsnorm"):
+        out.append(f"model.norm {cfg['norm']!r} is not modelled here")
+    if cfg["positional"] not in ("learned", "rope"):
+        out.append(f"model.positional {cfg['positional']!r} is not modelled here")
+    if (cfg["activation"], cfg["mlp_gated"]) not in (("gelu_tanh", False), ("silu", True)):
+        out.append(f"model.activation {cfg['activation']!r} with mlp_gated={cfg['mlp_gated']} is "
+                   "not modelled here (gelu_tanh ungated, silu gated = SwiGLU)")
+    if cfg["H"] % cfg["Hkv"] != 0:
+        out.append(f"n_kv_heads {cfg['Hkv']} does not divide n_heads {cfg['H']}")
+    return out
+
+
+def family_note(cfg):
+    """One line with the Llama-family fields (printed for anything but GPT-2)."""
+    sc = cfg["rope_scaling"]
+    rope = (f" rope_theta={cfg['rope_theta']:g} rope_scaling=" +
+            (f"llama3(factor={sc[0]:g}, low={sc[1]:g}, high={sc[2]:g}, original_context={sc[3]})"
+             if sc[0] > 0 else "none")) if cfg["positional"] == "rope" else ""
+    return (f"norm={cfg['norm']} positional={cfg['positional']}{rope} activation={cfg['activation']} "
+            f"mlp_gated={cfg['mlp_gated']} n_kv_heads={cfg['Hkv']} head_dim={cfg['hd']}")
 
 
 def layer_norm(x, w, b, eps):
@@ -250,6 +326,50 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def silu(x):
+    return x * torch.sigmoid(x)
+
+
+def rope_inv_freq(hd, theta, scaling):
+    """float32 inverse frequencies of the hd/2 rotary pairs, written as HF transformers'
+    default and "llama3" rope types (_compute_llama3_parameters) compute them, in float64
+    (on the float32 spec values the compiled model carries), then rounded to float32 as
+    tgrt_rope_inv_freq (runtime/tgrt.h) does. scaling = (factor, low_freq_factor,
+    high_freq_factor, original_context); factor 0: none."""
+    f32 = lambda v: float(torch.tensor(v, dtype=torch.float32))
+    theta = f32(theta)
+    factor, lo, hi, octx = (f32(v) for v in scaling)
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    if factor > 0:
+        low_wavelen, high_wavelen = octx / lo, octx / hi
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
+        smooth = (octx / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+        inv = torch.where(medium, smoothed, scaled)
+    return inv.to(torch.float32)
+
+
+def rope_cos_sin(T, hd, theta, scaling, device=None):
+    """cos, sin [T, hd/2] (float64) of the angles pos * inv_freq, the product in float32
+    as the kernels compute it (tgrt_rope)."""
+    inv = rope_inv_freq(hd, theta, scaling)
+    ang = (torch.arange(T, dtype=torch.float32).view(T, 1) * inv.view(1, -1)).double()
+    return torch.cos(ang).to(device), torch.sin(ang).to(device)
+
+
+def rope(x, cos, sin, sign=1.0):
+    """Rotates x [..., T, hd] (T positions, hd even): pair (i, i + hd/2) by sign * pos *
+    inv_freq[i] (GPT-NeoX / HF Llama rotate_half). cos, sin: [T, hd/2]."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * cos - sign * x2 * sin, x2 * cos + sign * x1 * sin), dim=-1)
+
+
 def causal_mask(T, window, device=None):
     i = torch.arange(T, device=device).view(T, 1)
     j = torch.arange(T, device=device).view(1, T)
@@ -260,51 +380,76 @@ def causal_mask(T, window, device=None):
 
 
 def forward(cfg, P, tokens, targets, masks=None):
-    """Mean cross-entropy of the GPT described by cfg with parameters P (dict name->tensor),
+    """Mean cross-entropy of the model described by cfg with parameters P (dict name->tensor),
     over the targets != cfg["ignore_index"]. masks: None (no dropout) or the inverted-dropout
-    factors (0 or 1/(1-rate)) of every dropout site, name -> [B, T, D] (dropout_masks)."""
+    factors (0 or 1/(1-rate)) of every dropout site, name -> [B, T, D] (dropout_masks).
+    GPT-2, and the Llama family's components independently of each other: RMSNorm, rotary
+    positions (on q and k after the qkv bias; Llama 3 frequency scaling), SwiGLU (fc columns
+    gate | up), grouped-query attention (query head h reads kv head h // (H / Hkv)), any
+    head_dim (Q = H hd may differ from D)."""
+    cfg = with_defaults(cfg)
     B, T = tokens.shape
-    D, H = cfg["D"], cfg["H"]
-    hd = D // H
+    D, H, Hkv, hd = cfg["D"], cfg["H"], cfg["Hkv"], cfg["hd"]
+    G = H // Hkv
     eps = cfg["eps"]
+    rms = cfg["norm"] == "rmsnorm"
+
+    def norm(x, n):
+        if rms:
+            return rms_norm(x, P[n + ".weight"], eps)
+        return layer_norm(x, P[n + ".weight"], P[n + ".bias"], eps)
+
     tk = tokens.long()
-    x = P["wte"][tk] + P["wpe"][:T]
+    x = P["wte"][tk]
+    if cfg["positional"] == "learned":
+        x = x + P["wpe"][:T]
+    else:
+        cos, sin = rope_cos_sin(T, hd, cfg["rope_theta"], cfg["rope_scaling"], tokens.device)
     if masks:
         x = x * masks["drop"]
     hidden = ~causal_mask(T, cfg["window"], tokens.device)
     scale = 1.0 / math.sqrt(hd)
     for i in range(cfg["L"]):
         l = f"layers.{i}."
-        h = layer_norm(x, P[l + "ln1.weight"], P[l + "ln1.bias"], eps)
+        h = norm(x, l + "ln1")
         qkv = h @ P[l + "attn.qkv.weight"]
         if cfg["attn_bias"]:
             qkv = qkv + P[l + "attn.qkv.bias"]
-        q, k, v = qkv.split(D, dim=-1)
-        q, k, v = (z.reshape(B, T, H, hd).transpose(1, 2) for z in (q, k, v))
+        q, k, v = qkv.split((H * hd, Hkv * hd, Hkv * hd), dim=-1)
+        q = q.reshape(B, T, H, hd).transpose(1, 2)
+        k, v = (z.reshape(B, T, Hkv, hd).transpose(1, 2) for z in (k, v))
+        if cfg["positional"] == "rope":
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if G > 1:  # query head h reads kv head h // G
+            k, v = k.repeat_interleave(G, dim=1), v.repeat_interleave(G, dim=1)
         # In place on the [B,H,T,T] scores (matmul's backward needs q and k, masked_fill's
         # only the mask, softmax's its output): one T*T tensor per layer is kept.
         s = (q @ k.transpose(-1, -2)).mul_(scale).masked_fill_(hidden, float("-inf"))
         p = torch.softmax(s, dim=-1)
         del s
-        o = (p @ v).transpose(1, 2).reshape(B, T, D)
+        o = (p @ v).transpose(1, 2).reshape(B, T, H * hd)
         o = o @ P[l + "attn.proj.weight"]
         if cfg["attn_bias"]:
             o = o + P[l + "attn.proj.bias"]
         if masks:
             o = o * masks[l + "attn.drop"]
         x = x + o
-        h = layer_norm(x, P[l + "ln2.weight"], P[l + "ln2.bias"], eps)
+        h = norm(x, l + "ln2")
         f = h @ P[l + "mlp.fc.weight"]
         if cfg["mlp_bias"]:
             f = f + P[l + "mlp.fc.bias"]
-        f = gelu_tanh(f)
+        if cfg["mlp_gated"]:
+            gate, up = f.split(cfg["F"], dim=-1)
+            f = silu(gate) * up
+        else:
+            f = gelu_tanh(f)
         f = f @ P[l + "mlp.proj.weight"]
         if cfg["mlp_bias"]:
             f = f + P[l + "mlp.proj.bias"]
         if masks:
             f = f * masks[l + "mlp.drop"]
         x = x + f
-    x = layer_norm(x, P["ln_f.weight"], P["ln_f.bias"], eps)
+    x = norm(x, "ln_f")
     logits = x @ P["wte"].t() if cfg["tied"] else x @ P["lm_head.weight"]
     return F.cross_entropy(logits.reshape(B * T, -1), targets.long().reshape(-1),
                            ignore_index=cfg["ignore_index"], reduction="mean")
@@ -364,7 +509,7 @@ def torch_adamw_one(cfg, name, p, g, lr, scale):
 
 def random_params(cfg, gen):
     P = {}
-    for name, shape in expected_params(cfg):
+    for name, shape in expected_params(with_defaults(cfg)):
         if name.endswith(".weight") and len(shape) == 1:  # layer norm gains
             t = 1.0 + 0.1 * torch.randn(shape, generator=gen, dtype=torch.float64)
         elif len(shape) == 1:  # biases (layer norm and linear)
@@ -461,8 +606,7 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
         problems.append(f"--loss-scale {loss_scale:g} must be finite and > 0")
     if cfg["dropout"] != 0:
         problems.append("model.dropout must be 0 for this check (--steps checks dropout)")
-    if cfg["positional"] != "learned" or cfg["activation"] != "gelu_tanh":
-        problems.append("only positional=learned, activation=gelu_tanh are modelled here")
+    problems += family_problems(cfg)
     lparams = lib.params()
     exp = expected_params(cfg)
     if [(p["name"], p["shape"]) for p in lparams] != [(n, tuple(s)) for n, s in exp]:
@@ -483,6 +627,8 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
           f"H={cfg['H']} F={cfg['F']} B={cfg['B']} tied={cfg['tied']} attn_bias={cfg['attn_bias']} "
           f"mlp_bias={cfg['mlp_bias']} kernel={cfg['kernel']} window={cfg['window']} "
           f"grad_clip={cfg['grad_clip']}")
+    if not is_gpt2(cfg):
+        print(f"grad-check: family: {family_note(cfg)}")
     print(f"grad-check: {n_elems} parameters; float64 reference on {device}; "
           f"tolerances grad {tol_grad:.0e} update {tol_update:.0e}", flush=True)
     if low:
@@ -818,8 +964,7 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
                         f"{spec['training'].get('grad_accum', 1)}")
     if (m.batch_size, m.context, m.vocab_size) != (cfg["B"], cfg["C"], cfg["V"]):
         problems.append("tgrt_model batch/context/vocab differ from the spec")
-    if cfg["positional"] != "learned" or cfg["activation"] != "gelu_tanh":
-        problems.append("only positional=learned, activation=gelu_tanh are modelled here")
+    problems += family_problems(cfg)
     lparams = lib.params()
     exp = expected_params(cfg)
     if [(p["name"], p["shape"]) for p in lparams] != [(n, tuple(s)) for n, s in exp]:
@@ -833,6 +978,8 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
           f"steps={steps} grad_accum={K} dropout={cfg['dropout']:g} ignore_index={cfg['ignore_index']} "
           f"ignore_frac={ignore_frac:g} betas=({cfg['beta1']:g}, {cfg['beta2']:g}) "
           f"grad_clip={cfg['grad_clip']:g}")
+    if not is_gpt2(cfg):
+        print(f"steps-check: family: {family_note(cfg)}")
 
     gen = torch.Generator().manual_seed(seed)
     P32 = {n: t.to(torch.float32) for n, t in random_params(cfg, gen).items()}
@@ -944,6 +1091,90 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
     return 0 if not failed else 1
 
 
+def fd_self_test(cfg, label):
+    """The reference's autograd gradients of cfg's model against central finite differences
+    of its forward; returns the worst relative error."""
+    gen = torch.Generator().manual_seed(1)
+    P = random_params(cfg, gen)
+    P = {n: (t * 10 if t.dim() == 2 else t) for n, t in P.items()}  # larger: non-trivial attention
+    tokens = torch.randint(0, cfg["V"], (cfg["B"], cfg["C"]), generator=gen)
+    targets = torch.randint(0, cfg["V"], (cfg["B"], cfg["C"]), generator=gen)
+    _, G = ref_loss_and_grads(cfg, P, tokens, targets)
+    worst = 0.0
+    for n, t in P.items():
+        fd = torch.zeros_like(t)
+        flat, fdf = t.view(-1), fd.view(-1)
+        for i in range(flat.numel()):
+            old = float(flat[i])
+            flat[i] = old + 1e-6
+            lp = forward(cfg, P, tokens, targets).item()
+            flat[i] = old - 1e-6
+            lm = forward(cfg, P, tokens, targets).item()
+            flat[i] = old
+            fdf[i] = (lp - lm) / 2e-6
+        worst = max(worst, rel_err(G[n], fd))
+    print(f"self-test {label}: worst rel err vs finite differences {worst:.1e}")
+    return worst
+
+
+def tgrt_rope_inv_freq(i, hd, theta, scaling):
+    """runtime/tgrt.h's tgrt_rope_inv_freq transcribed (scalar, double, rounded to float)."""
+    f = 1.0 / math.pow(theta, (2 * i) / hd)
+    factor, lo, hi, ctx = scaling
+    if factor > 0:
+        w = 2 * math.pi / f
+        low, high = ctx / lo, ctx / hi
+        if w > low:
+            f = f / factor
+        elif not (w < high):
+            s = (ctx / w - lo) / (hi - lo)
+            f = (1.0 - s) * f / factor + s * f
+    return float(torch.tensor(f, dtype=torch.float32))
+
+
+def rope_self_test():
+    """rope_inv_freq (HF transformers' vectorised form) against tgrt.h's scalar formula, the
+    Llama 3 scaling's three bands, and the rotation's defining properties; failures."""
+    bad = 0
+    f32 = lambda v: float(torch.tensor(v, dtype=torch.float32))
+    for hd, theta, sc in ((8, 10000.0, (0.0, 1.0, 4.0, 8192)), (8, 10000.0, (8.0, 1.0, 4.0, 64)),
+                          (32, 10000.0, (32.0, 1.0, 4.0, 16)), (64, 500000.0, (32.0, 1.0, 4.0, 8192)),
+                          (128, 500000.0, (8.0, 1.0, 4.0, 8192))):
+        vec = rope_inv_freq(hd, theta, sc).tolist()
+        scal = [tgrt_rope_inv_freq(i, hd, f32(theta), tuple(f32(v) for v in sc)) for i in range(hd // 2)]
+        if vec != scal:
+            print(f"self-test: error: rope inverse frequencies hd={hd} theta={theta:g} scaling={sc}: "
+                  f"HF form {vec} != tgrt.h form {scal}")
+            bad += 1
+    # the bands of the factor-8 / original context 64 scaling at hd 8: pair 0 (wavelength 6.3 <
+    # 16) unchanged, pair 1 (62.8, between 16 and 64) smoothed, pairs 2, 3 divided by 8
+    plain = rope_inv_freq(8, 10000.0, (0.0, 1.0, 4.0, 64)).double()
+    ratio = (plain / rope_inv_freq(8, 10000.0, (8.0, 1.0, 4.0, 64)).double()).tolist()
+    if not (ratio[0] == 1.0 and 1.0 < ratio[1] < 8.0 and abs(ratio[2] - 8) < 1e-6 and abs(ratio[3] - 8) < 1e-6):
+        print(f"self-test: error: llama3 scaling bands: plain / scaled = {ratio}")
+        bad += 1
+    # rotation: norm-preserving, undone by sign -1, scores depend on the relative position only
+    gen = torch.Generator().manual_seed(3)
+    T, hd = 12, 8
+    cos, sin = rope_cos_sin(T, hd, 10000.0, (8.0, 1.0, 4.0, 64))
+    x = torch.randn(2, T, hd, generator=gen)
+    y = rope(x, cos, sin)
+    e_norm = float((y.norm(dim=-1) - x.norm(dim=-1)).abs().max())
+    e_inv = float((rope(y, cos, sin, -1.0) - x).abs().max())
+    qv, kv = torch.randn(hd, generator=gen), torch.randn(hd, generator=gen)
+    rq, rk = rope(qv.expand(T, hd), cos, sin), rope(kv.expand(T, hd), cos, sin)
+    sc = rq @ rk.t()  # sc[m, n] = f(m - n)
+    e_rel = max(float((torch.diagonal(sc, d) - torch.diagonal(sc, d)[0]).abs().max()) for d in range(-T + 1, T))
+    # pair (0, hd/2) of position 1 rotated by exactly the angle inv_freq[0] = 1 (rotate_half)
+    e_pair = abs(float(y[0, 1, 0]) - (float(x[0, 1, 0]) * math.cos(1) - float(x[0, 1, hd // 2]) * math.sin(1)))
+    print(f"self-test rope: |norm change| {e_norm:.1e}, |inverse - x| {e_inv:.1e}, "
+          f"relative-position invariance {e_rel:.1e}, pair (0, hd/2) {e_pair:.1e}")
+    if max(e_norm, e_inv, e_rel) > 1e-5 or e_pair > 1e-6:  # float32 angles: e_rel ~1e-6
+        print("self-test: error: rope rotation")
+        bad += 1
+    return bad
+
+
 def self_test():
     """The reference model against central finite differences (float64), tiny configs."""
     torch.manual_seed(0)
@@ -951,27 +1182,22 @@ def self_test():
     for tied, bias, window in ((True, True, 0), (False, False, 3)):
         cfg = dict(V=11, C=6, D=8, L=2, H=2, F=12, tied=tied, attn_bias=bias, mlp_bias=bias,
                    eps=1e-5, B=2, window=window, ignore_index=-1, decay_embeddings=False)
-        gen = torch.Generator().manual_seed(1)
-        P = random_params(cfg, gen)
-        P = {n: (t * 10 if t.dim() == 2 else t) for n, t in P.items()}  # larger: non-trivial attention
-        tokens = torch.randint(0, cfg["V"], (2, 6), generator=gen)
-        targets = torch.randint(0, cfg["V"], (2, 6), generator=gen)
-        _, G = ref_loss_and_grads(cfg, P, tokens, targets)
-        worst = 0.0
-        for n, t in P.items():
-            fd = torch.zeros_like(t)
-            flat, fdf = t.view(-1), fd.view(-1)
-            for i in range(flat.numel()):
-                old = float(flat[i])
-                flat[i] = old + 1e-6
-                lp = forward(cfg, P, tokens, targets).item()
-                flat[i] = old - 1e-6
-                lm = forward(cfg, P, tokens, targets).item()
-                flat[i] = old
-                fdf[i] = (lp - lm) / 2e-6
-            worst = max(worst, rel_err(G[n], fd))
-        print(f"self-test tied={tied} bias={bias} window={window}: worst rel err vs finite differences {worst:.1e}")
+        worst = fd_self_test(cfg, f"tied={tied} bias={bias} window={window}")
         bad += worst > 1e-6
+    # The Llama family: RMSNorm, RoPE (Llama 3 scaling in all three bands at hd 8 / original
+    # context 64 and 6 positions), SwiGLU, grouped-query attention, head_dim != D / H.
+    llama = dict(V=11, C=6, D=8, L=2, F=12, eps=1e-5, B=2, ignore_index=-1,
+                 decay_embeddings=False, norm="rmsnorm", positional="rope", activation="silu",
+                 mlp_gated=True)
+    for tied, bias, window, H, Hkv, hd, theta, sc in (
+            (True, True, 0, 2, 1, 8, 10000.0, (8.0, 1.0, 4.0, 64)),
+            (False, False, 3, 4, 2, 4, 100.0, (0.0, 1.0, 4.0, 8192))):
+        cfg = dict(llama, tied=tied, attn_bias=bias, mlp_bias=bias, window=window, H=H, Hkv=Hkv,
+                   hd=hd, rope_theta=theta, rope_scaling=sc)
+        worst = fd_self_test(cfg, f"llama tied={tied} bias={bias} window={window} heads={H} "
+                             f"kv_heads={Hkv} head_dim={hd} rope_scaling={sc[0]:g}")
+        bad += worst > 1e-6
+    bad += rope_self_test()
     # window semantics: query i sees key j iff j <= i and i - j < w
     vis = causal_mask(5, 2)
     assert vis.tolist()[3] == [False, False, True, True, False], vis
