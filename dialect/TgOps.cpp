@@ -349,6 +349,8 @@ static LogicalResult verifyPacked(Operation *op, Value qkv, Value out, Value lse
     return failure();
   auto t = rt(qkv);
   int64_t B = t.getDimSize(0), T = t.getDimSize(1), three = t.getDimSize(2);
+  if (heads <= 0)
+    return op->emitOpError() << "heads must be > 0, got " << heads;
   if (kvHeads < 0 || (kvHeads > 0 && heads % kvHeads != 0))
     return op->emitOpError() << "kv_heads " << kvHeads << " must divide heads " << heads;
   if (kvHeads > 0 && kvHeads != heads) {
@@ -566,6 +568,8 @@ LogicalResult RmsNormGradOp::verify() {
   if (failed(verifyStatic(*this)))
     return failure();
   auto x = rt(getX());
+  if (x.getRank() < 1)
+    return emitOpError() << "x must have rank >= 1";
   int64_t d = x.getShape().back();
   return failure(failed(expectShape(*this, "dy", getDy(), x.getShape())) ||
                  failed(expectShape(*this, "gamma", getGamma(), {d})) ||

@@ -157,6 +157,19 @@ struct FuseGroupedAttention : OpRewritePattern<ReshapeOp> {
         kt.getDimSize(0) != qt.getDimSize(0) || kt.getDimSize(2) != qt.getDimSize(2) ||
         kt.getDimSize(3) != qt.getDimSize(3) || qt.getDimSize(1) % kt.getDimSize(1) != 0)
       return rewriter.notifyMatchFailure(back, "q [B, H, T, hd], k and v [B, Hkv, T, hd]");
+    // Every view must be the grouping one: q [B, Hkv, G T, hd], scores [B, Hkv, G T, T]
+    // seen as [B, Hkv, G, T, T] for mask and softmax, P.V [B, Hkv, G T, hd].
+    int64_t B = qt.getDimSize(0), H = qt.getDimSize(1), T = qt.getDimSize(2),
+            hd = qt.getDimSize(3), Hkv = kt.getDimSize(1), G = H / Hkv;
+    auto shapeIs = [](Value x, ArrayRef<int64_t> s) {
+      return cast<RankedTensorType>(x.getType()).getShape() == s;
+    };
+    if (!shapeIs(qview.getResult(), {B, Hkv, G * T, hd}) ||
+        !shapeIs(qk.getResult(), {B, Hkv, G * T, T}) ||
+        !shapeIs(sview.getResult(), {B, Hkv, G, T, T}) ||
+        !shapeIs(pview.getResult(), {B, Hkv, G * T, T}) ||
+        !shapeIs(pv.getResult(), {B, Hkv, G * T, hd}))
+      return rewriter.notifyMatchFailure(back, "the views do not group G query heads per kv head");
     auto lseType = RankedTensorType::get(qt.getShape().drop_back(), rewriter.getF32Type());
     auto attn = rewriter.create<AttentionOp>(back.getLoc(), back.getType(), lseType, q, k, v,
                                              rewriter.getBoolAttr(true), mask.getWindowAttr(),

@@ -306,3 +306,27 @@ func.func @attention_qkv_grad_out(%qkv: tensor<1x4x64xf32>, %o: tensor<1x4x64xf3
   %d = tg.attention_qkv_grad %qkv, %o, %lse, %o {heads = 4 : i64, kv_heads = 2 : i64, scale = 1.0 : f32} : (tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x4xf32>, tensor<1x4x64xf32>) -> tensor<1x4x64xf32>
   return
 }
+
+// -----
+
+func.func @rms_norm_grad_rank0(%x: tensor<f32>, %g: tensor<8xf32>, %r: tensor<f32>) {
+  // expected-error @below {{'tg.rms_norm_grad' op x must have rank >= 1}}
+  %dx, %dg = tg.rms_norm_grad %x, %x, %g, %r : (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<f32>) -> (tensor<f32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_qkv_negative_heads(%qkv: tensor<1x4x64xf32>) {
+  // expected-error @below {{'tg.attention_qkv' op heads must be > 0, got -2}}
+  %o, %l = tg.attention_qkv %qkv {heads = -2 : i64, kv_heads = 1 : i64, scale = 0.5 : f32} : (tensor<1x4x64xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_qkv_zero_heads(%qkv: tensor<1x4x64xf32>) {
+  // expected-error @below {{'tg.attention_qkv' op heads must be > 0, got 0}}
+  %o, %l = tg.attention_qkv %qkv {heads = 0 : i64, kv_heads = 2 : i64, scale = 0.5 : f32} : (tensor<1x4x64xf32>) -> (tensor<1x4x0xf32>, tensor<1x0x4xf32>)
+  return
+}

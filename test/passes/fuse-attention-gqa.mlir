@@ -143,3 +143,25 @@ func.func @gqa_mask_zero(%q: tensor<1x4x6x4xf32>, %k: tensor<1x2x6x4xf32>, %v: t
   %17 = tg.reshape %16 : (tensor<1x2x12x4xf32>) -> tensor<1x4x6x4xf32>
   return %17 : tensor<1x4x6x4xf32>
 }
+
+// -----
+
+// Views that do not group the query heads per kv head ([1, 1, 2, 4, 4] scores from a
+// [1, 1, 16, 2] product): not attention, left alone.
+// CHECK-LABEL: func.func @gqa_bad_view
+// CHECK-NOT:  tg.attention
+// CHECK:      tg.softmax
+// UNPACKED-LABEL: func.func @gqa_bad_view
+// UNPACKED-NOT: tg.attention
+// UNPACKED:     tg.softmax
+func.func @gqa_bad_view(%q: tensor<1x8x2x4xf32>, %k: tensor<1x1x2x4xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x8x2x4xf32> {
+  %a = tg.reshape %q : (tensor<1x8x2x4xf32>) -> tensor<1x1x16x4xf32>
+  %s = tg.matmul %a, %k {alpha = 0.5 : f32, transpose_b = true} : (tensor<1x1x16x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x16x2xf32>
+  %sv = tg.reshape %s : (tensor<1x1x16x2xf32>) -> tensor<1x1x2x4x4xf32>
+  %m = tg.causal_mask %sv : (tensor<1x1x2x4x4xf32>) -> tensor<1x1x2x4x4xf32>
+  %p = tg.softmax %m : (tensor<1x1x2x4x4xf32>) -> tensor<1x1x2x4x4xf32>
+  %pv = tg.reshape %p : (tensor<1x1x2x4x4xf32>) -> tensor<1x1x16x2xf32>
+  %o = tg.matmul %pv, %v : (tensor<1x1x16x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x16x4xf32>
+  %r = tg.reshape %o : (tensor<1x1x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return %r : tensor<1x8x2x4xf32>
+}
