@@ -81,6 +81,13 @@ int64_t RopeOp::flops() {
 int64_t SwigluOp::flops() { return 5 * elems(getResult()); }
 int64_t SwigluGradOp::flops() { return 8 * elems(getDy()); }
 
+/// The GEMM (2 m n k) and the add (m n).
+int64_t MatmulResidualOp::flops() {
+  auto a = rt(getA());
+  int64_t k = a.getShape().back();
+  return 2 * elems(getOut()) * k + elems(getOut());
+}
+
 //===------------------------------------------------------------- selective --===//
 
 bool BiasAddOp::keptBySelective() { return getX().getDefiningOp<MatmulOp>() != nullptr; }

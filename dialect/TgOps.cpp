@@ -590,6 +590,24 @@ LogicalResult SwigluGradOp::verify() {
                  failed(expectSameType(*this, "result", getResult(), getX().getType())));
 }
 
+LogicalResult MatmulResidualOp::verify() {
+  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "b", getB(), 2)) ||
+      failed(expectSameType(*this, "out", getOut(), getRes().getType())))
+    return failure();
+  auto a = rt(getA()), b = rt(getB());
+  if (a.getRank() < 2)
+    return emitOpError() << "a must have rank >= 2, got rank " << a.getRank();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "a and b must have one element type, got " << a.getElementType()
+                         << " and " << b.getElementType();
+  int64_t k = b.getDimSize(getTransposeB() ? 1 : 0), n = b.getDimSize(getTransposeB() ? 0 : 1);
+  if (a.getShape().back() != k)
+    return emitOpError() << "a's last dim " << a.getShape().back() << " must equal b's K " << k;
+  SmallVector<int64_t> shape(a.getShape());
+  shape.back() = n;
+  return expectShape(*this, "res", getRes(), shape);
+}
+
 //===----------------------------------------------------------- optimizer --===//
 
 LogicalResult AccumulateGradOp::verify() {

@@ -512,6 +512,35 @@ def Tg_SwigluGradOp : Tg_PureOp<"swiglu_grad"> {
   }];
 }
 
+//===------------------------------------------------- fused ops (tg-fuse) --===//
+// Made by tg-fuse after autodiff and rematerialization, before planning: the fusion is an
+// op in the IR, so the planner and the lowering read it and never re-derive it.
+
+def Tg_MatmulResidualOp : Tg_PureOp<"matmul_residual"> {
+  let summary = "a linear layer added straight into the residual stream";
+  let description = [{
+    `out = res + alpha * a op(b)`: a [..., M, K] (low precision under mixed precision),
+    b [K, N] (a weight; [N, K] with transpose_b), res and out [..., M, N] of one float type
+    (the residual stream: f32 under mixed precision). Computed in f32 and rounded once to
+    out's type (the branch is not rounded to a's type first, as the unfused matmul, widening
+    cast and add do: at least as accurate). Made by tg-fuse from `tg.matmul` whose only
+    reader is (a widening `tg.cast` whose only reader is) `tg.add` with the residual; out
+    may take res's buffer in place. Lowered to tgrt_matmul_bias_residual with no bias (one
+    cuBLASLt call, C = res with beta 1).
+    ```mlir
+    %x1 = tg.matmul_residual %h, %w, %x0 : (tensor<8x64x128xbf16>, tensor<128x128xbf16>, tensor<8x64x128xf32>) -> tensor<8x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$res,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
+  let results = (outs Tg_FloatTensor:$out);
+  let extraClassDeclaration = [{
+    int64_t flops();
+    ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {2}; }
+  }];
+}
+
 //===------------------------------------------------------------ optimizer --===//
 
 def Tg_AccumulateGradOp : Tg_Op<"accumulate_grad", [MemoryEffects<[MemWrite]>,

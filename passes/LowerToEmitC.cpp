@@ -958,6 +958,14 @@ private:
                        numel(o.getDy()) / f, f});
         })
         .Case([&](MatmulOp o) { return emitMatmul(o); })
+        .Case([&](MatmulResidualOp o) {
+          int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
+          return call(op, "tgrt_matmul_bias_residual",
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(o.getRes()),
+                       Arg(std::string("NULL")), Arg(o.getRes()), Arg(o.getOut()),
+                       numel(o.getOut()) / n, n, k, int64_t(0),
+                       int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+        })
         .Case([&](BiasAddOp o) {
           int64_t n = dim(o.getX(), -1);
           return call(op, "tgrt_bias_add",

@@ -190,6 +190,23 @@ def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
   let statistics = [Statistic<"numRecomputed", "num-recomputed", "ops recomputed">];
 }
 
+def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
+  let summary = "Rewrite fusable chains of the training step into explicit fused ops";
+  let description = [{
+    Runs after autodiff, rematerialization and distribution, right before tg-plan-memory:
+    each fusion becomes an op of the IR (docs/design-notes.md, "Fusion is IR"), which the
+    planner plans and the lowering emits like any other; neither re-derives the decision.
+    Today:
+    - `tg.matmul` (a weight [K, N] shared by every row) whose only reader is `tg.add` with
+      the residual stream, directly or through a widening `tg.cast` (mixed precision)
+      -> `tg.matmul_residual` (GEMM with the residual as C, beta 1). Linear layers with a
+      bias (GPT-2) keep the lowering's own bias + residual epilogue for now.
+    In every function of the module.
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect"];
+  let statistics = [Statistic<"numResidual", "num-residual", "GEMMs fused into the residual add">];
+}
+
 def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plan all device memory statically: persistent region, arena, workspace";
   let description = [{

@@ -60,6 +60,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   }
   if (until == PipelineStage::Step)
     return;
+  // Fusions as ops, on the step as it will run (after recomputation and distribution).
+  pm.addPass(createTgFuse());
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
   plan.offload = o.offload;

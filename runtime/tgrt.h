@@ -436,11 +436,13 @@ void tgrt_matmul_bias(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
  *   out = res + (alpha * op(A) op(B) + bias)
  * computed in float32 and rounded once to c_dt (the branch is not rounded to ab_dt first,
  * as it is when tgrt_matmul_bias, a widening tgrt_cast and tgrt_add_mixed run in turn: at
- * least as accurate). a, b: ab_dt; bias [n], res, out [m, n]: c_dt (the stream's type, f32
- * under mixed precision); shapes as tgrt_matmul (batch 1). out may alias res (exactly), not
- * A, B or bias. CUDA: one cuBLASLt call, C = res with beta 1, D = out, CUBLASLT_EPILOGUE_BIAS
- * with the bias in D's type; without an algorithm for the shape, tgrt_matmul_acc-style
- * (copy res, beta 1) then the bias add. Errors: as tgrt_matmul; NULL bias, res or out. */
+ * least as accurate). a, b: ab_dt; bias [n] or NULL (no bias: tg.matmul_residual, the
+ * Llama family's projections), res, out [m, n]: c_dt (the stream's type, f32 under mixed
+ * precision); shapes as tgrt_matmul (batch 1). out may alias res (exactly), not A, B or
+ * bias. CUDA: one cuBLASLt call, C = res with beta 1, D = out, CUBLASLT_EPILOGUE_BIAS with
+ * the bias in D's type (the default epilogue without one); without an algorithm for the
+ * shape, tgrt_matmul_acc-style (copy res, beta 1) then the bias add. Errors: as tgrt_matmul;
+ * NULL res or out. */
 void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
                                const void* b, int32_t c_dt, const void* bias, const void* res,
                                void* out, int64_t m, int64_t n, int64_t k, int32_t trans_a,

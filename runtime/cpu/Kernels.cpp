@@ -924,11 +924,13 @@ void tgrt_matmul_bias_residual(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, co
   checkDtype(loc, "matmul_bias_residual (a, b)", ab_dt);
   checkDtype(loc, "matmul_bias_residual (bias, res, out)", c_dt);
   if (m * n == 0) return;
-  checkPtrs(loc, "matmul_bias_residual", {bias, res, out});
+  checkPtrs(loc, "matmul_bias_residual", {res, out});
   if (k > 0) checkPtrs(loc, "matmul_bias_residual", {a, b});
+  // bias NULL: no bias (0 added: bit-equal to the formula below with a zero bias).
   const std::vector<float> af = widen(loc, "matmul_bias_residual", ab_dt, a, m * k),
                            bf = widen(loc, "matmul_bias_residual", ab_dt, b, k * n),
-                           biasf = widen(loc, "matmul_bias_residual", c_dt, bias, n),
+                           biasf = bias ? widen(loc, "matmul_bias_residual", c_dt, bias, n)
+                                        : std::vector<float>((size_t)n, 0.0f),
                            resf = widen(loc, "matmul_bias_residual", c_dt, res, m * n);
   std::vector<float> cf((size_t)(m * n));
   tgrt_matmul(ctx, loc, TGRT_F32, af.data(), bf.data(), cf.data(), 1, m, n, k, trans_a, trans_b,

@@ -1927,7 +1927,8 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
 }
 
 /// out (cdt) = res + (alpha op(A) op(B) + bias) in one cuBLASLt call: C = res with beta 1,
-/// D = out, CUBLASLT_EPILOGUE_BIAS with the bias in D's type; A, B in dt (batch 1). False
+/// D = out, CUBLASLT_EPILOGUE_BIAS with the bias in D's type (the default epilogue when bias
+/// is NULL); A, B in dt (batch 1). False
 /// when cuBLASLt has no algorithm for the shape and types.
 bool ltMatmulBiasResidual(Context* ctx, const char* loc, int32_t dt, const void* a,
                           const void* b, int32_t cdt, const void* bias, const void* res,
@@ -1939,14 +1940,16 @@ bool ltMatmulBiasResidual(Context* ctx, const char* loc, int32_t dt, const void*
                 alignmentOf(b, 0, 1, es), alignRes < alignOut ? alignRes : alignOut};
   key.dt = dt;
   key.cdt = cdt;
-  key.epilogue = 1;
-  key.align_bias = alignmentOf(bias, 0, 1, ces);
+  key.epilogue = bias ? 1 : 0; // no bias (the Llama family): the plain epilogue
+  key.align_bias = bias ? alignmentOf(bias, 0, 1, ces) : 0;
   MatmulPlan& p = getPlan(ctx, loc, key, bias);
   if (!p.ok) return false;
-  checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                           sizeof bias),
-            loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-  ltRun(ctx, loc, p, alpha, a, b, 1.0f, res, out, "cublasLtMatmul(bias epilogue, residual)");
+  if (bias)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias),
+              loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  ltRun(ctx, loc, p, alpha, a, b, 1.0f, res, out,
+        bias ? "cublasLtMatmul(bias epilogue, residual)" : "cublasLtMatmul(residual)");
   return true;
 }
 
@@ -2748,7 +2751,7 @@ void matmulBiasResidual(Context* ctx, const char* loc, int32_t ab_dt, const void
   elemBytes(loc, "matmul_bias_residual (a, b)", ab_dt);
   const int64_t ces = elemBytes(loc, "matmul_bias_residual (bias, res, out)", c_dt);
   if (m == 0 || n == 0) return;
-  if (!bias || !res || !out) fail(loc, "matmul_bias_residual: NULL bias, res or out");
+  if (!res || !out) fail(loc, "matmul_bias_residual: NULL res or out");
   if (k > 0 && ltMatmulBiasResidual(ctx, loc, ab_dt, a, b, c_dt, bias, res, out, m, n, k,
                                     trans_a, trans_b, alpha))
     return;
@@ -2758,7 +2761,7 @@ void matmulBiasResidual(Context* ctx, const char* loc, int32_t ab_dt, const void
     check(cudaMemcpyAsync(out, res, (size_t)(m * n * ces), cudaMemcpyDeviceToDevice, ctx->stream),
           loc, "cudaMemcpyAsync");
   matmulAcc(ctx, loc, ab_dt, a, b, c_dt, out, m, n, k, trans_a, trans_b, alpha);
-  biasAdd(ctx, loc, c_dt, out, bias, out, m, n);
+  if (bias) biasAdd(ctx, loc, c_dt, out, bias, out, m, n);
 }
 
 void biasAdd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* bias,

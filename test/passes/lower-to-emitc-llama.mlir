@@ -48,13 +48,15 @@
 // (t W, hd, W) = (2048, 32, 256), out [2, 8, 128] strides (1024, 32, 128), causal, window 0,
 // scale 1/sqrt(32).
 // CHECK-NEXT: tgrt_attention_gqa_fwd(ctx, "layers.0.attn.pv", TGRT_F32, (float*)(A + [[#QKV]]), (float*)(A + [[#QKV+512]]), (float*)(A + [[#QKV+768]]), (float*)(A + [[#OUT:]]), (float*)(A + [[#LSE:]]), 2, 4, 2, 8, 32, 2048, 32, 256, 2048, 32, 256, 1024, 32, 128, 1, 0, 1.767766920e-01f);
-// CHECK-NEXT: tgrt_matmul(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[#OUT]]), {{.*}}, 1, 16, 64, 128,
-// CHECK:      tgrt_rms_norm_fwd(ctx, "layers.0.ln2", TGRT_F32, (float*)(A + [[#X1:]]), TGRT_F32, (float*)(P + [[#G2:]]), TGRT_F32, (float*)(A + [[#Y2:]]), (float*)(A + [[#R2:]]), 16, 64,
+// tg-fuse's tg.matmul_residual: the output projection straight into the residual stream
+// (no bias: NULL), x1 = x0 + out . W (x0 stays: RMSNorm's backward reads it).
+// CHECK-NEXT: tgrt_matmul_bias_residual(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[#OUT]]), (float*)(P + {{[0-9]+}}), TGRT_F32, NULL, (float*)(A + [[#X0]]), (float*)(A + [[#X1:]]), 16, 64, 128, 0, 0,
+// CHECK:      tgrt_rms_norm_fwd(ctx, "layers.0.ln2", TGRT_F32, (float*)(A + [[#X1]]), TGRT_F32, (float*)(P + [[#G2:]]), TGRT_F32, (float*)(A + [[#Y2:]]), (float*)(A + [[#R2:]]), 16, 64,
 // CHECK-NEXT: tgrt_matmul(ctx, "layers.0.mlp.fc", TGRT_F32, (float*)(A + [[#Y2]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[#FC:]]), 1, 16, 96, 64,
 // 16 rows of gate | up [96] -> [48].
 // CHECK-NEXT: tgrt_swiglu_fwd(ctx, "layers.0.mlp.swiglu", TGRT_F32, (float*)(A + [[#FC]]), (float*)(A + [[#SW:]]), 16, 48);
-// CHECK-NEXT: tgrt_matmul(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + [[#SW]]), {{.*}}, 1, 16, 64, 48,
-// CHECK:      tgrt_rms_norm_fwd(ctx, "ln_f", TGRT_F32, (float*)(A + [[#X2:]]), TGRT_F32, (float*)(P + [[#GF:]]), TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[#RF:]]), 16, 64,
+// CHECK-NEXT: tgrt_matmul_bias_residual(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + [[#SW]]), (float*)(P + {{[0-9]+}}), TGRT_F32, NULL, (float*)(A + [[#X1]]), (float*)(A + [[#X2:]]), 16, 64, 48, 0, 0,
+// CHECK:      tgrt_rms_norm_fwd(ctx, "ln_f", TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF:]]), TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[#RF:]]), 16, 64,
 // CHECK:      tgrt_linear_cross_entropy(
 // The backward: dy, the forward's x, gamma and rstd -> dx, dgamma.
 // CHECK-NEXT: tgrt_rms_norm_bwd(ctx, "ln_f", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF]]), (float*)(A + [[#RF]]), (float*)(A + {{[0-9]+}}), (float*)(A + {{[0-9]+}}), 16, 64);

@@ -923,3 +923,31 @@ TEST_F(Llama, EmptyShapesAreNoOps) {
 }
 
 } // namespace
+
+// ------------------------------------------------ the residual GEMM, no bias --
+
+/// tg.matmul_residual lowers to tgrt_matmul_bias_residual with bias NULL: out = res + A B,
+/// bit-equal to the same call with a zero bias, and in place on res; against a double
+/// reference.
+TEST_F(Llama, MatmulResidualWithoutBias) {
+  const int64_t m = 6, n = 5, k = 7;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(m * k), b(k * n), res(m * n), zero(n, 0.0f);
+  for (auto* v : {&a, &b, &res})
+    for (float& x : *v) x = u(rng);
+  std::vector<float> out(m * n), outZero(m * n), inPlace = res;
+  tgrt_matmul_bias_residual(ctx_, "t", TGRT_F32, a.data(), b.data(), TGRT_F32, nullptr,
+                            res.data(), out.data(), m, n, k, 0, 0, 1.0f);
+  tgrt_matmul_bias_residual(ctx_, "t", TGRT_F32, a.data(), b.data(), TGRT_F32, zero.data(),
+                            res.data(), outZero.data(), m, n, k, 0, 0, 1.0f);
+  tgrt_matmul_bias_residual(ctx_, "t", TGRT_F32, a.data(), b.data(), TGRT_F32, nullptr,
+                            inPlace.data(), inPlace.data(), m, n, k, 0, 0, 1.0f);
+  for (int64_t i = 0; i < m * n; ++i) {
+    double ref = res[i];
+    for (int64_t j = 0; j < k; ++j) ref += (double)a[i / n * k + j] * b[j * n + i % n];
+    EXPECT_NEAR(out[i], ref, 1e-5) << i;
+    EXPECT_EQ(out[i], outZero[i]) << i;
+    EXPECT_EQ(out[i], inPlace[i]) << i;
+  }
+}

@@ -1,0 +1,41 @@
+// RUN: tg-opt %s -split-input-file -verify-diagnostics
+// tg-fuse refuses nothing (a chain that does not match stays as it is, fuse.mlir); these
+// are the verifier's diagnostics of the op it makes, tg.matmul_residual.
+
+func.func @res_shape(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %r: tensor<4x8xf32>) {
+  // expected-error @below {{'tg.matmul_residual' op res must have shape [4x16], got [4x8]}}
+  %y = tg.matmul_residual %a, %b, %r : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @k_mismatch(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %r: tensor<4x8xf32>) {
+  // expected-error @below {{'tg.matmul_residual' op a's last dim 8 must equal b's K 16}}
+  %y = tg.matmul_residual %a, %b, %r : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @out_type(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %r: tensor<4x16xf32>) {
+  // expected-error @below {{'tg.matmul_residual' op out must have type 'tensor<4x16xf32>', got 'tensor<4x16xbf16>'}}
+  %y = tg.matmul_residual %a, %b, %r : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @mixed_ab(%a: tensor<4x8xbf16>, %b: tensor<8x16xf32>, %r: tensor<4x16xf32>) {
+  // expected-error @below {{'tg.matmul_residual' op a and b must have one element type, got 'bf16' and 'f32'}}
+  %y = tg.matmul_residual %a, %b, %r : (tensor<4x8xbf16>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @batched_b(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %r: tensor<2x4x16xf32>) {
+  // expected-error @below {{'tg.matmul_residual' op b must have rank 2, got rank 3}}
+  %y = tg.matmul_residual %a, %b, %r : (tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
