@@ -294,6 +294,42 @@ void tgrt_attention_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
   tgrt_cuda::attentionBwd(C(ctx), loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, t, hd, in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
+// The Llama family (tgrt.h; Llama.cu and the attention files).
+void tgrt_rms_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, int32_t y_dt, void* y, float* rstd, int64_t rows, int64_t d, float eps) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_rms_norm_fwd", loc);
+  tgrt_cuda::rmsNormFwd(C(ctx), loc, x_dt, x, p_dt, gamma, y_dt, y, rstd, rows, d, eps);
+}
+
+void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx, void* dgamma, int64_t rows, int64_t d) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_rms_norm_bwd", loc);
+  tgrt_cuda::rmsNormBwd(C(ctx), loc, y_dt, dy, x_dt, x, p_dt, gamma, rstd, dx, dgamma, rows, d);
+}
+
+void tgrt_rope(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch, int64_t t, int64_t heads, int64_t kv_heads, int64_t hd, float theta, const float* scaling, int32_t sign) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_rope", loc);
+  tgrt_cuda::rope(C(ctx), loc, dt, x, y, batch, t, heads, kv_heads, hd, theta, scaling, sign);
+}
+
+void tgrt_swiglu_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t rows, int64_t f) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_swiglu_fwd", loc);
+  tgrt_cuda::swigluFwd(C(ctx), loc, dt, x, y, rows, f);
+}
+
+void tgrt_swiglu_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* dy, void* dx, int64_t rows, int64_t f) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_swiglu_bwd", loc);
+  tgrt_cuda::swigluBwd(C(ctx), loc, dt, x, dy, dx, rows, f);
+}
+
+void tgrt_attention_gqa_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_attention_gqa_fwd", loc);
+  tgrt_cuda::attentionGqaFwd(C(ctx), loc, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void tgrt_attention_gqa_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* q, const void* k, const void* v, const void* out, const float* lse, const void* dout, void* dq, void* dk, void* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_attention_gqa_bwd", loc);
+  tgrt_cuda::attentionGqaBwd(C(ctx), loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
+}
+
 void tgrt_grad_norm_sq(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_grad_norm_sq", loc);
   tgrt_cuda::gradNormSq(C(ctx), loc, dt, g, n, acc);

@@ -16,6 +16,14 @@
 // with dS_ij = P_ij (dout_i . v_j - D_i). Kernels 2 and 3 both recompute S and dP; each
 // output element is summed by one thread in a fixed order.
 //
+// Grouped-query attention (tgrt_attention_gqa_fwd / _bwd; Ainslie et al. 2023): k and v have
+// kv_heads heads in their own layout (Layout::group = heads / kv_heads) and query problem h
+// reads kv head h / group in place. The forward and dq kernels only take k, v rows from there.
+// The dk / dv kernel has one block per (kv problem, key tile) and loops over the group's query
+// heads in order, each over its query tiles, accumulating dK, dV in registers: the sums over
+// the group need neither atomics nor workspace. kv_heads = heads (group 1) is plain attention:
+// the same kernels compute exactly what they computed before GQA existed.
+//
 // Arithmetic: plain FMA on fp32 (no tensor cores). With TGRT_TF32=1 (Context::tf32) the entry
 // points below hand over to AttentionTf32.cu (TF32 tensor cores) instead. Each block has 256 threads as a 16 x 16
 // grid (ty, tx); a tile product C[rows x cols] += A^T B over a shared-memory reduction index is
@@ -27,6 +35,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <type_traits>
 
 namespace tgrt_cuda {
 namespace {
@@ -183,12 +192,12 @@ constexpr size_t fwdSmemFloats() {
 //   P = exp(S - m');  l = l * exp(m - m') + rowsum P;  O = O * exp(m - m') + P V;  m = m'.
 // Finally out = O / l and lse = m + log l (a row with no visible key: out 0, lse -inf).
 // Shared memory: Qt [HD][BR+4], Kt [HD][BC+4], V [BC][HD+4], Pt [BC][BR+4].
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_kernel(const float* __restrict__ q, const float* __restrict__ k,
                          const float* __restrict__ v, float* __restrict__ out,
-                         float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
-                         int64_t window, float scale) {
+                         float* __restrict__ lse, int64_t t, Layout li, Layout lk, Layout lo,
+                         int causal, int64_t window, float scale) {
   constexpr int RM = BR / 16, RNS = BC / 16, RNO = HD / 16;
   constexpr int LQ = BR + 4, LK = BC + 4, LV = HD + 4;
   TGRT_DYNAMIC_SMEM(smem);
@@ -203,6 +212,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = qb * BR;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
 
   loadTile<BR, HD>(q + base, li.st, q0, t, nullptr, Qt);
 
@@ -221,8 +231,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous tile's Kt, V and Pt are no longer read
-    loadTile<BC, HD>(k + base, li.st, k0, t, nullptr, Kt);
-    loadTile<BC, HD>(v + base, li.st, k0, t, Vs, nullptr);
+    loadTile<BC, HD>(k + kbase, kst, k0, t, nullptr, Kt);
+    loadTile<BC, HD>(v + kbase, kst, k0, t, Vs, nullptr);
     __syncthreads();
 
     float s[RM][RNS];
@@ -330,13 +340,13 @@ constexpr size_t dkdvSmemFloats() {
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Shared memory: Kt, Vt [HD][BC+4]; Qt, dOt [HD][BR+4]; Q, dO [BR][HD+4]; P, dS [BR][BC+4];
 // lse, D [BR].
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dkdv_kernel(const float* __restrict__ q, const float* __restrict__ k,
                               const float* __restrict__ v, const float* __restrict__ dout,
                               const float* __restrict__ lse, const float* __restrict__ D,
                               float* __restrict__ dk, float* __restrict__ dv, int64_t t, Layout li,
-                              Layout lo, int causal, int64_t window, float scale) {
+                              Layout lk, Layout lo, int causal, int64_t window, float scale) {
   constexpr int RMS = BR / 16, RNS = BC / 16; // S tile: rows = queries, cols = keys
   constexpr int RMK = BC / 16, RNK = HD / 16; // dK / dV tile: rows = keys, cols = head dim
   constexpr int LK = BC + 4, LQ = BR + 4, LN = HD + 4, LP = BC + 4;
@@ -353,14 +363,16 @@ __global__ void __launch_bounds__(kThreads)
   float* DS = lseS + BR;
 
   const int64_t nkb = (t + BC - 1) / BC;
-  const int64_t h = blockIdx.x / nkb;
+  const int64_t hk = blockIdx.x / nkb; // the kv problem (the problem without GQA)
+  const int64_t h0 = GQA ? lk.firstQuery(hk) : hk; // its group's first query problem
   const int64_t kb = blockIdx.x % nkb; // causal: low key tiles have the most work, first
   const int64_t k0 = kb * BC;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t base0 = li.base(h0), obase0 = lo.base(h0);
+  const int64_t kbase = GQA ? lk.kvBase(h0) : base0, kst = GQA ? lk.st : li.st;
 
-  loadTile<BC, HD>(k + base, li.st, k0, t, nullptr, Kt);
-  loadTile<BC, HD>(v + base, li.st, k0, t, nullptr, Vt);
+  loadTile<BC, HD>(k + kbase, kst, k0, t, nullptr, Kt);
+  loadTile<BC, HD>(v + kbase, kst, k0, t, nullptr, Vt);
 
   float dK[RMK][RNK], dV[RMK][RNK];
 #pragma unroll
@@ -373,30 +385,37 @@ __global__ void __launch_bounds__(kThreads)
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BR, BC, t, causal, window, qbLo, qbHi);
-  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
-    const int64_t q0 = qb * BR;
-    __syncthreads(); // the previous tile's Q, dO, P, dS are no longer read
-    loadTile<BR, HD>(q + base, li.st, q0, t, Qn, Qt);
-    loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOn, dOt);
-    loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
-    __syncthreads();
+  // The group's query heads h0 .. h0 + group - 1 in order (one head without GQA), each over
+  // its query tiles: dK and dV sum them all. The heads of a group are consecutive heads of one
+  // sequence: head h0 + gi's rows start gi * sh after head h0's.
+  const int64_t group = GQA ? lk.group : 1;
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const int64_t h = h0 + gi, base = base0 + gi * li.sh, obase = obase0 + gi * lo.sh;
+    for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+      const int64_t q0 = qb * BR;
+      __syncthreads(); // the previous tile's Q, dO, P, dS are no longer read
+      loadTile<BR, HD>(q + base, li.st, q0, t, Qn, Qt);
+      loadTile<BR, HD>(dout + obase, lo.st, q0, t, dOn, dOt);
+      loadRowStats<BR>(lse + h * t, D + h * t, q0, t, lseS, DS);
+      __syncthreads();
 
-    float s[RMS][RNS], dp[RMS][RNS];
+      float s[RMS][RNS], dp[RMS][RNS];
 #pragma unroll
-    for (int i = 0; i < RMS; ++i)
+      for (int i = 0; i < RMS; ++i)
 #pragma unroll
-      for (int j = 0; j < RNS; ++j) {
-        s[i][j] = 0.0f;
-        dp[i][j] = 0.0f;
-      }
-    tileProduct<RMS, RNS, HD>(Qt, LQ, Kt, LK, ty, tx, s);
-    tileProduct<RMS, RNS, HD>(dOt, LQ, Vt, LK, ty, tx, dp);
-    probsAndGrads<RMS, RNS>(s, dp, lseS, DS, q0, k0, t, causal, window, scale, ty, tx);
-    storeTile<RMS, RNS>(Ps, LP, ty, tx, s);
-    storeTile<RMS, RNS>(dSs, LP, ty, tx, dp);
-    __syncthreads();
-    tileProduct<RMK, RNK, BR>(Ps, LP, dOn, LN, ty, tx, dV);  // dV[c][d] += P[r][c] dO[r][d]
-    tileProduct<RMK, RNK, BR>(dSs, LP, Qn, LN, ty, tx, dK); // dK[c][d] += dS[r][c] Q[r][d]
+        for (int j = 0; j < RNS; ++j) {
+          s[i][j] = 0.0f;
+          dp[i][j] = 0.0f;
+        }
+      tileProduct<RMS, RNS, HD>(Qt, LQ, Kt, LK, ty, tx, s);
+      tileProduct<RMS, RNS, HD>(dOt, LQ, Vt, LK, ty, tx, dp);
+      probsAndGrads<RMS, RNS>(s, dp, lseS, DS, q0, k0, t, causal, window, scale, ty, tx);
+      storeTile<RMS, RNS>(Ps, LP, ty, tx, s);
+      storeTile<RMS, RNS>(dSs, LP, ty, tx, dp);
+      __syncthreads();
+      tileProduct<RMK, RNK, BR>(Ps, LP, dOn, LN, ty, tx, dV);  // dV[c][d] += P[r][c] dO[r][d]
+      tileProduct<RMK, RNK, BR>(dSs, LP, Qn, LN, ty, tx, dK); // dK[c][d] += dS[r][c] Q[r][d]
+    }
   }
 
 #pragma unroll
@@ -406,8 +425,8 @@ __global__ void __launch_bounds__(kThreads)
     float row[RNK];
 #pragma unroll
     for (int j = 0; j < RNK; ++j) row[j] = dK[i][j] * scale;
-    storeFrag<RNK>(dk + base + kj * li.st, tx, row);
-    storeFrag<RNK>(dv + base + kj * li.st, tx, dV[i]);
+    storeFrag<RNK>(dk + kbase + kj * kst, tx, row);
+    storeFrag<RNK>(dv + kbase + kj * kst, tx, dV[i]);
   }
 }
 
@@ -422,13 +441,13 @@ constexpr size_t dqSmemFloats() {
 //   finally dQ *= scale.
 // Shared memory: Qt, dOt [HD][BR+4]; Kt, Vt [HD][BC+4]; K [BC][HD+4]; dSt [BC][BR+4];
 // lse, D [BR].
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_kernel(const float* __restrict__ q, const float* __restrict__ k,
                             const float* __restrict__ v, const float* __restrict__ dout,
                             const float* __restrict__ lse, const float* __restrict__ D,
-                            float* __restrict__ dq, int64_t t, Layout li, Layout lo, int causal,
-                            int64_t window, float scale) {
+                            float* __restrict__ dq, int64_t t, Layout li, Layout lk, Layout lo,
+                            int causal, int64_t window, float scale) {
   constexpr int RMS = BR / 16, RNS = BC / 16, RNQ = HD / 16;
   constexpr int LQ = BR + 4, LK = BC + 4, LN = HD + 4;
   TGRT_DYNAMIC_SMEM(smem);
@@ -447,6 +466,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q0 = qb * BR;
   const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
 
   loadTile<BR, HD>(q + base, li.st, q0, t, nullptr, Qt);
   loadTile<BR, HD>(dout + obase, lo.st, q0, t, nullptr, dOt);
@@ -463,8 +483,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();
-    loadTile<BC, HD>(k + base, li.st, k0, t, Kn, Kt);
-    loadTile<BC, HD>(v + base, li.st, k0, t, nullptr, Vt);
+    loadTile<BC, HD>(k + kbase, kst, k0, t, Kn, Kt);
+    loadTile<BC, HD>(v + kbase, kst, k0, t, nullptr, Vt);
     __syncthreads();
 
     float s[RMS][RNS], dp[RMS][RNS];
@@ -522,61 +542,62 @@ AttentionTiles defaultTiles(int64_t hd, int64_t window) {
   return d;
 }
 
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 void launchFwd(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-               float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
-               int causal, int64_t window, float scale) {
+               float* out, float* lse, int64_t bh, int64_t t, const Layout& li,
+               const Layout& lk, const Layout& lo, int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_fwd: tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
          smem, HD);
   } else {
     static bool smemSet = false;
-    auto* kernel = attention_fwd_kernel<HD, BR, BC>;
+    auto* kernel = attention_fwd_kernel<HD, BR, BC, GQA>;
     allowSmem(loc, kernel, smem, smemSet);
     const int64_t blocks = bh * ((t + BR - 1) / BR);
     if (blocks > 0x7fffffff) fail(loc, "attention_fwd: bh * t too large");
     launch(ctx, loc, "attention_fwd_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads), smem,
-           q, k, v, out, lse, t, li, lo, causal, window, scale);
+           q, k, v, out, lse, t, li, lk, lo, causal, window, scale);
   }
 }
 
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 void launchDkDv(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                 const float* dout, const float* lse, const float* D, float* dk, float* dv,
-                int64_t bh, int64_t t, const Layout& li, const Layout& lo, int causal,
-                int64_t window, float scale) {
+                int64_t bh, int64_t t, const Layout& li, const Layout& lk, const Layout& lo,
+                int causal, int64_t window, float scale) {
   constexpr size_t smem = dkdvSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_bwd: dk/dv tiles %dx%d need %zu bytes of shared memory at hd %d", BR,
          BC, smem, HD);
   } else {
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dkdv_kernel<HD, BR, BC>;
+    auto* kernel = attention_bwd_dkdv_kernel<HD, BR, BC, GQA>;
     allowSmem(loc, kernel, smem, smemSet);
-    const int64_t blocks = bh * ((t + BC - 1) / BC);
+    const int64_t blocks = bh / lk.group * ((t + BC - 1) / BC); // kv problems x key tiles
     if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
     launch(ctx, loc, "attention_bwd_dkdv_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
-           smem, q, k, v, dout, lse, D, dk, dv, t, li, lo, causal, window, scale);
+           smem, q, k, v, dout, lse, D, dk, dv, t, li, lk, lo, causal, window, scale);
   }
 }
 
-template <int HD, int BR, int BC>
+template <int HD, int BR, int BC, bool GQA>
 void launchDq(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
               const float* dout, const float* lse, const float* D, float* dq, int64_t bh, int64_t t,
-              const Layout& li, const Layout& lo, int causal, int64_t window, float scale) {
+              const Layout& li, const Layout& lk, const Layout& lo, int causal, int64_t window,
+              float scale) {
   constexpr size_t smem = dqSmemFloats<HD, BR, BC>() * sizeof(float);
   if constexpr (smem > kMaxSmemBytes) {
     fail(loc, "attention_bwd: dq tiles %dx%d need %zu bytes of shared memory at hd %d", BR, BC,
          smem, HD);
   } else {
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_kernel<HD, BR, BC>;
+    auto* kernel = attention_bwd_dq_kernel<HD, BR, BC, GQA>;
     allowSmem(loc, kernel, smem, smemSet);
     const int64_t blocks = bh * ((t + BR - 1) / BR);
     if (blocks > 0x7fffffff) fail(loc, "attention_bwd: bh * t too large");
     launch(ctx, loc, "attention_bwd_dq_kernel", kernel, dim3((unsigned)blocks), dim3(kThreads),
-           smem, q, k, v, dout, lse, D, dq, t, li, lo, causal, window, scale);
+           smem, q, k, v, dout, lse, D, dq, t, li, lk, lo, causal, window, scale);
   }
 }
 
@@ -584,27 +605,34 @@ void launchDq(Context* ctx, const char* loc, const float* q, const float* k, con
 //   forward: 64x64, 128x64, 64x32, 128x32
 //   dk/dv:   64x64, 32x64, 32x32
 //   dq:      64x64, 64x32, 32x64
-template <int HD>
+// Each with GQA false (k, v in q's layout: plain attention) and true (separateKv).
+template <int HD, bool GQA>
 void attentionFwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     float* out, float* lse, int64_t bh, int64_t t, const Layout& li,
-                    const Layout& lo, int causal, int64_t window, float scale, int br, int bc) {
+                    const Layout& lk, const Layout& lo, int causal, int64_t window, float scale,
+                    int br, int bc) {
   if (br == 64 && bc == 64)
-    launchFwd<HD, 64, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    launchFwd<HD, 64, 64, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window,
+                               scale);
   else if (br == 128 && bc == 64)
-    launchFwd<HD, 128, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    launchFwd<HD, 128, 64, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window,
+                                scale);
   else if (br == 64 && bc == 32)
-    launchFwd<HD, 64, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    launchFwd<HD, 64, 32, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window,
+                               scale);
   else if (br == 128 && bc == 32)
-    launchFwd<HD, 128, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    launchFwd<HD, 128, 32, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window,
+                                scale);
   else
     fail(loc, "attention_fwd: tile shape %dx%d is not compiled", br, bc);
 }
 
-template <int HD>
+template <int HD, bool GQA>
 void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
                     const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                    float* dv, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
-                    int causal, int64_t window, float scale, const AttentionTiles& tl) {
+                    float* dv, int64_t bh, int64_t t, const Layout& li, const Layout& lk,
+                    const Layout& lo, int causal, int64_t window, float scale,
+                    const AttentionTiles& tl) {
   checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
@@ -613,24 +641,27 @@ void attentionBwdHD(Context* ctx, const char* loc, const float* q, const float* 
 
   const int kbr = tl.kv_br, kbc = tl.kv_bc;
   if (kbr == 64 && kbc == 64)
-    launchDkDv<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
-                           scale);
+    launchDkDv<HD, 64, 64, GQA>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lk, lo,
+                                causal, window, scale);
   else if (kbr == 32 && kbc == 64)
-    launchDkDv<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
-                           scale);
+    launchDkDv<HD, 32, 64, GQA>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lk, lo,
+                                causal, window, scale);
   else if (kbr == 32 && kbc == 32)
-    launchDkDv<HD, 32, 32>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lo, causal, window,
-                           scale);
+    launchDkDv<HD, 32, 32, GQA>(ctx, loc, q, k, v, dout, lse, D, dk, dv, bh, t, li, lk, lo,
+                                causal, window, scale);
   else
     fail(loc, "attention_bwd: dk/dv tile shape %dx%d is not compiled", kbr, kbc);
 
   const int qbr = tl.dq_br, qbc = tl.dq_bc;
   if (qbr == 64 && qbc == 64)
-    launchDq<HD, 64, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
+    launchDq<HD, 64, 64, GQA>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lk, lo, causal,
+                              window, scale);
   else if (qbr == 64 && qbc == 32)
-    launchDq<HD, 64, 32>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
+    launchDq<HD, 64, 32, GQA>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lk, lo, causal,
+                              window, scale);
   else if (qbr == 32 && qbc == 64)
-    launchDq<HD, 32, 64>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lo, causal, window, scale);
+    launchDq<HD, 32, 64, GQA>(ctx, loc, q, k, v, dout, lse, D, dq, bh, t, li, lk, lo, causal,
+                              window, scale);
   else
     fail(loc, "attention_bwd: dq tile shape %dx%d is not compiled", qbr, qbc);
 }
@@ -644,94 +675,187 @@ AttentionTiles resolveTiles(const AttentionTiles& o, int64_t hd, int64_t window)
   return t;
 }
 
-/// The f32 forward: exact fp32 kernels (TF32 is dispatched by attentionFwd).
-void attentionFwdF32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                     float* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
-                     const Layout& lo, int32_t causal, int64_t window, float scale) {
+/// The f32 forward: exact fp32 kernels (TF32 is dispatched by gqaFwd). `what` names the call
+/// in messages.
+void attentionFwdF32(Context* ctx, const char* loc, const char* what, const float* q,
+                     const float* k, const float* v, float* out, float* lse, int64_t bh,
+                     int64_t t, int64_t hd, const Layout& li, const Layout& lk, const Layout& lo,
+                     int32_t causal, int64_t window, float scale) {
   if (bh * t == 0) return;
-  checkAlignedTensors16(loc, "attention_fwd", {q, k, v, out});
-  checkRowStrides16(loc, "attention_fwd", li, lo, 4);
+  checkAlignedTensors16(loc, what, {q, k, v, out});
+  checkRowStrides16(loc, what, li, lk, lo, 4);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
-  switch (hd) {
-  case 32:
-    attentionFwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale, tl.fwd_br,
-                       tl.fwd_bc);
-    break;
-  case 64:
-    attentionFwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale, tl.fwd_br,
-                       tl.fwd_bc);
-    break;
-  case 128:
-    attentionFwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale,
-                        tl.fwd_br, tl.fwd_bc);
-    break;
-  default:
-    fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
-  }
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        attentionFwdHD<decltype(hdC)::value, decltype(gqaC)::value>(
+            ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window, scale, tl.fwd_br,
+            tl.fwd_bc);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)", what, (long long)hd);
 }
 
 /// The f32 backward, as attentionFwdF32.
-void attentionBwdF32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-                     const float* out, const float* lse, const float* dout, float* dq, float* dk,
-                     float* dv, int64_t bh, int64_t t, int64_t hd, const Layout& li,
-                     const Layout& lo, int32_t causal, int64_t window, float scale) {
+void attentionBwdF32(Context* ctx, const char* loc, const char* what, const float* q,
+                     const float* k, const float* v, const float* out, const float* lse,
+                     const float* dout, float* dq, float* dk, float* dv, int64_t bh, int64_t t,
+                     int64_t hd, const Layout& li, const Layout& lk, const Layout& lo,
+                     int32_t causal, int64_t window, float scale) {
   if (bh * t * hd == 0) return;
-  checkAlignedTensors16(loc, "attention_bwd", {q, k, v, dout, dq, dk, dv});
-  checkRowStrides16(loc, "attention_bwd", li, lo, 4);
+  checkAlignedTensors16(loc, what, {q, k, v, dout, dq, dk, dv});
+  checkRowStrides16(loc, what, li, lk, lo, 4);
   const AttentionTiles tl = resolveTiles(ctx->attn_tiles, hd, causal ? window : 0);
-  switch (hd) {
-  case 32:
-    attentionBwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
-                       scale, tl);
-    break;
-  case 64:
-    attentionBwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
-                       scale, tl);
-    break;
-  case 128:
-    attentionBwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal,
-                        window, scale, tl);
-    break;
-  default:
-    fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        attentionBwdHD<decltype(hdC)::value, decltype(gqaC)::value>(
+            ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lk, lo, causal, window,
+            scale, tl);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)", what, (long long)hd);
+}
+
+/// attentionGqaFwd; gqa false: the tgrt_attention_fwd call (its messages).
+void gqaFwd(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, const void* k,
+            const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t kv_heads,
+            int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+            int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+            float scale) {
+  checkCtx(ctx, loc);
+  switch (dt) {
+  case TGRT_F32: {
+    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+      const auto* qf = static_cast<const float*>(q);
+      const auto* kf = static_cast<const float*>(k);
+      const auto* vf = static_cast<const float*>(v);
+      auto* of = static_cast<float*>(out);
+      if (gqa)
+        attentionGqaFwdTf32(ctx, loc, qf, kf, vf, of, lse, batch, heads, kv_heads, t, hd,
+                            in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h,
+                            kv_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window,
+                            scale);
+      else
+        attentionFwdTf32(ctx, loc, qf, kf, vf, of, lse, batch, heads, t, hd, in_stride_b,
+                         in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t,
+                         causal, window, scale);
+      return;
+    }
+    const Layouts ls = checkedLayouts(loc, /*forward=*/true, gqa, batch, heads, kv_heads, t, hd,
+                                      in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                      kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                      out_stride_t);
+    attentionFwdF32(ctx, loc, gqa ? "attention_gqa_fwd" : "attention_fwd",
+                    static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<float*>(out), lse, batch * heads, t,
+                    hd, ls.in, ls.kv, ls.out, causal, window, scale);
+    return;
+  }
+  case TGRT_BF16:
+  case TGRT_F16:
+    if (gqa)
+      attentionGqaFwd16(ctx, loc, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd,
+                        in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h,
+                        kv_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window,
+                        scale);
+    else
+      attentionFwd16(ctx, loc, dt, q, k, v, out, lse, batch, heads, t, hd, in_stride_b,
+                     in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal,
+                     window, scale);
+    return;
+  default: fail(loc, "%s: unknown dtype %d", gqa ? "attention_gqa_fwd" : "attention_fwd", (int)dt);
+  }
+}
+
+/// attentionGqaBwd; gqa false: the tgrt_attention_bwd call (its messages).
+void gqaBwd(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, const void* k,
+            const void* v, const void* out, const float* lse, const void* dout, void* dq,
+            void* dk, void* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+            int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+            int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+            int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+            float scale) {
+  checkCtx(ctx, loc);
+  switch (dt) {
+  case TGRT_F32: {
+    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
+      const auto* qf = static_cast<const float*>(q);
+      const auto* kf = static_cast<const float*>(k);
+      const auto* vf = static_cast<const float*>(v);
+      const auto* of = static_cast<const float*>(out);
+      const auto* dof = static_cast<const float*>(dout);
+      auto* dqf = static_cast<float*>(dq);
+      auto* dkf = static_cast<float*>(dk);
+      auto* dvf = static_cast<float*>(dv);
+      if (gqa)
+        attentionGqaBwdTf32(ctx, loc, qf, kf, vf, of, lse, dof, dqf, dkf, dvf, batch, heads,
+                            kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                            kv_stride_h, kv_stride_t, out_stride_b, out_stride_h, out_stride_t,
+                            causal, window, scale);
+      else
+        attentionBwdTf32(ctx, loc, qf, kf, vf, of, lse, dof, dqf, dkf, dvf, batch, heads, t, hd,
+                         in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                         out_stride_t, causal, window, scale);
+      return;
+    }
+    const Layouts ls = checkedLayouts(loc, /*forward=*/false, gqa, batch, heads, kv_heads, t, hd,
+                                      in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                      kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                      out_stride_t);
+    attentionBwdF32(ctx, loc, gqa ? "attention_gqa_bwd" : "attention_bwd",
+                    static_cast<const float*>(q), static_cast<const float*>(k),
+                    static_cast<const float*>(v), static_cast<const float*>(out), lse,
+                    static_cast<const float*>(dout), static_cast<float*>(dq),
+                    static_cast<float*>(dk), static_cast<float*>(dv), batch * heads, t, hd,
+                    ls.in, ls.kv, ls.out, causal, window, scale);
+    return;
+  }
+  case TGRT_BF16:
+  case TGRT_F16:
+    if (gqa)
+      attentionGqaBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads,
+                        kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                        kv_stride_h, kv_stride_t, out_stride_b, out_stride_h, out_stride_t,
+                        causal, window, scale);
+    else
+      attentionBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, t, hd,
+                     in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
+                     out_stride_t, causal, window, scale);
+    return;
+  default: fail(loc, "%s: unknown dtype %d", gqa ? "attention_gqa_bwd" : "attention_bwd", (int)dt);
   }
 }
 
 } // namespace
+
+void attentionGqaFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                     const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                     int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                     int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                     int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                     int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                     float scale) {
+  gqaFwd(ctx, loc, true, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd, in_stride_b,
+         in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b,
+         out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void attentionGqaBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                     const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                     void* dk, void* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+                     int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                     int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                     int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                     int32_t causal, int64_t window, float scale) {
+  gqaBwd(ctx, loc, true, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, kv_heads, t, hd,
+         in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t,
+         out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
+}
 
 void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
                   const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t t,
                   int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                   int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                   int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  switch (dt) {
-  case TGRT_F32: {
-    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
-      attentionFwdTf32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
-                       static_cast<const float*>(v), static_cast<float*>(out), lse, batch, heads, t,
-                       hd, in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                       out_stride_t, causal, window, scale);
-      return;
-    }
-    const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
-                                      in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                      out_stride_t);
-    const Layout &li = ls.in, &lo = ls.out;
-    attentionFwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
-                    static_cast<const float*>(v), static_cast<float*>(out), lse, batch * heads, t,
-                    hd, li, lo, causal, window, scale);
-    return;
-  }
-  case TGRT_BF16:
-  case TGRT_F16:
-    attentionFwd16(ctx, loc, dt, q, k, v, out, lse, batch, heads, t, hd, in_stride_b, in_stride_h,
-                   in_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
-    return;
-  default: fail(loc, "attention_fwd: unknown dtype %d", (int)dt);
-  }
+  gqaFwd(ctx, loc, false, dt, q, k, v, out, lse, batch, heads, heads, t, hd, in_stride_b,
+         in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t, out_stride_b,
+         out_stride_h, out_stride_t, causal, window, scale);
 }
 
 void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
@@ -740,37 +864,9 @@ void attentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, cons
                   int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                   int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
                   int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  switch (dt) {
-  case TGRT_F32: {
-    if (ctx->tf32) { // TGRT_TF32=1: TF32 tensor cores (AttentionTf32.cu)
-      attentionBwdTf32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
-                       static_cast<const float*>(v), static_cast<const float*>(out), lse,
-                       static_cast<const float*>(dout), static_cast<float*>(dq),
-                       static_cast<float*>(dk), static_cast<float*>(dv), batch, heads, t, hd,
-                       in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                       out_stride_t, causal, window, scale);
-      return;
-    }
-    const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
-                                      in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                      out_stride_t);
-    const Layout &li = ls.in, &lo = ls.out;
-    attentionBwdF32(ctx, loc, static_cast<const float*>(q), static_cast<const float*>(k),
-                    static_cast<const float*>(v), static_cast<const float*>(out), lse,
-                    static_cast<const float*>(dout), static_cast<float*>(dq),
-                    static_cast<float*>(dk), static_cast<float*>(dv), batch * heads, t, hd, li, lo,
-                    causal, window, scale);
-    return;
-  }
-  case TGRT_BF16:
-  case TGRT_F16:
-    attentionBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, t, hd,
-                   in_stride_b, in_stride_h, in_stride_t, out_stride_b, out_stride_h, out_stride_t,
-                   causal, window, scale);
-    return;
-  default: fail(loc, "attention_bwd: unknown dtype %d", (int)dt);
-  }
+  gqaBwd(ctx, loc, false, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, heads, t, hd,
+         in_stride_b, in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t,
+         out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles) {

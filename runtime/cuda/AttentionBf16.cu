@@ -15,6 +15,11 @@
 // Algorithm 2, was measured on the mma.sync kernels: 0.518 against 0.524 ms alone, 0.3 ms
 // slower per GPT-2 step; not kept. bench/results/2026-11-26-h100/call34, call36.)
 //
+// Grouped-query attention as in Attention.cu: k, v through their own layout (Layout::group);
+// the dk / dv kernels (both families) run one block per (kv problem, key tile) and step through
+// the group's query heads and their query tiles in one double-buffered sequence (the next
+// step's Q, dO tiles are copied during this one's math, across head boundaries too).
+//
 // Arithmetic. Inputs are bf16 or f16 (uint16_t bit patterns); every product runs on the tensor
 // cores with 2-byte operands and fp32 accumulators. The scores, the running max / sum, lse, D,
 // P and dS are fp32 in registers; P and dS are rounded to E only as operands of the next
@@ -553,12 +558,12 @@ constexpr size_t fwdSmemBytes() {
 // visible key tile [k0, k0 + 64): S = Q K^T (in log2 units), online softmax, O += P V.
 // K and V are double-buffered: the next tile's cp.async copies run during this tile's math.
 // Shared memory: Q [64][HD+8], K [2][64][HD+8], V [2][64][HD+8] (E).
-template <typename E, int HD, int MINB>
+template <typename E, int HD, int MINB, bool GQA>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                               const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
-                              float* __restrict__ lse, int64_t t, Layout li, Layout lo,
-                              int causal, int64_t window, float scaleLog2) {
+                              float* __restrict__ lse, int64_t t, Layout li, Layout lk,
+                              Layout lo, int causal, int64_t window, float scaleLog2) {
   constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -572,13 +577,14 @@ __global__ void __launch_bounds__(kThreads, MINB)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
 
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   loadTileAsync<BR, HD>(q + base, li.st, q0, t, Qs);
   cpAsyncCommit();
   if (kbLo <= kbHi) {
-    loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, kbLo * BC, t, Kb, Vb);
+    loadPairAsync<BC, HD>(k + kbase, kst, v + kbase, kst, kbLo * BC, t, Kb, Vb);
   }
   cpAsyncCommit();
   cpAsyncWait<1>(); // Q has landed (the first K, V may still be in flight)
@@ -596,7 +602,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs;
-    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + kbase, v + kbase, kst, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4];
 #pragma unroll
@@ -652,12 +658,12 @@ constexpr size_t fwdWgSmemBytes() {
 // B = V MN-major). (A software-pipelined form, P_{i-1} V_{i-1} running during tile i's
 // softmax with V triple-buffered as in FlashAttention-3, measured 0.161 against 0.154 ms:
 // not kept; bench/results/2026-11-26-h100/call37.)
-template <typename E, int HD, int MINB>
+template <typename E, int HD, int MINB, bool GQA>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_fwd_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                             const uint16_t* __restrict__ v, uint16_t* __restrict__ out,
-                            float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
-                            int64_t window, float scaleLog2) {
+                            float* __restrict__ lse, int64_t t, Layout li, Layout lk, Layout lo,
+                            int causal, int64_t window, float scaleLog2) {
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kFwdBR, BC = kFwdBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -672,14 +678,15 @@ __global__ void __launch_bounds__(kThreads, MINB)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
 
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
   cpAsyncCommit();
   if (kbLo <= kbHi) {
-    loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
-    loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+    loadTileBlkAsync<BC, HD>(k + kbase, kst, kbLo * BC, t, Kb);
+    loadTileBlkAsync<BC, HD>(v + kbase, kst, kbLo * BC, t, Vb);
   }
   cpAsyncCommit();
 
@@ -692,7 +699,7 @@ __global__ void __launch_bounds__(kThreads, MINB)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs; // (the first wait also covers Q)
-    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + kbase, v + kbase, kst, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4];
 #pragma unroll
@@ -803,7 +810,7 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 // Q and dO are double-buffered (cp.async copies of the next query tile during this one's math).
 // Shared memory: K, V [64][HD+8]; Q, dO [2][BQ][HD+8] (E); L, D [BQ] (fp32).
 
-template <typename E, int HD, int MINB>
+template <typename E, int HD, int MINB, bool GQA>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_lp_kernel(const uint16_t* __restrict__ q,
                                    const uint16_t* __restrict__ k,
@@ -811,8 +818,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                    const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    uint16_t* __restrict__ dk, uint16_t* __restrict__ dv,
-                                   int64_t t, Layout li, Layout lo, int causal, int64_t window,
-                                   float scale, float scaleLog2) {
+                                   int64_t t, Layout li, Layout lk, Layout lo, int causal,
+                                   int64_t window, float scale, float scaleLog2) {
   constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -824,19 +831,21 @@ __global__ void __launch_bounds__(kThreads, MINB)
   float* DS = LS + BQ;
 
   const int64_t nkb = (t + BK - 1) / BK;
-  const int64_t h = blockIdx.x / nkb;
+  const int64_t hk = blockIdx.x / nkb; // the kv problem (the problem without GQA)
+  const int64_t h0 = GQA ? lk.firstQuery(hk) : hk; // its group's first query problem
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t base0 = li.base(h0), obase0 = lo.base(h0);
+  const int64_t kbase = GQA ? lk.kvBase(h0) : base0, kst = GQA ? lk.st : li.st;
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
-  loadPairAsync<BK, HD>(k + base, li.st, v + base, li.st, k0, t, Ks, Vs);
+  loadPairAsync<BK, HD>(k + kbase, kst, v + kbase, kst, k0, t, Ks, Vs);
   cpAsyncCommit();
   if (qbLo <= qbHi) {
-    loadPairAsync<BQ, HD>(q + base, li.st, dout + obase, lo.st, qbLo * BQ, t, Qb, dOb);
+    loadPairAsync<BQ, HD>(q + base0, li.st, dout + obase0, lo.st, qbLo * BQ, t, Qb, dOb);
   }
   cpAsyncCommit();
 
@@ -846,68 +855,82 @@ __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
 
-  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
-    const int64_t q0 = qb * BQ;
-    const int buf = (int)((qb - qbLo) & 1);
-    const uint16_t* Qs = Qb + buf * BQ * LD;
-    const uint16_t* dOs = dOb + buf * BQ * LD;
-    __syncthreads(); // every warp is done with the other buffers and with LS, DS
-    if (qb < qbHi) {
-      loadPairAsync<BQ, HD>(q + base, li.st, dout + obase, lo.st, q0 + BQ, t,
-                            Qb + (buf ^ 1) * BQ * LD, dOb + (buf ^ 1) * BQ * LD);
-    }
-    cpAsyncCommit(); // (empty on the last tile)
-    loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
-    cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
-    __syncthreads();
-
-    float s[NQ][4], dp[NQ][4];
-#pragma unroll
-    for (int j = 0; j < NQ; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < KT; ++kk) {
-      uint32_t ka[4], va[4];
-      loadA(ka, Ks, LD, warp * 16, kk, lane);
-      loadA(va, Vs, LD, warp * 16, kk, lane);
-#pragma unroll
-      for (int j = 0; j < NQ; j += 2) {
-        uint32_t b[4];
-        loadBt(b, Qs, LD, j * 8, kk, lane);
-        E::mma(s[j], ka, b[0], b[1]);
-        E::mma(s[j + 1], ka, b[2], b[3]);
-        loadBt(b, dOs, LD, j * 8, kk, lane);
-        E::mma(dp[j], va, b[0], b[1]);
-        E::mma(dp[j + 1], va, b[2], b[3]);
+  // The group's query heads h0 .. h0 + group - 1 in order (one head without GQA), each over
+  // its query tiles: dK and dV sum them all. The heads of a group are consecutive heads of one
+  // sequence (head h0 + gi's rows start gi * sh after head h0's); the Q, dO buffers alternate
+  // over the steps (gi, qb) in order, and the last tile of a head prefetches the next head's
+  // first.
+  const int64_t group = GQA ? lk.group : 1;
+  int gbuf = 0; // GQA: the buffer of this step (steps alternate across heads too)
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const int64_t h = h0 + gi, base = base0 + gi * li.sh, obase = obase0 + gi * lo.sh;
+    for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+      const int64_t q0 = qb * BQ;
+      const int buf = GQA ? gbuf : (int)((qb - qbLo) & 1);
+      if constexpr (GQA) gbuf ^= 1;
+      const uint16_t* Qs = Qb + buf * BQ * LD;
+      const uint16_t* dOs = dOb + buf * BQ * LD;
+      __syncthreads(); // every warp is done with the other buffers and with LS, DS
+      if (qb < qbHi) {
+        loadPairAsync<BQ, HD>(q + base, li.st, dout + obase, lo.st, q0 + BQ, t,
+                              Qb + (buf ^ 1) * BQ * LD, dOb + (buf ^ 1) * BQ * LD);
+      } else if (GQA && gi + 1 < group) { // the next head's first query tile
+        loadPairAsync<BQ, HD>(q + base + li.sh, li.st, dout + obase + lo.sh, lo.st, qbLo * BQ, t,
+                              Qb + (buf ^ 1) * BQ * LD, dOb + (buf ^ 1) * BQ * LD);
       }
-    }
+      cpAsyncCommit(); // (empty on the last step)
+      loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+      cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
+      __syncthreads();
 
-    // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
-    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
-                 causal, window, scaleLog2);
+      float s[NQ][4], dp[NQ][4];
+#pragma unroll
+      for (int j = 0; j < NQ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < KT; ++kk) {
+        uint32_t ka[4], va[4];
+        loadA(ka, Ks, LD, warp * 16, kk, lane);
+        loadA(va, Vs, LD, warp * 16, kk, lane);
+#pragma unroll
+        for (int j = 0; j < NQ; j += 2) {
+          uint32_t b[4];
+          loadBt(b, Qs, LD, j * 8, kk, lane);
+          E::mma(s[j], ka, b[0], b[1]);
+          E::mma(s[j + 1], ka, b[2], b[3]);
+          loadBt(b, dOs, LD, j * 8, kk, lane);
+          E::mma(dp[j], va, b[0], b[1]);
+          E::mma(dp[j + 1], va, b[2], b[3]);
+        }
+      }
+
+      // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
+      dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
+                   causal, window, scaleLog2);
 
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) {
-      uint32_t pa[4], dsa[4];
-      accToA<E>(pa, s[2 * kk], s[2 * kk + 1]);
-      accToA<E>(dsa, dp[2 * kk], dp[2 * kk + 1]);
+      for (int kk = 0; kk < BQ / 16; ++kk) {
+        uint32_t pa[4], dsa[4];
+        accToA<E>(pa, s[2 * kk], s[2 * kk + 1]);
+        accToA<E>(dsa, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < NO; n += 2) {
-        uint32_t b[4];
-        loadBn(b, dOs, LD, n * 8, kk, lane);
-        E::mma(dV[n], pa, b[0], b[1]);
-        E::mma(dV[n + 1], pa, b[2], b[3]);
-        loadBn(b, Qs, LD, n * 8, kk, lane);
-        E::mma(dK[n], dsa, b[0], b[1]);
-        E::mma(dK[n + 1], dsa, b[2], b[3]);
+        for (int n = 0; n < NO; n += 2) {
+          uint32_t b[4];
+          loadBn(b, dOs, LD, n * 8, kk, lane);
+          E::mma(dV[n], pa, b[0], b[1]);
+          E::mma(dV[n + 1], pa, b[2], b[3]);
+          loadBn(b, Qs, LD, n * 8, kk, lane);
+          E::mma(dK[n], dsa, b[0], b[1]);
+          E::mma(dK[n + 1], dsa, b[2], b[3]);
+        }
       }
     }
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no query tile was visited)
-  storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<E, HD>(dk + kbase, kst, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + kbase, kst, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 constexpr int kDqBR = 64, kDqBC = 64;
@@ -921,14 +944,15 @@ constexpr size_t dqSmemBytes() {
 // each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
 // dQ += dS K;  finally dQ *= scale. K and V are double-buffered as in the forward.
 // Shared memory: Q, dO [64][HD+8]; K, V [2][64][HD+8] (E).
-template <typename E, int HD>
+template <typename E, int HD, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_lp_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                  const uint16_t* __restrict__ v,
                                  const uint16_t* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
-                                 uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lo,
-                                 int causal, int64_t window, float scale, float scaleLog2) {
+                                 uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lk,
+                                 Layout lo, int causal, int64_t window, float scale,
+                                 float scaleLog2) {
   constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
   constexpr int KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -943,13 +967,14 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
   int64_t kbLo, kbHi;
   keyTiles(q0, BR, BC, t, causal, window, kbLo, kbHi);
   loadPairAsync<BR, HD>(q + base, li.st, dout + obase, lo.st, q0, t, Qs, dOs);
   if (kbLo <= kbHi) {
-    loadPairAsync<BC, HD>(k + base, li.st, v + base, li.st, kbLo * BC, t, Kb, Vb);
+    loadPairAsync<BC, HD>(k + kbase, kst, v + kbase, kst, kbLo * BC, t, Kb, Vb);
   }
   cpAsyncCommit();
   float L[2], Dr[2];
@@ -962,7 +987,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs; // (with this tile's K, V, the Q and dO of the first group land)
-    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+    nextKeyTile<BC, HD>(kb, kbLo, kbHi, k + kbase, v + kbase, kst, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4], dp[NS][4];
 #pragma unroll
@@ -1019,7 +1044,7 @@ constexpr size_t dkdvWgSmemBytes() {
 // dK, dV on wgmma (head dim 64): attention_bwd_dkdv_lp_kernel's blocks and tiles (64 keys,
 // query tiles of 64); per query tile S^T = K Q^T and dP^T = V dO^T are 4 + 4 wgmma (both
 // factors from shared memory), dV += P^T dO and dK += dS^T Q 4 + 4 (A from registers).
-template <typename E, int HD, int MINB>
+template <typename E, int HD, int MINB, bool GQA>
 __global__ void __launch_bounds__(kThreads, MINB)
     attention_bwd_dkdv_wg_kernel(const uint16_t* __restrict__ q,
                                  const uint16_t* __restrict__ k,
@@ -1027,8 +1052,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
                                  const uint16_t* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
                                  uint16_t* __restrict__ dk, uint16_t* __restrict__ dv, int64_t t,
-                                 Layout li, Layout lo, int causal, int64_t window, float scale,
-                                 float scaleLog2) {
+                                 Layout li, Layout lk, Layout lo, int causal, int64_t window,
+                                 float scale, float scaleLog2) {
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BK = kKvBK, BQ = 64, KT = HD / 16, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -1041,21 +1066,23 @@ __global__ void __launch_bounds__(kThreads, MINB)
   float* DS = LS + BQ;
 
   const int64_t nkb = (t + BK - 1) / BK;
-  const int64_t h = blockIdx.x / nkb;
+  const int64_t hk = blockIdx.x / nkb; // the kv problem (the problem without GQA)
+  const int64_t h0 = GQA ? lk.firstQuery(hk) : hk; // its group's first query problem
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t base0 = li.base(h0), obase0 = lo.base(h0);
+  const int64_t kbase = GQA ? lk.kvBase(h0) : base0, kst = GQA ? lk.st : li.st;
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
-  loadTileBlkAsync<BK, HD>(k + base, li.st, k0, t, Ks);
-  loadTileBlkAsync<BK, HD>(v + base, li.st, k0, t, Vs);
+  loadTileBlkAsync<BK, HD>(k + kbase, kst, k0, t, Ks);
+  loadTileBlkAsync<BK, HD>(v + kbase, kst, k0, t, Vs);
   cpAsyncCommit();
   if (qbLo <= qbHi) {
-    loadTileBlkAsync<BQ, HD>(q + base, li.st, qbLo * BQ, t, Qb);
-    loadTileBlkAsync<BQ, HD>(dout + obase, lo.st, qbLo * BQ, t, dOb);
+    loadTileBlkAsync<BQ, HD>(q + base0, li.st, qbLo * BQ, t, Qb);
+    loadTileBlkAsync<BQ, HD>(dout + obase0, lo.st, qbLo * BQ, t, dOb);
   }
   cpAsyncCommit();
 
@@ -1065,69 +1092,84 @@ __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
 
-  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
-    const int64_t q0 = qb * BQ;
-    const int buf = (int)((qb - qbLo) & 1);
-    const uint16_t* Qs = Qb + buf * BQ * HD;
-    const uint16_t* dOs = dOb + buf * BQ * HD;
-    __syncthreads(); // every warp is done with the other buffers and with LS, DS
-    if (qb < qbHi) {
-      loadTileBlkAsync<BQ, HD>(q + base, li.st, q0 + BQ, t, Qb + (buf ^ 1) * BQ * HD);
-      loadTileBlkAsync<BQ, HD>(dout + obase, lo.st, q0 + BQ, t, dOb + (buf ^ 1) * BQ * HD);
-    }
-    cpAsyncCommit(); // (empty on the last tile)
-    loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
-    cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
-    fenceProxyAsync();
-    __syncthreads();
+  // The group's query heads h0 .. h0 + group - 1 in order (one head without GQA), each over
+  // its query tiles: dK and dV sum them all. The heads of a group are consecutive heads of one
+  // sequence (head h0 + gi's rows start gi * sh after head h0's); the Q, dO buffers alternate
+  // over the steps (gi, qb) in order, and the last tile of a head prefetches the next head's
+  // first.
+  const int64_t group = GQA ? lk.group : 1;
+  int gbuf = 0; // GQA: the buffer of this step (steps alternate across heads too)
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const int64_t h = h0 + gi, base = base0 + gi * li.sh, obase = obase0 + gi * lo.sh;
+    for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+      const int64_t q0 = qb * BQ;
+      const int buf = GQA ? gbuf : (int)((qb - qbLo) & 1);
+      if constexpr (GQA) gbuf ^= 1;
+      const uint16_t* Qs = Qb + buf * BQ * HD;
+      const uint16_t* dOs = dOb + buf * BQ * HD;
+      __syncthreads(); // every warp is done with the other buffers and with LS, DS
+      if (qb < qbHi) {
+        loadTileBlkAsync<BQ, HD>(q + base, li.st, q0 + BQ, t, Qb + (buf ^ 1) * BQ * HD);
+        loadTileBlkAsync<BQ, HD>(dout + obase, lo.st, q0 + BQ, t, dOb + (buf ^ 1) * BQ * HD);
+      } else if (GQA && gi + 1 < group) { // the next head's first query tile
+        loadTileBlkAsync<BQ, HD>(q + base + li.sh, li.st, qbLo * BQ, t, Qb + (buf ^ 1) * BQ * HD);
+        loadTileBlkAsync<BQ, HD>(dout + obase + lo.sh, lo.st, qbLo * BQ, t,
+                                 dOb + (buf ^ 1) * BQ * HD);
+      }
+      cpAsyncCommit(); // (empty on the last step)
+      loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+      cpAsyncWait<1>(); // K, V and this tile's Q, dO have landed
+      fenceProxyAsync();
+      __syncthreads();
 
-    float s[NQ][4], dp[NQ][4];
+      float s[NQ][4], dp[NQ][4];
 #pragma unroll
-    for (int j = 0; j < NQ; ++j)
+      for (int j = 0; j < NQ; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
-    // Four groups, each overlapping the math of the step before it: S^T | dP^T (during P^T)
-    // | dV += P^T dO (during dS^T) | dK += dS^T Q.
-    wgFence();
+        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+      // Four groups, each overlapping the math of the step before it: S^T | dP^T (during P^T)
+      // | dV += P^T dO (during dS^T) | dK += dS^T Q.
+      wgFence();
 #pragma unroll
-    for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Ks, kk), kDesc<HD>(Qs, kk));
-    wgCommit();
+      for (int kk = 0; kk < KT; ++kk) E::template wgmmaSS<0>(s, kDesc<HD>(Ks, kk), kDesc<HD>(Qs, kk));
+      wgCommit();
 #pragma unroll
-    for (int kk = 0; kk < KT; ++kk)
-      E::template wgmmaSS<0>(dp, kDesc<HD>(Vs, kk), kDesc<HD>(dOs, kk));
-    wgCommit();
-    wgWait<1>();
-    keep(s);
-    pTransposed(s, LS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t, causal,
-                window, scaleLog2);
-    uint32_t pa[BQ / 16][4], dsa[BQ / 16][4];
+      for (int kk = 0; kk < KT; ++kk)
+        E::template wgmmaSS<0>(dp, kDesc<HD>(Vs, kk), kDesc<HD>(dOs, kk));
+      wgCommit();
+      wgWait<1>();
+      keep(s);
+      pTransposed(s, LS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t, causal,
+                  window, scaleLog2);
+      uint32_t pa[BQ / 16][4], dsa[BQ / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
-    keep(dV);
-    wgFence();
+      for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(pa[kk], s[2 * kk], s[2 * kk + 1]);
+      keep(dV);
+      wgFence();
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dV, pa[kk], mnDesc<HD>(dOs, kk));
-    wgCommit();
-    wgWait<1>(); // dP^T
-    keep(dp);
-    dsFromP(s, dp, DS, tq);
+      for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dV, pa[kk], mnDesc<HD>(dOs, kk));
+      wgCommit();
+      wgWait<1>(); // dP^T
+      keep(dp);
+      dsFromP(s, dp, DS, tq);
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
-    keep(dK);
-    wgFence();
+      for (int kk = 0; kk < BQ / 16; ++kk) accToA<E>(dsa[kk], dp[2 * kk], dp[2 * kk + 1]);
+      keep(dK);
+      wgFence();
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dK, dsa[kk], mnDesc<HD>(Qs, kk));
-    wgCommit();
-    wgWait0();
-    keep(dV);
-    keep(dK);
-    keep(pa);
-    keep(dsa);
+      for (int kk = 0; kk < BQ / 16; ++kk) E::template wgmmaRS<1>(dK, dsa[kk], mnDesc<HD>(Qs, kk));
+      wgCommit();
+      wgWait0();
+      keep(dV);
+      keep(dK);
+      keep(pa);
+      keep(dsa);
+    }
   }
 
   cpAsyncWait<0>(); // nothing may be in flight at exit (only if no query tile was visited)
-  storeRows<E, HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<E, HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<E, HD>(dk + kbase, kst, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<E, HD>(dv + kbase, kst, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 /// Shared memory of the wgmma dq kernel: Q, dO [64 * HD]; K, V [2][64 * HD] (blocked E).
@@ -1139,13 +1181,14 @@ constexpr size_t dqWgSmemBytes() {
 // dQ on wgmma (head dim 64): attention_bwd_dq_lp_kernel's blocks and tiles; per key tile
 // S = Q K^T and dP = dO V^T are 4 + 4 wgmma (shared memory), dQ += dS K 4 (A from registers,
 // B = K MN-major).
-template <typename E, int HD>
+template <typename E, int HD, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_wg_kernel(const uint16_t* __restrict__ q, const uint16_t* __restrict__ k,
                                const uint16_t* __restrict__ v, const uint16_t* __restrict__ dout,
                                const float* __restrict__ lse, const float* __restrict__ D,
-                               uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lo,
-                               int causal, int64_t window, float scale, float scaleLog2) {
+                               uint16_t* __restrict__ dq, int64_t t, Layout li, Layout lk,
+                               Layout lo, int causal, int64_t window, float scale,
+                               float scaleLog2) {
   static_assert(HD == 64, "the wgmma kernels are m64n64: head dim 64");
   constexpr int BR = kDqBR, BC = kDqBC, KT = HD / 16, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -1161,6 +1204,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
   int64_t kbLo, kbHi;
@@ -1168,8 +1212,8 @@ __global__ void __launch_bounds__(kThreads)
   loadTileBlkAsync<BR, HD>(q + base, li.st, q0, t, Qs);
   loadTileBlkAsync<BR, HD>(dout + obase, lo.st, q0, t, dOs);
   if (kbLo <= kbHi) {
-    loadTileBlkAsync<BC, HD>(k + base, li.st, kbLo * BC, t, Kb);
-    loadTileBlkAsync<BC, HD>(v + base, li.st, kbLo * BC, t, Vb);
+    loadTileBlkAsync<BC, HD>(k + kbase, kst, kbLo * BC, t, Kb);
+    loadTileBlkAsync<BC, HD>(v + kbase, kst, kbLo * BC, t, Vb);
   }
   cpAsyncCommit();
   float L[2], Dr[2];
@@ -1182,7 +1226,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     const uint16_t *Ks, *Vs; // (with this tile's K, V, the Q and dO of the first group land)
-    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + base, v + base, li.st, t, Kb, Vb, Ks, Vs);
+    nextKeyTileBlk<BC, HD>(kb, kbLo, kbHi, k + kbase, v + kbase, kst, t, Kb, Vb, Ks, Vs);
 
     float s[NS][4], dp[NS][4];
 #pragma unroll
@@ -1240,18 +1284,18 @@ unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
   return (unsigned)blocks;
 }
 
-template <typename E, int HD>
+template <typename E, int HD, bool GQA>
 void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, Layout li,
-           Layout lo, int causal, int64_t window, float scale) {
+           Layout lk, Layout lo, int causal, int64_t window, float scale) {
   if constexpr (HD == 64) {
     if (ctx->attn_wgmma) {
       constexpr size_t smem = fwdWgSmemBytes<HD>();
       static bool smemSet = false;
-      auto* kernel = attention_fwd_wg_kernel<E, HD, kFwdWgMinBlocks>;
+      auto* kernel = attention_fwd_wg_kernel<E, HD, kFwdWgMinBlocks, GQA>;
       allowSmem16(loc, kernel, smem, smemSet);
       launch(ctx, loc, E::kFwdWgName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
-             dim3(kThreads), smem, q, k, v, out, lse, t, li, lo, causal, window,
+             dim3(kThreads), smem, q, k, v, out, lse, t, li, lk, lo, causal, window,
              scale * kLog2e);
       return;
     }
@@ -1259,18 +1303,18 @@ void fwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   constexpr size_t smem = fwdSmemBytes<HD>();
   const bool occ = attnOccupancyVariant();
   static bool smemSet[2] = {false, false};
-  auto* kernel = occ ? attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(true)>
-                     : attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(false)>;
+  auto* kernel = occ ? attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(true), GQA>
+                     : attention_fwd_lp_kernel<E, HD, fwdMinBlocks<HD>(false), GQA>;
   allowSmem16(loc, kernel, smem, smemSet[occ]);
   launch(ctx, loc, E::kFwdName, kernel, dim3(blocksFor(loc, bh, t, kFwdBR)), dim3(kThreads), smem,
-         q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
+         q, k, v, out, lse, t, li, lk, lo, causal, window, scale * kLog2e);
 }
 
-template <typename E, int HD>
+template <typename E, int HD, bool GQA>
 void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
            const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout,
            uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, Layout li,
-           Layout lo, int causal, int64_t window, float scale) {
+           Layout lk, Layout lo, int causal, int64_t window, float scale) {
   checkWorkspace(ctx, loc, "attention_bwd (bf16 / f16; D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
@@ -1282,19 +1326,20 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
         constexpr size_t smem = dkdvWgSmemBytes<HD>();
         const bool occ = attnOccupancyVariant();
         static bool smemSet[2] = {false, false};
-        auto* kernel = occ ? attention_bwd_dkdv_wg_kernel<E, HD, 3>
-                           : attention_bwd_dkdv_wg_kernel<E, HD, 2>;
+        auto* kernel = occ ? attention_bwd_dkdv_wg_kernel<E, HD, 3, GQA>
+                           : attention_bwd_dkdv_wg_kernel<E, HD, 2, GQA>;
         allowSmem16(loc, kernel, smem, smemSet[occ]);
-        launch(ctx, loc, E::kDkDvWgName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
-               dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo,
+        launch(ctx, loc, E::kDkDvWgName, kernel,
+               dim3(blocksFor(loc, bh / lk.group, t, kKvBK)),
+               dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lk, lo,
                causal, window, scale, scale * kLog2e);
       }
       constexpr size_t smem = dqWgSmemBytes<HD>();
       static bool smemSet = false;
-      auto* kernel = attention_bwd_dq_wg_kernel<E, HD>;
+      auto* kernel = attention_bwd_dq_wg_kernel<E, HD, GQA>;
       allowSmem16(loc, kernel, smem, smemSet);
       launch(ctx, loc, E::kDqWgName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads),
-             smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window, scale,
+             smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lk, lo, causal, window, scale,
              scale * kLog2e);
       return;
     }
@@ -1303,60 +1348,121 @@ void bwdHD(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k,
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet[2] = {false, false};
-    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true)>
-                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false)>;
+    auto* kernel = occ ? attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(true), GQA>
+                       : attention_bwd_dkdv_lp_kernel<E, HD, dkdvMinBlocks<HD>(false), GQA>;
     allowSmem16(loc, kernel, smem, smemSet[occ]);
-    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh, t, kKvBK)), dim3(kThreads),
-           smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal, window, scale,
-           scale * kLog2e);
+    // One block per (kv problem, key tile): bh / group kv problems.
+    launch(ctx, loc, E::kDkDvName, kernel, dim3(blocksFor(loc, bh / lk.group, t, kKvBK)),
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lk, lo,
+           causal, window, scale, scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_lp_kernel<E, HD>;
+    auto* kernel = attention_bwd_dq_lp_kernel<E, HD, GQA>;
     allowSmem16(loc, kernel, smem, smemSet);
     launch(ctx, loc, E::kDqName, kernel, dim3(blocksFor(loc, bh, t, kDqBR)), dim3(kThreads), smem,
-           q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window, scale,
+           q, k, v, dout, lse, (const float*)D, dq, t, li, lk, lo, causal, window, scale,
            scale * kLog2e);
   }
 }
 
 template <typename E>
-void fwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-          uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd, const Layout& li,
-          const Layout& lo, int32_t causal, int64_t window, float scale) {
-  switch (hd) {
-  case 32: fwdHD<E, 32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  case 64: fwdHD<E, 64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  case 128: fwdHD<E, 128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  default:
-    fail(loc, "attention_fwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
-  }
+void fwdE(Context* ctx, const char* loc, const char* what, const uint16_t* q, const uint16_t* k,
+          const uint16_t* v, uint16_t* out, float* lse, int64_t bh, int64_t t, int64_t hd,
+          const Layout& li, const Layout& lk, const Layout& lo, int32_t causal, int64_t window,
+          float scale) {
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        fwdHD<E, decltype(hdC)::value, decltype(gqaC)::value>(ctx, loc, q, k, v, out, lse, bh, t,
+                                                              li, lk, lo, causal, window, scale);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)", what, (long long)hd);
 }
 
 template <typename E>
-void bwdE(Context* ctx, const char* loc, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-          const uint16_t* out, const float* lse, const uint16_t* dout, uint16_t* dq, uint16_t* dk,
-          uint16_t* dv, int64_t bh, int64_t t, int64_t hd, const Layout& li, const Layout& lo,
-          int32_t causal, int64_t window, float scale) {
-  switch (hd) {
-  case 32:
-    bwdHD<E, 32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
-                 scale);
-    break;
-  case 64:
-    bwdHD<E, 64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
-                 scale);
-    break;
-  case 128:
-    bwdHD<E, 128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window,
-                  scale);
-    break;
-  default:
-    fail(loc, "attention_bwd (bf16 / f16): head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
-  }
+void bwdE(Context* ctx, const char* loc, const char* what, const uint16_t* q, const uint16_t* k,
+          const uint16_t* v, const uint16_t* out, const float* lse, const uint16_t* dout,
+          uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t bh, int64_t t, int64_t hd,
+          const Layout& li, const Layout& lk, const Layout& lo, int32_t causal, int64_t window,
+          float scale) {
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        bwdHD<E, decltype(hdC)::value, decltype(gqaC)::value>(ctx, loc, q, k, v, out, lse, dout,
+                                                              dq, dk, dv, bh, t, li, lk, lo,
+                                                              causal, window, scale);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)", what, (long long)hd);
+}
+
+/// The bf16 / f16 forward of tgrt_attention_gqa_fwd (gqa) or tgrt_attention_fwd (its
+/// messages; kv_heads = heads, kv strides = in strides).
+void fwd16(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, const void* k,
+           const void* v, void* out, float* lse, int64_t batch, int64_t heads, int64_t kv_heads,
+           int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+           int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+           int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+           float scale) {
+  checkCtx(ctx, loc);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/true, gqa, batch, heads, kv_heads, t, hd,
+                                    in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                    kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
+  const char* fn = gqa ? "attention_gqa_fwd" : "attention_fwd";
+  if (dt != TGRT_BF16 && dt != TGRT_F16)
+    fail(loc, "%s (tensor cores): dtype %d is not bf16 or f16", fn, (int)dt);
+  const int64_t bh = batch * heads;
+  if (bh * t == 0) return;
+  const Layout &li = ls.in, &lk = ls.kv, &lo = ls.out;
+  const char* what = gqa ? "attention_gqa_fwd (bf16 / f16)" : "attention_fwd (bf16 / f16)";
+  checkAlignedTensors16(loc, what, {q, k, v, out});
+  checkRowStrides16(loc, what, li, lk, lo, 8);
+  const auto* q16 = static_cast<const uint16_t*>(q);
+  const auto* k16 = static_cast<const uint16_t*>(k);
+  const auto* v16 = static_cast<const uint16_t*>(v);
+  auto* o16 = static_cast<uint16_t*>(out);
+  if (dt == TGRT_BF16)
+    fwdE<Bf16>(ctx, loc, what, q16, k16, v16, o16, lse, bh, t, hd, li, lk, lo, causal, window,
+               scale);
+  else
+    fwdE<F16>(ctx, loc, what, q16, k16, v16, o16, lse, bh, t, hd, li, lk, lo, causal, window,
+              scale);
+}
+
+/// The bf16 / f16 backward, as fwd16.
+void bwd16(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, const void* k,
+           const void* v, const void* out, const float* lse, const void* dout, void* dq,
+           void* dk, void* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+           int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+           int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+           int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+           float scale) {
+  checkCtx(ctx, loc);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/false, gqa, batch, heads, kv_heads, t, hd,
+                                    in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                    kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
+  const char* fn = gqa ? "attention_gqa_bwd" : "attention_bwd";
+  if (dt != TGRT_BF16 && dt != TGRT_F16)
+    fail(loc, "%s (tensor cores): dtype %d is not bf16 or f16", fn, (int)dt);
+  const int64_t bh = batch * heads;
+  if (bh * t * hd == 0) return;
+  const Layout &li = ls.in, &lk = ls.kv, &lo = ls.out;
+  const char* what = gqa ? "attention_gqa_bwd (bf16 / f16)" : "attention_bwd (bf16 / f16)";
+  checkAlignedTensors16(loc, what, {q, k, v, out, dout, dq, dk, dv});
+  checkRowStrides16(loc, what, li, lk, lo, 8);
+  const auto* q16 = static_cast<const uint16_t*>(q);
+  const auto* k16 = static_cast<const uint16_t*>(k);
+  const auto* v16 = static_cast<const uint16_t*>(v);
+  const auto* o16 = static_cast<const uint16_t*>(out);
+  const auto* do16 = static_cast<const uint16_t*>(dout);
+  auto* dq16 = static_cast<uint16_t*>(dq);
+  auto* dk16 = static_cast<uint16_t*>(dk);
+  auto* dv16 = static_cast<uint16_t*>(dv);
+  if (dt == TGRT_BF16)
+    bwdE<Bf16>(ctx, loc, what, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lk,
+               lo, causal, window, scale);
+  else
+    bwdE<F16>(ctx, loc, what, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lk,
+              lo, causal, window, scale);
 }
 
 } // namespace
@@ -1366,25 +1472,21 @@ void attentionFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
                     int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h,
                     int64_t in_stride_t, int64_t out_stride_b, int64_t out_stride_h,
                     int64_t out_stride_t, int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
-                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                    out_stride_t);
-  if (dt != TGRT_BF16 && dt != TGRT_F16)
-    fail(loc, "attention_fwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
-  const int64_t bh = batch * heads;
-  if (bh * t == 0) return;
-  const Layout &li = ls.in, &lo = ls.out;
-  checkAlignedTensors16(loc, "attention_fwd (bf16 / f16)", {q, k, v, out});
-  checkRowStrides16(loc, "attention_fwd (bf16 / f16)", li, lo, 8);
-  const auto* q16 = static_cast<const uint16_t*>(q);
-  const auto* k16 = static_cast<const uint16_t*>(k);
-  const auto* v16 = static_cast<const uint16_t*>(v);
-  auto* o16 = static_cast<uint16_t*>(out);
-  if (dt == TGRT_BF16)
-    fwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
-  else
-    fwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, bh, t, hd, li, lo, causal, window, scale);
+  fwd16(ctx, loc, false, dt, q, k, v, out, lse, batch, heads, heads, t, hd, in_stride_b,
+        in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t, out_stride_b,
+        out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void attentionGqaFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale) {
+  fwd16(ctx, loc, true, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd, in_stride_b,
+        in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b,
+        out_stride_h, out_stride_t, causal, window, scale);
 }
 
 void setAttentionForm(Context* ctx, const AttentionForm& form) {
@@ -1402,31 +1504,22 @@ void attentionBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, co
                     int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                     int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                     int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
-                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                    out_stride_t);
-  if (dt != TGRT_BF16 && dt != TGRT_F16)
-    fail(loc, "attention_bwd (tensor cores): dtype %d is not bf16 or f16", (int)dt);
-  const int64_t bh = batch * heads;
-  if (bh * t * hd == 0) return;
-  const Layout &li = ls.in, &lo = ls.out;
-  checkAlignedTensors16(loc, "attention_bwd (bf16 / f16)", {q, k, v, out, dout, dq, dk, dv});
-  checkRowStrides16(loc, "attention_bwd (bf16 / f16)", li, lo, 8);
-  const auto* q16 = static_cast<const uint16_t*>(q);
-  const auto* k16 = static_cast<const uint16_t*>(k);
-  const auto* v16 = static_cast<const uint16_t*>(v);
-  const auto* o16 = static_cast<const uint16_t*>(out);
-  const auto* do16 = static_cast<const uint16_t*>(dout);
-  auto* dq16 = static_cast<uint16_t*>(dq);
-  auto* dk16 = static_cast<uint16_t*>(dk);
-  auto* dv16 = static_cast<uint16_t*>(dv);
-  if (dt == TGRT_BF16)
-    bwdE<Bf16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lo,
-               causal, window, scale);
-  else
-    bwdE<F16>(ctx, loc, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, bh, t, hd, li, lo,
-              causal, window, scale);
+  bwd16(ctx, loc, false, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, heads, t, hd,
+        in_stride_b, in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t,
+        out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void attentionGqaBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, const void* out, const float* lse, const void* dout,
+                       void* dq, void* dk, void* dv, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale) {
+  bwd16(ctx, loc, true, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, kv_heads, t, hd,
+        in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t,
+        out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
 } // namespace tgrt_cuda

@@ -31,6 +31,9 @@
 // A column q holds key 2q and column q + 4 key 2q + 1, i.e. a = {c0, c2, c1, c3}; the B
 // operand (V, dO, Q or K rows) is read with the same permutation (rows 2q and 2q + 1).
 //
+// Grouped-query attention as in Attention.cu: k, v through their own layout (Layout::group),
+// the dk / dv kernel loops over the group's query heads (registers, no atomics).
+//
 // The CPU emulator (runtime/cuda/emu) implements the tf32 mma and cvt.rna
 // (emu::mmaTf32m16n8k8, emu::tf32Rna), so tgrt-cuda-emu-check runs these kernels too.
 #include "runtime/cuda/Internal.h"
@@ -220,12 +223,12 @@ constexpr size_t fwdSmemBytes() {
 // in shared memory and split into hi + lo TF32 parts: Qhi Khi + Qhi Klo + Qlo Khi), so the
 // scores, the softmax and lse are fp32-accurate (lse within ~1e-6 instead of ~3e-4) at the cost
 // of two more products for S; P V stays single TF32.
-template <int HD, bool SPLIT>
+template <int HD, bool SPLIT, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_tf32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                               const float* __restrict__ v, float* __restrict__ out,
-                              float* __restrict__ lse, int64_t t, Layout li, Layout lo, int causal,
-                              int64_t window, float scaleLog2) {
+                              float* __restrict__ lse, int64_t t, Layout li, Layout lk, Layout lo,
+                              int causal, int64_t window, float scaleLog2) {
   constexpr int BR = kFwdBR, BC = kFwdBC, LD = HD + kPad;
   constexpr int KT = HD / 8, NS = BC / 8, NO = HD / 8;
   constexpr bool kQInRegs = HD <= 64;
@@ -241,6 +244,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
 
   loadTile<BR, HD, !SPLIT>(q + base, li.st, q0, t, Qs);
   __syncthreads();
@@ -264,8 +268,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads(); // the previous K, V are no longer read
-    loadTile<BC, HD, !SPLIT>(k + base, li.st, k0, t, Ks);
-    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
+    loadTile<BC, HD, !SPLIT>(k + kbase, kst, k0, t, Ks);
+    loadTile<BC, HD>(v + kbase, kst, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4];
@@ -379,14 +383,16 @@ __device__ __forceinline__ void loadRowStats(const float* lse, const float* D, i
 //   S^T = K Q^T, dP^T = V dO^T, P^T = 2^(scale log2e S^T - L), dS^T = P^T (dP^T - D),
 //   dV += P^T dO,  dK += dS^T Q;  finally dK *= scale.
 // Shared memory: K, V [64][HD+4]; Q, dO [BQ][HD+4]; L, D [BQ].
-template <int HD>
-__global__ void __launch_bounds__(kThreads)
+// GQA (hd 64) asks for 3 blocks per SM as plain attention gets (168 registers; ptxas would
+// take 254 for the group loop, 2 blocks); 0 is no bound (plain attention's code unchanged).
+template <int HD, bool GQA>
+__global__ void __launch_bounds__(kThreads, GQA && HD == 64 ? 3 : 0)
     attention_bwd_dkdv_tf32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                                    const float* __restrict__ v, const float* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ D,
                                    float* __restrict__ dk, float* __restrict__ dv, int64_t t,
-                                   Layout li, Layout lo, int causal, int64_t window, float scale,
-                                   float scaleLog2) {
+                                   Layout li, Layout lk, Layout lo, int causal, int64_t window,
+                                   float scale, float scaleLog2) {
   constexpr int BK = kKvBK, BQ = kvQueryTile<HD>(), LD = HD + kPad;
   constexpr int KT = HD / 8, NQ = BQ / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -398,15 +404,17 @@ __global__ void __launch_bounds__(kThreads)
   float* DS = LS + BQ;
 
   const int64_t nkb = (t + BK - 1) / BK;
-  const int64_t h = blockIdx.x / nkb;
+  const int64_t hk = blockIdx.x / nkb; // the kv problem (the problem without GQA)
+  const int64_t h0 = GQA ? lk.firstQuery(hk) : hk; // its group's first query problem
   const int64_t k0 = (int64_t)(blockIdx.x % nkb) * BK; // low key tiles see the most queries
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
-  const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t base0 = li.base(h0), obase0 = lo.base(h0);
+  const int64_t kbase = GQA ? lk.kvBase(h0) : base0, kst = GQA ? lk.st : li.st;
   const int64_t key0 = k0 + warp * 16 + g; // this lane's keys: key0, key0 + 8
 
-  loadTile<BK, HD>(k + base, li.st, k0, t, Ks);
-  loadTile<BK, HD>(v + base, li.st, k0, t, Vs);
+  loadTile<BK, HD>(k + kbase, kst, k0, t, Ks);
+  loadTile<BK, HD>(v + kbase, kst, k0, t, Vs);
 
   float dK[NO][4], dV[NO][4];
 #pragma unroll
@@ -416,56 +424,63 @@ __global__ void __launch_bounds__(kThreads)
 
   int64_t qbLo, qbHi;
   queryTiles(k0, BQ, BK, t, causal, window, qbLo, qbHi);
-  for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
-    const int64_t q0 = qb * BQ;
-    __syncthreads();
-    loadTile<BQ, HD>(q + base, li.st, q0, t, Qs);
-    loadTile<BQ, HD>(dout + obase, lo.st, q0, t, dOs);
-    loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
-    __syncthreads();
+  // The group's query heads h0 .. h0 + group - 1 in order (one head without GQA), each over
+  // its query tiles: dK and dV sum them all. The heads of a group are consecutive heads of one
+  // sequence: head h0 + gi's rows start gi * sh after head h0's.
+  const int64_t group = GQA ? lk.group : 1;
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const int64_t h = h0 + gi, base = base0 + gi * li.sh, obase = obase0 + gi * lo.sh;
+    for (int64_t qb = qbLo; qb <= qbHi; ++qb) {
+      const int64_t q0 = qb * BQ;
+      __syncthreads();
+      loadTile<BQ, HD>(q + base, li.st, q0, t, Qs);
+      loadTile<BQ, HD>(dout + obase, lo.st, q0, t, dOs);
+      loadRowStats<BQ>(lse + h * t, D + h * t, q0, t, LS, DS);
+      __syncthreads();
 
-    float s[NQ][4], dp[NQ][4];
+      float s[NQ][4], dp[NQ][4];
 #pragma unroll
-    for (int j = 0; j < NQ; ++j)
+      for (int j = 0; j < NQ; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < KT; ++kk) {
-      uint32_t ka[4], va[4];
-      loadA(ka, Ks, LD, warp * 16, kk, lane);
-      loadA(va, Vs, LD, warp * 16, kk, lane);
+      for (int kk = 0; kk < KT; ++kk) {
+        uint32_t ka[4], va[4];
+        loadA(ka, Ks, LD, warp * 16, kk, lane);
+        loadA(va, Vs, LD, warp * 16, kk, lane);
 #pragma unroll
-      for (int j = 0; j < NQ; ++j) {
-        uint32_t b0, b1;
-        loadBt(b0, b1, Qs, LD, j * 8, kk, lane);
-        mma(s[j], ka, b0, b1);
-        loadBt(b0, b1, dOs, LD, j * 8, kk, lane);
-        mma(dp[j], va, b0, b1);
+        for (int j = 0; j < NQ; ++j) {
+          uint32_t b0, b1;
+          loadBt(b0, b1, Qs, LD, j * 8, kk, lane);
+          mma(s[j], ka, b0, b1);
+          loadBt(b0, b1, dOs, LD, j * 8, kk, lane);
+          mma(dp[j], va, b0, b1);
+        }
       }
-    }
 
-    // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
-    dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
-                 causal, window, scaleLog2);
+      // Query tiles are no wider than key tiles here, so "full" uses the tile's extremes.
+      dsTransposed(s, dp, LS, DS, tileFull(q0, BQ, k0, BK, t, causal, window), q0, key0, tq, t,
+                   causal, window, scaleLog2);
 
 #pragma unroll
-    for (int kk = 0; kk < NQ; ++kk) {
-      uint32_t pa[4], dsa[4];
-      accToA(pa, s[kk]);
-      accToA(dsa, dp[kk]);
+      for (int kk = 0; kk < NQ; ++kk) {
+        uint32_t pa[4], dsa[4];
+        accToA(pa, s[kk]);
+        accToA(dsa, dp[kk]);
 #pragma unroll
-      for (int n = 0; n < NO; ++n) {
-        uint32_t b0, b1;
-        loadBnPerm(b0, b1, dOs, LD, n * 8, kk, lane);
-        mma(dV[n], pa, b0, b1);
-        loadBnPerm(b0, b1, Qs, LD, n * 8, kk, lane);
-        mma(dK[n], dsa, b0, b1);
+        for (int n = 0; n < NO; ++n) {
+          uint32_t b0, b1;
+          loadBnPerm(b0, b1, dOs, LD, n * 8, kk, lane);
+          mma(dV[n], pa, b0, b1);
+          loadBnPerm(b0, b1, Qs, LD, n * 8, kk, lane);
+          mma(dK[n], dsa, b0, b1);
+        }
       }
     }
   }
 
-  storeRows<HD>(dk + base, li.st, k0 + warp * 16, t, dK, scale, scale, lane);
-  storeRows<HD>(dv + base, li.st, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
+  storeRows<HD>(dk + kbase, kst, k0 + warp * 16, t, dK, scale, scale, lane);
+  storeRows<HD>(dv + kbase, kst, k0 + warp * 16, t, dV, 1.0f, 1.0f, lane);
 }
 
 constexpr int kDqBR = 64, kDqBC = 64;
@@ -479,13 +494,14 @@ constexpr size_t dqSmemBytes() {
 // each visible key tile: S = Q K^T, dP = dO V^T, P = 2^(scale log2e S - L), dS = P (dP - D),
 // dQ += dS K;  finally dQ *= scale.
 // Shared memory: Q, dO [64][HD+4]; K, V [64][HD+4].
-template <int HD>
+template <int HD, bool GQA>
 __global__ void __launch_bounds__(kThreads)
     attention_bwd_dq_tf32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                                  const float* __restrict__ v, const float* __restrict__ dout,
                                  const float* __restrict__ lse, const float* __restrict__ D,
-                                 float* __restrict__ dq, int64_t t, Layout li, Layout lo,
-                                 int causal, int64_t window, float scale, float scaleLog2) {
+                                 float* __restrict__ dq, int64_t t, Layout li, Layout lk,
+                                 Layout lo, int causal, int64_t window, float scale,
+                                 float scaleLog2) {
   constexpr int BR = kDqBR, BC = kDqBC, LD = HD + kPad;
   constexpr int KT = HD / 8, NS = BC / 8, NO = HD / 8;
   TGRT_DYNAMIC_SMEM(smemF);
@@ -500,6 +516,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, tq = lane & 3;
   const int64_t base = li.base(h), obase = lo.base(h);
+  const int64_t kbase = GQA ? lk.kvBase(h) : base, kst = GQA ? lk.st : li.st;
   const int64_t row0 = q0 + warp * 16 + g; // this lane's rows: row0, row0 + 8
 
   loadTile<BR, HD>(q + base, li.st, q0, t, Qs);
@@ -522,8 +539,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t kb = kbLo; kb <= kbHi; ++kb) {
     const int64_t k0 = kb * BC;
     __syncthreads();
-    loadTile<BC, HD>(k + base, li.st, k0, t, Ks);
-    loadTile<BC, HD>(v + base, li.st, k0, t, Vs);
+    loadTile<BC, HD>(k + kbase, kst, k0, t, Ks);
+    loadTile<BC, HD>(v + kbase, kst, k0, t, Vs);
     __syncthreads();
 
     float s[NS][4], dp[NS][4];
@@ -581,33 +598,33 @@ unsigned blocksFor(const char* loc, int64_t bh, int64_t t, int tile) {
   return (unsigned)blocks;
 }
 
-template <int HD, bool SPLIT>
+template <int HD, bool SPLIT, bool GQA>
 void fwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
-           int causal, int64_t window, float scale) {
+           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lk,
+           const Layout& lo, int causal, int64_t window, float scale) {
   constexpr size_t smem = fwdSmemBytes<HD>();
   static bool smemSet = false;
-  auto* kernel = attention_fwd_tf32_kernel<HD, SPLIT>;
+  auto* kernel = attention_fwd_tf32_kernel<HD, SPLIT, GQA>;
   allowSmemTf32(loc, kernel, smem, smemSet);
   launch(ctx, loc, "attention_fwd_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kFwdBR)),
-         dim3(kThreads), smem, q, k, v, out, lse, t, li, lo, causal, window, scale * kLog2e);
+         dim3(kThreads), smem, q, k, v, out, lse, t, li, lk, lo, causal, window, scale * kLog2e);
 }
 
-template <int HD>
+template <int HD, bool GQA>
 void fwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
-           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lo,
-           int causal, int64_t window, float scale) {
+           float* out, float* lse, int64_t bh, int64_t t, const Layout& li, const Layout& lk,
+           const Layout& lo, int causal, int64_t window, float scale) {
   if (ctx->tf32_split_scores)
-    fwdHD<HD, true>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    fwdHD<HD, true, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window, scale);
   else
-    fwdHD<HD, false>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale);
+    fwdHD<HD, false, GQA>(ctx, loc, q, k, v, out, lse, bh, t, li, lk, lo, causal, window, scale);
 }
 
-template <int HD>
+template <int HD, bool GQA>
 void bwdHD(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
            const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv,
-           int64_t bh, int64_t t, const Layout& li, const Layout& lo, int causal, int64_t window,
-           float scale) {
+           int64_t bh, int64_t t, const Layout& li, const Layout& lk, const Layout& lo,
+           int causal, int64_t window, float scale) {
   checkWorkspace(ctx, loc, "attention_bwd (D = rowsum(dout * out))",
                  bh * t * (int64_t)sizeof(float));
   float* D = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
@@ -616,21 +633,76 @@ void bwdHD(Context* ctx, const char* loc, const float* q, const float* k, const 
   {
     constexpr size_t smem = dkdvSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dkdv_tf32_kernel<HD>;
+    auto* kernel = attention_bwd_dkdv_tf32_kernel<HD, GQA>;
     allowSmemTf32(loc, kernel, smem, smemSet);
-    launch(ctx, loc, "attention_bwd_dkdv_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kKvBK)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dk, dv, t, li, lo, causal,
-           window, scale, scale * kLog2e);
+    // One block per (kv problem, key tile): bh / group kv problems.
+    launch(ctx, loc, "attention_bwd_dkdv_tf32_kernel", kernel,
+           dim3(blocksFor(loc, bh / lk.group, t, kKvBK)), dim3(kThreads), smem, q, k, v, dout,
+           lse, (const float*)D, dk, dv, t, li, lk, lo, causal, window, scale, scale * kLog2e);
   }
   {
     constexpr size_t smem = dqSmemBytes<HD>();
     static bool smemSet = false;
-    auto* kernel = attention_bwd_dq_tf32_kernel<HD>;
+    auto* kernel = attention_bwd_dq_tf32_kernel<HD, GQA>;
     allowSmemTf32(loc, kernel, smem, smemSet);
     launch(ctx, loc, "attention_bwd_dq_tf32_kernel", kernel, dim3(blocksFor(loc, bh, t, kDqBR)),
-           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lo, causal, window,
-           scale, scale * kLog2e);
+           dim3(kThreads), smem, q, k, v, dout, lse, (const float*)D, dq, t, li, lk, lo, causal,
+           window, scale, scale * kLog2e);
   }
+}
+
+/// The TF32 forward of tgrt_attention_gqa_fwd (gqa) or tgrt_attention_fwd (its messages).
+void fwdTf32(Context* ctx, const char* loc, bool gqa, const float* q, const float* k,
+             const float* v, float* out, float* lse, int64_t batch, int64_t heads,
+             int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b, int64_t in_stride_h,
+             int64_t in_stride_t, int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+             int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+             int64_t window, float scale) {
+  checkCtx(ctx, loc);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/true, gqa, batch, heads, kv_heads, t, hd,
+                                    in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                    kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
+  const int64_t bh = batch * heads;
+  if (bh * t == 0) return;
+  const Layout &li = ls.in, &lk = ls.kv, &lo = ls.out;
+  const char* what = gqa ? "attention_gqa_fwd (tf32)" : "attention_fwd (tf32)";
+  checkAlignedTensors16(loc, what, {q, k, v, out});
+  checkRowStrides16(loc, what, li, lk, lo, 4);
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        fwdHD<decltype(hdC)::value, decltype(gqaC)::value>(ctx, loc, q, k, v, out, lse, bh, t, li,
+                                                           lk, lo, causal, window, scale);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         gqa ? "attention_gqa_fwd" : "attention_fwd", (long long)hd);
+}
+
+/// The TF32 backward, as fwdTf32.
+void bwdTf32(Context* ctx, const char* loc, bool gqa, const float* q, const float* k,
+             const float* v, const float* out, const float* lse, const float* dout, float* dq,
+             float* dk, float* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+             int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+             int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+             int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+             float scale) {
+  checkCtx(ctx, loc);
+  const Layouts ls = checkedLayouts(loc, /*forward=*/false, gqa, batch, heads, kv_heads, t, hd,
+                                    in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                                    kv_stride_h, kv_stride_t, out_stride_b, out_stride_h,
+                                    out_stride_t);
+  const int64_t bh = batch * heads;
+  if (bh * t * hd == 0) return;
+  const Layout &li = ls.in, &lk = ls.kv, &lo = ls.out;
+  const char* what = gqa ? "attention_gqa_bwd (tf32)" : "attention_bwd (tf32)";
+  checkAlignedTensors16(loc, what, {q, k, v, dout, dq, dk, dv});
+  checkRowStrides16(loc, what, li, lk, lo, 4);
+  if (!withHdGqa(hd, li, lk, [&](auto hdC, auto gqaC) {
+        bwdHD<decltype(hdC)::value, decltype(gqaC)::value>(ctx, loc, q, k, v, out, lse, dout, dq,
+                                                           dk, dv, bh, t, li, lk, lo, causal,
+                                                           window, scale);
+      }))
+    fail(loc, "%s: head dim %lld is not supported on CUDA (32, 64 or 128)",
+         gqa ? "attention_gqa_bwd" : "attention_bwd", (long long)hd);
 }
 
 } // namespace
@@ -640,23 +712,9 @@ void attentionFwdTf32(Context* ctx, const char* loc, const float* q, const float
                       int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                       int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  const Layouts ls = checkedLayouts(loc, /*forward=*/true, batch, heads, t, hd, in_stride_b,
-                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                    out_stride_t);
-  const int64_t bh = batch * heads;
-  if (bh * t == 0) return;
-  const Layout &li = ls.in, &lo = ls.out;
-  checkAlignedTensors16(loc, "attention_fwd (tf32)", {q, k, v, out});
-  checkRowStrides16(loc, "attention_fwd (tf32)", li, lo, 4);
-  switch (hd) {
-  case 32: fwdHD<32>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  case 64: fwdHD<64>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  case 128: fwdHD<128>(ctx, loc, q, k, v, out, lse, bh, t, li, lo, causal, window, scale); break;
-  default:
-    fail(loc, "attention_fwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
-  }
+  fwdTf32(ctx, loc, false, q, k, v, out, lse, batch, heads, heads, t, hd, in_stride_b,
+          in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t, out_stride_b,
+          out_stride_h, out_stride_t, causal, window, scale);
 }
 
 void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float* k, const float* v,
@@ -665,29 +723,34 @@ void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float
                       int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                       int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale) {
-  checkCtx(ctx, loc);
-  const Layouts ls = checkedLayouts(loc, /*forward=*/false, batch, heads, t, hd, in_stride_b,
-                                    in_stride_h, in_stride_t, out_stride_b, out_stride_h,
-                                    out_stride_t);
-  const int64_t bh = batch * heads;
-  if (bh * t * hd == 0) return;
-  const Layout &li = ls.in, &lo = ls.out;
-  checkAlignedTensors16(loc, "attention_bwd (tf32)", {q, k, v, dout, dq, dk, dv});
-  checkRowStrides16(loc, "attention_bwd (tf32)", li, lo, 4);
-  switch (hd) {
-  case 32:
-    bwdHD<32>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
-    break;
-  case 64:
-    bwdHD<64>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
-    break;
-  case 128:
-    bwdHD<128>(ctx, loc, q, k, v, out, lse, dout, dq, dk, dv, bh, t, li, lo, causal, window, scale);
-    break;
-  default:
-    fail(loc, "attention_bwd: head dim %lld is not supported on CUDA (32, 64 or 128)",
-         (long long)hd);
-  }
+  bwdTf32(ctx, loc, false, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, heads, t, hd,
+          in_stride_b, in_stride_h, in_stride_t, in_stride_b, in_stride_h, in_stride_t,
+          out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void attentionGqaFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                         const float* v, float* out, float* lse, int64_t batch, int64_t heads,
+                         int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                         int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                         int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                         int64_t window, float scale) {
+  fwdTf32(ctx, loc, true, q, k, v, out, lse, batch, heads, kv_heads, t, hd, in_stride_b,
+          in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b,
+          out_stride_h, out_stride_t, causal, window, scale);
+}
+
+void attentionGqaBwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                         const float* v, const float* out, const float* lse, const float* dout,
+                         float* dq, float* dk, float* dv, int64_t batch, int64_t heads,
+                         int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                         int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                         int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                         int64_t window, float scale) {
+  bwdTf32(ctx, loc, true, q, k, v, out, lse, dout, dq, dk, dv, batch, heads, kv_heads, t, hd,
+          in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t,
+          out_stride_b, out_stride_h, out_stride_t, causal, window, scale);
 }
 
 void setAttentionTf32Split(Context* ctx, bool split) {

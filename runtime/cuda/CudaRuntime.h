@@ -18,24 +18,31 @@
 // and float alpha / beta (TF32 only for f32 with TGRT_TF32=1). matmul_bias_gelu fuses the
 // GELU (CUBLASLT_EPILOGUE_GELU_AUX_BIAS) by default for bf16 / f16 and for f32 in TF32 mode;
 // TGRT_GELU_EPILOGUE=0/1 forces it off / on. Attention: f32 (exact fp32 or TF32 kernels), bf16
-// and f16 (tensor cores; head dims 32, 64, 128; 16-byte aligned tensors).
+// and f16 (tensor cores; head dims 32, 64, 128; 16-byte aligned tensors), plain and
+// grouped-query (one implementation: plain attention is GQA with kv_heads = heads). The Llama
+// family's RMSNorm, RoPE and SwiGLU: Llama.cu.
 //
 // Workspace (tgrt_model::workspace_bytes). Calls are ordered on one stream, so the scratch
 // of one call never overlaps another's; the region must hold the largest single need (the
 // same for every dtype):
 //   - cuBLASLt GEMM: it gets the whole region; 32 MiB lets it pick its fastest algorithms
 //     (with less it picks ones that need less; 0 works).
-//   - attention_bwd (f32, bf16, f16): 4*bh*t bytes (D = rowsum(dout*out), float32).
+//   - attention_bwd, attention_gqa_bwd (f32, bf16, f16): 4*bh*t bytes with bh = batch *
+//     heads, the query heads (D = rowsum(dout*out), float32); grouped-query attention needs
+//     nothing more (dk, dv of a kv head are summed over its group in registers).
 //   - embedding_bwd: 12*n_tokens bytes + a radix-sort scratch of about 8*n_tokens + 64 KiB,
 //     + 8*d*min(ceil(n_tokens/32), 512) bytes (float32 sums of the pieces of runs that cross
 //     a chunk of the sorted tokens).
 //   - layer_norm_bwd / bias_grad: 8*d*ceil(rows/chunk) bytes (float32 partials), at most
 //     2 KiB * d.
+//   - rms_norm_bwd: 4*d*p bytes (float32 dgamma partials), p = min(512, ceil(rows / 8)) (a
+//     warp per row, d <= 1024 f32 / 2048 bf16, f16), min(512, rows) (a block per row, d <=
+//     8192) or min(512, ceil(rows / 32)) (the scalar kernels); at most 2 KiB * d.
 //   - cross_entropy: 8*rows bytes (fwd_bwd: 256 + 8*rows); grad_norm_sq: 8 KiB.
 // Recommended: workspace_bytes = max(32 MiB, 4*bh*t,
 // 24*n_tokens + 1 MiB + 8*d*min(ceil(n_tokens/32), 512), 2 KiB*d_max),
 // where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
-// layer_norm_bwd / bias_grad reduce. A call whose need exceeds the region fails with
+// layer_norm_bwd / rms_norm_bwd / bias_grad reduce. A call whose need exceeds the region fails with
 // "tgrt: <loc>: workspace too small ...".
 //
 // Embedding backward order: the tokens are sorted stably by id and cut into chunks of
@@ -255,6 +262,83 @@ void attentionBwdTf32(Context* ctx, const char* loc, const float* q, const float
                       int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
                       int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
                       int32_t causal, int64_t window, float scale);
+/// Grouped-query attention (tgrt_attention_gqa_fwd / _bwd): k, v (and dk, dv) have kv_heads
+/// heads (heads % kv_heads == 0) in their own strides; query head h reads kv head
+/// h / (heads / kv_heads) in place. The one implementation of every attention family:
+/// attentionFwd / attentionBwd are these with kv_heads = heads and the kv strides = the in
+/// strides (the same kernels, the same bits). The backward's dk / dv kernels own a (kv head,
+/// key tile) and loop over the group's query heads and their query tiles, accumulating in
+/// registers (deterministic, no float atomics, no extra workspace: D is 4 * batch * heads * t
+/// bytes as before). dt f32: exact fp32 kernels, or TF32 with TGRT_TF32=1; bf16 / f16: the
+/// tensor-core kernels.
+void attentionGqaFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                     const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                     int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                     int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                     int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                     int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                     float scale);
+void attentionGqaBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                     const void* v, const void* out, const float* lse, const void* dout, void* dq,
+                     void* dk, void* dv, int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+                     int64_t hd, int64_t in_stride_b, int64_t in_stride_h, int64_t in_stride_t,
+                     int64_t kv_stride_b, int64_t kv_stride_h, int64_t kv_stride_t,
+                     int64_t out_stride_b, int64_t out_stride_h, int64_t out_stride_t,
+                     int32_t causal, int64_t window, float scale);
+/// attentionGqaFwd / attentionGqaBwd of the bf16 / f16 kernels (AttentionBf16.cu) and of the
+/// TF32 kernels (AttentionTf32.cu), for the check tool; attentionFwd16 etc. above are these
+/// with kv_heads = heads, kv strides = in strides.
+void attentionGqaFwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale);
+void attentionGqaBwd16(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, const void* out, const float* lse, const void* dout,
+                       void* dq, void* dk, void* dv, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale);
+void attentionGqaFwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                         const float* v, float* out, float* lse, int64_t batch, int64_t heads,
+                         int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                         int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                         int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                         int64_t window, float scale);
+void attentionGqaBwdTf32(Context* ctx, const char* loc, const float* q, const float* k,
+                         const float* v, const float* out, const float* lse, const float* dout,
+                         float* dq, float* dk, float* dv, int64_t batch, int64_t heads,
+                         int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                         int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                         int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                         int64_t out_stride_h, int64_t out_stride_t, int32_t causal,
+                         int64_t window, float scale);
+// The Llama family (Llama.cu), as tgrt.h.
+/// RMSNorm: row in registers (a warp per row, or the block per row for wide rows, d <= 8192)
+/// for all-one-type and x, gamma f32 with y bf16 / f16; else a scalar kernel.
+void rmsNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                const void* gamma, int32_t y_dt, void* y, float* rstd, int64_t rows, int64_t d,
+                float eps);
+/// dx and the blocks' dgamma partials in one pass, then the partials summed in block order
+/// (workspace: see the header comment).
+void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx,
+                void* dgamma, int64_t rows, int64_t d);
+/// scaling: NULL or 4 floats of host memory (read on the host, like loc); the inverse
+/// frequencies are computed on the host (tgrt_rope_inv_freq) and passed to the kernel, so
+/// they are the CPU backend's bit for bit; cos / sin are sincosf (full precision). hd <= 512.
+void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch,
+          int64_t t, int64_t heads, int64_t kv_heads, int64_t hd, float theta,
+          const float* scaling, int32_t sign);
+void swigluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t rows,
+               int64_t f);
+void swigluBwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* dy,
+               void* dx, int64_t rows, int64_t f);
 void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_t n, float* acc);
 /// Unscales by the context's loss scale S (setLossScale): acc[1] = (1/S) * clip factor, NaN
 /// when the norm is not finite.

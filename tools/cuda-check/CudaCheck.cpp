@@ -42,10 +42,20 @@
 // 256 and 128: fp32, bf16, f16 and TF32; and the memory-bound kernels and GEMMs at GPT-2
 // small's shapes in f32 and bf16 (benchKernels).
 //
+// The Llama family (RMSNorm, RoPE, SwiGLU, grouped-query attention; checkLlama): RMSNorm in
+// the layer norm's dtype combinations (tolerances as the layer norm's, dgamma also bit for bit
+// over two runs), RoPE with and without Llama 3 frequency scaling, theta 1e4 and 5e5, hd 64 and
+// 128 (and scalar-path head dims), in place and out of place, sign +1 and -1, SwiGLU forward
+// and backward (tolerance of the dtype: the CPU computes in double), and grouped-query
+// attention with kv_heads 1, 2 and heads on the packed [B, t, H + 2 Hkv, hd] layout, causal,
+// windowed and full, hd 64 and 128: exact fp32, TF32, bf16 and f16 (both kernel forms at hd
+// 64) with the attention tolerances; kv_heads = heads must equal tgrt_attention_* bit for bit.
+//
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep]
-//                        [--seed N] [--dump DIR]
+//                        [--llama] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
 //   --sweep   every compiled attention tile shape: checked, and timed unless --quick
+//   --llama   only the Llama family's checks (with --quick: the emulator's small shapes)
 //   --bench-only  only the timings (scripts/gpu-check.sh checks with TGRT_CUDA_SYNC=1, which
 //             synchronises after every launch, and times in a separate run without it)
 //   --bench-kernels  only the memory-bound kernel and GEMM timings (benchKernels)
@@ -1634,6 +1644,335 @@ void checkAttentionPacked(Contexts& c, Rng& rng, int32_t dt, bool tf32, int64_t 
   record(fmt("attn_packed_%s padding untouched", kind.c_str()), shape, touched, 0.0);
 }
 
+// ---------------------------------------------------------------- the Llama family --
+
+/// RMSNorm with x: x_dt, gamma: p_dt, y (dy): y_dt, against the CPU (y, rstd; dx, dgamma; the
+/// backward reads the CPU's rstd), and the backward run twice bit for bit (dgamma's column
+/// sum has a fixed order).
+void checkRmsNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y_dt,
+                  std::initializer_list<int64_t> ds, int64_t rows = 333) {
+  for (int64_t d : ds) {
+    const size_t n = (size_t)(rows * d);
+    Raw x = rng.tensor(x_dt, n, -2.0f, 3.0f), gamma = rng.tensor(p_dt, (size_t)d, -1.5f, 1.5f),
+        dy = rng.tensor(y_dt, n);
+    Raw y = zerosOf(y_dt, n);
+    Vec rstd((size_t)rows);
+    tgrt_rms_norm_fwd(c.cpu, "check", x_dt, x.data(), p_dt, gamma.data(), y_dt, y.data(),
+                      rstd.data(), rows, d, 1e-5f);
+    DevT gx(x), gg(gamma), gy(y_dt, n);
+    Dev<float> gr((size_t)rows);
+    gy.poison();
+    gr.poison();
+    tgrt_cuda::rmsNormFwd(c.gpu, "check", x_dt, gx.p, p_dt, gg.p, y_dt, gy.p, gr.p, rows, d,
+                          1e-5f);
+    const bool mixed = !(x_dt == p_dt && p_dt == y_dt);
+    const std::string types =
+        mixed ? fmt(" [x %s, p %s, y %s]", dtName(x_dt), dtName(p_dt), dtName(y_dt))
+              : (x_dt == TGRT_F32 ? std::string() : std::string(" [") + dtName(x_dt) + "]");
+    const std::string shape = fmt("rows%lld d%lld", (long long)rows, (long long)d);
+    record("rms_norm_fwd y" + types, shape, relErr(gy.raw(), y), tolFor(y_dt));
+    record("rms_norm_fwd rstd" + types, shape, relErr(gr.get(), rstd));
+
+    Raw dx = zerosOf(x_dt, n), dg = zerosOf(p_dt, (size_t)d);
+    tgrt_rms_norm_bwd(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
+                      rstd.data(), dx.data(), dg.data(), rows, d);
+    DevT gdy(dy), gdx(x_dt, n), gdg(p_dt, (size_t)d);
+    Dev<float> grs(rstd);
+    auto runBwd = [&] {
+      gdx.poison();
+      gdg.poison();
+      tgrt_cuda::rmsNormBwd(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, grs.p, gdx.p,
+                            gdg.p, rows, d);
+    };
+    runBwd();
+    const Raw dx1 = gdx.raw(), dg1 = gdg.raw();
+    record("rms_norm_bwd dx" + types, shape, relErr(dx1, dx), tolFor(x_dt));
+    record("rms_norm_bwd dgamma" + types, shape, relErr(dg1, dg), tolFor(p_dt));
+    runBwd();
+    record("rms_norm_bwd twice" + types, shape + ", bitwise",
+           (double)(bitDiffs(gdx.raw(), dx1) + bitDiffs(gdg.raw(), dg1)), 0.0);
+  }
+}
+
+void checkRmsNorms(Contexts& c, Rng& rng) {
+  // f32 (packs of 4): a warp per row up to d 1024 (768, 100), a block per row up to 8192
+  // (4096), the scalar kernels beyond and for d % 4 != 0 (1030, 8200).
+  checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_F32, {768, 100, 1030, 4096, 8200});
+  // Packs of 8: a warp up to 1024 (768), a block up to 8192 (2000, 4096); 100, 1030 scalar.
+  for (int32_t low : {TGRT_BF16, TGRT_F16}) {
+    checkRmsNorm(c, rng, low, low, low, {768, 2000, 100, 1030, 4096});
+    checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 136, 100, 4096});
+  }
+  // Many rows per block (the dgamma partials: 512 blocks).
+  checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768}, 4099);
+  checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {4096}, 1037);
+  // A combination without typed kernels: the scalar ones.
+  checkRmsNorm(c, rng, TGRT_BF16, TGRT_F32, TGRT_F16, {768, 100});
+}
+
+/// RoPE on a packed projection [B, t, H + 2 Hkv, hd] against the CPU: out of place (y
+/// poisoned: every element written, the v heads copied) or in place (y = x).
+void checkRope(Contexts& c, Rng& rng, int32_t dt, int64_t B, int64_t t, int64_t H, int64_t Hkv,
+               int64_t hd, float theta, const float* scaling, int32_t sign, bool inPlace) {
+  const size_t n = (size_t)(B * t * (H + 2 * Hkv) * hd);
+  const Raw x = rng.tensor(dt, n, -2.0f, 2.0f);
+  Raw ref = inPlace ? x : zerosOf(dt, n);
+  tgrt_rope(c.cpu, "check", dt, inPlace ? ref.data() : x.data(), ref.data(), B, t, H, Hkv, hd,
+            theta, scaling, sign);
+  DevT gx(x), gy(dt, inPlace ? 1 : n);
+  if (!inPlace) gy.poison();
+  tgrt_cuda::rope(c.gpu, "check", dt, gx.p, inPlace ? gx.p : gy.p, B, t, H, Hkv, hd, theta,
+                  scaling, sign);
+  const Raw got = inPlace ? gx.raw() : gy.raw();
+  const std::string shape =
+      fmt("B%lld t%lld H%lld/%lld hd%lld th%g%s s%+d%s", (long long)B, (long long)t,
+          (long long)H, (long long)Hkv, (long long)hd, (double)theta,
+          scaling ? fmt(" x%g", (double)scaling[0]).c_str() : "", (int)sign,
+          inPlace ? " in place" : "");
+  record(named("rope", dt), shape, relErr(got, ref), tolFor(dt));
+  if (dt == TGRT_F32 && !inPlace && sign == 1) {
+    // The backward (sign -1) rotates back: x again up to float rounding.
+    tgrt_cuda::rope(c.gpu, "check", dt, gy.p, gy.p, B, t, H, Hkv, hd, theta, scaling, -1);
+    record("rope +1 then -1 == x", shape, relErr(gy.raw(), x));
+  }
+}
+
+void checkRopes(Contexts& c, Rng& rng, bool quick) {
+  const float llama3[4] = {32.0f, 1.0f, 4.0f, 8192.0f}; // factor, low, high, original context
+  const int64_t t = quick ? 300 : 2048;
+  for (int32_t dt : kDtypes) {
+    checkRope(c, rng, dt, 2, t, 4, 2, 64, 10000.0f, nullptr, 1, false);
+    checkRope(c, rng, dt, 2, t, 4, 2, 128, 500000.0f, nullptr, 1, false);
+    checkRope(c, rng, dt, 2, t, 4, 2, 128, 500000.0f, llama3, 1, false);
+    checkRope(c, rng, dt, 2, t, 4, 2, 64, 10000.0f, llama3, 1, true);
+    checkRope(c, rng, dt, 2, t, 4, 2, 128, 500000.0f, llama3, -1, true);
+    checkRope(c, rng, dt, 1, t, 4, 1, 64, 10000.0f, nullptr, -1, false);
+    checkRope(c, rng, dt, 1, t, 3, 3, 128, 10000.0f, llama3, -1, false);
+    // Halves that are not whole packs (hd 36, 20): the scalar path; also in place.
+    checkRope(c, rng, dt, 2, 50, 3, 1, 36, 10000.0f, nullptr, 1, false);
+    checkRope(c, rng, dt, 2, 50, 3, 1, 20, 500000.0f, llama3, -1, true);
+  }
+}
+
+/// SwiGLU forward and backward against the CPU: f a multiple of the pack width (vector path)
+/// or not, and one element off alignment (scalar path).
+void checkSwiglu(Contexts& c, Rng& rng, int32_t dt) {
+  const int64_t rows = 333;
+  for (int64_t f : {int64_t(768), int64_t(100), int64_t(1030), int64_t(13)}) {
+    for (bool offset : {false, true}) {
+      if (offset && f != 768) continue;
+      const size_t o = offset ? 1 : 0;
+      const size_t nx = (size_t)(rows * 2 * f), ny = (size_t)(rows * f);
+      Raw x = rng.tensor(dt, nx + o, -6.0f, 6.0f), dy = rng.tensor(dt, ny + o);
+      Raw y = zerosOf(dt, ny + o), dx = zerosOf(dt, nx + o);
+      const size_t es = (size_t)tgrt_dtype_size(dt);
+      tgrt_swiglu_fwd(c.cpu, "check", dt, x.b.data() + o * es, y.b.data() + o * es, rows, f);
+      tgrt_swiglu_bwd(c.cpu, "check", dt, x.b.data() + o * es, dy.b.data() + o * es,
+                      dx.b.data() + o * es, rows, f);
+      DevT gx(x), gdy(dy), gy(dt, ny + o), gdx(dt, nx + o);
+      gy.poison();
+      gdx.poison();
+      tgrt_cuda::swigluFwd(c.gpu, "check", dt, gx.at(o), gy.at(o), rows, f);
+      tgrt_cuda::swigluBwd(c.gpu, "check", dt, gx.at(o), gdy.at(o), gdx.at(o), rows, f);
+      Vec gotY = gy.f(), gotDx = gdx.f(), refY = decode(y), refDx = decode(dx);
+      gotY.erase(gotY.begin(), gotY.begin() + (long)o);
+      refY.erase(refY.begin(), refY.begin() + (long)o);
+      gotDx.erase(gotDx.begin(), gotDx.begin() + (long)o);
+      refDx.erase(refDx.begin(), refDx.begin() + (long)o);
+      const std::string shape =
+          fmt("rows%lld f%lld%s", (long long)rows, (long long)f, offset ? " at +1 element" : "");
+      record(named("swiglu_fwd", dt), shape, relErr(gotY, refY), tolFor(dt));
+      record(named("swiglu_bwd", dt), shape, relErr(gotDx, refDx), tolFor(dt));
+    }
+  }
+}
+
+/// Grouped-query attention (tgrt_attention_gqa_fwd / _bwd) on the packed projection layout
+/// [B, t, H + 2 Hkv, hd] (q heads, then k heads, then v heads; `pad` extra elements after each
+/// token's row): q, k, v are views into it with in strides = kv strides, out / dout
+/// [B, t, H, hd] (+ pad), and dq, dk, dv written into one packed gradient buffer of the
+/// projection's layout. Against the CPU reference (out, lse; dq, dk, dv together); every owned
+/// element must be written (NaN-poisoned buffers) and the padding left alone. dt f32 with
+/// tf32: the TF32 kernels (attentionGqaFwdTf32). bf16 / f16 at hd 64 also run the mma.sync
+/// kernels (the default there is wgmma). With kv_heads == heads the result must equal the
+/// plain attention entry points' bit for bit (one implementation); `again`: the backward twice,
+/// bit for bit.
+void checkAttentionGqa(Contexts& c, Rng& rng, int32_t dt, bool tf32, int64_t B, int64_t H,
+                       int64_t Hkv, int64_t t, int64_t hd, int causal, int64_t window,
+                       int64_t pad, bool again) {
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const int64_t nh = H + 2 * Hkv;
+  const int64_t ist = nh * hd + pad, ish = hd, isb = t * ist;
+  const int64_t ost = H * hd + pad, osh = hd, osb = t * ost;
+  const size_t nIn = (size_t)(B * isb), nOut = (size_t)(B * osb), nL = (size_t)(B * H * t);
+  const size_t es = (size_t)tgrt_dtype_size(dt);
+  const int64_t kOff = H * hd, vOff = (H + Hkv) * hd;
+  Raw x = encode(rng.normals(nIn), dt), dout = encode(rng.normals(nOut), dt);
+  Raw out = zerosOf(dt, nOut), dx = zerosOf(dt, nIn);
+  Vec lse(nL);
+  auto hp = [&](Raw& r, int64_t off) { return static_cast<void*>(r.b.data() + (size_t)off * es); };
+  tgrt_attention_gqa_fwd(c.cpu, "check", dt, hp(x, 0), hp(x, kOff), hp(x, vOff), out.data(),
+                         lse.data(), B, H, Hkv, t, hd, isb, ish, ist, isb, ish, ist, osb, osh,
+                         ost, causal, window, scale);
+  tgrt_attention_gqa_bwd(c.cpu, "check", dt, hp(x, 0), hp(x, kOff), hp(x, vOff), out.data(),
+                         lse.data(), dout.data(), hp(dx, 0), hp(dx, kOff), hp(dx, vOff), B, H,
+                         Hkv, t, hd, isb, ish, ist, isb, ish, ist, osb, osh, ost, causal, window,
+                         scale);
+  DevT gx(x), gdo(dout), go(dt, nOut), gdx(dt, nIn);
+  Dev<float> gl(nL);
+  // plain: the tgrt_attention_fwd / _bwd entry points (only with Hkv == H).
+  auto runGpu = [&](bool plain) {
+    go.poison();
+    gl.poison();
+    gdx.poison();
+    if (tf32) {
+      const float* g = reinterpret_cast<const float*>(gx.p);
+      float* gd = reinterpret_cast<float*>(gdx.p);
+      float* o = reinterpret_cast<float*>(go.p);
+      const float* d = reinterpret_cast<const float*>(gdo.p);
+      if (plain) {
+        tgrt_cuda::attentionFwdTf32(c.gpu, "check", g, g + kOff, g + vOff, o, gl.p, B, H, t, hd,
+                                    isb, ish, ist, osb, osh, ost, causal, window, scale);
+        tgrt_cuda::attentionBwdTf32(c.gpu, "check", g, g + kOff, g + vOff, o, gl.p, d, gd,
+                                    gd + kOff, gd + vOff, B, H, t, hd, isb, ish, ist, osb, osh,
+                                    ost, causal, window, scale);
+      } else {
+        tgrt_cuda::attentionGqaFwdTf32(c.gpu, "check", g, g + kOff, g + vOff, o, gl.p, B, H, Hkv,
+                                       t, hd, isb, ish, ist, isb, ish, ist, osb, osh, ost, causal,
+                                       window, scale);
+        tgrt_cuda::attentionGqaBwdTf32(c.gpu, "check", g, g + kOff, g + vOff, o, gl.p, d, gd,
+                                       gd + kOff, gd + vOff, B, H, Hkv, t, hd, isb, ish, ist,
+                                       isb, ish, ist, osb, osh, ost, causal, window, scale);
+      }
+    } else if (plain) {
+      tgrt_cuda::attentionFwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                              gx.at((size_t)vOff), go.p, gl.p, B, H, t, hd, isb, ish, ist, osb,
+                              osh, ost, causal, window, scale);
+      tgrt_cuda::attentionBwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                              gx.at((size_t)vOff), go.p, gl.p, gdo.p, gdx.at(0),
+                              gdx.at((size_t)kOff), gdx.at((size_t)vOff), B, H, t, hd, isb, ish,
+                              ist, osb, osh, ost, causal, window, scale);
+    } else {
+      tgrt_cuda::attentionGqaFwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                 gx.at((size_t)vOff), go.p, gl.p, B, H, Hkv, t, hd, isb, ish, ist,
+                                 isb, ish, ist, osb, osh, ost, causal, window, scale);
+      tgrt_cuda::attentionGqaBwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                 gx.at((size_t)vOff), go.p, gl.p, gdo.p, gdx.at(0),
+                                 gdx.at((size_t)kOff), gdx.at((size_t)vOff), B, H, Hkv, t, hd,
+                                 isb, ish, ist, isb, ish, ist, osb, osh, ost, causal, window,
+                                 scale);
+    }
+  };
+  const std::string kind = tf32 ? std::string("tf32") : std::string(dtName(dt));
+  const std::string shape =
+      fmt("B%lld H%lld/%lld t%lld hd%lld %s w%lld pad%lld", (long long)B, (long long)H,
+          (long long)Hkv, (long long)t, (long long)hd, causal ? "causal" : "full",
+          (long long)window, (long long)pad);
+  double tol = kTol, tolLse = kTol;
+  if (tf32)
+    tol = kTolTf32, tolLse = kTolTf32Lse;
+  else if (dt == TGRT_BF16)
+    tol = kTolBf16Attn, tolLse = kTolLpLse;
+  else if (dt == TGRT_F16)
+    tol = kTolF16Attn, tolLse = kTolLpLse;
+  const Vec ro = decode(out), rd = decode(dx);
+  // Compares the GPU's outputs (as they are now) with the CPU's; `form` names the kernels.
+  auto compare = [&](const std::string& form) {
+    const Raw fo = go.raw(), fdx = gdx.raw();
+    const Vec fl = gl.get(), fov = decode(fo), fdv = decode(fdx);
+    std::vector<char> inOwned(nIn, 0), outOwned(nOut, 0);
+    Vec go1, ro1, gq1, rq1, gkv1, rkv1;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t j = 0; j < hd; ++j) {
+            const size_t pi = (size_t)(b * isb + h * ish + i * ist + j);
+            const size_t po = (size_t)(b * osb + h * osh + i * ost + j);
+            go1.push_back(fov[po]);
+            ro1.push_back(ro[po]);
+            gq1.push_back(fdv[pi]);
+            rq1.push_back(rd[pi]);
+            outOwned[po] = inOwned[pi] = 1;
+          }
+        for (int64_t h = 0; h < 2 * Hkv; ++h) // the k heads, then the v heads
+          for (int64_t j = 0; j < hd; ++j) {
+            const size_t pi = (size_t)(b * isb + kOff + h * ish + i * ist + j);
+            gkv1.push_back(fdv[pi]);
+            rkv1.push_back(rd[pi]);
+            inOwned[pi] = 1;
+          }
+      }
+    double touched = 0.0;
+    for (size_t e = 0; e < nIn; ++e)
+      if (!inOwned[e])
+        for (size_t u = 0; u < es; ++u) touched += fdx.b[e * es + u] != 0xff;
+    for (size_t e = 0; e < nOut; ++e)
+      if (!outOwned[e])
+        for (size_t u = 0; u < es; ++u) touched += fo.b[e * es + u] != 0xff;
+    const std::string name = "attn_gqa_" + kind + form;
+    record(name + " fwd out vs cpu", shape, relErr(go1, ro1), tol);
+    record(name + " fwd lse vs cpu", shape, relErr(fl, lse), tolLse);
+    record(name + " bwd vs cpu", shape, jointErr({{&gq1, &rq1}, {&gkv1, &rkv1}}), tol);
+    record(name + " padding untouched", shape, touched, 0.0);
+  };
+  runGpu(false);
+  compare("");
+  const Raw o1 = go.raw(), dx1 = gdx.raw();
+  const Vec l1 = gl.get();
+  if (again) {
+    runGpu(false);
+    record("attn_gqa_" + kind + " twice", shape + ", bitwise",
+           (double)(bitDiffs(go.raw(), o1) + bitDiffs(gdx.raw(), dx1) +
+                    bitDiffs(encode(gl.get(), TGRT_F32), encode(l1, TGRT_F32))),
+           0.0);
+  }
+  if (Hkv == H) {
+    runGpu(true);
+    record("attn_gqa_" + kind + " == attention (kv = q heads)", shape + ", bitwise",
+           (double)(bitDiffs(go.raw(), o1) + bitDiffs(gdx.raw(), dx1) +
+                    bitDiffs(encode(gl.get(), TGRT_F32), encode(l1, TGRT_F32))),
+           0.0);
+  }
+  if (!tf32 && dt != TGRT_F32 && hd == 64) {
+    const tgrt_cuda::AttentionForm form0 = tgrt_cuda::attentionForm(c.gpu);
+    if (form0.wgmma) {
+      tgrt_cuda::setAttentionForm(c.gpu, {false});
+      runGpu(false);
+      tgrt_cuda::setAttentionForm(c.gpu, form0);
+      compare(" mma.sync");
+    }
+  }
+}
+
+void checkAttentionGqas(Contexts& c, Rng& rng, bool quick) {
+  const int64_t t = quick ? 100 : 256;
+  for (int variant = 0; variant < 4; ++variant) {
+    const int32_t dt = variant == 2 ? TGRT_BF16 : variant == 3 ? TGRT_F16 : TGRT_F32;
+    const bool tf32 = variant == 1;
+    for (int64_t hd : {int64_t(64), int64_t(128)}) {
+      // kv_heads 1 (multi-query), 2 (groups of 2), 4 (= heads): causal.
+      for (int64_t hkv : {int64_t(1), int64_t(2), int64_t(4)})
+        checkAttentionGqa(c, rng, dt, tf32, 1, 4, hkv, t, hd, 1, 0, 0, !quick);
+      // Windowed, two sequences, padded rows.
+      checkAttentionGqa(c, rng, dt, tf32, 2, 4, 2, t, hd, 1, 24, 8, !quick);
+    }
+    // Not causal, groups of 3, a short sequence.
+    checkAttentionGqa(c, rng, dt, tf32, 1, 6, 2, 77, 64, 0, 0, 0, !quick);
+    if (!quick) {
+      checkAttentionGqa(c, rng, dt, tf32, 2, 8, 2, 1024, 128, 1, 0, 0, false);
+      checkAttentionGqa(c, rng, dt, tf32, 1, 8, 1, 1024, 64, 1, 256, 0, false);
+    }
+  }
+}
+
+/// Everything above for the Llama family (tgrt-cuda-check --llama runs only these).
+void checkLlama(Contexts& c, Rng& rng, bool quick) {
+  checkRmsNorms(c, rng);
+  checkRopes(c, rng, quick);
+  for (int32_t dt : kDtypes) checkSwiglu(c, rng, dt);
+  checkAttentionGqas(c, rng, quick);
+}
+
 /// Causal (query, key) pairs attention computes per head: sum over queries of the keys it
 /// sees (all earlier keys and itself, or the last `window` of them).
 double visiblePairs(int64_t t, int64_t window) {
@@ -2065,7 +2404,8 @@ void benchKernels(Contexts& c, int reps) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false;
+  bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false,
+       llamaOnly = false;
   std::string dumpDir;
   uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
                                                 .time_since_epoch()
@@ -2078,12 +2418,13 @@ int main(int argc, char** argv) {
     else if (a == "--bench-only") checks = false;
     else if (a == "--bench-kernels") checks = false, kernelsOnly = true;
     else if (a == "--sweep") sweep = true;
+    else if (a == "--llama") llamaOnly = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep] "
-                   "[--seed N] [--dump DIR]\n",
+                   "[--llama] [--seed N] [--dump DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -2135,6 +2476,22 @@ int main(int argc, char** argv) {
   }
   std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
 
+  if (llamaOnly) { // the same data as the Llama checks of a full run with this seed
+    Rng own(seed ^ 0x4c6c616d61ull);
+    checkLlama(c, own, quick);
+    int failed = 0;
+    for (const Row& r : g_rows) failed += !r.pass;
+    if (failed) {
+      std::printf("\nfailures:\n");
+      for (const Row& r : g_rows)
+        if (!r.pass)
+          std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
+    }
+    std::printf("\nllama: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
+    tgrt_cuda::destroyContext(c.gpu);
+    tgrt_ctx_destroy(c.cpu);
+    return failed ? 1 : 0;
+  }
   checkContext(c, rng);
   for (int32_t dt : kDtypes) {
     checkEmbedding(c, rng, dt);
@@ -2195,6 +2552,10 @@ int main(int argc, char** argv) {
   }
   checkMatmulMisaligned(c, rng, TGRT_F32);
   checkMatmulMisaligned(c, rng, TGRT_BF16);
+  {
+    Rng own(seed ^ 0x4c6c616d61ull); // its own stream: the other checks' data unchanged
+    checkLlama(c, own, quick);
+  }
 
   int passed = 0, failed = 0;
   for (const Row& r : g_rows) (r.pass ? passed : failed)++;
