@@ -13,7 +13,10 @@
 # A table last: median and min-max over the repetitions, plan vs peak memory.
 #   STEPS (20)  REPS (3)  ONLY ("smollm2 llama1b")
 set -u -o pipefail
-OUT=${OUT:-/tmp/gpu-llama}; mkdir -p "$OUT"
+RESULT=${OUT:-/tmp/gpu-llama}; mkdir -p "$RESULT"
+# Logs in a scratch folder; one tarball of them comes back in $OUT (the device tool returns
+# at most 8 files).
+OUT=/tmp/gpu-llama-logs; rm -rf "$OUT"; mkdir -p "$OUT"
 STEPS=${STEPS:-20}; REPS=${REPS:-3}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1
@@ -22,9 +25,9 @@ B=/tmp/llama; rm -rf $B; mkdir -p $B
 tar -C $B -xJf runs/llama/llama.tar.xz || { echo "no runs/llama/llama.tar.xz"; exit 1; }
 B=$B/llama
 
-echo "== 1. kernel check"
-TGRT_CUDA_SYNC=1 $B/tgrt-cuda-check --quick --no-bench > "$OUT/check.log" 2>&1
-echo "rc $?"; grep -E "FAIL|passed|rms|rope|swiglu|gqa" "$OUT/check.log" | tail -25
+echo "== 1. kernel check (the family's cases; the whole --quick check runs last)"
+TGRT_CUDA_SYNC=1 timeout 120 $B/tgrt-cuda-check --quick --no-bench --llama > "$OUT/check-llama.log" 2>&1
+echo "rc $?"; grep -E "FAIL|passed" "$OUT/check-llama.log" | tail -8
 
 mkdata() { # dir vocab tokens
   python3 - "$@" <<'PY'
@@ -70,6 +73,14 @@ for name in ${ONLY:-smollm2 llama1b}; do
     echo "torch.compile $name rep $r rc $?: $(tail -c 300 "$OUT/torch-$name-$r.json")"
   done
 done
+echo "== 4. where the time goes: llama1b, 8 steps, TGRT_PROFILE=1"
+TGRT_PROFILE=1 $B/llama1b --data $B/data-128256 --steps 8 --eval-every 0 --eval-batches 1 \
+  > "$OUT/tgc-llama1b-profile.log" 2>&1
+grep -A40 "tgrt profile" "$OUT/tgc-llama1b-profile.log" | head -45
+echo "== 5. the whole quick kernel check"
+TGRT_CUDA_SYNC=1 timeout ${CHECK_S:-150} $B/tgrt-cuda-check --quick --no-bench > "$OUT/check.log" 2>&1
+echo "rc $?"; grep -E "FAIL|passed" "$OUT/check.log" | tail -6
+tar -C "$OUT" -czf "$RESULT/logs.tgz" . 2>/dev/null
 python3 - "$OUT" <<'PY'
 import glob, json, re, statistics, sys
 o = sys.argv[1]
