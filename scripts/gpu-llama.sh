@@ -58,25 +58,37 @@ err = max(abs(x["loss"] - y["loss"]) / abs(y["loss"]) for x, y in zip(a, b)) if 
 print(f"tiny-llama fp32 flash: {len(a)} steps, max relative loss difference CUDA vs CPU {err:.2e}")
 PY
 
-echo "== 3. step time: tgc vs torch.compile, $REPS alternating repetitions"
-for name in ${ONLY:-smollm2 llama1b}; do
-  case $name in
+echo "== 3. step time: tgc variants vs torch.compile, $REPS alternating repetitions"
+# A variant is an executable of runs/llama (smollm2, llama1b, smollm2-sel = checkpointing
+# selective, ...), optionally @ENV for TGRT_ATTN=ENV (e.g. llama1b@cudnn).
+VARIANTS=${VARIANTS:-"smollm2 llama1b"}
+for model in ${ONLY:-smollm2 llama1b}; do
+  case $model in
     smollm2) spec=examples/smollm2-135m.json; batch=8; data=$B/data-49152 ;;
     llama1b) spec=examples/llama3.2-1b.json; batch=4; data=$B/data-128256 ;;
   esac
   for r in $(seq 1 "$REPS"); do
-    $B/$name --data $data --steps "$STEPS" --eval-every 0 --eval-batches 1 \
-      --log "$OUT/tgc-$name-$r.jsonl" > "$OUT/tgc-$name-$r.log" 2>&1
-    echo "tgc $name rep $r rc $?: $(grep -E 'plan .*used|error' "$OUT/tgc-$name-$r.log" | head -2 | tr '\n' ' ')"
+    for v in $VARIANTS; do
+      exe=${v%@*}; case $exe in $model|$model-*) ;; *) continue ;; esac
+      [ -x "$B/$exe" ] || { echo "(no $exe)"; continue; }
+      envs=(); [ "$v" != "$exe" ] && envs=(TGRT_ATTN=${v#*@})
+      env "${envs[@]}" $B/$exe --data $data --steps "$STEPS" --eval-every 0 --eval-batches 1 \
+        --log "$OUT/tgc-$v-$r.jsonl" > "$OUT/tgc-$v-$r.log" 2>&1
+      echo "tgc $v rep $r rc $?: $(grep -E 'plan .*used|error|cudnn' "$OUT/tgc-$v-$r.log" | head -2 | cut -c1-160 | tr '\n' ' ')"
+    done
     python3 bench/torch_llama_step.py --spec $spec --batch $batch --steps "$STEPS" \
-      > "$OUT/torch-$name-$r.json" 2> "$OUT/torch-$name-$r.err"
-    echo "torch.compile $name rep $r rc $?: $(tail -c 300 "$OUT/torch-$name-$r.json")"
+      > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
+    echo "torch.compile $model rep $r rc $?: $(tail -c 200 "$OUT/torch-$model-$r.json")"
   done
 done
-echo "== 4. where the time goes: llama1b, 8 steps, TGRT_PROFILE=1"
-TGRT_PROFILE=1 $B/llama1b --data $B/data-128256 --steps 8 --eval-every 0 --eval-batches 1 \
-  > "$OUT/tgc-llama1b-profile.log" 2>&1
-grep -A40 "tgrt profile" "$OUT/tgc-llama1b-profile.log" | head -45
+for p in ${PROFILES:-llama1b}; do
+  exe=${p%@*}; envs=(); [ "$p" != "$exe" ] && envs=(TGRT_ATTN=${p#*@})
+  case $exe in smollm2*) data=$B/data-49152 ;; *) data=$B/data-128256 ;; esac
+  echo "== 4. where the time goes: $p, 8 steps, TGRT_PROFILE=1"
+  env "${envs[@]}" TGRT_PROFILE=1 $B/$exe --data $data --steps 8 --eval-every 0 --eval-batches 1 \
+    > "$OUT/profile-$p.log" 2>&1
+  grep -A${PROFILE_LINES:-22} "tgrt profile" "$OUT/profile-$p.log" | cut -c1-120
+done
 echo "== 5. the whole quick kernel check"
 TGRT_CUDA_SYNC=1 timeout ${CHECK_S:-150} $B/tgrt-cuda-check --quick --no-bench > "$OUT/check.log" 2>&1
 echo "rc $?"; grep -E "FAIL|passed" "$OUT/check.log" | tail -6
@@ -86,19 +98,22 @@ import glob, json, re, statistics, sys
 o = sys.argv[1]
 print("\n| model | system | ms/step median (min-max over reps) | memory GiB |")
 print("|---|---|---|---|")
+names = sorted({f.split("/")[-1][4:].rsplit("-", 1)[0] for f in glob.glob(f"{o}/tgc-*.jsonl")})
 for name in ("smollm2", "llama1b"):
+  for variant in [n for n in names if n == name or n.startswith(name + "-") or n.startswith(name + "@")]:
     tg, tgmem = [], ""
-    for f in sorted(glob.glob(f"{o}/tgc-{name}-*.jsonl")):
+    for f in sorted(glob.glob(f"{o}/tgc-{variant}-[0-9]*.jsonl")):
         rows = [json.loads(l) for l in open(f) if '"ms"' in l and '"eval"' not in l]
         if len(rows) > 3: tg.append(statistics.median(r["ms"] for r in rows[3:]))
         m = re.search(r"plan (\d+) bytes.*used (\d+) bytes", open(f[:-6] + ".log").read())
         if m: tgmem = f"plan {int(m.group(1))/2**30:.2f}, used {int(m.group(2))/2**30:.2f}"
-    th, thmem = [], ""
-    for f in sorted(glob.glob(f"{o}/torch-{name}-*.json")):
-        try: j = json.loads(open(f).read().strip().splitlines()[-1])
-        except Exception: continue
-        th.append(j["ms"]); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
     fmt = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
-    print(f"| {name} | tgc | {fmt(tg)} | {tgmem} |")
-    print(f"| {name} | torch.compile | {fmt(th)} | {thmem} |")
+    print(f"| {name} | tgc {variant} | {fmt(tg)} | {tgmem} |")
+  th, thmem = [], ""
+  for f in sorted(glob.glob(f"{o}/torch-{name}-*.json")):
+      try: j = json.loads(open(f).read().strip().splitlines()[-1])
+      except Exception: continue
+      th.append(j["ms"]); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
+  fmt = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
+  print(f"| {name} | torch.compile | {fmt(th)} | {thmem} |")
 PY
