@@ -14,6 +14,8 @@ c() { # name spec target args...
 }
 c smollm2 examples/smollm2-135m.json cuda
 c llama1b examples/llama3.2-1b.json cuda
+c smollm2-sel examples/smollm2-135m.json cuda --set training.checkpointing=selective
+c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=selective
 c tiny examples/tiny-llama.json cuda --set training.attention.kernel=flash
 c tiny-cpu examples/tiny-llama.json cpu --set training.attention.kernel=flash
 cp build/bin/tgrt-cuda-check runs/llama/llama/ && strip runs/llama/llama/tgrt-cuda-check
