@@ -116,6 +116,12 @@ DEFAULTS = {
         "d_ff": 3072, "tie_embeddings": True, "attention_bias": True, "mlp_bias": True,
         "dropout": 0.0, "positional": "learned", "activation": "gelu_tanh",
         "layer_norm_eps": 1e-5,
+        # The Llama family's fields (docs/spec.md): legal keys, refused below unless at
+        # GPT-2's values (this runner models GPT-2 only).
+        "norm": "layernorm", "mlp_gated": False, "n_kv_heads": 0, "head_dim": 0,
+        "rope_theta": 10000.0,
+        "rope_scaling": {"factor": 0.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_context": 8192},
     },
     "training": {
         "batch_size": 8, "grad_accum": 1, "precision": "fp32",
@@ -216,6 +222,18 @@ def check_spec(spec):
     """Checks the rules this runner depends on (a subset of tgc's); raises SpecError."""
     m, t = spec["model"], spec["training"]
     o = t["optimizer"]
+    # GPT-2 only: a Llama-family spec is refused by name, never trained as GPT-2
+    # (bench/torch_llama_step.py times the family).
+    gpt2 = {"norm": "layernorm", "positional": "learned", "activation": "gelu_tanh",
+            "mlp_gated": False}
+    for k, v in gpt2.items():
+        if m[k] != v:
+            raise Refused("model.%s: %s: this PyTorch reference models GPT-2 only (layernorm, "
+                          "learned positions, gelu_tanh); bench/torch_llama_step.py times the "
+                          "Llama family" % (k, json.dumps(m[k])))
+    if m["n_kv_heads"] not in (0, m["n_heads"]) or m["head_dim"] not in (0, m["d_model"] // m["n_heads"]):
+        raise Refused("model.n_kv_heads / model.head_dim: this PyTorch reference models "
+                      "multi-head attention with head dim d_model / n_heads only")
     for k in ("vocab_size", "context", "d_model", "n_layers", "n_heads", "d_ff"):
         if not isinstance(m[k], int) or isinstance(m[k], bool) or m[k] <= 0:
             raise SpecError("model.%s: expected a positive integer, got %s" % (k, json.dumps(m[k])))
