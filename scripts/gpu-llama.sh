@@ -60,7 +60,8 @@ PY
 
 echo "== 3. step time: tgc variants vs torch.compile, $REPS alternating repetitions"
 # A variant is an executable of runs/llama (smollm2, llama1b, smollm2-sel = checkpointing
-# selective, ...), optionally @ENV for TGRT_ATTN=ENV (e.g. llama1b@cudnn).
+# selective, ...), optionally @VALUE for TGRT_ATTN=VALUE (llama1b@cudnn) or @VAR=VALUE
+# (llama1b@TGRT_ATTN_MINB=0).
 VARIANTS=${VARIANTS:-"smollm2 llama1b"}
 for model in ${ONLY:-smollm2 llama1b}; do
   case $model in
@@ -71,7 +72,7 @@ for model in ${ONLY:-smollm2 llama1b}; do
     for v in $VARIANTS; do
       exe=${v%@*}; case $exe in $model|$model-*) ;; *) continue ;; esac
       [ -x "$B/$exe" ] || { echo "(no $exe)"; continue; }
-      envs=(); [ "$v" != "$exe" ] && envs=(TGRT_ATTN=${v#*@})
+      envs=(); [ "$v" != "$exe" ] && { e=${v#*@}; case $e in *=*) envs=($e) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
       env "${envs[@]}" $B/$exe --data $data --steps "$STEPS" --eval-every 0 --eval-batches 1 \
         --log "$OUT/tgc-$v-$r.jsonl" > "$OUT/tgc-$v-$r.log" 2>&1
       echo "tgc $v rep $r rc $?: $(grep -E 'plan .*used|error|cudnn' "$OUT/tgc-$v-$r.log" | head -2 | cut -c1-160 | tr '\n' ' ')"
@@ -82,7 +83,7 @@ for model in ${ONLY:-smollm2 llama1b}; do
   done
 done
 for p in ${PROFILES:-llama1b}; do
-  exe=${p%@*}; envs=(); [ "$p" != "$exe" ] && envs=(TGRT_ATTN=${p#*@})
+  exe=${p%@*}; envs=(); [ "$p" != "$exe" ] && { e=${p#*@}; case $e in *=*) envs=($e) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
   case $exe in smollm2*) data=$B/data-49152 ;; *) data=$B/data-128256 ;; esac
   echo "== 4. where the time goes: $p, 8 steps, TGRT_PROFILE=1"
   env "${envs[@]}" TGRT_PROFILE=1 $B/$exe --data $data --steps 8 --eval-every 0 --eval-batches 1 \
