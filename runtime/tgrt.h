@@ -626,7 +626,7 @@ void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void*
  *   s = (ctx / w - low_freq_factor) / (high_freq_factor - low_freq_factor).
  * Computed in double and rounded once to float, identically by both backends.
  * scaling: NULL or float[4] = {factor, low_freq_factor, high_freq_factor, original_context}
- * (factor <= 0: no scaling). */
+ * (factor <= 0: no scaling), in host memory (like loc) on every backend. */
 #if defined(__CUDACC__)
 #define TGRT_HOST_DEVICE __host__ __device__
 #else
