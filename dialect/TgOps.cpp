@@ -424,17 +424,24 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+/// SwiGLU's x [..., 2F] (gate | up): the shape of its output [..., F] in `half`.
+static LogicalResult swigluHalf(Operation *op, Value x, SmallVector<int64_t> &half) {
+  if (failed(verifyStatic(op)))
+    return failure();
+  auto t = rt(x);
+  if (t.getRank() < 1 || t.getShape().back() % 2 != 0)
+    return op->emitOpError() << "x's last dim must be even (gate | up)";
+  half.assign(t.getShape().begin(), t.getShape().end());
+  half.back() /= 2;
+  return success();
+}
+
 LogicalResult SwigluOp::verify() {
-  if (failed(verifyStatic(*this)))
+  SmallVector<int64_t> shape;
+  if (failed(swigluHalf(*this, getX(), shape)) ||
+      failed(expectShape(*this, "result", getResult(), shape)))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1 || x.getShape().back() % 2 != 0)
-    return emitOpError() << "x's last dim must be even (gate | up)";
-  SmallVector<int64_t> shape(x.getShape());
-  shape.back() /= 2;
-  if (failed(expectShape(*this, "result", getResult(), shape)))
-    return failure();
-  return expectElementType(*this, "result", getResult(), x.getElementType());
+  return expectElementType(*this, "result", getResult(), rt(getX()).getElementType());
 }
 
 //===------------------------------------------------------------ backward --===//
@@ -579,13 +586,9 @@ LogicalResult RmsNormGradOp::verify() {
 }
 
 LogicalResult SwigluGradOp::verify() {
-  if (failed(verifyStatic(*this)))
+  SmallVector<int64_t> shape;
+  if (failed(swigluHalf(*this, getX(), shape)))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1 || x.getShape().back() % 2 != 0)
-    return emitOpError() << "x's last dim must be even (gate | up)";
-  SmallVector<int64_t> shape(x.getShape());
-  shape.back() /= 2;
   return failure(failed(expectShape(*this, "dy", getDy(), shape)) ||
                  failed(expectSameType(*this, "result", getResult(), getX().getType())));
 }
