@@ -47,6 +47,52 @@ else
          "export/import tests will be UNSUPPORTED"
   fi
 fi
+# cuDNN's fused attention (TGRT_ATTN=cudnn; runtime/cuda/CudnnAttention.cu) goes through
+# the header-only cudnn-frontend C++ API, only where the CUDA toolkit has cuDNN. Its PyPI
+# wheel carries the headers under include/ (the same in every wheel of a release, so one
+# fixed tag is fetched); they are unpacked into .deps/cudnn-frontend/include (git-ignored),
+# which CMake looks for (runtime/cuda/CMakeLists.txt). 1.18.0: C++17, knows cuDNN 9.19,
+# grouped-query SDPA forward and backward. A failure is a warning: the CUDA runtime is then
+# built without cuDNN (the own attention kernels only), as before.
+CUDNN_FE_VERSION=1.18.0
+CUDNN_FE_DIR=.deps/cudnn-frontend
+if [ -f /usr/local/cuda/include/cudnn.h ]; then
+  if [ "$(cat "$CUDNN_FE_DIR/VERSION" 2>/dev/null)" = "$CUDNN_FE_VERSION" ] &&
+     [ -f "$CUDNN_FE_DIR/include/cudnn_frontend.h" ]; then
+    echo "[setup] cudnn-frontend $CUDNN_FE_VERSION present"
+  else
+    echo "[setup] cudnn-frontend: fetching $CUDNN_FE_VERSION (headers) into $CUDNN_FE_DIR"
+    fe_tmp=$(mktemp -d)
+    if /usr/bin/python3 -m pip download -q --disable-pip-version-check --no-deps \
+         --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11 \
+         --implementation cp --abi cp311 "nvidia-cudnn-frontend==$CUDNN_FE_VERSION" \
+         -d "$fe_tmp" &&
+       /usr/bin/python3 - "$fe_tmp" "$CUDNN_FE_DIR" "$CUDNN_FE_VERSION" <<'PY'
+import glob, os, shutil, sys, zipfile
+tmp, dest, version = sys.argv[1:4]
+wheels = glob.glob(os.path.join(tmp, "*.whl"))
+if len(wheels) != 1:
+    sys.exit("expected one wheel, found %d" % len(wheels))
+shutil.rmtree(dest, ignore_errors=True)
+with zipfile.ZipFile(wheels[0]) as z:
+    names = [n for n in z.namelist() if n.startswith("include/") and not n.endswith("/")]
+    if "include/cudnn_frontend.h" not in names:
+        sys.exit("the wheel has no include/cudnn_frontend.h")
+    for n in names:
+        z.extract(n, dest)
+with open(os.path.join(dest, "VERSION"), "w") as f:
+    f.write(version + "\n")
+PY
+    then
+      echo "[setup] cudnn-frontend $CUDNN_FE_VERSION unpacked"
+    else
+      echo "[setup] warning: could not fetch cudnn-frontend; the CUDA runtime is built" \
+           "without cuDNN attention"
+      rm -rf "$CUDNN_FE_DIR"
+    fi
+    rm -rf "$fe_tmp"
+  fi
+fi
 [ "${1:-}" = "--deps" ] && exit 0
 
 CUDA_ARGS=()

@@ -24,6 +24,10 @@
 // the group need neither atomics nor workspace. kv_heads = heads (group 1) is plain attention:
 // the same kernels compute exactly what they computed before GQA existed.
 //
+// bf16 / f16: gqaFwd / gqaBwd below are the one place that picks the implementation: the
+// tensor-core kernels of AttentionBf16.cu, or cuDNN's fused SDPA (CudnnAttention.cu) when the
+// context's AttentionImpl asks for it (TGRT_ATTN=cudnn) and cuDNN takes the call.
+//
 // Arithmetic: plain FMA on fp32 (no tensor cores). With TGRT_TF32=1 (Context::tf32) the entry
 // points below hand over to AttentionTf32.cu (TF32 tensor cores) instead. Each block has 256 threads as a 16 x 16
 // grid (ty, tx); a tile product C[rows x cols] += A^T B over a shared-memory reduction index is
@@ -749,6 +753,14 @@ void gqaFwd(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, 
   }
   case TGRT_BF16:
   case TGRT_F16:
+#ifdef TGRT_HAVE_CUDNN
+    if (ctx->attn_impl != (int)AttentionImpl::Own &&
+        cudnnAttentionFwd(ctx, loc, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd,
+                          in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h,
+                          kv_stride_t, out_stride_b, out_stride_h, out_stride_t, causal, window,
+                          scale))
+      return;
+#endif
     if (gqa)
       attentionGqaFwd16(ctx, loc, dt, q, k, v, out, lse, batch, heads, kv_heads, t, hd,
                         in_stride_b, in_stride_h, in_stride_t, kv_stride_b, kv_stride_h,
@@ -808,6 +820,15 @@ void gqaBwd(Context* ctx, const char* loc, bool gqa, int32_t dt, const void* q, 
   }
   case TGRT_BF16:
   case TGRT_F16:
+#ifdef TGRT_HAVE_CUDNN
+    if (ctx->attn_impl != (int)AttentionImpl::Own &&
+        cudnnAttentionBwd(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads,
+                          kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
+                          kv_stride_h, kv_stride_t, out_stride_b, out_stride_h, out_stride_t,
+                          causal, window, scale,
+                          ctx->attn_impl == (int)AttentionImpl::CudnnDeterministic))
+      return;
+#endif
     if (gqa)
       attentionGqaBwd16(ctx, loc, dt, q, k, v, out, lse, dout, dq, dk, dv, batch, heads,
                         kv_heads, t, hd, in_stride_b, in_stride_h, in_stride_t, kv_stride_b,
@@ -890,6 +911,20 @@ bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles) {
                               (size_t)t.dq_bc * (t.dq_br + 4) + 2 * (size_t)t.dq_br);
   return fwd && kv && dq && fwdBytes <= kMaxSmemBytes && kvBytes <= kMaxSmemBytes &&
          dqBytes <= kMaxSmemBytes;
+}
+
+void setAttentionImpl(Context* ctx, AttentionImpl impl) {
+  checkCtx(ctx, "set_attention_impl");
+#ifdef TGRT_HAVE_CUDNN
+  ctx->attn_impl = (int)impl;
+#else
+  (void)impl; // no cuDNN in this build: the own kernels
+  ctx->attn_impl = (int)AttentionImpl::Own;
+#endif
+}
+
+AttentionImpl attentionImpl(const Context* ctx) {
+  return (AttentionImpl)ctx->attn_impl;
 }
 
 void setAttentionTiles(Context* ctx, const AttentionTiles& tiles) {

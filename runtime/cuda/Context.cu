@@ -374,6 +374,23 @@ Context* createContext(const tgrt_model* model) {
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
   const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
   ctx->attn_wgmma = !(attnWg && std::strcmp(attnWg, "0") == 0);
+  // TGRT_ATTN=own | cudnn | cudnn-det: the bf16 / f16 attention's implementation.
+  if (const char* attn = std::getenv("TGRT_ATTN")) {
+    if (std::strcmp(attn, "cudnn") == 0)
+      ctx->attn_impl = (int)AttentionImpl::Cudnn;
+    else if (std::strcmp(attn, "cudnn-det") == 0)
+      ctx->attn_impl = (int)AttentionImpl::CudnnDeterministic;
+    else if (std::strcmp(attn, "own") != 0 && attn[0] != '\0')
+      std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s is not own, cudnn or cudnn-det; the "
+                   "own attention kernels run\n", attn);
+#ifndef TGRT_HAVE_CUDNN
+    if (ctx->attn_impl != (int)AttentionImpl::Own) {
+      std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s: this runtime was built without "
+                   "cuDNN; the own attention kernels run\n", attn);
+      ctx->attn_impl = (int)AttentionImpl::Own;
+    }
+#endif
+  }
 
   int device = 0;
   cudaDeviceProp prop;
@@ -471,6 +488,9 @@ void destroyContext(Context* ctx) {
   if (!ctx) return;
   destroyProfile(ctx);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+#ifdef TGRT_HAVE_CUDNN
+  destroyCudnn(ctx);
+#endif
   for (auto& entry : ctx->plans) {
     MatmulPlan& p = entry.second;
     if (p.la) cublasLtMatrixLayoutDestroy(p.la);

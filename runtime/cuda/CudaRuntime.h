@@ -39,6 +39,12 @@
 //     warp per row, d <= 1024 f32 / 2048 bf16, f16), min(512, rows) (a block per row, d <=
 //     8192) or min(512, ceil(rows / 32)) (the scalar kernels); at most 2 KiB * d.
 //   - cross_entropy: 8*rows bytes (fwd_bwd: 256 + 8*rows); grad_norm_sq: 8 KiB.
+//   - cuDNN attention (TGRT_ATTN=cudnn; CudnnAttention.cu): its graph's get_workspace_size(),
+//     which tgrt-cuda-check --cudnn prints per shape. The forward needs little or none; the
+//     backward about 4*bh*t*(hd + 1) bytes (bh = batch * heads: a float32 dQ accumulator and
+//     the row sums) plus the engine's scratch; with TGRT_ATTN=cudnn-det on Hopper (cuDNN <
+//     9.25) 2*bh*ceil64(t)^2 bytes more. When the region is smaller, the context allocates
+//     the larger buffer beside the plan once and says so on stderr.
 // Recommended: workspace_bytes = max(32 MiB, 4*bh*t,
 // 24*n_tokens + 1 MiB + 8*d*min(ceil(n_tokens/32), 512), 2 KiB*d_max),
 // where n_tokens = batch*context (also the cross-entropy rows) and d_max the widest row that
@@ -220,7 +226,8 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
                         int64_t rows, int64_t vocab, int64_t ignore_index);
 /// Flash attention on dt: f32 runs the exact fp32 kernels (Attention.cu), or the TF32 ones
 /// (AttentionTf32.cu) when the context has TGRT_TF32=1; bf16 / f16 run the tensor-core
-/// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16). Arguments as
+/// kernels of AttentionBf16.cu (attentionFwd16 / attentionBwd16), or cuDNN's fused SDPA
+/// (CudnnAttention.cu) when the context's AttentionImpl says so (TGRT_ATTN). Arguments as
 /// tgrt_attention_fwd / tgrt_attention_bwd (strided layouts, in elements; rows of hd
 /// contiguous elements, 16-byte aligned: strides multiples of 4 (f32) / 8 (bf16, f16)).
 void attentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
@@ -414,6 +421,57 @@ void setAttentionForm(Context* ctx, const AttentionForm& form);
 AttentionForm attentionForm(const Context* ctx);
 /// Whether these tiles (0 = default) are compiled and fit shared memory at head dim hd.
 bool attentionTilesSupported(int64_t hd, const AttentionTiles& tiles);
+
+// ------------------------------------------------------------ cuDNN attention --
+/// Which implementation runs the bf16 / f16 attention of attentionFwd / attentionBwd /
+/// attentionGqaFwd / attentionGqaBwd (f32 never changes): the own kernels (AttentionBf16.cu;
+/// the default), or cuDNN's fused scaled-dot-product attention (CudnnAttention.cu), with the
+/// backward's non-deterministic (dQ accumulated with atomics; the fastest) or deterministic
+/// algorithm. TGRT_ATTN=own | cudnn | cudnn-det at context creation sets it. Only runtimes
+/// built with TGRT_HAVE_CUDNN have cuDNN (others run the own kernels and say so); a call
+/// cuDNN cannot take (library missing at run time, a shape it refuses, a failed launch)
+/// runs on the own kernels, noted once per shape on stderr. Both implementations share
+/// tgrt.h's lse (cuDNN's Stats [batch, heads, t, 1] float32, the natural-log logsumexp of
+/// the scaled, masked scores), so one's forward feeds the other's backward.
+enum class AttentionImpl : int { Own = 0, Cudnn = 1, CudnnDeterministic = 2 };
+void setAttentionImpl(Context* ctx, AttentionImpl impl);
+AttentionImpl attentionImpl(const Context* ctx);
+#ifdef TGRT_HAVE_CUDNN
+/// cuDNN's forward / backward of tgrt_attention_gqa_fwd / _bwd (arguments as
+/// attentionGqaFwd / attentionGqaBwd; kv_heads = heads and kv strides = in strides is plain
+/// attention): true when it ran on cuDNN (launched on the context's stream), false with
+/// nothing launched when cuDNN is unavailable or refuses the call (noted on stderr once per
+/// shape) or the call is not one it may take (not bf16 / f16, misaligned, empty, malformed:
+/// the own path reports those). The graph of each shape is built on first use and cached.
+bool cudnnAttentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale);
+bool cudnnAttentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q, const void* k,
+                       const void* v, const void* out, const float* lse, const void* dout,
+                       void* dq, void* dk, void* dv, int64_t batch, int64_t heads,
+                       int64_t kv_heads, int64_t t, int64_t hd, int64_t in_stride_b,
+                       int64_t in_stride_h, int64_t in_stride_t, int64_t kv_stride_b,
+                       int64_t kv_stride_h, int64_t kv_stride_t, int64_t out_stride_b,
+                       int64_t out_stride_h, int64_t out_stride_t, int32_t causal, int64_t window,
+                       float scale, bool deterministic);
+/// Workspace bytes of cuDNN's forward (backward) graph for this call (built and cached
+/// here), -1 when cuDNN refuses it.
+int64_t cudnnAttentionWorkspace(Context* ctx, const char* loc, bool backward, int32_t dt,
+                                int64_t batch, int64_t heads, int64_t kv_heads, int64_t t,
+                                int64_t hd, int64_t in_stride_b, int64_t in_stride_h,
+                                int64_t in_stride_t, int64_t kv_stride_b, int64_t kv_stride_h,
+                                int64_t kv_stride_t, int64_t out_stride_b, int64_t out_stride_h,
+                                int64_t out_stride_t, int32_t causal, int64_t window, float scale,
+                                bool deterministic);
+/// Whether cuDNN loads and has a handle for ctx (opens it on first use); its version
+/// (cudnnGetVersion, e.g. 91900), 0 when unavailable.
+bool cudnnAttentionAvailable(Context* ctx);
+int64_t cudnnVersion(Context* ctx);
+#endif
 
 } // namespace tgrt_cuda
 

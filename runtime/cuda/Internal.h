@@ -75,6 +75,7 @@ struct MatmulPlan {
 };
 
 struct Profile; ///< TGRT_PROFILE=1 state (Context.cu)
+struct CudnnState; ///< cuDNN attention: handle, graph cache (CudnnAttention.cu)
 
 struct Context {
   const tgrt_model* model = nullptr;
@@ -109,6 +110,11 @@ struct Context {
   /// the mma.sync kernels.
   bool attn_wgmma = true;
   bool attn_wgmma_ok = false; ///< the device runs the sm_90a kernels (compute capability 9.0)
+  /// bf16 / f16 attention implementation (enum AttentionImpl): TGRT_ATTN=own (default),
+  /// cudnn or cudnn-det at context creation; setAttentionImpl.
+  int attn_impl = 0;
+  /// cuDNN's state, created on first use (TGRT_HAVE_CUDNN builds only; CudnnAttention.cu).
+  CudnnState* cudnn = nullptr;
   int64_t step = 1;
   float lr = 0.0f;
   float loss_scale = 1.0f; ///< tgrt_set_loss_scale (fill_loss_scaled, clip_scale)
@@ -139,6 +145,10 @@ void checkWorkspace(const Context* ctx, const char* loc, const char* what, int64
 int32_t locIndex(Context* ctx, const char* loc);
 /// Reads the device error word (synchronises) and fails if a kernel recorded an error.
 void checkDeviceErrors(Context* ctx);
+#ifdef TGRT_HAVE_CUDNN
+/// Frees ctx->cudnn (CudnnAttention.cu); destroyContext calls it.
+void destroyCudnn(Context* ctx);
+#endif
 
 /// Launches kernel<<<grid, block, smem, ctx->stream>>>(args...) and checks the launch
 /// (and, with TGRT_CUDA_SYNC=1, its execution). `name` is the kernel's name for messages.
@@ -147,8 +157,10 @@ void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArg
             dim3 block, size_t smem, Args... args) {
 #ifdef TGRT_CUDA_EMULATE
   emu::launch(grid, block, smem, [&] { kernel(static_cast<KArgs>(args)...); });
-#else
+#elif defined(__CUDACC__)
   kernel<<<grid, block, smem, ctx->stream>>>(static_cast<KArgs>(args)...);
+#else // a host-compiled source of the runtime (CudnnAttention.cu) launches no kernel
+  static_assert(sizeof...(KArgs) != sizeof...(KArgs), "launch() needs nvcc");
 #endif
   check(cudaGetLastError(), loc, name);
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);

@@ -51,11 +51,21 @@
 // windowed and full, hd 64 and 128: exact fp32, TF32, bf16 and f16 (both kernel forms at hd
 // 64) with the attention tolerances; kv_heads = heads must equal tgrt_attention_* bit for bit.
 //
+// cuDNN's fused attention (built with TGRT_HAVE_CUDNN; CudnnAttention.cu, TGRT_ATTN=cudnn;
+// checkAttentionCudnns): bf16 and f16 on the packed layout, MHA, GQA and MQA, causal, not
+// causal, t 100 and 77, hd 64 and 128, against the CPU with the bf16 / f16 attention
+// tolerances (a refusal fails); windowed and padded rows too (cuDNN may refuse those: then
+// printed, not failed); the entry points with AttentionImpl::Cudnn equal to the direct calls,
+// the own forward into cuDNN's backward and the reverse, and the deterministic backward (bit
+// for bit twice). Timings: cuDNN beside the own kernels at GPT-2 small, Llama 3.2 1B and
+// hd 128 shapes (benchAttentionCudnn), with each graph's workspace.
+//
 // Usage: tgrt-cuda-check [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep]
-//                        [--llama] [--seed N] [--dump DIR]
+//                        [--llama] [--cudnn] [--seed N] [--dump DIR]
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
 //   --sweep   every compiled attention tile shape: checked, and timed unless --quick
 //   --llama   only the Llama family's checks (with --quick: the emulator's small shapes)
+//   --cudnn   only the cuDNN attention checks, then (unless --no-bench) their timings
 //   --bench-only  only the timings (scripts/gpu-check.sh checks with TGRT_CUDA_SYNC=1, which
 //             synchronises after every launch, and times in a separate run without it)
 //   --bench-kernels  only the memory-bound kernel and GEMM timings (benchKernels)
@@ -1973,6 +1983,233 @@ void checkLlama(Contexts& c, Rng& rng, bool quick) {
   checkAttentionGqas(c, rng, quick);
 }
 
+#ifdef TGRT_HAVE_CUDNN
+// ------------------------------------------------------------- cuDNN attention --
+
+/// cuDNN's fused attention (tgrt_cuda::cudnnAttentionFwd / _Bwd, what TGRT_ATTN=cudnn selects)
+/// on the packed projection layout of checkAttentionGqa ([B, t, H + 2 Hkv, hd], Hkv = H: the
+/// plain [B, t, 3, H, hd] layout), against the CPU reference with the bf16 / f16 attention
+/// tolerances: out, lse, (dq, dk, dv) together; every owned element written, the padding
+/// untouched. `required`: cuDNN must take the shape (a refusal fails); otherwise a refusal is
+/// only printed (the runtime runs the own kernels there). `extras`: also the dispatch
+/// (attentionGqaFwd / attentionFwd with AttentionImpl::Cudnn must equal the direct call bit
+/// for bit), the mixed pairs (the own forward's out / lse into cuDNN's backward and cuDNN's
+/// into the own backward, both against the CPU), and the deterministic backward (vs the CPU,
+/// and twice bit for bit; a refusal is printed). The default backward accumulates dq with
+/// atomics: two runs may differ in the last bits (printed, not checked).
+void checkAttentionCudnn(Contexts& c, Rng& rng, int32_t dt, int64_t B, int64_t H, int64_t Hkv,
+                         int64_t t, int64_t hd, int causal, int64_t window, int64_t pad,
+                         bool required, bool extras) {
+  const float scale = 1.0f / std::sqrt((float)hd);
+  const int64_t nh = H + 2 * Hkv;
+  const int64_t ist = nh * hd + pad, ish = hd, isb = t * ist;
+  const int64_t ost = H * hd + pad, osh = hd, osb = t * ost;
+  const size_t nIn = (size_t)(B * isb), nOut = (size_t)(B * osb), nL = (size_t)(B * H * t);
+  const size_t es = (size_t)tgrt_dtype_size(dt);
+  const int64_t kOff = H * hd, vOff = (H + Hkv) * hd;
+  Raw x = encode(rng.normals(nIn), dt), dout = encode(rng.normals(nOut), dt);
+  Raw out = zerosOf(dt, nOut), dx = zerosOf(dt, nIn);
+  Vec lse(nL);
+  auto hp = [&](Raw& r, int64_t off) { return static_cast<void*>(r.b.data() + (size_t)off * es); };
+  tgrt_attention_gqa_fwd(c.cpu, "check", dt, hp(x, 0), hp(x, kOff), hp(x, vOff), out.data(),
+                         lse.data(), B, H, Hkv, t, hd, isb, ish, ist, isb, ish, ist, osb, osh,
+                         ost, causal, window, scale);
+  tgrt_attention_gqa_bwd(c.cpu, "check", dt, hp(x, 0), hp(x, kOff), hp(x, vOff), out.data(),
+                         lse.data(), dout.data(), hp(dx, 0), hp(dx, kOff), hp(dx, vOff), B, H,
+                         Hkv, t, hd, isb, ish, ist, isb, ish, ist, osb, osh, ost, causal, window,
+                         scale);
+  DevT gx(x), gdo(dout), go(dt, nOut), gdx(dt, nIn);
+  Dev<float> gl(nL);
+  const std::string kind = std::string("attn_cudnn_") + dtName(dt);
+  const std::string shape =
+      fmt("B%lld H%lld/%lld t%lld hd%lld %s w%lld pad%lld", (long long)B, (long long)H,
+          (long long)Hkv, (long long)t, (long long)hd, causal ? "causal" : "full",
+          (long long)window, (long long)pad);
+  const double tol = dt == TGRT_BF16 ? kTolBf16Attn : kTolF16Attn, tolLse = kTolLpLse;
+  auto refused = [&](const char* what) {
+    if (required) {
+      record(kind + " " + what + " refused", shape, std::numeric_limits<double>::infinity(), 0.0);
+    } else {
+      std::printf("%-34s %-42s %11s  (refused: the own kernels run it)\n",
+                  (kind + " " + what).c_str(), shape.c_str(), "-");
+      std::fflush(stdout);
+    }
+  };
+  auto fwdCudnn = [&] {
+    return tgrt_cuda::cudnnAttentionFwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                        gx.at((size_t)vOff), go.p, gl.p, B, H, Hkv, t, hd, isb,
+                                        ish, ist, isb, ish, ist, osb, osh, ost, causal, window,
+                                        scale);
+  };
+  auto bwdCudnn = [&](bool det) {
+    return tgrt_cuda::cudnnAttentionBwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                        gx.at((size_t)vOff), go.p, gl.p, gdo.p, gdx.at(0),
+                                        gdx.at((size_t)kOff), gdx.at((size_t)vOff), B, H, Hkv, t,
+                                        hd, isb, ish, ist, isb, ish, ist, osb, osh, ost, causal,
+                                        window, scale, det);
+  };
+  // The runtime's entry points (attentionGqa* for grouped heads, attention* for Hkv == H),
+  // with the context's AttentionImpl.
+  auto fwdEntry = [&] {
+    if (Hkv == H)
+      tgrt_cuda::attentionFwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                              gx.at((size_t)vOff), go.p, gl.p, B, H, t, hd, isb, ish, ist, osb,
+                              osh, ost, causal, window, scale);
+    else
+      tgrt_cuda::attentionGqaFwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                 gx.at((size_t)vOff), go.p, gl.p, B, H, Hkv, t, hd, isb, ish, ist,
+                                 isb, ish, ist, osb, osh, ost, causal, window, scale);
+  };
+  auto bwdEntry = [&] {
+    if (Hkv == H)
+      tgrt_cuda::attentionBwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                              gx.at((size_t)vOff), go.p, gl.p, gdo.p, gdx.at(0),
+                              gdx.at((size_t)kOff), gdx.at((size_t)vOff), B, H, t, hd, isb, ish,
+                              ist, osb, osh, ost, causal, window, scale);
+    else
+      tgrt_cuda::attentionGqaBwd(c.gpu, "check", dt, gx.at(0), gx.at((size_t)kOff),
+                                 gx.at((size_t)vOff), go.p, gl.p, gdo.p, gdx.at(0),
+                                 gdx.at((size_t)kOff), gdx.at((size_t)vOff), B, H, Hkv, t, hd,
+                                 isb, ish, ist, isb, ish, ist, osb, osh, ost, causal, window,
+                                 scale);
+  };
+  const Vec ro = decode(out), rd = decode(dx);
+  // Owned elements of the GPU's outputs (as they are now) and the CPU's; `fwd`, `bwd`: which
+  // rows to record under `name`.
+  auto compare = [&](const std::string& name, bool fwd, bool bwd) {
+    const Raw fo = go.raw(), fdx = gdx.raw();
+    const Vec fl = gl.get(), fov = decode(fo), fdv = decode(fdx);
+    std::vector<char> inOwned(nIn, 0), outOwned(nOut, 0);
+    Vec go1, ro1, gq1, rq1, gkv1, rkv1;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t j = 0; j < hd; ++j) {
+            const size_t pi = (size_t)(b * isb + h * ish + i * ist + j);
+            const size_t po = (size_t)(b * osb + h * osh + i * ost + j);
+            go1.push_back(fov[po]);
+            ro1.push_back(ro[po]);
+            gq1.push_back(fdv[pi]);
+            rq1.push_back(rd[pi]);
+            outOwned[po] = inOwned[pi] = 1;
+          }
+        for (int64_t h = 0; h < 2 * Hkv; ++h) // the k heads, then the v heads
+          for (int64_t j = 0; j < hd; ++j) {
+            const size_t pi = (size_t)(b * isb + kOff + h * ish + i * ist + j);
+            gkv1.push_back(fdv[pi]);
+            rkv1.push_back(rd[pi]);
+            inOwned[pi] = 1;
+          }
+      }
+    double touched = 0.0;
+    if (bwd)
+      for (size_t e = 0; e < nIn; ++e)
+        if (!inOwned[e])
+          for (size_t u = 0; u < es; ++u) touched += fdx.b[e * es + u] != 0xff;
+    if (fwd)
+      for (size_t e = 0; e < nOut; ++e)
+        if (!outOwned[e])
+          for (size_t u = 0; u < es; ++u) touched += fo.b[e * es + u] != 0xff;
+    if (fwd) {
+      record(name + " fwd out vs cpu", shape, relErr(go1, ro1), tol);
+      record(name + " fwd lse vs cpu", shape, relErr(fl, lse), tolLse);
+    }
+    if (bwd) record(name + " bwd vs cpu", shape, jointErr({{&gq1, &rq1}, {&gkv1, &rkv1}}), tol);
+    if (fwd && bwd) record(name + " padding untouched", shape, touched, 0.0);
+  };
+  auto poisonAll = [&] {
+    go.poison();
+    gl.poison();
+    gdx.poison();
+  };
+
+  poisonAll();
+  if (!fwdCudnn()) {
+    refused("fwd");
+    return;
+  }
+  if (!bwdCudnn(false)) {
+    refused("bwd");
+    return;
+  }
+  compare(kind, true, true);
+  if (!extras) return;
+  const Raw o1 = go.raw(), dx1 = gdx.raw();
+  const Vec l1 = gl.get();
+  // The default backward again: atomics may change the last bits of dq (printed only).
+  gdx.poison();
+  if (bwdCudnn(false))
+    std::printf("%-34s %-42s %11zu  (elements differing; not checked)\n",
+                (kind + " bwd twice").c_str(), shape.c_str(), bitDiffs(gdx.raw(), dx1));
+  // Dispatch: the entry points with AttentionImpl::Cudnn run the same graph.
+  const tgrt_cuda::AttentionImpl impl0 = tgrt_cuda::attentionImpl(c.gpu);
+  tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::Cudnn);
+  poisonAll();
+  fwdEntry();
+  record(kind + " entry == direct (fwd)", shape + ", bitwise",
+         (double)(bitDiffs(go.raw(), o1) +
+                  bitDiffs(encode(gl.get(), TGRT_F32), encode(l1, TGRT_F32))),
+         0.0);
+  bwdEntry();
+  compare(kind + " entry", false, true);
+  // The own forward's out / lse into cuDNN's backward.
+  tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::Own);
+  poisonAll();
+  fwdEntry();
+  if (bwdCudnn(false))
+    compare(kind + " own fwd>cudnn bwd", false, true);
+  else
+    refused("own fwd>cudnn bwd");
+  // cuDNN's forward into the own backward.
+  poisonAll();
+  if (fwdCudnn()) {
+    bwdEntry();
+    compare(kind + " cudnn fwd>own bwd", false, true);
+  }
+  // The deterministic backward (on cuDNN's forward).
+  poisonAll();
+  if (fwdCudnn() && bwdCudnn(true)) {
+    compare(kind + " det", false, true);
+    const Raw d1 = gdx.raw();
+    gdx.poison();
+    if (bwdCudnn(true))
+      record(kind + " det bwd twice", shape + ", bitwise", (double)bitDiffs(gdx.raw(), d1), 0.0);
+  } else {
+    std::printf("%-34s %-42s %11s  (deterministic backward refused)\n", (kind + " det").c_str(),
+                shape.c_str(), "-");
+  }
+  tgrt_cuda::setAttentionImpl(c.gpu, impl0);
+}
+
+/// The cuDNN attention checks: MHA and GQA / MQA on the packed layout, causal, hd 64 and
+/// 128, bf16 and f16 (required); not causal, t not a multiple of 64 (required); windowed and
+/// padded rows (cuDNN may refuse those: printed).
+void checkAttentionCudnns(Contexts& c, Rng& rng, bool quick) {
+  if (!tgrt_cuda::cudnnAttentionAvailable(c.gpu)) {
+    record("attn_cudnn available", "libcudnn.so.9 (dlopen)", 1.0, 0.0);
+    return;
+  }
+  std::printf("(cuDNN %lld)\n", (long long)tgrt_cuda::cudnnVersion(c.gpu));
+  const int64_t t = quick ? 128 : 256;
+  for (int32_t dt : {TGRT_BF16, TGRT_F16}) {
+    for (int64_t hd : {int64_t(64), int64_t(128)}) {
+      checkAttentionCudnn(c, rng, dt, 2, 4, 4, t, hd, 1, 0, 0, true, true);  // MHA
+      checkAttentionCudnn(c, rng, dt, 2, 8, 2, t, hd, 1, 0, 0, true, true);  // GQA 4:1
+      checkAttentionCudnn(c, rng, dt, 1, 4, 1, t, hd, 1, 0, 0, true, false); // MQA
+      checkAttentionCudnn(c, rng, dt, 1, 6, 2, 100, hd, 1, 0, 0, true, false);
+      checkAttentionCudnn(c, rng, dt, 1, 6, 2, 77, hd, 0, 0, 0, true, false);
+      checkAttentionCudnn(c, rng, dt, 2, 4, 2, t, hd, 1, 24, 0, false, true); // window
+      checkAttentionCudnn(c, rng, dt, 2, 4, 2, t, hd, 1, 0, 8, false, false); // padded rows
+    }
+    if (!quick) {
+      checkAttentionCudnn(c, rng, dt, 1, 32, 8, 1024, 64, 1, 0, 0, true, true); // Llama 3.2 1B
+      checkAttentionCudnn(c, rng, dt, 1, 8, 8, 1024, 128, 1, 0, 0, true, false);
+      checkAttentionCudnn(c, rng, dt, 1, 8, 2, 1024, 64, 1, 256, 0, false, false);
+    }
+  }
+}
+#endif // TGRT_HAVE_CUDNN
+
 /// Causal (query, key) pairs attention computes per head: sum over queries of the keys it
 /// sees (all earlier keys and itself, or the last `window` of them).
 double visiblePairs(int64_t t, int64_t window) {
@@ -2261,6 +2498,97 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
   }
 }
 
+#ifdef TGRT_HAVE_CUDNN
+/// cuDNN's fused attention beside the own kernels on the compiler's packed layout (q, k, v
+/// views into [B, t, H + 2 Hkv, hd], out / dout [B, t, H, hd], dq, dk, dv into one packed
+/// gradient), causal, bf16: GPT-2 small (16 x 12 heads, t 1024, hd 64), Llama 3.2 1B
+/// (4 x 32 query / 8 kv heads, t 2048, hd 64) and hd 128 (8 x 8 heads, t 2048). ms (median),
+/// TFLOP/s (forward 4 hd pairs per head, backward 2.5 times that) and the workspace cuDNN's
+/// graphs ask for. "own" is the context's default kernels (wgmma at hd 64 on Hopper),
+/// "cudnn" TGRT_ATTN=cudnn, "cudnn-det" the deterministic backward (TGRT_ATTN=cudnn-det).
+void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
+  struct Case {
+    const char* name;
+    int64_t B, H, Hkv, t, hd;
+  };
+  const Case cases[] = {{"GPT-2 small", 16, 12, 12, 1024, 64},
+                        {"Llama 3.2 1B", 4, 32, 8, 2048, 64},
+                        {"hd 128", 8, 8, 8, 2048, 128}};
+  const int32_t dt = TGRT_BF16;
+  std::printf("\nattention: own kernels vs cuDNN fused SDPA, packed layout, causal, %s (median of "
+              "%d; bwd TFLOP/s = 2.5 x fwd flops / time; workspace region %lld bytes)\n",
+              dtName(dt), reps, (long long)c.model.workspace_bytes);
+  if (!tgrt_cuda::cudnnAttentionAvailable(c.gpu)) {
+    std::printf("cuDNN unavailable (libcudnn.so.9 did not load): no cuDNN rows\n");
+    return;
+  }
+  std::printf("cuDNN %lld\n", (long long)tgrt_cuda::cudnnVersion(c.gpu));
+  std::printf("%-14s %-30s %-10s %9s %9s %9s %9s %9s %14s\n", "shape", "B x H/Hkv, t, hd", "impl",
+              "fwd ms", "bwd ms", "total ms", "fwd TF/s", "bwd TF/s", "workspace");
+  const tgrt_cuda::AttentionImpl impl0 = tgrt_cuda::attentionImpl(c.gpu);
+  for (const Case& k : cases) {
+    const int64_t nh = k.H + 2 * k.Hkv, hd = k.hd, t = k.t, B = k.B, H = k.H, Hkv = k.Hkv;
+    const int64_t ist = nh * hd, isb = t * ist, ost = H * hd, osb = t * ost;
+    const size_t nIn = (size_t)(B * isb), nOut = (size_t)(B * osb);
+    const float scale = 1.0f / std::sqrt((float)hd);
+    DevT x(encode(rng.normals(nIn), dt)), dout(encode(rng.normals(nOut), dt));
+    DevT out(dt, nOut), dx(dt, nIn);
+    Dev<float> lse((size_t)(B * H * t));
+    const int64_t kOff = H * hd, vOff = (H + Hkv) * hd;
+    const double flops = 4.0 * hd * visiblePairs(t, 0) * (double)(B * H);
+    const std::string dims = fmt("%lld x %lld/%lld, t %lld, hd %lld", (long long)B, (long long)H,
+                                 (long long)Hkv, (long long)t, (long long)hd);
+    auto fwdEntry = [&] {
+      tgrt_cuda::attentionGqaFwd(c.gpu, "bench", dt, x.at(0), x.at((size_t)kOff),
+                                 x.at((size_t)vOff), out.p, lse.p, B, H, Hkv, t, hd, isb, hd, ist,
+                                 isb, hd, ist, osb, hd, ost, 1, 0, scale);
+    };
+    auto bwdEntry = [&] {
+      tgrt_cuda::attentionGqaBwd(c.gpu, "bench", dt, x.at(0), x.at((size_t)kOff),
+                                 x.at((size_t)vOff), out.p, lse.p, dout.p, dx.at(0),
+                                 dx.at((size_t)kOff), dx.at((size_t)vOff), B, H, Hkv, t, hd, isb,
+                                 hd, ist, isb, hd, ist, osb, hd, ost, 1, 0, scale);
+    };
+    auto row = [&](const char* impl, float f, float b, const std::string& ws) {
+      std::printf("%-14s %-30s %-10s %9.3f %9.3f %9.3f %9.1f %9.1f %14s\n", k.name, dims.c_str(),
+                  impl, f, b, f + b, f > 0 ? flops / (f * 1e-3) / 1e12 : 0.0,
+                  b > 0 ? 2.5 * flops / (b * 1e-3) / 1e12 : 0.0, ws.c_str());
+      std::fflush(stdout);
+    };
+    auto wsOf = [&](bool backward, bool det) {
+      return tgrt_cuda::cudnnAttentionWorkspace(c.gpu, "bench", backward, dt, B, H, Hkv, t, hd,
+                                                isb, hd, ist, isb, hd, ist, osb, hd, ost, 1, 0,
+                                                scale, det);
+    };
+    tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::Own);
+    const float fo = timeMs(c.gpu, reps, fwdEntry), bo = timeMs(c.gpu, reps, bwdEntry);
+    row("own", fo, bo, "-");
+    const int64_t wf = wsOf(false, false), wb = wsOf(true, false), wd = wsOf(true, true);
+    if (wf < 0 || wb < 0) {
+      std::printf("%-14s %-30s %-10s cuDNN refuses this shape (fwd workspace %lld, bwd %lld)\n",
+                  k.name, dims.c_str(), "cudnn", (long long)wf, (long long)wb);
+    } else {
+      // The entry points with AttentionImpl::Cudnn (what TGRT_ATTN=cudnn runs); the graphs
+      // are built by wsOf above, so no timed call builds one.
+      tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::Cudnn);
+      const float fc = timeMs(c.gpu, reps, fwdEntry), bc = timeMs(c.gpu, reps, bwdEntry);
+      row("cudnn", fc, bc, fmt("%lld/%lld", (long long)wf, (long long)wb));
+      if (wd >= 0) {
+        tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::CudnnDeterministic);
+        const float bd = timeMs(c.gpu, reps, bwdEntry);
+        row("cudnn-det", fc, bd, fmt("-/%lld", (long long)wd));
+      } else {
+        std::printf("%-14s %-30s %-10s the deterministic backward is refused\n", k.name,
+                    dims.c_str(), "cudnn-det");
+      }
+      std::printf("%-14s %-30s %-10s own / cudnn: fwd %.2fx, bwd %.2fx, total %.2fx\n", k.name,
+                  dims.c_str(), "ratio", fo / fc, bo / bc, (fo + bo) / (fc + bc));
+    }
+  }
+  tgrt_cuda::setAttentionImpl(c.gpu, impl0);
+}
+#endif // TGRT_HAVE_CUDNN
+
 /// Memory-bound kernels and GEMMs at GPT-2 small's shapes (16 x 1024 tokens, d 768, MLP 3072,
 /// vocabulary 50304, 124M parameters), f32 and bf16 (the bf16-mixed training path): ms and the
 /// bandwidth of the bytes each call must move (or TFLOP/s). Inputs are zeros (the timings of
@@ -2405,7 +2733,7 @@ void benchKernels(Contexts& c, int reps) {
 
 int main(int argc, char** argv) {
   bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false,
-       llamaOnly = false;
+       llamaOnly = false, cudnnOnly = false;
   std::string dumpDir;
   uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
                                                 .time_since_epoch()
@@ -2419,12 +2747,13 @@ int main(int argc, char** argv) {
     else if (a == "--bench-kernels") checks = false, kernelsOnly = true;
     else if (a == "--sweep") sweep = true;
     else if (a == "--llama") llamaOnly = true;
+    else if (a == "--cudnn") cudnnOnly = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep] "
-                   "[--llama] [--seed N] [--dump DIR]\n",
+                   "[--llama] [--cudnn] [--seed N] [--dump DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -2469,6 +2798,9 @@ int main(int argc, char** argv) {
     benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 20);
     benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 20);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 20);
+#ifdef TGRT_HAVE_CUDNN
+    benchAttentionCudnn(c, rng, 20);
+#endif
     benchKernels(c, 20);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
@@ -2476,6 +2808,30 @@ int main(int argc, char** argv) {
   }
   std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
 
+  if (cudnnOnly) { // the cuDNN attention checks (the data of a full run with this seed), timings
+#ifdef TGRT_HAVE_CUDNN
+    Rng own(seed ^ 0x6375646e6eull);
+    checkAttentionCudnns(c, own, quick);
+#else
+    std::printf("this tgrt-cuda-check was built without cuDNN (TGRT_HAVE_CUDNN)\n");
+#endif
+    int failed = 0;
+    for (const Row& r : g_rows) failed += !r.pass;
+    if (failed) {
+      std::printf("\nfailures:\n");
+      for (const Row& r : g_rows)
+        if (!r.pass)
+          std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
+    }
+    std::printf("\ncudnn: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
+    std::fflush(stdout);
+#ifdef TGRT_HAVE_CUDNN
+    if (bench) benchAttentionCudnn(c, own, 20);
+#endif
+    tgrt_cuda::destroyContext(c.gpu);
+    tgrt_ctx_destroy(c.cpu);
+    return failed ? 1 : 0;
+  }
   if (llamaOnly) { // the same data as the Llama checks of a full run with this seed
     Rng own(seed ^ 0x4c6c616d61ull);
     checkLlama(c, own, quick);
@@ -2556,6 +2912,12 @@ int main(int argc, char** argv) {
     Rng own(seed ^ 0x4c6c616d61ull); // its own stream: the other checks' data unchanged
     checkLlama(c, own, quick);
   }
+#ifdef TGRT_HAVE_CUDNN
+  {
+    Rng own(seed ^ 0x6375646e6eull); // its own stream: the other checks' data unchanged
+    checkAttentionCudnns(c, own, quick);
+  }
+#endif
 
   int passed = 0, failed = 0;
   for (const Row& r : g_rows) (r.pass ? passed : failed)++;
@@ -2573,6 +2935,9 @@ int main(int argc, char** argv) {
     benchAttentionLp(c, rng, TGRT_BF16, 1024, 64, 16 * 12, 10);
     benchAttentionLp(c, rng, TGRT_F16, 1024, 64, 16 * 12, 10);
     benchAttentionTf32(c, rng, 1024, 64, 16 * 12, 10);
+#ifdef TGRT_HAVE_CUDNN
+    benchAttentionCudnn(c, rng, 10);
+#endif
     benchKernels(c, 10);
   }
 
