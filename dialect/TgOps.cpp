@@ -353,29 +353,21 @@ static LogicalResult verifyPacked(Operation *op, Value qkv, Value out, Value lse
     return op->emitOpError() << "heads must be > 0, got " << heads;
   if (kvHeads < 0 || (kvHeads > 0 && heads % kvHeads != 0))
     return op->emitOpError() << "kv_heads " << kvHeads << " must divide heads " << heads;
-  if (kvHeads > 0 && kvHeads != heads) {
-    // Grouped-query attention: [B, T, (H + 2 Hkv) hd], out [B, T, H hd].
-    int64_t slots = heads + 2 * kvHeads;
-    if (three % slots != 0)
+  // [B, T, (H + 2 Hkv) hd]; multi-head (kv_heads 0 or H) is [B, T, 3 H hd].
+  const bool grouped = kvHeads > 0 && kvHeads != heads;
+  const int64_t slots = heads + 2 * (grouped ? kvHeads : heads);
+  if (three % slots != 0) {
+    if (grouped)
       return op->emitOpError() << "qkv's last dim " << three << " must be (heads " << heads
                                << " + 2 x kv_heads " << kvHeads << ") x head dim";
-    if (window < 0)
-      return op->emitOpError() << "window must be >= 0, got " << window;
-    if (window > 0 && !causal)
-      return op->emitOpError() << "a sliding window needs causal = true";
-    if (failed(expectShape(op, "out", out, {B, T, three / slots * heads})) ||
-        failed(expectElementType(op, "out", out, t.getElementType())))
-      return failure();
-    return expectShape(op, "lse", lse, {B, heads, T});
-  }
-  if (heads <= 0 || three % (3 * heads) != 0)
     return op->emitOpError() << "qkv's last dim " << three << " must be 3 x heads (" << heads
                              << ") x head dim";
+  }
   if (window < 0)
     return op->emitOpError() << "window must be >= 0, got " << window;
   if (window > 0 && !causal)
     return op->emitOpError() << "a sliding window needs causal = true";
-  if (failed(expectShape(op, "out", out, {B, T, three / 3})) ||
+  if (failed(expectShape(op, "out", out, {B, T, three / slots * heads})) ||
       failed(expectElementType(op, "out", out, t.getElementType())))
     return failure();
   return expectShape(op, "lse", lse, {B, heads, T});

@@ -1356,16 +1356,11 @@ void scatterAttn(const char* loc, const char* what, int32_t dt, const std::vecto
 
 namespace {
 
-/// Grouped-query attention forward, the one implementation behind tgrt_attention_fwd
-/// (kvHeads == heads, kv strides == in strides) and tgrt_attention_gqa_fwd; `kernel` names
-/// the entry point in error messages. Checks the arguments, gathers q (in strides) and k, v
-/// (kv strides, kvHeads heads) into contiguous float temporaries (bf16 / f16 widened), runs
-/// attentionFwdF32 and scatters out back (out strides, rounded once).
-void attentionFwd(const char* loc, const char* kernel, int32_t dt, const void* q, const void* k,
-                  const void* v, void* out, float* lse, int64_t batch, int64_t heads,
-                  int64_t kvHeads, int64_t t, int64_t hd, const int64_t inS[3],
-                  const int64_t kvS[3], const int64_t outS[3], int32_t causal, int64_t window,
-                  float scale) {
+/// The size, stride, head-count and dtype checks shared by attentionFwd and attentionBwd
+/// (`kernel` names the entry point in the message).
+void checkAttentionArgs(const char* loc, const char* kernel, int32_t dt, int64_t batch,
+                        int64_t heads, int64_t kvHeads, int64_t t, int64_t hd,
+                        const int64_t inS[3], const int64_t kvS[3], const int64_t outS[3]) {
   const std::string kn(kernel);
   checkNonNegative(loc, (kn + "(batch, heads, t, hd)").c_str(), batch, heads, t, hd);
   checkNonNegative(loc, (kn + "(kv_heads)").c_str(), kvHeads);
@@ -1376,6 +1371,19 @@ void attentionFwd(const char* loc, const char* kernel, int32_t dt, const void* q
     fail(loc, "%s: heads %lld is not a multiple of kv_heads %lld", kernel, (long long)heads,
          (long long)kvHeads);
   checkDtype(loc, kernel, dt);
+}
+
+/// Grouped-query attention forward, the one implementation behind tgrt_attention_fwd
+/// (kvHeads == heads, kv strides == in strides) and tgrt_attention_gqa_fwd; `kernel` names
+/// the entry point in error messages. Checks the arguments, gathers q (in strides) and k, v
+/// (kv strides, kvHeads heads) into contiguous float temporaries (bf16 / f16 widened), runs
+/// attentionFwdF32 and scatters out back (out strides, rounded once).
+void attentionFwd(const char* loc, const char* kernel, int32_t dt, const void* q, const void* k,
+                  const void* v, void* out, float* lse, int64_t batch, int64_t heads,
+                  int64_t kvHeads, int64_t t, int64_t hd, const int64_t inS[3],
+                  const int64_t kvS[3], const int64_t outS[3], int32_t causal, int64_t window,
+                  float scale) {
+  checkAttentionArgs(loc, kernel, dt, batch, heads, kvHeads, t, hd, inS, kvS, outS);
   const int64_t bh = batch * heads;
   if (bh * t == 0) return;
   checkPtrs(loc, kernel, {q, k, v, out, lse});
@@ -1400,16 +1408,7 @@ void attentionBwd(const char* loc, const char* kernel, int32_t dt, const void* q
                   void* dk, void* dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t t,
                   int64_t hd, const int64_t inS[3], const int64_t kvS[3], const int64_t outS[3],
                   int32_t causal, int64_t window, float scale) {
-  const std::string kn(kernel);
-  checkNonNegative(loc, (kn + "(batch, heads, t, hd)").c_str(), batch, heads, t, hd);
-  checkNonNegative(loc, (kn + "(kv_heads)").c_str(), kvHeads);
-  checkNonNegative(loc, (kn + "(in strides)").c_str(), inS[0], inS[1], inS[2]);
-  checkNonNegative(loc, (kn + "(kv strides)").c_str(), kvS[0], kvS[1], kvS[2]);
-  checkNonNegative(loc, (kn + "(out strides)").c_str(), outS[0], outS[1], outS[2]);
-  if (kvHeads == 0 ? heads != 0 : heads % kvHeads != 0)
-    fail(loc, "%s: heads %lld is not a multiple of kv_heads %lld", kernel, (long long)heads,
-         (long long)kvHeads);
-  checkDtype(loc, kernel, dt);
+  checkAttentionArgs(loc, kernel, dt, batch, heads, kvHeads, t, hd, inS, kvS, outS);
   const int64_t bh = batch * heads;
   if (bh * t * hd == 0) return;
   checkPtrs(loc, kernel, {q, k, v, out, lse, dout, dq, dk, dv});
