@@ -44,3 +44,19 @@ if os.path.exists(hf_python) and os.system(
         "'%s' -c 'import transformers' >/dev/null 2>&1" % hf_python) == 0:
     config.available_features.add("transformers")
 config.substitutions.append(("%hfpython", hf_python))
+
+# In CI (CI=true, .ci/run) a missing prerequisite is a failure, not a skipped test: the
+# features every CI machine provides (scripts/setup.sh installs them) must be present. Only
+# `cuda` (a GPU) and `asan` (scripts/asan.sh) may be absent there; `cuda-build` is required
+# when the toolkit is installed (setup.sh then builds the CUDA backend).
+if os.environ.get("CI") == "true":
+    _required = ["torch", "transformers"]
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        _required.append("cuda-build")
+    _missing = [f for f in _required if f not in config.available_features]
+    if _missing:
+        lit_config.fatal(
+            "CI=true: prerequisite feature(s) %s missing, so the tests that REQUIRE them would "
+            "be skipped silently; check scripts/setup.sh's install of PyTorch "
+            "(/usr/bin/python3 -c 'import torch'), the .venv-hf transformers venv (%s) and the "
+            "CUDA configure (TGC_CUDA)" % (", ".join(_missing), hf_python))

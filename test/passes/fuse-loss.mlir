@@ -5,6 +5,10 @@
 // 256 + 8 x 16 bytes rounded up to 512, then 3 x 8 x 4 = 96 bytes: 608 bytes = 152 floats.
 
 // CHECK-LABEL: func.func @micro_step
+// Nothing of the unfused chain before the fill either (the forward matmul and loss).
+// CHECK-NOT: tg.matmul
+// CHECK-NOT: tg.cross_entropy
+// CHECK-NOT: tg.reshape
 // CHECK: %[[ONE:[0-9]+]] = tg.fill
 // CHECK-NEXT: %[[LOSS:loss]], %[[DX:dx]], %[[DW:dw]], %scratch = tg.linear_cross_entropy %arg1, %arg0, %arg2, %[[ONE]] {chunk_rows = 3 : i64, tg.phase = "backward"} : (tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<f32>, tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<152xf32>)
 // dw's accumulation moves right after it (its buffer then dies at once).
