@@ -18,9 +18,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 namespace tgc {
 namespace {
@@ -64,6 +66,17 @@ std::string showNum(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
+}
+
+/// A double printed with as many digits as it takes to read back the same value
+/// (0.99999999, 1e-50): messages about float32 rounding must not round it themselves.
+std::string showExact(double v) {
+  char buf[40];
+  for (int p = 6; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 /// Levenshtein distance between two short strings.
@@ -167,6 +180,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     });
     v.string("checkpointing", t.checkpointing);
     v.integer("loss_chunk_bytes", t.loss_chunk_bytes, Kind::NonNegInt);
+    v.string("gradients", t.gradients);
     v.object("loss_scaling", [&] {
       v.number("init", t.loss_scale_init);
       v.integer("growth_interval", t.loss_scale_growth_interval, Kind::PosInt);
@@ -425,6 +439,68 @@ void checkDimLimit(const std::string &path, int64_t v) {
   if (v > kMaxDim) fail(path, std::to_string(v) + " exceeds 2^31-1");
 }
 
+/// The compiler stores the spec's real numbers as float32 (IR attributes, the runtime's
+/// tgrt_model): a value must survive that rounding. Fails when `v` overflows float32 or,
+/// being nonzero, falls below float32's smallest normal number (it would become 0, as
+/// lr=1e-50 did, or a subnormal that GPU kernels flush to 0).
+void checkFloat32(const std::string &path, double v) {
+  if (v == 0 || !std::isfinite(v)) return;  // the field's own rule refuses inf / NaN
+  const double a = std::fabs(v);
+  if (a > (double)std::numeric_limits<float>::max())
+    fail(path, showExact(v) + " overflows float32 (largest 3.40282e+38); tgc stores this "
+                            "field as a 32-bit float");
+  if (a < (double)std::numeric_limits<float>::min())
+    fail(path, showExact(v) + " is below float32's smallest normal number (1.17549e-38) and "
+                            "would become 0; tgc stores this field as a 32-bit float");
+}
+
+/// Fails when `v`, rounded to float32, is no longer below `limit` (a beta of 0.99999999
+/// is 1.0f).
+void checkFloat32Below(const std::string &path, double v, double limit, const char *what) {
+  if (v < limit && !((double)(float)v < limit))
+    fail(path, showExact(v) + " rounds to " + showExact((double)(float)v) +
+                   " in float32, which is not < " + what +
+                   "; tgc stores this field as a 32-bit float");
+}
+
+/// Every real-valued field the compiler narrows to float32 (MLIRGen's attributes and
+/// tgrt_model), after its own rule has passed.
+void checkFloat32Fields(const Spec &s) {
+  const ModelSpec &m = s.model;
+  checkFloat32("model.dropout", m.dropout);
+  checkFloat32Below("model.dropout", m.dropout, 1.0, "1");
+  checkFloat32("model.layer_norm_eps", m.layer_norm_eps);
+  if (m.rope()) {
+    checkFloat32("model.rope_theta", m.rope_theta);
+    if (!((float)m.rope_theta > 1.0f))
+      fail("model.rope_theta", showExact(m.rope_theta) + " rounds to 1 in float32, which is "
+                               "not > 1; tgc stores this field as a 32-bit float");
+  }
+  if (m.rope_scaling.factor > 0) {
+    const ModelSpec::RopeScaling &r = m.rope_scaling;
+    checkFloat32("model.rope_scaling.factor", r.factor);
+    checkFloat32("model.rope_scaling.low_freq_factor", r.low_freq_factor);
+    checkFloat32("model.rope_scaling.high_freq_factor", r.high_freq_factor);
+    if (!((float)r.high_freq_factor > (float)r.low_freq_factor))
+      fail("model.rope_scaling.high_freq_factor",
+           showExact(r.high_freq_factor) + " and model.rope_scaling.low_freq_factor=" +
+               showExact(r.low_freq_factor) + " are equal in float32; tgc stores them as "
+               "32-bit floats");
+  }
+  const TrainingSpec &t = s.training;
+  checkFloat32("training.loss_scaling.init", t.loss_scale_init);
+  const OptimizerSpec &o = t.optimizer;
+  checkFloat32("training.optimizer.lr", o.lr);
+  checkFloat32("training.optimizer.min_lr", o.min_lr);
+  checkFloat32("training.optimizer.betas[0]", o.beta1);
+  checkFloat32Below("training.optimizer.betas[0]", o.beta1, 1.0, "1");
+  checkFloat32("training.optimizer.betas[1]", o.beta2);
+  checkFloat32Below("training.optimizer.betas[1]", o.beta2, 1.0, "1");
+  checkFloat32("training.optimizer.eps", o.eps);
+  checkFloat32("training.optimizer.weight_decay", o.weight_decay);
+  checkFloat32("training.optimizer.grad_clip", o.grad_clip);
+}
+
 /// The rules of docs/spec.md that go beyond JSON types, in the order of the tables there.
 void checkSemantics(const Spec &s) {
   if (s.name.empty() ||
@@ -571,6 +647,18 @@ void checkSemantics(const Spec &s) {
   checkNonNegative("training.optimizer.grad_clip", o.grad_clip);
   checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
   checkOneOf("training.optimizer.offload", o.offload, {"none", "cpu"});
+  checkOneOf("training.gradients", t.gradients, {"auto", "persistent", "arena"});
+  if (t.gradients == "arena" && (t.grad_accum > 1 || t.distributed.ranks > 1))
+    fail("training.gradients",
+         "\"arena\" needs one micro-step per optimizer step and one rank (grad_accum is " +
+             std::to_string(t.grad_accum) + ", distributed.ranks " +
+             std::to_string(t.distributed.ranks) +
+             "): the slots carry gradients across micro-steps and ranks; use \"auto\" or "
+             "\"persistent\"");
+  if (t.gradients == "arena" && t.checkpointing.rfind("budget", 0) == 0)
+    fail("training.gradients", "\"arena\" cannot be combined with training.checkpointing "
+                               "budget (its search plans the micro-step without the "
+                               "gradients); use \"auto\" or \"persistent\"");
 
   if (t.distributed.ranks > kMaxRanks)
     fail("training.distributed.ranks", std::to_string(t.distributed.ranks) +
@@ -586,6 +674,8 @@ void checkSemantics(const Spec &s) {
     fail("training.ignore_index", std::to_string(t.ignore_index) +
                                       " must be -1 or in [0, model.vocab_size=" +
                                       std::to_string(m.vocab_size) + ")");
+
+  checkFloat32Fields(s);
 }
 
 //===----------------------------------------------------------------------------===//
@@ -639,23 +729,27 @@ SpecError numberOverflowError(const std::string &text, const json::out_of_range 
 }
 
 /// Finds the first key that appears twice in one object (JSON allows it; nlohmann keeps
-/// the last silently, which hides mistakes). Driven by nlohmann's parser callback.
+/// the last silently, which hides mistakes). Driven by nlohmann's parser callback. Each
+/// frame keeps only its own key (or index) and a hash set of its keys, so the work is
+/// linear in the input; the path is assembled only for the one duplicate reported.
 struct DuplicateFinder {
   struct Frame {
     bool isObject;
-    std::string path;
-    std::vector<std::string> keys;
+    std::unordered_set<std::string> keys;
     size_t index = 0;  // next element index, arrays only
     std::string lastKey;
   };
   std::vector<Frame> stack;
   std::string duplicate;  // path of the first duplicate, "" if none
 
-  /// The path of the value about to be parsed in the current container.
-  std::string childPath() const {
-    if (stack.empty()) return "";
-    const Frame &f = stack.back();
-    return f.isObject ? join(f.path, f.lastKey) : f.path + "[" + std::to_string(f.index) + "]";
+  /// The path of the value being parsed in frame `depth` (0 = the root container).
+  std::string pathTo(size_t depth) const {
+    std::string p;
+    for (size_t i = 0; i <= depth && i < stack.size(); ++i) {
+      const Frame &f = stack[i];
+      p = f.isObject ? join(p, f.lastKey) : p + "[" + std::to_string(f.index) + "]";
+    }
+    return p;
   }
   void valueDone() {
     if (!stack.empty() && !stack.back().isObject) ++stack.back().index;
@@ -664,7 +758,7 @@ struct DuplicateFinder {
     switch (event) {
     case json::parse_event_t::object_start:
     case json::parse_event_t::array_start:
-      stack.push_back(Frame{event == json::parse_event_t::object_start, childPath(), {}, 0, ""});
+      stack.push_back(Frame{event == json::parse_event_t::object_start, {}, 0, ""});
       break;
     case json::parse_event_t::object_end:
     case json::parse_event_t::array_end:
@@ -674,11 +768,8 @@ struct DuplicateFinder {
     case json::parse_event_t::key: {
       Frame &f = stack.back();
       f.lastKey = parsed.get<std::string>();
-      if (std::find(f.keys.begin(), f.keys.end(), f.lastKey) != f.keys.end()) {
-        if (duplicate.empty()) duplicate = join(f.path, f.lastKey);
-      } else {
-        f.keys.push_back(f.lastKey);
-      }
+      if (!f.keys.insert(f.lastKey).second && duplicate.empty())
+        duplicate = pathTo(stack.size() - 1);
       break;
     }
     case json::parse_event_t::value:
@@ -689,6 +780,15 @@ struct DuplicateFinder {
   }
 };
 
+/// The error for JSON nested deeper than kMaxJsonDepth, at the bracket that goes over.
+SpecError tooDeepError(const std::string &text, size_t offset, const std::string &source) {
+  return syntaxErrorAt(text, offset,
+                       "arrays and objects nested deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels (byte offset " +
+                           std::to_string(offset) + "; a spec needs 4)",
+                       source);
+}
+
 /// Applies one "--set path=value" to `root`; returns the dotted path it set.
 std::string applyOverride(json &root, const std::string &override) {
   size_t eq = override.find('=');
@@ -697,10 +797,26 @@ std::string applyOverride(json &root, const std::string &override) {
   std::string path = override.substr(0, eq), text = override.substr(eq + 1);
   if (path.empty()) fail("--set " + override, "empty path");
 
+  // An element of an array field: "training.optimizer.betas[1]" (the paths tgc's own
+  // messages print). Only the last segment may carry an index.
+  std::string fieldPath = path;
+  long index = -1;
+  if (path.back() == ']') {
+    const size_t open = path.rfind('[');
+    const std::string digits =
+        open == std::string::npos ? "" : path.substr(open + 1, path.size() - open - 2);
+    if (open == std::string::npos || open == 0 || digits.empty() || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      fail("--set " + path, "expected an array index in [] (e.g. training.optimizer.betas[1])");
+    fieldPath = path.substr(0, open);
+    index = std::stol(digits);
+  }
+
   std::vector<std::string> segs;
-  std::stringstream ss(path);
+  std::stringstream ss(fieldPath);
   for (std::string seg; std::getline(ss, seg, '.');) segs.push_back(seg);
-  if (path.back() == '.') segs.push_back("");
+  if (fieldPath.back() == '.') segs.push_back("");
 
   // Walk the schema: every segment must be a known field, all but the last objects.
   const SchemaNode *node = &schema();
@@ -708,13 +824,26 @@ std::string applyOverride(json &root, const std::string &override) {
   for (size_t i = 0; i < segs.size(); ++i) {
     if (!node->isObject)
       fail("--set " + path, prefix + " is not an object (it has no field '" + segs[i] + "')");
+    if (segs[i].find('[') != std::string::npos && node->child(segs[i]) == nullptr)
+      fail("--set " + path, "only the last field of a path can be indexed (" +
+                                join(prefix, segs[i]) + " is not an array)");
     const SchemaNode *c = node->child(segs[i]);
     prefix = join(prefix, segs[i]);
     if (!c) fail("--set " + prefix, unknownFieldMessage(*node, segs[i]));
     node = c;
   }
+  if (index >= 0) {
+    if (node->isObject || node->kind != Kind::Pair)
+      fail("--set " + path, fieldPath + " is not an array (only an array field takes an index)");
+    if (index > 1)
+      fail("--set " + path, "index " + std::to_string(index) + " is out of range: " +
+                                fieldPath + " has 2 elements ([0] and [1])");
+  }
 
   json value;
+  if (jsonNestingTooDeep(text) != std::string::npos)
+    fail("--set " + path, "the value nests arrays and objects deeper than " +
+                              std::to_string(kMaxJsonDepth) + " levels");
   try {
     value = json::parse(text);
   } catch (const json::exception &) {  // syntax error or a number out of range
@@ -741,6 +870,27 @@ std::string applyOverride(json &root, const std::string &override) {
     if (!next.is_object()) fail(at, "expected an object, got " + show(next));
     cur = &next;
   }
+  if (index >= 0) {
+    // One element: the rest of the array is the spec's (or, when absent, the default).
+    if (value.is_null())
+      fail("--set " + path, "an element cannot be reset alone; use --set " + fieldPath +
+                                "=null to reset the whole array");
+    json &arr = (*cur)[segs.back()];
+    if (arr.is_null()) {
+      Spec defaults;
+      ojson filled = ojson::object();
+      Writer w;
+      w.stack.push_back(&filled);
+      describeSpec(defaults, w);
+      const ojson *d = &filled;
+      for (const std::string &seg : segs) d = &(*d)[seg];
+      arr = json::parse(d->dump());
+    }
+    if (!arr.is_array() || arr.size() != 2)
+      fail(join(at, segs.back()), "expected an array of 2 numbers, got " + show(arr));
+    arr[index] = value;
+    return path;
+  }
   if (value.is_null())
     cur->erase(segs.back());  // null resets the field to its default
   else
@@ -763,6 +913,10 @@ bool under(const std::string &path, const std::string &prefix) {
 
 bool parseSpec(const std::string &text, const std::vector<std::string> &overrides, Spec &out,
                SpecError &err, const std::string &source) {
+  if (size_t deep = jsonNestingTooDeep(text); deep != std::string::npos) {
+    err = tooDeepError(text, deep, source);
+    return false;
+  }
   json root;
   DuplicateFinder dups;
   try {
@@ -808,7 +962,8 @@ bool parseSpec(const std::string &text, const std::vector<std::string> &override
     err = e;
     // An error in a field that an override set is the override's fault: say so.
     for (auto it = overridden.rbegin(); it != overridden.rend(); ++it)
-      if (under(e.path, *it)) {
+      if (under(e.path, *it) ||
+          (it->back() == ']' && e.path == it->substr(0, it->rfind('[')))) {
         err.path = "--set " + e.path;
         break;
       }
@@ -868,6 +1023,27 @@ const char *defaultSpecJson() {
   }
 }
 )";
+}
+
+size_t jsonNestingTooDeep(const std::string &text, size_t maxDepth) {
+  size_t depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
 }
 
 bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {

@@ -100,6 +100,10 @@ struct TrainingSpec {
   /// Bytes of logits one chunk of the fused output layer + loss may hold (tg-fuse-loss's
   /// max-logits-bytes); 0 = no fusion (the whole [B*T, V] logits are planned).
   int64_t loss_chunk_bytes = 512LL << 20;
+  /// Where the gradient slots live (tg-plan-memory's gradients): auto | persistent | arena.
+  /// arena: from each slot's first write in the backward to the end of the optimizer step
+  /// (needs grad_accum 1 and one rank; docs/design-notes.md); auto: arena where it applies.
+  std::string gradients = "auto";
   /// Dynamic loss scaling of fp16-mixed (ignored by the other precisions): the initial
   /// scale, and how many clean optimizer steps in a row double it.
   double loss_scale_init = 65536.0;
@@ -146,6 +150,15 @@ bool loadSpecFile(const std::string &file, const std::vector<std::string> &overr
 /// prefix: "SOURCE: PATH: MESSAGE" for semantic errors, "SOURCE:L:C: MESSAGE" for syntax
 /// errors, "--set PATH: MESSAGE" for override errors, "FILE: cannot read file".
 std::string formatSpecError(const std::string &source, const SpecError &err);
+
+/// The deepest nesting of JSON arrays and objects a spec (or an experiment matrix) may
+/// have; a spec needs 4. Deeper input is refused before it is parsed.
+constexpr size_t kMaxJsonDepth = 64;
+
+/// The byte offset in `text` of the first '[' or '{' that opens level `maxDepth + 1`
+/// (strings skipped), or std::string::npos if the nesting stays within `maxDepth`. One
+/// pass over the text; malformed JSON is left to the parser.
+size_t jsonNestingTooDeep(const std::string &text, size_t maxDepth = kMaxJsonDepth);
 
 /// If `policy` is "budget:<n>[KiB|MiB|GiB]" with n > 0, sets `bytes` and returns true.
 bool parseCheckpointBudget(const std::string &policy, int64_t &bytes);

@@ -380,7 +380,8 @@ private:
        << fltText(fv[6]) << ",\n"
        << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
        << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << ",\n"
-       << "  " << ranks << ", " << report.zero << ", " << report.hostBytes << "LL\n}";
+       << "  " << ranks << ", " << report.zero << ", " << report.hostBytes << "LL"
+       << (report.gradsInArena ? ",\n  1" : "") << "\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 
@@ -562,7 +563,33 @@ private:
         }
     if (fn.getSymName() == "micro_step")
       planGradientBuckets(fn);
+    // Gradients in the arena: each slot is zeroed right before the first op that may write
+    // it (MemoryPlan.h gradientFirstWrites; the plan reserves it from that op on), so the
+    // accumulating writes that follow start from zero, as persistent slots do.
+    std::map<int64_t, SmallVector<const ParamSlot *>> zeroAt;
+    if (report.gradsInArena && fn.getSymName() == "micro_step")
+      for (const auto &[name, at] : gradientFirstWrites(fn)) {
+        auto it = slots.find(name);
+        if (it == slots.end())
+          return fn.emitError() << "lower-to-emitc: parameter " << name
+                                << " has no planned slot", failure();
+        zeroAt[at].push_back(it->second);
+      }
+    int64_t opIndex = 0;
     for (Operation &op : fn.getBody().front()) {
+      if (auto z = zeroAt.find(opIndex++); z != zeroAt.end()) {
+        llvm::sort(z->second, [](const ParamSlot *a, const ParamSlot *c) {
+          return a->gradOffset < c->gradOffset;
+        });
+        // The whole 256-byte aligned slot: the optimizer's calls run over runs of slots,
+        // padding included, which must read as zeros (the plan reserves it with the slot).
+        for (const ParamSlot *s : z->second)
+          if (failed(call(&op, "tgrt_zero",
+                          {gradSlot(s), (dtypeBytes(s->dtype) * s->numel + kBufferAlignment - 1) /
+                                            kBufferAlignment * kBufferAlignment},
+                          "zero_grad." + s->name)))
+            return failure();
+      }
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
       size_t fusedBefore = fusedAway.size();
@@ -637,11 +664,25 @@ private:
     int64_t viewRows = -1, viewCols = 0, viewLd = 0;
   };
   static Arg flt(float v) { return Arg::fp32(v); }
-  /// A parameter's gradient slot (persistent) as an argument, described for the checks.
-  static Arg gradSlot(const ParamSlot *s) {
-    return Arg(persistent(s->gradOffset, s->dtype))
+  /// A parameter's gradient slot as an argument, described for the checks: persistent, or
+  /// in the arena when the plan put the gradients there (PlanReport::gradsInArena).
+  Arg gradSlot(const ParamSlot *s) const {
+    return Arg(gradPtr(s->gradOffset, s->dtype))
         .view(s->name + " (gradient)", shapeText(s->shape), tgrtDtype(s->dtype), 1, s->numel,
               s->numel);
+  }
+  /// A pointer into the gradient slots' region (persistent, or the arena).
+  PtrRef gradPtr(int64_t offset, StringRef dtype) const {
+    PtrRef p = persistent(offset, dtype);
+    if (report.gradsInArena)
+      p.region = 0;
+    return p;
+  }
+  /// slotRun of gradient slots (gradPtr's region).
+  Arg gradRun(int64_t offset, StringRef dtype, int64_t n, std::string what) const {
+    Arg a = slotRun(offset, dtype, n, std::move(what));
+    a.ptr = gradPtr(offset, dtype);
+    return a;
   }
   /// n elements of dtype at a persistent offset (a run of parameter slots, see Run).
   static Arg slotRun(int64_t offset, StringRef dtype, int64_t n, std::string what) {
@@ -1419,7 +1460,7 @@ private:
       const ParamSlot *s = r.first;
       const int64_t n = r.bytes / dtypeBytes(s->dtype);
       SmallVector<Arg> args = {dt(s->dtype),
-                               slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n};
+                               gradRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n};
       args.append(extra.begin(), extra.end());
       if (failed(call(op, fnName, args, r.where(prefix))))
         return failure();
@@ -1460,7 +1501,7 @@ private:
       std::string where = r.where("optimizer");
       SmallVector<Arg, 16> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
-          slotRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
+          gradRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
           momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
           momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
           flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
@@ -1478,8 +1519,11 @@ private:
         args.push_back(Arg(s->owner));
         fn += "_owned";
       }
+      // Persistent gradients are zeroed for the next step's accumulation; gradients in
+      // the arena are zeroed where the next micro-step first writes them.
       if (failed(call(o, fn, args, where)) ||
-          failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where)))
+          (!report.gradsInArena &&
+           failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where))))
         return failure();
       if (s->owner >= 0) {
         if (failed(call(o, "tgrt_broadcast",
@@ -1511,7 +1555,7 @@ private:
       std::string where = "optimizer." + s->name;
       SmallVector<Arg, 18> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name),
-          slotRun(s->gradOffset, s->dtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
+          gradRun(s->gradOffset, s->dtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
           momentRun(s->mOffset, s->stateDtype, s->shard, "AdamW m " + s->name),
           momentRun(s->vOffset, s->stateDtype, s->shard, "AdamW v " + s->name), s->numel,
           s->shard, flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),

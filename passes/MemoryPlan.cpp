@@ -4,6 +4,7 @@
 #include <map>
 #include "passes/MemoryPlanner.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -252,6 +253,71 @@ std::vector<PlanBuffer> toPlanBuffers(const FunctionLiveness &live) {
   return out;
 }
 
+bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep) {
+  auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
+  auto opt = module.lookupSymbol<func::FuncOp>("optimizer_step");
+  if (!micro || !opt || micro.isExternal() || opt.isExternal())
+    return false;
+  auto intAttr = [&](StringRef name, int64_t absent) {
+    auto a = module->getAttrOfType<IntegerAttr>(name);
+    return a ? a.getInt() : absent;
+  };
+  if (intAttr("tg.grad_accum", assumeOneMicroStep ? 1 : 0) != 1 || intAttr(kRanksAttr, 1) != 1)
+    return false;
+  if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat"))
+    if (auto p = rm.getAs<StringAttr>("policy"); p && p.getValue().starts_with("budget"))
+      return false;
+  llvm::StringMap<int64_t> writes = gradientFirstWrites(micro);
+  for (BlockArgument arg : micro.getArguments())
+    if (auto name = micro.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr))
+      if (!writes.count(name.getValue()))
+        return false;
+  return true;
+}
+
+llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro) {
+  llvm::StringMap<int64_t> out;
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : micro.getBody().front())
+    position[&op] = index++;
+  for (Operation &op : micro.getBody().front()) {
+    auto acc = dyn_cast<AccumulateGradOp>(op);
+    if (!acc)
+      continue;
+    auto arg = dyn_cast<BlockArgument>(acc.getParam());
+    auto name = arg ? micro.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr)
+                    : StringAttr();
+    if (!name)
+      continue;
+    int64_t first = position.lookup(&op);
+    SmallVector<Value> work = {acc.getGrad()};
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || !seen.insert(def).second)
+        continue;
+      first = std::min(first, position.lookup(def));
+      // A bias gradient of a GELU layer rides on the dX GEMM's DGELU_BGRAD epilogue
+      // (LowerToEmitC.cpp geluGradSink), emitted at the GELU gradient or at the GEMM before
+      // it: the slot is written there.
+      if (auto bg = dyn_cast<BiasGradOp>(def))
+        if (auto gg = bg.getDy().getDefiningOp<GeluGradOp>()) {
+          first = std::min(first, position.lookup(gg));
+          if (auto mm = gg.getDy().getDefiningOp<MatmulOp>())
+            first = std::min(first, position.lookup(mm));
+        }
+      if (isa<CastOp, AddOp>(def))
+        for (Value v : def->getOperands())
+          work.push_back(v);
+    }
+    auto [it, fresh] = out.try_emplace(name.getValue(), first);
+    if (!fresh)
+      it->second = std::min(it->second, first);
+  }
+  return out;
+}
+
 static int64_t getI64(DictionaryAttr d, StringRef key) {
   auto a = d ? d.getAs<IntegerAttr>(key) : IntegerAttr();
   return a ? a.getInt() : 0;
@@ -278,6 +344,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   }
   if (auto h = plan.getAs<StringAttr>("heuristic"))
     r.heuristic = h.str();
+  if (auto g = plan.getAs<StringAttr>("gradients"))
+    r.gradsInArena = g.getValue() == "arena";
   if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr))
     r.precision = p.str();
   if (auto params = plan.getAs<ArrayAttr>("params"))
@@ -334,7 +402,9 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   for (const ParamSlot &s : r.params) {
     addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
           dtypeBytes(s.dtype) * heldValue(s));
-    addTo(r.persistentByDtype, "gradients " + s.dtype + chunk, dtypeBytes(s.dtype) * heldGrad(s));
+    if (!r.gradsInArena)
+      addTo(r.persistentByDtype, "gradients " + s.dtype + chunk,
+            dtypeBytes(s.dtype) * heldGrad(s));
     // Offloaded moments are in the host region, reported apart (not persistent).
     if (s.owner < 0 && r.hostBytes == 0)
       addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype + chunk,
@@ -421,6 +491,26 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
         addTo(r.arenaByDtype, b.dtype, b.bytes);
     }
     std::vector<PlanBuffer> pb = toPlanBuffers(live);
+    // Gradients in the arena: each slot from its first write in @micro_step to the end of
+    // the function, and through the whole of @optimizer_step.
+    if (r.gradsInArena && (fn.getSymName() == "micro_step" || fn.getSymName() == "optimizer_step")) {
+      const int64_t end = (int64_t)live.opPhase.size() - 1;
+      llvm::StringMap<int64_t> writes;
+      if (fn.getSymName() == "micro_step")
+        writes = gradientFirstWrites(fn);
+      for (const ParamSlot &s : r.params) {
+        PlanBuffer g;
+        g.bytes = (dtypeBytes(s.dtype) * s.numel + kBufferAlignment - 1) / kBufferAlignment *
+                  kBufferAlignment; // the slot with its padding (zeroed with it)
+        g.offset = s.gradOffset;
+        g.first = fn.getSymName() == "micro_step" ? writes.lookup(s.name) : 0;
+        g.last = end;
+        pb.push_back(g);
+        r.buffers.push_back({fn.getSymName().str(), s.name + ".gradient",
+                             fn.getSymName() == "micro_step" ? "backward" : "optimizer", s.dtype,
+                             g.bytes, g.offset, g.first, g.last});
+      }
+    }
     std::vector<int64_t> live_bytes = liveBytesPerOp(pb, (int64_t)live.opPhase.size());
     for (size_t i = 0; i < live_bytes.size(); ++i) {
       int64_t v = live_bytes[i];
@@ -467,6 +557,9 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     row("  " + what, bytes);
   row("  inputs (tokens, targets) i32", r.inputBytes);
   row("arena", r.arenaBytes);
+  if (r.gradsInArena)
+    os << "    (gradients in the arena, " << r.gradBytes
+       << " bytes: each live from its first write in the backward to the optimizer step)\n";
   row("workspace", r.workspaceBytes);
   row("total", r.totalBytes());
   if (r.hostBytes > 0)
@@ -561,6 +654,7 @@ std::string planReportJson(const PlanReport &r) {
       {"precision", r.precision},
       {"param_bytes", r.paramBytes},
       {"grad_bytes", r.gradBytes},
+      {"gradients", r.gradsInArena ? "arena" : "persistent"},
       {"optimizer_state_bytes", r.optimizerStateBytes},
       {"input_bytes", r.inputBytes},
       {"work_dtype", r.workDtype},

@@ -17,6 +17,7 @@
 #include "dialect/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/MemoryPlanner.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <vector>
@@ -60,6 +61,27 @@ Type markWorkingCopies(ModuleOp module);
 /// The function's buffers as planner input (passes/MemoryPlanner.h), in the same order,
 /// with kBufferAlignment and each BufferInfo's offset (-1 before planning).
 std::vector<tgc::PlanBuffer> toPlanBuffers(const FunctionLiveness &live);
+
+/// Gradients in the arena (tg-plan-memory `gradients=arena`, the pipeline's default when
+/// it applies): nothing carries a gradient from one micro-step to the next (tg.grad_accum =
+/// 1) or across ranks (tg.ranks = 1), so each gradient slot needs memory only from the
+/// first op of @micro_step that writes it to the end of @optimizer_step, as PyTorch's
+/// gradients after `zero_grad(set_to_none=True)`. True when the module has both functions,
+/// tg.grad_accum = 1 (the frontend's module attribute; when it is absent, as in a
+/// hand-written test module, only with `assumeOneMicroStep`), tg.ranks = 1, no
+/// rematerialization budget (tg-rematerialize's budget plans @micro_step alone) and every
+/// parameter of @micro_step has a tg.accumulate_grad.
+bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep);
+
+/// Per parameter name (tg.param): the index, in analyzeLiveness's op order of @micro_step,
+/// of the first op that may write the parameter's gradient slot: the defining ops of every
+/// value that reaches one of its tg.accumulate_grad through tg.cast and tg.add (the
+/// lowering writes a weight-gradient GEMM, a bias or norm gradient or the fused loss
+/// straight into the slot; LowerToEmitC.cpp slotSink), and the accumulate itself; for a
+/// bias gradient of a GELU layer also the GELU gradient and the GEMM before it (the
+/// DGELU_BGRAD epilogue writes the bias gradient there; geluGradSink).
+/// Parameters without a tg.accumulate_grad are absent.
+llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro);
 
 /// Bytes of a ranked tensor type (f32/i32: 4, bf16/f16: 2).
 int64_t tensorBytes(Type type);
@@ -124,6 +146,10 @@ struct PlanReport {
   /// Peak live arena bytes per phase: forward / backward (micro_step), optimizer.
   int64_t peakForward = 0, peakBackward = 0, peakOptimizer = 0, peakEval = 0;
   std::string heuristic;
+  /// The gradient slots are in the arena (gradOffset is an arena offset; the plan's
+  /// `gradients = "arena"`), live from their first write in @micro_step to the end of
+  /// @optimizer_step; else in the persistent region.
+  bool gradsInArena = false;
   std::vector<ParamSlot> params;
   struct Buffer {
     std::string function, name, phase, dtype;

@@ -48,6 +48,7 @@ struct Item {
   int64_t align;
   int64_t first;
   int64_t last;
+  int64_t fixed = -1; ///< pinned offset (PlanBuffer::fixedOffset), -1 when free
 };
 
 /// Smallest multiple of `align` (>= 1) that is >= x (x >= 0), in bytes.
@@ -379,8 +380,17 @@ int64_t placeInOrder(const std::vector<Item> &items, const Timeline &time,
   index.clear();
   offsets.assign(items.size(), -1);
   int64_t arena = 0;
+  // Pinned buffers first, where they are; every order then skips them.
+  for (size_t id = 0; id < items.size(); ++id)
+    if (const Item &it = items[id]; it.fixed >= 0) {
+      offsets[id] = it.fixed;
+      index.insert(time.lo[id], time.hi[id], it.fixed, alignUp(it.fixed + it.bytes, granule));
+      arena = std::max(arena, it.fixed + it.bytes);
+    }
   for (int32_t id : order) {
     const Item &it = items[id];
+    if (it.fixed >= 0)
+      continue;
     int64_t off = index.findOffset(time.lo[id], time.hi[id], it.bytes, it.align, fit, work);
     work += kWorkPerBuffer;
     if (work > limit)
@@ -579,7 +589,7 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
       continue;
     assert(b.first <= b.last && "liveness interval must not be empty");
     items.push_back({b.bytes, std::max<int64_t>(b.alignment, 1), b.first,
-                     std::max(b.first, b.last)});
+                     std::max(b.first, b.last), b.fixedOffset});
     bufferOf.push_back(i);
   }
   if (items.empty()) {

@@ -26,6 +26,11 @@ struct PlanBuffer {
   int64_t first = 0;      ///< index of the op that defines it (inclusive)
   int64_t last = 0;       ///< index of the last op that reads it (inclusive), >= first
   int64_t offset = -1;    ///< output: byte offset in the arena
+  /// Input: >= 0 pins the buffer at this byte offset (a multiple of `alignment`); the
+  /// planner places the other buffers around the pinned ones and never moves them. Used
+  /// for gradients in the arena, whose slots keep one contiguous layout (so that the
+  /// optimizer runs over runs of slots) while each is live only from its first write.
+  int64_t fixedOffset = -1;
 };
 
 struct PlanResult {
@@ -36,7 +41,9 @@ struct PlanResult {
 
 /// Assigns `offset` of every buffer. Two buffers a, b overlap in time iff
 /// a.first <= b.last && b.first <= a.last; such buffers get disjoint byte ranges.
-/// Deterministic: the same input gives the same offsets.
+/// Deterministic: the same input gives the same offsets. Pinned buffers (fixedOffset >= 0)
+/// keep their offset; the caller keeps pinned buffers that meet in time disjoint
+/// (verifyPlan reports it otherwise).
 /// Errors: none (bytes <= 0 gets offset 0 and takes no space).
 PlanResult planArena(std::vector<PlanBuffer> &buffers);
 

@@ -73,6 +73,11 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                               llvm::cl::desc("none | cpu (AdamW moments in pinned host memory, "
                                              "streamed through AdamW)"),
                               llvm::cl::init("none")};
+  Option<std::string> gradients{
+      *this, "gradients",
+      llvm::cl::desc("auto | persistent | arena: where the gradient slots live "
+                     "(tg-plan-memory; auto = arena with grad_accum 1 and one rank)"),
+      llvm::cl::init("auto")};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};

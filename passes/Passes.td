@@ -228,6 +228,11 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
     Option<"offload", "offload", "std::string", "\"none\"",
            "none | cpu: the AdamW moments go to a host region (pinned memory; host_bytes) "
            "instead of the persistent one (the runtime streams them through AdamW)">,
+    Option<"gradients", "gradients", "std::string", "\"persistent\"",
+           "persistent | arena | auto: where the gradient slots live. arena: in the arena, "
+           "each from its first write in @micro_step to the end of @optimizer_step (needs "
+           "grad_accum 1, one rank, no checkpointing budget; MemoryPlan.h "
+           "gradientsCanLiveInArena); auto: arena when that holds, else persistent">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

@@ -65,6 +65,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
   plan.offload = o.offload;
+  plan.gradients = o.gradients;
   pm.addPass(createTgPlanMemory(plan));
 }
 
@@ -108,6 +109,8 @@ void registerTrainingPipeline() {
             o.checkpointing != "layer-attn" && o.checkpointing != "budget")
           refuse("checkpointing", o.checkpointing,
                  "none, gelu, selective, layer, layer-attn or budget");
+        if (o.gradients != "auto" && o.gradients != "persistent" && o.gradients != "arena")
+          refuse("gradients", o.gradients, "auto, persistent or arena");
         if (o.ranks < 1 || o.ranks > 64) {
           llvm::errs() << "tg-pipeline: ranks must be in [1, 64], got " << o.ranks << "\n";
           std::exit(1);

@@ -136,11 +136,33 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       return signalPassFailure();
     }
     const bool toHost = offload == "cpu";
-    int64_t cursor = 0, hostCursor = 0;
+    // Gradients in the arena (MemoryPlan.h gradientsCanLiveInArena): the gradient slots keep
+    // their layout (one contiguous run, so the optimizer's calls still merge over runs), at
+    // arena offsets from 0, each pinned there for its own lifetime only; the other buffers
+    // are planned around them below.
+    if (gradients != "persistent" && gradients != "arena" && gradients != "auto") {
+      module.emitError() << "tg-plan-memory: gradients must be persistent, arena or auto, got '"
+                         << gradients << "'";
+      return signalPassFailure();
+    }
+    bool gradsInArena = false;
+    if (gradients != "persistent") {
+      gradsInArena = gradientsCanLiveInArena(module, /*assumeOneMicroStep=*/gradients == "arena");
+      if (!gradsInArena && gradients == "arena") {
+        module.emitError() << "tg-plan-memory: gradients=arena needs @micro_step and "
+                              "@optimizer_step, tg.grad_accum = 1 (or absent), tg.ranks = 1, no "
+                              "checkpointing budget and a tg.accumulate_grad for every "
+                              "parameter (use gradients=auto or persistent)";
+        return signalPassFailure();
+      }
+    }
+    int64_t cursor = 0, hostCursor = 0, gradCursor = 0, valuesEnd = 0;
     SmallVector<int64_t> offs[4];
     for (int slot = 0; slot < 4; ++slot) {
       offs[slot].assign(params.size(), 0);
-      int64_t &cur = slot >= 2 && toHost ? hostCursor : cursor;
+      int64_t &cur = slot == 1 && gradsInArena ? gradCursor
+                     : slot >= 2 && toHost     ? hostCursor
+                                               : cursor;
       if (slot >= 2 && sharded) {
         int64_t base = cur, end = cur;
         SmallVector<int64_t> at(ranks, base);
@@ -156,6 +178,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         offs[slot][i] = cur;
         cur = alignUp(cur + slotBytes(i, slot));
       }
+      if (slot == 0)
+        valuesEnd = cur;
     }
 
     SmallVector<NamedAttribute> plan;
@@ -181,7 +205,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     Type workType = markWorkingCopies(module);
     int64_t workBase = -1;
     if (workType && !params.empty()) {
-      int64_t valueBytes = offs[1][order.front()]; // values: [0, gradients)
+      int64_t valueBytes = valuesEnd; // values: [0, valuesEnd)
       workBase = cursor;
       cursor = alignUp(cursor + valueBytes / 2);
       plan.push_back(b.getNamedAttr("work_dtype", b.getStringAttr(dtypeName(workType))));
@@ -230,25 +254,16 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     }
 
     // Arena: one plan per step function; they never overlap in time, so the arena is the
-    // largest of them.
+    // largest of them. With the gradients in the arena, @micro_step and @optimizer_step are
+    // planned as one timeline (the optimizer's ops after the micro-step's), with each
+    // gradient slot pinned at its offset from its first write to the optimizer's end.
     int64_t arena = 0;
     std::string heuristic;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.isExternal())
-        continue;
-      FunctionLiveness live;
-      if (failed(analyzeLiveness(f, live)))
-        return signalPassFailure();
-      std::vector<PlanBuffer> buffers = toPlanBuffers(live);
-      PlanResult result = planArena(buffers);
-      std::string why;
-      if (!verifyPlan(buffers, &why)) {
-        f.emitError() << "tg-plan-memory: internal error, overlapping plan: " << why;
-        return signalPassFailure();
-      }
-      numBuffers += buffers.size();
-      // Write offsets: one per result; views take their source's offset.
-      StringAttr offsetsName = b.getStringAttr("tg.offsets");
+    StringAttr offsetsName = b.getStringAttr("tg.offsets");
+    // Writes one offset per result (views take their source's); `base` is the index of the
+    // function's first buffer in `buffers`.
+    auto writeOffsets = [&](func::FuncOp f, const FunctionLiveness &live,
+                            const std::vector<PlanBuffer> &buffers, size_t base) {
       SmallVector<int64_t> offsets;
       for (Operation &op : f.getBody().front()) {
         if (op.getNumResults() == 0)
@@ -256,21 +271,73 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         offsets.clear();
         for (Value r : op.getResults()) {
           auto it = live.bufferOf.find(r);
-          offsets.push_back(it == live.bufferOf.end() ? -1 : buffers[it->second].offset);
+          offsets.push_back(it == live.bufferOf.end() ? -1 : buffers[base + it->second].offset);
         }
         op.setDiscardableAttr(offsetsName, b.getDenseI64ArrayAttr(offsets));
       }
-      f->setAttr("tg.arena_bytes", b.getI64IntegerAttr(result.arenaBytes));
+    };
+    auto plan1 = [&](SmallVector<func::FuncOp, 2> fns) -> LogicalResult {
+      SmallVector<FunctionLiveness, 2> lives(fns.size());
+      std::vector<PlanBuffer> buffers;
+      SmallVector<size_t, 2> bases;
+      int64_t time = 0;
+      for (auto [f, live] : llvm::zip(fns, lives)) {
+        if (failed(analyzeLiveness(f, live)))
+          return failure();
+        bases.push_back(buffers.size());
+        for (PlanBuffer pb : toPlanBuffers(live)) {
+          pb.first += time;
+          pb.last += time;
+          buffers.push_back(pb);
+        }
+        time += (int64_t)live.opPhase.size();
+      }
+      const size_t own = buffers.size();
+      if (fns.size() == 2) { // @micro_step, @optimizer_step: the gradients
+        llvm::StringMap<int64_t> writes = gradientFirstWrites(fns[0]);
+        for (auto [i, p] : llvm::enumerate(params)) {
+          PlanBuffer g;
+          g.bytes = alignUp(slotBytes(i, 1)); // with its padding, which the lowering zeroes
+          g.alignment = kBufferAlignment;
+          g.first = writes.lookup(p.name.getValue());
+          g.last = time - 1;
+          g.fixedOffset = offs[1][i];
+          buffers.push_back(g);
+        }
+      }
+      PlanResult result = planArena(buffers);
+      std::string why;
+      if (!verifyPlan(buffers, &why))
+        return fns[0].emitError() << "tg-plan-memory: internal error, overlapping plan: " << why;
+      numBuffers += own;
+      for (auto [f, live, base] : llvm::zip(fns, lives, bases)) {
+        writeOffsets(f, live, buffers, base);
+        f->setAttr("tg.arena_bytes", b.getI64IntegerAttr(result.arenaBytes));
+      }
       if (result.arenaBytes >= arena) {
         arena = result.arenaBytes;
         heuristic = result.heuristic;
       }
+      return success();
+    };
+    auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
+    auto opt = module.lookupSymbol<func::FuncOp>("optimizer_step");
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal() || (gradsInArena && f == opt))
+        continue;
+      SmallVector<func::FuncOp, 2> fns = {f};
+      if (gradsInArena && f == micro)
+        fns.push_back(opt);
+      if (failed(plan1(fns)))
+        return signalPassFailure();
     }
     plan.push_back(b.getNamedAttr("persistent_bytes", b.getI64IntegerAttr(persistent)));
     plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
     plan.push_back(b.getNamedAttr("workspace_bytes",
                                   b.getI64IntegerAttr(workspaceFor(module, workspaceBytes))));
     plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
+    if (gradsInArena)
+      plan.push_back(b.getNamedAttr("gradients", b.getStringAttr("arena")));
     plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
     module->setAttr("tg.plan", b.getDictionaryAttr(plan));
   }

@@ -53,14 +53,21 @@ void tglib_set_counters(tgrt_ctx* ctx, int64_t step, int32_t micro_batch);
  * it. */
 void tglib_set_loss_scale(tgrt_ctx* ctx, float scale);
 /* The optimizer step: unscale and clip, AdamW with step number `step` (1-based) and
- * learning rate `lr`, then gradients are zeroed. If a gradient is not finite, AdamW changes
- * nothing (the step is skipped) and the gradients are still zeroed. */
+ * learning rate `lr`, then persistent gradients are zeroed (see tglib_grads_in_arena). If a
+ * gradient is not finite, AdamW changes nothing (the step is skipped) and persistent
+ * gradients are still zeroed. */
 void tglib_optimizer_step(tgrt_ctx* ctx, int64_t step, float lr);
 /* Forward only; returns the loss. */
 float tglib_eval_step(tgrt_ctx* ctx, const int32_t* tokens, const int32_t* targets);
 /* Global gradient norm of the last optimizer step (before clipping, divided by the loss
  * scale); not finite when the gradients overflowed and that step was skipped. */
 float tglib_last_grad_norm(tgrt_ctx* ctx);
+/* 1 when the gradient slots live in the arena (tgrt_model.grads_in_arena: tgc's
+ * training.gradients auto with grad_accum 1 and one rank, or arena): tglib_get_grad reads
+ * them from the micro-step that wrote them to the end of the next optimizer step, which
+ * leaves them as they were (the next micro-step zeroes each before writing it) instead of
+ * zeroing them. 0: persistent slots, zeroed by the optimizer step. */
+int32_t tglib_grads_in_arena(void);
 
 #ifdef __cplusplus
 }

@@ -125,6 +125,12 @@ typedef struct tgrt_model {
    * lie in it stream them through the workspace in blocks into the device kernel and back.
    * 0: no host region (the moments are persistent). */
   int64_t host_bytes;
+  /* 1: the gradient slots are in the arena (tgc's plan `gradients = "arena"`: one
+   * micro-step per optimizer step, one rank): grad_offset is into TGRT_ARENA, each slot is
+   * zeroed by tg_micro_step right before its first write and holds the gradient from there
+   * to the end of the next tg_optimizer_step (tg_eval_step may overwrite it after that).
+   * 0 (older emitted code too): persistent slots, zeroed by tg_optimizer_step. */
+  int32_t grads_in_arena;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */

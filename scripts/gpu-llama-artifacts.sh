@@ -16,6 +16,30 @@ c smollm2 examples/smollm2-135m.json cuda
 c llama1b examples/llama3.2-1b.json cuda
 c smollm2-sel examples/smollm2-135m.json cuda --set training.checkpointing=selective
 c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=selective
+# The gradient slots persistent (the layout before training.gradients=auto put them in the
+# arena): the A/B of that change's memory and time.
+c llama1b-pg examples/llama3.2-1b.json cuda --set training.gradients=persistent
+# GPT-2 shapes of issue 22's table (micro-batch 16, 8, 8, 8): the plan against torch.compile's
+# peak (bench/torch_gpt2_step.py) in the same call. GPT_SHAPES=0 skips them.
+if [ "${GPT_SHAPES:-1}" = 1 ]; then
+  c gpt2s examples/gpt2-small.json cuda
+  c gpt2m examples/gpt2-small.json cuda --set model.n_layers=24 --set model.d_model=1024 \
+    --set model.n_heads=16 --set model.d_ff=4096 --set training.batch_size=8
+  c gpt2l examples/gpt2-small.json cuda --set model.n_layers=36 --set model.d_model=1280 \
+    --set model.n_heads=20 --set model.d_ff=5120 --set training.batch_size=8
+  c hd128 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
+    --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
+    --set model.context=2048 --set training.batch_size=8
+fi
+# The final evaluation over every window on CUDA (test/e2e/eval-windows.test's shapes): micro-
+# batches 2 and 5, with and without a real ignore_index, against the CPU backend.
+EVW=(--set model.n_layers=1 --set model.vocab_size=512 --set model.context=16 --set model.d_model=32
+     --set model.n_heads=2 --set model.d_ff=64)
+c evw2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2
+c evw2 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=2
+c evw5 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=5
+c evwi2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.ignore_index=7
+c evwi5 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=5 --set training.ignore_index=7
 c tiny examples/tiny-llama.json cuda --set training.attention.kernel=flash
 c tiny-cpu examples/tiny-llama.json cpu --set training.attention.kernel=flash
 cp build/bin/tgrt-cuda-check runs/llama/llama/ && strip runs/llama/llama/tgrt-cuda-check

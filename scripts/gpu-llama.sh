@@ -51,6 +51,7 @@ PY
 mkdata $B/data-2048 2048 400000
 mkdata $B/data-49152 49152 4000000
 mkdata $B/data-128256 128256 4000000
+case " ${ONLY:-} " in *" gpt2"*|*" hd128 "*) mkdata $B/data-50304 50304 4000000; mkdata $B/data-32000 32000 4000000 ;; esac
 
 echo "== 2. tiny-llama fp32: CUDA vs CPU"
 for be in tiny tiny-cpu; do
@@ -66,16 +67,41 @@ err = max(abs(x["loss"] - y["loss"]) / abs(y["loss"]) for x, y in zip(a, b)) if 
 print(f"tiny-llama fp32 flash: {len(a)} steps, max relative loss difference CUDA vs CPU {err:.2e}")
 PY
 
+echo "== 2b. the final evaluation over every window on CUDA (micro-batches 2 and 5) vs the CPU"
+mkdata $B/data-512 512 20011
+if [ -x $B/evw2-cpu ]; then
+  $B/evw2-cpu --data $B/data-512 --steps 3 --save $B/evw.st --quiet > "$OUT/evw-train.log" 2>&1
+  for e in evw2-cpu evw2 evw5 evwi2-cpu evwi5; do
+    $B/$e --data $B/data-512 --steps 3 --resume $B/evw.st --log "$OUT/$e.jsonl" --quiet > "$OUT/$e.log" 2>&1
+    echo "$e rc $?"
+  done
+  python3 test/e2e/eval_windows.py $B/data-512 16 "$OUT/evw2-cpu.jsonl:2" "$OUT/evw2.jsonl:2" \
+    "$OUT/evw5.jsonl:5" 2>&1 | tail -3
+  python3 test/e2e/eval_windows.py $B/data-512 16 "$OUT/evwi2-cpu.jsonl:2" "$OUT/evwi5.jsonl:5" 2>&1 | tail -3
+fi
+
 echo "== 3. step time: tgc variants vs torch.compile, $REPS alternating repetitions"
 # A variant is an executable of runs/llama (smollm2, llama1b, smollm2-sel = checkpointing
 # selective, ...), optionally @VALUE for TGRT_ATTN=VALUE (llama1b@cudnn) or @VAR=VALUE
 # (llama1b@TGRT_ATTN_MINB=0).
 VARIANTS=${VARIANTS:-"smollm2 llama1b"}
+# GPT-2 shapes (gpt2s gpt2m gpt2l hd128 in ONLY): torch.compile is bench/torch_gpt2_step.py
+# at the same shape (bf16 autocast, flash SDPA, fused AdamW).
 for model in ${ONLY:-smollm2 llama1b}; do
+  tref=(python3 bench/torch_llama_step.py)
   case $model in
     smollm2) spec=examples/smollm2-135m.json; batch=8; data=$B/data-49152 ;;
     llama1b) spec=examples/llama3.2-1b.json; batch=4; data=$B/data-128256 ;;
+    gpt2s) data=$B/data-50304; tref=(python3 bench/torch_gpt2_step.py --compile --bf16 --batch 16) ;;
+    gpt2m) data=$B/data-50304; tref=(python3 bench/torch_gpt2_step.py --compile --bf16 --batch 8
+             --layers 24 --d-model 1024 --heads 16 --d-ff 4096) ;;
+    gpt2l) data=$B/data-50304; tref=(python3 bench/torch_gpt2_step.py --compile --bf16 --batch 8
+             --layers 36 --d-model 1280 --heads 20 --d-ff 5120) ;;
+    hd128) data=$B/data-32000; tref=(python3 bench/torch_gpt2_step.py --compile --bf16 --batch 8
+             --layers 8 --d-model 1024 --heads 8 --d-ff 4096 --vocab 32000 --context 2048) ;;
+    *) echo "unknown model $model"; continue ;;
   esac
+  case $model in smollm2|llama1b) tref+=(--spec $spec --batch $batch) ;; esac
   for r in $(seq 1 "$REPS"); do
     for v in $VARIANTS; do
       exe=${v%@*}; case $exe in $model|$model-*) ;; *) continue ;; esac
@@ -85,8 +111,7 @@ for model in ${ONLY:-smollm2 llama1b}; do
         --log "$OUT/tgc-$v-$r.jsonl" > "$OUT/tgc-$v-$r.log" 2>&1
       echo "tgc $v rep $r rc $?: $(grep -E 'plan .*used|error|cudnn' "$OUT/tgc-$v-$r.log" | head -2 | cut -c1-160 | tr '\n' ' ')"
     done
-    python3 bench/torch_llama_step.py --spec $spec --batch $batch --steps "$STEPS" \
-      > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
+    "${tref[@]}" --steps "$STEPS" > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
     echo "torch.compile $model rep $r rc $?: $(tail -c 200 "$OUT/torch-$model-$r.json")"
   done
 done
@@ -110,7 +135,7 @@ o = sys.argv[1]
 print("\n| model | system | ms/step median (min-max over reps) | memory GiB |")
 print("|---|---|---|---|")
 names = sorted({f.split("/")[-1][4:].rsplit("-", 1)[0] for f in glob.glob(f"{o}/tgc-*.jsonl")})
-for name in ("smollm2", "llama1b"):
+for name in ("smollm2", "llama1b", "gpt2s", "gpt2m", "gpt2l", "hd128"):
   for variant in [n for n in names if n == name or n.startswith(name + "-") or n.startswith(name + "@")]:
     tg, tgmem = [], ""
     for f in sorted(glob.glob(f"{o}/tgc-{variant}-[0-9]*.jsonl")):
@@ -124,7 +149,7 @@ for name in ("smollm2", "llama1b"):
   for f in sorted(glob.glob(f"{o}/torch-{name}-*.json")):
       try: j = json.loads(open(f).read().strip().splitlines()[-1])
       except Exception: continue
-      th.append(j["ms"]); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
+      th.append(j.get("ms", j.get("ms_per_step"))); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
   fmt = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
   print(f"| {name} | torch.compile | {fmt(th)} | {thmem} |")
 PY

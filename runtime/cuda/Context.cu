@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <unordered_map>
@@ -331,6 +332,14 @@ char* checkedRange(Context* ctx, const char* what, int32_t region, int64_t offse
   return ctx->regions[region];
 }
 
+/// Free device memory (cudaMemGetInfo) when each live context was created, before its plan
+/// was allocated: the baseline of the end-of-run report in destroyContext.
+std::mutex g_baseline_mu;
+std::unordered_map<const Context*, size_t>& freeAtCreation() {
+  static std::unordered_map<const Context*, size_t> m;
+  return m;
+}
+
 /// Prints "tgrt: ctx_create: <what>: <error>" and returns false when e is an error.
 bool ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
@@ -481,6 +490,10 @@ Context* createContext(const tgrt_model* model) {
                  ctx->device_name, (long long)need, (long long)sizes[0], (long long)sizes[1],
                  (long long)sizes[2], (long long)(freeBytes - freeAfter),
                  (long long)(freeBytes - freeAfter) - (long long)need);
+  {
+    std::lock_guard<std::mutex> lock(g_baseline_mu);
+    freeAtCreation()[ctx] = freeBytes;
+  }
   return ctx;
 }
 
@@ -488,6 +501,34 @@ void destroyContext(Context* ctx) {
   if (!ctx) return;
   destroyProfile(ctx);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+  // At the end of the run, before anything is freed: the device memory the whole process took
+  // since the context's creation (cudaMemGetInfo: free then minus free now), i.e. the plan
+  // plus the context state, stream, library handles and whatever was allocated beside the
+  // plan since (cuBLASLt / cuDNN workspaces, NCCL buffers). Other processes on the device
+  // count too. (Not "cuda memory on ...: plan N bytes ... used": scripts parse the start-up
+  // line by that pattern.)
+  size_t baseline = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_baseline_mu);
+    auto it = freeAtCreation().find(ctx);
+    if (it != freeAtCreation().end()) {
+      baseline = it->second;
+      freeAtCreation().erase(it);
+    }
+  }
+  size_t freeNow = 0, totalNow = 0;
+  if (baseline > 0 && cudaMemGetInfo(&freeNow, &totalNow) == cudaSuccess) {
+    const long long plan = (long long)(ctx->region_bytes[TGRT_PERSISTENT] +
+                                       ctx->region_bytes[TGRT_ARENA] +
+                                       ctx->region_bytes[TGRT_WORKSPACE]);
+    const long long used = (long long)baseline - (long long)freeNow;
+    std::fprintf(stderr,
+                 "tgrt: cuda memory at the end of the run on %s: device memory in use %lld "
+                 "bytes since the context's creation, beside the plan's %lld bytes: %lld "
+                 "bytes more (context state, stream, library handles, workspaces allocated "
+                 "beside the plan, allocation granularity)\n",
+                 ctx->device_name, used, plan, used - plan);
+  }
 #ifdef TGRT_HAVE_CUDNN
   destroyCudnn(ctx);
 #endif

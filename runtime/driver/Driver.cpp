@@ -440,15 +440,16 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
   }
   const char* prec = precisionName(m.precision);
   metadata["precision"] = prec ? prec : std::to_string(m.precision);
-  return writeSafetensors(path, views, metadata, err);
+  return writeSafetensors(path, views, metadata, err, /*checksums=*/true);
 }
 
 namespace {
 
-/// The first architecture field (spec "model.*") whose value differs between the checkpoint's
-/// spec text `saved` and this model's `ours`, as "model.F V, this model W"; "" when they agree
-/// or either is absent or unparsable (older checkpoints, test models).
-std::string firstSpecDifference(const std::string& saved, const char* ours) {
+/// The architecture fields (spec "model.*") whose values differ between the checkpoint's
+/// spec text `saved` and this model's `ours`, as "model.F: V in the checkpoint, W in this
+/// model" joined by "; ", with a hint to compile with the checkpoint's values; "" when they
+/// agree or either is absent or unparsable (older checkpoints, test models: the tensors decide).
+std::string specDifferences(const std::string& saved, const char* ours) {
   if (saved.empty() || !ours || !*ours) return "";
   nlohmann::ordered_json a, b;
   try {
@@ -461,15 +462,27 @@ std::string firstSpecDifference(const std::string& saved, const char* ours) {
       !a["model"].is_object() || !b["model"].is_object())
     return "";
   const auto& am = a["model"];
-  for (auto it = b["model"].begin(); it != b["model"].end(); ++it) {
-    const std::string have = am.contains(it.key()) ? am[it.key()].dump() : "(absent)";
-    if (!am.contains(it.key()) || am[it.key()] != *it)
-      return "model." + it.key() + " " + have + ", this model " + it->dump();
-  }
+  const auto& bm = b["model"];
+  std::vector<std::string> diffs, sets;
+  auto differ = [&](const std::string& key, const std::string& have, const std::string& want) {
+    diffs.push_back("model." + key + ": " + have + " in the checkpoint, " + want +
+                    " in this model");
+    if (have != "(absent)") sets.push_back("--set model." + key + "=" + have);
+  };
+  for (auto it = bm.begin(); it != bm.end(); ++it)
+    if (!am.contains(it.key())) differ(it.key(), "(absent)", it->dump());
+    else if (am[it.key()] != *it) differ(it.key(), am[it.key()].dump(), it->dump());
   for (auto it = am.begin(); it != am.end(); ++it)
-    if (!b["model"].contains(it.key()))
-      return "model." + it.key() + " " + it->dump() + ", this model (absent)";
-  return "";
+    if (!bm.contains(it.key())) differ(it.key(), it->dump(), "(absent)");
+  if (diffs.empty()) return "";
+  std::string out;
+  for (const std::string& d : diffs) out += (out.empty() ? "" : "; ") + d;
+  if (!sets.empty()) {
+    out += " (to resume it, compile with";
+    for (const std::string& s : sets) out += " " + s;
+    out += ")";
+  }
+  return out;
 }
 
 } // namespace
@@ -486,6 +499,11 @@ bool checkCheckpoint(const tgrt_model& m, const SafetensorsReader& r, std::strin
                              (prec_it == meta.end() ? " (no precision metadata)" : "") +
                              ", this model " + want_prec + "; resume with a model compiled for " +
                              have_prec);
+  // The architecture first: a different d_model is named as such, not as the shape of wte.
+  auto spec_it = meta.find("spec");
+  const std::string diff =
+      specDifferences(spec_it == meta.end() ? "" : spec_it->second, m.spec_json);
+  if (!diff.empty()) return failWith(err, head + diff);
   std::set<std::string> ours;
   for (int32_t i = 0; i < m.n_params; ++i) {
     const tgrt_param& p = m.params[i];
@@ -511,15 +529,12 @@ bool checkCheckpoint(const tgrt_model& m, const SafetensorsReader& r, std::strin
     if (!ours.count(kv.first))
       return failWith(err, head + "it has " + kv.first + " of shape " +
                                shapeStr(kv.second.shape) + ", this model has none");
-  auto spec_it = meta.find("spec");
-  const std::string diff =
-      firstSpecDifference(spec_it == meta.end() ? "" : spec_it->second, m.spec_json);
-  if (!diff.empty()) return failWith(err, head + diff);
   return true;
 }
 
 bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* have_optim,
-                std::string* err) {
+                std::string* err, std::string* nonfinite) {
+  if (nonfinite) nonfinite->clear();
   const std::string& path = r.path();
   if (!checkCheckpoint(m, r, err)) return false; // before any upload
   bool have = false, missing = false;
@@ -536,7 +551,18 @@ bool loadParams(tgrt_ctx* ctx, const tgrt_model& m, SafetensorsReader& r, bool* 
       }
       if (k > 0) have = true;
       if (k > 0 && movedAway(ctx, m, p)) continue; // ZeRO-1: its owner loads them
+      // Checked against its checksum (checkpoints that record them) by readF32; a NaN or inf
+      // (a run saved after it diverged, or bytes that were changed with their checksum) is
+      // refused here rather than surfacing steps later.
       if (!r.readF32(name, host.data(), p.numel, err)) return false;
+      const int64_t bad = firstNonFinite(host.data(), p.numel);
+      if (bad >= 0 && !nonfinite)
+        return failWith(err, path + ": " + nonFiniteText(name, e->shape, host.data(), bad) +
+                                 ": a checkpoint must hold finite values (saved after the run "
+                                 "diverged, or altered); use an earlier checkpoint "
+                                 "(--find-nonfinite loads it anyway, to trace the values)");
+      if (bad >= 0 && nonfinite->empty())
+        *nonfinite = nonFiniteText(name, e->shape, host.data(), bad);
       uploadSlot(ctx, m, p, k, host.data()); // ZeRO-2/3: this rank's chunk
 
     }
@@ -581,7 +607,11 @@ const char* kUsage =
     "                        fits, estimated from the speed of steps 2-5 (evals not counted)\n"
     "  --eval-every N        evaluate on val every N steps (0 = only at the end; default 0)\n"
     "  --eval-batches K      batches per periodic eval (default 20); the final eval covers the\n"
-    "                        whole val and test splits\n"
+    "                        whole val and test splits: every window of context + 1 tokens,\n"
+    "                        the last micro-batch filled up with windows whose targets are\n"
+    "                        the spec's ignore_index; the loss is the mean over the targets,\n"
+    "                        so it does not depend on the micro-batch (the --log line has\n"
+    "                        batches, windows and targets)\n"
     "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on\n"
     "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
     "                        the step ran with) and skipped_steps (skips so far)\n"
@@ -589,7 +619,9 @@ const char* kUsage =
     "                        written to FILE.tmp, fsynced and renamed, so FILE is always a\n"
     "                        complete checkpoint even if the run is killed; if a save fails\n"
     "                        (e.g. disk full) training stops with an error (exit 1) and the\n"
-    "                        previous FILE is unchanged\n"
+    "                        previous FILE is unchanged. Checked before step 1: FILE must\n"
+    "                        not be a directory and its directory must exist and be\n"
+    "                        writable (else exit 2, naming the option and path; --log too)\n"
     "  --save-every N        also checkpoint every N steps (needs --save)\n"
     "  --resume FILE         continue from a checkpoint (params, AdamW moments, step, data RNG,\n"
     "                        loss scale) saved by the same model (shapes, precision, model.*\n"
@@ -833,9 +865,17 @@ private:
   void save(int64_t step);
   void sampleBatch(Batch* b);
   void uploadBatch(const Batch& b);
-  /// Mean loss over up to max_batches (0 = all) sequential batches of `s`; NaN when the split
-  /// holds less than one batch. *used receives the number of batches evaluated.
-  double evaluate(const Split& s, int64_t max_batches, int64_t* used, int64_t* dropped_windows);
+  /// What an evaluation covered: micro-batches run, windows of context + 1 tokens evaluated
+  /// and left out, and the targets the loss averages over (not ignore_index).
+  struct EvalCount {
+    int64_t batches = 0, windows = 0, dropped = 0, targets = 0;
+  };
+  /// Mean loss per target over up to max_batches (0 = all) sequential micro-batches of the
+  /// split's windows (window i: tokens [i T, i T + T]). When the model's ignore_index is known
+  /// (its spec), the last micro-batch is filled up with windows whose targets are all
+  /// ignore_index, so every window is evaluated; otherwise the windows after the last whole
+  /// micro-batch are dropped (c->dropped). NaN when nothing is evaluated.
+  double evaluate(const Split& s, int64_t max_batches, EvalCount* c);
   void logLine(const nlohmann::json& j);
   void say(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   /// Sets every parameter's gradient slot to zero (uploads; the driver runs no kernel).
@@ -893,6 +933,10 @@ private:
   bool tty_ = false;
   bool line_open_ = false; ///< a \r progress line is on screen
   bool warned_eval_ = false; ///< a non-finite eval loss was reported (without --find-nonfinite)
+  /// The spec's training.ignore_index (have_ignore_: the model carries a spec that has it):
+  /// the target value of the windows that pad the last evaluation micro-batch.
+  bool have_ignore_ = false;
+  int64_t ignore_index_ = -1;
 };
 
 void Trainer::say(const char* fmt, ...) {
@@ -938,6 +982,25 @@ void Trainer::logLine(const nlohmann::json& j) {
   const std::string s = j.dump() + "\n";
   if (std::fwrite(s.data(), 1, s.size(), log_) != s.size() || std::fflush(log_) != 0)
     throw DriverError(opt_.log + ": write failed: " + std::strerror(errno));
+}
+
+/// Checks the output paths of the options (--save, --log) before any work: a checkpoint path
+/// in a missing or read-only directory, or naming a directory, would otherwise only fail at
+/// the first save, after every step of the run. Exit status 2, naming the option and path.
+void checkOutputPaths(const Options& o) {
+  const struct {
+    const char* option;
+    const std::string& path;
+    bool append;
+  } outputs[] = {{"--save", o.save, false}, {"--log", o.log, true}};
+  for (const auto& out : outputs) {
+    if (out.path.empty()) continue;
+    std::string why;
+    if (!checkOutputPath(out.path, out.append, &why))
+      throw DriverError(std::string(out.option) + " " + out.path + ": cannot be written: " + why +
+                            " (checked before training starts)",
+                        2);
+  }
 }
 
 void Trainer::loadData() {
@@ -1038,15 +1101,18 @@ void Trainer::uploadBatch(const Batch& b) {
   tgrt_upload(ctx_, TGRT_PERSISTENT, m_.targets_offset, b.targets.data(), bytes);
 }
 
-double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
-                         int64_t* dropped_windows) {
+double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
   const int64_t T = m_.context, B = m_.batch_size;
   const int64_t n = (int64_t)s.tokens.size();
   const int64_t windows = n > 0 ? (n - 1) / T : 0;
-  int64_t batches = windows / B;
-  *dropped_windows = windows - batches * B;
+  // Padding needs the target value the loss skips: the spec's training.ignore_index (-1, the
+  // default, is no token id, so those targets are skipped as well).
+  int64_t batches = have_ignore_ ? (windows + B - 1) / B : windows / B;
   if (max_batches > 0) batches = std::min(batches, max_batches);
-  *used = batches;
+  *c = EvalCount();
+  c->batches = batches;
+  c->windows = std::min(windows, batches * B);
+  c->dropped = max_batches > 0 ? 0 : windows - c->windows;
   if (batches == 0) return std::numeric_limits<double>::quiet_NaN();
   Batch b;
   b.tokens.resize((size_t)(B * T));
@@ -1054,15 +1120,33 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
   int64_t cnt = 0;
   tgrt_take_loss(ctx_, &cnt); // drop anything pending
   tgrt_set_micro_batch(ctx_, 0);
-  double sum = 0;
+  // The mean over targets: each micro-batch's loss (its mean over its valid targets) weighted
+  // by their number; when every micro-batch has the same number, the plain mean of the
+  // batch losses (the same bits as before padding existed).
+  double sum = 0, weighted = 0;
+  int64_t first_valid = -1;
+  bool equal = true;
   for (int64_t k = 0; k < batches; ++k) {
+    int64_t valid = 0;
     for (int64_t r = 0; r < B; ++r) {
-      const uint32_t* w = s.tokens.data() + (k * B + r) * T;
+      const int64_t wi = k * B + r;
+      if (wi >= windows) { // padding: a valid token id in, targets the loss skips
+        for (int64_t t = 0; t < T; ++t) {
+          b.tokens[(size_t)(r * T + t)] = 0;
+          b.targets[(size_t)(r * T + t)] = (int32_t)ignore_index_;
+        }
+        continue;
+      }
+      const uint32_t* w = s.tokens.data() + wi * T;
       for (int64_t t = 0; t < T; ++t) {
         b.tokens[(size_t)(r * T + t)] = (int32_t)w[t];
         b.targets[(size_t)(r * T + t)] = (int32_t)w[t + 1];
+        valid += (int64_t)w[t + 1] != ignore_index_;
       }
     }
+    if (first_valid < 0) first_valid = valid;
+    equal = equal && valid == first_valid;
+    c->targets += valid;
     uploadBatch(b);
     hooks_.eval_step(ctx_);
     const double l = tgrt_take_loss(ctx_, &cnt);
@@ -1071,7 +1155,8 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
     if (!std::isfinite(bl) && cnt > 0) {
       const std::string what = s.name + " loss is " + (std::isnan(bl) ? "NaN" : "infinite") +
                                " on evaluation batch " + std::to_string(k) + " (windows " +
-                               std::to_string(k * B) + ".." + std::to_string(k * B + B - 1) +
+                               std::to_string(k * B) + ".." +
+                               std::to_string(std::min(k * B + B, windows) - 1) +
                                " of " + s.path + ")";
       if (opt_.find_nonfinite) {
         // The batch is still uploaded: run it again with a check after every op.
@@ -1097,11 +1182,14 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, int64_t* used,
       }
     }
     sum += bl;
+    weighted += bl * (double)valid;
   }
-  return sum / (double)batches;
+  if (equal) return sum / (double)batches;
+  return c->targets > 0 ? weighted / (double)c->targets : std::numeric_limits<double>::quiet_NaN();
 }
 
 void Trainer::zeroGradients() {
+  if (m_.grads_in_arena) return; // zeroed by tg_micro_step where first written
   std::vector<char> zeros;
   for (int32_t i = 0; i < m_.n_params; ++i) {
     const tgrt_param& p = m_.params[i];
@@ -1223,9 +1311,17 @@ void Trainer::resume() {
   if (name_it != meta.end() && m_.name && name_it->second != m_.name)
     std::fprintf(stderr, "warning: %s was saved from model '%s', resuming into '%s'\n",
                  path.c_str(), name_it->second.c_str(), m_.name);
+  if (!r.hasChecksums())
+    say("note: %s records no tensor checksums (saved before they were added): its tensors "
+        "are loaded unverified, only checked for NaN and inf\n", path.c_str());
   // Precision check, values and moments (converted to the slots' dtypes).
   bool have_optim = false;
-  if (!loadParams(ctx_, m_, r, &have_optim, &err)) throw DriverError(err);
+  std::string nonfinite;
+  if (!loadParams(ctx_, m_, r, &have_optim, &err, opt_.find_nonfinite ? &nonfinite : nullptr))
+    throw DriverError(err);
+  if (!nonfinite.empty() && rank_ == 0)
+    std::fprintf(stderr, "warning: %s: %s; loaded because --find-nonfinite is on\n",
+                 path.c_str(), nonfinite.c_str());
   if (!have_optim && !opt_.quiet)
     std::fprintf(stderr, "warning: %s holds no optimizer state; AdamW moments start at zero\n",
                  path.c_str());
@@ -1299,6 +1395,16 @@ void Trainer::progress(int64_t step, int64_t total, double loss, double lr, floa
 int Trainer::run() {
   using clock = std::chrono::steady_clock;
   tty_ = isatty(fileno(stdout)) != 0;
+  checkOutputPaths(opt_); // rank > 0: nothing to check (rank 0 logs and saves)
+  if (m_.spec_json && *m_.spec_json) {
+    const nlohmann::json spec = nlohmann::json::parse(m_.spec_json, nullptr, false);
+    if (spec.is_object() && spec.contains("training") && spec["training"].is_object() &&
+        spec["training"].contains("ignore_index") &&
+        spec["training"]["ignore_index"].is_number_integer()) {
+      have_ignore_ = true;
+      ignore_index_ = spec["training"]["ignore_index"].get<int64_t>();
+    }
+  }
   seed_ = opt_.has_seed ? opt_.seed : (uint64_t)(uint32_t)m_.seed;
   data_rng_.seed(seed_ ^ 0xD1B54A32D192ED03ull);
   loadData();
@@ -1471,8 +1577,9 @@ int Trainer::run() {
     progress(s, shown_total, loss, lr, norm, scaler_.enabled() ? loss_scale : 0.0, skipped,
              tok_s, secs * 1e3, eta, periodic_eval);
     if (periodic_eval) {
-      int64_t used = 0, dropped = 0;
-      const double vl = evaluate(val_, opt_.eval_batches, &used, &dropped);
+      EvalCount ec;
+      const double vl = evaluate(val_, opt_.eval_batches, &ec);
+      const int64_t used = ec.batches;
       if (used > 0) {
         say("eval  step %lld | val loss %.4f | ppl %.2f (%lld batches)\n", (long long)s, vl,
             std::exp(vl), (long long)used);
@@ -1504,21 +1611,28 @@ int Trainer::run() {
   if (rank_ > 0 && !evalAll()) return 0;
   for (Split* sp : {&val_, &test_}) {
     if (!sp->present) continue;
-    int64_t used = 0, dropped = 0;
-    const double l = evaluate(*sp, 0, &used, &dropped);
+    EvalCount ec;
+    const double l = evaluate(*sp, 0, &ec);
     if (rank_ > 0) continue; // ZeRO-3: took part in the gathers; rank 0 reports
-    if (used == 0) {
-      std::printf("%s: %zu tokens is less than one eval batch of %d x %d tokens; skipped\n",
-                  sp->name.c_str(), sp->tokens.size(), (int)m_.batch_size, (int)m_.context);
+    if (ec.batches == 0) {
+      if (have_ignore_)
+        std::printf("%s: %zu tokens is less than one window of context + 1 = %d tokens; "
+                    "skipped\n",
+                    sp->name.c_str(), sp->tokens.size(), (int)m_.context + 1);
+      else
+        std::printf("%s: %zu tokens is less than one eval batch of %d x %d tokens; skipped\n",
+                    sp->name.c_str(), sp->tokens.size(), (int)m_.batch_size, (int)m_.context);
       continue;
     }
-    if (dropped > 0)
-      say("note: %s: the last %lld windows (< one batch of %d) are not evaluated\n",
-          sp->name.c_str(), (long long)dropped, (int)m_.batch_size);
+    if (ec.dropped > 0)
+      say("note: %s: the last %lld windows (< one batch of %d) are not evaluated (the model "
+          "carries no spec, so no ignore_index to pad the last batch with)\n",
+          sp->name.c_str(), (long long)ec.dropped, (int)m_.batch_size);
     std::printf("%s loss %.4f ppl %.3f\n", sp->name.c_str(), l, std::exp(l));
     std::fflush(stdout);
     logLine({{"eval", sp->name}, {"step", step}, {"loss", l}, {"ppl", std::exp(l)},
-             {"batches", used}, {"final", true}});
+             {"batches", ec.batches}, {"windows", ec.windows}, {"targets", ec.targets},
+             {"final", true}});
   }
   return 0;
 }
@@ -1809,6 +1923,10 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
   // Past a file size limit (ulimit -f) a write should fail with EFBIG, reported like a full
   // disk, instead of the default SIGXFSZ killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Line-buffered stdout even into a file or pipe (where the C library's default is a block
+  // buffer): each step, eval and final line is out as soon as it is printed, so a run that is
+  // killed (a job's time limit, SIGKILL) leaves every line it printed in the file.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     Options o = parseArgs(argc, argv);
     if (o.help) {

@@ -148,12 +148,15 @@ std::map<int64_t, std::vector<float>> gatherShardedMoments(tgrt_ctx* ctx,
                                                            const tgrt_model& model);
 
 /// Checks that the checkpoint open in `reader` was saved by this model, in this order:
-/// "precision" metadata (absent = "fp32"); then, in parameter order, each "<name>" present and
-/// each of "<name>", "optim.m.<name>", "optim.v.<name>" present with the parameter's shape and
-/// dtype F32; then no tensor the model lacks; then (when both the "spec" metadata and
-/// model.spec_json parse) every spec field under "model" equal. Returns false with *err naming
-/// the first difference: "checkpoint PATH was saved by another model: <field> <theirs>, this
-/// model <ours>". Reads no tensor data.
+/// "precision" metadata (absent = "fp32"); then (when both the "spec" metadata and
+/// model.spec_json parse) every spec field under "model" equal, so that a checkpoint of
+/// another architecture is named by the fields that differ ("model.d_model: 64 in the
+/// checkpoint, 96 in this model", every differing field, "; "-separated) rather than by a
+/// tensor shape they change; then, in parameter order, each "<name>" present and each of
+/// "<name>", "optim.m.<name>", "optim.v.<name>" present with the parameter's shape and dtype
+/// F32; then no tensor the model lacks (what checkpoints without a "spec" are refused by).
+/// Returns false with *err naming the first failing check: "checkpoint PATH was saved by
+/// another model: ...". Reads no tensor data.
 bool checkCheckpoint(const tgrt_model& model, const SafetensorsReader& reader, std::string* err);
 
 /// Loads a checkpoint written by saveParams (or any float32 safetensors file with the same
@@ -162,9 +165,13 @@ bool checkCheckpoint(const tgrt_model& model, const SafetensorsReader& reader, s
 /// the file (if none are, ctx's moments are left as they are). Under ZeRO-1 only the moments
 /// of the parameters this rank owns are uploaded. Fails (false, *err naming the
 /// file) before uploading anything when checkCheckpoint fails, or when only some moments are
-/// present or a tensor cannot be read.
+/// present or a tensor cannot be read. Each tensor read is verified against its checksum
+/// (files that record them: SafetensorsReader::hasChecksums) and must be finite: a NaN or
+/// inf fails naming the tensor and the element (nonFiniteText), unless `nonfinite` is given
+/// (--find-nonfinite: the values are loaded to be traced), which then receives the first
+/// such tensor's description ("" when all are finite).
 bool loadParams(tgrt_ctx* ctx, const tgrt_model& model, SafetensorsReader& reader,
-                bool* have_optim, std::string* err);
+                bool* have_optim, std::string* err, std::string* nonfinite = nullptr);
 
 // ----------------------------------------------------------------------- loss scaling --
 

@@ -2,6 +2,7 @@
 #include "runtime/driver/FileUtil.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +60,34 @@ void syncParentDir(const std::string& path) {
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
+}
+
+bool checkOutputPath(const std::string& path, bool append, std::string* why) {
+  auto fail = [&](const std::string& msg) {
+    if (why) *why = msg;
+    return false;
+  };
+  if (path.empty()) return fail("empty path");
+  struct stat st;
+  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    return fail(path + " is a directory; give a file name (e.g. " +
+                (path.back() == '/' ? path : path + "/") + "ck.safetensors)");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0                ? "/"
+                                                      : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0)
+    return fail("the directory " + dir + " does not exist (" + std::strerror(errno) + ")");
+  if (!S_ISDIR(st.st_mode)) return fail(dir + " is not a directory");
+  std::string probe = dir + "/.tgrt-write-check-XXXXXX";
+  const int fd = ::mkstemp(&probe[0]);
+  if (fd < 0)
+    return fail("cannot create a file in the directory " + dir + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (append && ::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
+    return fail(path + " exists and is not writable: " + std::strerror(errno));
+  return true;
 }
 
 } // namespace tgrt

@@ -40,6 +40,14 @@ private:
 /// crash. Best effort: errors are ignored (some filesystems cannot fsync a directory).
 void syncParentDir(const std::string& path);
 
+/// Checks, before any work, that an output file can be written at `path`: it does not name a
+/// directory (nor ends with '/'), its parent directory exists and is a directory, and a file
+/// can be created in it (a temporary file is created there and removed at once). When
+/// `append` is set (the file is opened in place rather than replaced by a rename) an existing
+/// file must also be writable. Returns false with *why saying what is wrong, naming the path
+/// or its directory.
+bool checkOutputPath(const std::string& path, bool append, std::string* why);
+
 } // namespace tgrt
 
 #endif // TGRT_DRIVER_FILEUTIL_H

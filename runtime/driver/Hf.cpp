@@ -265,6 +265,11 @@ bool loadHfInit(tgrt_ctx* ctx, const tgrt_model& model, const std::string& dir,
       const int64_t n = numelOf(src.info->shape);
       piece.resize((size_t)n);
       if (!readAsFloats(src, piece.data(), n, err)) return failWith(err, head + *err);
+      const int64_t bad = firstNonFinite(piece.data(), n);
+      if (bad >= 0)
+        return failWith(err, head + src.reader->path() + ": " +
+                                 nonFiniteText(pc.name, src.info->shape, piece.data(), bad) +
+                                 ": the weights must be finite");
       insertHfPiece(piece.data(), p.shape, pc, host.data()); // wpe: its first rows
     }
     uploadSlot(ctx, model, tp, 0, host.data());

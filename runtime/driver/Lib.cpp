@@ -35,7 +35,11 @@ int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot,
   const tgrt_param *p = findParam(name);
   if (!p)
     return -1;
-  tgrt::downloadFloats(ctx, p->*slot, p->dtype, dst, p->numel);
+  // Gradients in the arena (tgrt_model.grads_in_arena) are there from the micro-step that
+  // wrote them to the end of the next optimizer step.
+  const bool arena = slot == &tgrt_param::grad_offset && tg_model_info()->grads_in_arena;
+  tgrt::downloadFloats(ctx, p->*slot, p->dtype, dst, p->numel,
+                       arena ? TGRT_ARENA : TGRT_PERSISTENT);
   return 0;
 }
 
@@ -122,5 +126,6 @@ float tglib_eval_step(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targe
 }
 
 float tglib_last_grad_norm(tgrt_ctx *ctx) { return tgrt_last_grad_norm(ctx); }
+int32_t tglib_grads_in_arena(void) { return tg_model_info()->grads_in_arena ? 1 : 0; }
 
 } // extern "C"

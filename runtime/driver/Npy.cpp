@@ -54,7 +54,11 @@ const char* npyDescr(NpyDtype dtype) {
 
 int64_t npyItemSize(NpyDtype dtype) { return dtype == NpyDtype::U16 ? 2 : 4; }
 
-bool readNpy(const std::string& path, NpyArray* out, std::string* err) {
+namespace {
+
+/// readNpy; `tokens`: the file must hold token ids, so float32 is refused with the dtype
+/// message and that message lists only the integer dtypes.
+bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool tokens) {
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) return fail(err, path + ": cannot open: " + std::strerror(errno));
   if (std::fseek(f.get(), 0, SEEK_END) != 0) return fail(err, path + ": cannot seek");
@@ -101,7 +105,11 @@ bool readNpy(const std::string& path, NpyArray* out, std::string* err) {
   if (descr == "<u2") dtype = NpyDtype::U16;
   else if (descr == "<u4") dtype = NpyDtype::U32;
   else if (descr == "<i4") dtype = NpyDtype::I32;
-  else if (descr == "<f4") dtype = NpyDtype::F32;
+  else if (descr == "<f4" && !tokens) dtype = NpyDtype::F32;
+  else if (tokens)
+    return fail(err, path + ": unsupported dtype '" + descr +
+                         "' for token ids (expected little-endian uint16 '<u2', uint32 '<u4' or "
+                         "int32 '<i4')" + at(header_start + (int64_t)p));
   else
     return fail(err, path + ": unsupported dtype '" + descr +
                          "' (expected little-endian uint16 '<u2', uint32 '<u4', int32 '<i4' or "
@@ -165,6 +173,12 @@ bool readNpy(const std::string& path, NpyArray* out, std::string* err) {
   return true;
 }
 
+} // namespace
+
+bool readNpy(const std::string& path, NpyArray* out, std::string* err) {
+  return readNpyImpl(path, out, err, /*tokens=*/false);
+}
+
 bool writeNpy(const std::string& path, NpyDtype dtype, const void* data, int64_t count,
               std::string* err) {
   if (count < 0) return fail(err, path + ": negative element count");
@@ -190,9 +204,7 @@ bool writeNpy(const std::string& path, NpyDtype dtype, const void* data, int64_t
 bool readTokens(const std::string& path, int64_t vocab_size, std::vector<uint32_t>* tokens,
                 std::string* err) {
   NpyArray a;
-  if (!readNpy(path, &a, err)) return false;
-  if (a.dtype == NpyDtype::F32)
-    return fail(err, path + ": token ids must be uint16, uint32 or int32, not float32");
+  if (!readNpyImpl(path, &a, err, /*tokens=*/true)) return false;
   tokens->resize((size_t)a.count);
   const int64_t item = npyItemSize(a.dtype);
   for (int64_t i = 0; i < a.count; ++i) {

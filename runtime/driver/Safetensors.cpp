@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 namespace tgrt {
@@ -19,15 +21,85 @@ bool fail(std::string* err, const std::string& msg) {
 
 std::string at(int64_t offset) { return " (at byte offset " + std::to_string(offset) + ")"; }
 
+/// Slicing-by-8 tables of the reflected CRC-32 polynomial 0xEDB88320.
+struct Crc32Tables {
+  uint32_t t[8][256];
+  Crc32Tables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+  }
+};
+
 } // namespace
 
+uint32_t crc32(const void* data, size_t bytes, uint32_t crc) {
+  static const Crc32Tables tables;
+  const auto& t = tables.t;
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint32_t c = ~crc;
+  for (; bytes >= 8; bytes -= 8, p += 8) {
+    const uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+        t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+  }
+  for (; bytes > 0; --bytes, ++p) c = t[0][(c ^ *p) & 0xFF] ^ (c >> 8);
+  return ~c;
+}
+
+std::string checksumKey(const std::string& name) { return "crc32." + name; }
+
+std::string checksumText(uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", (unsigned)crc);
+  return buf;
+}
+
+int64_t firstNonFinite(const float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return i;
+  return -1;
+}
+
+std::string nonFiniteText(const std::string& name, const std::vector<int64_t>& shape,
+                          const float* v, int64_t i) {
+  std::string index;
+  int64_t rest = i;
+  for (size_t k = shape.size(); k-- > 0;) {
+    const int64_t d = shape[k] > 0 ? shape[k] : 1;
+    index = std::to_string(rest % d) + (index.empty() ? "" : ", ") + index;
+    rest /= d;
+  }
+  std::string shape_text = "[";
+  for (size_t k = 0; k < shape.size(); ++k)
+    shape_text += (k ? ", " : "") + std::to_string(shape[k]);
+  shape_text += "]";
+  return "tensor '" + name + "' holds " + (std::isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf") +
+         " at element " + std::to_string(i) + " (index [" + index + "] of shape " + shape_text +
+         ")";
+}
+
 bool writeSafetensors(const std::string& path, const std::vector<StTensorView>& tensors,
-                      const std::map<std::string, std::string>& metadata, std::string* err) {
+                      const std::map<std::string, std::string>& metadata, std::string* err,
+                      bool checksums) {
   // Keep the caller's order in the data section; the JSON object itself is key-sorted.
   nlohmann::json header = nlohmann::json::object();
-  if (!metadata.empty()) {
+  if (!metadata.empty() || checksums) {
     nlohmann::json meta = nlohmann::json::object();
     for (const auto& kv : metadata) meta[kv.first] = kv.second;
+    if (checksums) {
+      meta[kChecksumsKey] = kChecksumsValue;
+      for (const StTensorView& t : tensors) {
+        int64_t numel = 1;
+        for (int64_t d : t.shape) numel *= d > 0 ? d : 0;
+        meta[checksumKey(t.name)] = checksumText(crc32(t.data, (size_t)numel * 4));
+      }
+    }
     header["__metadata__"] = meta;
   }
   int64_t offset = 0;
@@ -168,6 +240,28 @@ bool SafetensorsReader::open(const std::string& path, std::string* err) {
   return true;
 }
 
+bool SafetensorsReader::hasChecksums() const {
+  auto it = metadata_.find(kChecksumsKey);
+  return it != metadata_.end() && it->second == kChecksumsValue;
+}
+
+bool SafetensorsReader::verify(const std::string& name, const void* data, int64_t bytes,
+                               std::string* err) const {
+  if (!hasChecksums()) return true;
+  auto it = metadata_.find(checksumKey(name));
+  if (it == metadata_.end())
+    return fail(err, path_ + ": tensor '" + name + "' has no checksum (__metadata__ has no '" +
+                         checksumKey(name) + "', although the file records checksums): the "
+                         "file was altered");
+  const std::string got = checksumText(crc32(data, (size_t)bytes));
+  if (it->second != got)
+    return fail(err, path_ + ": tensor '" + name + "' fails its checksum (crc32 " + got +
+                         " of its bytes, " + it->second + " recorded when it was saved): the "
+                         "file is corrupt (flipped or overwritten bytes); use an earlier "
+                         "checkpoint");
+  return true;
+}
+
 bool SafetensorsReader::readF32(const std::string& name, float* dst, int64_t numel,
                                 std::string* err) {
   const StTensorInfo* t = find(name);
@@ -181,7 +275,7 @@ bool SafetensorsReader::readF32(const std::string& name, float* dst, int64_t num
   if (std::fseek(f_, (long)(data_start_ + t->begin), SEEK_SET) != 0 ||
       (numel > 0 && std::fread(dst, 4, (size_t)numel, f_) != (size_t)numel))
     return fail(err, path_ + ": cannot read tensor '" + name + "'" + at(data_start_ + t->begin));
-  return true;
+  return verify(name, dst, numel * 4, err);
 }
 
 bool SafetensorsReader::readBytes(const std::string& name, void* dst, int64_t bytes,
@@ -194,7 +288,7 @@ bool SafetensorsReader::readBytes(const std::string& name, void* dst, int64_t by
   if (std::fseek(f_, (long)(data_start_ + t->begin), SEEK_SET) != 0 ||
       (bytes > 0 && std::fread(dst, 1, (size_t)bytes, f_) != (size_t)bytes))
     return fail(err, path_ + ": cannot read tensor '" + name + "'" + at(data_start_ + t->begin));
-  return true;
+  return verify(name, dst, bytes, err);
 }
 
 } // namespace tgrt

@@ -6,14 +6,15 @@ python: transformers, torch).
       float32) on the CPU and computes
       the loss over the windows the training driver evaluates at the end
       (runtime/driver/Driver.cpp evaluate(): window i is tokens [i*T, i*T+T] of the split,
-      input its first T, targets its last T; windows // B whole batches, the rest dropped;
-      the mean over batches of each batch's mean token loss), for val and test, and
+      input its first T, targets its last T; every window, in ceil(windows / B) batches,
+      the last one padded with ignored targets; the mean over all targets), for val and
+      test, and
       compares each with the driver's {"eval": SPLIT, "final": true} line of LOG to T
       relative (default 1e-3). T and B come from the spec stored in CKPT's metadata.
   hf_export.py variants CKPT OUTDIR
       From a tied checkpoint with biases writes OUTDIR/untied.safetensors (lm_head.weight =
       wte transposed, [D, V] as tgc stores it) and OUTDIR/nobias.safetensors (no attention
-      or MLP biases), both without the embedded spec.
+      or MLP biases), both without the embedded spec (and its tensor checksums).
   hf_export.py same REFDIR HFDIR [--zero-biases]
       The two exported models give the same logits on random tokens (REFDIR's attention
       and MLP biases set to zero first with --zero-biases).
@@ -42,17 +43,18 @@ def load(d):
 
 def split_loss(model, tokens, T, B):
     windows = (len(tokens) - 1) // T if len(tokens) > 0 else 0
-    batches = windows // B
-    losses = []
+    batches = (windows + B - 1) // B
+    total, count = 0.0, 0
     with torch.no_grad():
         for k in range(batches):
-            rows = [tokens[(k * B + r) * T:(k * B + r) * T + T + 1] for r in range(B)]
+            rows = [tokens[i * T:i * T + T + 1] for i in range(k * B, min(k * B + B, windows))]
             w = torch.tensor(np.stack(rows).astype(np.int64))
             logits = model(w[:, :T]).logits
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).double(), w[:, 1:].reshape(-1))
-            losses.append(loss.item())
-    return (sum(losses) / len(losses) if losses else float("nan")), batches
+            total += torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).double(), w[:, 1:].reshape(-1),
+                reduction="sum").item()
+            count += w[:, 1:].numel()
+    return (total / count if count else float("nan")), batches
 
 
 def check_loss(hfdir, data, ckpt, log, tol=1e-3):
@@ -90,7 +92,9 @@ def check_loss(hfdir, data, ckpt, log, tol=1e-3):
 def variants(ckpt, outdir):
     with safe_open(ckpt, framework="np") as f:
         params = {k: f.get_tensor(k) for k in f.keys() if not k.startswith("optim.")}
-        meta = {k: v for k, v in f.metadata().items() if k != "spec"}
+        # Without the spec, and without the tensor checksums (the files hold other tensors).
+        meta = {k: v for k, v in f.metadata().items()
+                if k not in ("spec", "checksums") and not k.startswith("crc32.")}
     untied = dict(params)
     untied["lm_head.weight"] = np.ascontiguousarray(params["wte"].T)
     save_file(untied, os.path.join(outdir, "untied.safetensors"), metadata=meta)

@@ -3,12 +3,16 @@
 usage: set_tensor_value.py FILE.safetensors TENSOR INDEX VALUE [INDEX VALUE ...]
 
 INDEX is a flat (row-major) element index, VALUE a float as Python reads it ("inf", "-inf",
-"nan", "1e30"). The header and every other byte stay as they are. Exits 1 with a message on
-an unknown tensor, a tensor that is not F32 or an index out of range. Standard library only.
+"nan", "1e30"). The header and every other byte stay as they are, except that a checkpoint
+recording tensor checksums (__metadata__ "crc32.TENSOR", 8 hex digits: the CRC-32 of the
+tensor's bytes) gets that tensor's checksum updated in place, so that the value (and not a
+checksum mismatch) is what a reader sees. Exits 1 with a message on an unknown tensor, a
+tensor that is not F32 or an index out of range. Standard library only.
 """
 import json
 import struct
 import sys
+import zlib
 
 
 def main(argv):
@@ -31,6 +35,17 @@ def main(argv):
                 sys.exit(f"{path}: {name} has {count} elements, index {index} is out of range")
             f.seek(8 + n + begin + 4 * index)
             f.write(struct.pack("<f", value))
+        old = header.get("__metadata__", {}).get("crc32." + name)
+        if old is not None:
+            f.seek(8 + n + begin)
+            crc = "%08x" % zlib.crc32(f.read(end - begin))
+            f.seek(8)
+            raw = f.read(n)
+            key = json.dumps("crc32." + name).encode() + b":" + json.dumps(old).encode()
+            if raw.count(key) != 1:
+                sys.exit(f"{path}: cannot find the checksum entry of {name} in the header")
+            f.seek(8 + raw.index(key) + len(key) - 9)
+            f.write(crc.encode())
 
 
 if __name__ == "__main__":

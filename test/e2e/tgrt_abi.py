@@ -74,6 +74,7 @@ class TgrtModel(ctypes.Structure):
         ("ranks", ctypes.c_int32),  # data-parallel ranks (0: 1)
         ("zero", ctypes.c_int32),   # ZeRO stage
         ("host_bytes", ctypes.c_int64),  # CPU offload: the host region's bytes (0: none)
+        ("grads_in_arena", ctypes.c_int32),  # 1: grad_offset is into the arena
     ]
 
 

@@ -58,11 +58,11 @@ of |err| / max|ref|.
     exact), and the optimizer step unscales them itself.
   - AdamW: its arithmetic is double with one rounding of each stored value, whatever the
     precision, so the update tolerance stays 1e-4; each element may in addition differ by
-    one ulp of the parameter's storage type (bf16: 2^-7 relative, f32: 2^-23). The
-    end-to-end comparison (float64 gradients) leaves out, and counts, elements whose update
-    the lib's (checked) gradient error moves, e.g. sign flips of small gradients, which
-    low precision makes common. For bf16 the reference-updated weights are rounded to bf16
-    like the lib's, and the updates lost to that rounding are counted.
+    one ulp of the parameter's storage type (bf16: 2^-7 relative, f32: 2^-23). The update is
+    checked on the lib's own gradients only: a comparison with AdamW on the float64
+    gradients is implied by that row and the gradient rows (triangle inequality) and could
+    not fail on its own, so it is not made. For bf16 the reference-updated weights are
+    rounded to bf16 like the lib's, and the updates lost to that rounding are counted.
   - The second micro-step runs as for fp32 with the same tolerances (same loss scale).
 """
 import argparse
@@ -121,6 +121,8 @@ class Lib:
         d.tglib_optimizer_step.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_float]
         d.tglib_last_grad_norm.restype = ctypes.c_float
         d.tglib_last_grad_norm.argtypes = [ctypes.c_void_p]
+        d.tglib_grads_in_arena.restype = ctypes.c_int32
+        d.tglib_grads_in_arena.argtypes = []
         d.tglib_set_loss_scale.restype = None
         d.tglib_set_loss_scale.argtypes = [ctypes.c_void_p, ctypes.c_float]
         self.model = check_model(d)  # the tgrt_model, checked against the mirror
@@ -179,6 +181,9 @@ class Lib:
 
     def last_grad_norm(self, ctx):
         return float(self.dll.tglib_last_grad_norm(ctx))
+
+    def grads_in_arena(self):
+        return bool(self.dll.tglib_grads_in_arena())
 
     def set_loss_scale(self, ctx, scale):
         self.dll.tglib_set_loss_scale(ctx, scale)
@@ -750,20 +755,9 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
         # (b) the optimizer alone: float64 AdamW on the lib's own gradients, every element.
         err_own = float(((du_lib - du_own).abs() - rounding).clamp(min=0).max()) / \
             max(float(du_own.abs().max()), 1e-12)
-        # (c) end to end: float64 AdamW on the float64 gradients. Adam's first step is about
-        # lr*sign(g) and ill-conditioned where |g| is near eps, so elements with
-        # |g| < 1e-6 max|g|, or where the update moves by more than 0.1x the tolerance under the
-        # lib's (already checked) float32 gradient error, are left out and counted.
-        du_ref = pref - p
-        scale_u = max(float(du_ref.abs().max()), 1e-12)
-        g = g.abs()
-        keep = (g >= 1e-6 * float(g.max())) & ((du_own - du_ref).abs() <= 0.1 * tol_update * scale_u)
-        excluded = int((~keep).sum())
-        d = ((du_lib - du_ref).abs() - rounding).clamp(min=0)
-        err = float(d[keep].max()) / scale_u if bool(keep.any()) else 0.0
-        note = f"opt {err_own:.1e} e2e {err:.1e}"
-        if excluded:
-            note += f" (e2e excl {excluded}/{keep.numel()} ill-conditioned)"
+        # No separate end-to-end row (AdamW on the float64 gradients): it is bounded by this
+        # row plus the gradient row through AdamW's sensitivity, so it cannot fail alone.
+        note = ""
         if dt != 0:
             # how often the lib's value is not the nearest (after float32) to the float64
             # update of its own gradient: only near-ties should differ, within the ulp above
@@ -778,11 +772,11 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
             lost_total += lost
             if lost:
                 note += f" ({lost}/{du_lib.numel()} updates lost to {DTYPES[dt][0]} rounding)"
-        rows.append(("update", n, fmt_shape(p32.shape), max(err, err_own), tol_update, note))
+        rows.append(("update", n, fmt_shape(p32.shape), err_own, tol_update, note))
         if second_step:
             # a bf16 parameter is stored rounded: so is the reference-updated one
             Pref[n] = (pref if dt == 0 else round_to(pref, dt)).to(device)
-        del p, g, pref, du_own, du_lib, rounding, du_ref, keep, d
+        del p, g, pref, du_own, du_lib, rounding
     del G, Glib
     if n_low:
         print(f"grad-check: AdamW: {not_nearest_total}/{n_low} stored low-precision parameters differ "
@@ -945,9 +939,8 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
       - the parameters after each optimizer step s against a float64 AdamW written out here
         that carries its moments m, v from step to step, with the bias correction
         1 - beta^s of step s, fed with the lib's own gradients from the lib's weights (the
-        optimizer alone, every element; torch.optim.AdamW with persistent state must agree),
-        and end to end with the float64 gradients (ill-conditioned elements left out and
-        counted, as in check_lib).
+        optimizer alone, every element; torch.optim.AdamW with persistent state must agree;
+        see check_lib on why there is no end-to-end update row).
     Before micro-batch k of step s the library's counters are set to (s, k)
     (tglib_set_counters), as the training executable sets them, so the dropout masks of
     every micro-batch differ and the reference regenerates each from (seed, s, k)."""
@@ -992,7 +985,6 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
             return 1
     Pcur = {n: t.double() for n, t in P32.items()}  # the lib's weights, float64
     mom_own = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in Pcur.items()}
-    mom_ref = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in Pcur.items()}
     topt = {}
     for n, p in Pcur.items():  # torch.optim.AdamW with its own (persistent) state
         q = p.clone().requires_grad_(True)
@@ -1034,9 +1026,16 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
         scale_own = clip_scale(cfg, global_norm(Glib))
         rows.append((f"step {s}", "grad norm", abs(norm_lib - norm) / norm, tol_grad,
                      f"lib {norm_lib:.6g} ref {norm:.6g} clip scale {scale:.4g}"))
-        nonzero = sum(int((lib.get_grad(ctx, n, t.shape) != 0).sum()) for n, t in P32.items())
-        rows.append((f"step {s}", "grads zeroed", float(nonzero), 0.0, f"{nonzero} nonzero after the step"))
-        worst_own, worst_e2e, excluded = (0.0, ""), (0.0, ""), 0
+        if lib.grads_in_arena():
+            # Slots in the arena are not zeroed by the step: the next micro-step zeroes each
+            # before its first write, which the next step's "accumulated grads" row checks
+            # (a stale slot would add the previous step's gradient there).
+            pass
+        else:
+            nonzero = sum(int((lib.get_grad(ctx, n, t.shape) != 0).sum()) for n, t in P32.items())
+            rows.append((f"step {s}", "grads zeroed", float(nonzero), 0.0,
+                         f"{nonzero} nonzero after the step"))
+        worst_own = (0.0, "")
         bc1, bc2 = 1.0 - b1 ** s, 1.0 - b2 ** s
         Pnext = {}
         for n, p in Pcur.items():
@@ -1049,7 +1048,6 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
                 return (mo, vo), -lr * ((mo / bc1) / (torch.sqrt(vo / bc2) + eps) + w * p)
 
             mom_own[n], du_own = adamw(mom_own[n], Glib[n].double() * scale_own)
-            mom_ref[n], du_ref = adamw(mom_ref[n], Gacc[n] * scale)
             q, opt = topt[n]
             with torch.no_grad():
                 q.copy_(p)
@@ -1064,18 +1062,9 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=GRAD_TOL, tol
             e = float(((du_lib - du_own).abs() - rounding).clamp(min=0).max()) / \
                 max(float(du_own.abs().max()), 1e-12)
             worst_own = max(worst_own, (e, n))
-            scale_u = max(float(du_ref.abs().max()), 1e-12)
-            g = Gacc[n].abs()
-            keep = (g >= 1e-6 * float(g.max())) & ((du_own - du_ref).abs() <= 0.1 * tol_update * scale_u)
-            excluded += int((~keep).sum())
-            d = ((du_lib - du_ref).abs() - rounding).clamp(min=0)
-            e = float(d[keep].max()) / scale_u if bool(keep.any()) else 0.0
-            worst_e2e = max(worst_e2e, (e, n))
             Pnext[n] = plib
         rows.append((f"step {s}", "AdamW on the lib's grads", worst_own[0], tol_update,
                      f"lr {lr:.4g}, bias corrections {bc1:.4g} {bc2:.4g}; worst {worst_own[1]}"))
-        rows.append((f"step {s}", "AdamW end to end", worst_e2e[0], tol_update,
-                     f"worst {worst_e2e[1]}; excl {excluded} ill-conditioned elements"))
         Pcur = Pnext
     lib.destroy(ctx)
     rows.append(("adamw", "own float64 vs torch.optim.AdamW", worst_torch, 1e-9, ""))

@@ -129,7 +129,9 @@
 
 // CPP1: static const tgrt_model kModel = {
 // CPP1: 16, kParams,
-// CPP1: {{^}}  1, 0, 0LL{{$}}
+// One rank: ranks 1, ZeRO 0, no host region, and (grad_accum 1) the gradients in the arena.
+// CPP1: {{^}}  1, 0, 0LL,{{$}}
+// CPP1-NEXT: {{^}}  1{{$}}
 // CPP1-NEXT: };
 // CPP1-NOT: tgrt_all_reduce_mean
 

@@ -58,7 +58,10 @@
 // CHECK-NEXT: tgrt_matmul_bias_residual(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + [[#SW]]), (float*)(P + {{[0-9]+}}), TGRT_F32, NULL, (float*)(A + [[#X1]]), (float*)(A + [[#X2:]]), 16, 64, 48, 0, 0,
 // CHECK:      tgrt_rms_norm_fwd(ctx, "ln_f", TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF:]]), TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[#RF:]]), 16, 64,
 // CHECK:      tgrt_linear_cross_entropy(
-// The backward: dy, the forward's x, gamma and rstd -> dx, dgamma.
+// The backward: dy, the forward's x, gamma and rstd -> dx, dgamma. The gradient slots are
+// in the arena (grad_accum 1): ln_f.weight's [64] f32 slot is zeroed right before its
+// first writer.
+// CHECK-NEXT: tgrt_zero(ctx, "zero_grad.ln_f.weight", (float*)(A + {{[0-9]+}}), 256);
 // CHECK-NEXT: tgrt_rms_norm_bwd(ctx, "ln_f", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF]]), (float*)(A + [[#RF]]), (float*)(A + {{[0-9]+}}), (float*)(A + {{[0-9]+}}), 16, 64);
 // CHECK:      tgrt_matmul(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + {{[0-9]+}}), (float*)(A + [[#DSW:]]), 1, 16, 48, 64,
 // CHECK:      tgrt_swiglu_bwd(ctx, "layers.0.mlp.swiglu", TGRT_F32, (float*)(A + [[#FC]]), (float*)(A + [[#DSW]]), (float*)(A + [[#DFC:]]), 16, 48);

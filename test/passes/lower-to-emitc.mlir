@@ -5,10 +5,12 @@
 // Inputs/resolve_pointers.py) are checked in one FileCheck run so the offsets read from
 // the IR are the ones the C++ must use.
 //
-// A 1-layer model: vocab 64, context 8, d_model 32, 1 head of 32, d_ff 64, batch 2.
+// A 1-layer model: vocab 64, context 8, d_model 32, 1 head of 32, d_ff 64, batch 2, with
+// persistent gradient slots (training.gradients; in the arena, the default with one
+// micro-step, they are checked in plan-memory-gradients.mlir).
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
-// RUN:   --set training.batch_size=2 --emit=planned -o %t.mlir
+// RUN:   --set training.batch_size=2 --set training.gradients=persistent --emit=planned -o %t.mlir
 // RUN: tg-opt %t.mlir -tg-lower-to-emitc -o %t.emitc.mlir
 // RUN: mlir-translate --mlir-to-cpp %t.emitc.mlir -o %t.cpp
 // RUN: %python %S/Inputs/resolve_pointers.py < %t.cpp > %t.resolved.cpp
@@ -18,7 +20,7 @@
 // tgc --emit=cpp prints the same translation unit.
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
-// RUN:   --set training.batch_size=2 --emit=cpp -o %t.tgc.cpp
+// RUN:   --set training.batch_size=2 --set training.gradients=persistent --emit=cpp -o %t.tgc.cpp
 // RUN: diff %t.cpp %t.tgc.cpp
 
 // ---- The EmitC module: no tg op, func.func or tg attribute is left (the non-finite checks'

@@ -1,5 +1,11 @@
 // RUN: tg-opt %s -tg-plan-memory -split-input-file -verify-diagnostics -allow-unregistered-dialect
 // RUN: tg-opt %S/Inputs/plan-memory-unplanned.mlir -tg-print-memory-plan -verify-diagnostics
+// RUN: tg-opt %S/Inputs/plan-memory-gradients-errors.mlir -split-input-file -verify-diagnostics \
+// RUN:   -tg-plan-memory="gradients=arena"
+// A misspelt gradients value is refused, not read as the default:
+// RUN: not tg-opt %S/Inputs/plan-memory-gradients-errors.mlir -split-input-file \
+// RUN:   -tg-plan-memory="gradients=arenas" 2>&1 | FileCheck %s --check-prefix=SPELL
+// SPELL: error: tg-plan-memory: gradients must be persistent, arena or auto, got 'arenas'
 // Diagnostics of tg-plan-memory (and of tg-print-memory-plan on an unplanned module,
 // in Inputs/ because it needs a different pipeline).
 

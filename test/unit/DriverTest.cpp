@@ -146,7 +146,84 @@ TEST(Npy, CorruptFilesNameFileAndOffset) {
   EXPECT_NE(err.find("byte offset 134"), std::string::npos) << err;
 }
 
+TEST(Npy, TokenDtypeMessageListsWhatIsAccepted) {
+  // Token files: the message lists the dtypes readTokens accepts (float32 is not one), for
+  // float32 itself as for any other dtype; readNpy alone still reads float32.
+  TempDir d;
+  std::string err;
+  const std::vector<float> f = {1, 2, 3};
+  ASSERT_TRUE(tgrt::writeNpy(d / "f.npy", tgrt::NpyDtype::F32, f.data(), 3, &err));
+  tgrt::NpyArray arr;
+  EXPECT_TRUE(tgrt::readNpy(d / "f.npy", &arr, &err)) << err;
+  std::vector<uint32_t> toks;
+  const std::string want = "' for token ids (expected little-endian uint16 '<u2', uint32 '<u4' "
+                           "or int32 '<i4') (at byte offset ";
+  EXPECT_FALSE(tgrt::readTokens(d / "f.npy", 0, &toks, &err));
+  EXPECT_NE(err.find("f.npy: unsupported dtype '<f4" + want), std::string::npos) << err;
+  std::string raw = readBytes(d / "f.npy");
+  raw.replace(raw.find("<f4"), 3, "<f8");
+  writeBytes(d / "f8.npy", raw);
+  EXPECT_FALSE(tgrt::readTokens(d / "f8.npy", 0, &toks, &err));
+  EXPECT_NE(err.find("f8.npy: unsupported dtype '<f8" + want), std::string::npos) << err;
+  EXPECT_EQ(err.find("float32"), std::string::npos) << err;
+}
+
 // ---------------------------------------------------------------------- safetensors --
+
+TEST(Safetensors, ChecksumsAreZlibCrc32AndVerifiedOnRead) {
+  // crc32 is zlib's (Python's zlib.crc32), whatever the length and alignment.
+  std::mt19937 rng(3);
+  std::vector<uint8_t> buf(1000);
+  for (auto& b : buf) b = (uint8_t)rng();
+  for (size_t off : {0, 1, 3}) {
+    for (size_t n : {0, 1, 7, 8, 9, 64, 997 - 3}) {
+      EXPECT_EQ(tgrt::crc32(buf.data() + off, n),
+                (uint32_t)::crc32(0L, buf.data() + off, (uInt)n))
+          << off << " " << n;
+    }
+  }
+  EXPECT_EQ(tgrt::crc32("123456789", 9), 0xCBF43926u); // the CRC-32 check value
+  TempDir d;
+  std::string err;
+  std::vector<float> w = {1, 2, 3, 4, 5, 6}, b = {0.5f, -1};
+  ASSERT_TRUE(tgrt::writeSafetensors(d / "c.st", {{"w", {2, 3}, w.data()}, {"b", {2}, b.data()}},
+                                     {{"step", "1"}}, &err, /*checksums=*/true))
+      << err;
+  tgrt::SafetensorsReader r;
+  ASSERT_TRUE(r.open(d / "c.st", &err)) << err;
+  EXPECT_TRUE(r.hasChecksums());
+  EXPECT_EQ(r.metadata().at("crc32.w"), tgrt::checksumText(tgrt::crc32(w.data(), 24)));
+  std::vector<float> got(6);
+  ASSERT_TRUE(r.readF32("w", got.data(), 6, &err)) << err;
+  EXPECT_EQ(got, w);
+  // One flipped bit in w's data: readF32 and readBytes refuse it, naming the tensor.
+  std::string raw = readBytes(d / "c.st");
+  const size_t data_start = raw.size() - 8 * 4;
+  const auto& info = *r.find("w");
+  raw[data_start + (size_t)info.begin + 5] ^= 0x10;
+  writeBytes(d / "bad.st", raw);
+  tgrt::SafetensorsReader rb;
+  ASSERT_TRUE(rb.open(d / "bad.st", &err)) << err;
+  EXPECT_FALSE(rb.readF32("w", got.data(), 6, &err));
+  EXPECT_NE(err.find("bad.st: tensor 'w' fails its checksum"), std::string::npos) << err;
+  EXPECT_FALSE(rb.readBytes("w", got.data(), 24, &err));
+  EXPECT_NE(err.find("tensor 'w' fails its checksum"), std::string::npos) << err;
+  ASSERT_TRUE(rb.readF32("b", got.data(), 2, &err)) << err; // the other tensor is intact
+  // Without checksums (files from before them): read unverified.
+  ASSERT_TRUE(tgrt::writeSafetensors(d / "old.st", {{"w", {2, 3}, w.data()}}, {}, &err)) << err;
+  tgrt::SafetensorsReader ro;
+  ASSERT_TRUE(ro.open(d / "old.st", &err)) << err;
+  EXPECT_FALSE(ro.hasChecksums());
+  EXPECT_TRUE(ro.readF32("w", got.data(), 6, &err)) << err;
+  // Non-finite values: the first one, with its index.
+  std::vector<float> v = {1, 2, 3, 4, NAN, INFINITY};
+  EXPECT_EQ(tgrt::firstNonFinite(v.data(), 4), -1);
+  EXPECT_EQ(tgrt::firstNonFinite(v.data(), 6), 4);
+  EXPECT_EQ(tgrt::nonFiniteText("x", {2, 3}, v.data(), 4),
+            "tensor 'x' holds NaN at element 4 (index [1, 1] of shape [2, 3])");
+  EXPECT_EQ(tgrt::nonFiniteText("x", {6}, v.data(), 5),
+            "tensor 'x' holds +inf at element 5 (index [5] of shape [6])");
+}
 
 TEST(Safetensors, RoundTripAndMetadata) {
   TempDir d;
@@ -1090,24 +1167,44 @@ TEST(DriverFake, KilledRunResumesCleanLogAndRefusals) {
   tgrt::SafetensorsReader rs;
   ASSERT_TRUE(rs.open(d / "spec.safetensors", &err)) << err;
   EXPECT_FALSE(tgrt::checkCheckpoint(m, rs, &err));
-  EXPECT_NE(err.find("spec.safetensors was saved by another model: model.n_heads 2, this model 4"),
+  EXPECT_NE(err.find("spec.safetensors was saved by another model: model.n_heads: 2 in the "
+                     "checkpoint, 4 in this model (to resume it, compile with --set "
+                     "model.n_heads=2)"),
             std::string::npos)
       << err;
 
-  // A save that cannot be written stops the run with exit 1, naming the file.
+  // A --save path that cannot be written is refused at start-up (exit 2, naming the option
+  // and the path), before step 1: no step is trained and then lost at the first save.
   testing::internal::CaptureStderr();
   EXPECT_EQ(runDriver({"--data", data, "--steps", "4", "--save-every", "2", "--save",
                        d / "no-such-dir/ck.safetensors", "--log", d / "fail.jsonl",
                        "--quiet"}),
-            1);
+            2);
   e = testing::internal::GetCapturedStderr();
-  EXPECT_NE(e.find("cannot save checkpoint " + (d / "no-such-dir/ck.safetensors") +
-                   " at step 2: "),
+  EXPECT_NE(e.find("error: --save " + (d / "no-such-dir/ck.safetensors") +
+                   ": cannot be written: the directory " + (d / "no-such-dir") +
+                   " does not exist (No such file or directory) (checked before training "
+                   "starts)"),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("No such file or directory (no checkpoint was written)"), std::string::npos)
+  EXPECT_FALSE(fs::exists(d / "fail.jsonl")); // stopped before the log was opened
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", data, "--steps", "4", "--save", d.path.string(), "--quiet"}),
+            2);
+  e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("error: --save " + d.path.string() + ": cannot be written: " +
+                   d.path.string() + " is a directory; give a file name"),
+            std::string::npos)
       << e;
-  EXPECT_EQ(readLog(d / "fail.jsonl").steps.size(), 2u); // stopped at the failed save
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(runDriver({"--data", data, "--steps", "4", "--log", d / "no-such-dir/l.jsonl",
+                       "--quiet"}),
+            2);
+  e = testing::internal::GetCapturedStderr();
+  EXPECT_NE(e.find("error: --log " + (d / "no-such-dir/l.jsonl") + ": cannot be written: the "
+                   "directory " + (d / "no-such-dir") + " does not exist"),
+            std::string::npos)
+      << e;
 }
 
 TEST(DriverFake, SeedChangesInitAndEpochsSetSteps) {

@@ -1974,8 +1974,8 @@ TEST_F(Cpu, MatmulBiasResidualAddsTheLinearLayerToTheStream) {
 
 /// tgrt_linear_cross_entropy in chunks of 3 rows (11 rows: chunks 3, 3, 3, 2; two ignored
 /// targets) against the unfused calls it replaces, tgrt_matmul + tgrt_cross_entropy_fwd_bwd
-/// + tgrt_matmul + tgrt_matmul_acc: the loss and dx bit for bit, dw (added onto its old
-/// value) within float rounding; bf16 operands with an f32 dw, and f32 throughout.
+/// + tgrt_matmul + tgrt_matmul_acc: the loss, dx and dw (added onto its old value) within
+/// the storage type's rounding; bf16 operands with an f32 dw, and f32 throughout.
 TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
   const int64_t rows = 11, d = 6, vocab = 13, chunk = 3;
   std::vector<int32_t> targets(rows);
@@ -2004,8 +2004,18 @@ TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
     tgrt_linear_cross_entropy(ctx_, "loss", dt, x.data(), w.data(), targets.data(), &dloss, &loss,
                               dx.data(), TGRT_F32, dw.data(), scratch.data(), rows, d, vocab,
                               chunk, -1);
-    EXPECT_EQ(bitsOf(loss), bitsOf(lossRef)) << dtName(dt) << ": " << loss << " vs " << lossRef;
-    EXPECT_TRUE(dx.sameBits(dxRef)) << dtName(dt);
+    // The GEMM of a 3-row chunk and of all 11 rows may sum in different orders (OpenBLAS
+    // picks its kernel by shape and CPU), so the logits, and from them the loss and dx, agree
+    // to the last bit of the storage type, not bit for bit: f32 within 1e-6 relative, bf16
+    // within one unit in its 8-bit significand (2^-7 relative; absolute against the largest
+    // |dx| where a sum cancels).
+    const double tol = dt == TGRT_F32 ? 1e-6 : 1.0 / 128;
+    EXPECT_NEAR(loss, lossRef, tol * std::fabs(lossRef)) << dtName(dt);
+    const VecF dxw = dxRef.widened();
+    double dxMax = 0.0;
+    for (float v : dxw) dxMax = std::max(dxMax, (double)std::fabs(v));
+    expectClose(dx.widened(), dxw, tol * dxMax, tol,
+                std::string("linear_cross_entropy dx ") + dtName(dt));
     VecD want(dwRef.begin(), dwRef.end());
     expectClose(dw, want, 1e-6, 1e-5, std::string("linear_cross_entropy dw ") + dtName(dt));
   }

@@ -137,7 +137,8 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["model"]["norm"], "layernorm");
   EXPECT_EQ(j["model"]["n_kv_heads"], 0);
   EXPECT_EQ(j["model"]["rope_scaling"]["factor"], 0.0);
-  EXPECT_EQ(j["training"].size(), 11u);
+  EXPECT_EQ(j["training"].size(), 12u);
+  EXPECT_EQ(j["training"]["gradients"], "auto");
   EXPECT_EQ(j["training"]["loss_chunk_bytes"], 512 << 20);
   EXPECT_EQ(j["training"]["distributed"], json({{"ranks", 1}, {"zero", 0}}));
   EXPECT_EQ(j["training"]["loss_scaling"]["init"], 65536.0);
@@ -266,6 +267,40 @@ TEST(SpecUnknown, DuplicateFields) {
             "training.optimizer.betas[0].a: duplicate field (it appears more than once)");
   EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [1, {"a": 1, "a": 2}]}}})"),
             "training.optimizer.betas[1].a: duplicate field (it appears more than once)");
+}
+
+// Nesting is bounded before parsing (100 KB of '[' used to grow memory quadratically
+// until "out of memory"); the error is located at the bracket that goes over.
+TEST(SpecLimits, DeepNestingIsRefusedWithALocation) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(errorOf(deep),
+            "<spec>:1:65: arrays and objects nested deeper than 64 levels (byte offset 64; a "
+            "spec needs 4)");
+  EXPECT_EQ(jsonNestingTooDeep(deep), 64u);
+  std::string nested = "{\n  \"model\": ";
+  for (int i = 0; i < 70; ++i) nested += "{\"a\": ";
+  // Level 65 opens at byte 13 + 6 * 63 = 391, line 2 column 390.
+  EXPECT_EQ(errorOf(nested), "<spec>:2:390: arrays and objects nested deeper than 64 levels "
+                             "(byte offset 391; a spec needs 4)");
+  // Brackets inside strings (escaped quotes included) do not count; 64 levels parse.
+  EXPECT_EQ(jsonNestingTooDeep("[\"" + std::string(100, '[') + "\\\"[\"]"),
+            std::string::npos);
+  EXPECT_EQ(jsonNestingTooDeep(std::string(64, '[') + std::string(64, ']')), std::string::npos);
+  EXPECT_EQ(errorOf(R"({"name": ")" + std::string(100, '{') + R"("})").rfind("name: ", 0), 0u);
+  // A --set value too.
+  EXPECT_EQ(overrideError({"name=" + std::string(70, '[') + std::string(70, ']')}),
+            "--set name: the value nests arrays and objects deeper than 64 levels");
+}
+
+// One object with 300k keys: the duplicate check is a hash set per object (a linear
+// search per key took ~50 s); the first unknown field is reported.
+TEST(SpecLimits, ObjectWithManyKeys) {
+  std::string text = "{";
+  for (int i = 0; i < 300000; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\": 0";
+  text += "}";
+  EXPECT_EQ(errorOf(text), "k0: unknown field");
+  std::string dup = text.substr(0, text.size() - 1) + ", \"k299999\": 1}";
+  EXPECT_EQ(errorOf(dup), "k299999: duplicate field (it appears more than once)");
 }
 
 TEST(SpecUnknown, NoSuggestionWhenNothingIsClose) {
@@ -493,6 +528,59 @@ TEST(SpecRules, Optimizer) {
   EXPECT_TRUE(s.training.optimizer.decay_embeddings);
 }
 
+// The compiler stores these fields as float32: a value that would overflow, become 0
+// (lr=1e-50 trained with lr 0; grad_clip=1e-50 turned clipping off) or round a beta to
+// 1 is refused at its JSON path instead of later in the IR verifier.
+TEST(SpecRules, Float32Narrowing) {
+  const std::string below = " is below float32's smallest normal number (1.17549e-38) and "
+                            "would become 0; tgc stores this field as a 32-bit float";
+  const std::string over = " overflows float32 (largest 3.40282e+38); tgc stores this field "
+                           "as a 32-bit float";
+  EXPECT_EQ(overrideError({"training.optimizer.min_lr=0", "training.optimizer.lr=1e-50"}),
+            "--set training.optimizer.lr: 1e-50" + below);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"lr": 1e300, "min_lr": 0}}})"),
+            "training.optimizer.lr: 1e+300" + over);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"min_lr": 1e-45}}})"),
+            "training.optimizer.min_lr: 1e-45" + below);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"grad_clip": 1e-50}}})"),
+            "training.optimizer.grad_clip: 1e-50" + below);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"grad_clip": 1e39}}})"),
+            "training.optimizer.grad_clip: 1e+39" + over);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"eps": 1e-50}}})"),
+            "training.optimizer.eps: 1e-50" + below);
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"weight_decay": 1e-40}}})"),
+            "training.optimizer.weight_decay: 1e-40" + below);
+  EXPECT_EQ(errorOf(R"({"model": {"layer_norm_eps": 1e-300}})"),
+            "model.layer_norm_eps: 1e-300" + below);
+  EXPECT_EQ(errorOf(R"({"model": {"dropout": 1e-39}})"), "model.dropout: 1e-39" + below);
+  EXPECT_EQ(errorOf(R"({"model": {"dropout": 0.99999999}})"),
+            "model.dropout: 0.99999999 rounds to 1 in float32, which is not < 1; tgc stores "
+            "this field as a 32-bit float");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [0.9, 0.99999999]}}})"),
+            "training.optimizer.betas[1]: 0.99999999 rounds to 1 in float32, which is not "
+            "< 1; tgc stores this field as a 32-bit float");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": [0.999999999999, 0.9]}}})"),
+            "training.optimizer.betas[0]: 0.999999999999 rounds to 1 in float32, which is "
+            "not < 1; tgc stores this field as a 32-bit float");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "rope_theta": 1.00000001}})"),
+            "model.rope_theta: 1.00000001 rounds to 1 in float32, which is not > 1; tgc "
+            "stores this field as a 32-bit float");
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "rope_theta": 1e39}})"),
+            "model.rope_theta: 1e+39" + over);
+  EXPECT_EQ(errorOf(R"({"model": {"positional": "rope", "rope_scaling": {"factor": 8,
+                       "low_freq_factor": 1, "high_freq_factor": 1.00000001}}})"),
+            "model.rope_scaling.high_freq_factor: 1.00000001 and "
+            "model.rope_scaling.low_freq_factor=1 are equal in float32; tgc stores them as "
+            "32-bit floats");
+  // The extremes that survive: the smallest normal float32, the largest float32 below 1
+  // (0.99999994), zero where zero is allowed.
+  Spec s = parseOk(R"({"training": {"optimizer": {"lr": 1.2e-38, "min_lr": 0, "eps": 1.2e-38,
+                       "grad_clip": 0, "weight_decay": 0, "betas": [0, 0.99999994]}},
+                       "model": {"layer_norm_eps": 3e38}})");
+  EXPECT_EQ((float)s.training.optimizer.beta2, 0.99999994f);
+  EXPECT_GT((float)s.training.optimizer.lr, 0.0f);
+}
+
 TEST(SpecRules, LayerNormEps) {
   EXPECT_EQ(errorOf(R"({"model": {"layer_norm_eps": 0}})"),
             "model.layer_norm_eps: must be > 0, got 0");
@@ -715,6 +803,46 @@ TEST(SpecOverrides, BadValuesBlameTheOverride) {
   // An error in a field the overrides did not touch keeps its JSON path.
   EXPECT_EQ(errorOf(R"({"model": {"d_model": 770}})", {"training.batch_size=4"}),
             "model.d_model: 770 is not divisible by model.n_heads=12");
+}
+
+// "--set training.optimizer.betas[1]=0.99": the indexed paths that tgc's own messages
+// print are accepted (it was "unknown field").
+TEST(SpecOverrides, ArrayElement) {
+  Spec s = parseOk(defaultSpecJson(), {"training.optimizer.betas[1]=0.99"});
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta1, 0.9);  // the default kept
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta2, 0.99);
+  s = parseOk(R"({"training": {"optimizer": {"betas": [0.8, 0.9]}}})",
+              {"training.optimizer.betas[0]=0.7"});
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta1, 0.7);  // the spec's other element kept
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta2, 0.9);
+  s = parseOk("{}", {"training.optimizer.betas=[0.5,0.6]", "training.optimizer.betas[1]=0.7"});
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta1, 0.5);
+  EXPECT_DOUBLE_EQ(s.training.optimizer.beta2, 0.7);
+  // Errors in the element blame the indexed override.
+  EXPECT_EQ(overrideError({"training.optimizer.betas[1]=1.5"}),
+            "--set training.optimizer.betas[1]: 1.5 is not in [0, 1)");
+  EXPECT_EQ(overrideError({"training.optimizer.betas[0]=x"}),
+            "--set training.optimizer.betas: expected an array of 2 numbers, got [\"x\",0.95]");
+  EXPECT_EQ(overrideError({"training.optimizer.betas[2]=0.9"}),
+            "--set training.optimizer.betas[2]: index 2 is out of range: "
+            "training.optimizer.betas has 2 elements ([0] and [1])");
+  EXPECT_EQ(overrideError({"training.optimizer.lr[0]=0.1"}),
+            "--set training.optimizer.lr[0]: training.optimizer.lr is not an array (only an "
+            "array field takes an index)");
+  EXPECT_EQ(overrideError({"training.optimizer.betas[-1]=0.9"}),
+            "--set training.optimizer.betas[-1]: expected an array index in [] (e.g. "
+            "training.optimizer.betas[1])");
+  EXPECT_EQ(overrideError({"training[0].seed=1"}),
+            "--set training[0].seed: only the last field of a path can be indexed (training[0] "
+            "is not an array)");
+  EXPECT_EQ(overrideError({"training.optimizer.betas[1]=null"}),
+            "--set training.optimizer.betas[1]: an element cannot be reset alone; use --set "
+            "training.optimizer.betas=null to reset the whole array");
+  EXPECT_EQ(overrideError({"training.optimizer.betas[1]=0.99", "model.betas[0]=1"}),
+            "--set model.betas: unknown field (did you mean 'training.optimizer.betas'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"betas": 0.9}}})",
+                    {"training.optimizer.betas[1]=0.99"}),
+            "training.optimizer.betas: expected an array of 2 numbers, got 0.9");
 }
 
 TEST(SpecOverrides, IntermediateNotAnObject) {

@@ -27,6 +27,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <unistd.h>
 #include <sstream>
 
 using namespace mlir;
@@ -139,6 +140,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.ranks = spec.training.distributed.ranks;
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
+  o.gradients = spec.training.gradients;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   const std::string &ck = spec.training.checkpointing;
   if (ck.rfind("budget", 0) == 0) {
@@ -308,7 +310,38 @@ int runSummary(const DriverOptions &opts) {
   return 0;
 }
 
+/// The directory that will hold `-o FILE` must exist and be writable: checked before
+/// compiling, so that the error names the path instead of the linker failing at the end.
+static bool checkOutputDir(const DriverOptions &opts) {
+  std::string out = opts.output;
+  if (out == "-" || (out.empty() && opts.emit != "exe" && opts.emit != "lib"))
+    return true;  // stdout
+  if (out.empty())
+    out = opts.emit == "lib" ? "model.so" : "train";
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(out));
+  if (dir.empty())
+    dir = ".";
+  if (!llvm::sys::fs::is_directory(dir)) {
+    llvm::errs() << "tgc: error: -o " << out << ": directory " << dir
+                 << (llvm::sys::fs::exists(dir) ? " is not a directory" : " does not exist")
+                 << "\n";
+    return false;
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    llvm::errs() << "tgc: error: -o " << out << ": directory " << dir
+                 << " is not writable\n";
+    return false;
+  }
+  if (llvm::sys::fs::is_directory(out)) {
+    llvm::errs() << "tgc: error: -o " << out << ": is a directory (give a file name)\n";
+    return false;
+  }
+  return true;
+}
+
 int runCompile(const DriverOptions &opts) {
+  if (!checkOutputDir(opts))
+    return 1;
   Spec spec;
   if (!loadSpec(opts, spec))
     return 1;
@@ -557,18 +590,30 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
 }
 
 int runPlan(const DriverOptions &opts) {
+  if (opts.maxBatch && opts.memory.empty()) {
+    llvm::errs() << "tgc: error: --max-batch needs --memory BYTES, the device memory the plan "
+                    "must fit (e.g. --memory 80GiB, 24GB, 1073741824)\n";
+    return 2;
+  }
+  if (opts.ranksGiven && (opts.ranks < 1 || opts.ranks > 64)) {
+    llvm::errs() << "tgc: error: --ranks: " << opts.ranks << " is outside [1, 64]\n";
+    return 2;
+  }
   Spec spec;
   if (!loadSpec(opts, spec))
     return 1;
-  long long memory = parseBytes(opts.memory);
+  const std::string memoryText = opts.memory.empty() ? "80GiB" : opts.memory;
+  long long memory = parseBytes(memoryText);
   if (memory <= 0) {
-    llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
+    llvm::errs() << "tgc: error: --memory: cannot parse '" << memoryText << "'\n";
     return 2;
   }
+  if (opts.memory.empty() && (opts.tradeoff || opts.ranksGiven))
+    llvm::errs() << "tgc: plan: no --memory given: the max batch column assumes 80GiB\n";
   std::string target = opts.target.empty() ? "cuda" : opts.target;
   if (opts.tradeoff)
     return runTradeoff(opts, spec, target, memory);
-  if (opts.ranks)
+  if (opts.ranksGiven)
     return runRanks(spec, target, memory, opts.ranks);
   MLIRContext ctx;
   setupContext(ctx);
@@ -595,6 +640,19 @@ int runPlan(const DriverOptions &opts) {
   if (opts.maxBatch) {
     int64_t best = 0;
     int64_t lo = maxMicroBatch(spec, {}, target, memory, &best, /*progress=*/true);
+    if (lo == 0) {
+      // Say what micro-batch 1 would need (or why it cannot be planned at all).
+      tg::PlanReport one;
+      std::string why;
+      if (planWith(spec, {"training.batch_size=1"}, target, one, /*quiet=*/true, &why))
+        llvm::errs() << "tgc: error: --max-batch: not even micro-batch 1 fits in " << memory
+                     << " bytes (--memory " << opts.memory << "): its plan needs "
+                     << one.totalBytes() << " bytes\n";
+      else
+        llvm::errs() << "tgc: error: --max-batch: micro-batch 1 cannot be planned: "
+                     << (why.empty() ? "(no diagnostic)" : why) << "\n";
+      return 1;
+    }
     llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes of " << memory
                  << " available)\n";
   }

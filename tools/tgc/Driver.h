@@ -17,11 +17,14 @@ struct DriverOptions {
   std::string specFile;               ///< empty: the embedded default spec
   std::vector<std::string> overrides; ///< --set path=value
   std::string emit = "exe", target = "cpu", output;
-  std::string planJson, memory = "80GiB";
+  /// --memory as given; "" when not given (--max-batch then refuses to guess; --tradeoff
+  /// and --ranks assume 80GiB and say so).
+  std::string planJson, memory;
   std::string planSvg; ///< tgc plan --svg FILE: the plan as a picture (tools/tgc/PlanSvg.h)
   bool maxBatch = false;
   bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
-  int64_t ranks = 0;     ///< tgc plan --ranks N: one rank's memory per ZeRO stage (0: off)
+  int64_t ranks = 0;     ///< tgc plan --ranks N: one rank's memory per ZeRO stage
+  bool ranksGiven = false; ///< --ranks was given (then N must be in [1, 64])
 };
 
 struct DataCliOptions {

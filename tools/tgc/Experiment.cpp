@@ -38,6 +38,15 @@
 #include <tuple>
 #include <cstring>
 
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
 namespace tgc {
 namespace {
 
@@ -99,7 +108,19 @@ void checkKeys(const ojson &obj, const std::string &path,
       fail(keyPath(path, it.key()), "unknown field (expected one of: " + joinList(allowed) + ")");
 }
 
-/// Detects keys that appear twice in one object (nlohmann keeps one silently).
+/// Fields one matrix object may have. nlohmann's ordered_json finds each new key by a
+/// linear search, so an object of n keys costs n^2 / 2 comparisons: 300k keys took
+/// minutes. A matrix object has a few dozen.
+constexpr size_t kMaxMatrixKeys = 10000;
+
+/// Thrown from the parser callback to stop parsing an oversized object.
+struct TooManyKeys {
+  std::string path;
+};
+
+/// Detects keys that appear twice in one object (nlohmann keeps one silently). The
+/// nesting is bounded (kMaxJsonDepth, checked before parsing), so the paths kept per
+/// frame stay short.
 struct DuplicateFinder {
   std::vector<std::pair<std::set<std::string>, std::string>> stack; // keys, path
   std::vector<size_t> index;                                        // arrays: next index
@@ -135,6 +156,8 @@ struct DuplicateFinder {
       lastKey = parsed.get<std::string>();
       if (!stack.back().first.insert(lastKey).second && duplicate.empty())
         duplicate = keyPath(stack.back().second, lastKey);
+      if (stack.back().first.size() > kMaxMatrixKeys)
+        throw TooManyKeys{stack.back().second.empty() ? "(root)" : stack.back().second};
       break;
     case ojson::parse_event_t::value:
       valueDone();
@@ -212,6 +235,100 @@ int capture(const std::string &program, const std::vector<std::string> &args,
   readFile(std::string(tmp), output);
   llvm::sys::fs::remove(tmp);
   return rc;
+}
+
+/// Runs `args` (args[0] the program's path) as a child that ends with this process:
+/// killing `tgc experiment` (any signal, SIGKILL included) must not leave a compile or the
+/// runner going, which a rerun would race with. The child gets PR_SET_PDEATHSIG SIGTERM
+/// (checked against the saved parent pid, for a parent that died before the prctl). With
+/// `ownGroup` it also leads a new process group and gets TGC_END_GROUP_ON_TERM=1 in its
+/// environment: a child tgc then ends its whole group (the host compiler under it) when
+/// terminated (tgc.cpp). stdin is /dev/null; stdout and stderr go to `log` (truncated)
+/// when given, else are inherited. Returns the exit status, or -1 (`failedToRun`) when it
+/// could not start, or -2 when a signal ended it; `errMsg` says why.
+int runTiedToParent(const std::vector<std::string> &args, const std::string *log,
+                    bool ownGroup, std::string &errMsg, bool &failedToRun) {
+  failedToRun = false;
+  // Everything the child needs is built before fork(): after it, in a process that may
+  // have threads (MLIR's pool), the child may only call async-signal-safe functions.
+  std::vector<char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> envStore;
+  for (char **e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "TGC_END_GROUP_ON_TERM=", 22) != 0)
+      envStore.push_back(*e);
+  if (ownGroup)
+    envStore.push_back("TGC_END_GROUP_ON_TERM=1");
+  std::vector<char *> envp;
+  for (std::string &e : envStore)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = log ? open(log->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  int execErr[2];
+  if (in < 0 || (log && out < 0) || pipe2(execErr, O_CLOEXEC) != 0) {
+    errMsg = std::string("cannot set up the child: ") + std::strerror(errno);
+    failedToRun = true;
+    if (in >= 0)
+      close(in);
+    if (out >= 0)
+      close(out);
+    return -1;
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (ownGroup)
+      setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      _exit(128 + SIGTERM); // the parent is already gone
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(in, 0);
+    if (out >= 0) {
+      dup2(out, 1);
+      dup2(out, 2);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    int e = errno;
+    (void)!write(execErr[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(execErr[1]);
+  close(in);
+  if (out >= 0)
+    close(out);
+  if (pid < 0) {
+    close(execErr[0]);
+    errMsg = std::string("fork failed: ") + std::strerror(errno);
+    failedToRun = true;
+    return -1;
+  }
+  if (ownGroup)
+    setpgid(pid, pid); // also from this side, so the group exists when waitpid returns
+  int e = 0;
+  ssize_t n;
+  while ((n = read(execErr[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  close(execErr[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n == (ssize_t)sizeof e) {
+    errMsg = "cannot execute " + args[0] + ": " + std::strerror(e);
+    failedToRun = true;
+    return -1;
+  }
+  if (WIFSIGNALED(status)) {
+    errMsg = std::string(strsignal(WTERMSIG(status)));
+    return -2;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /// True when `nvidia-smi -L` runs and succeeds (a usable NVIDIA GPU).
@@ -348,20 +465,28 @@ Matrix readMatrix(const std::string &file) {
     fail("", "cannot read file");
   ojson root;
   DuplicateFinder dups;
-  try {
-    root = ojson::parse(text, std::ref(dups));
-  } catch (const ojson::parse_error &e) {
-    size_t idx = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
+  auto lineCol = [&](size_t idx) {
     size_t line = 1, col = 1;
-    for (size_t i = 0; i < idx; ++i, ++col)
+    for (size_t i = 0; i < idx && i < text.size(); ++i, ++col)
       if (text[i] == '\n') {
         ++line;
         col = 0;
       }
+    return std::to_string(line) + ":" + std::to_string(col);
+  };
+  if (size_t deep = jsonNestingTooDeep(text); deep != std::string::npos)
+    fail(lineCol(deep), "arrays and objects nested deeper than " +
+                            std::to_string(kMaxJsonDepth) + " levels (byte offset " +
+                            std::to_string(deep) + ")");
+  try {
+    root = ojson::parse(text, std::ref(dups));
+  } catch (const ojson::parse_error &e) {
+    size_t idx = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
     std::string what = e.what();
     size_t colon = what.find(": ", what.find("column "));
-    fail(std::to_string(line) + ":" + std::to_string(col),
-         colon == std::string::npos ? what : what.substr(colon + 2));
+    fail(lineCol(idx), colon == std::string::npos ? what : what.substr(colon + 2));
+  } catch (const TooManyKeys &e) {
+    fail(e.path, "more than " + std::to_string(kMaxMatrixKeys) + " fields in one object");
   }
   if (!dups.duplicate.empty())
     fail(dups.duplicate, "duplicate field (it appears more than once)");
@@ -765,14 +890,13 @@ void processConfig(Context &ctx, const Config &c) {
   ctx.progress(c, "compiling…" + ctx.eta());
   llvm::sys::fs::remove(exePath);
   llvm::sys::fs::remove(logPath); // the redirect does not truncate
-  std::vector<llvm::StringRef> argv = {ctx.self, "compile", specPath, "--target", ctx.target,
-                                       "-o", exePath};
-  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(logPath),
-                                                llvm::StringRef(logPath)};
+  // A child that ends with this process, with the host compiler under it (its own
+  // process group); the redirect truncates the log.
   std::string errMsg;
   bool failedToRun = false;
-  int rc = llvm::sys::ExecuteAndWait(ctx.self, argv, std::nullopt, redirects, 0, 0, &errMsg,
-                                     &failedToRun);
+  int rc = runTiedToParent({std::string(ctx.self), "compile", std::string(specPath),
+                            "--target", std::string(ctx.target), "-o", std::string(exePath)},
+                           &logPath, /*ownGroup=*/true, errMsg, failedToRun);
   std::string log;
   readFile(logPath, log);
   if (rc != 0 || !llvm::sys::fs::exists(exePath)) {
@@ -1019,9 +1143,11 @@ int runExperiment(const ExperimentOptions &opts) {
   for (const std::string &a : args)
     llvm::errs() << " " << a;
   llvm::errs() << "\n";
-  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  // The runner ends with this process too (it stays in this process group, so a
+  // Ctrl-C reaches it and what it runs directly).
   std::string errMsg;
-  int rc = llvm::sys::ExecuteAndWait(*python, argv, std::nullopt, {}, 0, 0, &errMsg);
+  bool failedToRun = false;
+  int rc = runTiedToParent(args, nullptr, /*ownGroup=*/false, errMsg, failedToRun);
   if (rc < 0) {
     llvm::errs() << "tgc: error: the experiment runner failed: " << errMsg << "\n";
     return 1;

@@ -122,6 +122,20 @@ int runExport(const ExportOptions &opts) {
   std::string err;
   if (!reader.open(opts.checkpoint, &err))
     return fail(err);
+  // The model fields of the spec the checkpoint was trained with (its metadata), first:
+  // a different d_model is named as such rather than as the tensor shapes it changes.
+  const auto &meta = reader.metadata();
+  if (auto it = meta.find("spec"); it != meta.end() && !it->second.empty()) {
+    std::vector<std::string> diffs = specDifferences(it->second, spec);
+    if (!diffs.empty()) {
+      std::string msg = opts.checkpoint + ": was trained with a different model than " +
+                        specName + " describes:";
+      for (const std::string &d : diffs)
+        msg += "\n  " + d;
+      return fail(msg + "\n(pass the spec and --set overrides the checkpoint was trained with)");
+    }
+  }
+
   std::vector<ParamInfo> params = modelParameters(m);
   std::set<std::string> wanted;
   for (const ParamInfo &p : params) {
@@ -145,18 +159,10 @@ int runExport(const ExportOptions &opts) {
                   ") is not a parameter of " + specName +
                   ": the checkpoint does not match the spec");
 
-  // Same tensors; now the fields that change the function without changing a shape.
-  const auto &meta = reader.metadata();
-  if (auto it = meta.find("spec"); it != meta.end() && !it->second.empty()) {
-    std::vector<std::string> diffs = specDifferences(it->second, spec);
-    if (!diffs.empty()) {
-      std::string msg = opts.checkpoint + ": was trained with a different model than " +
-                        specName + " describes:";
-      for (const std::string &d : diffs)
-        msg += "\n  " + d;
-      return fail(msg + "\n(pass the spec and --set overrides the checkpoint was trained with)");
-    }
-  }
+  if (!reader.hasChecksums())
+    llvm::errs() << "tgc: note: " << opts.checkpoint
+                 << " records no tensor checksums (saved before they were added): its "
+                    "tensors are exported unverified, only checked for NaN and inf\n";
 
   // Read each parameter and cut it into its Hugging Face pieces (the spec's table); zeros
   // for the biases GPT-2 has and the spec does not.
@@ -169,8 +175,15 @@ int runExport(const ExportOptions &opts) {
     if (p.hf.empty())
       return fail("export: internal: no Hugging Face name for parameter '" + p.name + "'");
     whole.resize((size_t)p.numel());
+    // readF32 verifies the tensor's checksum (checkpoints that record them); a NaN or inf
+    // is refused: the Hugging Face model would compute NaN.
     if (!reader.readF32(p.name, whole.data(), p.numel(), &err))
       return fail(err);
+    if (int64_t bad = tgrt::firstNonFinite(whole.data(), p.numel()); bad >= 0)
+      return fail(opts.checkpoint + ": " +
+                  tgrt::nonFiniteText(p.name, p.shape, whole.data(), bad) +
+                  ": refusing to export non-finite weights (the checkpoint was saved after "
+                  "the run diverged, or altered)");
     for (const HfPiece &pc : p.hf) {
       std::vector<int64_t> shape = tgrt::hfPieceShape(p.shape, pc);
       int64_t n = 1;
@@ -301,7 +314,8 @@ int runExport(const ExportOptions &opts) {
                                                 {"tgc_checkpoint", opts.checkpoint}};
   if (auto it = meta.find("step"); it != meta.end())
     outMeta["tgc_step"] = it->second;
-  if (!tgrt::writeSafetensors(std::string(weightsPath), views, outMeta, &err))
+  if (!tgrt::writeSafetensors(std::string(weightsPath), views, outMeta, &err,
+                              /*checksums=*/true))
     return fail(err);
   tgrt::AtomicFile cf{std::string(configPath)};
   cf.write(configText.data(), configText.size());

@@ -14,9 +14,15 @@
 #include "tools/tgc/Driver.h"
 #include "tools/tgc/Experiment.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -87,8 +93,10 @@ cl::opt<int64_t> planRanks(
              "micro-batch"),
     cl::init(0), cl::sub(planCmd));
 cl::opt<std::string> memory("memory",
-                            cl::desc("Device memory available, e.g. 80GiB, 24GB, 1073741824"),
-                            cl::init("80GiB"), cl::sub(planCmd), cl::cat(planCat));
+                            cl::desc("Device memory available, e.g. 80GiB, 24GB, 1073741824 "
+                                     "(required by --max-batch; --tradeoff and --ranks "
+                                     "assume 80GiB)"),
+                            cl::init(""), cl::sub(planCmd), cl::cat(planCat));
 
 cl::OptionCategory dataCat("Data options");
 cl::opt<std::string> dataVerb(cl::Positional, cl::desc("prepare"), cl::sub(dataCmd),
@@ -164,8 +172,25 @@ cl::opt<double> expMinutes("minutes",
                            cl::init(0.0), cl::sub(experimentCmd), cl::cat(experimentCat));
 } // namespace
 
+/// `tgc --version`: tgc's version and the commit CMake was configured at, then the LLVM /
+/// MLIR it was built against.
+static void printVersion(raw_ostream &os) {
+  os << "tgc version " << TGC_VERSION << " (git " << TGC_GIT_COMMIT << ")\n"
+     << "  built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+}
+
+/// A tgc started by `tgc experiment` leads its own process group (TGC_END_GROUP_ON_TERM
+/// and getpgrp() == getpid()): when terminated (SIGTERM: its parent died, or a kill), it
+/// ends the whole group, so the host compiler it started does not outlive it. Runs from
+/// LLVM's signal handler after it has removed its temporary files and restored the
+/// default actions: kill() is async-signal-safe and ends this process too.
+static void endProcessGroup() { kill(0, SIGTERM); }
+
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  if (const char *g = getenv("TGC_END_GROUP_ON_TERM"); g && *g == '1' && getpgrp() == getpid())
+    sys::SetInterruptFunction(endProcessGroup);
+  cl::SetVersionPrinter(printVersion);
   cl::HideUnrelatedOptions({&specCat, &compileCat, &planCat, &dataCat, &exportCat,
                             &experimentCat});
   cl::ParseCommandLineOptions(
@@ -197,6 +222,7 @@ int main(int argc, char **argv) {
     opts.maxBatch = maxBatch;
     opts.tradeoff = tradeoff;
     opts.ranks = planRanks;
+    opts.ranksGiven = planRanks.getNumOccurrences() > 0;
     opts.memory = memory;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);

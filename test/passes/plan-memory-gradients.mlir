@@ -1,0 +1,94 @@
+// RUN: tg-opt %s -tg-autodiff -tg-plan-memory="gradients=arena" -tg-print-memory-plan -o /dev/null | FileCheck %s
+// RUN: tg-opt %s -tg-autodiff -tg-plan-memory="gradients=arena" | FileCheck %s --check-prefix=IR
+// `auto` needs the frontend's tg.grad_accum = 1 on the module: without it the gradients
+// stay persistent (the layout of plan-memory.mlir).
+// RUN: tg-opt %s -tg-autodiff -tg-plan-memory="gradients=auto" -tg-print-memory-plan -o /dev/null \
+// RUN:   | FileCheck %s --check-prefix=AUTO
+// The lowering zeroes each slot in the arena right before its first write, AdamW no longer
+// zeroes them, and the model table says where they are.
+// tgc's default (training.gradients auto) on a 1-layer model with grad_accum 1:
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
+// RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
+// RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=EMIT
+// The spec refuses arena where the slots carry gradients across micro-steps:
+// RUN: not tgc compile %tg_src/examples/tiny.json --set training.grad_accum=2 \
+// RUN:   --set training.gradients=arena --emit=planned -o - 2>&1 | FileCheck %s --check-prefix=SPEC
+// SPEC: training.gradients: "arena" needs one micro-step per optimizer step and one rank (grad_accum is 2, distributed.ranks 1)
+
+// The module of plan-memory.mlir (embedding -> gelu -> head GEMM -> cross entropy, V = 16,
+// D = 8, B x T = 2 x 4) with its gradients in the arena (tg-plan-memory gradients=arena).
+// Persistent: values 2 x 512 + m, v 4 x 512 + inputs 512 = 3584 (4608 less the 1024 bytes
+// of gradient slots).
+// CHECK:      memory plan (bytes), precision fp32
+// CHECK-NEXT:   persistent 3584
+// CHECK-NEXT:     parameters f32 1024
+// CHECK-NEXT:     AdamW m, v f32 2048
+// CHECK-NEXT:     inputs (tokens, targets) i32 512
+// The persistent plan's peak is at op 10 (the dw GEMM): 1796 bytes; head.w's gradient slot
+// (512 B) is written there too, wte's only at op 13 (the embedding gradient), after the
+// logits and dlogits died: 1796 + 512 = 2308, and the arena packs exactly into it.
+// CHECK-NEXT:   arena 2308
+// CHECK-NEXT:     (gradients in the arena, 1024 bytes: each live from its first write in the backward to the optimizer step)
+// CHECK-NEXT:   workspace 0
+// CHECK-NEXT:   total 5892
+// CHECK-NEXT: peak live arena bytes per phase
+// CHECK-NEXT:   forward 1028
+// CHECK-NEXT:   backward 2308
+// The optimizer step: both slots (1024) and clip_grad_norm's tensor<2xf32>.
+// CHECK-NEXT:   optimizer 1032
+// CHECK-NEXT:   eval (forward only) 768
+// CHECK-NEXT:   lower bound (max live) 2308
+// CHECK-NEXT:   arena / lower bound = 1.0000 (heuristic: {{.*}})
+// The slots keep one contiguous layout from arena offset 0 (wte, then head.w) and are live
+// from their first write to the end of @micro_step (op 16), and through @optimizer_step.
+// CHECK-DAG:  micro_step wte.gradient: offset = 0, size = 512, live = [13, 16], backward
+// CHECK-DAG:  micro_step head.w.gradient: offset = 512, size = 512, live = [10, 16], backward
+// CHECK-DAG:  optimizer_step wte.gradient: offset = 0, size = 512, live = [0, 3], optimizer
+// CHECK-DAG:  optimizer_step head.w.gradient: offset = 512, size = 512, live = [0, 3], optimizer
+// No other buffer of the two functions meets a slot in time and memory: the clip scalar
+// sits above the slots.
+// CHECK-DAG:  optimizer_step optimizer.clip: offset = 1024, size = 8, live = [0, 2], optimizer
+
+// IR: module attributes {tg.plan = {arena_bytes = 2308 : i64, gradients = "arena"
+// IR-SAME: grad_offset = 0 : i64, m_offset = 1024 : i64, name = "wte"
+// IR-SAME: grad_offset = 512 : i64, m_offset = 1536 : i64, name = "head.w"
+// IR-SAME: persistent_bytes = 3584 : i64
+// Both functions of the shared timeline get the one arena size.
+// IR-LABEL: func.func @micro_step
+// IR-SAME: attributes {tg.arena_bytes = 2308 : i64}
+// IR-LABEL: func.func @optimizer_step
+// IR-SAME: attributes {tg.arena_bytes = 2308 : i64}
+
+// AUTO: persistent 4608
+// AUTO-NEXT: parameters f32 1024
+// AUTO-NEXT: gradients f32 1024
+
+// Each slot is zeroed right before its first writer: wte's before the fused output layer
+// and loss (which adds dw into it), a weight's before its dW GEMM; none in the optimizer
+// step, and the model table's last field (grads_in_arena) is 1.
+// EMIT: static const tgrt_model kModel = {
+// EMIT: {{^}}  1, 0, 0LL,{{$}}
+// EMIT-NEXT: {{^}}  1{{$}}
+// EMIT-LABEL: void tg_micro_step(
+// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.wte", [[WG:v[0-9]+]], 8192);
+// EMIT-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
+// EMIT: tgrt_linear_cross_entropy({{.*}}, TGRT_F32, [[WG]], {{v[0-9]+}}, 16, 32, 64, 16, -1);
+// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.layers.0.mlp.proj.weight", [[PG:v[0-9]+]], 8192);
+// EMIT-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
+// EMIT: tgrt_matmul_acc({{v[0-9]+}}, "layers.0.mlp.proj", {{.*}}, TGRT_F32, [[PG]],
+// EMIT-LABEL: void tg_optimizer_step(
+// EMIT-NOT: tgrt_zero({{.*}}"optimizer.wte
+// EMIT: tgrt_adamw(
+// EMIT-NOT: tgrt_zero({{.*}}"optimizer.
+// EMIT-LABEL: void tg_eval_step(
+func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %w: tensor<8x16xf32> {tg.param = "head.w"},
+                   %tokens: tensor<2x4xi32> {tg.input = "tokens"},
+                   %targets: tensor<2x4xi32> {tg.input = "targets"}) -> tensor<f32> {
+  %x = tg.embedding %wte, %tokens : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32> loc("embed")
+  %y = tg.gelu %x : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32> loc("gelu")
+  %y2 = tg.reshape %y : (tensor<2x4x8xf32>) -> tensor<8x8xf32> loc("flat")
+  %l2 = tg.matmul %y2, %w : (tensor<8x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32> loc("head")
+  %l = tg.reshape %l2 : (tensor<8x16xf32>) -> tensor<2x4x16xf32> loc("unflat")
+  %loss = tg.cross_entropy %l, %targets : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+  return %loss : tensor<f32>
+}
