@@ -34,7 +34,10 @@ if [ "${CUDNN:-0}" = 1 ]; then
   echo "== 1b. cuDNN attention (TGRT_ATTN=cudnn): cases vs the CPU backend, timings beside the own kernels"
   timeout ${CUDNN_S:-240} $B/tgrt-cuda-check --cudnn > "$OUT/check-cudnn.log" 2>&1
   echo "rc $?"; grep -E "FAIL|refus|cudnn: .*passed" "$OUT/check-cudnn.log" | head -12
-  grep -iA16 "timing" "$OUT/check-cudnn.log" | tail -18
+  sed -n "/attention: own kernels/,\$p" "$OUT/check-cudnn.log" | head -24
+  echo "== 1c. PyTorch SDPA by the same harness (bench/torch_sdpa_time.py: fwd and bwd each event-timed, median of 20)"
+  timeout 240 python3 bench/torch_sdpa_time.py --json "$OUT/sdpa.json" > "$OUT/sdpa.log" 2>&1
+  echo "rc $?"; sed -n '/^PyTorch/,$p' "$OUT/sdpa.log"
 fi
 
 mkdata() { # dir vocab tokens
@@ -99,6 +102,7 @@ for model in ${ONLY:-smollm2 llama1b}; do
              --layers 36 --d-model 1280 --heads 20 --d-ff 5120) ;;
     hd128) data=$B/data-32000; tref=(python3 bench/torch_gpt2_step.py --compile --bf16 --batch 8
              --layers 8 --d-model 1024 --heads 8 --d-ff 4096 --vocab 32000 --context 2048) ;;
+    none) continue ;;  # ONLY=none: no step times
     *) echo "unknown model $model"; continue ;;
   esac
   case $model in smollm2|llama1b) tref+=(--spec $spec --batch $batch) ;; esac
@@ -116,6 +120,7 @@ for model in ${ONLY:-smollm2 llama1b}; do
   done
 done
 for p in ${PROFILES:-llama1b}; do
+  [ "$p" = none ] && continue  # PROFILES=none: no profile
   exe=${p%@*}; envs=(); [ "$p" != "$exe" ] && { e=${p#*@}; case $e in *=*) envs=($e) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
   case $exe in smollm2*) data=$B/data-49152 ;; *) data=$B/data-128256 ;; esac
   echo "== 4. where the time goes: $p, 8 steps, TGRT_PROFILE=1"

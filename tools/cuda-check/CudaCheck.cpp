@@ -2513,7 +2513,8 @@ void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
   };
   const Case cases[] = {{"GPT-2 small", 16, 12, 12, 1024, 64},
                         {"Llama 3.2 1B", 4, 32, 8, 2048, 64},
-                        {"hd 128", 8, 8, 8, 2048, 128}};
+                        {"hd 128", 8, 8, 8, 2048, 128},
+                        {"GQA hd 128", 8, 32, 8, 2048, 128}}; // issue 21's attention target
   const int32_t dt = TGRT_BF16;
   std::printf("\nattention: own kernels vs cuDNN fused SDPA, packed layout, causal, %s (median of "
               "%d; bwd TFLOP/s = 2.5 x fwd flops / time; workspace region %lld bytes)\n",
