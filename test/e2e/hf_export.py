@@ -29,6 +29,8 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 from transformers import AutoModelForCausalLM
 
+from eval_windows import final as final_evals  # the final {"eval": split} records of a --log
+
 
 def fail(msg):
     print("hf_export.py: FAIL: " + msg)
@@ -61,12 +63,7 @@ def check_loss(hfdir, data, ckpt, log, tol=1e-3):
     with safe_open(ckpt, framework="np") as f:
         spec = json.loads(f.metadata()["spec"])
     T, B = spec["model"]["context"], spec["training"]["batch_size"]
-    final = {}
-    with open(log) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("final") and "eval" in r:
-                final[r["eval"]] = r
+    final = final_evals(log)
     model = load(hfdir)
     checked = 0
     for split in ("val", "test"):
