@@ -94,9 +94,44 @@ bool BiasAddOp::keptBySelective() { return getX().getDefiningOp<MatmulOp>() != n
 
 //===------------------------------------------------------------- workspace --===//
 
-/// The backward's D = rowsum(dout * out): float32 [B, H, T], the size of lse.
-int64_t AttentionGradOp::workspaceBytes() { return bytesOf(getLse()); }
-int64_t AttentionQKVGradOp::workspaceBytes() { return bytesOf(getLse()); }
+/// The workspace of cuDNN's fused SDPA backward (runtime/cuda/CudnnAttention.cu, non-
+/// deterministic), bf16 / f16: with rows = B H T (the rows of lse) and head dim hd,
+/// rows * 4 * (hd + 1) bytes (a float32 dQ accumulator and a row sum), plus rows * hd * 4
+/// when grouped-query (Hkv < H; float32 dK / dV per query head), plus 256. Measured, not
+/// documented by NVIDIA: cuDNN 9.14 on the H100 asked exactly this at GPT-2 small (16 x 12,
+/// t 1024, hd 64: 51,118,336 B), Llama 3.2 1B (4 x 32/8, t 2048, hd 64: 135,266,560), hd 128
+/// (8 x 8, t 2048: 67,633,408) and 8 x 32/8, hd 128 (538,968,320) (bench/results/2026-11-27-
+/// h100/call66). A larger need at run time is allocated beside the plan and reported.
+int64_t cudnnSdpaBackwardBytes(int64_t rows, int64_t hd, bool grouped) {
+  return rows * 4 * (hd + 1) + (grouped ? rows * hd * 4 : 0) + 256;
+}
+
+/// True when the module's attention runs cuDNN's SDPA (`tg.attention_impl = "cudnn"`, set
+/// by tg-plan-memory's attention-impl option) and the operand is bf16 / f16 (the runtime
+/// routes only those through cuDNN).
+bool cudnnAttention(Operation *op, Value operand) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto impl = module ? module->getAttrOfType<StringAttr>("tg.attention_impl") : StringAttr();
+  Type e = rt(operand).getElementType();
+  return impl && impl.getValue() == "cudnn" && (e.isBF16() || e.isF16());
+}
+
+/// The backward's D = rowsum(dout * out): float32 [B, H, T], the size of lse; under cuDNN
+/// (cudnnAttention) its backward's workspace when larger.
+int64_t AttentionGradOp::workspaceBytes() {
+  int64_t own = bytesOf(getLse());
+  if (!cudnnAttention(*this, getQ()))
+    return own;
+  auto q = rt(getQ()).getShape(), k = rt(getK()).getShape();
+  return std::max(own, cudnnSdpaBackwardBytes(elems(getLse()), q.back(), k[1] < q[1]));
+}
+int64_t AttentionQKVGradOp::workspaceBytes() {
+  int64_t own = bytesOf(getLse());
+  if (!cudnnAttention(*this, getQkv()))
+    return own;
+  const int64_t heads = getHeads(), hd = lastDim(getOut()) / heads;
+  return std::max(own, cudnnSdpaBackwardBytes(elems(getLse()), hd, getKvHeadsOrHeads() < heads));
+}
 
 /// The sort (24 bytes per token), 1 MiB, and the float32 sums of the chunks of sorted tokens.
 int64_t EmbeddingGradOp::workspaceBytes() {

@@ -177,6 +177,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     v.object("attention", [&] {
       v.string("kernel", t.attention.kernel);
       v.integer("window", t.attention.window, Kind::NonNegInt);
+      v.string("impl", t.attention.impl);
     });
     v.string("checkpointing", t.checkpointing);
     v.integer("loss_chunk_bytes", t.loss_chunk_bytes, Kind::NonNegInt);
@@ -618,6 +619,12 @@ void checkSemantics(const Spec &s) {
   if (t.attention.kernel == "flash" && headDim != 32 && headDim != 64 && headDim != 128)
     fail("training.attention.kernel",
          "flash attention supports head dims 32, 64, 128; model has " + std::to_string(headDim));
+  checkOneOf("training.attention.impl", t.attention.impl, {"auto", "own", "cudnn"});
+  if (t.attention.impl == "cudnn" && (t.attention.kernel != "flash" || t.precision == "fp32"))
+    fail("training.attention.impl",
+         "\"cudnn\" runs bf16 / f16 flash attention; this spec has kernel \"" +
+             t.attention.kernel + "\" and precision \"" + t.precision +
+             "\" (use kernel \"flash\" with a bf16 or f16 precision, or impl \"auto\")");
   if (t.attention.window > m.context)
     fail("training.attention.window", std::to_string(t.attention.window) +
                                           " exceeds model.context=" + std::to_string(m.context));

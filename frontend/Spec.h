@@ -81,6 +81,9 @@ struct OptimizerSpec {
 struct AttentionSpec {
   std::string kernel = "naive"; ///< naive | flash
   int64_t window = 0;           ///< 0 = full causal; w > 0: query sees itself and w-1 keys before
+  /// bf16 / f16 flash attention's implementation on CUDA: auto (cuDNN's fused SDPA on the
+  /// cuda target, tgc's own kernels on the cpu) | own | cudnn. tg-plan-memory attention-impl.
+  std::string impl = "auto";
 };
 
 /// Data parallelism (docs/distributed.md): `ranks` replicas each train on their slice of

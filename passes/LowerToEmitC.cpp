@@ -380,8 +380,14 @@ private:
        << fltText(fv[6]) << ",\n"
        << "  " << iv[0] << ", " << iv[1] << ", " << iv[2] << ",\n"
        << "  " << precision << ", " << fltText(lossScaleInit) << ", " << growth << ",\n"
-       << "  " << ranks << ", " << report.zero << ", " << report.hostBytes << "LL"
-       << (report.gradsInArena ? ",\n  1" : "") << "\n}";
+       << "  " << ranks << ", " << report.zero << ", " << report.hostBytes << "LL";
+    // The trailing fields only when set (older emitted code, and programs that need neither,
+    // stay byte-identical; the omitted fields are 0).
+    if (report.cudnnAttention)
+      ms << ",\n  " << (report.gradsInArena ? 1 : 0) << ", 1";
+    else if (report.gradsInArena)
+      ms << ",\n  1";
+    ms << "\n}";
     b.create<emitc::GlobalOp>(loc, "kModel", opaque("tgrt_model"), opaqueAttr(model),
                               /*extern=*/false, /*static=*/true, /*const=*/true);
 

@@ -346,6 +346,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     r.heuristic = h.str();
   if (auto g = plan.getAs<StringAttr>("gradients"))
     r.gradsInArena = g.getValue() == "arena";
+  if (auto a = plan.getAs<StringAttr>("attention_impl"))
+    r.cudnnAttention = a.getValue() == "cudnn";
   if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr))
     r.precision = p.str();
   if (auto params = plan.getAs<ArrayAttr>("params"))

@@ -150,6 +150,10 @@ struct PlanReport {
   /// `gradients = "arena"`), live from their first write in @micro_step to the end of
   /// @optimizer_step; else in the persistent region.
   bool gradsInArena = false;
+  /// bf16 / f16 attention runs cuDNN's fused SDPA (the plan's `attention_impl = "cudnn"`,
+  /// tg-plan-memory attention-impl=cudnn); the workspace region holds its backward's
+  /// workspace. False: tgc's own attention kernels.
+  bool cudnnAttention = false;
   std::vector<ParamSlot> params;
   struct Buffer {
     std::string function, name, phase, dtype;

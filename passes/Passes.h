@@ -78,6 +78,12 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
       llvm::cl::desc("auto | persistent | arena: where the gradient slots live "
                      "(tg-plan-memory; auto = arena with grad_accum 1 and one rank)"),
       llvm::cl::init("auto")};
+  Option<std::string> attentionImpl{
+      *this, "attention-impl",
+      llvm::cl::desc("auto | own | cudnn: bf16 / f16 flash attention by tgc's own kernels or "
+                     "cuDNN's fused SDPA (tg-plan-memory; auto = cudnn when the backend has a "
+                     "workspace, i.e. CUDA, else own)"),
+      llvm::cl::init("auto")};
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};

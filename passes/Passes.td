@@ -233,6 +233,11 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "each from its first write in @micro_step to the end of @optimizer_step (needs "
            "grad_accum 1, one rank, no checkpointing budget; MemoryPlan.h "
            "gradientsCanLiveInArena); auto: arena when that holds, else persistent">,
+    Option<"attentionImpl", "attention-impl", "std::string", "\"own\"",
+           "own | cudnn: the runtime's implementation of bf16 / f16 flash attention. cudnn: "
+           "writes tg.attention_impl = cudnn on the module (the lowering sets "
+           "tgrt_model.attention_impl) and the workspace region holds cuDNN's SDPA backward "
+           "workspace (dialect/TgOpKnowledge.cpp)">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

@@ -66,6 +66,10 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   plan.workspaceBytes = o.workspaceBytes;
   plan.offload = o.offload;
   plan.gradients = o.gradients;
+  // auto: the own kernels for now (the runtime does not read tgrt_model.attention_impl yet);
+  // cudnn plans cuDNN's workspace and marks the model.
+  const std::string impl = o.attentionImpl;
+  plan.attentionImpl = impl == "auto" ? "own" : impl;
   pm.addPass(createTgPlanMemory(plan));
 }
 
@@ -111,6 +115,8 @@ void registerTrainingPipeline() {
                  "none, gelu, selective, layer, layer-attn or budget");
         if (o.gradients != "auto" && o.gradients != "persistent" && o.gradients != "arena")
           refuse("gradients", o.gradients, "auto, persistent or arena");
+        if (o.attentionImpl != "auto" && o.attentionImpl != "own" && o.attentionImpl != "cudnn")
+          refuse("attention-impl", o.attentionImpl, "auto, own or cudnn");
         if (o.ranks < 1 || o.ranks > 64) {
           llvm::errs() << "tg-pipeline: ranks must be in [1, 64], got " << o.ranks << "\n";
           std::exit(1);

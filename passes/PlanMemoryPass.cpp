@@ -145,6 +145,27 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
                          << gradients << "'";
       return signalPassFailure();
     }
+    // cuDNN's SDPA (attention-impl=cudnn) where the module has bf16 / f16 attention: the
+    // module says so (tg.attention_impl, read by the attention ops' workspaceBytes and by the
+    // lowering through the plan's attention_impl); fp32 attention always runs the own kernels,
+    // so a module without low-precision attention keeps no mark (and its plan is unchanged).
+    if (attentionImpl != "own" && attentionImpl != "cudnn") {
+      module.emitError() << "tg-plan-memory: attention-impl must be own or cudnn, got '"
+                         << attentionImpl << "'";
+      return signalPassFailure();
+    }
+    bool cudnnAttention = false;
+    if (attentionImpl == "cudnn")
+      module.walk([&](Operation *op) {
+        if (!isa<AttentionOp, AttentionQKVOp, AttentionGradOp, AttentionQKVGradOp>(op))
+          return;
+        Type e = getElementTypeOrSelf(op->getOperand(0).getType());
+        cudnnAttention |= e.isBF16() || e.isF16();
+      });
+    if (cudnnAttention)
+      module->setAttr("tg.attention_impl", b.getStringAttr("cudnn"));
+    else
+      module->removeAttr("tg.attention_impl");
     bool gradsInArena = false;
     if (gradients != "persistent") {
       gradsInArena = gradientsCanLiveInArena(module, /*assumeOneMicroStep=*/gradients == "arena");
@@ -338,6 +359,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
     if (gradsInArena)
       plan.push_back(b.getNamedAttr("gradients", b.getStringAttr("arena")));
+    if (cudnnAttention)
+      plan.push_back(b.getNamedAttr("attention_impl", b.getStringAttr("cudnn")));
     plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
     module->setAttr("tg.plan", b.getDictionaryAttr(plan));
   }

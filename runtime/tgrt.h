@@ -131,6 +131,12 @@ typedef struct tgrt_model {
    * to the end of the next tg_optimizer_step (tg_eval_step may overwrite it after that).
    * 0 (older emitted code too): persistent slots, zeroed by tg_optimizer_step. */
   int32_t grads_in_arena;
+  /* 1: bf16 / f16 attention runs cuDNN's fused SDPA (tgc's plan `attention_impl = "cudnn"`,
+   * training.attention.impl auto on CUDA, or cudnn), and workspace_bytes holds its backward's
+   * workspace; the runtime falls back to its own kernels where libcudnn is missing or refuses
+   * a shape (noted once). 0 (older emitted code too): the own kernels. The environment
+   * variable TGRT_ATTN (own | cudnn | cudnn-det) overrides it. */
+  int32_t attention_impl;
 } tgrt_model;
 
 /* Emitted code provides these four symbols. */

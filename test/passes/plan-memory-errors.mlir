@@ -6,6 +6,12 @@
 // RUN: not tg-opt %S/Inputs/plan-memory-gradients-errors.mlir -split-input-file \
 // RUN:   -tg-plan-memory="gradients=arenas" 2>&1 | FileCheck %s --check-prefix=SPELL
 // SPELL: error: tg-plan-memory: gradients must be persistent, arena or auto, got 'arenas'
+// RUN: not tg-opt %S/Inputs/plan-memory-gradients-errors.mlir -split-input-file \
+// RUN:   -tg-plan-memory="attention-impl=cudnn9" 2>&1 | FileCheck %s --check-prefix=IMPL
+// IMPL: error: tg-plan-memory: attention-impl must be own or cudnn, got 'cudnn9'
+// RUN: not tg-opt %S/Inputs/plan-memory-gradients-errors.mlir \
+// RUN:   -tg-pipeline="attention-impl=fast" 2>&1 | FileCheck %s --check-prefix=PIPE
+// PIPE: tg-pipeline: unknown attention-impl 'fast' (expected auto, own or cudnn)
 // Diagnostics of tg-plan-memory (and of tg-print-memory-plan on an unplanned module,
 // in Inputs/ because it needs a different pipeline).
 

@@ -145,7 +145,8 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["training"]["loss_scaling"]["growth_interval"], 2000);
   EXPECT_EQ(j["training"]["optimizer"].size(), 11u);
   EXPECT_EQ(j["training"]["optimizer"]["offload"], "none");
-  EXPECT_EQ(j["training"]["attention"].size(), 2u);
+  EXPECT_EQ(j["training"]["attention"].size(), 3u);
+  EXPECT_EQ(j["training"]["attention"]["impl"], "auto");
   // Pretty-printed, name first.
   EXPECT_EQ(s.json.rfind("{\n  \"name\": \"model\",\n  \"model\": {", 0), 0u) << s.json;
 }
@@ -345,6 +346,29 @@ TEST(SpecRules, FlashHeadDims) {
   EXPECT_EQ(overrideError({"training.attention.kernel=flash"}),
             "--set training.attention.kernel: flash attention supports head dims 32, 64, 128; "
             "model has 16");
+}
+
+TEST(SpecRules, AttentionImpl) {
+  // cudnn runs bf16 / f16 flash attention only: naive or fp32 is refused, naming both.
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 256, "n_heads": 4},
+                       "training": {"attention": {"kernel": "naive", "impl": "cudnn"},
+                                    "precision": "bf16-mixed"}})"),
+            "training.attention.impl: \"cudnn\" runs bf16 / f16 flash attention; this spec has "
+            "kernel \"naive\" and precision \"bf16-mixed\" (use kernel \"flash\" with a bf16 or "
+            "f16 precision, or impl \"auto\")");
+  EXPECT_EQ(errorOf(R"({"model": {"d_model": 256, "n_heads": 4},
+                       "training": {"attention": {"kernel": "flash", "impl": "cudnn"}}})"),
+            "training.attention.impl: \"cudnn\" runs bf16 / f16 flash attention; this spec has "
+            "kernel \"flash\" and precision \"fp32\" (use kernel \"flash\" with a bf16 or "
+            "f16 precision, or impl \"auto\")");
+  parseOk(R"({"model": {"d_model": 256, "n_heads": 4},
+             "training": {"attention": {"kernel": "flash", "impl": "cudnn"},
+                          "precision": "fp16-mixed"}})");
+  // auto and own go with anything; another word is refused with the choices.
+  parseOk(R"({"training": {"attention": {"impl": "own"}}})");
+  EXPECT_NE(errorOf(R"({"training": {"attention": {"impl": "cuDNN"}}})")
+                .find("training.attention.impl"),
+            std::string::npos);
 }
 
 TEST(SpecRules, Dropout) {
