@@ -4,6 +4,10 @@
 // the model, zero-filled), a small DeviceState allocation (loss sum and count, gradient norm,
 // device-side error word), one non-blocking stream and a cuBLASLt handle. Before allocating
 // it compares the plan with the free device memory and refuses (NULL) when it cannot fit.
+// After allocating, and again when it is destroyed, it reports the device memory: the plan
+// against cudaMemGetInfo (what the process took since the context existed) and against NVML
+// (the whole process as nvidia-smi shows it, the CUDA context included; libnvidia-ml is
+// opened at run time, nothing links it).
 #include "runtime/cuda/Internal.h"
 
 #include <cmath>
@@ -18,6 +22,11 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#ifndef TGRT_CUDA_EMULATE
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
 
 namespace tgrt_cuda {
 
@@ -333,11 +342,173 @@ char* checkedRange(Context* ctx, const char* what, int32_t region, int64_t offse
 }
 
 /// Free device memory (cudaMemGetInfo) when each live context was created, before its plan
-/// was allocated: the baseline of the end-of-run report in destroyContext.
+/// was allocated, and the context's device: the baseline of the end-of-run report in
+/// destroyContext.
+struct Baseline {
+  size_t freeBytes = 0;
+  int device = 0;
+};
 std::mutex g_baseline_mu;
-std::unordered_map<const Context*, size_t>& freeAtCreation() {
-  static std::unordered_map<const Context*, size_t> m;
+std::unordered_map<const Context*, Baseline>& freeAtCreation() {
+  static std::unordered_map<const Context*, Baseline> m;
   return m;
+}
+
+#ifndef TGRT_CUDA_EMULATE
+// NVML's types and the functions used, declared here: nvml.h is not installed where the
+// runtime is built, and NVML is opened at run time (dlopen) so that neither libtgrt_cuda.a
+// nor the emitted programs need it to link or start. Layouts of NVML API version 12 (nvml.h
+// of CUDA 12.x): nvmlProcessInfo_v2_t {pid, usedGpuMemory, gpuInstanceId,
+// computeInstanceId}, which both nvmlDeviceGetComputeRunningProcesses_v3 and _v2 fill
+// (r525's short-lived 32-byte nvmlProcessInfo_t of _v3 aside).
+struct NvmlDevice;
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long usedGpuMemory; ///< bytes; ~0ULL = NVML_VALUE_NOT_AVAILABLE
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlErrorInsufficientSize = 7;
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+
+/// libnvidia-ml.so.1 and its entry points, loaded once (`error` says why not).
+struct Nvml {
+  int (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  const char* (*errorString)(int) = nullptr;
+  int (*byPciBusId)(const char*, NvmlDevice**) = nullptr;
+  int (*processes)(NvmlDevice*, unsigned int*, NvmlProcessInfo*) = nullptr;
+  const char* processesName = "";
+  std::string error;
+};
+
+const Nvml& nvml() {
+  static Nvml n;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* e = dlerror();
+      n.error = std::string("libnvidia-ml.so.1 cannot be loaded: ") + (e ? e : "?");
+      return;
+    }
+    auto sym = [&](const char* name) -> void* {
+      void* f = dlsym(lib, name);
+      if (!f && n.error.empty()) n.error = std::string("libnvidia-ml.so.1 lacks ") + name;
+      return f;
+    };
+    n.init = reinterpret_cast<int (*)()>(sym("nvmlInit_v2"));
+    n.shutdown = reinterpret_cast<int (*)()>(sym("nvmlShutdown"));
+    n.errorString = reinterpret_cast<const char* (*)(int)>(sym("nvmlErrorString"));
+    n.byPciBusId = reinterpret_cast<int (*)(const char*, NvmlDevice**)>(
+        sym("nvmlDeviceGetHandleByPciBusId_v2"));
+    n.processesName = "nvmlDeviceGetComputeRunningProcesses_v3";
+    void* procs = dlsym(lib, n.processesName);
+    if (!procs) {
+      n.processesName = "nvmlDeviceGetComputeRunningProcesses_v2";
+      procs = sym(n.processesName);
+    }
+    n.processes =
+        reinterpret_cast<int (*)(NvmlDevice*, unsigned int*, NvmlProcessInfo*)>(procs);
+  });
+  return n;
+}
+#endif
+
+/// The device memory of this whole process on CUDA device `device` as nvidia-smi shows it
+/// (plan, CUDA context, library handles, workspaces: NVML's usedGpuMemory of getpid()'s
+/// entry among the device's compute processes; the device is matched by PCI bus id).
+/// Returns true and sets `bytes`, or false and sets `why` (no NVML, the process not listed:
+/// in a container without the host's PID namespace NVML lists other pids or none, NVML
+/// errors; the CPU emulator has no NVML). Never fails the run.
+bool processDeviceMemory(int device, unsigned long long& bytes, std::string& why) {
+#ifdef TGRT_CUDA_EMULATE
+  (void)device;
+  (void)bytes;
+  why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
+  return false;
+#else
+  const Nvml& n = nvml();
+  if (!n.error.empty()) {
+    why = n.error;
+    return false;
+  }
+  auto nvmlError = [&](const char* what, int r) {
+    why = std::string(what) + ": " + (n.errorString(r) ? n.errorString(r) : "?") + " (" +
+          std::to_string(r) + ")";
+    return false;
+  };
+  char busId[64] = {0};
+  const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
+  if (ce != cudaSuccess) {
+    why = std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce);
+    return false;
+  }
+  int r = n.init();
+  if (r != kNvmlSuccess) return nvmlError("nvmlInit_v2", r);
+  bool found = false;
+  NvmlDevice* dev = nullptr;
+  std::vector<NvmlProcessInfo> procs(64);
+  unsigned int count = (unsigned int)procs.size();
+  r = n.byPciBusId(busId, &dev);
+  if (r != kNvmlSuccess) {
+    nvmlError((std::string("nvmlDeviceGetHandleByPciBusId_v2(") + busId + ")").c_str(), r);
+  } else {
+    for (int attempt = 0; attempt < 4; ++attempt) { // the list may grow between the calls
+      count = (unsigned int)procs.size();
+      r = n.processes(dev, &count, procs.data());
+      if (r != kNvmlErrorInsufficientSize) break;
+      procs.resize((size_t)count + 16);
+    }
+    if (r != kNvmlSuccess) {
+      nvmlError(n.processesName, r);
+    } else {
+      const unsigned int self = (unsigned int)getpid();
+      for (unsigned int i = 0; i < count && !found; ++i)
+        if (procs[i].pid == self) {
+          found = procs[i].usedGpuMemory != kNvmlValueNotAvailable;
+          bytes = procs[i].usedGpuMemory;
+          if (!found)
+            why = "NVML lists this process (pid " + std::to_string(self) +
+                  ") but without a memory figure (NVML_VALUE_NOT_AVAILABLE)";
+        }
+      if (!found && why.empty()) {
+        std::string pids;
+        for (unsigned int i = 0; i < count && i < 8; ++i)
+          pids += (i ? ", " : "") + std::to_string(procs[i].pid);
+        why = "this process (pid " + std::to_string(self) + ") is not among the " +
+              std::to_string(count) + " compute process(es) NVML lists on " + busId +
+              (count ? " (pids " + pids + (count > 8 ? ", ..." : "") + ")" : "") +
+              ": a container without the host's PID namespace sees other pids or none";
+      }
+    }
+  }
+  n.shutdown();
+  return found;
+#endif
+}
+
+/// Prints the whole process's device memory (processDeviceMemory) against the plan's
+/// `plan` bytes: "tgrt: cuda process memory[ at the end of the run] on DEV (NVML, as
+/// nvidia-smi shows it): X bytes = plan P + D outside the plan (...)", or one line saying
+/// why it is not available.
+void printProcessMemory(const Context* ctx, int device, long long plan, bool atEnd) {
+  unsigned long long bytes = 0;
+  std::string why;
+  const char* when = atEnd ? " at the end of the run" : "";
+  if (processDeviceMemory(device, bytes, why))
+    std::fprintf(stderr,
+                 "tgrt: cuda process memory%s on %s (NVML, as nvidia-smi shows it): %llu "
+                 "bytes = plan %lld + %lld outside the plan (CUDA context, library handles, "
+                 "workspaces)\n",
+                 when, ctx->device_name, bytes, plan, (long long)bytes - plan);
+  else
+    std::fprintf(stderr,
+                 "tgrt: cuda process memory%s on %s: not available from NVML (%s); the "
+                 "cudaMemGetInfo figures count from the context's creation, without the CUDA "
+                 "context itself\n",
+                 when, ctx->device_name, why.c_str());
 }
 
 /// Prints "tgrt: ctx_create: <what>: <error>" and returns false when e is an error.
@@ -490,9 +661,12 @@ Context* createContext(const tgrt_model* model) {
                  ctx->device_name, (long long)need, (long long)sizes[0], (long long)sizes[1],
                  (long long)sizes[2], (long long)(freeBytes - freeAfter),
                  (long long)(freeBytes - freeAfter) - (long long)need);
+  // The whole process as nvidia-smi sees it (the CUDA context included), now that the plan
+  // is allocated.
+  printProcessMemory(ctx, device, need, /*atEnd=*/false);
   {
     std::lock_guard<std::mutex> lock(g_baseline_mu);
-    freeAtCreation()[ctx] = freeBytes;
+    freeAtCreation()[ctx] = Baseline{freeBytes, device};
   }
   return ctx;
 }
@@ -507,21 +681,24 @@ void destroyContext(Context* ctx) {
   // plan since (cuBLASLt / cuDNN workspaces, NCCL buffers). Other processes on the device
   // count too. (Not "cuda memory on ...: plan N bytes ... used": scripts parse the start-up
   // line by that pattern.)
-  size_t baseline = 0;
+  // Then the same through NVML: the whole process, the CUDA context included.
+  Baseline baseline;
+  bool created = false; // fully created (a half-built context has no baseline)
   {
     std::lock_guard<std::mutex> lock(g_baseline_mu);
     auto it = freeAtCreation().find(ctx);
     if (it != freeAtCreation().end()) {
       baseline = it->second;
+      created = true;
       freeAtCreation().erase(it);
     }
   }
+  const long long plan = (long long)(ctx->region_bytes[TGRT_PERSISTENT] +
+                                     ctx->region_bytes[TGRT_ARENA] +
+                                     ctx->region_bytes[TGRT_WORKSPACE]);
   size_t freeNow = 0, totalNow = 0;
-  if (baseline > 0 && cudaMemGetInfo(&freeNow, &totalNow) == cudaSuccess) {
-    const long long plan = (long long)(ctx->region_bytes[TGRT_PERSISTENT] +
-                                       ctx->region_bytes[TGRT_ARENA] +
-                                       ctx->region_bytes[TGRT_WORKSPACE]);
-    const long long used = (long long)baseline - (long long)freeNow;
+  if (created && baseline.freeBytes > 0 && cudaMemGetInfo(&freeNow, &totalNow) == cudaSuccess) {
+    const long long used = (long long)baseline.freeBytes - (long long)freeNow;
     std::fprintf(stderr,
                  "tgrt: cuda memory at the end of the run on %s: device memory in use %lld "
                  "bytes since the context's creation, beside the plan's %lld bytes: %lld "
@@ -529,6 +706,7 @@ void destroyContext(Context* ctx) {
                  "beside the plan, allocation granularity)\n",
                  ctx->device_name, used, plan, used - plan);
   }
+  if (created) printProcessMemory(ctx, baseline.device, plan, /*atEnd=*/true);
 #ifdef TGRT_HAVE_CUDNN
   destroyCudnn(ctx);
 #endif
