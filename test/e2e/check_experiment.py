@@ -32,12 +32,17 @@ def fail(msg):
 def check_experiment(d, data):
     exp = json.load(open(os.path.join(d, "experiment.json")))
     for k, t in [("name", str), ("matrix_file", str), ("spec_file", str), ("data", str),
-                 ("target", str), ("memory_bytes", int), ("budget", dict),
-                 ("pytorch", dict), ("configs", list)]:
+                 ("target", str), ("memory_bytes", int), ("context_bytes", int),
+                 ("budget", dict), ("pytorch", dict), ("configs", list)]:
         if not isinstance(exp.get(k), t):
             fail(f"experiment.json: {k}: expected {t.__name__}, got {exp.get(k)!r}")
     if exp["target"] not in ("cpu", "cuda"):
         fail(f"experiment.json: target {exp['target']!r}")
+    # The reserve beside the plan (CUDA context): 537 MiB by default on cuda, none on cpu.
+    want_reserve = {"cpu": 0, "cuda": 537 << 20}[exp["target"]]
+    if exp["context_bytes"] != want_reserve:
+        fail(f"experiment.json: context_bytes {exp['context_bytes']} on target "
+             f"{exp['target']}, expected {want_reserve}")
     if os.path.realpath(exp["data"]) != os.path.realpath(data):
         fail(f"experiment.json: data {exp['data']} is not {data}")
     for k in ("matrix_file", "spec_file"):
@@ -98,11 +103,14 @@ def check_config(d, exp, name):
             fail(f"{where}: spec.json {path} = {node!r}, set says {v!r}")
     if c["batch_request"] == "max":
         mb = c["max_batch"]
-        mem = exp["memory_bytes"]
-        if mb["memory_bytes"] != mem or mb["max"] != c["batch"]:
-            fail(f"{where}: max_batch {mb} (memory {mem}, batch {c['batch']})")
-        if not (mb["plan_at_max_bytes"] <= mem < mb["plan_at_max_plus_1_bytes"]):
-            fail(f"{where}: not plan(max) <= memory < plan(max+1): {mb}")
+        mem, reserve = exp["memory_bytes"], exp["context_bytes"]
+        if (mb["memory_bytes"] != mem or mb["context_bytes"] != reserve
+                or mb["max"] != c["batch"]):
+            fail(f"{where}: max_batch {mb} (memory {mem}, context {reserve}, "
+                 f"batch {c['batch']})")
+        if not (mb["plan_at_max_bytes"] + reserve <= mem
+                < mb["plan_at_max_plus_1_bytes"] + reserve):
+            fail(f"{where}: not plan(max) + context <= memory < plan(max+1) + context: {mb}")
         if mb["plan_at_max_bytes"] != p["total_bytes"]:
             fail(f"{where}: plan_at_max_bytes {mb['plan_at_max_bytes']} != plan.total_bytes")
     elif c["max_batch"] is not None:

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""`tgc plan --max-batch` must return the largest micro-batch N whose plan fits:
-plan(N) <= memory < plan(N + 1), checked by planning N and N + 1 independently
-(`tgc plan --json`, total_bytes = persistent + arena + workspace).
+"""`tgc plan --max-batch` must return the largest micro-batch N whose plan fits beside the
+CUDA context reserve R (target cuda, --context-bytes' default 537 MiB; MEMORY is the whole
+card): plan(N) + R <= memory < plan(N + 1) + R, checked by planning N and N + 1
+independently (`tgc plan --json`, total_bytes = persistent + arena + workspace). R is read
+from the report line and must be the default.
 
     max_batch.py TGC SPEC MEMORY [--set k=v ...]
 
-Prints "max-batch: N fits (plan P <= M), N+1 does not (plan Q > M): PASS" or FAIL (exit 1)."""
+Prints "max-batch: N fits (plan P + R <= M), N+1 does not (plan Q + R > M): PASS" or FAIL
+(exit 1)."""
 import json
 import re
 import subprocess
@@ -13,6 +16,7 @@ import sys
 import tempfile
 
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "B": 1}
+CUDA_CONTEXT_BYTES = 537 << 20  # tgc's default --context-bytes for target cuda (issue 25)
 
 
 def parse_bytes(text):
@@ -39,13 +43,19 @@ def main():
     for s in sets:
         args += ["--set", s]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    n = int(re.search(r"max micro-batch: (\d+)", out).group(1))
-    ok = n >= 1
+    line = re.search(r"max micro-batch: (\d+) \(plan (\d+) bytes \+ CUDA context reserve "
+                     r"(\d+) bytes of (\d+) available\)", out)
+    if not line:
+        print(f"max-batch: FAIL: no max micro-batch line with the reserve in:\n{out}")
+        sys.exit(1)
+    n, reserve = int(line.group(1)), int(line.group(3))
+    ok = n >= 1 and reserve == CUDA_CONTEXT_BYTES and int(line.group(4)) == m
     p_n = plan_total(tgc, spec, sets, n) if n >= 1 else 0
     p_next = plan_total(tgc, spec, sets, n + 1)
-    ok = ok and p_n <= m < p_next
-    print(f"max-batch: {' '.join(sets) or 'defaults'}: {n} fits (plan {p_n} <= {m}), "
-          f"{n + 1} does not (plan {p_next} > {m}): {'PASS' if ok else 'FAIL'}")
+    ok = ok and p_n == int(line.group(2)) and p_n + reserve <= m < p_next + reserve
+    print(f"max-batch: {' '.join(sets) or 'defaults'}: {n} fits (plan {p_n} + {reserve} <= "
+          f"{m}), {n + 1} does not (plan {p_next} + {reserve} > {m}): "
+          f"{'PASS' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 

@@ -420,9 +420,13 @@ bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
   return planSpec(c, s, target, report, quiet);
 }
 
+long long defaultContextBytes(const std::string &target) {
+  return target == "cuda" ? kCudaContextBytes : 0;
+}
+
 int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
-                      const std::string &target, long long memory, int64_t *bytes,
-                      bool progress) {
+                      const std::string &target, long long memory, long long contextBytes,
+                      int64_t *bytes, bool progress) {
   auto fits = [&](int64_t batch, int64_t &total) {
     std::vector<std::string> o = overrides;
     o.push_back("training.batch_size=" + std::to_string(batch));
@@ -430,7 +434,7 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
     if (!planWith(spec, o, target, r, /*quiet=*/true))
       return false;
     total = r.totalBytes();
-    return total <= memory;
+    return total <= memory - contextBytes;
   };
   int64_t b = 0, lo = 0, hi = 1;
   while (hi <= (1 << 16) && fits(hi, b)) {
@@ -455,6 +459,16 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
   return lo;
 }
 
+/// How a fit's reserve reads in reports: " + CUDA context reserve N bytes" (target cuda),
+/// " + reserve N bytes (--context-bytes)" (another target, when not 0), else "".
+static std::string reserveText(const std::string &target, long long contextBytes) {
+  if (target == "cuda")
+    return " + CUDA context reserve " + std::to_string(contextBytes) + " bytes";
+  if (contextBytes != 0)
+    return " + reserve " + std::to_string(contextBytes) + " bytes (--context-bytes)";
+  return "";
+}
+
 /// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the
 /// smallest (layer) and the largest (none) arena, each planned for real: arena, total,
 /// per-phase peaks, extra FLOPs, and the largest micro-batch that fits --memory.
@@ -464,7 +478,7 @@ int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
 /// the same on every rank (ZeRO-1: the largest rank's share of the moments; ZeRO-2/3: one
 /// rank's chunks of the sharded tensors).
 static int runRanks(const Spec &spec, const std::string &target, long long memory,
-                    int64_t ranks) {
+                    long long contextBytes, int64_t ranks) {
   if (ranks < 1 || ranks > 64) {
     llvm::errs() << "tgc: error: --ranks: " << ranks << " is outside [1, 64]\n";
     return 2;
@@ -474,7 +488,8 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
                << " (micro-batch " << spec.training.batch_size << " per rank, global batch "
                << ranks * spec.training.batch_size << " x grad_accum " << spec.training.grad_accum
                << "), precision " << spec.training.precision << ", target " << target
-               << "; GiB; max micro-batch per rank for " << memory << " bytes\n";
+               << "; GiB; max micro-batch per rank for " << memory << " bytes (plan"
+               << reserveText(target, contextBytes) << ")\n";
   llvm::outs() << llvm::left_justify("stage", 30) << llvm::right_justify("params", 9)
                << llvm::right_justify("grads", 9) << llvm::right_justify("AdamW", 9)
                << llvm::right_justify("copies", 9) << llvm::right_justify("arena", 9)
@@ -492,7 +507,7 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
       continue;
     }
     int64_t bytes = 0;
-    int64_t maxB = maxMicroBatch(spec, sets, target, memory, &bytes, false);
+    int64_t maxB = maxMicroBatch(spec, sets, target, memory, contextBytes, &bytes, false);
     llvm::outs() << llvm::left_justify(name, 30) << llvm::right_justify(gib(r.paramBytes), 9)
                  << llvm::right_justify(gib(r.gradBytes), 9)
                  << llvm::right_justify(gib(r.optimizerStateBytes), 9)
@@ -510,7 +525,7 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
 }
 
 static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::string &target,
-                       long long memory) {
+                       long long memory, long long contextBytes) {
   struct Row {
     std::string policy;
     bool ok = false;
@@ -525,7 +540,7 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
     row.ok = planWith(spec, {"training.checkpointing=" + policy}, target, row.r, true);
     if (row.ok)
       row.maxBatch = maxMicroBatch(spec, {"training.checkpointing=" + policy}, target, memory,
-                                   &row.maxBatchBytes, false);
+                                   contextBytes, &row.maxBatchBytes, false);
     rows.push_back(std::move(row));
   };
   for (const char *p : {"none", "gelu", "selective", "layer-attn", "layer"})
@@ -542,7 +557,7 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
   }
   llvm::outs() << "trade-off (micro-batch " << spec.training.batch_size << ", precision "
                << spec.training.precision << ", target " << target << ", max micro-batch for "
-               << memory << " bytes)\n";
+               << memory << " bytes: plan" << reserveText(target, contextBytes) << ")\n";
   llvm::outs() << llvm::left_justify("policy", 22) << llvm::right_justify("arena GiB", 11)
                << llvm::right_justify("total GiB", 11) << llvm::right_justify("fwd peak", 10)
                << llvm::right_justify("bwd peak", 10) << llvm::right_justify("extra FLOPs", 13)
@@ -581,7 +596,9 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                     {"memory_bytes", memory}, {"rows", std::move(json)}}))
+                                     {"memory_bytes", memory},
+                                     {"context_bytes", contextBytes},
+                                     {"rows", std::move(json)}}))
        << "\n";
     if (!writeAtomically(opts.planJson, text))
       return 1;
@@ -608,13 +625,34 @@ int runPlan(const DriverOptions &opts) {
     llvm::errs() << "tgc: error: --memory: cannot parse '" << memoryText << "'\n";
     return 2;
   }
+  std::string target = opts.target.empty() ? "cuda" : opts.target;
+  long long contextBytes = defaultContextBytes(target);
+  if (!opts.contextBytes.empty()) {
+    contextBytes = parseBytes(opts.contextBytes);
+    if (contextBytes < 0) {
+      llvm::errs() << "tgc: error: --context-bytes: cannot parse '" << opts.contextBytes
+                   << "'\n";
+      return 2;
+    }
+  }
+  // --memory is the device's whole memory: a plan fits when plan + reserve <= memory.
+  const bool fitting = opts.maxBatch || opts.tradeoff || opts.ranksGiven;
+  if (fitting && contextBytes >= memory) {
+    const std::string origin =
+        opts.contextBytes.empty() ? " (the default for target " + target + ")" : "";
+    llvm::errs() << "tgc: error: --context-bytes: the reserve of " << contextBytes
+                 << " bytes outside the plan" << origin << " is not below --memory "
+                 << memoryText << " (" << memory
+                 << " bytes): nothing is left for the plan (--memory is the device's whole "
+                    "memory)\n";
+    return 2;
+  }
   if (opts.memory.empty() && (opts.tradeoff || opts.ranksGiven))
     llvm::errs() << "tgc: plan: no --memory given: the max batch column assumes 80GiB\n";
-  std::string target = opts.target.empty() ? "cuda" : opts.target;
   if (opts.tradeoff)
-    return runTradeoff(opts, spec, target, memory);
+    return runTradeoff(opts, spec, target, memory, contextBytes);
   if (opts.ranksGiven)
-    return runRanks(spec, target, memory, opts.ranks);
+    return runRanks(spec, target, memory, contextBytes, opts.ranks);
   MLIRContext ctx;
   setupContext(ctx);
   tg::PlanReport report;
@@ -626,6 +664,13 @@ int runPlan(const DriverOptions &opts) {
                << (spec.training.attention.window ? " (window " + std::to_string(spec.training.attention.window) + ")" : "")
                << ", checkpointing " << spec.training.checkpointing << ", target " << target << "\n";
   llvm::outs() << tg::formatPlanReport(report, 10);
+  if (target == "cuda" || contextBytes != 0) {
+    const long long whole = report.totalBytes() + contextBytes;
+    llvm::outs() << "whole process on the device: plan " << report.totalBytes()
+                 << reserveText(target, contextBytes) << " = " << whole << " bytes ("
+                 << llvm::formatv("{0:f2}", (double)whole / (1LL << 30)).str()
+                 << " GiB; the reserve: --context-bytes)\n";
+  }
   if (!opts.planJson.empty() && !writeAtomically(opts.planJson, tg::planReportJson(report)))
     return 1;
   if (!opts.planSvg.empty()) {
@@ -639,7 +684,8 @@ int runPlan(const DriverOptions &opts) {
   }
   if (opts.maxBatch) {
     int64_t best = 0;
-    int64_t lo = maxMicroBatch(spec, {}, target, memory, &best, /*progress=*/true);
+    int64_t lo = maxMicroBatch(spec, {}, target, memory, contextBytes, &best,
+                               /*progress=*/true);
     if (lo == 0) {
       // Say what micro-batch 1 would need (or why it cannot be planned at all).
       tg::PlanReport one;
@@ -647,14 +693,15 @@ int runPlan(const DriverOptions &opts) {
       if (planWith(spec, {"training.batch_size=1"}, target, one, /*quiet=*/true, &why))
         llvm::errs() << "tgc: error: --max-batch: not even micro-batch 1 fits in " << memory
                      << " bytes (--memory " << opts.memory << "): its plan needs "
-                     << one.totalBytes() << " bytes\n";
+                     << one.totalBytes() << " bytes" << reserveText(target, contextBytes)
+                     << "\n";
       else
         llvm::errs() << "tgc: error: --max-batch: micro-batch 1 cannot be planned: "
                      << (why.empty() ? "(no diagnostic)" : why) << "\n";
       return 1;
     }
-    llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes of " << memory
-                 << " available)\n";
+    llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes"
+                 << reserveText(target, contextBytes) << " of " << memory << " available)\n";
   }
   return 0;
 }

@@ -53,10 +53,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-/// Device memory kept back from the free memory for "memory": "auto" (CUDA context,
-/// cuBLAS handles and workspace, allocator slack).
-constexpr long long kAutoMemoryReserve = 1LL << 30;
-
 /// A located matrix error; thrown while reading the matrix, caught in runExperiment.
 struct MatrixError {
   std::string path;    ///< JSON path inside the matrix ("runs[3].set.\"x\""), may be empty
@@ -727,6 +723,7 @@ struct Context {
   const Matrix &m;
   std::string out, target, self;
   long long memory = -1; ///< -1: unknown
+  long long contextBytes = 0; ///< held outside the plan: plan + contextBytes <= memory
   bool force = false;
   size_t index = 0, total = 0;
   double secondsDone = 0;
@@ -794,13 +791,22 @@ void processConfig(Context &ctx, const Config &c) {
   ojson entry{{"name", c.name}, {"set", setObj}, {"batch_request", c.batchRequest},
               {"target", ctx.target}};
   std::string hashInput = m.specText + '\0' + entry.dump();
-  cfg["hash"] = fnv1a(hashInput + '\0' + std::to_string(ctx.memory));
+  cfg["hash"] = fnv1a(hashInput + '\0' + std::to_string(ctx.memory) + '\0' +
+                      std::to_string(ctx.contextBytes));
 
   ctx.progress(c, "planning…");
   int64_t batch = spec.training.batch_size;
   if (c.batchRequest.is_string()) { // "max"
     int64_t bytes = 0;
-    batch = maxMicroBatch(spec, {}, ctx.target, ctx.memory, &bytes, /*progress=*/false);
+    batch = maxMicroBatch(spec, {}, ctx.target, ctx.memory, ctx.contextBytes, &bytes,
+                          /*progress=*/false);
+    // The reserve beside the plan as reports say it ("" when there is none).
+    const std::string reserveName =
+        ctx.target == "cuda" ? " + CUDA context reserve " : " + reserve ";
+    const std::string reserve = ctx.contextBytes ? reserveName +
+                                                       std::to_string(ctx.contextBytes) +
+                                                       " bytes (" + gib(ctx.contextBytes) + ")"
+                                                 : "";
     if (batch == 0) {
       mlir::tg::PlanReport r;
       std::string why;
@@ -808,12 +814,13 @@ void processConfig(Context &ctx, const Config &c) {
       if (planWith(spec, {"training.batch_size=1"}, ctx.target, r, true, &why))
         reason = "no micro-batch fits " + std::to_string(ctx.memory) + " bytes (" +
                  gib(ctx.memory) + "): micro-batch 1 plans " + std::to_string(r.totalBytes()) +
-                 " bytes (" + gib(r.totalBytes()) + ")";
+                 " bytes (" + gib(r.totalBytes()) + ")" + reserve;
       else
         reason = "the plan is refused: " + why;
       cfg["batch"] = 0;
-      cfg["max_batch"] = ojson{{"memory_bytes", ctx.memory}, {"max", 0},
-                               {"plan_at_max_bytes", nullptr},
+      cfg["max_batch"] = ojson{{"memory_bytes", ctx.memory},
+                               {"context_bytes", ctx.contextBytes},
+                               {"max", 0}, {"plan_at_max_bytes", nullptr},
                                {"plan_at_max_plus_1_bytes", r.totalBytes() ? ojson(r.totalBytes()) : ojson()}};
       ++ctx.refused;
       ctx.progress(c, "refused: " + reason);
@@ -826,10 +833,13 @@ void processConfig(Context &ctx, const Config &c) {
                  true))
       nextBytes = next.totalBytes();
     cfg["max_batch"] = ojson{{"memory_bytes", ctx.memory},
+                             {"context_bytes", ctx.contextBytes},
                              {"max", batch},
                              {"plan_at_max_bytes", bytes},
                              {"plan_at_max_plus_1_bytes", nextBytes}};
     ctx.progress(c, "max micro-batch " + std::to_string(batch) + " (plan " + gib(bytes) +
+                        (ctx.contextBytes ? reserveName + gib(ctx.contextBytes)
+                                          : std::string()) +
                         " of " + gib(ctx.memory) + ")");
   }
   cfg["batch"] = batch;
@@ -1015,13 +1025,28 @@ int runExperiment(const ExperimentOptions &opts) {
   bool needMax = std::any_of(selected.begin(), selected.end(), [](const Config *c) {
     return c->batchRequest.is_string();
   });
+  // The device memory outside the plan (CUDA context, library handles), counted against
+  // "memory": plan + contextBytes <= memory.
+  long long contextBytes = defaultContextBytes(target);
+  if (!opts.contextBytes.empty()) {
+    contextBytes = parseBytes(opts.contextBytes);
+    if (contextBytes < 0) {
+      llvm::errs() << "tgc: error: --context-bytes: cannot parse '" << opts.contextBytes
+                   << "'\n";
+      return 2;
+    }
+  }
   long long memory = -1;
   if (memText == "auto") {
+    // nvidia-smi's free memory on an idle GPU: no context of ours exists yet, so the
+    // reserve for it is still to come out of it (in the fit, not here).
     long long free = gpu ? gpuFreeBytes() : -1;
     if (free > 0) {
-      memory = std::max(0LL, free - kAutoMemoryReserve);
+      memory = free;
       llvm::errs() << "tgc: experiment: memory: " << memory << " bytes (" << gib(memory)
-                   << ": GPU 0 free memory " << gib(free) << " minus a 1 GiB reserve)\n";
+                   << ": GPU 0 free memory from nvidia-smi; a plan gets it minus the "
+                   << (target == "cuda" ? "CUDA context " : "") << "reserve of "
+                   << contextBytes << " bytes (" << gib(contextBytes) << ", --context-bytes))\n";
     } else if (needMax) {
       llvm::errs() << "tgc: error: " << opts.matrixFile
                    << ": memory: \"auto\" reads the free GPU memory from nvidia-smi, which is "
@@ -1036,6 +1061,17 @@ int runExperiment(const ExperimentOptions &opts) {
                    << memText << "'\n";
       return 2;
     }
+  }
+
+  if (needMax && memory > 0 && contextBytes >= memory) {
+    llvm::errs() << "tgc: error: --context-bytes: the reserve of " << contextBytes
+                 << " bytes outside the plan"
+                 << (opts.contextBytes.empty() ? " (the default for target " + target + ")"
+                                               : std::string())
+                 << " is not below the memory of " << memory << " bytes (" << memText
+                 << "): nothing is left for the plans of \"batch\": \"max\" (memory is the "
+                    "device's whole memory)\n";
+    return 2;
   }
 
   // Data directory (relative to the current directory).
@@ -1078,6 +1114,7 @@ int runExperiment(const ExperimentOptions &opts) {
             {"data", dataJson},
             {"target", target},
             {"memory_bytes", memory > 0 ? ojson(memory) : ojson()},
+            {"context_bytes", contextBytes},
             {"budget", m.budget},
             {"pytorch", m.pytorch},
             {"configs", listed}};
@@ -1088,6 +1125,7 @@ int runExperiment(const ExperimentOptions &opts) {
       llvm::sys::fs::getMainExecutable("tgc", (void *)(intptr_t)&runExperiment);
   Context ctx{m, outAbs.str().str(), target, self};
   ctx.memory = memory;
+  ctx.contextBytes = contextBytes;
   ctx.force = opts.force;
   ctx.total = selected.size();
   llvm::errs() << "tgc: experiment '" << m.name << "': " << selected.size() << " of "

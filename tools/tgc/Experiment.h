@@ -3,7 +3,8 @@
 // `tgc experiment MATRIX.json --out DIR` expands a matrix of training configurations
 // (named runs and/or a cartesian product of spec fields) over one base spec, checks every
 // configuration against the spec before anything is built, plans each one (resolving
-// "batch": "max" to the largest micro-batch that fits the device memory), compiles one
+// "batch": "max" to the largest micro-batch whose plan, with the CUDA context reserve beside
+// it, fits the device memory), compiles one
 // training executable per configuration into DIR/configs/<name>/, and then hands DIR to
 // the Python runner (tools/experiment/run.py) which trains them and writes the report.
 // The matrix format and the DIR layout are in docs/experiments.md.
@@ -23,6 +24,9 @@ struct ExperimentOptions {
   std::vector<std::string> only, skip;  ///< raw --only / --skip values (comma-separated names)
   std::string data;                     ///< non-empty: overrides the matrix's "data"
   std::string memory;                   ///< non-empty: overrides "memory" (bytes or "auto")
+  /// non-empty: --context-bytes, the device memory outside the plan counted against
+  /// "memory" (default: defaultContextBytes(target), Driver.h)
+  std::string contextBytes;
   std::string target;                   ///< non-empty: overrides "target" (auto | cpu | cuda)
   std::string stage = "all";            ///< compile: stop after compiling; all: also run
   bool force = false;                   ///< recompile configurations that are up to date

@@ -3,7 +3,7 @@
 //   tgc compile [SPEC] [--set k=v]... [--emit=...] [--target=cpu|cuda] [-o OUT]
 //   tgc summary [SPEC] [--set k=v]...
 //   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
-//               [--ranks N]
+//               [--ranks N] [--context-bytes BYTES]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
 //   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
@@ -36,7 +36,8 @@ cl::SubCommand experimentCmd(
     "Compile (and run) a matrix of training configurations over one spec:\n"
     "  tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all]\n"
     "Every configuration is checked against the spec first; each is planned (\"batch\": "
-    "\"max\" = the\nlargest micro-batch that fits --memory), compiled into "
+    "\"max\" = the\nlargest micro-batch whose plan + --context-bytes fits --memory), "
+    "compiled into "
     "DIR/configs/<name>/train, then\ntools/experiment/run.py trains them and writes the "
     "report. See docs/experiments.md.");
 cl::SubCommand exportCmd("export",
@@ -79,7 +80,8 @@ cl::opt<std::string> planSvg(
              "y = arena offset, one rectangle per buffer (tooltip: name, dtype, bytes)"),
     cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::cat(planCat));
 cl::opt<bool> maxBatch("max-batch",
-                       cl::desc("Find the largest micro-batch whose plan fits --memory"),
+                       cl::desc("Find the largest micro-batch whose plan fits --memory "
+                                "(with the --context-bytes reserve)"),
                        cl::sub(planCmd), cl::cat(planCat));
 cl::opt<bool> tradeoff(
     "tradeoff",
@@ -93,10 +95,19 @@ cl::opt<int64_t> planRanks(
              "micro-batch"),
     cl::init(0), cl::sub(planCmd));
 cl::opt<std::string> memory("memory",
-                            cl::desc("Device memory available, e.g. 80GiB, 24GB, 1073741824 "
+                            cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824: "
+                                     "a plan fits when plan + --context-bytes <= it "
                                      "(required by --max-batch; --tradeoff and --ranks "
                                      "assume 80GiB)"),
-                            cl::init(""), cl::sub(planCmd), cl::cat(planCat));
+                            cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd),
+                            cl::cat(planCat));
+cl::opt<std::string> contextBytes(
+    "context-bytes",
+    cl::desc("Device memory the process holds outside the plan (CUDA context, library "
+             "handles), counted against --memory, e.g. 537MiB, 1GiB, 0 (default: 537MiB = "
+             "563085312 for target cuda, measured with nvidia-smi on an H100; 0 for cpu)"),
+    cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd), cl::sub(experimentCmd),
+    cl::cat(planCat));
 
 cl::OptionCategory dataCat("Data options");
 cl::opt<std::string> dataVerb(cl::Positional, cl::desc("prepare"), cl::sub(dataCmd),
@@ -149,8 +160,10 @@ cl::opt<std::string> expData("data",
                              cl::cat(experimentCat));
 cl::opt<std::string> expMemory(
     "memory",
-    cl::desc("Device memory for \"batch\": \"max\", e.g. 24GiB, or auto (GPU 0 free memory "
-             "minus 1 GiB); overrides the matrix's \"memory\""),
+    cl::desc("Device memory for \"batch\": \"max\", the device's whole memory, e.g. 80GiB, or "
+             "auto (GPU 0's free memory from nvidia-smi, read before any CUDA context of ours "
+             "exists, so the plans get free minus --context-bytes); a plan fits when plan + "
+             "--context-bytes <= it; overrides the matrix's \"memory\""),
     cl::value_desc("bytes|auto"), cl::init(""), cl::sub(experimentCmd), cl::cat(experimentCat));
 cl::opt<std::string> expTarget("target",
                                cl::desc("auto | cpu | cuda (auto: cuda when a GPU is visible "
@@ -224,6 +237,7 @@ int main(int argc, char **argv) {
     opts.ranks = planRanks;
     opts.ranksGiven = planRanks.getNumOccurrences() > 0;
     opts.memory = memory;
+    opts.contextBytes = contextBytes;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
     return tgc::runPlan(opts);
   }
@@ -257,6 +271,7 @@ int main(int argc, char **argv) {
     e.skip.assign(expSkip.begin(), expSkip.end());
     e.data = expData;
     e.memory = expMemory;
+    e.contextBytes = contextBytes;
     e.target = expTarget;
     e.stage = expStage;
     e.force = expForce;
