@@ -104,6 +104,10 @@ def check(root):
             fail("a: %s is %r, expected a positive finite number" % (key, a.get(key)))
     if a["steps"] != STEPS:
         fail("a: steps %r, expected %d" % (a["steps"], STEPS))
+    # The median of steps 3..STEPS: STEPS - 2 timed steps after the warm-up, not indicative.
+    if (a.get("timing_steps"), a.get("timing_indicative")) != (STEPS - 2, False):
+        fail("a: timing_steps %r, timing_indicative %r, expected %d, False"
+             % (a.get("timing_steps"), a.get("timing_indicative"), STEPS - 2))
     if abs(a["tokens_per_s"] - 512 * 1000.0 / a["ms_per_step"]) > 1e-6 * a["tokens_per_s"]:
         fail("a: tokens_per_s %r is not 512 tokens / ms_per_step" % a["tokens_per_s"])
     if a["mfu"] is not None or a["used_bytes"] is not None:
@@ -145,6 +149,8 @@ def check(root):
                    "## Largest micro-batch", "| refused@max | 0 |", "1.00x"):
         if needle not in md:
             fail("results.md lacks %r:\n%s" % (needle, md))
+    if "*" in md.split("## Largest")[0].split("## Runs")[1].split("\n\n")[1]:
+        fail("results.md marks a time of the 20-step tgc rows as indicative:\n%s" % md)
     for stem in ("memory", "step_time", "loss", "max_batch"):
         for ext in ("svg", "png"):
             path = os.path.join(root, "plots", stem + "." + ext)
@@ -212,6 +218,10 @@ def check_torch(root):
     if a["tokens_per_s"] != 512 * 1000.0 / 40.0 or a["hash"] != "h-a":
         fail("a/pytorch: tokens_per_s %r / hash %r not filled in"
              % (a["tokens_per_s"], a.get("hash")))
+    # The stand-in ran 3 steps: its time rests on 1 step after the warm-up step (issue 25).
+    if (a.get("timing_steps"), a.get("timing_indicative")) != (1, True):
+        fail("a/pytorch: timing_steps %r, timing_indicative %r, expected 1, True"
+             % (a.get("timing_steps"), a.get("timing_indicative")))
     c = by[("crash!", "pytorch")]
     if c["status"] != "crashed" or "fake-torch: dying" not in (c.get("reason") or ""):
         fail("crash!/pytorch: %r: %r" % (c["status"], c.get("reason")))
@@ -220,8 +230,11 @@ def check_torch(root):
         fail("refused@max/pytorch: expected --batch max and batch 3, got %r" % r)
     with open(os.path.join(root, "results.md")) as f:
         md = f.read()
+    # 3 stand-in steps: the PyTorch times are marked indicative ('*', issue 25), the tgc
+    # row's 20 steps are not.
     for needle in ("| a | pytorch | 8 | fp32 | naive | none | 1 |  | 0.00838 | 0.00559 | "
-                   "0.00745 | 0.00373 | 40.0 | 1.00x | 12800 |",
+                   "0.00745 | 0.00373 | 40.0* | 1.00x* | 12800* |",
+                   "\\* fewer than 3 timed steps after the warm-up step: indicative only",
                    "| crash! | pytorch |", "| refused@max | pytorch | 3 (max) |",
                    "| refused@max | 0 |  | 0.00885 | 0.00781 | no (refused) | 3 |"):
         if needle not in md:

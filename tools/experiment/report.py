@@ -27,6 +27,11 @@ import sys
 
 GIB = float(1 << 30)
 SYSTEMS = ("tgc", "pytorch")
+# A step time that rests on fewer timed steps after the first (warm-up) step than this is
+# marked indicative: a trailing '*' on ms/step, speed-up, tokens/s and MFU, and a footnote.
+TIMING_MIN_STEPS = 3
+INDICATIVE_NOTE = ("\\* fewer than %d timed steps after the warm-up step: indicative only "
+                   "(ms/step, speed-up, tokens/s and MFU of that row)" % TIMING_MIN_STEPS)
 
 
 class ExperimentError(Exception):
@@ -109,6 +114,33 @@ def latest_results(records):
     return last
 
 
+# ---------------------------------------------------------------------------- timing
+
+def steps_after_warmup(n):
+    """How many of a run's `n` step times after the first (warm-up) step its ms/step rests
+    on, by the runners' rule (tools/experiment/run.py, bench/torch_train.py): the median of
+    the steps after the first 2, or of all of them when there are fewer than 3 (the warm-up
+    step included, which does not count here)."""
+    return n - 2 if n > 2 else max(0, n - 1)
+
+
+def timing_steps(rec):
+    """The record's "timing_steps", else steps_after_warmup of its "steps"; None when the
+    record has neither."""
+    for key, conv in (("timing_steps", int), ("steps", steps_after_warmup)):
+        v = rec.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v if key == "timing_steps" else conv(v)
+    return None
+
+
+def indicative(rec):
+    """True when the row has a step time and it rests on fewer than TIMING_MIN_STEPS timed
+    steps after the warm-up step (e.g. the 1-2 steps of a run at the largest batch)."""
+    t = timing_steps(rec)
+    return num(rec.get("ms_per_step")) is not None and t is not None and t < TIMING_MIN_STEPS
+
+
 # ---------------------------------------------------------------------------- formatting
 
 def num(x):
@@ -126,6 +158,12 @@ def fmt_gib(b):
 def fmt(x, spec):
     v = num(x)
     return "" if v is None else spec % v
+
+
+def marked_fmt(x, spec, mark):
+    """fmt(x, spec) with `mark` appended when there is a number to mark."""
+    text = fmt(x, spec)
+    return text + mark if text else ""
 
 
 def cell(text):
@@ -198,11 +236,14 @@ def rows_in_order(exp, configs, last):
 
 def write_markdown(root, exp, configs, last, rows, plots):
     """Writes DIR/results.md; returns its path."""
+    # The speed-up baseline per system: the first row with a time that is not indicative
+    # (else the first with a time).
     base_ms = {}
-    for name, cfg, system, rec in rows:
-        ms = num(rec.get("ms_per_step"))
-        if ms and system not in base_ms:
-            base_ms[system] = (name, ms)
+    for want_solid in (True, False):
+        for name, cfg, system, rec in rows:
+            ms = num(rec.get("ms_per_step"))
+            if ms and system not in base_ms and (not want_solid or not indicative(rec)):
+                base_ms[system] = (name, ms, indicative(rec))
 
     budget = dict(exp.get("budget") or {})
     if num(budget.get("minutes")) and budget["minutes"] > 0:
@@ -214,6 +255,9 @@ def write_markdown(root, exp, configs, last, rows, plots):
                                          if rec.get("device")})) or None),
             ("memory for max micro-batches", fmt_gib(exp.get("memory_bytes")) + " GiB"
              if num(exp.get("memory_bytes")) else None),
+            ("context reserve beside each plan (counted against that memory)",
+             fmt_gib(exp.get("context_bytes")) + " GiB"
+             if num(exp.get("context_bytes")) else None),
             ("budget", ", ".join("%s %s" % (k, v) for k, v in budget.items()) or None)]
     for key, val in meta:
         if val:
@@ -227,11 +271,16 @@ def write_markdown(root, exp, configs, last, rows, plots):
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 2 + ["---:"] + ["---"] * 3 + ["---:"] * 12 + ["---"])
                  + "|")
+    marked = False
     for name, cfg, system, rec in rows:
         ms = num(rec.get("ms_per_step"))
+        star = "*" if indicative(rec) else ""
+        marked = marked or bool(star)
         speed = ""
         if ms and system in base_ms:
             speed = "%.2fx" % (base_ms[system][1] / ms)
+            speed += "*" if star or base_ms[system][2] else ""
+            marked = marked or speed.endswith("*")
         planned = rec.get("planned_bytes")
         if planned is None and system == "tgc":
             planned = (cfg.get("plan") or {}).get("total_bytes")
@@ -244,25 +293,31 @@ def write_markdown(root, exp, configs, last, rows, plots):
                  attention_text(cfg), cfg.get("checkpointing", ""),
                  rec.get("grad_accum", cfg.get("grad_accum", "")),
                  fmt_gib(planned) if system == "tgc" else "", fmt_gib(rec.get("used_bytes")),
-                 fmt_gib(fwd), fmt_gib(bwd), fmt_gib(opt), fmt(ms, "%.1f"), speed,
-                 fmt(rec.get("tokens_per_s"), "%.0f"),
-                 "" if mfu is None else "%.1f%%" % (100 * mfu),
+                 fmt_gib(fwd), fmt_gib(bwd), fmt_gib(opt), marked_fmt(ms, "%.1f", star),
+                 speed, marked_fmt(rec.get("tokens_per_s"), "%.0f", star),
+                 "" if mfu is None else "%.1f%%" % (100 * mfu) + star,
                  fmt(rec.get("val_ppl"), "%.2f"), fmt(rec.get("test_ppl"), "%.2f"), status]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     if not rows:
         lines.append("| (no results yet) |" + " |" * (len(header) - 1))
     lines.append("")
+    if marked:
+        lines.append(INDICATIVE_NOTE)
+        lines.append("")
     if base_ms:
-        lines.append("Speed-up: ms/step of the first configuration with a time (%s) over this "
-                     "row's, per system." % ", ".join("%s: %s" % (s, n)
-                                                     for s, (n, _) in base_ms.items()))
+        lines.append("Speed-up: the baseline's ms/step over this row's, per system; the "
+                     "baseline is the first configuration whose time rests on at least %d "
+                     "timed steps, else the first with a time (%s)."
+                     % (TIMING_MIN_STEPS, ", ".join("%s: %s%s" % (s, n, "*" if ind else "")
+                                                    for s, (n, _, ind) in base_ms.items())))
     lines.append("planned GiB: tgc's static plan (persistent + arena + workspace); measured "
                  "GiB: device memory the process took (tgc: the runtime's cudaMemGetInfo "
                  "difference; PyTorch: peak reserved); fwd/bwd/opt: bytes in use at the peak of "
                  "each phase, planned for tgc (persistent + workspace + the phase's arena "
                  "peak), torch.cuda.max_memory_allocated for PyTorch (parameters, gradients "
                  "and optimizer state included in both). ms/step: median over "
-                 "the steps after the first two. MFU: planned FLOPs of a step (no recompute) "
+                 "the steps after the first two (over all steps when a run has fewer than 3, "
+                 "the warm-up step included). MFU: planned FLOPs of a step (no recompute) "
                  "per second over the GPU's dense peak for the precision (tools/experiment/"
                  "run.py PEAK_FLOPS); empty on the CPU or an unknown GPU.")
     lines.append("")
@@ -395,7 +450,9 @@ def _plot_memory(plt, np, names, configs, by, title):
     return fig
 
 
-def _bars_by_system(plt, np, names, values, ylabel, title, fmt_label):
+def _bars_by_system(plt, np, names, values, ylabel, title, fmt_label, marked=()):
+    """Grouped bars per configuration, one per system, each labelled with its value (and a
+    trailing '*' when its (name, system) is in `marked`)."""
     systems = [s for s in SYSTEMS if any(values.get((n, s)) is not None for n in names)]
     if not systems:
         return None
@@ -406,9 +463,10 @@ def _bars_by_system(plt, np, names, values, ylabel, title, fmt_label):
         ys = [values.get((n, s)) for n in names]
         bars = ax.bar(x - 0.4 + width * (k + 0.5), [np.nan if y is None else y for y in ys],
                       width, label=s)
-        for b, y in zip(bars, ys):
+        for n, b, y in zip(names, bars, ys):
             if y is not None:
-                ax.annotate(fmt_label % y, (b.get_x() + b.get_width() / 2, y), ha="center",
+                label = fmt_label % y + ("*" if (n, s) in marked else "")
+                ax.annotate(label, (b.get_x() + b.get_width() / 2, y), ha="center",
                             va="bottom", fontsize="x-small")
     ax.set_xticks(x, names, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
@@ -419,8 +477,11 @@ def _bars_by_system(plt, np, names, values, ylabel, title, fmt_label):
 
 def _plot_step_time(plt, np, names, configs, by, title):
     values = {k: num(r.get("ms_per_step")) for k, r in by.items()}
+    marked = {k for k, r in by.items() if indicative(r)}
+    note = ("; * fewer than %d timed steps: indicative" % TIMING_MIN_STEPS) if marked else ""
     return _bars_by_system(plt, np, names, values, "ms per optimizer step",
-                           title + " (median after the first 2 steps)", "%.1f")
+                           title + " (median after the first 2 steps%s)" % note, "%.1f",
+                           marked)
 
 
 def _plot_max_batch(plt, np, names, configs, by, title):

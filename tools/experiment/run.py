@@ -136,7 +136,9 @@ def thin(points, limit=CURVE_POINTS):
 def summarize_log(path, tokens_per_step):
     """Reads an executable's --log FILE.jsonl. Returns a dict with steps, ms_per_step
     (median of the step times after the first 2; all of them when there are fewer than 3),
-    tokens_per_s, curve [[step, loss, elapsed_s]] (elapsed: sum of step times), val_curve
+    timing_steps (how many of those come after the first, warm-up, step) and
+    timing_indicative (timing_steps < report.TIMING_MIN_STEPS: the report marks the row's
+    times), tokens_per_s, curve [[step, loss, elapsed_s]] (elapsed: sum of step times), val_curve
     (every val eval at its step's elapsed time), val/test loss and ppl (final evals, else
     the last ones). Missing file or malformed lines: what could be read."""
     steps, evals = [], []
@@ -155,7 +157,8 @@ def summarize_log(path, tokens_per_step):
                     steps.append(rec)
     except OSError:
         pass
-    out = {"steps": len(steps), "ms_per_step": None, "tokens_per_s": None, "curve": [],
+    out = {"steps": len(steps), "ms_per_step": None, "timing_steps": 0,
+           "timing_indicative": None, "tokens_per_s": None, "curve": [],
            "val_curve": [], "val_loss": None, "val_ppl": None, "test_loss": None,
            "test_ppl": None}
     ms = [report.num(r.get("ms")) for r in steps]
@@ -163,6 +166,8 @@ def summarize_log(path, tokens_per_step):
     if ms:
         timed = ms[2:] if len(ms) > 2 else ms
         out["ms_per_step"] = statistics.median(timed)
+        out["timing_steps"] = report.steps_after_warmup(len(ms))
+        out["timing_indicative"] = out["timing_steps"] < report.TIMING_MIN_STEPS
         if tokens_per_step:
             out["tokens_per_s"] = tokens_per_step * 1000.0 / out["ms_per_step"]
     elapsed, at_step, curve = 0.0, {}, []
@@ -481,6 +486,12 @@ def run_pytorch(root, name, cfg, exp, gpu, progress, timeout_s, python, runner):
         else:
             rec["status"], rec["reason"] = failure(code, timed_out, timeout_s, log_path)
     ms = report.num(rec.get("ms_per_step"))
+    if ms is not None:
+        # bench/torch_train.py times its steps by the same rule (median after the first 2).
+        if rec.get("timing_steps") is None:
+            rec["timing_steps"] = report.timing_steps(rec)
+        if rec["timing_steps"] is not None:
+            rec["timing_indicative"] = rec["timing_steps"] < report.TIMING_MIN_STEPS
     if ms and rec.get("tokens_per_s") is None and rec.get("tokens_per_step"):
         rec["tokens_per_s"] = rec["tokens_per_step"] * 1000.0 / ms
     if ms:
