@@ -66,10 +66,11 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   plan.workspaceBytes = o.workspaceBytes;
   plan.offload = o.offload;
   plan.gradients = o.gradients;
-  // auto: the own kernels for now (the runtime does not read tgrt_model.attention_impl yet);
-  // cudnn plans cuDNN's workspace and marks the model.
+  // auto: cuDNN's SDPA on CUDA (faster at every shape measured, docs/results.md 2026-11-27
+  // night; the runtime runs its own kernels where libcudnn is missing or refuses a shape),
+  // the own kernels on a backend without a workspace (the CPU).
   const std::string impl = o.attentionImpl;
-  plan.attentionImpl = impl == "auto" ? "own" : impl;
+  plan.attentionImpl = impl == "auto" ? (o.workspaceBytes > 0 ? "cudnn" : "own") : impl;
   pm.addPass(createTgPlanMemory(plan));
 }
 

@@ -554,15 +554,31 @@ Context* createContext(const tgrt_model* model) {
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
   const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
   ctx->attn_wgmma = !(attnWg && std::strcmp(attnWg, "0") == 0);
-  // TGRT_ATTN=own | cudnn | cudnn-det: the bf16 / f16 attention's implementation.
+  // The bf16 / f16 attention's implementation: the compiler's choice (tgrt_model.
+  // attention_impl: training.attention.impl, whose workspace the plan holds), unless
+  // TGRT_ATTN=own | cudnn | cudnn-det says otherwise.
+  if (model->attention_impl == 1) {
+#ifdef TGRT_HAVE_CUDNN
+    ctx->attn_impl = (int)AttentionImpl::Cudnn;
+#else
+    if (!std::getenv("TGRT_ATTN"))
+      std::fprintf(stderr, "tgrt: ctx_create: the program asks for cuDNN attention "
+                   "(training.attention.impl); this runtime was built without cuDNN; the own "
+                   "attention kernels run\n");
+#endif
+  }
   if (const char* attn = std::getenv("TGRT_ATTN")) {
-    if (std::strcmp(attn, "cudnn") == 0)
+    if (std::strcmp(attn, "own") == 0)
+      ctx->attn_impl = (int)AttentionImpl::Own;
+    else if (std::strcmp(attn, "cudnn") == 0)
       ctx->attn_impl = (int)AttentionImpl::Cudnn;
     else if (std::strcmp(attn, "cudnn-det") == 0)
       ctx->attn_impl = (int)AttentionImpl::CudnnDeterministic;
-    else if (std::strcmp(attn, "own") != 0 && attn[0] != '\0')
+    else if (attn[0] != '\0') {
       std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s is not own, cudnn or cudnn-det; the "
                    "own attention kernels run\n", attn);
+      ctx->attn_impl = (int)AttentionImpl::Own;
+    }
 #ifndef TGRT_HAVE_CUDNN
     if (ctx->attn_impl != (int)AttentionImpl::Own) {
       std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s: this runtime was built without "

@@ -141,6 +141,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
   o.gradients = spec.training.gradients;
+  o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   const std::string &ck = spec.training.checkpointing;
   if (ck.rfind("budget", 0) == 0) {
