@@ -600,7 +600,10 @@ const char* kUsage =
     "usage: %s --data DIR [options]\n"
     "Trains the compiled model on token arrays DIR/{train,val,test}.npy (from `tgc data prepare`).\n"
     "\n"
-    "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json\n"
+    "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json;\n"
+    "                        the .npy files are memory-mapped, their token ids checked\n"
+    "                        against vocab_size when a batch or an eval reads them\n"
+    "                        (docs/data.md)\n"
     "  --steps N             total optimizer steps of the run (default 200)\n"
     "  --epochs E            steps = E * floor(train_tokens / (batch * context * grad_accum))\n"
     "  --time-limit MIN      train for MIN minutes; the lr decay spans the step count that\n"
@@ -815,17 +818,24 @@ void printInfo(const tgrt_model& m) {
               m.weight_decay, m.grad_clip);
 }
 
-/// A token split loaded from DIR/<name>.npy.
+/// A token split: DIR/<name>.npy memory-mapped read-only (Npy.h, TokenFile). Its ids are
+/// checked against the model's vocab_size when a batch or an evaluation reads them (read()),
+/// not at start-up. Each data-parallel rank (thread) maps the file itself; the ranks'
+/// mappings share the page cache's pages.
 struct Split {
   explicit Split(const char* n) : name(n) {}
   std::string name, path;
-  std::vector<uint32_t> tokens;
+  TokenFile tokens;
   bool present = false;
+  /// Copies tokens [start, start + n) into out as int32, or throws DriverError naming the
+  /// file, the bad id, its index and byte offset.
+  void read(int64_t start, int64_t n, int32_t* out) const;
 };
 
 /// Host staging for one micro-batch of inputs and targets, int32 [batch, context].
 struct Batch {
   std::vector<int32_t> tokens, targets;
+  std::vector<int32_t> window; ///< one window of context + 1 tokens, as read from the split
 };
 
 /// The hint every non-finite stop gives without --find-nonfinite.
@@ -1003,6 +1013,11 @@ void checkOutputPaths(const Options& o) {
   }
 }
 
+void Split::read(int64_t start, int64_t n, int32_t* out) const {
+  std::string err;
+  if (!tokens.read(start, n, out, &err)) throw DriverError(err);
+}
+
 void Trainer::loadData() {
   if (opt_.data.empty())
     throw DriverError("--data DIR is required for training (see --help)", 2);
@@ -1025,11 +1040,13 @@ void Trainer::loadData() {
       continue;
     }
     std::string err;
-    if (!readTokens(s->path, m_.vocab_size, &s->tokens, &err)) throw DriverError(err);
+    if (!s->tokens.open(s->path, m_.vocab_size, &err)) throw DriverError(err);
+    // Training samples windows at random offsets; the evaluations scan val and test.
+    s->tokens.advise(s == &train_ ? TokenFile::Access::Random : TokenFile::Access::Sequential);
     s->present = true;
   }
   const int64_t need = (int64_t)m_.context + 1;
-  if ((int64_t)train_.tokens.size() < need)
+  if (train_.tokens.size() < need)
     throw DriverError(train_.path + ": " + std::to_string(train_.tokens.size()) +
                       " tokens, fewer than one training window of context + 1 = " +
                       std::to_string(need));
@@ -1080,6 +1097,7 @@ void Trainer::sampleBatch(Batch* b) {
   const uint64_t starts = (uint64_t)train_.tokens.size() - (uint64_t)T; // >= 1
   b->tokens.resize((size_t)(B * T));
   b->targets.resize((size_t)(B * T));
+  b->window.resize((size_t)(T + 1));
   // Data parallel: every rank draws the same global batch of ranks x B windows from the
   // same RNG stream and keeps rows [rank * B, (rank + 1) * B), so N ranks of B sequences see
   // exactly the data of one rank of N * B.
@@ -1087,10 +1105,11 @@ void Trainer::sampleBatch(Batch* b) {
     const uint64_t s = data_rng_() % starts;
     if (g / B != rank_) continue;
     const int64_t r = g - (int64_t)rank_ * B;
-    const uint32_t* w = train_.tokens.data() + s;
+    const int32_t* w = b->window.data();
+    train_.read((int64_t)s, T + 1, b->window.data());
     for (int64_t t = 0; t < T; ++t) {
-      b->tokens[(size_t)(r * T + t)] = (int32_t)w[t];
-      b->targets[(size_t)(r * T + t)] = (int32_t)w[t + 1];
+      b->tokens[(size_t)(r * T + t)] = w[t];
+      b->targets[(size_t)(r * T + t)] = w[t + 1];
     }
   }
 }
@@ -1103,7 +1122,7 @@ void Trainer::uploadBatch(const Batch& b) {
 
 double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
   const int64_t T = m_.context, B = m_.batch_size;
-  const int64_t n = (int64_t)s.tokens.size();
+  const int64_t n = s.tokens.size();
   const int64_t windows = n > 0 ? (n - 1) / T : 0;
   // Padding needs the target value the loss skips: the spec's training.ignore_index (-1, the
   // default, is no token id, so those targets are skipped as well).
@@ -1117,6 +1136,7 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
   Batch b;
   b.tokens.resize((size_t)(B * T));
   b.targets.resize((size_t)(B * T));
+  b.window.resize((size_t)(T + 1));
   int64_t cnt = 0;
   tgrt_take_loss(ctx_, &cnt); // drop anything pending
   tgrt_set_micro_batch(ctx_, 0);
@@ -1137,10 +1157,11 @@ double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
         }
         continue;
       }
-      const uint32_t* w = s.tokens.data() + wi * T;
+      const int32_t* w = b.window.data();
+      s.read(wi * T, T + 1, b.window.data());
       for (int64_t t = 0; t < T; ++t) {
-        b.tokens[(size_t)(r * T + t)] = (int32_t)w[t];
-        b.targets[(size_t)(r * T + t)] = (int32_t)w[t + 1];
+        b.tokens[(size_t)(r * T + t)] = w[t];
+        b.targets[(size_t)(r * T + t)] = w[t + 1];
         valid += (int64_t)w[t + 1] != ignore_index_;
       }
     }
@@ -1433,7 +1454,7 @@ int Trainer::run() {
   beat("the parameters' loading");
 
   // Schedule length.
-  const int64_t per_epoch = stepsPerEpoch(m_, (int64_t)train_.tokens.size()) / ranks_;
+  const int64_t per_epoch = stepsPerEpoch(m_, train_.tokens.size()) / ranks_;
   const bool timed = opt_.time_limit_min > 0;
   if (opt_.steps > 0) total_steps_ = opt_.steps;
   else if (opt_.epochs > 0) {
@@ -1616,12 +1637,13 @@ int Trainer::run() {
     if (rank_ > 0) continue; // ZeRO-3: took part in the gathers; rank 0 reports
     if (ec.batches == 0) {
       if (have_ignore_)
-        std::printf("%s: %zu tokens is less than one window of context + 1 = %d tokens; "
+        std::printf("%s: %lld tokens is less than one window of context + 1 = %d tokens; "
                     "skipped\n",
-                    sp->name.c_str(), sp->tokens.size(), (int)m_.context + 1);
+                    sp->name.c_str(), (long long)sp->tokens.size(), (int)m_.context + 1);
       else
-        std::printf("%s: %zu tokens is less than one eval batch of %d x %d tokens; skipped\n",
-                    sp->name.c_str(), sp->tokens.size(), (int)m_.batch_size, (int)m_.context);
+        std::printf("%s: %lld tokens is less than one eval batch of %d x %d tokens; skipped\n",
+                    sp->name.c_str(), (long long)sp->tokens.size(), (int)m_.batch_size,
+                    (int)m_.context);
       continue;
     }
     if (ec.dropped > 0)

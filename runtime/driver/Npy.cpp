@@ -6,10 +6,14 @@
 
 #include "runtime/driver/FileUtil.h"
 
+#include <sys/mman.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace tgrt {
 namespace {
@@ -56,19 +60,34 @@ int64_t npyItemSize(NpyDtype dtype) { return dtype == NpyDtype::U16 ? 2 : 4; }
 
 namespace {
 
-/// readNpy; `tokens`: the file must hold token ids, so float32 is refused with the dtype
-/// message and that message lists only the integer dtypes.
-bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool tokens) {
-  FilePtr f(std::fopen(path.c_str(), "rb"));
-  if (!f) return fail(err, path + ": cannot open: " + std::strerror(errno));
-  if (std::fseek(f.get(), 0, SEEK_END) != 0) return fail(err, path + ": cannot seek");
-  const long file_size_l = std::ftell(f.get());
-  if (file_size_l < 0) return fail(err, path + ": cannot determine the file size");
-  const int64_t file_size = file_size_l;
-  std::rewind(f.get());
+/// What a parsed header says about the data.
+struct NpyHeader {
+  NpyDtype dtype = NpyDtype::U16;
+  int64_t count = 0;       ///< elements
+  int64_t data_offset = 0; ///< bytes from the start of the file to element 0
+};
 
+/// Opens `path` for reading and sets *file_size (bytes). Errors name the file.
+bool openNpy(const std::string& path, FilePtr* f, int64_t* file_size, std::string* err) {
+  f->reset(std::fopen(path.c_str(), "rb"));
+  if (!*f) return fail(err, path + ": cannot open: " + std::strerror(errno));
+  if (std::fseek(f->get(), 0, SEEK_END) != 0) return fail(err, path + ": cannot seek");
+  const long file_size_l = std::ftell(f->get());
+  if (file_size_l < 0) return fail(err, path + ": cannot determine the file size");
+  *file_size = file_size_l;
+  std::rewind(f->get());
+  return true;
+}
+
+/// Parses the header of the .npy file `f` (open at its start; `file_size` bytes) and checks
+/// that the file holds exactly the elements the header promises: nothing missing, nothing
+/// after them. Leaves `f` at the first element. `tokens`: the file must hold token ids, so
+/// float32 is refused with the dtype message and that message lists only the integer dtypes.
+/// The one header parser of readNpy, readTokens and TokenFile::open.
+bool parseNpyHeader(std::FILE* f, const std::string& path, int64_t file_size, bool tokens,
+                    NpyHeader* out, std::string* err) {
   unsigned char pre[12];
-  const size_t got = std::fread(pre, 1, 10, f.get());
+  const size_t got = std::fread(pre, 1, 10, f);
   if (got < 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0)
     return fail(err, path + ": not a .npy file (missing the \\x93NUMPY magic)" + at(0));
   const int major = pre[6];
@@ -76,7 +95,7 @@ bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool 
   if (major == 1) {
     header_len = pre[8] | (pre[9] << 8);
   } else if (major == 2 || major == 3) {
-    if (std::fread(pre + 10, 1, 2, f.get()) != 2)
+    if (std::fread(pre + 10, 1, 2, f) != 2)
       return fail(err, path + ": truncated header length" + at(8));
     header_len = (int64_t)pre[8] | ((int64_t)pre[9] << 8) | ((int64_t)pre[10] << 16) |
                  ((int64_t)pre[11] << 24);
@@ -90,7 +109,7 @@ bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool 
                          " bytes runs past the end of the file (" + std::to_string(file_size) +
                          " bytes)" + at(header_start));
   std::string h((size_t)header_len, '\0');
-  if (header_len > 0 && std::fread(&h[0], 1, (size_t)header_len, f.get()) != (size_t)header_len)
+  if (header_len > 0 && std::fread(&h[0], 1, (size_t)header_len, f) != (size_t)header_len)
     return fail(err, path + ": cannot read the header" + at(header_start));
 
   // descr
@@ -166,11 +185,41 @@ bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool 
   out->dtype = dtype;
   out->count = count;
   out->data_offset = data_offset;
-  out->bytes.resize((size_t)(count * item));
-  if (count > 0 &&
-      std::fread(out->bytes.data(), 1, out->bytes.size(), f.get()) != out->bytes.size())
-    return fail(err, path + ": read error in the data" + at(data_offset));
   return true;
+}
+
+/// readNpy; `tokens`: see parseNpyHeader.
+bool readNpyImpl(const std::string& path, NpyArray* out, std::string* err, bool tokens) {
+  FilePtr f;
+  int64_t file_size = 0;
+  NpyHeader hd;
+  if (!openNpy(path, &f, &file_size, err) ||
+      !parseNpyHeader(f.get(), path, file_size, tokens, &hd, err))
+    return false;
+  out->dtype = hd.dtype;
+  out->count = hd.count;
+  out->data_offset = hd.data_offset;
+  out->bytes.resize((size_t)(hd.count * npyItemSize(hd.dtype)));
+  if (hd.count > 0 &&
+      std::fread(out->bytes.data(), 1, out->bytes.size(), f.get()) != out->bytes.size())
+    return fail(err, path + ": read error in the data" + at(hd.data_offset));
+  return true;
+}
+
+/// The token id at `b` (one element of `dtype`, little-endian), sign-extended for int32.
+inline int64_t decodeId(NpyDtype dtype, const uint8_t* b) {
+  if (dtype == NpyDtype::U16) return (int64_t)(b[0] | (b[1] << 8));
+  const uint32_t u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+                     ((uint32_t)b[3] << 24);
+  return dtype == NpyDtype::I32 ? (int64_t)(int32_t)u : (int64_t)u;
+}
+
+/// "<path>: token id X at index I is outside [0, vocab_size=V) (at byte offset O)".
+std::string badIdMessage(const std::string& path, int64_t id, int64_t index,
+                         int64_t vocab_size, int64_t data_offset, int64_t item) {
+  return path + ": token id " + std::to_string(id) + " at index " + std::to_string(index) +
+         " is outside [0, vocab_size=" + std::to_string(vocab_size) + ")" +
+         at(data_offset + index * item);
 }
 
 } // namespace
@@ -208,19 +257,94 @@ bool readTokens(const std::string& path, int64_t vocab_size, std::vector<uint32_
   tokens->resize((size_t)a.count);
   const int64_t item = npyItemSize(a.dtype);
   for (int64_t i = 0; i < a.count; ++i) {
-    const uint8_t* b = a.bytes.data() + i * item;
-    int64_t id;
-    if (a.dtype == NpyDtype::U16) id = (int64_t)(b[0] | (b[1] << 8));
-    else {
-      const uint32_t u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
-                         ((uint32_t)b[3] << 24);
-      id = a.dtype == NpyDtype::I32 ? (int64_t)(int32_t)u : (int64_t)u;
-    }
+    const int64_t id = decodeId(a.dtype, a.bytes.data() + i * item);
     if (id < 0 || (vocab_size > 0 && id >= vocab_size))
-      return fail(err, path + ": token id " + std::to_string(id) + " at index " +
-                           std::to_string(i) + " is outside [0, vocab_size=" +
-                           std::to_string(vocab_size) + ")" + at(a.data_offset + i * item));
+      return fail(err, badIdMessage(path, id, i, vocab_size, a.data_offset, item));
     (*tokens)[(size_t)i] = (uint32_t)id;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------------ TokenFile --
+
+TokenFile::~TokenFile() { close(); }
+
+TokenFile::TokenFile(TokenFile&& o) noexcept { *this = std::move(o); }
+
+TokenFile& TokenFile::operator=(TokenFile&& o) noexcept {
+  if (this == &o) return *this;
+  close();
+  path_ = std::move(o.path_);
+  dtype_ = o.dtype_;
+  count_ = o.count_;
+  data_offset_ = o.data_offset_;
+  vocab_size_ = o.vocab_size_;
+  base_ = o.base_;
+  map_bytes_ = o.map_bytes_;
+  o.base_ = nullptr;
+  o.map_bytes_ = 0;
+  o.count_ = o.data_offset_ = 0;
+  return *this;
+}
+
+void TokenFile::close() {
+  if (base_) munmap(base_, map_bytes_);
+  base_ = nullptr;
+  map_bytes_ = 0;
+  count_ = data_offset_ = 0;
+}
+
+bool TokenFile::open(const std::string& path, int64_t vocab_size, std::string* err) {
+  close();
+  FilePtr f;
+  int64_t file_size = 0;
+  NpyHeader hd;
+  if (!openNpy(path, &f, &file_size, err) ||
+      !parseNpyHeader(f.get(), path, file_size, /*tokens=*/true, &hd, err))
+    return false;
+  // The whole file (header included: data_offset need not be page-aligned); file_size > 0
+  // (the header is in it). PROT_READ + MAP_SHARED: the page cache's pages, no private copy.
+  void* p = mmap(nullptr, (size_t)file_size, PROT_READ, MAP_SHARED, fileno(f.get()), 0);
+  if (p == MAP_FAILED)
+    return fail(err, path + ": cannot memory-map " + std::to_string(file_size) + " bytes: " +
+                         std::strerror(errno));
+  path_ = path;
+  dtype_ = hd.dtype;
+  count_ = hd.count;
+  data_offset_ = hd.data_offset;
+  vocab_size_ = vocab_size;
+  base_ = p;
+  map_bytes_ = (size_t)file_size;
+  return true; // the mapping outlives the descriptor fclose closes
+}
+
+void TokenFile::advise(Access access) const {
+  if (!base_) return;
+  const int advice = access == Access::Random       ? MADV_RANDOM
+                     : access == Access::Sequential ? MADV_SEQUENTIAL
+                                                    : MADV_NORMAL;
+  (void)madvise(base_, map_bytes_, advice);
+}
+
+bool TokenFile::read(int64_t start, int64_t n, int32_t* out, std::string* err) const {
+  if (start < 0 || n < 0 || start > count_ || n > count_ - start)
+    return fail(err, path_ + ": internal error: tokens [" + std::to_string(start) + ", " +
+                         std::to_string(start) + " + " + std::to_string(n) +
+                         ") read from a file of " + std::to_string(count_) + " tokens");
+  const int64_t item = npyItemSize(dtype_);
+  // No vocab_size: ids must still be valid int32 model inputs.
+  const int64_t bound = vocab_size_ > 0 ? vocab_size_ : (int64_t)INT32_MAX + 1;
+  const uint8_t* b = static_cast<const uint8_t*>(base_) + data_offset_ + start * item;
+  for (int64_t i = 0; i < n; ++i, b += item) {
+    const int64_t id = decodeId(dtype_, b);
+    if (id < 0 || id >= bound) {
+      if (vocab_size_ > 0)
+        return fail(err, badIdMessage(path_, id, start + i, vocab_size_, data_offset_, item));
+      return fail(err, path_ + ": token id " + std::to_string(id) + " at index " +
+                           std::to_string(start + i) + " is outside [0, 2^31) (not an int32 id)" +
+                           at(data_offset_ + (start + i) * item));
+    }
+    out[i] = (int32_t)id;
   }
   return true;
 }
