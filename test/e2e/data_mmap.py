@@ -7,9 +7,9 @@ header written by numpy.lib.format, then truncate to the full size: all ids 0, n
 blocks) next to the prepared val/test splits and meta.json, and checks:
 
   1. each executable starts and trains 2 steps on it (step lines, finite losses in the log,
-     the final val/test evaluation), and its peak RSS (wait4's ru_maxrss) stays below
-     --max-rss-mb: the old driver read every split whole as uint32, 4 bytes a token (8 GB for
-     2 G tokens), before the first step;
+     the final val/test evaluation), and its peak RSS (GNU time's %M) stays below
+     --max-rss-mib: the old driver read every split whole as uint32, 4 bytes a token, after
+     reading the file (12 GB for 2 G tokens), before the first step;
   2. a token id >= vocab_size in val.npy is reported when the final evaluation reads it
      (exit 1, after the steps), naming the file, the id, its index and byte offset;
   3. a train.npy whose header promises one token more than the file holds is refused at
@@ -49,9 +49,17 @@ def write_sparse_u16(path, count, header_count=None):
     return offset
 
 
-def run(cmd, label):
+TIME = "/usr/bin/time"
+
+
+def run(cmd, work):
     """Runs cmd; returns (exit status, stdout, stderr, seconds to the first step line,
-    peak RSS in MB) of that one process (os.wait4's rusage)."""
+    peak RSS in MiB) of that one process. The peak is GNU time's %M (its own wait4 of the
+    command it forks); without /usr/bin/time, os.wait4's ru_maxrss of the child, an upper
+    bound: Linux carries the peak over exec, so it includes this Python's RSS at the fork."""
+    rss_file = os.path.join(work, "rss.txt")
+    if os.path.exists(TIME):
+        cmd = [TIME, "-f", "%M", "-o", rss_file] + cmd
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out_lines, first_step = [], None
@@ -62,8 +70,11 @@ def run(cmd, label):
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
-    rss_mb = ru.ru_maxrss / 1024.0  # Linux: KiB
-    return p.returncode, "".join(out_lines), err, first_step, rss_mb
+    rss_kib = ru.ru_maxrss  # Linux: KiB
+    if os.path.exists(TIME):
+        with open(rss_file) as f:  # "Command exited with non-zero status N" may precede
+            rss_kib = int(f.read().split()[-1])
+    return p.returncode, "".join(out_lines), err, first_step, rss_kib / 1024.0
 
 
 def main():
@@ -74,7 +85,7 @@ def main():
                     help="N-rank[s]=path of a trainer compiled for N data-parallel ranks")
     ap.add_argument("--tokens", type=int, default=2_000_000_000)
     ap.add_argument("--vocab", type=int, default=512)
-    ap.add_argument("--max-rss-mb", type=float, default=300)
+    ap.add_argument("--max-rss-mib", type=float, default=300)
     a = ap.parse_args()
 
     data = os.path.join(a.work, "data")
@@ -105,7 +116,7 @@ def main():
         label, exe = spec.split("=", 1)
         log = os.path.join(a.work, label + ".jsonl")
         rc, out, err, first, rss = run([exe, "--data", data, "--steps", "2", "--log", log],
-                                       label)
+                                       a.work)
         if rc != 0:
             fail(f"{label}: exit status {rc}\n{out}\n{err}")
         want = f"{a.tokens} train tokens"
@@ -125,11 +136,11 @@ def main():
             fail(f"{label}: step losses {losses}")
         if evals != ["val", "test"]:
             fail(f"{label}: final evaluations {evals}, expected val and test")
-        if rss >= a.max_rss_mb:
-            fail(f"{label}: peak RSS {rss:.0f} MB >= {a.max_rss_mb:.0f} MB")
+        if rss >= a.max_rss_mib:
+            fail(f"{label}: peak RSS {rss:.0f} MiB >= {a.max_rss_mib:.0f} MiB")
         print(f"data-mmap: {label}: 2 steps, losses {losses[0]:.4f} {losses[1]:.4f}, first "
-              f"step after {first:.2f} s, peak RSS {rss:.0f} MB < {a.max_rss_mb:.0f} MB "
-              f"(reading the ids whole as uint32 would take {4 * a.tokens / 1e6:.0f} MB)")
+              f"step after {first:.2f} s, peak RSS {rss:.0f} MiB < {a.max_rss_mib:.0f} MiB "
+              f"(reading the ids whole as uint32 would take {4 * a.tokens / 2**20:.0f} MiB)")
 
     # 2. A bad id in val.npy: reported by the final evaluation that reads it.
     label, exe = a.exe[0].split("=", 1)
@@ -146,7 +157,7 @@ def main():
         np.lib.format.read_magic(f)
         np.lib.format.read_array_header_1_0(f)
         val_offset = f.tell()
-    rc, out, err, _, _ = run([exe, "--data", bad, "--steps", "2"], label)
+    rc, out, err, _, _ = run([exe, "--data", bad, "--steps", "2"], a.work)
     steps = [l for l in out.splitlines() if l.startswith("step ")]
     want = (f"{bad}/val.npy: token id {a.vocab} at index 100 is outside [0, vocab_size="
             f"{a.vocab}) (at byte offset {val_offset + 2 * 100})")
@@ -161,7 +172,7 @@ def main():
     for name in ("val.npy", "test.npy", "meta.json"):
         shutil.copy(os.path.join(data, name), cut)
     write_sparse_u16(os.path.join(cut, "train.npy"), a.tokens, header_count=a.tokens + 1)
-    rc, out, err, first, _ = run([exe, "--data", cut, "--steps", "2"], label)
+    rc, out, err, first, _ = run([exe, "--data", cut, "--steps", "2"], a.work)
     want = (f"{cut}/train.npy: truncated: the header promises {a.tokens + 1} elements of 2 "
             f"bytes but only {2 * a.tokens} bytes follow (at byte offset {offset})")
     if rc != 1 or first is not None or want not in err:
