@@ -2,6 +2,7 @@
 // (tools/data): file formats, lr schedule, init, data preparation on a small corpus, and a
 // fake model trained through tgrt_driver_main on the CPU backend, including exact resume,
 // bf16 parameters, precision checks on resume and dynamic loss scaling.
+#include "test/unit/TempDir.h"
 #include "runtime/driver/Driver.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Safetensors.h"
@@ -33,18 +34,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("tgc-driver-" + std::string(info->name()) + "-" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+/// A fresh temporary directory per test (TempDir.h), named after this file's tests.
+struct TempDir : tgc_test::TempDir {
+  TempDir() : tgc_test::TempDir("tgc-driver") {}
 };
 
 void writeBytes(const std::string& path, const std::string& bytes) {

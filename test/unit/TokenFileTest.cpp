@@ -4,6 +4,7 @@
 // offset, ids checked when read (a bad id is reported only by a read that covers it, with its
 // index and byte offset), empty splits, moves, and 64-bit offsets in a sparse file of more
 // than 4 GiB.
+#include "test/unit/TempDir.h"
 #include "runtime/driver/Npy.h"
 
 #include <gtest/gtest.h>
@@ -25,18 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("tgc-tokenfile-" + std::string(info->name()) + "-" + std::to_string(getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+/// A fresh temporary directory per test (TempDir.h), named after this file's tests.
+struct TempDir : tgc_test::TempDir {
+  TempDir() : tgc_test::TempDir("tgc-tokenfile") {}
 };
 
 std::string readBytes(const std::string& path) {

@@ -425,6 +425,15 @@ long long defaultContextBytes(const std::string &target) {
   return target == "cuda" ? kCudaContextBytes : 0;
 }
 
+long long contextBytesOption(const std::string &target, const std::string &text) {
+  if (text.empty())
+    return defaultContextBytes(target);
+  long long bytes = parseBytes(text);
+  if (bytes < 0)
+    llvm::errs() << "tgc: error: --context-bytes: cannot parse '" << text << "'\n";
+  return bytes < 0 ? -1 : bytes;
+}
+
 int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
                       const std::string &target, long long memory, long long contextBytes,
                       int64_t *bytes, bool progress) {
@@ -627,15 +636,9 @@ int runPlan(const DriverOptions &opts) {
     return 2;
   }
   std::string target = opts.target.empty() ? "cuda" : opts.target;
-  long long contextBytes = defaultContextBytes(target);
-  if (!opts.contextBytes.empty()) {
-    contextBytes = parseBytes(opts.contextBytes);
-    if (contextBytes < 0) {
-      llvm::errs() << "tgc: error: --context-bytes: cannot parse '" << opts.contextBytes
-                   << "'\n";
-      return 2;
-    }
-  }
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  if (contextBytes < 0)
+    return 2;
   // --memory is the device's whole memory: a plan fits when plan + reserve <= memory.
   const bool fitting = opts.maxBatch || opts.tradeoff || opts.ranksGiven;
   if (fitting && contextBytes >= memory) {

@@ -79,6 +79,10 @@ constexpr long long kCudaContextBytes = 537LL << 20;
 /// CPU target's plan is host memory; nothing else is counted against --memory).
 long long defaultContextBytes(const std::string &target);
 
+/// --context-bytes as given (`text`, "" = not given: defaultContextBytes(target)), in bytes;
+/// -1 after printing "tgc: error: --context-bytes: cannot parse '...'" for an unparsable value.
+long long contextBytesOption(const std::string &target, const std::string &text);
+
 /// The largest micro-batch (sequences) whose plan, with `overrides`, fits `memory` bytes
 /// of device memory together with `contextBytes` held outside the plan (plan +
 /// contextBytes <= memory): doubling from 1 (up to 2^16), then bisection (the plan grows

@@ -1027,15 +1027,9 @@ int runExperiment(const ExperimentOptions &opts) {
   });
   // The device memory outside the plan (CUDA context, library handles), counted against
   // "memory": plan + contextBytes <= memory.
-  long long contextBytes = defaultContextBytes(target);
-  if (!opts.contextBytes.empty()) {
-    contextBytes = parseBytes(opts.contextBytes);
-    if (contextBytes < 0) {
-      llvm::errs() << "tgc: error: --context-bytes: cannot parse '" << opts.contextBytes
-                   << "'\n";
-      return 2;
-    }
-  }
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  if (contextBytes < 0)
+    return 2;
   long long memory = -1;
   if (memText == "auto") {
     // nvidia-smi's free memory on an idle GPU: no context of ours exists yet, so the
