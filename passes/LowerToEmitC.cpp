@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -200,7 +201,8 @@ StringRef kernelAccess(StringRef fn) {
 
 class Lowering {
 public:
-  Lowering(ModuleOp module) : module(module), b(module.getContext()), ctx(module.getContext()) {}
+  Lowering(ModuleOp module, std::vector<RuntimeCall> *trace = nullptr)
+      : module(module), b(module.getContext()), ctx(module.getContext()), trace(trace) {}
 
   LogicalResult run() {
     if (failed(readPlanReport(module, report)))
@@ -522,6 +524,7 @@ private:
               .getResult(0);
     // Phase of each op for the reports: @micro_step's ops after its loss are the backward
     // (they carry their forward op's location).
+    currentFunction = fn.getSymName();
     functionPhase = fn.getSymName() == "optimizer_step" ? "optimizer"
                     : fn.getSymName() == "eval_step"    ? "eval"
                                                         : "forward";
@@ -599,8 +602,12 @@ private:
       // Element types need no check here: the plan (readPlanReport) already refused any
       // tensor that is not f32, bf16, f16 or i32.
       size_t fusedBefore = fusedAway.size();
+      size_t callsBefore = trace ? trace->size() : 0;
+      bool alreadyFused = fusedAway.contains(&op);
       if (failed(lowerOp(&op)))
         return failure();
+      if (trace)
+        attributeFlops(&op, alreadyFused, fusedBefore, callsBefore);
       // A slot only becomes final where an accumulate of it is passed or fused, or where an
       // add finishing a fused sum is lowered: look for finished buckets there only.
       if (!buckets.empty() &&
@@ -770,6 +777,8 @@ private:
       operands.push_back(materialize(r, loc));
     }
     b.create<emitc::CallOpaqueOp>(loc, TypeRange{}, fnName, operands, b.getArrayAttr(attrs));
+    if (trace && failed(traceCall(op, fnName, args, locText)))
+      return failure();
     if (site >= 0)
       emitCheck("tgrt_check_op", site, loc);
     return success();
@@ -2148,7 +2157,78 @@ private:
   std::vector<SmallVector<const ParamSlot *>> buckets;
   llvm::DenseMap<const ParamSlot *, SmallVector<Operation *>> accsOf;
   llvm::SmallPtrSet<const ParamSlot *, 32> overlapped;
-  llvm::SmallPtrSet<Operation *, 32> fusedAway; ///< ops lowered as part of an earlier call
+  /// Ops lowered as part of an earlier call, in the order they were fused (the trace
+  /// attributes their FLOPs to the call that computes them).
+  llvm::SetVector<Operation *> fusedAway;
+  /// Runtime calls emitted so far (lowerToEmitC's `calls`), or null.
+  std::vector<RuntimeCall> *trace = nullptr;
+  /// FLOPs of ops lowered without a call of their own yet (a GEMM whose call is emitted
+  /// with the GELU gradient that reads it), by the op that will emit it.
+  llvm::DenseMap<Operation *, int64_t> deferredFlops;
+
+  static int64_t opFlops(Operation *op) {
+    auto c = dyn_cast<CostOpInterface>(op);
+    return c ? c.flops() : 0;
+  }
+
+  /// Records the call just emitted (RuntimeCall): its integer arguments, first dtype and
+  /// the bytes of the tensors its access string says it reads and writes.
+  LogicalResult traceCall(Operation *op, StringRef fnName, ArrayRef<Arg> args,
+                          StringRef locText) {
+    RuntimeCall c;
+    c.function = currentFunction.str();
+    c.kernel = fnName.str();
+    c.location = locText.str();
+    c.phase = (backwardOps.contains(op) ? StringRef("backward") : functionPhase).str();
+    c.op = op->getName().getStringRef().str();
+    StringRef access = kernelAccess(fnName);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Arg &a = args[i];
+      if (a.kind == Arg::Int)
+        c.ints.push_back(a.i);
+      if (a.kind == Arg::Text && c.dtype.empty() && StringRef(a.text).starts_with("TGRT_"))
+        c.dtype = a.text;
+      char role = i < access.size() ? access[i] : '-';
+      if (role == '-' || (a.kind != Arg::Val && a.kind != Arg::Ptr))
+        continue;
+      int64_t bytes = 0;
+      if (a.kind == Arg::Val) {
+        bytes = elemBytes(a.value) * numel(a.value);
+      } else if (a.viewRows >= 0) {
+        int64_t e = a.viewDtype == "TGRT_F32" || a.viewDtype == "TGRT_CHECK_I32" ? 4 : 2;
+        bytes = e * a.viewRows * a.viewCols;
+      }
+      if (role == 'R' || role == 'M')
+        c.bytesRead += bytes;
+      if (role == 'W' || role == 'M')
+        c.bytesWritten += bytes;
+    }
+    trace->push_back(std::move(c));
+    return success();
+  }
+
+  /// After lowering `op`: the FLOPs of `op` (unless an earlier call computed it) and of
+  /// every op fused away while lowering it go to the last call it emitted; when it emitted
+  /// none (a GEMM waiting for its GELU gradient), to the call of the op that emits it.
+  void attributeFlops(Operation *op, bool alreadyFused, size_t fusedBefore,
+                      size_t callsBefore) {
+    int64_t flops = alreadyFused ? 0 : opFlops(op);
+    for (size_t i = fusedBefore; i < fusedAway.size(); ++i)
+      flops += opFlops(fusedAway[i]);
+    if (auto it = deferredFlops.find(op); it != deferredFlops.end()) {
+      flops += it->second;
+      deferredFlops.erase(it);
+    }
+    if (trace->size() > callsBefore) {
+      trace->back().flops += flops;
+      return;
+    }
+    for (auto &[gelu, mm] : deferredDgelu)
+      if (mm.getOperation() == op) {
+        deferredFlops[gelu] += flops;
+        return;
+      }
+  }
   /// Per function: the GEMMs lowered as tgrt_matmul_bias_residual (residualSink).
   llvm::DenseMap<Operation *, ResidualSink> residualGemms;
   /// Adds lowered as tgrt_accumulate of their other operand onto a gradient slot (the GEMM
@@ -2190,7 +2270,7 @@ private:
   Value ctxValue, P, A, H;
   /// Per function: tgrt_check_enabled(ctx), the phase of its ops, @micro_step's backward.
   Value dbg;
-  StringRef functionPhase;
+  StringRef functionPhase, currentFunction;
   llvm::DenseSet<Operation *> backwardOps;
   /// The non-finite checks' tables (emitCheckTables): C++ rows and counts.
   std::string checkTensorText, checkSiteText;
@@ -2201,9 +2281,15 @@ private:
 
 } // namespace
 
-LogicalResult lowerToEmitC(ModuleOp module) {
+LogicalResult lowerToEmitC(ModuleOp module, std::vector<RuntimeCall> *calls) {
   module.getContext()->getOrLoadDialect<emitc::EmitCDialect>();
-  return Lowering(module).run();
+  return Lowering(module, calls).run();
+}
+
+LogicalResult traceRuntimeCalls(ModuleOp module, std::vector<RuntimeCall> &calls) {
+  OwningOpRef<ModuleOp> clone = module.clone();
+  calls.clear();
+  return lowerToEmitC(*clone, &calls);
 }
 
 LogicalResult emitTrainingCpp(ModuleOp module, llvm::raw_ostream &os) {

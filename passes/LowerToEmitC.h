@@ -30,7 +30,28 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+#include <vector>
+
 namespace mlir::tg {
+
+/// One runtime call of the lowered step functions, in emission order: what the cost model
+/// (passes/CostModel.h) prices. Sizes in bytes; FLOPs as CostOpInterface counts them.
+struct RuntimeCall {
+  std::string function; ///< "micro_step", "optimizer_step" or "eval_step"
+  std::string kernel;   ///< the tgrt_* function (runtime/tgrt.h)
+  std::string location; ///< the call's location text ("layers.3.attn.qkv")
+  std::string phase;    ///< forward, backward, optimizer or eval
+  std::string op;       ///< the tg op it lowers ("tg.matmul")
+  /// FLOPs of the ops the call computes: its op and every op fused into it (CostOpInterface
+  /// flops), on the last call a lowered op emits (0 on the others, e.g. the zeroing of a
+  /// gradient slot before it).
+  int64_t flops = 0;
+  int64_t bytesRead = 0;    ///< tensor arguments it reads ('R' and 'M' in its access string)
+  int64_t bytesWritten = 0; ///< tensor arguments it writes ('W' and 'M')
+  std::vector<int64_t> ints; ///< its integer arguments in order (sizes in elements, flags)
+  std::string dtype;         ///< its first TGRT_* dtype argument, "" if none
+};
 
 /// Rewrites the planned `module` in place into the EmitC dialect (see the file comment):
 /// the func.func ops @micro_step / @optimizer_step / @eval_step and the module's tg.plan /
@@ -46,7 +67,13 @@ namespace mlir::tg {
 /// whose element type the runtime does not have (f32, bf16, f16, i32 ids), an op with no
 /// runtime kernel, a runtime call whose argument count disagrees with the checks' access
 /// table (kernelAccess in LowerToEmitC.cpp, kept in step with tgrt.h).
-LogicalResult lowerToEmitC(ModuleOp module);
+/// `calls`, when given, receives every runtime call of the three step functions in order
+/// (RuntimeCall).
+LogicalResult lowerToEmitC(ModuleOp module, std::vector<RuntimeCall> *calls = nullptr);
+
+/// The runtime calls lowerToEmitC would emit for `module` (lowered on a clone; `module` is
+/// left unchanged). Fails with lowerToEmitC's errors.
+LogicalResult traceRuntimeCalls(ModuleOp module, std::vector<RuntimeCall> &calls);
 
 /// Lowers a clone of `module` with lowerToEmitC and prints it with
 /// mlir::emitc::translateToCpp to `os`. `module` itself is left unchanged.
