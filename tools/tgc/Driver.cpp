@@ -4,6 +4,7 @@
 #include "dialect/TgDialect.h"
 #include "frontend/MLIRGen.h"
 #include "frontend/Spec.h"
+#include "passes/CostModel.h"
 #include "passes/LowerToEmitC.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
@@ -271,13 +272,17 @@ bool linkExecutable(const std::string &cpp, const DriverOptions &opts) {
   return true;
 }
 
-/// Plans `spec` and returns the report. False on failure (diagnostics printed).
+/// Plans `spec` and returns the report, and with `calls` the runtime calls of the planned
+/// step (what the lowering would emit: tg::traceRuntimeCalls). False on failure
+/// (diagnostics printed).
 bool planSpec(MLIRContext &ctx, const Spec &spec, llvm::StringRef target, tg::PlanReport &report,
-              bool quiet = false) {
+              bool quiet = false, std::vector<tg::RuntimeCall> *calls = nullptr) {
   OwningOpRef<ModuleOp> module;
   if (!buildModule(ctx, spec, tg::PipelineStage::Planned, module, target, quiet))
     return false;
-  return succeeded(tg::readPlanReport(*module, report));
+  if (failed(tg::readPlanReport(*module, report)))
+    return false;
+  return !calls || succeeded(tg::traceRuntimeCalls(*module, *calls));
 }
 
 } // namespace
@@ -400,7 +405,7 @@ int runCompile(const DriverOptions &opts) {
 
 bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
               const std::string &target, tg::PlanReport &report, bool quiet,
-              std::string *why) {
+              std::string *why, std::vector<tg::RuntimeCall> *calls) {
   SpecError err;
   Spec s;
   if (!parseSpec(spec.json, overrides, s, err, "<spec>")) {
@@ -418,7 +423,7 @@ bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
         *why += (why->empty() ? "" : "; ") + d.str();
       return quiet ? success() : failure(); // failure: passed on to the default printer
     });
-  return planSpec(c, s, target, report, quiet);
+  return planSpec(c, s, target, report, quiet, calls);
 }
 
 long long defaultContextBytes(const std::string &target) {
@@ -479,6 +484,206 @@ static std::string reserveText(const std::string &target, long long contextBytes
   return "";
 }
 
+//===------------------------------------------------------ predicted time --===//
+
+/// Where the shipped calibration tables live: $TGC_CALIBRATION_DIR, else the source tree's
+/// calibration/ directory.
+static std::string calibrationDir() {
+  if (const char *env = getenv("TGC_CALIBRATION_DIR"); env && *env)
+    return env;
+  return std::string(TGC_SOURCE_DIR) + "/calibration";
+}
+
+/// The calibration table for `target`: the file `option` when given, else the shipped one
+/// (cuda: DIR/h100.json; cpu: the first DIR/cpu-*.json by name); when none exists, the
+/// roofline of stated peaks (tg::defaultRooflineTable) and `origin` says so. False, with
+/// "tgc: error: FILE: $.path: ..." printed, when the table cannot be read or is malformed.
+static bool findCalibration(const std::string &option, const std::string &target,
+                            tg::CalibrationTable &table, std::string &origin) {
+  std::string error;
+  if (!option.empty()) {
+    if (!tg::loadCalibrationTable(option, table, error)) {
+      llvm::errs() << "tgc: error: --calibration: " << error << "\n";
+      return false;
+    }
+    origin = option;
+    if (table.target != target)
+      llvm::errs() << "tgc: plan: note: --calibration " << option << " was measured for target "
+                   << table.target << ", the plan is for target " << target << "\n";
+    return true;
+  }
+  const std::string dir = calibrationDir();
+  std::string path;
+  if (target == "cuda") {
+    path = dir + "/h100.json";
+  } else {
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path());
+      if (name.starts_with("cpu-") && name.ends_with(".json"))
+        found.push_back(it->path());
+    }
+    std::sort(found.begin(), found.end());
+    path = found.empty() ? dir + "/cpu-*.json" : found.front();
+  }
+  if (llvm::sys::fs::exists(path)) {
+    if (!tg::loadCalibrationTable(path, table, error)) {
+      llvm::errs() << "tgc: error: calibration table: " << error << "\n";
+      return false;
+    }
+    origin = path;
+    return true;
+  }
+  table = tg::defaultRooflineTable(target);
+  origin = "none found (" + path + "; `tgc calibrate --target " + target +
+           "` measures one, --calibration FILE uses it): roofline of stated peaks";
+  return true;
+}
+
+/// Model FLOPs of one token (PaLM's and nanoGPT's MFU convention): 6 N for the GEMM
+/// parameters N (all parameters but the learned positions and, when untied, the input
+/// embedding, which are looked up, not multiplied) + 12 L H hd T for attention (scores and
+/// values, forward and backward, all T keys: the convention ignores the causal mask).
+static double modelFlopsPerToken(const Spec &spec) {
+  const ModelSpec &m = spec.model;
+  double n = 0;
+  for (const ParamInfo &p : modelParameters(m)) {
+    if (p.name == "wpe" || (p.name == "wte" && !m.tie_embeddings))
+      continue;
+    n += (double)p.numel();
+  }
+  return 6.0 * n + 12.0 * (double)m.n_layers * (double)m.n_heads * (double)m.headDim() *
+                       (double)m.context;
+}
+
+namespace {
+/// The predicted step of one plan and what follows from it.
+struct Prediction {
+  tg::StepPrediction step;
+  double tokensPerStep = 0; ///< all ranks
+  double tokensPerS = 0;
+  double modelFlopsPerStep = 0; ///< one rank's tokens
+  double peakFlops = 0;         ///< the table's peak for the precision, FLOP/s
+  std::string peakDtype;
+  double mfu = 0; ///< model FLOPs per second / peak, one rank
+};
+} // namespace
+
+static Prediction predictPlan(const Spec &spec, const tg::CalibrationTable &table,
+                              const std::vector<tg::RuntimeCall> &calls) {
+  Prediction p;
+  p.step = tg::predictStep(table, calls, spec.training.grad_accum);
+  const double rankTokens = (double)spec.training.batch_size * (double)spec.model.context *
+                            (double)std::max<int64_t>(1, spec.training.grad_accum);
+  p.tokensPerStep = rankTokens * (double)std::max<int64_t>(1, spec.training.distributed.ranks);
+  p.tokensPerS = p.step.stepMs > 0 ? p.tokensPerStep / (p.step.stepMs / 1e3) : 0.0;
+  p.modelFlopsPerStep = modelFlopsPerToken(spec) * rankTokens;
+  const std::string &prec = spec.training.precision;
+  p.peakDtype = prec == "fp32" ? "f32" : prec == "fp16-mixed" ? "f16" : "bf16";
+  p.peakFlops = tg::peakFlopsOf(table, p.peakDtype);
+  p.mfu = p.step.stepMs > 0 && p.peakFlops > 0
+              ? p.modelFlopsPerStep / (p.step.stepMs / 1e3) / p.peakFlops
+              : 0.0;
+  return p;
+}
+
+static std::string fmt3(double v) { return llvm::formatv("{0:f3}", v).str(); }
+
+/// Flops as "6.21 GFLOP/s"-style text with the largest unit that keeps it >= 1.
+static std::string siUnits(double v, const char *unit) {
+  const char *prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (v >= 1000.0 && i < 5) {
+    v /= 1000.0;
+    ++i;
+  }
+  return llvm::formatv("{0:f2} {1}{2}", v, prefixes[i], unit).str();
+}
+
+/// The prediction lines of `tgc plan` (after the memory report).
+static std::string formatPrediction(const Prediction &p, const tg::CalibrationTable &t,
+                                    const std::string &origin) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  const tg::StepPrediction &s = p.step;
+  os << "predicted step time: " << fmt3(s.stepMs) << " ms = grad_accum " << s.gradAccum
+     << " x micro-step " << fmt3(s.microStepMs) << " ms + optimizer step "
+     << fmt3(s.optimizerStepMs) << " ms (" << s.callsPerStep << " runtime calls, "
+     << fmt3(s.overheadMs) << " ms of per-call overhead)\n";
+  os << "predicted throughput: " << withCommas((long long)std::llround(p.tokensPerS))
+     << " tokens/s (" << withCommas((long long)p.tokensPerStep) << " tokens per step), MFU "
+     << llvm::formatv("{0:f1}", 100.0 * p.mfu) << "% (model "
+     << siUnits(p.modelFlopsPerStep, "FLOP") << " per step = 6 N tokens + attention, peak "
+     << siUnits(p.peakFlops, "FLOP/s") << " " << p.peakDtype << ")\n";
+  os << "calibration: " << origin << " (" << t.device << ", target " << t.target;
+  if (!t.measured.empty())
+    os << ", measured " << t.measured;
+  os << ")\n";
+  if (!s.uncalibrated.empty()) {
+    os << "uncalibrated (roofline of the peaks"
+       << (t.linkBytesPerS > 0 ? "; collectives: bytes / link bandwidth" : "") << "): "
+       << fmt3(s.uncalibratedMs) << " ms of " << fmt3(s.stepMs) << " ms in "
+       << s.uncalibrated.size() << " kernel" << (s.uncalibrated.size() > 1 ? "s" : "") << ":";
+    size_t shown = 0;
+    for (const tg::KernelTime &k : s.byKernel) {
+      if (k.calibrated)
+        continue;
+      if (shown++ == 6) {
+        os << " ...";
+        break;
+      }
+      os << " " << k.kernel << "/" << k.dtype << " " << fmt3(k.ms) << " ms";
+    }
+    os << "\n";
+  }
+  os << "largest predicted:";
+  for (size_t i = 0; i < s.byKernel.size() && i < 4; ++i) {
+    const tg::KernelTime &k = s.byKernel[i];
+    os << (i ? ", " : " ") << k.kernel << "/" << k.dtype << " " << fmt3(k.ms) << " ms ("
+       << k.calls << " calls)";
+  }
+  os << "\n";
+  return out;
+}
+
+static llvm::json::Object predictionJson(const Prediction &p, const tg::CalibrationTable &t,
+                                         const std::string &origin) {
+  const tg::StepPrediction &s = p.step;
+  llvm::json::Array kernels;
+  for (const tg::KernelTime &k : s.byKernel)
+    kernels.push_back(llvm::json::Object{{"kernel", k.kernel},
+                                         {"dtype", k.dtype},
+                                         {"calls", k.calls},
+                                         {"ms", k.ms},
+                                         {"calibrated", k.calibrated}});
+  llvm::json::Array uncal;
+  for (const std::string &u : s.uncalibrated)
+    uncal.push_back(u);
+  return llvm::json::Object{
+      {"step_ms", s.stepMs},
+      {"micro_step_ms", s.microStepMs},
+      {"optimizer_step_ms", s.optimizerStepMs},
+      {"eval_step_ms", s.evalStepMs},
+      {"overhead_ms", s.overheadMs},
+      {"grad_accum", s.gradAccum},
+      {"calls_per_step", s.callsPerStep},
+      {"tokens_per_step", p.tokensPerStep},
+      {"tokens_per_s", p.tokensPerS},
+      {"model_flops_per_step", p.modelFlopsPerStep},
+      {"peak_flops_per_s", p.peakFlops},
+      {"peak_dtype", p.peakDtype},
+      {"mfu", p.mfu},
+      {"calibration", origin},
+      {"calibration_device", t.device},
+      {"calibration_target", t.target},
+      {"roofline_only", t.roofline},
+      {"uncalibrated_ms", s.uncalibratedMs},
+      {"uncalibrated", std::move(uncal)},
+      {"by_kernel", std::move(kernels)}};
+}
+
 /// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the
 /// smallest (layer) and the largest (none) arena, each planned for real: arena, total,
 /// per-phase peaks, extra FLOPs, and the largest micro-batch that fits --memory.
@@ -535,19 +740,25 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
 }
 
 static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::string &target,
-                       long long memory, long long contextBytes) {
+                       long long memory, long long contextBytes,
+                       const tg::CalibrationTable &table, const std::string &origin) {
   struct Row {
     std::string policy;
     bool ok = false;
     tg::PlanReport r;
     int64_t maxBatch = 0, maxBatchBytes = 0;
+    Prediction pred; ///< at the spec's micro-batch
   };
   std::vector<Row> rows;
   auto add = [&](const std::string &policy) {
     Row row;
     row.policy = policy;
     llvm::errs() << "tgc: plan: " << policy << "...\n";
-    row.ok = planWith(spec, {"training.checkpointing=" + policy}, target, row.r, true);
+    std::vector<tg::RuntimeCall> calls;
+    row.ok = planWith(spec, {"training.checkpointing=" + policy}, target, row.r, true, nullptr,
+                      &calls);
+    if (row.ok)
+      row.pred = predictPlan(spec, table, calls);
     if (row.ok)
       row.maxBatch = maxMicroBatch(spec, {"training.checkpointing=" + policy}, target, memory,
                                    contextBytes, &row.maxBatchBytes, false);
@@ -571,7 +782,14 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
   llvm::outs() << llvm::left_justify("policy", 22) << llvm::right_justify("arena GiB", 11)
                << llvm::right_justify("total GiB", 11) << llvm::right_justify("fwd peak", 10)
                << llvm::right_justify("bwd peak", 10) << llvm::right_justify("extra FLOPs", 13)
-               << llvm::right_justify("max batch", 11) << "\n";
+               << llvm::right_justify("max batch", 11) << llvm::right_justify("pred ms", 11)
+               << "\n";
+  if (opts.sortBy == "time")
+    std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) {
+      if (a.ok != b.ok)
+        return a.ok;
+      return a.ok && a.pred.step.stepMs < b.pred.step.stepMs;
+    });
   auto gib = [](int64_t b) { return llvm::formatv("{0:f2}", (double)b / (1LL << 30)).str(); };
   llvm::json::Array json;
   for (const Row &row : rows) {
@@ -587,7 +805,8 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
                  << llvm::right_justify(gib(row.r.peakForward), 10)
                  << llvm::right_justify(gib(row.r.peakBackward), 10)
                  << llvm::right_justify(llvm::formatv("{0:f1}%", pct).str(), 13)
-                 << llvm::right_justify(std::to_string(row.maxBatch), 11) << "\n";
+                 << llvm::right_justify(std::to_string(row.maxBatch), 11)
+                 << llvm::right_justify(fmt3(row.pred.step.stepMs), 11) << "\n";
     json.push_back(llvm::json::Object{{"policy", row.policy},
                                       {"ok", true},
                                       {"arena_bytes", row.r.arenaBytes},
@@ -598,16 +817,24 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
                                       {"step_flops", row.r.stepFlops},
                                       {"chosen", row.r.rematPolicy},
                                       {"max_micro_batch", row.maxBatch},
-                                      {"max_micro_batch_bytes", row.maxBatchBytes}});
+                                      {"max_micro_batch_bytes", row.maxBatchBytes},
+                                      {"predicted_ms", row.pred.step.stepMs},
+                                      {"predicted_tokens_per_s", row.pred.tokensPerS},
+                                      {"predicted_mfu", row.pred.mfu}});
   }
   llvm::outs() << "(budget rows: the arena bound given to training.checkpointing; extra FLOPs "
                   "are of one micro-step; max batch keeps the row's policy)\n";
+  llvm::outs() << "(pred ms: predicted time of one optimizer step at micro-batch "
+               << spec.training.batch_size << (opts.sortBy == "time" ? ", rows sorted by it" : "")
+               << "; calibration: " << origin << ")\n";
   if (!opts.planJson.empty()) {
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
                                      {"memory_bytes", memory},
                                      {"context_bytes", contextBytes},
+                                     {"calibration", origin},
+                                     {"sort", opts.sortBy.empty() ? "policy" : opts.sortBy},
                                      {"rows", std::move(json)}}))
        << "\n";
     if (!writeAtomically(opts.planJson, text))
@@ -653,15 +880,30 @@ int runPlan(const DriverOptions &opts) {
   }
   if (opts.memory.empty() && (opts.tradeoff || opts.ranksGiven))
     llvm::errs() << "tgc: plan: no --memory given: the max batch column assumes 80GiB\n";
+  if (!opts.sortBy.empty() && opts.sortBy != "time") {
+    llvm::errs() << "tgc: error: --sort: unknown key '" << opts.sortBy
+                 << "' (expected: time)\n";
+    return 2;
+  }
+  if (!opts.sortBy.empty() && !opts.tradeoff) {
+    llvm::errs() << "tgc: error: --sort orders the rows of --tradeoff; give --tradeoff too\n";
+    return 2;
+  }
+  tg::CalibrationTable table;
+  std::string origin;
+  if (!findCalibration(opts.calibration, target, table, origin))
+    return 1;
   if (opts.tradeoff)
-    return runTradeoff(opts, spec, target, memory, contextBytes);
+    return runTradeoff(opts, spec, target, memory, contextBytes, table, origin);
   if (opts.ranksGiven)
     return runRanks(spec, target, memory, contextBytes, opts.ranks);
   MLIRContext ctx;
   setupContext(ctx);
   tg::PlanReport report;
-  if (!planSpec(ctx, spec, target, report))
+  std::vector<tg::RuntimeCall> calls;
+  if (!planSpec(ctx, spec, target, report, /*quiet=*/false, &calls))
     return 1;
+  const Prediction prediction = predictPlan(spec, table, calls);
   llvm::outs() << "spec '" << spec.name << "', micro-batch " << spec.training.batch_size
                << ", context " << spec.model.context << ", precision "
                << spec.training.precision << ", attention " << spec.training.attention.kernel
@@ -675,8 +917,43 @@ int runPlan(const DriverOptions &opts) {
                  << llvm::formatv("{0:f2}", (double)whole / (1LL << 30)).str()
                  << " GiB; the reserve: --context-bytes)\n";
   }
-  if (!opts.planJson.empty() && !writeAtomically(opts.planJson, tg::planReportJson(report)))
-    return 1;
+  llvm::outs() << formatPrediction(prediction, table, origin);
+  if (!opts.callsFile.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    for (const tg::RuntimeCall &c : calls) {
+      bool cal = true;
+      double ms = tg::predictCallMs(table, c, &cal);
+      llvm::json::Array ints;
+      for (int64_t i : c.ints)
+        ints.push_back(i);
+      os << llvm::json::Value(llvm::json::Object{
+                {"function", c.function}, {"kernel", c.kernel}, {"location", c.location},
+                {"phase", c.phase}, {"op", c.op}, {"dtype", tg::dtypeKey(c.dtype)},
+                {"variant", tg::gemmVariant(c)}, {"flops", tg::effectiveFlops(c)},
+                {"bytes", c.bytesRead + c.bytesWritten}, {"ints", std::move(ints)},
+                {"predicted_ms", ms}, {"calibrated", cal}})
+         << "\n";
+    }
+    if (!writeAtomically(opts.callsFile, text))
+      return 1;
+  }
+  if (!opts.planJson.empty()) {
+    // The plan report with the prediction added under "prediction".
+    llvm::Expected<llvm::json::Value> doc = llvm::json::parse(tg::planReportJson(report));
+    if (!doc || !doc->getAsObject()) {
+      llvm::errs() << "tgc: error: internal: the plan report is not a JSON object\n";
+      if (!doc)
+        llvm::consumeError(doc.takeError());
+      return 1;
+    }
+    doc->getAsObject()->insert({"prediction", predictionJson(prediction, table, origin)});
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}", *doc) << "\n";
+    if (!writeAtomically(opts.planJson, text))
+      return 1;
+  }
   if (!opts.planSvg.empty()) {
     PlanSvgOptions so;
     so.title = "tgc plan: '" + spec.name + "', micro-batch " +
@@ -708,6 +985,42 @@ int runPlan(const DriverOptions &opts) {
                  << reserveText(target, contextBytes) << " of " << memory << " available)\n";
   }
   return 0;
+}
+
+int runCalibrate(const CalibrateOptions &opts) {
+  if (opts.target != "cpu" && opts.target != "cuda") {
+    llvm::errs() << "tgc: error: --target: unknown backend '" << opts.target
+                 << "' (expected cpu or cuda)\n";
+    return 2;
+  }
+  if (opts.out.empty()) {
+    llvm::errs() << "tgc: error: calibrate: --out FILE is required (the table to write)\n";
+    return 2;
+  }
+  // The executable of the target lies next to this tgc (bin/): it links that runtime.
+  std::string self = llvm::sys::fs::getMainExecutable("tgc", (void *)(intptr_t)&runCalibrate);
+  llvm::SmallString<256> exe(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(exe, "tgc-calibrate-" + opts.target);
+  if (!llvm::sys::fs::can_execute(exe)) {
+    llvm::errs() << "tgc: error: calibrate: " << exe << " not found"
+                 << (opts.target == "cuda" ? " (build tgc with -DTGC_ENABLE_CUDA=ON; it runs "
+                                             "on the GPU it times)"
+                                           : " (build the tgc-calibrate-cpu target)")
+                 << "\n";
+    return 2;
+  }
+  std::vector<std::string> args = {std::string(exe), "--out", opts.out};
+  if (opts.quick)
+    args.push_back("--quick");
+  llvm::errs() << "tgc: calibrate: running " << exe << (opts.quick ? " --quick" : "") << "\n";
+  llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
+  std::string err;
+  int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, {}, 0, 0, &err);
+  if (rc < 0) {
+    llvm::errs() << "tgc: error: calibrate: " << exe << ": " << err << "\n";
+    return 1;
+  }
+  return rc;
 }
 
 long long parseBytes(const std::string &text) {

@@ -7,6 +7,7 @@
 
 namespace mlir::tg {
 struct PlanReport;
+struct RuntimeCall;
 } // namespace mlir::tg
 
 namespace tgc {
@@ -28,7 +29,24 @@ struct DriverOptions {
   bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
   int64_t ranks = 0;     ///< tgc plan --ranks N: one rank's memory per ZeRO stage
   bool ranksGiven = false; ///< --ranks was given (then N must be in [1, 64])
+  /// tgc plan --calibration FILE: the cost model's calibration table ("" = the shipped
+  /// table of the target, findCalibration).
+  std::string calibration;
+  /// tgc plan --tradeoff --sort: "" (policy order) or "time" (predicted step time).
+  std::string sortBy;
+  /// tgc plan --calls FILE: each runtime call with its predicted time (JSON lines).
+  std::string callsFile;
 };
+
+/// `tgc calibrate --out FILE [--target cuda|cpu] [--quick]`: runs the calibration
+/// executable of the target (tgc-calibrate-cpu / tgc-calibrate-cuda next to bin/tgc,
+/// tools/calibrate) on this machine, which times the runtime's kernels and writes the
+/// table. Returns its exit code (2: usage error or no such executable).
+struct CalibrateOptions {
+  std::string out, target = "cpu";
+  bool quick = false;
+};
+int runCalibrate(const CalibrateOptions &opts);
 
 struct DataCliOptions {
   std::vector<std::string> inputs;
@@ -64,10 +82,12 @@ bool writeAtomically(const std::string &path, const std::string &content);
 /// Plans `spec` (already validated) with extra --set `overrides` on top of spec.json, for
 /// `target` ("cpu" or "cuda": the workspace size differs). False when the spec or the
 /// pipeline refuses it; diagnostics go to stderr unless `quiet`, and `why` (if given)
-/// receives their text ("; "-joined) for a one-line reason.
+/// receives their text ("; "-joined) for a one-line reason. `calls` (if given) receives
+/// the runtime calls of the planned step (traceRuntimeCalls), what the cost model prices.
 bool planWith(const Spec &spec, const std::vector<std::string> &overrides,
               const std::string &target, mlir::tg::PlanReport &report, bool quiet = false,
-              std::string *why = nullptr);
+              std::string *why = nullptr,
+              std::vector<mlir::tg::RuntimeCall> *calls = nullptr);
 
 /// The device memory a CUDA process holds outside the plan: the CUDA context, library
 /// handles and their workspaces. 537 MiB = 563,085,312 bytes, measured with nvidia-smi

@@ -3,7 +3,8 @@
 //   tgc compile [SPEC] [--set k=v]... [--emit=...] [--target=cpu|cuda] [-o OUT]
 //   tgc summary [SPEC] [--set k=v]...
 //   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
-//               [--ranks N] [--context-bytes BYTES]
+//               [--ranks N] [--context-bytes BYTES] [--calibration FILE] [--sort time]
+//   tgc calibrate --out FILE [--target cpu|cuda] [--quick]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
 //   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
@@ -40,6 +41,12 @@ cl::SubCommand experimentCmd(
     "compiled into "
     "DIR/configs/<name>/train, then\ntools/experiment/run.py trains them and writes the "
     "report. See docs/experiments.md.");
+cl::SubCommand calibrateCmd(
+    "calibrate",
+    "Time the runtime's kernels on this machine and write the cost model's calibration "
+    "table:\n  tgc calibrate --out FILE [--target cpu|cuda] [--quick]\n"
+    "Runs tgc-calibrate-<target> (next to tgc), which links that runtime; see "
+    "docs/cost-model.md.");
 cl::SubCommand exportCmd("export",
                          "Write a trained checkpoint as a Hugging Face GPT-2 or Llama "
                          "directory (config.json + model.safetensors)");
@@ -73,6 +80,22 @@ cl::opt<std::string> output("o", cl::desc("Output file (default: stdout for IR/C
 cl::OptionCategory planCat("Plan options");
 cl::opt<std::string> planJson("json", cl::desc("Write the full plan report as JSON"),
                               cl::value_desc("file"), cl::init(""), cl::sub(planCmd),
+                              cl::cat(planCat));
+cl::opt<std::string> planCalibration(
+    "calibration",
+    cl::desc("The cost model's calibration table (tgc calibrate) for the predicted step time "
+             "(default: the shipped table of the target, calibration/h100.json for cuda, "
+             "calibration/cpu-*.json for cpu; none: a roofline of stated peaks)"),
+    cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::cat(planCat));
+cl::opt<std::string> planCalls(
+    "calls",
+    cl::desc("Write every runtime call of the step with its FLOPs, bytes and predicted ms "
+             "(JSON lines), what the predicted step time sums"),
+    cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::cat(planCat));
+cl::opt<std::string> planSort("sort",
+                              cl::desc("With --tradeoff: order the rows by this key (time: "
+                                       "the predicted step time, fastest first)"),
+                              cl::value_desc("time"), cl::init(""), cl::sub(planCmd),
                               cl::cat(planCat));
 cl::opt<std::string> planSvg(
     "svg",
@@ -126,6 +149,16 @@ cl::opt<std::string> dataMaxBytes("max-bytes",
                                   cl::init("0"), cl::sub(dataCmd), cl::cat(dataCat));
 cl::opt<unsigned> dataSeed("seed", cl::desc("Shuffle seed for the document split"),
                            cl::init(1234), cl::sub(dataCmd), cl::cat(dataCat));
+cl::OptionCategory calibrateCat("Calibrate options");
+cl::opt<std::string> calOut("out", cl::desc("The calibration table to write (JSON)"),
+                            cl::value_desc("file"), cl::init(""), cl::sub(calibrateCmd),
+                            cl::cat(calibrateCat));
+cl::opt<std::string> calTarget("target", cl::desc("Runtime backend to time: cpu | cuda"),
+                               cl::init("cpu"), cl::sub(calibrateCmd), cl::cat(calibrateCat));
+cl::opt<bool> calQuick("quick",
+                       cl::desc("A small grid of shapes (seconds, for tests); the default grid "
+                                "takes a few minutes"),
+                       cl::sub(calibrateCmd), cl::cat(calibrateCat));
 cl::OptionCategory exportCat("Export options");
 cl::opt<std::string> exportCheckpoint(cl::Positional, cl::desc("CHECKPOINT.safetensors"),
                                       cl::init(""), cl::sub(exportCmd), cl::cat(exportCat));
@@ -205,7 +238,7 @@ int main(int argc, char **argv) {
     sys::SetInterruptFunction(endProcessGroup);
   cl::SetVersionPrinter(printVersion);
   cl::HideUnrelatedOptions({&specCat, &compileCat, &planCat, &dataCat, &exportCat,
-                            &experimentCat});
+                            &experimentCat, &calibrateCat});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compile a GPT-style transformer spec into a training executable with a\n"
@@ -215,7 +248,8 @@ int main(int argc, char **argv) {
       "  tgc summary SPEC              print the parameter table\n"
       "  tgc data prepare --out DIR    tokenize a corpus (default: Linux kernel docs)\n"
       "  tgc export CKPT --hf DIR      a checkpoint as a Hugging Face model (--spec SPEC)\n"
-      "  tgc experiment M.json --out D compile and run a matrix of configurations\n\n"
+      "  tgc experiment M.json --out D compile and run a matrix of configurations\n"
+      "  tgc calibrate --out FILE      time the runtime's kernels for the cost model\n\n"
       "Run `tgc <subcommand> --help` for the options of each.\n");
 
   tgc::DriverOptions opts;
@@ -239,7 +273,17 @@ int main(int argc, char **argv) {
     opts.memory = memory;
     opts.contextBytes = contextBytes;
     opts.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
+    opts.calibration = planCalibration;
+    opts.sortBy = planSort;
+    opts.callsFile = planCalls;
     return tgc::runPlan(opts);
+  }
+  if (calibrateCmd) {
+    tgc::CalibrateOptions c;
+    c.out = calOut;
+    c.target = calTarget;
+    c.quick = calQuick;
+    return tgc::runCalibrate(c);
   }
   if (exportCmd) {
     tgc::ExportOptions e;

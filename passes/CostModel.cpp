@@ -1,0 +1,427 @@
+//===- CostModel.cpp - predicted time of a compiled training step -----------===//
+//
+// See CostModel.h for the model and docs/cost-model.md for the calibration table format.
+// Plain C++ (nlohmann/json, with exceptions): built as tgc_costmodel, which the passes
+// library and the calibration executables link.
+//
+//===----------------------------------------------------------------------------===//
+#include "passes/CostModel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace mlir::tg {
+
+namespace {
+
+const char *kFormat = "tgc-calibration/1";
+
+struct BadTable {
+  std::string path, what; // JSON path ("$.peak.memory_bytes_per_s") and the problem
+};
+
+std::string typeName(const nlohmann::json &j) {
+  return j.is_null() ? "null" : j.type_name();
+}
+
+double positive(const nlohmann::json &j, const std::string &where, bool allowZero = false) {
+  if (!j.is_number())
+    throw BadTable{where, std::string("expected a number") + (allowZero ? " >= 0" : " > 0") +
+                              ", got " + typeName(j)};
+  double v = j.get<double>();
+  if (!std::isfinite(v) || v < 0 || (!allowZero && v == 0)) {
+    std::ostringstream os;
+    os << "expected a number" << (allowZero ? " >= 0" : " > 0") << ", got " << j.dump();
+    throw BadTable{where, os.str()};
+  }
+  return v;
+}
+
+std::string text(const nlohmann::json &j, const std::string &where) {
+  if (!j.is_string())
+    throw BadTable{where, "expected a string, got " + typeName(j)};
+  return j.get<std::string>();
+}
+
+const nlohmann::json &member(const nlohmann::json &obj, const std::string &key,
+                             const std::string &where) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    throw BadTable{where, "missing \"" + key + "\""};
+  return *it;
+}
+
+bool isGemm(const std::string &kernel) { return kernel.rfind("tgrt_matmul", 0) == 0; }
+
+/// Interpolates log(e) over log(r) through the points' (log r_i, log e_i).
+double interpolate(std::vector<std::pair<double, double>> &curve, double logR) {
+  std::sort(curve.begin(), curve.end());
+  // Points of equal size: their mean log efficiency.
+  std::vector<std::pair<double, double>> merged;
+  for (size_t i = 0; i < curve.size();) {
+    size_t j = i;
+    double sum = 0;
+    while (j < curve.size() && curve[j].first == curve[i].first)
+      sum += curve[j++].second;
+    merged.push_back({curve[i].first, sum / (double)(j - i)});
+    i = j;
+  }
+  if (logR <= merged.front().first)
+    return merged.front().second;
+  if (logR >= merged.back().first)
+    return merged.back().second;
+  for (size_t i = 1; i < merged.size(); ++i)
+    if (logR <= merged[i].first) {
+      const auto &[x0, y0] = merged[i - 1];
+      const auto &[x1, y1] = merged[i];
+      return y0 + (y1 - y0) * (logR - x0) / (x1 - x0);
+    }
+  return merged.back().second;
+}
+
+} // namespace
+
+std::string dtypeKey(const std::string &d) {
+  if (d == "TGRT_F32")
+    return "f32";
+  if (d == "TGRT_BF16")
+    return "bf16";
+  if (d == "TGRT_F16")
+    return "f16";
+  if (d.empty())
+    return "any";
+  std::string s = d.rfind("TGRT_", 0) == 0 ? d.substr(5) : d;
+  for (char &c : s)
+    c = (char)std::tolower((unsigned char)c);
+  return s;
+}
+
+std::string gemmVariant(const RuntimeCall &call) {
+  if (!isGemm(call.kernel))
+    return "";
+  // tgrt_matmul: batch, m, n, k, trans_a, trans_b, strides; the others: m, n, k, trans_a,
+  // trans_b (runtime/tgrt.h).
+  size_t ta = call.kernel == "tgrt_matmul" ? 4 : 3;
+  if (call.ints.size() < ta + 2)
+    return "";
+  std::string v;
+  v += call.ints[ta] ? 't' : 'n';
+  v += call.ints[ta + 1] ? 't' : 'n';
+  return v;
+}
+
+bool isCollective(const std::string &k) {
+  for (const char *p : {"tgrt_all_reduce", "tgrt_all_gather", "tgrt_reduce_scatter",
+                        "tgrt_broadcast"})
+    if (k.rfind(p, 0) == 0)
+      return true;
+  return false;
+}
+
+bool usesFlops(const std::string &k) {
+  return isGemm(k) || k.rfind("tgrt_attention_", 0) == 0 || k == "tgrt_linear_cross_entropy";
+}
+
+double attentionPairs(int64_t t, bool causal, int64_t w) {
+  if (!causal)
+    return (double)t * (double)t;
+  if (w <= 0 || w >= t)
+    return (double)t * (double)(t + 1) / 2.0;
+  // Queries i < w see i + 1 keys, the others w.
+  return (double)w * (double)(w + 1) / 2.0 + (double)(t - w) * (double)w;
+}
+
+double effectiveFlops(const RuntimeCall &call) {
+  const std::string &k = call.kernel;
+  const std::vector<int64_t> &v = call.ints;
+  auto at = [&](size_t i) { return i < v.size() ? (double)v[i] : 0.0; };
+  if (k == "tgrt_matmul") // batch, m, n, k, ...
+    return 2.0 * at(0) * at(1) * at(2) * at(3);
+  if (isGemm(k)) // m, n, k, ...
+    return 2.0 * at(0) * at(1) * at(2);
+  if (k == "tgrt_linear_cross_entropy") // rows, d, vocab, chunk_rows, ignore_index
+    return 6.0 * at(0) * at(1) * at(2);
+  const bool gqa = k.rfind("tgrt_attention_gqa_", 0) == 0;
+  if (k.rfind("tgrt_attention_", 0) == 0) {
+    // batch, heads, [kv_heads,] t, hd, 6 or 9 strides, causal, window.
+    const size_t t = gqa ? 3 : 2, c = gqa ? 14 : 10;
+    if (v.size() < c + 2)
+      return (double)call.flops;
+    const double per = k.size() >= 4 && k.compare(k.size() - 4, 4, "_bwd") == 0 ? 10.0 : 4.0;
+    return per * at(0) * at(1) * at(t + 1) * attentionPairs(v[t], v[c] != 0, v[c + 1]);
+  }
+  return 0.0;
+}
+
+double peakFlopsOf(const CalibrationTable &t, const std::string &dtype) {
+  auto it = t.peakFlops.find(dtype);
+  if (it == t.peakFlops.end())
+    it = t.peakFlops.find("f32");
+  return it == t.peakFlops.end() ? 0.0 : it->second;
+}
+
+double rooflineMs(const CalibrationTable &t, double flops, double bytes,
+                  const std::string &dtype) {
+  double p = peakFlopsOf(t, dtype);
+  double f = p > 0 ? flops / p : 0.0;
+  double b = t.memBytesPerS > 0 ? bytes / t.memBytesPerS : 0.0;
+  return std::max(f, b) * 1e3;
+}
+
+double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *calibrated) {
+  const std::string dt = dtypeKey(call.dtype);
+  const double bytes = (double)(call.bytesRead + call.bytesWritten);
+  const double r = rooflineMs(t, effectiveFlops(call), bytes, dt);
+  const std::vector<CalibrationPoint> *pts = nullptr;
+  if (auto k = t.kernels.find(call.kernel); k != t.kernels.end())
+    if (auto d = k->second.find(dt); d != k->second.end() && !d->second.empty())
+      pts = &d->second;
+  if (!pts) {
+    if (calibrated)
+      *calibrated = false;
+    if (call.kernel == "tgrt_all_reduce_wait")
+      return t.callOverheadMs;
+    if (isCollective(call.kernel) && t.linkBytesPerS > 0) {
+      // The tensor a collective moves: its element count (the first integer argument, n)
+      // times the dtype's size; a ring all-reduce sends and receives about twice that.
+      // The buckets started in @micro_step move data only on its last run of the step
+      // (their second integer argument is grad_accum).
+      double elems = call.ints.empty() ? 0.0 : (double)call.ints.front();
+      double size = dt == "bf16" || dt == "f16" ? 2.0 : 4.0;
+      double factor = call.kernel.rfind("tgrt_all_reduce", 0) == 0 ? 2.0 : 1.0;
+      if (call.kernel == "tgrt_all_reduce_mean_start" && call.ints.size() >= 2 &&
+          call.ints[1] > 1)
+        factor /= (double)call.ints[1];
+      return t.callOverheadMs + factor * elems * size / t.linkBytesPerS * 1e3;
+    }
+    return t.callOverheadMs + r;
+  }
+  if (calibrated)
+    *calibrated = true;
+  const std::string variant = gemmVariant(call);
+  std::vector<std::pair<double, double>> curve, any;
+  const bool flops = usesFlops(call.kernel);
+  for (const CalibrationPoint &p : *pts) {
+    double ri = rooflineMs(t, flops ? p.flops : 0.0, p.bytes, dt);
+    double ti = std::max(p.ms - t.callOverheadMs, p.ms / 10.0);
+    if (ri <= 0 || ti <= 0)
+      continue;
+    std::pair<double, double> xy{std::log(ri), std::log(ri / ti)};
+    any.push_back(xy);
+    if (!variant.empty() && p.variant == variant)
+      curve.push_back(xy);
+  }
+  if (curve.empty())
+    curve = std::move(any);
+  if (curve.empty() || r <= 0)
+    return t.callOverheadMs + r;
+  double e = std::exp(interpolate(curve, std::log(r)));
+  return t.callOverheadMs + r / e;
+}
+
+StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeCall> &calls,
+                           int64_t gradAccum) {
+  StepPrediction p;
+  p.gradAccum = std::max<int64_t>(1, gradAccum);
+  std::map<std::pair<std::string, std::string>, KernelTime> byKernel;
+  for (const RuntimeCall &c : calls) {
+    bool cal = true;
+    double ms = predictCallMs(t, c, &cal);
+    int64_t times = 0;
+    if (c.function == "micro_step") {
+      p.microStepMs += ms;
+      times = p.gradAccum;
+    } else if (c.function == "optimizer_step") {
+      p.optimizerStepMs += ms;
+      times = 1;
+    } else {
+      p.evalStepMs += ms;
+      continue;
+    }
+    p.callsPerStep += times;
+    p.overheadMs += (double)times * t.callOverheadMs;
+    KernelTime &k = byKernel[{c.kernel, dtypeKey(c.dtype)}];
+    k.kernel = c.kernel;
+    k.dtype = dtypeKey(c.dtype);
+    k.calls += times;
+    k.ms += (double)times * ms;
+    k.calibrated = k.calibrated && cal;
+    if (!cal)
+      p.uncalibratedMs += (double)times * ms;
+  }
+  p.stepMs = (double)p.gradAccum * p.microStepMs + p.optimizerStepMs;
+  for (auto &[key, k] : byKernel)
+    p.byKernel.push_back(k);
+  std::stable_sort(p.byKernel.begin(), p.byKernel.end(),
+                   [](const KernelTime &a, const KernelTime &b) { return a.ms > b.ms; });
+  for (const KernelTime &k : p.byKernel)
+    if (!k.calibrated)
+      p.uncalibrated.push_back(k.kernel + "/" + k.dtype);
+  return p;
+}
+
+bool parseCalibrationTable(const std::string &textIn, const std::string &path,
+                           CalibrationTable &out, std::string &error) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(textIn);
+  } catch (const nlohmann::json::parse_error &e) {
+    error = path + ": not valid JSON: " + e.what();
+    return false;
+  }
+  CalibrationTable t;
+  t.path = path;
+  try {
+    if (!j.is_object())
+      throw BadTable{"$", "expected an object, got " + typeName(j)};
+    std::string format = text(member(j, "format", "$"), "$.format");
+    if (format != kFormat)
+      throw BadTable{"$.format", "expected \"" + std::string(kFormat) + "\", got \"" + format +
+                                     "\""};
+    t.target = text(member(j, "target", "$"), "$.target");
+    if (t.target != "cuda" && t.target != "cpu")
+      throw BadTable{"$.target", "expected \"cuda\" or \"cpu\", got \"" + t.target + "\""};
+    t.device = text(member(j, "device", "$"), "$.device");
+    if (j.contains("measured"))
+      t.measured = text(j["measured"], "$.measured");
+    if (j.contains("note"))
+      t.note = text(j["note"], "$.note");
+    const nlohmann::json &peak = member(j, "peak", "$");
+    if (!peak.is_object())
+      throw BadTable{"$.peak", "expected an object, got " + typeName(peak)};
+    const nlohmann::json &fl = member(peak, "flops_per_s", "$.peak");
+    if (!fl.is_object())
+      throw BadTable{"$.peak.flops_per_s", "expected an object, got " + typeName(fl)};
+    for (auto it = fl.begin(); it != fl.end(); ++it)
+      t.peakFlops[it.key()] = positive(it.value(), "$.peak.flops_per_s." + it.key());
+    if (!t.peakFlops.count("f32"))
+      throw BadTable{"$.peak.flops_per_s", "missing \"f32\""};
+    t.memBytesPerS = positive(member(peak, "memory_bytes_per_s", "$.peak"),
+                              "$.peak.memory_bytes_per_s");
+    if (peak.contains("link_bytes_per_s"))
+      t.linkBytesPerS = positive(peak["link_bytes_per_s"], "$.peak.link_bytes_per_s", true);
+    t.callOverheadMs = positive(member(j, "call_overhead_ms", "$"), "$.call_overhead_ms", true);
+    if (j.contains("kernels")) {
+      const nlohmann::json &ks = j["kernels"];
+      if (!ks.is_object())
+        throw BadTable{"$.kernels", "expected an object, got " + typeName(ks)};
+      for (auto k = ks.begin(); k != ks.end(); ++k) {
+        std::string kw = "$.kernels." + k.key();
+        if (k.key().rfind("tgrt_", 0) != 0)
+          throw BadTable{kw, "a kernel name starts with tgrt_ (runtime/tgrt.h)"};
+        if (!k.value().is_object())
+          throw BadTable{kw, "expected an object of dtypes, got " + typeName(k.value())};
+        for (auto d = k.value().begin(); d != k.value().end(); ++d) {
+          std::string dw = kw + "." + d.key();
+          if (!d.value().is_array())
+            throw BadTable{dw, "expected an array of points, got " + typeName(d.value())};
+          std::vector<CalibrationPoint> &pts = t.kernels[k.key()][d.key()];
+          for (size_t i = 0; i < d.value().size(); ++i) {
+            const nlohmann::json &pj = d.value()[i];
+            std::string pw = dw + "[" + std::to_string(i) + "]";
+            if (!pj.is_object())
+              throw BadTable{pw, "expected an object {flops, bytes, ms}, got " + typeName(pj)};
+            CalibrationPoint p;
+            p.flops = positive(member(pj, "flops", pw), pw + ".flops", true);
+            p.bytes = positive(member(pj, "bytes", pw), pw + ".bytes", true);
+            p.ms = positive(member(pj, "ms", pw), pw + ".ms");
+            if (p.flops == 0 && p.bytes == 0)
+              throw BadTable{pw, "flops and bytes are both 0 (a point needs a size)"};
+            if (pj.contains("variant")) {
+              p.variant = text(pj["variant"], pw + ".variant");
+              if (p.variant != "nn" && p.variant != "nt" && p.variant != "tn" &&
+                  p.variant != "tt")
+                throw BadTable{pw + ".variant",
+                               "expected \"nn\", \"nt\", \"tn\" or \"tt\", got \"" + p.variant +
+                                   "\""};
+            }
+            if (pj.contains("shape"))
+              p.shape = text(pj["shape"], pw + ".shape");
+            pts.push_back(std::move(p));
+          }
+        }
+      }
+    }
+  } catch (const BadTable &b) {
+    error = path + ": " + b.path + ": " + b.what;
+    return false;
+  }
+  out = std::move(t);
+  return true;
+}
+
+bool loadCalibrationTable(const std::string &path, CalibrationTable &table,
+                          std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot read the calibration table";
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseCalibrationTable(ss.str(), path, table, error);
+}
+
+std::string calibrationTableJson(const CalibrationTable &t) {
+  nlohmann::ordered_json j;
+  j["format"] = kFormat;
+  j["target"] = t.target;
+  j["device"] = t.device;
+  if (!t.measured.empty())
+    j["measured"] = t.measured;
+  if (!t.note.empty())
+    j["note"] = t.note;
+  nlohmann::ordered_json flops = nlohmann::ordered_json::object();
+  for (const auto &[k, v] : t.peakFlops)
+    flops[k] = v;
+  j["peak"] = {{"flops_per_s", flops},
+               {"memory_bytes_per_s", t.memBytesPerS},
+               {"link_bytes_per_s", t.linkBytesPerS}};
+  j["call_overhead_ms"] = t.callOverheadMs;
+  nlohmann::ordered_json ks = nlohmann::ordered_json::object();
+  for (const auto &[kernel, dtypes] : t.kernels)
+    for (const auto &[dtype, pts] : dtypes) {
+      nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+      for (const CalibrationPoint &p : pts) {
+        nlohmann::ordered_json pj;
+        pj["flops"] = p.flops;
+        pj["bytes"] = p.bytes;
+        pj["ms"] = p.ms;
+        if (!p.variant.empty())
+          pj["variant"] = p.variant;
+        if (!p.shape.empty())
+          pj["shape"] = p.shape;
+        arr.push_back(std::move(pj));
+      }
+      ks[kernel][dtype] = std::move(arr);
+    }
+  j["kernels"] = std::move(ks);
+  return j.dump(1) + "\n";
+}
+
+CalibrationTable defaultRooflineTable(const std::string &target) {
+  CalibrationTable t;
+  t.roofline = true;
+  if (target == "cuda") {
+    t.target = "cuda";
+    t.device = "NVIDIA H100 SXM (datasheet peaks; no measured points)";
+    t.peakFlops = {{"f32", 66.9e12}, {"tf32", 494.7e12}, {"bf16", 989.4e12}, {"f16", 989.4e12}};
+    t.memBytesPerS = 3.35e12;
+    t.linkBytesPerS = 450e9;
+    t.callOverheadMs = 0.004;
+  } else {
+    t.target = "cpu";
+    t.device = "generic CPU (stated peaks; no measured points)";
+    t.peakFlops = {{"f32", 50e9}, {"bf16", 50e9}, {"f16", 50e9}};
+    t.memBytesPerS = 10e9;
+    t.linkBytesPerS = 10e9;
+    t.callOverheadMs = 0.001;
+  }
+  return t;
+}
+
+} // namespace mlir::tg
