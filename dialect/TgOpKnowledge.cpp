@@ -81,11 +81,23 @@ int64_t RopeOp::flops() {
 int64_t SwigluOp::flops() { return 5 * elems(getResult()); }
 int64_t SwigluGradOp::flops() { return 8 * elems(getDy()); }
 
-/// The GEMM (2 m n k) and the add (m n).
+/// The GEMM (2 m n k), the add (m n) and the bias (m n, when there is one).
 int64_t MatmulResidualOp::flops() {
   auto a = rt(getA());
   int64_t k = a.getShape().back();
+  return 2 * elems(getOut()) * k + (getBias() ? 2 : 1) * elems(getOut());
+}
+
+/// The GEMM (2 m n k) and the bias add (m n), as tg.matmul + tg.bias_add.
+int64_t MatmulBiasOp::flops() {
+  int64_t k = rt(getA()).getShape().back();
   return 2 * elems(getOut()) * k + elems(getOut());
+}
+
+/// The GEMM, the bias add and the GELU (one each per output element), as the chain.
+int64_t MatmulBiasGeluOp::flops() {
+  int64_t k = rt(getA()).getShape().back();
+  return 2 * elems(getOut()) * k + 2 * elems(getOut());
 }
 
 //===------------------------------------------------------------- selective --===//

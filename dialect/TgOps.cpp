@@ -585,22 +585,62 @@ LogicalResult SwigluGradOp::verify() {
                  failed(expectSameType(*this, "result", getResult(), getX().getType())));
 }
 
-LogicalResult MatmulResidualOp::verify() {
-  if (failed(verifyStatic(*this)) || failed(expectRank(*this, "b", getB(), 2)) ||
-      failed(expectSameType(*this, "out", getOut(), getRes().getType())))
+/// The linear layers tg-fuse makes (matmul_residual, matmul_bias, matmul_bias_gelu): a
+/// [..., M, K] and b [K, N] (or [N, K] with transpose_b) of one element type; `shape` is set
+/// to the product's shape [..., M, N]. Errors name the operand.
+static LogicalResult verifyLinear(Operation *op, Value aV, Value bV, bool transposeB,
+                                  SmallVectorImpl<int64_t> &shape) {
+  if (failed(verifyStatic(op)) || failed(expectRank(op, "b", bV, 2)))
     return failure();
-  auto a = rt(getA()), b = rt(getB());
+  auto a = rt(aV), b = rt(bV);
   if (a.getRank() < 2)
-    return emitOpError() << "a must have rank >= 2, got rank " << a.getRank();
+    return op->emitOpError() << "a must have rank >= 2, got rank " << a.getRank();
   if (a.getElementType() != b.getElementType())
-    return emitOpError() << "a and b must have one element type, got " << a.getElementType()
-                         << " and " << b.getElementType();
-  int64_t k = b.getDimSize(getTransposeB() ? 1 : 0), n = b.getDimSize(getTransposeB() ? 0 : 1);
+    return op->emitOpError() << "a and b must have one element type, got "
+                             << a.getElementType() << " and " << b.getElementType();
+  int64_t k = b.getDimSize(transposeB ? 1 : 0), n = b.getDimSize(transposeB ? 0 : 1);
   if (a.getShape().back() != k)
-    return emitOpError() << "a's last dim " << a.getShape().back() << " must equal b's K " << k;
-  SmallVector<int64_t> shape(a.getShape());
+    return op->emitOpError() << "a's last dim " << a.getShape().back() << " must equal b's K "
+                             << k;
+  shape.assign(a.getShape().begin(), a.getShape().end());
   shape.back() = n;
-  return expectShape(*this, "res", getRes(), shape);
+  return success();
+}
+
+/// A bias operand: [N] of `elem` (the element type the op's epilogue reads it in).
+static LogicalResult expectBias(Operation *op, Value bias, int64_t n, Type elem) {
+  return expectSameType(op, "bias", bias, RankedTensorType::get({n}, elem));
+}
+
+LogicalResult MatmulResidualOp::verify() {
+  SmallVector<int64_t> shape;
+  if (failed(verifyLinear(*this, getA(), getB(), getTransposeB(), shape)) ||
+      failed(expectSameType(*this, "out", getOut(), getRes().getType())) ||
+      failed(expectShape(*this, "res", getRes(), shape)))
+    return failure();
+  // The epilogue adds the bias in f32 (tgrt_matmul_bias_residual reads an f32 bias).
+  if (Value bias = getBias())
+    return expectBias(*this, bias, shape.back(), Float32Type::get(getContext()));
+  return success();
+}
+
+LogicalResult MatmulBiasOp::verify() {
+  SmallVector<int64_t> shape;
+  if (failed(verifyLinear(*this, getA(), getB(), getTransposeB(), shape)) ||
+      failed(expectBias(*this, getBias(), shape.back(), rt(getA()).getElementType())))
+    return failure();
+  return expectSameType(*this, "out", getOut(),
+                    RankedTensorType::get(shape, rt(getA()).getElementType()));
+}
+
+LogicalResult MatmulBiasGeluOp::verify() {
+  SmallVector<int64_t> shape;
+  if (failed(verifyLinear(*this, getA(), getB(), getTransposeB(), shape)) ||
+      failed(expectBias(*this, getBias(), shape.back(), rt(getA()).getElementType())))
+    return failure();
+  auto want = RankedTensorType::get(shape, rt(getA()).getElementType());
+  return failure(failed(expectSameType(*this, "pre", getPre(), want)) ||
+                 failed(expectSameType(*this, "out", getOut(), want)));
 }
 
 //===----------------------------------------------------------- optimizer --===//

@@ -519,25 +519,74 @@ def Tg_SwigluGradOp : Tg_PureOp<"swiglu_grad"> {
 def Tg_MatmulResidualOp : Tg_PureOp<"matmul_residual"> {
   let summary = "a linear layer added straight into the residual stream";
   let description = [{
-    `out = res + alpha * a op(b)`: a [..., M, K] (low precision under mixed precision),
-    b [K, N] (a weight; [N, K] with transpose_b), res and out [..., M, N] of one float type
-    (the residual stream: f32 under mixed precision). Computed in f32 and rounded once to
-    out's type (the branch is not rounded to a's type first, as the unfused matmul, widening
-    cast and add do: at least as accurate). Made by tg-fuse from `tg.matmul` whose only
-    reader is (a widening `tg.cast` whose only reader is) `tg.add` with the residual; out
-    may take res's buffer in place. Lowered to tgrt_matmul_bias_residual with no bias (one
-    cuBLASLt call, C = res with beta 1).
+    `out = res + alpha * a op(b) [+ bias]`: a [..., M, K] (low precision under mixed
+    precision), b [K, N] (a weight; [N, K] with transpose_b), res and out [..., M, N] of one
+    float type (the residual stream: f32 under mixed precision), bias (optional) [N] f32.
+    Computed in f32 and rounded once to out's type (the branch is not rounded to a's type
+    first, as the unfused matmul, bias add, widening cast and add do: at least as accurate).
+    Made by tg-fuse from `tg.matmul` whose only reader is (a widening `tg.cast` whose only
+    reader is) `tg.add` with the residual, or, with a bias, from matmul -> bias_add ->
+    widening cast -> add, each op right after the previous (GPT-2's attention and MLP
+    projections under mixed precision); out may take res's buffer in place. Lowered to one
+    tgrt_matmul_bias_residual (one cuBLASLt call, C = res with beta 1, the bias epilogue).
     ```mlir
     %x1 = tg.matmul_residual %h, %w, %x0 : (tensor<8x64x128xbf16>, tensor<128x128xbf16>, tensor<8x64x128xf32>) -> tensor<8x64x128xf32>
+    %x2 = tg.matmul_residual %h, %w, %x1, %bias : (tensor<8x64x128xbf16>, tensor<128x128xbf16>, tensor<8x64x128xf32>, tensor<128xf32>) -> tensor<8x64x128xf32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$res,
+                   Optional<Tg_FloatTensor>:$bias,
                    DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
                    DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
   let results = (outs Tg_FloatTensor:$out);
   let extraClassDeclaration = [{
     int64_t flops();
     ::llvm::SmallVector<unsigned, 2> inPlaceOperands() { return {2}; }
+  }];
+}
+
+def Tg_MatmulBiasOp : Tg_PureOp<"matmul_bias"> {
+  let summary = "a linear layer with its bias: the GEMM's bias epilogue";
+  let description = [{
+    `out = alpha * a op(b) + bias`: a [..., M, K], b [K, N] ([N, K] with transpose_b),
+    bias [N], out [..., M, N]; a, b, bias and out of one float type. Made by tg-fuse from
+    `tg.matmul` whose only reader is a `tg.bias_add` of a bias that exists when the GEMM
+    runs (a parameter, or computed before the GEMM); the fused op runs where the GEMM ran.
+    Lowered to one tgrt_matmul_bias (cuBLASLt's BIAS epilogue on CUDA).
+    ```mlir
+    %y = tg.matmul_bias %x, %w, %b : (tensor<8x64x128xbf16>, tensor<128x384xbf16>, tensor<384xbf16>) -> tensor<8x64x384xbf16>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$bias,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
+  let results = (outs Tg_FloatTensor:$out);
+  let extraClassDeclaration = [{
+    int64_t flops();
+  }];
+}
+
+def Tg_MatmulBiasGeluOp : Tg_PureOp<"matmul_bias_gelu"> {
+  let summary = "the MLP's up-projection: GEMM, bias and GELU in one call";
+  let description = [{
+    `pre = alpha * a op(b) + bias` (rounded to the type) and `out = GELU(pre)` (tanh
+    approximation, as tg.gelu): a [..., M, K], b [K, N] ([N, K] with transpose_b), bias [N],
+    pre and out [..., M, N]; all of one float type. pre is what the GELU's gradient reads in
+    the backward. Made by tg-fuse from matmul -> bias_add -> gelu, each op right after the
+    previous, the GEMM read only by the bias add, the bias existing when the GEMM runs.
+    Lowered to one tgrt_matmul_bias_gelu (cuBLASLt's GELU_AUX_BIAS epilogue: pre is its
+    auxiliary output). Neither result may share bytes with a or b (the planner gives results
+    of an op without in-place operands fresh buffers).
+    ```mlir
+    %pre, %y = tg.matmul_bias_gelu %x, %w, %b : (tensor<8x64x128xbf16>, tensor<128x512xbf16>, tensor<512xbf16>) -> (tensor<8x64x512xbf16>, tensor<8x64x512xbf16>)
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$bias,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
+  let results = (outs Tg_FloatTensor:$pre, Tg_FloatTensor:$out);
+  let extraClassDeclaration = [{
+    int64_t flops();
   }];
 }
 

@@ -558,18 +558,6 @@ private:
         ob.create<emitc::YieldOp>(l);
       });
     }
-    // Linear layers added into the residual stream (residualSink): found first, because
-    // their bias's cast comes before the GEMM and is then not emitted.
-    residualGemms.clear();
-    for (Operation &op : fn.getBody().front())
-      if (auto mm = dyn_cast<MatmulOp>(op))
-        if (ResidualSink r = residualSink(mm); r.add) {
-          residualGemms[mm] = r;
-          for (Operation *f : {(Operation *)r.bias, (Operation *)r.cast, (Operation *)r.add})
-            fusedAway.insert(f);
-          if (r.biasCast)
-            fusedAway.insert(r.biasCast);
-        }
     if (fn.getSymName() == "micro_step")
       planGradientBuckets(fn);
     // Gradients in the arena: each slot is zeroed right before the first op that may write
@@ -1018,9 +1006,25 @@ private:
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
           return call(op, "tgrt_matmul_bias_residual",
                       {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(o.getRes()),
-                       Arg(std::string("NULL")), Arg(o.getRes()), Arg(o.getOut()),
-                       numel(o.getOut()) / n, n, k, int64_t(0),
+                       o.getBias() ? Arg(o.getBias()) : Arg(std::string("NULL")),
+                       Arg(o.getRes()), Arg(o.getOut()), numel(o.getOut()) / n, n, k,
+                       int64_t(0), int64_t(o.getTransposeB() ? 1 : 0),
+                       flt(o.getAlpha().convertToFloat())});
+        })
+        .Case([&](MatmulBiasOp o) {
+          int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
+          return call(op, "tgrt_matmul_bias",
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
+                       Arg(o.getOut()), numel(o.getOut()) / n, n, k, int64_t(0),
                        int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+        })
+        .Case([&](MatmulBiasGeluOp o) {
+          int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
+          return call(op, "tgrt_matmul_bias_gelu",
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
+                       Arg(o.getPre()), Arg(o.getOut()), numel(o.getOut()) / n, n, k,
+                       int64_t(0), int64_t(o.getTransposeB() ? 1 : 0),
+                       flt(o.getAlpha().convertToFloat())});
         })
         .Case([&](BiasAddOp o) {
           int64_t n = dim(o.getX(), -1);
@@ -1877,60 +1881,6 @@ private:
     return success();
   }
 
-  /// A linear layer whose output goes, widened, into the residual stream: matmul -> bias_add
-  /// -> widening cast to f32 -> add (the other operand the f32 stream), four consecutive ops
-  /// -> one tgrt_matmul_bias_residual at the GEMM (the bias read in f32: its cast's input).
-  /// The sum is written at the GEMM, so it must not overlap the GEMM's operands; it may be
-  /// the stream's own buffer exactly (in place) or apart from it.
-  struct ResidualSink {
-    BiasAddOp bias;
-    CastOp cast;
-    AddOp add;
-    Value biasF32, res;
-    CastOp biasCast; ///< the bias's own cast, not emitted when the bias add was its only reader
-  };
-  ResidualSink residualSink(MatmulOp o) {
-    auto next = [](Operation *op) { return op->getNextNode(); };
-    auto bias = dyn_cast_or_null<BiasAddOp>(next(o));
-    if (!bias || !o.getResult().hasOneUse() || bias.getX() != o.getResult() ||
-        !bias.getResult().hasOneUse())
-      return {};
-    auto cast = dyn_cast_or_null<CastOp>(next(bias));
-    if (!cast || cast.getX() != bias.getResult() || !cast.getResult().hasOneUse() ||
-        !rt(cast.getResult()).getElementType().isF32() ||
-        rt(cast.getX()).getElementType().isF32())
-      return {};
-    auto add = dyn_cast_or_null<AddOp>(next(cast));
-    if (!add || add.getLhs() == add.getRhs() ||
-        (add.getLhs() != cast.getResult() && add.getRhs() != cast.getResult()))
-      return {};
-    Value res = add.getLhs() == cast.getResult() ? add.getRhs() : add.getLhs();
-    if (rt(o.getB()).getRank() != 2 || o.getTransposeA() || !rt(res).getElementType().isF32())
-      return {};
-    // The bias in f32: the parameter its cast read (or an f32 bias as it is).
-    Value biasF32 = bias.getBias();
-    CastOp biasCast = biasF32.getDefiningOp<CastOp>();
-    if (biasCast && rt(biasCast.getX()).getElementType().isF32())
-      biasF32 = biasCast.getX();
-    else if (!rt(biasF32).getElementType().isF32())
-      return {};
-    // The bias must exist when the GEMM runs (a parameter, or computed before it).
-    if (Operation *def = biasF32.getDefiningOp(); def && !def->isBeforeInBlock(o))
-      return {};
-    Value out = add.getResult();
-    if (!disjoint(out, {o.getA(), o.getB()}))
-      return {};
-    FailureOr<PtrRef> p = ptrOf(out), q = ptrOf(res);
-    if (failed(p) || failed(q))
-      return {};
-    bool same = p->region == q->region && p->byteOffset == q->byteOffset;
-    if (!same && !disjoint(out, {res}))
-      return {};
-    if (biasCast && !(biasCast.getResult().hasOneUse() && biasCast->isBeforeInBlock(o)))
-      biasCast = CastOp(); // read elsewhere too: emitted as usual
-    return {bias, cast, add, biasF32, res, biasCast};
-  }
-
   /// Whether `v`, planned to be written at `to`, may be written at `from` (earlier in the
   /// same block) instead: its range overlaps nothing an op in [from, to) reads or writes
   /// (those are the only buffers that can die in between and leave their space to v), or
@@ -2036,13 +1986,6 @@ private:
       batch = 1;
       sa = sb = sc = 0;
     }
-    // A linear layer: the bias add is the GEMM's only reader -> one call with the bias
-    // epilogue, written straight into the bias add's (planned, usually the same) buffer.
-    // The bias must exist when the GEMM runs: a parameter, or computed before the GEMM.
-    auto biasReady = [&](BiasAddOp bias) {
-      Operation *def = bias.getBias().getDefiningOp();
-      return !def || def->isBeforeInBlock(o);
-    };
     if (batch == 1)
       if (auto [gelu, bias, late] = geluGradSink(o); gelu) {
         fusedAway.insert(bias);
@@ -2053,13 +1996,6 @@ private:
         fusedAway.insert(gelu);
         return emitDgeluBgrad(o, gelu);
       }
-    if (auto it = residualGemms.find(o); it != residualGemms.end() && batch == 1) {
-      ResidualSink r = it->second;
-      return call(o, "tgrt_matmul_bias_residual",
-                  {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(r.res), Arg(r.biasF32),
-                   Arg(r.res), Arg(r.add.getResult()), m, n, k, int64_t(ta ? 1 : 0),
-                   int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
-    }
     CastOp cast;
     AddOp viaAdd;
     if (batch == 1)
@@ -2076,27 +2012,6 @@ private:
                     {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
                      m, n, k, int64_t(ta ? 1 : 0),
                      int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
-      }
-    if (batch == 1 && o.getResult().hasOneUse())
-      if (auto bias = dyn_cast<BiasAddOp>(*o.getResult().getUsers().begin());
-          bias && bias.getX() == o.getResult() && biasReady(bias)) {
-        fusedAway.insert(bias);
-        // The MLP's up-projection: GELU right after it -> one call that also writes the
-        // GELU output (cuBLASLt's GELU_AUX_BIAS epilogue keeps the pre-activation as aux).
-        auto gelu = dyn_cast_or_null<GeluOp>(bias->getNextNode());
-        if (o->getNextNode() == bias.getOperation() && gelu &&
-            gelu.getX() == bias.getResult() && disjoint(gelu.getResult(), {o.getA(), o.getB(), o.getResult()})) {
-          fusedAway.insert(gelu);
-          return call(o, "tgrt_matmul_bias_gelu",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()),
-                       Arg(bias.getResult()), Arg(gelu.getResult()), m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
-                       flt(o.getAlpha().convertToFloat())});
-        }
-        return call(o, "tgrt_matmul_bias",
-                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(bias.getBias()),
-                     Arg(bias.getResult()), m,
-                     n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
-                     flt(o.getAlpha().convertToFloat())});
       }
     return call(o, "tgrt_matmul",
                 {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
@@ -2229,8 +2144,6 @@ private:
         return;
       }
   }
-  /// Per function: the GEMMs lowered as tgrt_matmul_bias_residual (residualSink).
-  llvm::DenseMap<Operation *, ResidualSink> residualGemms;
   /// Adds lowered as tgrt_accumulate of their other operand onto a gradient slot (the GEMM
   /// operand went into the slot already, gradientSink).
   llvm::DenseMap<Operation *, std::pair<const ParamSlot *, Value>> slotAdds;

@@ -59,33 +59,14 @@ static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
   return {};
 }
 
-/// The op at which the lowering writes `op`'s result when it fuses `op` into the GEMM that
-/// starts its chain (LowerToEmitC.cpp): the GELU of matmul -> bias_add -> gelu
-/// (tgrt_matmul_bias_gelu) and the add of matmul -> bias_add -> cast -> add (the residual
-/// stream, tgrt_matmul_bias_residual), each op right after the previous. The result's buffer
-/// then lives from that GEMM on, so it never shares bytes with the GEMM's operands (with
-/// `checkpointing=selective` the layer norm's output dies at the GEMM and could otherwise
-/// take the GELU output's place, which made the fusion unsafe and the lowering refuse it).
-/// Returns `op` itself for any other op.
+/// The op at which the lowering writes `op`'s result when it fuses `op` into an earlier
+/// call: a layer norm of the sum of the add right before it is written with that sum
+/// (tgrt_add_layer_norm_fwd), which reads the input of a widening cast right before the
+/// add in the cast's place (tgrt_add_mixed): its outputs live from that cast, else from the
+/// add. Returns `op` itself for any other op. (The GEMM epilogues, GEMM + bias, + GELU, +
+/// residual, are explicit ops of tg-fuse and need no prediction here; this one moves there
+/// next.)
 static Operation *fusedWriteAt(Operation *op) {
-  auto chainGemm = [](Operation *bias) -> Operation * {
-    auto b = dyn_cast_or_null<BiasAddOp>(bias);
-    if (!b)
-      return nullptr;
-    auto mm = dyn_cast_or_null<MatmulOp>(b->getPrevNode());
-    return mm && b.getX() == mm.getResult() ? mm.getOperation() : nullptr;
-  };
-  if (auto g = dyn_cast<GeluOp>(op)) {
-    Operation *bias = op->getPrevNode();
-    if (bias && g.getX() == bias->getResult(0))
-      if (Operation *mm = chainGemm(bias))
-        return mm;
-  }
-  // A layer norm of the sum of the add right before it: written with that sum
-  // (tgrt_add_layer_norm_fwd), which reads the input of a widening cast right before the
-  // add in the cast's place (tgrt_add_mixed): its outputs live from that cast, else from
-  // the add. (When the add is a GEMM's epilogue the norm runs on its own; starting at the
-  // cast costs nothing there: the bias output the cast reads is the only buffer kept apart.)
   if (auto ln = dyn_cast<LayerNormOp>(op))
     if (auto add = dyn_cast_or_null<AddOp>(op->getPrevNode()); add && ln.getX() == add.getResult()) {
       auto cast = dyn_cast_or_null<CastOp>(add->getPrevNode());
@@ -93,13 +74,6 @@ static Operation *fusedWriteAt(Operation *op) {
         return cast;
       return add;
     }
-  if (auto add = dyn_cast<AddOp>(op)) {
-    auto cast = dyn_cast_or_null<CastOp>(op->getPrevNode());
-    if (cast && (add.getLhs() == cast.getResult() || add.getRhs() == cast.getResult()))
-      if (Operation *bias = cast->getPrevNode(); bias && cast.getX() == bias->getResult(0))
-        if (Operation *mm = chainGemm(bias))
-          return mm;
-  }
   return op;
 }
 

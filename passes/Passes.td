@@ -196,15 +196,26 @@ def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
     Runs after autodiff, rematerialization and distribution, right before tg-plan-memory:
     each fusion becomes an op of the IR (docs/design-notes.md, "Fusion is IR"), which the
     planner plans and the lowering emits like any other; neither re-derives the decision.
-    Today:
-    - `tg.matmul` (a weight [K, N] shared by every row) whose only reader is `tg.add` with
-      the residual stream, directly or through a widening `tg.cast` (mixed precision)
-      -> `tg.matmul_residual` (GEMM with the residual as C, beta 1). Linear layers with a
-      bias (GPT-2) keep the lowering's own bias + residual epilogue for now.
-    In every function of the module.
+    The rewrites, each on `tg.matmul` with a weight [K, N] shared by every row (rank-2 b,
+    lhs not transposed), first match first:
+    - matmul -> bias_add -> widening cast -> add with the f32 residual stream, each op
+      right after the previous (GPT-2 under mixed precision) -> `tg.matmul_residual` with
+      its bias (read in f32: the parameter the bias's cast read; that cast is erased when
+      the bias add was its only reader);
+    - matmul -> bias_add -> gelu, each right after the previous -> `tg.matmul_bias_gelu`
+      (pre-activation and GELU output; cuBLASLt's GELU_AUX_BIAS epilogue);
+    - matmul whose only reader is a bias_add -> `tg.matmul_bias` (the BIAS epilogue);
+    - matmul whose only reader is `tg.add` with the residual stream, directly or through a
+      widening `tg.cast` -> `tg.matmul_residual` without bias (C = residual, beta 1).
+    The bias must exist when the GEMM runs (a parameter, or computed before it); the fused
+    op takes the GEMM's name, layer, phase and recompute marks. In every function.
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
-  let statistics = [Statistic<"numResidual", "num-residual", "GEMMs fused into the residual add">];
+  let statistics = [
+    Statistic<"numResidual", "num-residual", "GEMMs fused into the residual add">,
+    Statistic<"numBias", "num-bias", "GEMMs fused with their bias add">,
+    Statistic<"numBiasGelu", "num-bias-gelu", "GEMMs fused with their bias add and GELU">,
+  ];
 }
 
 def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {

@@ -1,6 +1,7 @@
 // RUN: tg-opt %s -split-input-file -verify-diagnostics
 // tg-fuse refuses nothing (a chain that does not match stays as it is, fuse.mlir); these
-// are the verifier's diagnostics of the op it makes, tg.matmul_residual.
+// are the verifier's diagnostics of the ops it makes: tg.matmul_residual, tg.matmul_bias,
+// tg.matmul_bias_gelu.
 
 func.func @res_shape(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %r: tensor<4x8xf32>) {
   // expected-error @below {{'tg.matmul_residual' op res must have shape [4x16], got [4x8]}}
@@ -37,5 +38,45 @@ func.func @mixed_ab(%a: tensor<4x8xbf16>, %b: tensor<8x16xf32>, %r: tensor<4x16x
 func.func @batched_b(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %r: tensor<2x4x16xf32>) {
   // expected-error @below {{'tg.matmul_residual' op b must have rank 2, got rank 3}}
   %y = tg.matmul_residual %a, %b, %r : (tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @residual_bias_type(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %r: tensor<4x16xf32>, %bias: tensor<16xbf16>) {
+  // expected-error @below {{'tg.matmul_residual' op bias must have type 'tensor<16xf32>', got 'tensor<16xbf16>'}}
+  %y = tg.matmul_residual %a, %b, %r, %bias : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>, tensor<16xbf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @bias_size(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<8xf32>) {
+  // expected-error @below {{'tg.matmul_bias' op bias must have type 'tensor<16xf32>', got 'tensor<8xf32>'}}
+  %y = tg.matmul_bias %a, %b, %bias : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @bias_out(%a: tensor<2x4x8xf32>, %b: tensor<16x8xf32>, %bias: tensor<16xf32>) {
+  // expected-error @below {{'tg.matmul_bias' op out must have type 'tensor<2x4x16xf32>', got 'tensor<4x16xf32>'}}
+  %y = tg.matmul_bias %a, %b, %bias {transpose_b = true} : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_k(%a: tensor<4x8xbf16>, %b: tensor<16x32xbf16>, %bias: tensor<32xbf16>) {
+  // expected-error @below {{'tg.matmul_bias_gelu' op a's last dim 8 must equal b's K 16}}
+  %p, %y = tg.matmul_bias_gelu %a, %b, %bias : (tensor<4x8xbf16>, tensor<16x32xbf16>, tensor<32xbf16>) -> (tensor<4x32xbf16>, tensor<4x32xbf16>)
+  return
+}
+
+// -----
+
+func.func @gelu_pre(%a: tensor<4x8xbf16>, %b: tensor<8x32xbf16>, %bias: tensor<32xbf16>) {
+  // expected-error @below {{'tg.matmul_bias_gelu' op pre must have type 'tensor<4x32xbf16>', got 'tensor<4x32xf32>'}}
+  %p, %y = tg.matmul_bias_gelu %a, %b, %bias : (tensor<4x8xbf16>, tensor<8x32xbf16>, tensor<32xbf16>) -> (tensor<4x32xf32>, tensor<4x32xbf16>)
   return
 }

@@ -96,7 +96,8 @@
 // CHECK-NEXT: %[[PV:[0-9]+]] = tg.matmul
 // CHECK-NEXT: %[[MERGE:[0-9]+]] = tg.transpose %[[PV]] {perm = array<i64: 0, 2, 1, 3>, tg.layer = 0 : i64, tg.offsets = array<i64: [[$MERGE:[0-9]+]]>
 // CHECK-NEXT: %[[MV:[0-9]+]] = tg.reshape %[[MERGE]]
-// CHECK-NEXT: tg.matmul %[[MV]], %[[PROJW]] {tg.layer = 0 : i64, tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
+// The projection and its bias add are one tg.matmul_bias (tg-fuse).
+// CHECK-NEXT: tg.matmul_bias %[[MV]], %[[PROJW]], %{{[a-z0-9]+}} {tg.layer = 0 : i64, tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
 // Tied head and loss: one tg.linear_cross_entropy (tg-fuse-loss; 16 rows fit one chunk)
 // after the seed's fill, its scratch planned (256 + 8 x 16 bytes rounded up, then 16 x 64
 // logits: 1152 floats). Its dw goes into wte's slot right after it; the embedding's
@@ -133,9 +134,8 @@
 // CHECK-NEXT: tgrt_transpose4(ctx, "layers.0.attn.v", TGRT_F32, (float*)(A + [[$SV]]),
 // CHECK: tgrt_transpose4(ctx, "layers.0.attn.merge", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[$MERGE]]), 2, 1, 8, 32, 0, 2, 1, 3);
 // The merge reshape is a view too: the projection (16 x 32 @ 32 x 32, one GEMM over
-// the folded batch) reads the transpose output. Its bias add is the GEMM's only reader, so
-// both are one call with the bias epilogue, writing the bias add's buffer, which is the
-// GEMM's own (in place).
+// the folded batch) reads the transpose output; tg.matmul_bias is one call with the bias
+// epilogue, writing its planned buffer.
 // CHECK-NEXT: tgrt_matmul_bias(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[$MERGE]]), (float*)(P + [[$PROJ]]), (float*)(P + {{[0-9]+}}), (float*)(A + [[$PROJ_OUT]]), 16, 32, 32, 0, 0, 1.000000000e+00f);
 // CHECK-NOT: tgrt_bias_add(ctx, "layers.0.attn.proj.bias"
 // The output layer and the loss with their gradients are one call after the seed's fill:
