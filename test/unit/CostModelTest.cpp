@@ -1,0 +1,269 @@
+// The cost model's arithmetic (passes/CostModel.h) on a fixed small calibration table:
+// roofline fallback, exact reproduction of measured points, interpolation in log size,
+// clamping beyond the points, GEMM variants, the step sum with grad_accum, the per-call
+// overhead, the FLOPs from integer arguments, collectives, and the table's parser errors.
+#include "passes/CostModel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace mlir::tg;
+
+namespace {
+
+// Peaks: f32 1e12 FLOP/s, bf16 4e12, memory 1e11 B/s, 0.01 ms per call, link 1e10 B/s.
+const char *kTable = R"({
+  "format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
+  "peak": {"flops_per_s": {"f32": 1e12, "bf16": 4e12}, "memory_bytes_per_s": 1e11,
+           "link_bytes_per_s": 1e10},
+  "call_overhead_ms": 0.01,
+  "kernels": {
+    "tgrt_add": {"f32": [{"flops": 0, "bytes": 1e6, "ms": 0.05},
+                         {"flops": 0, "bytes": 1e8, "ms": 1.5}]},
+    "tgrt_matmul": {"f32": [
+      {"flops": 2e9, "bytes": 1.2e7, "ms": 4.01, "variant": "nn"},
+      {"flops": 2e9, "bytes": 1.2e7, "ms": 8.01, "variant": "tn"}]}
+  }
+})";
+
+CalibrationTable table() {
+  CalibrationTable t;
+  std::string err;
+  EXPECT_TRUE(parseCalibrationTable(kTable, "fixed.json", t, err)) << err;
+  return t;
+}
+
+RuntimeCall add(double bytes, const char *fn = "micro_step") {
+  RuntimeCall c;
+  c.function = fn;
+  c.kernel = "tgrt_add";
+  c.dtype = "TGRT_F32";
+  c.bytesRead = (int64_t)(bytes * 2 / 3);
+  c.bytesWritten = (int64_t)bytes - c.bytesRead;
+  c.ints = {(int64_t)(bytes / 12)};
+  return c;
+}
+
+RuntimeCall matmul(int64_t m, int64_t n, int64_t k, int ta, int tb, const char *dt = "TGRT_F32") {
+  RuntimeCall c;
+  c.function = "micro_step";
+  c.kernel = "tgrt_matmul";
+  c.dtype = dt;
+  c.ints = {1, m, n, k, ta, tb, 0, 0, 0};
+  c.bytesRead = 4 * (m * k + k * n);
+  c.bytesWritten = 4 * m * n;
+  c.flops = 7; // the trace's count is not what the model uses for a GEMM
+  return c;
+}
+
+} // namespace
+
+TEST(CostModel, MeasuredPointsAreReproduced) {
+  CalibrationTable t = table();
+  bool cal = false;
+  EXPECT_NEAR(predictCallMs(t, add(1e6), &cal), 0.05, 1e-12);
+  EXPECT_TRUE(cal);
+  EXPECT_NEAR(predictCallMs(t, add(1e8)), 1.5, 1e-12);
+  // GEMM: each variant reproduces its own point (2e9 FLOPs from m = n = k = 1000).
+  EXPECT_NEAR(predictCallMs(t, matmul(1000, 1000, 1000, 0, 0)), 4.01, 1e-9);
+  EXPECT_NEAR(predictCallMs(t, matmul(1000, 1000, 1000, 1, 0)), 8.01, 1e-9);
+}
+
+TEST(CostModel, InterpolatesEfficiencyInLogSize) {
+  CalibrationTable t = table();
+  // r = bytes / 1e11 s; e_i = r_i / (ms_i - 0.01): e1 = 0.01 / 0.04, e2 = 1 / 1.49.
+  const double e1 = 0.01 / 0.04, e2 = 1.0 / 1.49;
+  // 1e7 bytes is halfway between the points in log size: log e is the mean.
+  const double e = std::sqrt(e1 * e2);
+  EXPECT_NEAR(predictCallMs(t, add(1e7)), 0.01 + 0.1 / e, 1e-9);
+  // About a quarter of the way (10^6.5 bytes, as whole bytes).
+  RuntimeCall q = add(std::pow(10.0, 6.5));
+  const double b = (double)(q.bytesRead + q.bytesWritten);
+  const double w = (std::log(b) - std::log(1e6)) / (std::log(1e8) - std::log(1e6));
+  EXPECT_NEAR(w, 0.25, 1e-6);
+  const double eq = std::exp((1 - w) * std::log(e1) + w * std::log(e2));
+  EXPECT_NEAR(predictCallMs(t, q), 0.01 + b / 1e11 * 1e3 / eq, 1e-12);
+  // Beyond the points the nearest point's efficiency holds.
+  EXPECT_NEAR(predictCallMs(t, add(1e10)), 0.01 + 100.0 / e2, 1e-6);
+  EXPECT_NEAR(predictCallMs(t, add(1e4)), 0.01 + 1e-4 / e1, 1e-12);
+}
+
+TEST(CostModel, GemmVariantFallsBackToAllPoints) {
+  CalibrationTable t = table();
+  // "nt" has no points: both points (same size) count, their mean log efficiency.
+  const double r = 2.0; // 2e9 FLOPs at 1e12 FLOP/s, ms
+  const double e = std::sqrt((r / 4.0) * (r / 8.0));
+  EXPECT_EQ(gemmVariant(matmul(1000, 1000, 1000, 0, 1)), "nt");
+  EXPECT_NEAR(predictCallMs(t, matmul(1000, 1000, 1000, 0, 1)), 0.01 + r / e, 1e-9);
+}
+
+TEST(CostModel, UncalibratedKernelIsRooflineOfPeaks) {
+  CalibrationTable t = table();
+  bool cal = true;
+  // bf16 GEMM: no points; 2e9 FLOPs at 4e12 = 0.5 ms; bytes 1.2e7 / 1e11 = 0.12 ms.
+  EXPECT_NEAR(predictCallMs(t, matmul(1000, 1000, 1000, 0, 0, "TGRT_BF16"), &cal), 0.51, 1e-12);
+  EXPECT_FALSE(cal);
+  // A memory-bound kernel without points: bytes / bandwidth + overhead, FLOPs ignored.
+  RuntimeCall c = add(1e6);
+  c.kernel = "tgrt_gelu_fwd";
+  c.flops = 1000000000;
+  EXPECT_NEAR(predictCallMs(t, c, &cal), 0.01 + 0.01, 1e-12);
+  EXPECT_FALSE(cal);
+  // The step names it, with its share.
+  StepPrediction p = predictStep(t, {c, add(1e6)}, 1);
+  ASSERT_EQ(p.uncalibrated.size(), 1u);
+  EXPECT_EQ(p.uncalibrated[0], "tgrt_gelu_fwd/f32");
+  EXPECT_NEAR(p.uncalibratedMs, 0.02, 1e-12);
+}
+
+TEST(CostModel, StepSumsGradAccumMicroStepsAndOneOptimizerStep) {
+  CalibrationTable t = table();
+  std::vector<RuntimeCall> calls = {add(1e6), add(1e8), add(1e6, "optimizer_step"),
+                                    add(1e8, "eval_step")};
+  StepPrediction p = predictStep(t, calls, 3);
+  EXPECT_NEAR(p.microStepMs, 1.55, 1e-12);
+  EXPECT_NEAR(p.optimizerStepMs, 0.05, 1e-12);
+  EXPECT_NEAR(p.evalStepMs, 1.5, 1e-12);
+  EXPECT_NEAR(p.stepMs, 3 * 1.55 + 0.05, 1e-12);
+  EXPECT_EQ(p.callsPerStep, 7);
+  EXPECT_NEAR(p.overheadMs, 7 * 0.01, 1e-12);
+  ASSERT_EQ(p.byKernel.size(), 1u);
+  EXPECT_EQ(p.byKernel[0].calls, 7);
+  EXPECT_NEAR(p.byKernel[0].ms, p.stepMs, 1e-12);
+  EXPECT_TRUE(p.uncalibrated.empty());
+  // grad_accum below 1 counts as 1.
+  EXPECT_NEAR(predictStep(t, calls, 0).stepMs, 1.6, 1e-12);
+}
+
+TEST(CostModel, OverheadIsAddedToEveryCall) {
+  CalibrationTable u = table();
+  u.callOverheadMs = 0.5;
+  u.kernels.clear();
+  // Roofline (1e6 bytes at 1e11 B/s = 0.01 ms) + the overhead.
+  EXPECT_NEAR(predictCallMs(u, add(1e6)), 0.5 + 0.01, 1e-12);
+  // A measured point below the overhead: at least a tenth of its time is the kernel's.
+  CalibrationTable t = table();
+  t.callOverheadMs = 0.049;
+  EXPECT_NEAR(predictCallMs(t, add(1e6)), 0.049 + 0.005, 1e-12);
+  RuntimeCall wait;
+  wait.function = "micro_step";
+  wait.kernel = "tgrt_all_reduce_wait";
+  EXPECT_NEAR(predictCallMs(u, wait), 0.5, 1e-12);
+}
+
+TEST(CostModel, FlopsComeFromTheIntegerArguments) {
+  RuntimeCall c = matmul(10, 20, 30, 0, 0);
+  c.ints[0] = 4; // batch
+  EXPECT_EQ(effectiveFlops(c), 2.0 * 4 * 10 * 20 * 30);
+  RuntimeCall acc;
+  acc.kernel = "tgrt_matmul_acc";
+  acc.ints = {10, 20, 30, 1, 0};
+  EXPECT_EQ(effectiveFlops(acc), 2.0 * 10 * 20 * 30);
+  RuntimeCall lce;
+  lce.kernel = "tgrt_linear_cross_entropy";
+  lce.ints = {512, 64, 2048, 512, -1};
+  EXPECT_EQ(effectiveFlops(lce), 6.0 * 512 * 64 * 2048);
+  // Attention: batch 2, heads 3, t 8, hd 16, 6 strides, causal, window.
+  RuntimeCall fwd;
+  fwd.kernel = "tgrt_attention_fwd";
+  fwd.ints = {2, 3, 8, 16, 0, 0, 0, 0, 0, 0, 1, 0};
+  EXPECT_EQ(effectiveFlops(fwd), 4.0 * 2 * 3 * 16 * 36); // 8*9/2 pairs
+  fwd.kernel = "tgrt_attention_bwd";
+  fwd.ints[11] = 3; // window 3: 1 + 2 + 3 * 6 = 21 pairs
+  EXPECT_EQ(effectiveFlops(fwd), 10.0 * 2 * 3 * 16 * 21);
+  fwd.ints[10] = 0; // no mask: all 64
+  EXPECT_EQ(effectiveFlops(fwd), 10.0 * 2 * 3 * 16 * 64);
+  // Grouped-query: batch, heads, kv_heads, t, hd, 9 strides, causal, window.
+  RuntimeCall gqa;
+  gqa.kernel = "tgrt_attention_gqa_fwd";
+  gqa.ints = {2, 8, 2, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+  EXPECT_EQ(effectiveFlops(gqa), 4.0 * 2 * 8 * 16 * 36);
+  // Memory-bound kernels are priced by bytes alone.
+  RuntimeCall ln;
+  ln.kernel = "tgrt_layer_norm_fwd";
+  ln.flops = 123456;
+  EXPECT_EQ(effectiveFlops(ln), 0.0);
+  EXPECT_FALSE(usesFlops("tgrt_softmax_fwd"));
+  EXPECT_TRUE(usesFlops("tgrt_matmul_bias_gelu"));
+}
+
+TEST(CostModel, CollectivesUseTheLinkBandwidth) {
+  CalibrationTable t = table();
+  RuntimeCall ar;
+  ar.function = "optimizer_step";
+  ar.kernel = "tgrt_all_reduce_mean";
+  ar.dtype = "TGRT_F32";
+  ar.ints = {1000000}; // 4 MB: a ring all-reduce moves ~2x over 1e10 B/s
+  bool cal = true;
+  EXPECT_NEAR(predictCallMs(t, ar, &cal), 0.01 + 2 * 4e6 / 1e10 * 1e3, 1e-9);
+  EXPECT_FALSE(cal);
+  ar.kernel = "tgrt_all_reduce_mean_start";
+  ar.ints = {1000000, 4}; // moves data on one micro-step of 4
+  EXPECT_NEAR(predictCallMs(t, ar), 0.01 + 2 * 4e6 / 1e10 * 1e3 / 4, 1e-9);
+  ar.kernel = "tgrt_all_gather_start";
+  ar.dtype = "TGRT_BF16";
+  ar.ints = {1000000, 250000};
+  EXPECT_NEAR(predictCallMs(t, ar), 0.01 + 2e6 / 1e10 * 1e3, 1e-9);
+}
+
+TEST(CostModel, TableRoundTrips) {
+  CalibrationTable t = table();
+  CalibrationTable u;
+  std::string err;
+  ASSERT_TRUE(parseCalibrationTable(calibrationTableJson(t), "again.json", u, err)) << err;
+  EXPECT_EQ(u.device, "test machine");
+  EXPECT_EQ(u.peakFlops, t.peakFlops);
+  EXPECT_EQ(u.memBytesPerS, t.memBytesPerS);
+  EXPECT_EQ(u.callOverheadMs, t.callOverheadMs);
+  ASSERT_EQ(u.kernels["tgrt_matmul"]["f32"].size(), 2u);
+  EXPECT_EQ(u.kernels["tgrt_matmul"]["f32"][1].variant, "tn");
+  EXPECT_EQ(predictCallMs(u, add(3e7)), predictCallMs(t, add(3e7)));
+}
+
+TEST(CostModel, MalformedTablesNameFileAndPath) {
+  auto error = [](const std::string &text) {
+    CalibrationTable t;
+    std::string err;
+    EXPECT_FALSE(parseCalibrationTable(text, "bad.json", t, err));
+    return err;
+  };
+  std::string good = kTable;
+  auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string s = good;
+    size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  EXPECT_EQ(error(replaced("\"ms\": 1.5", "\"ms\": -1")),
+            "bad.json: $.kernels.tgrt_add.f32[1].ms: expected a number > 0, got -1");
+  EXPECT_EQ(error(replaced("\"memory_bytes_per_s\": 1e11,", "")),
+            "bad.json: $.peak: missing \"memory_bytes_per_s\"");
+  EXPECT_EQ(error(replaced("tgc-calibration/1", "tgc-calibration/0")),
+            "bad.json: $.format: expected \"tgc-calibration/1\", got \"tgc-calibration/0\"");
+  EXPECT_EQ(error(replaced("\"variant\": \"tn\"", "\"variant\": \"xy\"")),
+            "bad.json: $.kernels.tgrt_matmul.f32[1].variant: expected \"nn\", \"nt\", \"tn\" "
+            "or \"tt\", got \"xy\"");
+  EXPECT_EQ(error(replaced("\"f32\": 1e12,", "\"f32\": \"fast\",")),
+            "bad.json: $.peak.flops_per_s.f32: expected a number > 0, got string");
+  EXPECT_EQ(error(replaced("\"tgrt_add\":", "\"add\":")),
+            "bad.json: $.kernels.add: a kernel name starts with tgrt_ (runtime/tgrt.h)");
+  EXPECT_EQ(error("[1, 2]"), "bad.json: $: expected an object, got array");
+  EXPECT_EQ(error("{").rfind("bad.json: not valid JSON: ", 0), 0u);
+  CalibrationTable t;
+  std::string err;
+  EXPECT_FALSE(loadCalibrationTable("/nonexistent/x.json", t, err));
+  EXPECT_EQ(err, "/nonexistent/x.json: cannot read the calibration table");
+}
+
+TEST(CostModel, DefaultRooflineTablesAreUsable) {
+  for (const char *target : {"cuda", "cpu"}) {
+    CalibrationTable t = defaultRooflineTable(target);
+    EXPECT_TRUE(t.roofline);
+    EXPECT_GT(peakFlopsOf(t, "bf16"), 0);
+    bool cal = true;
+    EXPECT_GT(predictCallMs(t, matmul(64, 64, 64, 0, 0), &cal), t.callOverheadMs);
+    EXPECT_FALSE(cal);
+  }
+  EXPECT_EQ(peakFlopsOf(defaultRooflineTable("cuda"), "bf16"), 989.4e12);
+}
