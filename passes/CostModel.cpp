@@ -174,7 +174,9 @@ double rooflineMs(const CalibrationTable &t, double flops, double bytes,
 
 double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *calibrated) {
   const std::string dt = dtypeKey(call.dtype);
-  const double bytes = (double)(call.bytesRead + call.bytesWritten);
+  double bytes = (double)(call.bytesRead + call.bytesWritten);
+  if (call.kernel == "tgrt_zero" && !call.ints.empty()) // (p, bytes): no access string
+    bytes = std::max(bytes, (double)call.ints.front());
   const double r = rooflineMs(t, effectiveFlops(call), bytes, dt);
   const std::vector<CalibrationPoint> *pts = nullptr;
   if (auto k = t.kernels.find(call.kernel); k != t.kernels.end())

@@ -14,7 +14,9 @@
 // where o is the table's per-call overhead (launch and host cost of one call), P the peak
 // FLOP/s of the call's dtype (f32, bf16, f16; tf32 is listed for reference), B the peak
 // memory bandwidth, bytes(c) = bytes read + bytes written by the call's tensor arguments
-// and flops(c) CostOpInterface's count of the ops the call computes. So t(c) is
+// (tgrt_zero: its byte count argument) and flops(c) the FLOPs of the call from its integer
+// arguments for GEMMs, attention and the fused loss, 0 for the memory-bound kernels
+// (effectiveFlops). So t(c) is
 // `o + max(flops / achieved FLOP/s, bytes / achieved bytes/s)` with achieved = e * peak.
 // The efficiency e comes from the measured points (flops_i, bytes_i, ms_i) of the call's
 // kernel and dtype: e_i = r_i / max(ms_i - o, ms_i / 10), interpolated piecewise linearly
