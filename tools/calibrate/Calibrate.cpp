@@ -122,7 +122,14 @@ struct Bench {
     void *p = alloc(n * esz(dt), &off);
     if (!p)
       return nullptr;
-    std::uniform_real_distribution<float> u(-scale, scale);
+    // A fast generator (xorshift): the largest grids fill gigabytes.
+    uint64_t st = rng() | 1;
+    auto u = [&](std::mt19937 &) {
+      st ^= st << 13;
+      st ^= st >> 7;
+      st ^= st << 17;
+      return scale * ((float)(st >> 40) * (2.0f / 16777216.0f) - 1.0f);
+    };
     const int64_t block = 1 << 20;
     std::vector<uint16_t> h16;
     std::vector<float> h32;
@@ -679,6 +686,7 @@ double calibrateOverhead(Bench &b) {
   return zero;
 }
 
+#ifndef TGC_CALIBRATE_CUDA
 std::string cpuName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, name = "unknown CPU";
@@ -689,6 +697,7 @@ std::string cpuName() {
     }
   return name + " (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)";
 }
+#endif
 
 /// Datasheet peaks of known GPUs (dense): {f32, tf32, bf16, f16, bytes/s, link bytes/s}.
 bool knownGpuPeaks(const std::string &name, CalibrationTable &t) {
