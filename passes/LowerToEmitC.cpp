@@ -131,71 +131,15 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 /// reads, 'W' one it writes, 'M' one it reads and then overwrites (in place), '-' anything
 /// else (a dtype, a size, a scalar, a NULL). The non-finite checks look at the W and M tensors
 /// after the call and report the R and M ones as its inputs (runtime/tgrt.h,
-/// tgrt_check_site). "" for calls without a check (tgrt_zero writes zeros, tgrt_report_loss
-/// nothing). Must follow the signatures in runtime/tgrt.h: call() refuses a length mismatch.
+/// tgrt_check_site). "" for calls without a check. The strings are the kernel list's
+/// (runtime/tgrt_kernels.def, beside each kernel's signature; runtime/KernelList.cpp checks
+/// them against the parameters at compile time); call() refuses a call whose argument count
+/// differs.
 StringRef kernelAccess(StringRef fn) {
   return llvm::StringSwitch<StringRef>(fn)
-      .Case("tgrt_embedding_fwd", "-RRW---")
-      .Case("tgrt_embedding_bwd", "-RRW---")
-      .Case("tgrt_positional_fwd", "-RRW---")
-      .Case("tgrt_positional_bwd", "-RW----")
-      .Case("tgrt_add", "-RRW-")
-      .Case("tgrt_add_mixed", "-R-RW-W-")
-      .Case("tgrt_accumulate", "-MR-")
-      .Case("tgrt_fill", "-W--")
-      .Case("tgrt_fill_loss_scaled", "-W--")
-      .Case("tgrt_cast", "-R-W-")
-      .Case("tgrt_copy2d", "-R-W---")
-      .Case("tgrt_transpose4", "-RW--------")
-      .Case("tgrt_layer_norm_fwd", "-R-RR-WWW---")
-      .Case("tgrt_add_layer_norm_fwd", "-R-RW-RR-WWW---")
-      .Case("tgrt_layer_norm_bwd", "-R-R-RRRWWW--")
-      .Case("tgrt_layer_norm_bwd_acc", "-R-R-RRRM-WWW--")
-      .Case("tgrt_layer_norm_bwd_acc_slots", "-R-R-RRRM-WMM--")
-      .Case("tgrt_matmul", "-RRW-----------") // beta is always 0 here: C is not read
-      .Case("tgrt_matmul_acc", "-RR-M------")
-      .Case("tgrt_matmul_bias", "-RRRW------")
-      .Case("tgrt_matmul_bias_gelu", "-RRRWW------")
-      .Case("tgrt_matmul_dgelu_bgrad", "-RRRWW------")
-      .Case("tgrt_bias_add", "-RRW--")
-      .Case("tgrt_bias_grad", "-RW--")
-      .Case("tgrt_bias_grad_acc", "-R-M--")
-      .Case("tgrt_matmul_bias_residual", "-RR-RRW------")
-      .Case("tgrt_gelu_fwd", "-RW-")
-      .Case("tgrt_gelu_bwd", "-RRW-")
-      .Case("tgrt_dropout", "-RW---")
-      .Case("tgrt_causal_mask", "-RW-----")
-      .Case("tgrt_softmax_fwd", "-RW--")
-      .Case("tgrt_softmax_bwd", "-RRW--")
-      .Case("tgrt_cross_entropy_fwd", "-RRW---")
-      .Case("tgrt_cross_entropy_bwd", "-RRRW---")
-      .Case("tgrt_cross_entropy_fwd_bwd", "-RRWRW---")
-      .Case("tgrt_linear_cross_entropy", "-RRRRWW-M------") // scratch: raw, not checked
-      .Case("tgrt_attention_fwd", "-RRRWW-------------")
-      .Case("tgrt_attention_bwd", "-RRRRRRWWW-------------")
-      .Case("tgrt_attention_gqa_fwd", "-RRRWW-----------------")
-      .Case("tgrt_attention_gqa_bwd", "-RRRRRRWWW-----------------")
-      .Case("tgrt_rms_norm_fwd", "-R-R-WW---")
-      .Case("tgrt_rms_norm_bwd", "-R-R-RRWW--")
-      .Case("tgrt_rope_scaled", "-RW-----------")
-      .Case("tgrt_swiglu_fwd", "-RW--")
-      .Case("tgrt_swiglu_bwd", "-RRW--")
-      .Case("tgrt_grad_norm_sq", "-R-M")
-      .Case("tgrt_clip_scale", "M-")
-      .Case("tgrt_adamw", "-MR-MM-----R")
-      .Case("tgrt_adamw_wc", "-MR-MM-----R-W")
-      .Case("tgrt_adamw_owned", "-MR-MM-----R-")
-      .Case("tgrt_adamw_wc_owned", "-MR-MM-----R-W-")
-      .Case("tgrt_broadcast", "-M--")
-      .Case("tgrt_all_reduce_mean", "-M-")
-      // Asynchronous on CUDA (the communicator's stream): not checked where it is called.
-      .Case("tgrt_all_reduce_mean_start", "")
-      .Case("tgrt_all_reduce_wait", "")
-      .Case("tgrt_all_gather_start", "")
-      .Case("tgrt_reduce_scatter_mean_start", "")
-      .Case("tgrt_all_reduce_sum_f32", "")
-      .Case("tgrt_adamw_chunk", "-MR-MM------R")
-      .Case("tgrt_adamw_wc_chunk", "-MR-MM------R-W")
+#define TGRT_KERNEL(ret, name, access, params) .Case(#name, access)
+#include "runtime/tgrt_kernels.def"
+#undef TGRT_KERNEL
       .Default("");
 }
 

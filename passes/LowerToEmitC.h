@@ -65,8 +65,8 @@ struct RuntimeCall {
 /// then left partly rewritten and must be discarded): a module without a plan, a missing
 /// step function, a missing module attribute, a value without a planned offset, a tensor
 /// whose element type the runtime does not have (f32, bf16, f16, i32 ids), an op with no
-/// runtime kernel, a runtime call whose argument count disagrees with the checks' access
-/// table (kernelAccess in LowerToEmitC.cpp, kept in step with tgrt.h).
+/// runtime kernel, a runtime call whose argument count disagrees with its access string
+/// (runtime/tgrt_kernels.def, the kernel list tgrt.h declares the kernels from).
 /// `calls`, when given, receives every runtime call of the three step functions in order
 /// (RuntimeCall).
 LogicalResult lowerToEmitC(ModuleOp module, std::vector<RuntimeCall> *calls = nullptr);

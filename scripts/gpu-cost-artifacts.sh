@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds (here, no GPU needed) what scripts/gpu-cost.sh runs on the GPU machine: the CUDA
+# calibration executable (tgc-calibrate-cuda) and the training executables of the cost
+# model's check (issue 23: predicted vs measured step time), in runs/cost/cost.tar.xz, and
+# runs/cost/configs.txt (name and tgc --set arguments of each, read back by
+# scripts/cost-compare.py to predict each configuration with the H100 table). Then, with the
+# device tool:  run: bash scripts/gpu-cost.sh   carry: runs/cost
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ninja -C build -j"${JOBS:-2}" bin/tgc bin/tgc-calibrate-cuda tgrt_cuda tgrt_cpu tgrt_driver
+rm -rf runs/cost && mkdir -p runs/cost/cost
+: > runs/cost/configs.txt
+c() { # name spec args...
+  local name=$1 spec=$2; shift 2
+  build/bin/tgc compile "$spec" --target cuda "$@" -o "runs/cost/cost/$name" > /dev/null
+  strip "runs/cost/cost/$name"
+  echo "$name $spec $*" >> runs/cost/configs.txt
+}
+G=examples/gpt2-small.json
+MED=(--set model.n_layers=24 --set model.d_model=1024 --set model.n_heads=16 --set model.d_ff=4096)
+HD128=(--set model.n_layers=8 --set model.d_model=1024 --set model.n_heads=8 --set model.d_ff=4096
+       --set model.vocab_size=32000 --set model.context=2048)
+c gpt2s $G
+c gpt2s-gelu $G --set training.checkpointing=gelu
+c gpt2s-sel $G --set training.checkpointing=selective
+c gpt2s-layer $G --set training.checkpointing=layer
+c gpt2s-fp16 $G --set training.precision=fp16-mixed
+c gpt2s-b8 $G --set training.batch_size=8
+c gpt2s-b32 $G --set training.batch_size=32
+c gpt2s-fp32 $G --set training.precision=fp32 --set training.batch_size=8
+c gpt2m $G "${MED[@]}" --set training.batch_size=8
+c gpt2m-layer $G "${MED[@]}" --set training.batch_size=8 --set training.checkpointing=layer
+c hd128 $G "${HD128[@]}" --set training.batch_size=8
+c smollm2 examples/smollm2-135m.json
+c smollm2-layer examples/smollm2-135m.json --set training.checkpointing=layer
+c llama1b examples/llama3.2-1b.json
+c llama1b-sel examples/llama3.2-1b.json --set training.checkpointing=selective
+cp build/bin/tgc-calibrate-cuda runs/cost/cost/ && strip runs/cost/cost/tgc-calibrate-cuda
+tar -C runs/cost -cf - cost | xz -9 -T2 > runs/cost/cost.tar.xz
+rm -rf runs/cost/cost
+ls -la runs/cost
