@@ -19,17 +19,7 @@ q=(); [ "${QUICK:-0}" = 1 ] && q=(--quick)
 start=$(date +%s)
 timeout ${CALIB_S:-300} $B/tgc-calibrate-cuda --out "$RESULT/calibration.json" "${q[@]}" > "$LOGS/calibrate.log" 2>&1
 echo "rc $? in $(( $(date +%s) - start )) s"; tail -5 "$LOGS/calibrate.log"
-mkdata() { # dir vocab tokens
-  python3 - "$@" <<'PY'
-import json, os, sys, numpy as np
-d, V, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(0)
-for split, k in (("train", n), ("val", n // 8), ("test", n // 8)):
-    np.save(f"{d}/{split}.npy", rng.integers(0, V, size=k, dtype=np.uint32))
-json.dump({"vocab_size": V, "eos_id": 0, "tokenizer": "synthetic"}, open(f"{d}/meta.json", "w"))
-PY
-}
+source scripts/gpu-lib.sh  # mkdata
 for v in 50304 32000 49152 128256; do mkdata $B/data-$v $v 4000000; done
 echo "== 2. step times: $STEPS steps x $REPS alternating repetitions"
 for r in $(seq 1 "$REPS"); do

@@ -37,3 +37,17 @@ except Exception as e:
     print(f"| torch compile+bf16 | failed: {e} | - | - | - |")
 PY
 }
+
+# mkdata DIR VOCAB TOKENS: a synthetic token dataset (train / val / test .npy of uniform
+# random uint32 ids below VOCAB, seed 0; val and test TOKENS / 8) with its meta.json.
+mkdata() { # dir vocab tokens
+  python3 - "$@" <<'PY'
+import json, os, sys, numpy as np
+d, V, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rng = np.random.default_rng(0)
+for split, k in (("train", n), ("val", n // 8), ("test", n // 8)):
+    np.save(f"{d}/{split}.npy", rng.integers(0, V, size=k, dtype=np.uint32))
+json.dump({"vocab_size": V, "eos_id": 0, "tokenizer": "synthetic"}, open(f"{d}/meta.json", "w"))
+PY
+}

@@ -40,17 +40,7 @@ if [ "${CUDNN:-0}" = 1 ]; then
   echo "rc $?"; sed -n '/^PyTorch/,$p' "$OUT/sdpa.log"
 fi
 
-mkdata() { # dir vocab tokens
-  python3 - "$@" <<'PY'
-import json, os, sys, numpy as np
-d, V, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(0)
-for split, k in (("train", n), ("val", n // 8), ("test", n // 8)):
-    np.save(f"{d}/{split}.npy", rng.integers(0, V, size=k, dtype=np.uint32))
-json.dump({"vocab_size": V, "eos_id": 0, "tokenizer": "synthetic"}, open(f"{d}/meta.json", "w"))
-PY
-}
+source scripts/gpu-lib.sh  # mkdata
 mkdata $B/data-2048 2048 400000
 mkdata $B/data-49152 49152 4000000
 mkdata $B/data-128256 128256 4000000
