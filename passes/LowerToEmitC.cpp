@@ -2067,7 +2067,7 @@ private:
   }
 
   /// After lowering `op`: the FLOPs of `op` (unless an earlier call computed it) and of
-  /// every op fused away while lowering it go to the last call it emitted; when it emitted
+  /// every op fused away while lowering it go to the first call it emitted; when it emitted
   /// none (a GEMM waiting for its GELU gradient), to the call of the op that emits it.
   void attributeFlops(Operation *op, bool alreadyFused, size_t fusedBefore,
                       size_t callsBefore) {
@@ -2079,7 +2079,9 @@ private:
       deferredFlops.erase(it);
     }
     if (trace->size() > callsBefore) {
-      trace->back().flops += flops;
+      // The first call computes the op (a GEMM's epilogue call); later ones finish around it
+      // (the bias gradient into its slot, bucket starts).
+      (*trace)[callsBefore].flops += flops;
       return;
     }
     for (auto &[gelu, mm] : deferredDgelu)

@@ -44,8 +44,9 @@ struct RuntimeCall {
   std::string phase;    ///< forward, backward, optimizer or eval
   std::string op;       ///< the tg op it lowers ("tg.matmul")
   /// FLOPs of the ops the call computes: its op and every op fused into it (CostOpInterface
-  /// flops), on the last call a lowered op emits (0 on the others, e.g. the zeroing of a
-  /// gradient slot before it).
+  /// flops), on the first call a lowered op emits (0 on the others: the zeroing of a
+  /// gradient slot before it, a bias gradient accumulated into its slot after a
+  /// tgrt_matmul_dgelu_bgrad).
   int64_t flops = 0;
   int64_t bytesRead = 0;    ///< tensor arguments it reads ('R' and 'M' in its access string)
   int64_t bytesWritten = 0; ///< tensor arguments it writes ('W' and 'M')
