@@ -881,7 +881,7 @@ private:
 
   LogicalResult lowerOp(Operation *op) {
     if (fusedAway.contains(op))
-      return success(); // done by an earlier call (tgrt_matmul_bias / _bias_gelu)
+      return success(); // done by an earlier call (e.g. tgrt_matmul_dgelu_bgrad)
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
           return call(op, "tgrt_embedding_fwd",

@@ -20,8 +20,10 @@
 //     @kCheckTensors / @kCheckSites` describe each call's location, op, phase, outputs and
 //     inputs (region, offset, shape, dtype).
 //
-// The lowering table (one runtime call per tg op; matmul + its only bias_add become one
-// `tgrt_matmul_bias`) lives in LowerToEmitC.cpp; the runtime ABI it targets is tgrt.h.
+// The lowering table (one runtime call per tg op; tg-fuse's fused ops, e.g. tg.matmul_bias,
+// are one call each; the backward fusions the lowering still makes itself are listed in
+// docs/design-notes.md) lives in LowerToEmitC.cpp; the runtime ABI it targets is tgrt.h,
+// whose kernels and their access strings are listed in runtime/tgrt_kernels.def.
 //
 //===----------------------------------------------------------------------------===//
 #ifndef TGC_PASSES_LOWERTOEMITC_H

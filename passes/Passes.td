@@ -277,7 +277,10 @@ def TgLowerToEmitC : Pass<"tg-lower-to-emitc", "mlir::ModuleOp"> {
     %3 = emitc.expression : !emitc.ptr<f32> { ... emitc.add %A, %c ... emitc.cast ... }
     emitc.call_opaque "tgrt_matmul"(%ctx, %3, ...) {args = [0 : index, #emitc.opaque<"\22layers.0.attn.qkv\22">, 1 : index, ...]}
     ```
-    One tg op becomes one call (matmul + its only bias_add: one `tgrt_matmul_bias`).
+    One tg op becomes one call (tg-fuse made the GEMM epilogues ops of their own:
+    tg.matmul_bias -> `tgrt_matmul_bias`); the backward fusions still made here (add +
+    layer norm, layer-norm backward into the residual gradient, GEMM + dGELU + bias
+    gradient, gradient-slot sinks) join ops into one call where the plan allows it.
     Every call that writes a tensor is followed by `emitc.if %dbg { tgrt_check_op(ctx,
     &kCheckSites[i]) }`, %dbg = `tgrt_check_enabled(ctx)` read once per function (the
     non-finite checks of `--find-nonfinite`; tables `kCheckTensors`, `kCheckSites`).
