@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include <cstdlib>
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -984,6 +985,359 @@ int runPlan(const DriverOptions &opts) {
     llvm::outs() << "max micro-batch: " << lo << " (plan " << best << " bytes"
                  << reserveText(target, contextBytes) << " of " << memory << " available)\n";
   }
+  return 0;
+}
+
+//===------------------------------------------------------------- advise --===//
+
+namespace {
+/// One (precision, checkpointing) pair of `tgc advise`.
+struct AdviseFamily {
+  std::string precision, policy;
+  int64_t maxBatch = 0, maxBatchBytes = 0;
+  bool planned1 = false;  ///< micro-batch 1 could be planned (when maxBatch is 0)
+  int64_t bytes1 = 0;     ///< its plan's total bytes
+  std::string why;        ///< why micro-batch 1 cannot be planned
+};
+/// One planned and predicted configuration.
+struct AdviseCandidate {
+  size_t family = 0;
+  int64_t batch = 0, gradAccum = 1;
+  long long tokensPerStep = 0;
+  bool exact = true; ///< tokens per step == --tokens-per-step (always true without it)
+  bool fits = false;
+  int64_t planBytes = 0;
+  Prediction pred;
+  Spec spec;
+};
+
+std::vector<std::string> splitList(const std::string &text) {
+  std::vector<std::string> out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(text).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef p : parts)
+    if (!p.trim().empty())
+      out.push_back(p.trim().str());
+  return out;
+}
+} // namespace
+
+int runAdvise(const AdviseOptions &opts) {
+  const std::string &target = opts.target;
+  if (target != "cpu" && target != "cuda") {
+    llvm::errs() << "tgc: error: advise: --target: unknown backend '" << target
+                 << "' (expected cpu or cuda)\n";
+    return 2;
+  }
+  if (opts.memory.empty()) {
+    llvm::errs() << "tgc: error: advise: --memory BYTES is required (the device's whole "
+                    "memory, e.g. 80GiB, 24GB, 1073741824)\n";
+    return 2;
+  }
+  const long long memory = parseBytes(opts.memory);
+  if (memory <= 0) {
+    llvm::errs() << "tgc: error: advise: --memory: cannot parse '" << opts.memory
+                 << "' (expected e.g. 80GiB, 24GB, 1073741824)\n";
+    return 2;
+  }
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  if (contextBytes < 0)
+    return 2;
+  if (contextBytes >= memory) {
+    llvm::errs() << "tgc: error: advise: --context-bytes: the reserve of " << contextBytes
+                 << " bytes outside the plan is not below --memory " << opts.memory << " ("
+                 << memory << " bytes): nothing is left for the plan\n";
+    return 2;
+  }
+  if (opts.tokensGiven && opts.tokensPerStep <= 0) {
+    llvm::errs() << "tgc: error: advise: --tokens-per-step: " << opts.tokensPerStep
+                 << " is not a positive number of tokens\n";
+    return 2;
+  }
+  if (opts.top < 1) {
+    llvm::errs() << "tgc: error: advise: --top: " << opts.top << " is not >= 1\n";
+    return 2;
+  }
+  DriverOptions dopts;
+  dopts.specFile = opts.specFile;
+  dopts.overrides = opts.overrides;
+  Spec spec;
+  if (!loadSpec(dopts, spec))
+    return 1;
+  const std::vector<std::string> precisions = splitList(opts.precisions);
+  const std::vector<std::string> policies = splitList(opts.policies);
+  if (precisions.empty() || policies.empty()) {
+    llvm::errs() << "tgc: error: advise: " << (precisions.empty() ? "--precisions" : "--policies")
+                 << ": an empty list\n";
+    return 2;
+  }
+  // Each value must be one the spec accepts (the spec's validator names what is wrong).
+  for (const std::string &p : precisions)
+    for (const std::string &c : policies) {
+      Spec s;
+      SpecError err;
+      if (!parseSpec(spec.json, {"training.precision=" + p, "training.checkpointing=" + c}, s,
+                     err, "<spec>")) {
+        llvm::errs() << "tgc: error: advise: --precisions " << p << " / --policies " << c
+                     << ": " << err.str() << "\n";
+        return 2;
+      }
+    }
+  tg::CalibrationTable table;
+  std::string origin;
+  if (!findCalibration(opts.calibration, target, table, origin))
+    return 2;
+  const int64_t context = spec.model.context;
+  const long long T = opts.tokensGiven ? opts.tokensPerStep : 0;
+  auto gib = [](int64_t b) { return llvm::formatv("{0:f2}", (double)b / (1LL << 30)).str(); };
+
+  // The grad_accum a micro-batch gets: the spec's, or with --tokens-per-step the fewest
+  // micro-batches that reach T tokens.
+  auto gradAccumFor = [&](int64_t batch) -> int64_t {
+    if (!T)
+      return spec.training.grad_accum;
+    const long long perMicro = (long long)batch * context;
+    return std::max<long long>(1, (T + perMicro - 1) / perMicro);
+  };
+  // Micro-batches searched with --tokens-per-step: those with batch x context <= T (a larger
+  // one would exceed the asked global batch), or 1 when even that exceeds it.
+  const int64_t tokenCap = T ? std::max<long long>(1, T / context) : (int64_t)1 << 62;
+
+  std::vector<AdviseFamily> families;
+  std::vector<AdviseCandidate> cands;
+  for (const std::string &p : precisions)
+    for (const std::string &c : policies) {
+      AdviseFamily f;
+      f.precision = p;
+      f.policy = c;
+      std::vector<std::string> sets = {"training.precision=" + p, "training.checkpointing=" + c};
+      llvm::errs() << "tgc: advise: " << p << " / " << c << ": largest micro-batch for "
+                   << memory << " bytes...\n";
+      f.maxBatch = maxMicroBatch(spec, sets, target, memory, contextBytes, &f.maxBatchBytes,
+                                 /*progress=*/false);
+      if (f.maxBatch == 0) {
+        tg::PlanReport one;
+        std::vector<std::string> o = sets;
+        o.push_back("training.batch_size=1");
+        f.planned1 = planWith(spec, o, target, one, /*quiet=*/true, &f.why);
+        f.bytes1 = f.planned1 ? one.totalBytes() : 0;
+        families.push_back(std::move(f));
+        continue;
+      }
+      const size_t fi = families.size();
+      families.push_back(f);
+      std::vector<int64_t> batches;
+      const int64_t top = std::min<int64_t>(f.maxBatch, tokenCap);
+      for (int64_t b = 1; b <= top; b *= 2)
+        batches.push_back(b);
+      if (batches.back() != top)
+        batches.push_back(top);
+      for (int64_t b : batches) {
+        AdviseCandidate cand;
+        cand.family = fi;
+        cand.batch = b;
+        cand.gradAccum = gradAccumFor(b);
+        cand.tokensPerStep = (long long)b * cand.gradAccum * context;
+        cand.exact = !T || cand.tokensPerStep == T;
+        std::vector<std::string> o = sets;
+        o.push_back("training.batch_size=" + std::to_string(b));
+        o.push_back("training.grad_accum=" + std::to_string(cand.gradAccum));
+        llvm::errs() << "tgc: advise: planning " << p << " / " << c << " micro-batch " << b
+                     << " grad_accum " << cand.gradAccum << "\n";
+        SpecError err;
+        if (!parseSpec(spec.json, o, cand.spec, err, "<spec>"))
+          continue; // e.g. a grad_accum the spec refuses: not a candidate
+        tg::PlanReport r;
+        std::vector<tg::RuntimeCall> calls;
+        if (!planWith(cand.spec, {}, target, r, /*quiet=*/true, nullptr, &calls))
+          continue;
+        cand.planBytes = r.totalBytes();
+        cand.fits = cand.planBytes + contextBytes <= memory;
+        cand.pred = predictPlan(cand.spec, table, calls);
+        cands.push_back(std::move(cand));
+      }
+    }
+
+  // Rank the fitting candidates: highest predicted tokens/s, then the smaller plan.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].fits)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const AdviseCandidate &x = cands[a], &y = cands[b];
+    if (x.pred.tokensPerS != y.pred.tokensPerS)
+      return x.pred.tokensPerS > y.pred.tokensPerS;
+    return x.planBytes < y.planBytes;
+  });
+  const std::string specName = opts.specFile.empty() ? "<default spec>" : opts.specFile;
+  if (order.empty()) {
+    // Name the smallest plan at micro-batch 1 (or why none could be planned).
+    const AdviseFamily *smallest = nullptr;
+    for (const AdviseFamily &f : families)
+      if (f.planned1 && (!smallest || f.bytes1 < smallest->bytes1))
+        smallest = &f;
+    llvm::errs() << "tgc: error: advise: " << specName << ": no configuration fits --memory "
+                 << opts.memory << " (" << memory << " bytes)";
+    if (smallest)
+      llvm::errs() << ": the smallest plan at micro-batch 1 is " << smallest->precision << " / "
+                   << smallest->policy << " with " << smallest->bytes1 << " bytes ("
+                   << gib(smallest->bytes1) << " GiB)" << reserveText(target, contextBytes)
+                   << "\n";
+    else
+      llvm::errs() << ": micro-batch 1 cannot be planned with any precision and policy searched"
+                   << (families.empty() || families[0].why.empty() ? ""
+                                                                   : ": " + families[0].why)
+                   << "\n";
+    return 2;
+  }
+  const AdviseCandidate &best = cands[order.front()];
+  const AdviseFamily &bestFamily = families[best.family];
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "advise '" << spec.name << "': target " << target << ", memory " << memory
+     << " bytes (plan" << reserveText(target, contextBytes) << " must fit), context "
+     << context << ", ";
+  if (T)
+    os << "tokens per step " << T << " (micro-batch x grad_accum x context; closest >= it "
+       << "where not exact, marked *)";
+  else
+    os << "grad_accum " << spec.training.grad_accum << " (the spec's)";
+  os << "\n";
+  os << "searched: precision " << llvm::join(precisions, ", ") << "; checkpointing "
+     << llvm::join(policies, ", ") << "; micro-batch: powers of two up to the largest that "
+     << "fits, and it; " << cands.size() << " configurations planned and predicted\n";
+  os << llvm::left_justify("#", 4) << llvm::left_justify("precision", 12)
+     << llvm::left_justify("checkpointing", 16) << llvm::right_justify("micro-batch", 12)
+     << llvm::right_justify("grad_accum", 11) << llvm::right_justify("plan GiB", 10)
+     << llvm::right_justify("total GiB", 11) << llvm::right_justify("pred ms", 11)
+     << llvm::right_justify("tokens/s", 14) << llvm::right_justify("MFU", 8) << "\n";
+  for (size_t k = 0; k < order.size() && k < (size_t)opts.top; ++k) {
+    const AdviseCandidate &c = cands[order[k]];
+    const AdviseFamily &f = families[c.family];
+    os << llvm::left_justify(std::to_string(k + 1), 4) << llvm::left_justify(f.precision, 12)
+       << llvm::left_justify(f.policy, 16) << llvm::right_justify(std::to_string(c.batch), 12)
+       << llvm::right_justify(std::to_string(c.gradAccum) + (c.exact ? "" : "*"), 11)
+       << llvm::right_justify(gib(c.planBytes), 10)
+       << llvm::right_justify(gib(c.planBytes + contextBytes), 11)
+       << llvm::right_justify(fmt3(c.pred.step.stepMs), 11)
+       << llvm::right_justify(withCommas((long long)std::llround(c.pred.tokensPerS)), 14)
+       << llvm::right_justify(llvm::formatv("{0:f1}%", 100.0 * c.pred.mfu).str(), 8) << "\n";
+  }
+  // Why each other family lost.
+  for (size_t fi = 0; fi < families.size(); ++fi) {
+    const AdviseFamily &f = families[fi];
+    if (&f == &bestFamily)
+      continue;
+    os << "  " << f.precision << " / " << f.policy << ": ";
+    const AdviseCandidate *fb = nullptr;
+    for (size_t i : order)
+      if (cands[i].family == fi) {
+        fb = &cands[i];
+        break;
+      }
+    if (f.maxBatch == 0 && f.planned1)
+      os << "does not fit at micro-batch 1 (plan " << gib(f.bytes1) << " GiB"
+         << (contextBytes ? " + reserve " + gib(contextBytes) + " GiB" : "") << ")\n";
+    else if (f.maxBatch == 0)
+      os << "refused: " << (f.why.empty() ? "the plan fails" : f.why) << "\n";
+    else if (!fb)
+      os << "no candidate could be planned and fit\n";
+    else if (fb->pred.tokensPerS >= best.pred.tokensPerS)
+      os << "ties: best " << withCommas((long long)std::llround(fb->pred.tokensPerS))
+         << " tokens/s at micro-batch " << fb->batch << " (largest fitting " << f.maxBatch
+         << "; the chosen has the smaller plan or comes first in the search order)\n";
+    else
+      os << "slower: best " << withCommas((long long)std::llround(fb->pred.tokensPerS))
+         << " tokens/s at micro-batch " << fb->batch << " (largest fitting " << f.maxBatch
+         << "), "
+         << llvm::formatv("{0:f1}", 100.0 * (1.0 - fb->pred.tokensPerS / best.pred.tokensPerS))
+                .str()
+         << "% below\n";
+  }
+  os << "chosen: precision " << bestFamily.precision << ", checkpointing " << bestFamily.policy
+     << ", micro-batch " << best.batch << ", grad_accum " << best.gradAccum << " ("
+     << best.tokensPerStep << " tokens per step"
+     << (best.exact ? "" : ", the closest >= --tokens-per-step " + std::to_string(T))
+     << "): predicted " << fmt3(best.pred.step.stepMs) << " ms/step, "
+     << withCommas((long long)std::llround(best.pred.tokensPerS)) << " tokens/s, MFU "
+     << llvm::formatv("{0:f1}", 100.0 * best.pred.mfu) << "%; plan " << best.planBytes
+     << " bytes" << reserveText(target, contextBytes) << " of " << memory << "\n";
+  os << "(predictions: docs/cost-model.md; calibration: " << origin << ")\n";
+
+  // The chosen spec: the input spec (with --set) and the chosen fields, defaults filled in.
+  std::string specText;
+  {
+    llvm::Expected<llvm::json::Value> doc = llvm::json::parse(best.spec.json);
+    if (!doc) {
+      llvm::consumeError(doc.takeError());
+      specText = best.spec.json + "\n";
+    } else {
+      llvm::raw_string_ostream so(specText);
+      so << llvm::formatv("{0:2}", *doc) << "\n";
+    }
+  }
+  std::string jsonText;
+  if (!opts.json.empty()) {
+    llvm::json::Array all;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const AdviseCandidate &c = cands[i];
+      const AdviseFamily &f = families[c.family];
+      all.push_back(llvm::json::Object{{"precision", f.precision},
+                                       {"checkpointing", f.policy},
+                                       {"batch_size", c.batch},
+                                       {"grad_accum", c.gradAccum},
+                                       {"tokens_per_step", c.tokensPerStep},
+                                       {"exact_tokens_per_step", c.exact},
+                                       {"plan_bytes", c.planBytes},
+                                       {"total_bytes", c.planBytes + contextBytes},
+                                       {"fits", c.fits},
+                                       {"predicted_ms", c.pred.step.stepMs},
+                                       {"predicted_tokens_per_s", c.pred.tokensPerS},
+                                       {"predicted_mfu", c.pred.mfu},
+                                       {"chosen", &c == &best}});
+    }
+    llvm::json::Array fams;
+    for (const AdviseFamily &f : families)
+      fams.push_back(llvm::json::Object{{"precision", f.precision},
+                                        {"checkpointing", f.policy},
+                                        {"max_micro_batch", f.maxBatch},
+                                        {"max_micro_batch_bytes", f.maxBatchBytes}});
+    llvm::raw_string_ostream jo(jsonText);
+    jo << llvm::formatv(
+              "{0:2}",
+              llvm::json::Value(llvm::json::Object{
+                  {"spec", specName},
+                  {"target", target},
+                  {"memory_bytes", memory},
+                  {"context_bytes", contextBytes},
+                  {"tokens_per_step", T ? llvm::json::Value(T) : llvm::json::Value(nullptr)},
+                  {"calibration", origin},
+                  {"chosen",
+                   llvm::json::Object{{"precision", bestFamily.precision},
+                                      {"checkpointing", bestFamily.policy},
+                                      {"batch_size", best.batch},
+                                      {"grad_accum", best.gradAccum},
+                                      {"predicted_tokens_per_s", best.pred.tokensPerS}}},
+                  {"families", std::move(fams)},
+                  {"candidates", std::move(all)}}))
+       << "\n";
+  }
+  std::string out = opts.output;
+  if (out.empty()) {
+    llvm::StringRef stem =
+        opts.specFile.empty() ? "default" : llvm::sys::path::stem(opts.specFile);
+    out = (stem + "-advised.json").str();
+  }
+  if (!opts.json.empty() && !writeAtomically(opts.json, jsonText))
+    return 2;
+  if (!writeAtomically(out, specText)) {
+    if (!opts.json.empty())
+      llvm::sys::fs::remove(opts.json);
+    return 2;
+  }
+  if (out != "-")
+    llvm::errs() << "tgc: advise: wrote the chosen spec to " << out
+                 << " (tgc compile " << out << " --target " << target << ")\n";
   return 0;
 }
 

@@ -62,6 +62,27 @@ int runSummary(const DriverOptions &opts);
 int runPlan(const DriverOptions &opts);
 int runDataPrepare(const DataCliOptions &opts);
 
+/// `tgc advise SPEC --memory BYTES [--target cuda|cpu] [--calibration FILE]
+/// [--tokens-per-step T] [--precisions a,b] [--policies a,b] [--top N] [-o OUT] [--json FILE]`
+/// (docs/cost-model.md, "tgc advise"): searches precision x checkpointing x micro-batch
+/// (x grad_accum with --tokens-per-step) for the highest predicted tokens/s whose plan fits
+/// `memory` with the context reserve, prints the best `top`, why each other family lost,
+/// and writes the chosen spec. Returns 0, 1 (spec error) or 2 (usage error, nothing fits,
+/// unreadable calibration); nothing is written on failure.
+struct AdviseOptions {
+  std::string specFile;               ///< empty: the embedded default spec
+  std::vector<std::string> overrides; ///< --set path=value (applied before the search)
+  std::string memory, contextBytes, target = "cuda", calibration;
+  std::string precisions = "bf16-mixed,fp16-mixed";
+  std::string policies = "none,gelu,selective,layer-attn,layer";
+  long long tokensPerStep = 0; ///< 0: keep the spec's grad_accum
+  bool tokensGiven = false;
+  int top = 5;
+  std::string output; ///< "" = ./<spec stem>-advised.json; "-" = stdout
+  std::string json;   ///< --json FILE: every candidate with its numbers
+};
+int runAdvise(const AdviseOptions &opts);
+
 /// `tgc export CHECKPOINT --spec SPEC [--set k=v]... --hf DIR` (tools/tgc/Export.cpp).
 struct ExportOptions {
   std::string checkpoint;             ///< a safetensors checkpoint written by `train --save`

@@ -4,6 +4,9 @@
 //   tgc summary [SPEC] [--set k=v]...
 //   tgc plan    [SPEC] [--set k=v]... [--json FILE] [--max-batch --memory BYTES] [--tradeoff]
 //               [--ranks N] [--context-bytes BYTES] [--calibration FILE] [--sort time]
+//   tgc advise  [SPEC] --memory BYTES [--target cuda|cpu] [--calibration FILE]
+//               [--tokens-per-step T] [--precisions a,b] [--policies a,b] [--top N]
+//               [-o OUT.json] [--json FILE]
 //   tgc calibrate --out FILE [--target cpu|cuda] [--quick]
 //   tgc data prepare [--input PATH]... [--vocab N] --out DIR
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
@@ -31,6 +34,15 @@ namespace {
 cl::SubCommand compileCmd("compile", "Compile a spec into a training executable or IR");
 cl::SubCommand summaryCmd("summary", "Print the parameter table of a spec");
 cl::SubCommand planCmd("plan", "Print the static memory plan of a spec before anything runs");
+cl::SubCommand adviseCmd(
+    "advise",
+    "Search precision x checkpointing x micro-batch (x grad_accum) for the configuration "
+    "with the\nhighest predicted tokens/s whose plan fits --memory, and write its spec:\n"
+    "  tgc advise SPEC --memory 80GiB [--target cuda|cpu] [--tokens-per-step T] [-o OUT.json]\n"
+    "Every candidate is planned exactly (plan + --context-bytes <= --memory) and its step "
+    "time\npredicted by the cost model (docs/cost-model.md, \"tgc advise\"). ZeRO stages, "
+    "CPU offload and\nthe number of ranks are not searched: the spec's "
+    "training.distributed and optimizer.offload\nare kept.");
 cl::SubCommand dataCmd("data", "Prepare a corpus: `tgc data prepare --input ... --out DIR`");
 cl::SubCommand experimentCmd(
     "experiment",
@@ -54,11 +66,11 @@ cl::SubCommand exportCmd("export",
 cl::OptionCategory specCat("Spec options");
 cl::opt<std::string> specFile(cl::Positional, cl::desc("[SPEC.json]"), cl::init(""),
                               cl::sub(compileCmd), cl::sub(summaryCmd), cl::sub(planCmd),
-                              cl::cat(specCat));
+                              cl::sub(adviseCmd), cl::cat(specCat));
 cl::list<std::string> overrides("set", cl::desc("Override a spec field: --set path=value"),
                                 cl::value_desc("path=value"), cl::sub(compileCmd),
                                 cl::sub(summaryCmd), cl::sub(planCmd), cl::sub(exportCmd),
-                                cl::cat(specCat));
+                                cl::sub(adviseCmd), cl::cat(specCat));
 
 cl::OptionCategory compileCat("Compile options");
 cl::opt<std::string> emit(
@@ -69,8 +81,9 @@ cl::opt<std::string> emit(
              "lib (shared library with the C ABI)"),
     cl::init("exe"), cl::sub(compileCmd), cl::cat(compileCat));
 cl::opt<std::string> target("target",
-                            cl::desc("Runtime backend: cpu | cuda (compile: cpu; plan: cuda)"),
+                            cl::desc("Runtime backend: cpu | cuda (compile: cpu; plan, advise: cuda)"),
                             cl::init("cpu"), cl::sub(compileCmd), cl::sub(planCmd),
+                            cl::sub(adviseCmd),
                             cl::cat(compileCat));
 cl::opt<std::string> output("o", cl::desc("Output file (default: stdout for IR/C++, ./train "
                                           "for exe)"),
@@ -86,7 +99,8 @@ cl::opt<std::string> planCalibration(
     cl::desc("The cost model's calibration table (tgc calibrate) for the predicted step time "
              "(default: the shipped table of the target, calibration/h100.json for cuda, "
              "calibration/cpu-*.json for cpu; none: a roofline of stated peaks)"),
-    cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::cat(planCat));
+    cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::sub(adviseCmd),
+    cl::cat(planCat));
 cl::opt<std::string> planCalls(
     "calls",
     cl::desc("Write every runtime call of the step with its FLOPs, bytes and predicted ms "
@@ -130,7 +144,45 @@ cl::opt<std::string> contextBytes(
              "handles), counted against --memory, e.g. 537MiB, 1GiB, 0 (default: 537MiB = "
              "563085312 for target cuda, measured with nvidia-smi on an H100; 0 for cpu)"),
     cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd), cl::sub(experimentCmd),
-    cl::cat(planCat));
+    cl::sub(adviseCmd), cl::cat(planCat));
+
+cl::OptionCategory adviseCat("Advise options");
+cl::opt<std::string> adviseMemory(
+    "memory",
+    cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824 (required): a "
+             "configuration fits when its plan + --context-bytes <= it"),
+    cl::value_desc("bytes"), cl::init(""), cl::sub(adviseCmd), cl::cat(adviseCat));
+cl::opt<long long> adviseTokens(
+    "tokens-per-step",
+    cl::desc("Keep the global batch: micro-batch x grad_accum x context == T tokens per "
+             "optimizer step (or the closest >= T, marked *); micro-batches above T / context "
+             "are not searched (default: the spec's grad_accum)"),
+    cl::value_desc("T"), cl::init(0), cl::sub(adviseCmd), cl::cat(adviseCat));
+cl::opt<std::string> advisePrecisions(
+    "precisions",
+    cl::desc("Precisions searched, comma-separated (default bf16-mixed,fp16-mixed; fp32 and "
+             "bf16 only when listed)"),
+    cl::value_desc("a,b"), cl::init("bf16-mixed,fp16-mixed"), cl::sub(adviseCmd),
+    cl::cat(adviseCat));
+cl::opt<std::string> advisePolicies(
+    "policies",
+    cl::desc("Checkpointing policies searched, comma-separated (default "
+             "none,gelu,selective,layer-attn,layer; budget:BYTES when listed)"),
+    cl::value_desc("a,b"), cl::init("none,gelu,selective,layer-attn,layer"),
+    cl::sub(adviseCmd), cl::cat(adviseCat));
+cl::opt<int> adviseTop("top", cl::desc("How many of the best configurations to print"),
+                       cl::init(5), cl::sub(adviseCmd), cl::cat(adviseCat));
+cl::opt<std::string> adviseOut(
+    "o",
+    cl::desc("Where to write the chosen spec, valid for `tgc compile` (default: "
+             "./<spec stem>-advised.json in the current directory, default-advised.json "
+             "without SPEC; - : stdout)"),
+    cl::value_desc("file"), cl::init(""), cl::sub(adviseCmd), cl::cat(adviseCat));
+cl::opt<std::string> adviseJson("json",
+                                cl::desc("Write every candidate planned with its plan bytes, "
+                                         "fit, predicted ms, tokens/s and MFU (JSON)"),
+                                cl::value_desc("file"), cl::init(""), cl::sub(adviseCmd),
+                                cl::cat(adviseCat));
 
 cl::OptionCategory dataCat("Data options");
 cl::opt<std::string> dataVerb(cl::Positional, cl::desc("prepare"), cl::sub(dataCmd),
@@ -238,13 +290,14 @@ int main(int argc, char **argv) {
     sys::SetInterruptFunction(endProcessGroup);
   cl::SetVersionPrinter(printVersion);
   cl::HideUnrelatedOptions({&specCat, &compileCat, &planCat, &dataCat, &exportCat,
-                            &experimentCat, &calibrateCat});
+                            &experimentCat, &calibrateCat, &adviseCat});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compile a GPT-style transformer spec into a training executable with a\n"
       "statically planned memory layout.\n\n"
       "  tgc compile SPEC -o train     build the training executable\n"
       "  tgc plan SPEC                 print the memory plan before anything runs\n"
+      "  tgc advise SPEC --memory 80GiB the fastest predicted configuration that fits\n"
       "  tgc summary SPEC              print the parameter table\n"
       "  tgc data prepare --out DIR    tokenize a corpus (default: Linux kernel docs)\n"
       "  tgc export CKPT --hf DIR      a checkpoint as a Hugging Face model (--spec SPEC)\n"
@@ -277,6 +330,23 @@ int main(int argc, char **argv) {
     opts.sortBy = planSort;
     opts.callsFile = planCalls;
     return tgc::runPlan(opts);
+  }
+  if (adviseCmd) {
+    tgc::AdviseOptions a;
+    a.specFile = specFile;
+    a.overrides.assign(overrides.begin(), overrides.end());
+    a.memory = adviseMemory;
+    a.contextBytes = contextBytes;
+    a.target = target.getNumOccurrences() ? target.getValue() : std::string("cuda");
+    a.calibration = planCalibration;
+    a.precisions = advisePrecisions;
+    a.policies = advisePolicies;
+    a.tokensPerStep = adviseTokens;
+    a.tokensGiven = adviseTokens.getNumOccurrences() > 0;
+    a.top = adviseTop;
+    a.output = adviseOut;
+    a.json = adviseJson;
+    return tgc::runAdvise(a);
   }
   if (calibrateCmd) {
     tgc::CalibrateOptions c;
