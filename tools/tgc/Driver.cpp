@@ -1181,7 +1181,11 @@ int runAdvise(const AdviseOptions &opts) {
     if (smallest)
       llvm::errs() << ": the smallest plan at micro-batch 1 is " << smallest->precision << " / "
                    << smallest->policy << " with " << smallest->bytes1 << " bytes ("
-                   << gib(smallest->bytes1) << " GiB)" << reserveText(target, contextBytes)
+                   << (smallest->bytes1 >= (1LL << 30)
+                           ? gib(smallest->bytes1) + " GiB"
+                           : llvm::formatv("{0:f2} MiB", (double)smallest->bytes1 / (1 << 20))
+                                 .str())
+                   << ")" << reserveText(target, contextBytes)
                    << "\n";
     else
       llvm::errs() << ": micro-batch 1 cannot be planned with any precision and policy searched"
