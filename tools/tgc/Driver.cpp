@@ -1083,6 +1083,22 @@ int runAdvise(const AdviseOptions &opts) {
         return 2;
       }
     }
+  // The outputs' directories are checked before the search (minutes on a large spec).
+  std::string out = opts.output;
+  if (out.empty()) {
+    llvm::StringRef stem =
+        opts.specFile.empty() ? "default" : llvm::sys::path::stem(opts.specFile);
+    out = (stem + "-advised.json").str();
+  }
+  for (const std::string &file : {out, opts.json}) {
+    if (file.empty() || file == "-")
+      continue;
+    DriverOptions o;
+    o.emit = "exe"; // checkOutputDir: a file path whose directory exists and is writable
+    o.output = file;
+    if (!checkOutputDir(o))
+      return 2;
+  }
   tg::CalibrationTable table;
   std::string origin;
   if (!findCalibration(opts.calibration, target, table, origin))
@@ -1111,6 +1127,12 @@ int runAdvise(const AdviseOptions &opts) {
       f.precision = p;
       f.policy = c;
       std::vector<std::string> sets = {"training.precision=" + p, "training.checkpointing=" + c};
+      // With --tokens-per-step the candidates' grad_accum varies; the plan is the same for
+      // every grad_accum >= 2 (the accumulated gradients persist) and smaller at 1, so the
+      // largest micro-batch is searched at 2 whenever some candidate accumulates.
+      if (T)
+        sets.push_back(std::string("training.grad_accum=") +
+                       (gradAccumFor(1) > 1 ? "2" : "1"));
       llvm::errs() << "tgc: advise: " << p << " / " << c << ": largest micro-batch for "
                    << memory << " bytes...\n";
       f.maxBatch = maxMicroBatch(spec, sets, target, memory, contextBytes, &f.maxBatchBytes,
@@ -1325,12 +1347,6 @@ int runAdvise(const AdviseOptions &opts) {
                   {"families", std::move(fams)},
                   {"candidates", std::move(all)}}))
        << "\n";
-  }
-  std::string out = opts.output;
-  if (out.empty()) {
-    llvm::StringRef stem =
-        opts.specFile.empty() ? "default" : llvm::sys::path::stem(opts.specFile);
-    out = (stem + "-advised.json").str();
   }
   if (!opts.json.empty() && !writeAtomically(opts.json, jsonText))
     return 2;
