@@ -79,6 +79,20 @@ bool writeAtomically(const std::string &path, const std::string &content) {
     llvm::outs().flush();
     return true;
   }
+  // A device or FIFO (e.g. -o /dev/null) is written in place: a rename would replace it.
+  llvm::sys::fs::file_status st;
+  if (!llvm::sys::fs::status(path, st) && llvm::sys::fs::exists(st) &&
+      st.type() != llvm::sys::fs::file_type::regular_file &&
+      st.type() != llvm::sys::fs::file_type::directory_file) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      llvm::errs() << "tgc: error: " << path << ": cannot write: " << ec.message() << "\n";
+      return false;
+    }
+    os << content;
+    return true;
+  }
   std::string tmp = path + ".tmp-tgc";
   {
     std::error_code ec;
