@@ -79,24 +79,10 @@ bool writeAtomically(const std::string &path, const std::string &content) {
     llvm::outs().flush();
     return true;
   }
-  // A device or FIFO (e.g. -o /dev/null) is written in place: a rename would replace it.
-  llvm::sys::fs::file_status st;
-  if (!llvm::sys::fs::status(path, st) && llvm::sys::fs::exists(st) &&
-      st.type() != llvm::sys::fs::file_type::regular_file &&
-      st.type() != llvm::sys::fs::file_type::directory_file) {
+  // Writes `content` to `file`; errors name `path` (the user's name for it).
+  auto writeFile = [&](const std::string &file) {
     std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec) {
-      llvm::errs() << "tgc: error: " << path << ": cannot write: " << ec.message() << "\n";
-      return false;
-    }
-    os << content;
-    return true;
-  }
-  std::string tmp = path + ".tmp-tgc";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec);
+    llvm::raw_fd_ostream os(file, ec);
     if (ec) {
       llvm::errs() << "tgc: error: " << path << ": cannot write: " << ec.message() << "\n";
       return false;
@@ -105,9 +91,20 @@ bool writeAtomically(const std::string &path, const std::string &content) {
     os.close();
     if (os.has_error()) {
       llvm::errs() << "tgc: error: " << path << ": write failed\n";
-      llvm::sys::fs::remove(tmp);
       return false;
     }
+    return true;
+  };
+  // A device or FIFO (e.g. -o /dev/null) is written in place: a rename would replace it.
+  llvm::sys::fs::file_status st;
+  if (!llvm::sys::fs::status(path, st) && llvm::sys::fs::exists(st) &&
+      st.type() != llvm::sys::fs::file_type::regular_file &&
+      st.type() != llvm::sys::fs::file_type::directory_file)
+    return writeFile(path);
+  std::string tmp = path + ".tmp-tgc";
+  if (!writeFile(tmp)) {
+    llvm::sys::fs::remove(tmp);
+    return false;
   }
   if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
     llvm::errs() << "tgc: error: " << path << ": cannot rename: " << ec.message() << "\n";
