@@ -2,10 +2,13 @@
 // loop with a host-side lr schedule, evaluation, JSONL logging and safetensors checkpoints.
 //
 // Reproducibility contract: for a fixed model, data, seed and schedule length, the sequence of
-// sampled batches and therefore of losses is a function of (seed, step) only through the state
-// of one std::mt19937_64 (the data RNG). A checkpoint stores the parameters, the AdamW moments,
-// the step, that RNG state and (under dynamic loss scaling) the scale, its growth counter and
-// the skip count, so `--resume` continues exactly as an uninterrupted run would.
+// sampled batches and therefore of losses is a function of (seed, step) only: with
+// `--sampling random` through the state of one std::mt19937_64 (the data RNG); with
+// `--sampling shuffle` directly (the windows of step s follow from s, the seed and the
+// number of windows: EpochOrder.h). A checkpoint stores the parameters, the AdamW moments,
+// the step, that RNG state, the sampling mode (shuffle) and (under dynamic loss scaling) the
+// scale, its growth counter and the skip count, so `--resume` continues exactly as an
+// uninterrupted run would.
 //
 // Parameters live on the device in their own element type (tgrt_param.dtype, state_dtype);
 // every host copy (init, checkpoints) is float32 and converted on the host: widening is exact,
@@ -13,11 +16,13 @@
 #include "runtime/driver/Driver.h"
 
 #include "runtime/driver/DataMeta.h"
+#include "runtime/driver/EpochOrder.h"
 #include "runtime/driver/FileUtil.h"
 #include "runtime/driver/Hf.h"
 #include "runtime/driver/Npy.h"
 #include "runtime/driver/Rendezvous.h"
 #include "runtime/driver/Safetensors.h"
+#include "runtime/driver/TokenSplit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -600,12 +605,26 @@ const char* kUsage =
     "usage: %s --data DIR [options]\n"
     "Trains the compiled model on token arrays DIR/{train,val,test}.npy (from `tgc data prepare`).\n"
     "\n"
-    "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json;\n"
-    "                        the .npy files are memory-mapped, their token ids checked\n"
-    "                        against vocab_size when a batch or an eval reads them\n"
-    "                        (docs/data.md)\n"
+    "  --data DIR            directory with train.npy, val.npy [, test.npy] and meta.json,\n"
+    "                        or a sharded dataset: meta.json's \"splits\" lists each split's\n"
+    "                        .npy shards, read as their concatenation; the .npy files are\n"
+    "                        memory-mapped, their token ids checked against vocab_size\n"
+    "                        when a batch or an eval reads them (docs/data.md)\n"
     "  --steps N             total optimizer steps of the run (default 200)\n"
-    "  --epochs E            steps = E * floor(train_tokens / (batch * context * grad_accum))\n"
+    "  --epochs E            train E epochs (E may be fractional): with --sampling shuffle\n"
+    "                        (the default with --epochs) an epoch is floor(W / (batch *\n"
+    "                        grad_accum * ranks)) steps over the W = floor((train_tokens -\n"
+    "                        1) / context) windows; with --sampling random, steps = E *\n"
+    "                        floor(train_tokens / (batch * context * grad_accum)) / ranks\n"
+    "  --sampling MODE       how training windows are chosen: 'random' (windows at uniformly\n"
+    "                        random offsets, with replacement; the default without\n"
+    "                        --epochs) or 'shuffle' (each epoch a seeded permutation of the\n"
+    "                        W non-overlapping windows [i*context, i*context+context],\n"
+    "                        each visited once; the windows left over after the epoch's\n"
+    "                        last whole step are dropped; the default with --epochs). On\n"
+    "                        --resume the checkpoint's mode is kept unless given.\n"
+    "                        TGRT_LOG_WINDOWS=FILE appends one JSON line per rank and\n"
+    "                        micro-batch with the windows (shuffle) or offsets (random) read\n"
     "  --time-limit MIN      train for MIN minutes; the lr decay spans the step count that\n"
     "                        fits, estimated from the speed of steps 2-5 (evals not counted)\n"
     "  --eval-every N        evaluate on val every N steps (0 = only at the end; default 0)\n"
@@ -673,6 +692,7 @@ const char* kUsage =
 struct Options {
   std::string prog = "train"; ///< argv[0], for messages
   std::string data, log, save, resume;
+  std::string sampling; ///< --sampling: "shuffle", "random" or "" (the default rule)
   std::string init_from; ///< --init-from DIR: a Hugging Face model directory
   int64_t steps = -1;
   double epochs = -1, time_limit_min = -1;
@@ -731,6 +751,11 @@ Options parseArgs(int argc, char** argv) {
     else if (a == "--init-from") o.init_from = value();
     else if (a == "--steps") o.steps = parseInt(a, value(), 1), ++schedule_flags;
     else if (a == "--epochs") o.epochs = parseDouble(a, value()), ++schedule_flags;
+    else if (a == "--sampling") {
+      o.sampling = value();
+      if (o.sampling != "shuffle" && o.sampling != "random")
+        throw DriverError("--sampling expects 'shuffle' or 'random', got '" + o.sampling + "'", 2);
+    }
     else if (a == "--time-limit") o.time_limit_min = parseDouble(a, value()), ++schedule_flags;
     else if (a == "--eval-every") o.eval_every = parseInt(a, value(), 0);
     else if (a == "--eval-batches") o.eval_batches = parseInt(a, value(), 1);
@@ -818,17 +843,18 @@ void printInfo(const tgrt_model& m) {
               m.weight_decay, m.grad_clip);
 }
 
-/// A token split: DIR/<name>.npy memory-mapped read-only (Npy.h, TokenFile). Its ids are
-/// checked against the model's vocab_size when a batch or an evaluation reads them (read()),
-/// not at start-up. Each data-parallel rank (thread) maps the file itself; the ranks'
-/// mappings share the page cache's pages.
+/// A token split: DIR/<name>.npy, or the shards meta.json lists for it, memory-mapped
+/// read-only (TokenSplit.h). Its ids are checked against the model's vocab_size when a batch
+/// or an evaluation reads them (read()), not at start-up. Each data-parallel rank (thread)
+/// maps the files itself; the ranks' mappings share the page cache's pages.
 struct Split {
   explicit Split(const char* n) : name(n) {}
-  std::string name, path;
-  TokenFile tokens;
+  std::string name;
+  std::string path; ///< for messages: the file, or "DIR/meta.json (splits.<name>: N shards)"
+  TokenSplit tokens;
   bool present = false;
   /// Copies tokens [start, start + n) into out as int32, or throws DriverError naming the
-  /// file, the bad id, its index and byte offset.
+  /// file (shard), the bad id, its index in that file and byte offset.
   void read(int64_t start, int64_t n, int32_t* out) const;
 };
 
@@ -862,6 +888,7 @@ public:
   ~Trainer() {
     if (ctx_) tgrt_ctx_destroy(ctx_);
     if (log_) std::fclose(log_);
+    if (window_log_) std::fclose(window_log_);
   }
   int run();
 
@@ -873,7 +900,15 @@ private:
   void resume();
   void initFrom();
   void save(int64_t step);
-  void sampleBatch(Batch* b);
+  /// The micro-batch `micro` (0-based) of optimizer step `step` (1-based) into b: with
+  /// --sampling random the next draws of data_rng_ (step and micro only name the log line);
+  /// with shuffle the windows at positions ((step - 1) mod S) * G + micro * ranks * B + row
+  /// of epoch (step - 1) / S's permutation (S steps of G windows an epoch), rows
+  /// [rank * B, (rank + 1) * B) for this rank. Appends the line of TGRT_LOG_WINDOWS.
+  void sampleBatch(Batch* b, int64_t step, int32_t micro);
+  /// Chooses the sampling mode (after resume()) and sets windows_, step_windows_ and
+  /// epoch_steps_ for shuffle; throws when shuffle has less than one step of windows.
+  void setupSampling();
   void uploadBatch(const Batch& b);
   /// What an evaluation covered: micro-batches run, windows of context + 1 tokens evaluated
   /// and left out, and the targets the loss averages over (not ignore_index).
@@ -934,6 +969,17 @@ private:
   Split train_{"train"}, val_{"val"}, test_{"test"}; // DIR/<name>.npy
   std::mt19937_64 data_rng_;
   std::mt19937_64 step_rng_; ///< --find-nonfinite: data_rng_ before the current step
+  /// --sampling shuffle (else random): W windows of context + 1 tokens in the train split,
+  /// G = batch * grad_accum * ranks windows a step, S = floor(W / G) steps an epoch.
+  bool shuffle_ = false;
+  int64_t windows_ = 0, step_windows_ = 0, epoch_steps_ = 0;
+  /// From the resumed checkpoint: its "sampling" ("" when absent: random) and, for
+  /// shuffle, its W and G (0 when absent).
+  std::string ckpt_sampling_;
+  int64_t ckpt_windows_ = 0, ckpt_step_windows_ = 0;
+  FILE* window_log_ = nullptr; ///< TGRT_LOG_WINDOWS (NULL: off)
+  std::string epoch_note_;     ///< shuffle: " | epoch E/N", the progress line's end
+  bool replaying_ = false;     ///< --find-nonfinite's replay: no window log lines
   uint64_t seed_ = 0;
   int64_t start_step_ = 0;  ///< last completed step (from --resume), 0 for a fresh run
   int64_t saved_total_ = 0; ///< total_steps stored in the resumed checkpoint
@@ -1015,7 +1061,7 @@ void checkOutputPaths(const Options& o) {
 
 void Split::read(int64_t start, int64_t n, int32_t* out) const {
   std::string err;
-  if (!tokens.read(start, n, out, &err)) throw DriverError(err);
+  if (!tokens.copyWindow(start, n, out, &err)) throw DriverError(err);
 }
 
 void Trainer::loadData() {
@@ -1024,30 +1070,46 @@ void Trainer::loadData() {
   // meta.json: optional, but when present its vocab_size must fit the model.
   const std::string meta_path = opt_.data + "/meta.json";
   std::ifstream meta_in(meta_path, std::ios::binary);
+  DataIndex index; // sharded: meta.json has "splits" (TokenSplit.h, docs/data.md)
   if (meta_in) {
     const std::string text((std::istreambuf_iterator<char>(meta_in)),
                            std::istreambuf_iterator<char>());
     std::string err;
-    if (!checkDataMeta(meta_path, text, m_.vocab_size, &err)) throw DriverError(err);
+    if (!checkDataMeta(meta_path, text, m_.vocab_size, &err) ||
+        !parseDataIndex(meta_path, text, &index, &err))
+      throw DriverError(err);
   } else if (!opt_.quiet) {
     std::fprintf(stderr, "warning: %s not found; token ids are still checked against "
                          "vocab_size %d\n", meta_path.c_str(), (int)m_.vocab_size);
   }
   for (Split* s : {&train_, &val_, &test_}) {
-    s->path = opt_.data + "/" + s->name + ".npy";
-    if (s == &test_ && access(s->path.c_str(), F_OK) != 0) {
-      say("note: %s not found; the final test evaluation is skipped\n", s->path.c_str());
-      continue;
-    }
     std::string err;
-    if (!s->tokens.open(s->path, m_.vocab_size, &err)) throw DriverError(err);
-    // Training samples windows at random offsets; the evaluations scan val and test.
+    if (index.sharded) {
+      const auto it = index.splits.find(s->name);
+      if (it == index.splits.end()) { // only test may be absent (parseDataIndex)
+        say("note: %s lists no splits.%s; the final test evaluation is skipped\n",
+            meta_path.c_str(), s->name.c_str());
+        continue;
+      }
+      if (!s->tokens.openShards(opt_.data, meta_path, s->name, it->second, index.dtype,
+                                m_.vocab_size, &err))
+        throw DriverError(err);
+    } else {
+      const std::string file = opt_.data + "/" + s->name + ".npy";
+      if (s == &test_ && access(file.c_str(), F_OK) != 0) {
+        say("note: %s not found; the final test evaluation is skipped\n", file.c_str());
+        continue;
+      }
+      if (!s->tokens.openFile(file, m_.vocab_size, &err)) throw DriverError(err);
+    }
+    s->path = s->tokens.describe();
+    // Training reads windows in no order; the evaluations scan val and test.
     s->tokens.advise(s == &train_ ? TokenFile::Access::Random : TokenFile::Access::Sequential);
     s->present = true;
   }
   const int64_t need = (int64_t)m_.context + 1;
-  if (train_.tokens.size() < need)
-    throw DriverError(train_.path + ": " + std::to_string(train_.tokens.size()) +
+  if (train_.tokens.tokens() < need)
+    throw DriverError(train_.path + ": " + std::to_string(train_.tokens.tokens()) +
                       " tokens, fewer than one training window of context + 1 = " +
                       std::to_string(need));
 }
@@ -1092,26 +1154,98 @@ void Trainer::initParams() {
   if (failed) throw DriverError("initialising the parameters: " + error);
 }
 
-void Trainer::sampleBatch(Batch* b) {
+void Trainer::sampleBatch(Batch* b, int64_t step, int32_t micro) {
   const int64_t T = m_.context, B = m_.batch_size;
-  const uint64_t starts = (uint64_t)train_.tokens.size() - (uint64_t)T; // >= 1
+  const uint64_t starts = (uint64_t)train_.tokens.tokens() - (uint64_t)T; // >= 1
   b->tokens.resize((size_t)(B * T));
   b->targets.resize((size_t)(B * T));
   b->window.resize((size_t)(T + 1));
-  // Data parallel: every rank draws the same global batch of ranks x B windows from the
-  // same RNG stream and keeps rows [rank * B, (rank + 1) * B), so N ranks of B sequences see
-  // exactly the data of one rank of N * B.
-  for (int64_t g = 0; g < (int64_t)ranks_ * B; ++g) {
-    const uint64_t s = data_rng_() % starts;
-    if (g / B != rank_) continue;
-    const int64_t r = g - (int64_t)rank_ * B;
+  std::vector<int64_t> taken; // TGRT_LOG_WINDOWS: this rank's windows (shuffle) or offsets
+  auto fill = [&](int64_t r, int64_t offset) {
     const int32_t* w = b->window.data();
-    train_.read((int64_t)s, T + 1, b->window.data());
+    train_.read(offset, T + 1, b->window.data());
     for (int64_t t = 0; t < T; ++t) {
       b->tokens[(size_t)(r * T + t)] = w[t];
       b->targets[(size_t)(r * T + t)] = w[t + 1];
     }
+  };
+  int64_t epoch = 0;
+  if (shuffle_) {
+    // Positions in epoch e's permutation of the W windows: step j of the epoch (0-based)
+    // takes [j * G, (j + 1) * G), micro-batch k the ranks x B positions from j * G + k *
+    // ranks * B, rank r the B of them from r * B: disjoint across ranks, steps and
+    // micro-batches, so an epoch reads S * G distinct windows.
+    epoch = (step - 1) / epoch_steps_;
+    const WindowPermutation perm((uint64_t)windows_, seed_, (uint64_t)epoch);
+    const int64_t first = ((step - 1) % epoch_steps_) * step_windows_ +
+                          (int64_t)micro * ranks_ * B + (int64_t)rank_ * B;
+    for (int64_t r = 0; r < B; ++r) {
+      const int64_t w = (int64_t)perm((uint64_t)(first + r));
+      if (window_log_) taken.push_back(w);
+      fill(r, w * T);
+    }
+  } else {
+    // Data parallel: every rank draws the same global batch of ranks x B windows from the
+    // same RNG stream and keeps rows [rank * B, (rank + 1) * B), so N ranks of B sequences
+    // see exactly the data of one rank of N * B.
+    for (int64_t g = 0; g < (int64_t)ranks_ * B; ++g) {
+      const uint64_t s = data_rng_() % starts;
+      if (g / B != rank_) continue;
+      if (window_log_) taken.push_back((int64_t)s);
+      fill(g - (int64_t)rank_ * B, (int64_t)s);
+    }
   }
+  if (window_log_ && !replaying_) {
+    nlohmann::json rec = {{"step", step}, {"micro", micro}, {"rank", rank_}};
+    if (shuffle_) {
+      rec["epoch"] = epoch + 1;
+      rec["windows"] = taken;
+    } else {
+      rec["offsets"] = taken;
+    }
+    const std::string line = rec.dump() + "\n";
+    static std::mutex mu; // the ranks are threads: one line at a time
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::fwrite(line.data(), 1, line.size(), window_log_) != line.size() ||
+        std::fflush(window_log_) != 0)
+      throw DriverError(std::string("TGRT_LOG_WINDOWS: write failed: ") + std::strerror(errno));
+  }
+}
+
+void Trainer::setupSampling() {
+  std::string mode = opt_.sampling;
+  if (mode.empty()) {
+    if (!opt_.resume.empty()) mode = ckpt_sampling_.empty() ? "random" : ckpt_sampling_;
+    else mode = opt_.epochs > 0 ? "shuffle" : "random";
+  } else if (!opt_.resume.empty() &&
+             mode != (ckpt_sampling_.empty() ? std::string("random") : ckpt_sampling_) &&
+             rank_ == 0) {
+    std::fprintf(stderr, "warning: --sampling %s, but %s was saved by a run with --sampling "
+                         "%s; the batches from here on differ from that run's\n",
+                 mode.c_str(), opt_.resume.c_str(),
+                 ckpt_sampling_.empty() ? "random" : ckpt_sampling_.c_str());
+  }
+  shuffle_ = mode == "shuffle";
+  if (!shuffle_) return;
+  const int64_t T = m_.context;
+  windows_ = (train_.tokens.tokens() - 1) / T;
+  step_windows_ = (int64_t)m_.batch_size * std::max(1, m_.grad_accum) * ranks_;
+  epoch_steps_ = windows_ / step_windows_;
+  if (epoch_steps_ == 0)
+    throw DriverError(train_.path + ": " + std::to_string(windows_) + " windows of context + 1 = " +
+                      std::to_string(T + 1) + " tokens, fewer than one optimizer step of " +
+                      std::to_string(step_windows_) + " windows (batch " +
+                      std::to_string(m_.batch_size) + " x grad_accum " +
+                      std::to_string(std::max(1, m_.grad_accum)) + " x ranks " +
+                      std::to_string(ranks_) + "), so --sampling shuffle cannot be used "
+                      "(--sampling random can)");
+  if (!opt_.resume.empty() && ckpt_sampling_ == "shuffle" && rank_ == 0 &&
+      (ckpt_windows_ != windows_ || ckpt_step_windows_ != step_windows_))
+    std::fprintf(stderr, "warning: %s was saved by a run of %lld windows and %lld windows a "
+                         "step, this run has %lld and %lld: the epochs' window order differs "
+                         "from that run's\n",
+                 opt_.resume.c_str(), (long long)ckpt_windows_, (long long)ckpt_step_windows_,
+                 (long long)windows_, (long long)step_windows_);
 }
 
 void Trainer::uploadBatch(const Batch& b) {
@@ -1122,7 +1256,7 @@ void Trainer::uploadBatch(const Batch& b) {
 
 double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
   const int64_t T = m_.context, B = m_.batch_size;
-  const int64_t n = s.tokens.size();
+  const int64_t n = s.tokens.tokens();
   const int64_t windows = n > 0 ? (n - 1) / T : 0;
   // Padding needs the target value the loss skips: the spec's training.ignore_index (-1, the
   // default, is no token id, so those targets are skipped as well).
@@ -1228,12 +1362,13 @@ std::string Trainer::findNonFinite(int64_t step, bool with_optimizer) {
   tgrt_take_loss(ctx_, &cnt);
   const std::mt19937_64 rng_after = data_rng_;
   data_rng_ = step_rng_;
+  replaying_ = true;
   std::string where, report;
   Batch batch;
   tgrt_check_begin(ctx_);
   for (int32_t k = 0; k < micro && report.empty(); ++k) {
     tgrt_set_micro_batch(ctx_, k);
-    sampleBatch(&batch);
+    sampleBatch(&batch, step, k);
     uploadBatch(batch);
     hooks_.micro_step(ctx_);
     tgrt_synchronize(ctx_);
@@ -1253,6 +1388,7 @@ std::string Trainer::findNonFinite(int64_t step, bool with_optimizer) {
   tgrt_check_end(ctx_);
   tgrt_take_loss(ctx_, &cnt);
   data_rng_ = rng_after;
+  replaying_ = false;
   const std::string head = "find-nonfinite: re-ran step " + std::to_string(step) + " (" +
                            std::to_string(micro) + " micro-batch" + (micro > 1 ? "es" : "") +
                            (with_optimizer ? " and the optimizer step" : "") +
@@ -1285,6 +1421,11 @@ void Trainer::save(int64_t step) {
   meta["total_steps"] = std::to_string(total_steps_);
   meta["seed"] = std::to_string(seed_);
   meta["data_rng"] = rngState(data_rng_);
+  if (shuffle_) { // (random: no key, as in checkpoints saved before --sampling existed)
+    meta["sampling"] = "shuffle";
+    meta["epoch_windows"] = std::to_string(windows_);
+    meta["step_windows"] = std::to_string(step_windows_);
+  }
   meta["model"] = m_.name ? m_.name : "";
   meta["spec"] = m_.spec_json ? m_.spec_json : "";
   meta["backend"] = tgrt_backend_name();
@@ -1346,6 +1487,16 @@ void Trainer::resume() {
   if (!have_optim && !opt_.quiet)
     std::fprintf(stderr, "warning: %s holds no optimizer state; AdamW moments start at zero\n",
                  path.c_str());
+  if (auto it = meta.find("sampling"); it != meta.end()) {
+    if (it->second != "shuffle" && it->second != "random")
+      throw DriverError(path + ": __metadata__.sampling = '" + it->second +
+                        "' is neither 'shuffle' nor 'random'");
+    ckpt_sampling_ = it->second;
+    if (ckpt_sampling_ == "shuffle") {
+      ckpt_windows_ = metaInt("epoch_windows");
+      ckpt_step_windows_ = metaInt("step_windows");
+    }
+  }
   auto rng_it = meta.find("data_rng");
   if (rng_it != meta.end()) {
     std::istringstream is(rng_it->second);
@@ -1394,9 +1545,9 @@ void Trainer::progress(int64_t step, int64_t total, double loss, double lr, floa
   if (loss_scale > 0)
     std::snprintf(scale, sizeof scale, " | scale %.9g%s", loss_scale, skipped ? " (skipped)" : "");
   std::snprintf(buf, sizeof buf,
-                "step %lld%s | loss %.4f | lr %.3e | norm %.3f%s | %.0f tok/s | %.1f ms | ETA %s",
+                "step %lld%s | loss %.4f | lr %.3e | norm %.3f%s | %.0f tok/s | %.1f ms | ETA %s%s",
                 (long long)step, of, loss, lr, norm, scale, tok_s, ms,
-                humanDuration(eta_s).c_str());
+                humanDuration(eta_s).c_str(), epoch_note_.c_str());
   if (tty_) {
     std::printf("\r%s\x1b[K", buf);
     line_open_ = true;
@@ -1452,14 +1603,23 @@ int Trainer::run() {
   if (!opt_.resume.empty()) resume();
   if (!opt_.init_from.empty()) initFrom();
   beat("the parameters' loading");
+  setupSampling();
+  if (const char* wl = std::getenv("TGRT_LOG_WINDOWS"); wl && *wl) {
+    window_log_ = std::fopen(wl, "a"); // every rank appends its lines (sampleBatch)
+    if (!window_log_)
+      throw DriverError(std::string("TGRT_LOG_WINDOWS=") + wl + ": cannot open for appending: " +
+                        std::strerror(errno));
+  }
 
-  // Schedule length.
-  const int64_t per_epoch = stepsPerEpoch(m_, train_.tokens.size()) / ranks_;
+  // Schedule length. An epoch: S steps of shuffled windows, or (random) the steps that
+  // draw about as many tokens as the split holds.
+  const int64_t per_epoch =
+      shuffle_ ? epoch_steps_ : stepsPerEpoch(m_, train_.tokens.tokens()) / ranks_;
   const bool timed = opt_.time_limit_min > 0;
   if (opt_.steps > 0) total_steps_ = opt_.steps;
   else if (opt_.epochs > 0) {
     if (per_epoch == 0)
-      throw DriverError(train_.path + ": " + std::to_string(train_.tokens.size()) +
+      throw DriverError(train_.path + ": " + std::to_string(train_.tokens.tokens()) +
                         " tokens is less than one optimizer step of batch * context * "
                         "grad_accum tokens, so --epochs cannot be used");
     total_steps_ = std::max<int64_t>(1, (int64_t)std::floor(opt_.epochs * (double)per_epoch));
@@ -1481,9 +1641,14 @@ int Trainer::run() {
   say("training %s on %s (%s backend): %lld train tokens, %lld tokens/step, %s steps "
       "(%.3g epochs)\n",
       m_.name ? m_.name : "?", opt_.data.c_str(), tgrt_backend_name(),
-      (long long)train_.tokens.size(), (long long)tokens_per_step,
+      (long long)train_.tokens.tokens(), (long long)tokens_per_step,
       timed ? "time-limited" : std::to_string(total_steps_).c_str(),
       per_epoch > 0 && !timed ? (double)total_steps_ / (double)per_epoch : 0.0);
+  if (shuffle_)
+    say("sampling: shuffle: %lld windows of %d tokens, each epoch in a new order, %lld steps of "
+        "%lld windows an epoch (its last %lld windows dropped)\n",
+        (long long)windows_, (int)m_.context + 1, (long long)epoch_steps_,
+        (long long)step_windows_, (long long)(windows_ - epoch_steps_ * step_windows_));
   if (ranks_ > 1)
     say("data parallel: %d ranks (threads), %d sequences per rank and micro-batch, gradients "
         "averaged before the optimizer step\n",
@@ -1501,10 +1666,29 @@ int Trainer::run() {
   int64_t steps_timed = 0;
   double first_step_s = 0;
   int64_t cnt = 0;
+  // Shuffle: the epoch of the step being run (0-based), when its first step in this process
+  // started, how many of its steps this process ran; one entry per epoch (or part) run.
+  struct EpochTime {
+    int64_t epoch, steps;
+    double seconds;
+    bool whole; ///< every step of the epoch ran in this process
+  };
+  std::vector<EpochTime> epoch_times;
+  int64_t cur_epoch = -1, epoch_steps_run = 0;
+  clock::time_point epoch_t0;
+  // Epochs of the schedule (0 while a time limit has not fixed it).
+  auto epochsTotal = [&](bool known) -> int64_t {
+    return known && epoch_steps_ > 0 ? (total_steps_ + epoch_steps_ - 1) / epoch_steps_ : 0;
+  };
   tgrt_take_loss(ctx_, &cnt);
   while (step < last_step) {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
+    if (shuffle_ && (s - 1) / epoch_steps_ != cur_epoch) {
+      cur_epoch = (s - 1) / epoch_steps_;
+      epoch_steps_run = 0;
+      epoch_t0 = t0;
+    }
     const double lr = learningRate(m_, s, total_steps_);
     // AdamW's step t counts the updates made: a step skipped by loss scaling made none
     // (as PyTorch's GradScaler, whose skipped optimizer.step() leaves Adam's count alone).
@@ -1515,7 +1699,7 @@ int Trainer::run() {
     if (opt_.find_nonfinite) step_rng_ = data_rng_; // the step's batches can be drawn again
     for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
       tgrt_set_micro_batch(ctx_, k);
-      sampleBatch(&batch);
+      sampleBatch(&batch, s, k);
       uploadBatch(batch);
       hooks_.micro_step(ctx_);
     }
@@ -1553,6 +1737,7 @@ int Trainer::run() {
       rec["loss_scale"] = loss_scale;
       rec["skipped_steps"] = scaler_.skippedSteps();
     }
+    if (shuffle_) rec["epoch"] = cur_epoch + 1;
     logLine(rec);
     if (!std::isfinite(loss)) { // (with --find-nonfinite, caught before the optimizer step)
       say("\n");
@@ -1595,6 +1780,11 @@ int Trainer::run() {
     const int64_t shown_total = timed && steps_timed < 5 ? 0 : last_step;
     const double eta = (double)(last_step - s) * avg;
     const bool periodic_eval = opt_.eval_every > 0 && s % opt_.eval_every == 0 && s != last_step;
+    if (shuffle_) {
+      const int64_t of = epochsTotal(shown_total > 0);
+      epoch_note_ = " | epoch " + std::to_string(cur_epoch + 1) +
+                    (of > 0 ? "/" + std::to_string(of) : std::string());
+    }
     progress(s, shown_total, loss, lr, norm, scaler_.enabled() ? loss_scale : 0.0, skipped,
              tok_s, secs * 1e3, eta, periodic_eval);
     if (periodic_eval) {
@@ -1609,6 +1799,21 @@ int Trainer::run() {
       }
     }
     if (save_every_all_ > 0 && s % save_every_all_ == 0 && s != last_step) save(s);
+    if (shuffle_) {
+      ++epoch_steps_run;
+      if (s % epoch_steps_ == 0) { // the epoch's last step: its wall time (evals, saves too)
+        const double es = std::chrono::duration<double>(clock::now() - epoch_t0).count();
+        const bool whole = epoch_steps_run == epoch_steps_;
+        epoch_times.push_back({cur_epoch, epoch_steps_run, es, whole});
+        const int64_t of = epochsTotal(!(timed && steps_timed < 5));
+        say("epoch %lld%s done at step %lld: %lld steps%s in %.3f s, %.0f tok/s\n",
+            (long long)cur_epoch + 1, of > 0 ? ("/" + std::to_string(of)).c_str() : "",
+            (long long)s, (long long)epoch_steps_run,
+            whole ? "" : (" (of " + std::to_string(epoch_steps_) + "; resumed at step " +
+                          std::to_string(start_step_) + ")").c_str(),
+            es, es > 0 ? (double)(epoch_steps_run * tokens_per_step) / es : 0.0);
+      }
+    }
     if (timed) {
       const double elapsed = std::chrono::duration<double>(clock::now() - t_start).count();
       double stop = elapsed + avg > limit_s ? 1.0 : 0.0;
@@ -1621,6 +1826,23 @@ int Trainer::run() {
     line_open_ = false;
   }
   if (timed) total_steps_ = step; // what the run actually did, for the checkpoint
+  if (shuffle_ && epoch_steps_run > 0 && step % epoch_steps_ != 0) // a part of an epoch
+    epoch_times.push_back({cur_epoch, epoch_steps_run,
+                           std::chrono::duration<double>(clock::now() - epoch_t0).count(),
+                           false});
+  if (!epoch_times.empty()) {
+    std::string list;
+    for (const EpochTime& e : epoch_times) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s%lld: %.3f s%s", list.empty() ? "" : ", ",
+                    (long long)e.epoch + 1, e.seconds,
+                    e.whole ? ""
+                            : (" (" + std::to_string(e.steps) + " of " +
+                               std::to_string(epoch_steps_) + " steps)").c_str());
+      list += buf;
+    }
+    say("time per epoch: %s\n", list.c_str());
+  }
   if (scaler_.enabled())
     say("loss scaling: %lld of %lld optimizer steps skipped (gradients not finite), scale now "
         "%.9g\n",
@@ -1639,10 +1861,10 @@ int Trainer::run() {
       if (have_ignore_)
         std::printf("%s: %lld tokens is less than one window of context + 1 = %d tokens; "
                     "skipped\n",
-                    sp->name.c_str(), (long long)sp->tokens.size(), (int)m_.context + 1);
+                    sp->name.c_str(), (long long)sp->tokens.tokens(), (int)m_.context + 1);
       else
         std::printf("%s: %lld tokens is less than one eval batch of %d x %d tokens; skipped\n",
-                    sp->name.c_str(), (long long)sp->tokens.size(), (int)m_.batch_size,
+                    sp->name.c_str(), (long long)sp->tokens.tokens(), (int)m_.batch_size,
                     (int)m_.context);
       continue;
     }

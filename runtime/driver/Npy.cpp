@@ -65,6 +65,7 @@ struct NpyHeader {
   NpyDtype dtype = NpyDtype::U16;
   int64_t count = 0;       ///< elements
   int64_t data_offset = 0; ///< bytes from the start of the file to element 0
+  int64_t descr_offset = 0; ///< bytes from the start of the file to the 'descr' value
 };
 
 /// Opens `path` for reading and sets *file_size (bytes). Errors name the file.
@@ -120,6 +121,7 @@ bool parseNpyHeader(std::FILE* f, const std::string& path, int64_t file_size, bo
   if (q == std::string::npos)
     return fail(err, path + ": unterminated 'descr' string" + at(header_start + (int64_t)p));
   const std::string descr = h.substr(p + 1, q - p - 1);
+  const size_t descr_at = p;
   NpyDtype dtype;
   if (descr == "<u2") dtype = NpyDtype::U16;
   else if (descr == "<u4") dtype = NpyDtype::U32;
@@ -185,6 +187,7 @@ bool parseNpyHeader(std::FILE* f, const std::string& path, int64_t file_size, bo
   out->dtype = dtype;
   out->count = count;
   out->data_offset = data_offset;
+  out->descr_offset = header_start + (int64_t)descr_at;
   return true;
 }
 
@@ -278,12 +281,13 @@ TokenFile& TokenFile::operator=(TokenFile&& o) noexcept {
   dtype_ = o.dtype_;
   count_ = o.count_;
   data_offset_ = o.data_offset_;
+  descr_offset_ = o.descr_offset_;
   vocab_size_ = o.vocab_size_;
   base_ = o.base_;
   map_bytes_ = o.map_bytes_;
   o.base_ = nullptr;
   o.map_bytes_ = 0;
-  o.count_ = o.data_offset_ = 0;
+  o.count_ = o.data_offset_ = o.descr_offset_ = 0;
   return *this;
 }
 
@@ -291,7 +295,7 @@ void TokenFile::close() {
   if (base_) munmap(base_, map_bytes_);
   base_ = nullptr;
   map_bytes_ = 0;
-  count_ = data_offset_ = 0;
+  count_ = data_offset_ = descr_offset_ = 0;
 }
 
 bool TokenFile::open(const std::string& path, int64_t vocab_size, std::string* err) {
@@ -312,6 +316,7 @@ bool TokenFile::open(const std::string& path, int64_t vocab_size, std::string* e
   dtype_ = hd.dtype;
   count_ = hd.count;
   data_offset_ = hd.data_offset;
+  descr_offset_ = hd.descr_offset;
   vocab_size_ = vocab_size;
   base_ = p;
   map_bytes_ = (size_t)file_size;

@@ -99,6 +99,9 @@ public:
   int64_t size() const { return count_; }
   /// Bytes from the start of the file to token 0.
   int64_t dataOffset() const { return data_offset_; }
+  /// Bytes from the start of the file to the header's 'descr' value (the dtype), for
+  /// messages that locate a dtype the caller does not accept.
+  int64_t descrOffset() const { return descr_offset_; }
   int64_t vocabSize() const { return vocab_size_; }
 
   /// Copies tokens [start, start + n) into out[0, n) as int32, checking each id. Returns
@@ -111,7 +114,7 @@ public:
 private:
   std::string path_;
   NpyDtype dtype_ = NpyDtype::U16;
-  int64_t count_ = 0, data_offset_ = 0, vocab_size_ = 0;
+  int64_t count_ = 0, data_offset_ = 0, descr_offset_ = 0, vocab_size_ = 0;
   void* base_ = nullptr; ///< the mapping of the whole file (NULL: closed)
   size_t map_bytes_ = 0; ///< its length: the file size
 };

@@ -94,7 +94,11 @@ def main():
         shutil.copy(os.path.join(a.prepared, name), data)
     with open(os.path.join(a.prepared, "meta.json")) as f:
         meta = json.load(f)
-    meta["tokens"]["train"] = a.tokens  # what the file holds (the driver reads vocab_size)
+    # The single-file layout: train.npy is replaced below, so drop an index of the prepared
+    # shards (format_version 2, docs/data.md) that would describe the old one.
+    meta.pop("splits", None)
+    if isinstance(meta.get("tokens"), dict):
+        meta["tokens"]["train"] = a.tokens  # what the file holds (the driver reads vocab_size)
     with open(os.path.join(data, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
     train = os.path.join(data, "train.npy")

@@ -26,6 +26,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1213,6 +1214,118 @@ TEST(DriverFake, SeedChangesInitAndEpochsSetSteps) {
                        "--quiet"}),
             0);
   EXPECT_EQ(readLog(d / "c.jsonl").steps.size(), 46u);
+}
+
+/// The lines TGRT_LOG_WINDOWS wrote to `path`.
+std::vector<nlohmann::json> readWindowLog(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// --sampling shuffle (docs/data.md, "Epochs"): the default with --epochs. 1010 tokens of
+// context 8: W = 126 windows, G = 2 x 2 = 4 a step, S = 31 steps an epoch, 2 dropped. Each
+// epoch reads 124 distinct windows, in another order than the previous epoch.
+TEST(DriverFake, ShuffleVisitsEveryWindowOncePerEpoch) {
+  TempDir d;
+  writeFakeData(d, "data", 1010);
+  ASSERT_EQ(setenv("TGRT_LOG_WINDOWS", (d / "w.jsonl").c_str(), 1), 0);
+  testing::internal::CaptureStdout();
+  const int rc = runDriver({"--data", d / "data", "--epochs", "2", "--log", d / "log.jsonl"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  unsetenv("TGRT_LOG_WINDOWS");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("sampling: shuffle: 126 windows of 9 tokens, each epoch in a new order, 31 "
+                     "steps of 4 windows an epoch (its last 2 windows dropped)"),
+            std::string::npos)
+      << out;
+  // Progress lines every 62 / 10 = 6 steps: step 30 in epoch 1, step 36 in epoch 2.
+  const size_t p30 = out.find("step 30/62 | "), p36 = out.find("step 36/62 | ");
+  ASSERT_NE(p30, std::string::npos) << out;
+  ASSERT_NE(p36, std::string::npos) << out;
+  EXPECT_EQ(out.find(" | epoch 1/2\n", p30), out.find('\n', p30) - 12) << out;
+  EXPECT_EQ(out.find(" | epoch 2/2\n", p36), out.find('\n', p36) - 12) << out;
+  EXPECT_NE(out.find("epoch 1/2 done at step 31: 31 steps in "), std::string::npos) << out;
+  EXPECT_NE(out.find("epoch 2/2 done at step 62: 31 steps in "), std::string::npos) << out;
+  EXPECT_NE(out.find("time per epoch: 1: "), std::string::npos) << out;
+  const LogLines log = readLog(d / "log.jsonl");
+  ASSERT_EQ(log.steps.size(), 62u);
+  EXPECT_EQ(log.steps[30]["epoch"], 1);
+  EXPECT_EQ(log.steps[31]["epoch"], 2);
+  const std::vector<nlohmann::json> w = readWindowLog(d / "w.jsonl");
+  ASSERT_EQ(w.size(), 124u); // 62 steps x 2 micro-batches
+  std::vector<int64_t> order[2];
+  for (const auto& rec : w) {
+    const int64_t step = rec["step"], epoch = rec["epoch"];
+    EXPECT_EQ(epoch, (step - 1) / 31 + 1);
+    EXPECT_EQ(rec["rank"], 0);
+    ASSERT_EQ(rec["windows"].size(), 2u);
+    for (const auto& x : rec["windows"]) order[epoch - 1].push_back(x.get<int64_t>());
+  }
+  for (const auto& o : order) {
+    ASSERT_EQ(o.size(), 124u);
+    const std::set<int64_t> distinct(o.begin(), o.end());
+    EXPECT_EQ(distinct.size(), 124u);
+    EXPECT_GE(*distinct.begin(), 0);
+    EXPECT_LT(*distinct.rbegin(), 126);
+  }
+  EXPECT_NE(order[0], order[1]);
+  // --steps: random sampling as before (offsets, no epoch field).
+  ASSERT_EQ(setenv("TGRT_LOG_WINDOWS", (d / "r.jsonl").c_str(), 1), 0);
+  const int rc2 = runDriver({"--data", d / "data", "--steps", "3", "--log", d / "r.jsonl.log",
+                             "--quiet"});
+  unsetenv("TGRT_LOG_WINDOWS");
+  ASSERT_EQ(rc2, 0);
+  const std::vector<nlohmann::json> r = readWindowLog(d / "r.jsonl");
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_TRUE(r[0].contains("offsets"));
+  EXPECT_FALSE(readLog(d / "r.jsonl.log").steps[0].contains("epoch"));
+  // Too few windows for one step of shuffle: refused, random still works.
+  writeFakeData(d, "small", 30); // 3 windows < 4
+  EXPECT_EQ(runDriver({"--data", d / "small", "--steps", "2", "--sampling", "shuffle",
+                       "--quiet"}),
+            1);
+  EXPECT_EQ(runDriver({"--data", d / "small", "--steps", "2", "--quiet"}), 0);
+  EXPECT_EQ(runDriver({"--data", d / "small", "--steps", "2", "--sampling", "sorted"}), 2);
+}
+
+// Resuming a shuffled run mid-epoch: the checkpoint records the mode, the position follows
+// from the step; losses and the final checkpoint bytes equal an uninterrupted run's.
+TEST(DriverFake, ShuffleResumesMidEpochExactly) {
+  TempDir d;
+  writeFakeData(d, "data", 1010);
+  const std::string data = d / "data";
+  ASSERT_EQ(runDriver({"--data", data, "--epochs", "2", "--log", d / "full.jsonl", "--save",
+                       d / "full.ckpt", "--quiet"}),
+            0);
+  ASSERT_EQ(runDriver({"--data", data, "--epochs", "2", "--stop-after", "45", "--log",
+                       d / "part.jsonl", "--save", d / "part.ckpt", "--quiet"}),
+            0);
+  {
+    tgrt::SafetensorsReader r;
+    std::string err;
+    ASSERT_TRUE(r.open(d / "part.ckpt", &err)) << err;
+    EXPECT_EQ(r.metadata().at("sampling"), "shuffle");
+    EXPECT_EQ(r.metadata().at("epoch_windows"), "126");
+    EXPECT_EQ(r.metadata().at("step_windows"), "4");
+  }
+  // No --epochs, no --sampling: the total and the mode come from the checkpoint.
+  testing::internal::CaptureStdout();
+  const int rc = runDriver({"--data", data, "--resume", d / "part.ckpt", "--log",
+                            d / "part.jsonl", "--save", d / "part.ckpt"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("epoch 2/2 done at step 62: 17 steps (of 31; resumed at step 45) in "),
+            std::string::npos)
+      << out;
+  const LogLines full = readLog(d / "full.jsonl"), part = readLog(d / "part.jsonl");
+  ASSERT_EQ(full.steps.size(), 62u);
+  ASSERT_EQ(part.steps.size(), 62u);
+  for (size_t i = 0; i < 62; ++i)
+    EXPECT_EQ(part.steps[i]["loss"].get<double>(), full.steps[i]["loss"].get<double>())
+        << "step " << i + 1;
+  EXPECT_EQ(readBytes(d / "part.ckpt"), readBytes(d / "full.ckpt"));
 }
 
 TEST(DriverFake, TimeLimitStopsAndRecordsSteps) {
