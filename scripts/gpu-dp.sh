@@ -3,17 +3,19 @@
 # nothing. After `scripts/gpu-artifacts.sh dp` here, carry runs/${PREFIX}-dp1.xz, runs/${PREFIX}-dp2.xz
 # and runs/data-gpu, then from the repo root there: scripts/gpu-dp.sh
 #   1 GPU x micro-batch 16 and `--gpus 2` x micro-batch 8 (the same global batch of 16 x 1024
-#   tokens, the same data order) for STEPS (20) steps: the loss curves must agree to bf16
-#   tolerance (max relative difference printed), ms/step and tokens/s of each, the scaling
+#   tokens, the same data order) for STEPS (20) steps: the loss curves must agree to 9e-5
+#   relative (10 x the worst recorded, 8.07e-6, call54; docs/testing.md, Tolerances), ms/step
+#   and tokens/s of each, the scaling
 #   efficiency (tokens/s per GPU on 2 GPUs / on 1), device memory used against the plan.
 #   Then (unless ENVLAUNCH=0) the same 2-rank run started as torchrun starts it: two processes
 #   of the executable with RANK=0/1 WORLD_SIZE=2 LOCAL_RANK=0/1 MASTER_ADDR=127.0.0.1
 #   MASTER_PORT=29511 and the same arguments (rank 0 hands rank 1 the NCCL id over TCP,
 #   runtime/driver/Rendezvous.h); its losses are compared with the --gpus 2 run's (max
-#   relative difference printed; verdict against 2e-2, the bf16-mixed tolerance of
-#   test/e2e/data-parallel.test).
+#   relative difference printed; tolerance 0: the same ranks run the same program, and
+#   every recorded run was bit-identical, calls 50-52).
 #   Then (when runs/${PREFIX}-dp2z was carried) ZeRO-1: `--gpus 2` x 8 with the AdamW moments
-#   sharded (training.distributed.zero=1): losses against ZeRO-0's, device memory against its
+#   sharded (training.distributed.zero=1): losses against ZeRO-0's (tolerance 0: the same
+#   reductions, bit-identical in every recorded run), device memory against its
 #   (smaller) plan; its checkpoint (moments gathered over NCCL) resumed on 1 GPU.
 #   Then a fault: rank 1 is killed mid-run; the launcher must end rank 0 and exit non-zero
 #   within the timeout instead of hanging.
@@ -105,14 +107,15 @@ def med(r, k): return statistics.median(x[k] for x in r[2:]) if len(r) > 2 else 
 if a and b:
     n = min(len(a), len(b))
     rel = max(abs(a[i]["loss"] - b[i]["loss"]) / abs(a[i]["loss"]) for i in range(n))
-    print(f"loss 1 GPU {a[0]['loss']:.4f} -> {a[n-1]['loss']:.4f}; 2 GPUs {b[0]['loss']:.4f} -> {b[n-1]['loss']:.4f}; max relative difference over {n} steps {rel:.2e}")
+    ok = rel <= 9e-5 and len(a) == len(b)  # 10 x 8.07e-6 (call54), rounded up
+    print(f"loss 1 GPU {a[0]['loss']:.4f} -> {a[n-1]['loss']:.4f}; 2 GPUs {b[0]['loss']:.4f} -> {b[n-1]['loss']:.4f}; max relative difference over {n} steps {rel:.2e}: {'PASS' if ok else 'FAIL'} (tolerance 9e-5)")
 e = rows("dp2env")
 if b and e:
     n = min(len(b), len(e))
     rel = max(abs(e[i]["loss"] - b[i]["loss"]) / abs(b[i]["loss"]) for i in range(n))
     same = all(e[i]["loss"] == b[i]["loss"] for i in range(n))
-    ok = rel <= 2e-2 and len(e) == len(b)
-    print(f"launcher environment vs --gpus 2: {len(e)} and {len(b)} steps; max relative loss difference over {n} steps {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance 2e-2)")
+    ok = rel <= 0 and len(e) == len(b)
+    print(f"launcher environment vs --gpus 2: {len(e)} and {len(b)} steps; max relative loss difference over {n} steps {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance 0)")
 elif b and os.path.exists(f"{out}/dp2env-rank0.log"):
     print("launcher environment vs --gpus 2: FAIL (no dp2env.jsonl steps; see dp2env-rank*.log)")
 z = rows("dp2z")
@@ -120,7 +123,7 @@ if b and z:
     n = min(len(b), len(z))
     same = all(z[i]["loss"] == b[i]["loss"] for i in range(n))
     rel = max(abs(z[i]["loss"] - b[i]["loss"]) / abs(b[i]["loss"]) for i in range(n))
-    print(f"ZeRO-1 vs ZeRO-0 (2 GPUs): {len(z)} and {len(b)} steps; max relative loss difference {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if rel <= 2e-2 and len(z) == len(b) else 'FAIL'}")
+    print(f"ZeRO-1 vs ZeRO-0 (2 GPUs): {len(z)} and {len(b)} steps; max relative loss difference {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if rel <= 0 and len(z) == len(b) else 'FAIL'} (tolerance 0)")
 res = rows("dp1res")
 if res: print("ZeRO-1 checkpoint resumed on 1 GPU: steps " + ", ".join(f"{r['step']}: {r['loss']:.4f}" for r in res) + (f" (2-GPU run's last: {z[-1]['loss']:.4f})" if z else ""))
 def mem(n):

@@ -10,14 +10,19 @@
 #
 #   scripts/gpu-grad-check.sh [GPT2_LIB [TINY_LIB]]     (defaults: runs/gpt2-grad.so,
 #                                                        runs/tiny-cuda.so; "-" skips one)
-# Environment: TOL_GRAD (default 1e-4), TOL_UPDATE (default 1e-3) for the GPT-2 lib;
+# Environment: TOL_GRAD (default 5e-5), TOL_UPDATE (default 2e-6) for the GPT-2 lib;
 # EXTRA (more torch_reference.py options, e.g. "--skip-second-step").
 #
-# 1. the tiny lib with the default tolerances (1e-5 grads, 1e-4 updates), as in
+# 1. the tiny lib with the default tolerances (torch_reference.py TOLS / UPDATE_TOL), as in
 #    test/e2e/grad-check.test: summary lines only.
 # 2. the GPT-2 small lib (B=2, T=1024, 124M parameters, fp32, TF32 off) with TOL_GRAD /
 #    TOL_UPDATE: fp32 GEMMs with K up to 50304 (logits backward) and 12 layers of backward
-#    put gradients ~1e-6..1e-5 (relative to each tensor's max) from float64, hence 1e-4.
+#    put gradients ~1e-6..1e-5 (relative to each tensor's max) from float64: recorded worst
+#    2.5e-6, 2.9e-6 and 4.6e-6 (GELU epilogue forced; docs/results.md), x10 -> TOL_GRAD 5e-5
+#    (also the loss, grad norm and step-2 losses: recorded <= 3.3e-8). TOL_UPDATE: the
+#    optimizer alone, recorded <= 1.2e-9 here and <= 1.0e-7 in every recorded GPU run; the
+#    CUDA AdamW is the CPU's double arithmetic, so the CPU default UPDATE_TOL (2e-6) applies.
+#    Not re-run when these were set (2026-11-28; docs/testing.md, Tolerances).
 #    Printed last: the loss / norm / step-2 rows, every row over tolerance, the 12 worst
 #    gradients and updates, and the summary. Full per-tensor tables: $OUT/grad-check-*.log.
 # Exit status: non-zero when either check fails.
@@ -25,8 +30,8 @@ set -u -o pipefail
 
 GPT2=${1:-runs/gpt2-grad.so}
 TINY=${2:-runs/tiny-cuda.so}
-TOL_GRAD=${TOL_GRAD:-1e-4}
-TOL_UPDATE=${TOL_UPDATE:-1e-3}
+TOL_GRAD=${TOL_GRAD:-5e-5}
+TOL_UPDATE=${TOL_UPDATE:-2e-6}
 EXTRA=${EXTRA:-}
 LOGS=${OUT:-/tmp/tgc-gpu-grad-check}
 mkdir -p "$LOGS"

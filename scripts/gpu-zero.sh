@@ -7,8 +7,10 @@
 #     (the offloaded moments stream through the same AdamW kernel); ms/step; device memory
 #     used against the plan (offload: 0.93 GiB less).
 #   - `--gpus 2` x micro-batch 8 under ZeRO-0, 1, 2, 3 and ZeRO-3 + offload: losses against
-#     ZeRO-0's (bf16-mixed tolerance 2e-2), ms/step, each rank's plan against the device
-#     memory it used.
+#     ZeRO-0's (max relative difference over the steps: ZeRO-1 0, bit-identical in every
+#     recorded run; ZeRO-2/3 2e-3, 10 x the worst recorded 1.26e-4, ZeRO-3 without prefetch,
+#     bench/results/2026-11-26-h200x2/call57; docs/testing.md, Tolerances), ms/step, each
+#     rank's plan against the device memory it used.
 #   - a ZeRO-3 checkpoint (values and moments gathered over NCCL) resumed on 1 GPU.
 #   - the ZeRO-3 executable started by a real torchrun (TORCHRUN=0 skips), against --gpus 2.
 #   - PyTorch DDP and FSDP2 (torch.compile, bf16) at 2 GPUs x 8 (TORCH=0 skips).
@@ -122,8 +124,11 @@ def cmp(a, b, tol):
     ok = rel <= tol and len(ra) == len(rb)
     return f"{len(ra)} vs {len(rb)} steps, max relative loss difference {rel:.2e}{' (bit-identical)' if same else ''}: {'PASS' if ok else 'FAIL'} (tolerance {tol:g})"
 print("offload vs not (1 GPU x 16):", cmp("off1", "dp1", 0))
-for z in ("z1", "z2", "z3", "z3off"):
-    print(f"{z} vs ZeRO-0 (2 GPUs x 8):", cmp(z, "z0", 2e-2))
+# ZeRO-1 runs ZeRO-0's reductions and only shards the moments: bit-identical (calls 50-58).
+# ZeRO-2/3 reduce-scatter instead of all-reduce: worst recorded 1.26e-4 (call57), 8.5e-6 /
+# 5.9e-6 (call58); x10, rounded up. Not re-run when these were set (2026-11-28).
+for z, tol in (("z1", 0), ("z2", 2e-3), ("z3", 2e-3), ("z3off", 2e-3)):
+    print(f"{z} vs ZeRO-0 (2 GPUs x 8):", cmp(z, "z0", tol))
 print("ZeRO-3 + offload vs ZeRO-3:", cmp("z3off", "z3", 0))
 if rows("z3torchrun"): print("ZeRO-3 under torchrun vs --gpus 2:", cmp("z3torchrun", "z3", 0))
 res, sv = rows("z3res"), rows("z3save")

@@ -5,8 +5,8 @@ same data (every rank draws the global batch and keeps its rows), so the per-ste
 the parameters of the final checkpoints agree up to the order of float summation.
 
 usage: data_parallel.py --log-a A.jsonl --ckpt-a A.safetensors --log-b B.jsonl
-                        --ckpt-b B.safetensors --rtol R [--label NAME] [--moments]
-Compares every training step's loss (relative difference <= R) and every tensor of the
+                        --ckpt-b B.safetensors --rtol R [--rtol-loss RL] [--label NAME] [--moments]
+Compares every training step's loss (relative difference <= RL, default R) and every tensor of the
 checkpoints that is not an optimizer moment (max |a - b| <= R * max(1, max |b|)); with
 --moments the AdamW moments too (max |a - b| <= R * max |b|: v is ~1e-8, so no floor of 1;
 ZeRO-1 gathers them from their owners on save). Also
@@ -54,10 +54,13 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("log-a", "ckpt-a", "log-b", "ckpt-b"):
         ap.add_argument("--" + k, required=True)
-    ap.add_argument("--rtol", type=float, required=True)
+    ap.add_argument("--rtol", type=float, required=True, help="tensors (and the loss without --rtol-loss)")
+    ap.add_argument("--rtol-loss", type=float, default=None,
+                    help="the per-step losses (default --rtol); docs/testing.md, Tolerances")
     ap.add_argument("--label", default="")
     ap.add_argument("--moments", action="store_true")
     a = ap.parse_args()
+    rtol_loss = a.rtol if a.rtol_loss is None else a.rtol_loss
 
     la, lb = read_log(a.log_a), read_log(a.log_b)
     if sorted(la) != sorted(lb):
@@ -66,8 +69,8 @@ def main():
     for s in sorted(la):
         rel = abs(la[s] - lb[s]) / max(abs(lb[s]), 1e-30)
         worst_loss = max(worst_loss, rel)
-        if not rel <= a.rtol:
-            fail(f"step {s}: loss {la[s]!r} vs {lb[s]!r}, relative difference {rel:.3g} > {a.rtol}")
+        if not rel <= rtol_loss:
+            fail(f"step {s}: loss {la[s]!r} vs {lb[s]!r}, relative difference {rel:.3g} > {rtol_loss}")
 
     ca, cb = read_st(a.ckpt_a), read_st(a.ckpt_b)
     if sorted(ca) != sorted(cb):

@@ -4,7 +4,7 @@ same accumulated gradients as one micro-batch of size B (the loss is a mean over
 number of tokens per micro-batch, and tg-autodiff seeds each micro-step with 1/K), and the
 same parameters after one optimizer step.
 
-usage: grad_accum.py --accum LIB_K --single LIB_1 --k K
+usage: grad_accum.py --accum LIB_K --single LIB_1 --k K [--seed S]
 Both libraries come from the same spec, built with (batch B/K, grad_accum K) and (batch B,
 grad_accum 1). Prints one line per parameter and 'grad-accum: PASS' or exits 1."""
 import argparse, ctypes, os, sys
@@ -15,6 +15,14 @@ import numpy as np
 # torch_reference.py and loss_scale.py; no torch needed).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tgrt_abi import DTYPE_NAMES, PRECISIONS, TGRT_F32, check_model  # noqa: E402
+
+
+# Tolerances (docs/testing.md, "Tolerances"): the worst bench/tolerance_survey.py measured
+# over seeds 0-127 (2026-11-28) x 10, rounded up to one significant digit.
+LOSS_TOL = 9e-7   # |single - mean of the K losses| / |single|: worst 8.2e-8
+GRAD_TOL = 8e-6   # max|g1 - gK| / max|g1| per tensor: worst 7.1e-7
+PARAM_TOL = 2e-5  # max|p1 - pK| after one AdamW step at lr 1e-3 (absolute): worst 2.0e-6,
+                  # elements whose |g| is near eps, where AdamW's lr * g / (|g| + eps) is steep
 
 
 def load(path):
@@ -46,6 +54,7 @@ def main():
     ap.add_argument("--accum", required=True)
     ap.add_argument("--single", required=True)
     ap.add_argument("--k", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=7, help="weights and batch (default 7)")
     a = ap.parse_args()
     la, ls = load(a.accum), load(a.single)
     ma, pa = params(la)
@@ -53,7 +62,7 @@ def main():
     assert ma.grad_accum == a.k and ms.grad_accum == 1, "libraries built with the wrong grad_accum"
     assert ms.batch_size == ma.batch_size * a.k, "batch sizes do not match B = K * b"
     ca, cs = la.tglib_create(1), ls.tglib_create(1)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(a.seed)
     for (name, n) in ps:  # identical random weights in both
         w = (rng.standard_normal(n) * 0.05).astype(np.float32)
         ls.tglib_set_param(cs, name, w.ctypes.data)
@@ -71,7 +80,7 @@ def main():
     worst, ok = 0.0, True
     mean_loss = float(np.mean(losses))
     print(f"loss single {loss1:.7f}  mean over {a.k} micro-batches {mean_loss:.7f}")
-    ok &= abs(loss1 - mean_loss) <= 1e-5 * abs(loss1)
+    ok &= abs(loss1 - mean_loss) <= LOSS_TOL * abs(loss1)
     for (name, n) in ps:
         g1 = np.empty(n, np.float32); gk = np.empty(n, np.float32)
         ls.tglib_get_grad(cs, name, g1.ctypes.data)
@@ -79,7 +88,7 @@ def main():
         err = float(np.max(np.abs(g1 - gk)) / max(np.max(np.abs(g1)), 1e-12))
         worst = max(worst, err)
         print(f"  {name.decode():32s} grad rel err {err:.2e}")
-    ok &= worst <= 1e-5
+    ok &= worst <= GRAD_TOL
     ls.tglib_optimizer_step(cs, 1, 1e-3)
     la.tglib_optimizer_step(ca, 1, 1e-3)
     pworst = 0.0
@@ -89,7 +98,7 @@ def main():
         la.tglib_get_param(ca, name, pk.ctypes.data)
         pworst = max(pworst, float(np.max(np.abs(p1 - pk))))
     print(f"worst grad rel err {worst:.2e}; worst parameter difference after AdamW {pworst:.2e}")
-    ok &= pworst <= 1e-5
+    ok &= pworst <= PARAM_TOL
     print("grad-accum: " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
