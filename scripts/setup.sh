@@ -3,8 +3,9 @@
 #   scripts/setup.sh            install + configure + build (build/)
 #   scripts/setup.sh --deps     install packages only
 # Both also create .venv-hf/ (a venv over Debian's python3 and torch with Hugging Face
-# transformers from PyPI, pinned) for the `tgc export --hf` test; a failure there is a
-# warning: that lit test then reports UNSUPPORTED.
+# transformers, tokenizers and pyarrow from PyPI, pinned) for `tgc export --hf` and
+# `tgc data prepare --tokenizer` / .parquet and their tests; a failure there is a warning:
+# those lit tests then report UNSUPPORTED.
 # CUDA is optional: the CUDA runtime is built when /usr/local/cuda/bin/nvcc exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ PKGS=(
   cmake ninja-build g++ git python3 python3-pip
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   nlohmann-json3-dev libcli11-dev libgtest-dev
-  libopenblas-dev libsentencepiece-dev sentencepiece
+  libopenblas-dev libsentencepiece-dev sentencepiece libssl-dev
   linux-doc
   python3-torch python3-numpy python3-matplotlib python3-venv
 )
@@ -34,17 +35,24 @@ fi
 # Hugging Face transformers (not packaged by Debian) in .venv-hf/, over the system
 # site-packages so that it uses Debian's torch 1.13: 4.45.2 is a release that supports it
 # and reads every LlamaConfig field tgc exports (head_dim, mlp_bias, rope_type "llama3";
-# 4.38 reads none of them). docs/hf.md.
-HF_PIP=(transformers==4.45.2 tokenizers==0.20.3 huggingface-hub==0.36.2 safetensors==0.8.0)
-if .venv-hf/bin/python -c 'import transformers, torch; assert transformers.__version__ == "4.45.2"' \
+# 4.38 reads none of them). docs/hf.md. `tgc data prepare` runs its Python worker here
+# (docs/prepare.md): tokenizers for --tokenizer, pyarrow for .parquet inputs (17.0.0: works
+# with Debian's numpy 1.24); sentencepiece and protobuf let transformers load the
+# tokenizer.model that `tgc export --data` copies (LlamaTokenizer, and its conversion to
+# LlamaTokenizerFast).
+HF_PIP=(transformers==4.45.2 tokenizers==0.20.3 huggingface-hub==0.36.2 safetensors==0.8.0
+        pyarrow==17.0.0 sentencepiece==0.2.0 protobuf==4.25.5)
+if .venv-hf/bin/python -c 'import transformers, torch, tokenizers, pyarrow, sentencepiece
+import google.protobuf
+assert transformers.__version__ == "4.45.2" and pyarrow.__version__ == "17.0.0"' \
     >/dev/null 2>&1; then
-  echo "[setup] .venv-hf: transformers 4.45.2 present"
+  echo "[setup] .venv-hf: transformers 4.45.2, pyarrow 17.0.0 present"
 else
   echo "[setup] .venv-hf: installing ${HF_PIP[*]}"
   if ! { /usr/bin/python3 -m venv --system-site-packages .venv-hf &&
          .venv-hf/bin/pip install -q --disable-pip-version-check "${HF_PIP[@]}"; }; then
     echo "[setup] warning: could not install transformers into .venv-hf; the Hugging Face" \
-         "export/import tests will be UNSUPPORTED"
+         "export/import and data prepare --tokenizer tests will be UNSUPPORTED"
   fi
 fi
 # cuDNN's fused attention (TGRT_ATTN=cudnn; runtime/cuda/CudnnAttention.cu) goes through

@@ -6,10 +6,10 @@
 // identity normalisation so decoding gives the text back) → encode all splits in parallel →
 // write npy arrays, tokenizer.model and meta.json into OUT.tmp-<pid> → rename to OUT.
 #include "tools/data/DataPrepare.h"
-
-#include "runtime/driver/Npy.h"
+#include "tools/data/PrepareWorker.h"
 
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 #include <zlib.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -77,6 +79,36 @@ std::string defaultCorpusDir() {
   return best;
 }
 
+bool sha256File(const std::string& path, std::string* hex, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (err) *err = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1;
+  std::vector<char> buf(1 << 20);
+  while (ok && in) {
+    in.read(buf.data(), (std::streamsize)buf.size());
+    if (in.gcount() > 0) ok = EVP_DigestUpdate(ctx, buf.data(), (size_t)in.gcount()) == 1;
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  ok = ok && !in.bad() && EVP_DigestFinal_ex(ctx, md, &len) == 1;
+  EVP_MD_CTX_free(ctx);
+  if (!ok) {
+    if (err) *err = path + ": cannot compute its SHA-256 (read error)";
+    return false;
+  }
+  static const char* digits = "0123456789abcdef";
+  hex->clear();
+  for (unsigned int i = 0; i < len; ++i) {
+    hex->push_back(digits[md[i] >> 4]);
+    hex->push_back(digits[md[i] & 15]);
+  }
+  return true;
+}
+
 namespace {
 
 bool fail(std::string* err, const std::string& msg) {
@@ -89,12 +121,14 @@ bool endsWith(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+bool isParquet(const std::string& path) { return endsWith(path, ".parquet"); }
+
 /// Whether a file found while recursing into a directory is read as input.
 bool acceptedInDirectory(const std::string& name) {
   for (const char* ext : {".txt", ".rst", ".md", ".jsonl"}) {
     if (endsWith(name, ext) || endsWith(name, (std::string(ext) + ".gz").c_str())) return true;
   }
-  return false;
+  return isParquet(name);
 }
 
 bool isJsonl(const std::string& path) {
@@ -194,10 +228,77 @@ bool addDocument(Corpus* c, std::string text, const std::string& source, int64_t
   return true;
 }
 
+/// Adds the rows of one parquet batch from the worker (see PrepareWorker.cpp, "parquet").
+bool addParquetRows(const std::string& path, const nlohmann::json& reply,
+                    const std::string& payload, const DataOptions& o, Corpus* c, bool* more,
+                    int64_t* empty_rows, std::string* err) {
+  const int64_t rows = reply.value("rows", (int64_t)0);
+  const int64_t group = reply.value("row_group", (int64_t)0);
+  const int64_t first = reply.value("first_row", (int64_t)0);
+  if (payload.size() < (size_t)rows * 4)
+    return fail(err, path + ": the Python worker sent a short parquet batch");
+  size_t pos = (size_t)rows * 4;
+  for (int64_t r = 0; r < rows && *more; ++r) {
+    uint32_t len;
+    std::memcpy(&len, payload.data() + 4 * r, 4);
+    if (len == 0xFFFFFFFFu) { // null
+      ++*empty_rows;
+      ++c->skipped_empty;
+      continue;
+    }
+    if (pos + len > payload.size())
+      return fail(err, path + ": the Python worker sent a short parquet batch");
+    std::string text = payload.substr(pos, len);
+    pos += len;
+    const std::string where = path + ": row " + std::to_string(first + r) + " (row group " +
+                              std::to_string(group) + ", column '" + o.text_field + "')";
+    if (const int64_t bad = firstInvalidUtf8(text); bad >= 0)
+      return fail(err, where + ": invalid UTF-8 at byte offset " + std::to_string(bad) +
+                           " of the value");
+    normalizeNewlines(&text);
+    if (isBlank(text)) {
+      ++*empty_rows;
+      ++c->skipped_empty;
+      continue;
+    }
+    *more = addDocument(c, std::move(text), where, o.max_bytes, true);
+  }
+  return true;
+}
+
+/// Reads one .parquet file (through the worker, pyarrow): one document per row of the
+/// column `o.text_field`; nulls and blank values are skipped.
+bool readParquet(const std::string& path, const DataOptions& o, PrepareWorker* worker,
+                 Corpus* c, bool* more, std::string* err) {
+  ++c->files;
+  if (!worker || !worker->running())
+    return fail(err, path + ": reading .parquet needs the Python worker (internal error)");
+  if (!worker->send({{"cmd", "parquet"}, {"file", path}, {"column", o.text_field},
+                     {"batch_rows", 4096}},
+                    "", err))
+    return false;
+  int64_t empty_rows = 0;
+  for (;;) {
+    nlohmann::json reply;
+    std::string payload;
+    if (!worker->receive(&reply, &payload, err)) return false;
+    if (reply.value("done", false)) break;
+    // Past the byte cap the rest of the stream is still read (and dropped), so that the
+    // protocol stays in step.
+    if (*more && !addParquetRows(path, reply, payload, o, c, more, &empty_rows, err))
+      return false;
+  }
+  if (empty_rows > 0 && !o.quiet)
+    std::fprintf(stderr, "warning: %s: %lld null or empty '%s' values skipped\n", path.c_str(),
+                 (long long)empty_rows, o.text_field.c_str());
+  return true;
+}
+
 /// Reads one input file into documents. Returns false with *err on a hard error; sets *more to
 /// false when the byte cap was reached.
-bool readDocuments(const std::string& path, const DataOptions& o, Corpus* c, bool* more,
-                   std::string* err) {
+bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker* worker,
+                   Corpus* c, bool* more, std::string* err) {
+  if (isParquet(path)) return readParquet(path, o, worker, c, more, err);
   std::string data;
   if (!readFile(path, &data, err)) return false;
   ++c->files;
@@ -217,9 +318,11 @@ bool readDocuments(const std::string& path, const DataOptions& o, Corpus* c, boo
   }
   size_t pos = 0;
   int64_t line_no = 0, empty_lines = 0;
+  const std::string& field = o.text_field;
   while (pos < data.size() && *more) {
     size_t nl = data.find('\n', pos);
     if (nl == std::string::npos) nl = data.size();
+    const size_t line_start = pos;
     const std::string line = data.substr(pos, nl - pos);
     pos = nl + 1;
     ++line_no;
@@ -229,12 +332,15 @@ bool readDocuments(const std::string& path, const DataOptions& o, Corpus* c, boo
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
-      return fail(err, where + ": malformed JSON at column " + std::to_string(e.byte) + ": " +
-                           e.what());
+      return fail(err, where + ": malformed JSON at column " + std::to_string(e.byte) +
+                           " (byte offset " + std::to_string(line_start + e.byte - 1) + what +
+                           "): " + e.what());
     }
-    if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
-      return fail(err, where + ": expected a JSON object with a string field \"text\"");
-    std::string text = j["text"].get<std::string>();
+    if (!j.is_object() || !j.contains(field) || !j[field].is_string())
+      return fail(err, where + ": expected a JSON object with a string field \"" + field +
+                           "\" (line at byte offset " + std::to_string(line_start) + what +
+                           "; choose the field with --text-field NAME)");
+    std::string text = j[field].get<std::string>();
     normalizeNewlines(&text);
     if (isBlank(text)) {
       ++empty_lines;
@@ -244,8 +350,8 @@ bool readDocuments(const std::string& path, const DataOptions& o, Corpus* c, boo
     *more = addDocument(c, std::move(text), where, o.max_bytes, true);
   }
   if (empty_lines > 0 && !o.quiet)
-    std::fprintf(stderr, "warning: %s: %lld empty \"text\" documents skipped\n", path.c_str(),
-                 (long long)empty_lines);
+    std::fprintf(stderr, "warning: %s: %lld empty \"%s\" documents skipped\n", path.c_str(),
+                 (long long)empty_lines, field.c_str());
   return true;
 }
 
@@ -296,12 +402,6 @@ struct UnigramStats {
   double cross_entropy = 0; ///< nats per token under the train distribution, add-one smoothed
 };
 
-std::vector<int64_t> countTokens(const std::vector<uint32_t>& ids, int vocab) {
-  std::vector<int64_t> c((size_t)vocab, 0);
-  for (uint32_t t : ids) ++c[t];
-  return c;
-}
-
 UnigramStats unigram(const std::vector<int64_t>& counts, const std::vector<int64_t>& train,
                      int64_t train_total) {
   UnigramStats s;
@@ -329,6 +429,192 @@ bool writeText(const fs::path& p, const std::string& text, std::string* err) {
   if (!f) return fail(err, p.string() + ": write failed: " + std::strerror(errno));
   return true;
 }
+
+
+/// The .npy v1.0 header of a 1-D little-endian array of `count` elements of `descr`, padded
+/// as NumPy and tgrt::writeNpy pad it (128 bytes for any count up to 10^19).
+std::string npyHeader(const char* descr, int64_t count) {
+  std::string dict = std::string("{'descr': '") + descr +
+                     "', 'fortran_order': False, 'shape': (" + std::to_string(count) + ",), }";
+  const size_t total = 10 + dict.size() + 1;
+  const size_t padded = (total + 63) / 64 * 64;
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  std::string h = {'\x93', 'N', 'U', 'M', 'P', 'Y', '\x01', '\x00', 0, 0};
+  h[8] = (char)(dict.size() & 0xff);
+  h[9] = (char)(dict.size() >> 8);
+  return h + dict;
+}
+
+/// A 1-D .npy file written front to back: a placeholder header, the elements through a
+/// buffer, then the real header (same length) once the count is known.
+class NpyStream {
+public:
+  NpyStream(fs::path path, const char* descr, size_t item)
+      : path_(std::move(path)), descr_(descr), item_(item) {}
+  ~NpyStream() {
+    if (f_) std::fclose(f_);
+  }
+  bool open(std::string* err) {
+    f_ = std::fopen(path_.c_str(), "wb");
+    if (!f_) return fail(err, path_.string() + ": cannot create: " + std::strerror(errno));
+    std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+    const std::string h = npyHeader(descr_, 0);
+    header_bytes_ = h.size();
+    return put(h.data(), h.size(), err);
+  }
+  bool append(const void* data, size_t count, std::string* err) {
+    count_ += (int64_t)count;
+    return put(data, count * item_, err);
+  }
+  bool close(std::string* err) {
+    const std::string h = npyHeader(descr_, count_);
+    if (h.size() != header_bytes_)
+      return fail(err, path_.string() + ": .npy header size changed (internal error)");
+    bool ok = std::fflush(f_) == 0 && std::fseek(f_, 0, SEEK_SET) == 0 &&
+              std::fwrite(h.data(), 1, h.size(), f_) == h.size();
+    ok = (std::fclose(f_) == 0) && ok;
+    f_ = nullptr;
+    if (!ok) return fail(err, path_.string() + ": write failed: " + std::strerror(errno));
+    return true;
+  }
+  int64_t count() const { return count_; }
+
+private:
+  bool put(const void* p, size_t n, std::string* err) {
+    if (n && std::fwrite(p, 1, n, f_) != n)
+      return fail(err, path_.string() + ": write failed: " + std::strerror(errno));
+    return true;
+  }
+  fs::path path_;
+  const char* descr_;
+  size_t item_;
+  std::FILE* f_ = nullptr;
+  size_t header_bytes_ = 0;
+  int64_t count_ = 0;
+};
+
+/// The token output of one split: shards of at most `cap` tokens, written as they fill,
+/// "<split>-00000.npy", ...; a split that ends inside its first shard is renamed to
+/// "<split>.npy". Also records each document's start offset for "<split>-docs.npy".
+class SplitWriter {
+public:
+  SplitWriter(fs::path dir, std::string split, int64_t cap, bool u16)
+      : dir_(std::move(dir)), split_(std::move(split)), cap_(cap), u16_(u16) {}
+
+  /// Appends one document's ids (and the EOS after it, when eos >= 0).
+  bool addDocument(const uint32_t* ids, size_t n, int64_t eos, std::string* err) {
+    starts_.push_back(total_);
+    if (!put(ids, n, err)) return false;
+    if (eos >= 0) {
+      const uint32_t e = (uint32_t)eos;
+      if (!put(&e, 1, err)) return false;
+    }
+    return true;
+  }
+
+  /// Closes the last shard, renames a single shard to <split>.npy and writes the document
+  /// starts. Fills `shards` with {"file", "tokens"} objects.
+  bool finish(nlohmann::json* shards, std::string* err) {
+    if (cur_ && !closeShard(err)) return false;
+    if (files_.size() == 1) {
+      std::error_code ec;
+      const std::string single = split_ + ".npy";
+      fs::rename(dir_ / files_[0].first, dir_ / single, ec);
+      if (ec) return fail(err, (dir_ / single).string() + ": cannot rename: " + ec.message());
+      files_[0].first = single;
+    }
+    *shards = nlohmann::json::array();
+    for (const auto& [f, t] : files_) shards->push_back({{"file", f}, {"tokens", t}});
+    NpyStream docs(dir_ / (split_ + "-docs.npy"), "<i8", 8);
+    return docs.open(err) && docs.append(starts_.data(), starts_.size(), err) &&
+           docs.close(err);
+  }
+  int64_t tokens() const { return total_; }
+  int64_t documents() const { return (int64_t)starts_.size(); }
+
+private:
+  bool put(const uint32_t* ids, size_t n, std::string* err) {
+    while (n > 0) {
+      if (!cur_ || cur_->count() == cap_) {
+        if (cur_ && !closeShard(err)) return false;
+        char name[64];
+        std::snprintf(name, sizeof name, "%s-%05zu.npy", split_.c_str(), files_.size());
+        files_.push_back({name, 0});
+        cur_ = std::make_unique<NpyStream>(dir_ / name, u16_ ? "<u2" : "<u4", u16_ ? 2 : 4);
+        if (!cur_->open(err)) return false;
+      }
+      const size_t take = (size_t)std::min<int64_t>((int64_t)n, cap_ - cur_->count());
+      bool ok;
+      if (u16_) {
+        buf16_.assign(ids, ids + take);
+        ok = cur_->append(buf16_.data(), take, err);
+      } else {
+        ok = cur_->append(ids, take, err);
+      }
+      if (!ok) return false;
+      ids += take;
+      n -= take;
+      total_ += (int64_t)take;
+    }
+    return true;
+  }
+  bool closeShard(std::string* err) {
+    files_.back().second = cur_->count();
+    const bool ok = cur_->close(err);
+    cur_.reset();
+    return ok;
+  }
+
+  fs::path dir_;
+  std::string split_;
+  int64_t cap_;
+  bool u16_;
+  std::unique_ptr<NpyStream> cur_;
+  std::vector<std::pair<std::string, int64_t>> files_;
+  std::vector<int64_t> starts_;
+  std::vector<uint16_t> buf16_;
+  int64_t total_ = 0;
+};
+
+/// The progress line of the encoding: text MB done, MB/s, tokens, ETA. On a terminal it is
+/// rewritten in place about twice a second; otherwise a line every 10 s.
+class Progress {
+public:
+  Progress(bool quiet, int64_t total_bytes)
+      : quiet_(quiet), tty_(isatty(2) != 0), total_(total_bytes),
+        t0_(std::chrono::steady_clock::now()), last_(t0_) {}
+  void update(const char* split, int64_t bytes, int64_t tokens, bool final = false) {
+    done_ += bytes;
+    tokens_ += tokens;
+    if (quiet_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (!final && since < (tty_ ? 0.5 : 10.0)) return;
+    last_ = now;
+    const double el = std::max(1e-9, std::chrono::duration<double>(now - t0_).count());
+    const double rate = (double)done_ / el;
+    const double eta = rate > 0 ? (double)(total_ - done_) / rate : 0.0;
+    std::fprintf(stderr, "%s[data] encoding %s: %.1f / %.1f MB of text, %.2f MB/s, %.2f M "
+                         "tokens, ETA %.0f s%s",
+                 tty_ ? "\r" : "", split, done_ / 1e6, total_ / 1e6, rate / 1e6,
+                 tokens_ / 1e6, eta, tty_ ? "   " : "\n");
+    if (tty_ && final) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  int64_t bytes() const { return done_; }
+  int64_t tokens() const { return tokens_; }
+
+private:
+  bool quiet_, tty_;
+  int64_t total_, done_ = 0, tokens_ = 0;
+  std::chrono::steady_clock::time_point t0_, last_;
+};
+
+constexpr int64_t kEncodeBatchBytes = 8ll << 20; ///< text bytes per encoding batch (target)
 
 /// The part of prepareData that writes into `tmp` (a fresh directory).
 bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
@@ -390,12 +676,42 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
     files.swap(uniq);
   }
 
-  // 2. Documents.
+  // 2. The Python worker, where needed (a pretrained tokenizer, .parquet inputs), and the
+  // tokenizer file loaded before the corpus is read (a bad one fails fast).
+  const bool hf = !o.tokenizer.empty();
+  std::vector<std::string> need;
+  if (hf) need.push_back("tokenizers");
+  if (std::any_of(files.begin(), files.end(), [](const std::string& f) { return isParquet(f); }))
+    need.push_back("pyarrow");
+  const int threads = o.threads > 0 ? o.threads
+                                    : std::max(1, (int)std::thread::hardware_concurrency());
+  PrepareWorker worker;
+  nlohmann::json hf_info;
+  if (!need.empty()) {
+    std::string perr;
+    const std::string python = findWorkerPython(o.python, &perr);
+    if (python.empty()) return fail(err, perr);
+    if (!worker.start(python, threads, need, err)) return false;
+  }
+  if (hf) {
+    std::string payload;
+    if (!fs::is_regular_file(o.tokenizer))
+      return fail(err, o.tokenizer + ": tokenizer file not found");
+    if (!worker.call({{"cmd", "load"}, {"file", o.tokenizer}, {"eos_token", o.eos_token}}, "",
+                     &hf_info, &payload, err))
+      return false;
+    note("tokenizer %s: %s, vocab_size %d (added tokens included), eos %s = id %d",
+         o.tokenizer.c_str(), hf_info.value("model", std::string("?")).c_str(),
+         hf_info.value("vocab_size", 0), hf_info.value("eos_token", std::string()).c_str(),
+         hf_info.value("eos_id", -1));
+  }
+
+  // 3. Documents.
   Corpus corpus;
   bool more = true;
   for (const std::string& f : files) {
     if (!more) break;
-    if (!readDocuments(f, o, &corpus, &more, err)) return false;
+    if (!readDocuments(f, o, &worker, &corpus, &more, err)) return false;
   }
   if (corpus.docs.empty())
     return fail(err, "no non-empty documents found in the inputs (" +
@@ -403,12 +719,12 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
   if (corpus.docs.size() < 3)
     return fail(err, "only " + std::to_string(corpus.docs.size()) +
                          " document(s) found; train/val/test are split by document, so at "
-                         "least 3 are needed (one per file or per .jsonl line)");
+                         "least 3 are needed (one per file, .jsonl line or .parquet row)");
   note("read %lld documents, %.1f MB from %lld files%s", (long long)corpus.docs.size(),
        corpus.bytes / 1e6, (long long)corpus.files,
        corpus.truncated ? " (stopped at --max-bytes)" : "");
 
-  // 3. Shuffle + split.
+  // 4. Shuffle + split.
   const size_t n = corpus.docs.size();
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
@@ -422,133 +738,233 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
   const size_t split_begin[4] = {0, n_train, n_train + n_val, n};
   const char* split_names[3] = {"train", "val", "test"};
 
-  // 4. Tokenizer training on the train split.
-  std::vector<std::string> chunks;
-  int64_t train_bytes = 0;
-  for (size_t i = 0; i < n_train; ++i) {
-    const std::string& d = corpus.docs[order[i]].text;
-    train_bytes += (int64_t)d.size();
-    chunkDocument(d, &chunks);
-  }
-  if (train_bytes > kTrainTextCap) {
-    // Deterministic subsample of about kTrainTextCap bytes of chunks.
-    std::mt19937_64 pick(o.seed ^ 0x5DEECE66Dull);
-    const double keep = (double)kTrainTextCap / (double)train_bytes;
-    std::vector<std::string> kept;
-    for (auto& c : chunks)
-      if ((double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep) kept.push_back(std::move(c));
-    chunks.swap(kept);
-  }
+  // 5. The tokenizer: trained on the train split (sentencepiece), or the given one.
+  int vocab = 0;
+  int64_t eos = -1;
   int64_t sp_bytes = 0;
-  for (const auto& c : chunks) sp_bytes += (int64_t)c.size();
-  note("training a BPE tokenizer (vocab %d) on %zu chunks, %.1f MB of the train split", o.vocab,
-       chunks.size(), sp_bytes / 1e6);
-  sentencepiece::SetRandomGeneratorSeed((unsigned)(o.seed & 0xffffffffu));
-  const std::unordered_map<std::string, std::string> kw = {
-      {"model_type", "bpe"},
-      {"vocab_size", std::to_string(o.vocab)},
-      {"character_coverage", "1.0"},
-      {"byte_fallback", "true"},
-      {"unk_id", "0"},
-      {"eos_id", "1"},
-      {"bos_id", "-1"},
-      {"pad_id", "-1"},
-      {"num_threads", "2"},
-      {"normalization_rule_name", "identity"},
-      {"remove_extra_whitespaces", "false"},
-      {"allow_whitespace_only_pieces", "true"},
-      {"max_sentence_length", std::to_string(kChunkBytes * 2)},
-      {"input_sentence_size", "0"},
-      {"shuffle_input_sentence", "false"},
-      {"minloglevel", o.quiet ? "2" : "1"},
-  };
-  ChunkIterator it(&chunks);
-  std::string proto;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(kw, &it, &proto);
-  if (!status.ok()) {
-    const std::string msg = status.message();
-    std::string why = "cannot train a BPE tokenizer with vocab_size " + std::to_string(o.vocab) +
-                      " on the train split (" + std::to_string(n_train) + " documents, " +
-                      std::to_string(sp_bytes) + " bytes)";
-    if (msg.find("smaller than required_chars") != std::string::npos)
-      why += ": the vocabulary must hold the 256 byte-fallback pieces, the special tokens and "
-             "every distinct character of the text; use a larger --vocab";
-    else if (msg.find("too high") != std::string::npos)
-      why += ": the corpus is too small to learn that many merges; use a smaller --vocab or "
-             "more text";
-    return fail(err, why + ". sentencepiece: " + msg);
-  }
-  chunks.clear();
-  chunks.shrink_to_fit();
+  nlohmann::json tok_meta;
   sentencepiece::SentencePieceProcessor sp;
-  if (const auto st = sp.LoadFromSerializedProto(proto); !st.ok())
-    return fail(err, "cannot load the trained tokenizer: " + st.ToString());
-  const int vocab = sp.GetPieceSize();
-  const int eos = sp.eos_id();
-  if (!writeText(tmp / "tokenizer.model", proto, err)) return false;
-  note("tokenizer: %d pieces, eos id %d", vocab, eos);
+  if (hf) {
+    vocab = hf_info.value("vocab_size", 0);
+    eos = hf_info.value("eos_id", (int64_t)-1);
+    if (vocab <= 0 || eos < 0 || eos >= vocab)
+      return fail(err, o.tokenizer + ": unusable tokenizer (vocab_size " +
+                           std::to_string(vocab) + ", eos id " + std::to_string(eos) + ")");
+    std::error_code ec;
+    fs::copy_file(o.tokenizer, tmp / "tokenizer.json", ec);
+    if (ec) return fail(err, o.tokenizer + ": cannot copy to " + tmp.string() + ": " + ec.message());
+    std::string sha;
+    if (!sha256File((tmp / "tokenizer.json").string(), &sha, err)) return false;
+    tok_meta = {{"type", "hf-tokenizers"},
+                {"file", "tokenizer.json"},
+                {"sha256", sha},
+                {"source", fs::absolute(o.tokenizer).lexically_normal().string()},
+                {"model", hf_info.value("model", std::string())},
+                {"eos_token", hf_info["eos_token"]},
+                {"bos_token", hf_info.value("bos_token", nlohmann::json())},
+                {"bos_id", hf_info.value("bos_id", nlohmann::json())}};
+  } else {
+    std::vector<std::string> chunks;
+    int64_t train_bytes = 0;
+    for (size_t i = 0; i < n_train; ++i) {
+      const std::string& d = corpus.docs[order[i]].text;
+      train_bytes += (int64_t)d.size();
+      chunkDocument(d, &chunks);
+    }
+    if (train_bytes > kTrainTextCap) {
+      // Deterministic subsample of about kTrainTextCap bytes of chunks.
+      std::mt19937_64 pick(o.seed ^ 0x5DEECE66Dull);
+      const double keep = (double)kTrainTextCap / (double)train_bytes;
+      std::vector<std::string> kept;
+      for (auto& c : chunks)
+        if ((double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep)
+          kept.push_back(std::move(c));
+      chunks.swap(kept);
+    }
+    for (const auto& c : chunks) sp_bytes += (int64_t)c.size();
+    note("training a BPE tokenizer (vocab %d) on %zu chunks, %.1f MB of the train split",
+         o.vocab, chunks.size(), sp_bytes / 1e6);
+    sentencepiece::SetRandomGeneratorSeed((unsigned)(o.seed & 0xffffffffu));
+    // num_threads stays 2 whatever --threads says: the trained model, and so every id,
+    // must not depend on the machine.
+    const std::unordered_map<std::string, std::string> kw = {
+        {"model_type", "bpe"},
+        {"vocab_size", std::to_string(o.vocab)},
+        {"character_coverage", "1.0"},
+        {"byte_fallback", "true"},
+        {"unk_id", "0"},
+        {"eos_id", "1"},
+        {"bos_id", "-1"},
+        {"pad_id", "-1"},
+        {"num_threads", "2"},
+        {"normalization_rule_name", "identity"},
+        {"remove_extra_whitespaces", "false"},
+        {"allow_whitespace_only_pieces", "true"},
+        {"max_sentence_length", std::to_string(kChunkBytes * 2)},
+        {"input_sentence_size", "0"},
+        {"shuffle_input_sentence", "false"},
+        {"minloglevel", o.quiet ? "2" : "1"},
+    };
+    ChunkIterator it(&chunks);
+    std::string proto;
+    const auto status = sentencepiece::SentencePieceTrainer::Train(kw, &it, &proto);
+    if (!status.ok()) {
+      const std::string msg = status.message();
+      std::string why = "cannot train a BPE tokenizer with vocab_size " +
+                        std::to_string(o.vocab) + " on the train split (" +
+                        std::to_string(n_train) + " documents, " + std::to_string(sp_bytes) +
+                        " bytes)";
+      if (msg.find("smaller than required_chars") != std::string::npos)
+        why += ": the vocabulary must hold the 256 byte-fallback pieces, the special tokens "
+               "and every distinct character of the text; use a larger --vocab";
+      else if (msg.find("too high") != std::string::npos)
+        why += ": the corpus is too small to learn that many merges; use a smaller --vocab or "
+               "more text";
+      return fail(err, why + ". sentencepiece: " + msg);
+    }
+    chunks.clear();
+    chunks.shrink_to_fit();
+    if (const auto st = sp.LoadFromSerializedProto(proto); !st.ok())
+      return fail(err, "cannot load the trained tokenizer: " + st.ToString());
+    vocab = sp.GetPieceSize();
+    eos = sp.eos_id();
+    if (!writeText(tmp / "tokenizer.model", proto, err)) return false;
+    std::string sha;
+    if (!sha256File((tmp / "tokenizer.model").string(), &sha, err)) return false;
+    tok_meta = {{"type", "sentencepiece"},
+                {"file", "tokenizer.model"},
+                {"sha256", sha},
+                {"eos_token", sp.IdToPiece((int)eos)},
+                {"unk_token", sp.IdToPiece(sp.unk_id())},
+                {"bos_token", nullptr}};
+    note("tokenizer: %d pieces, eos id %lld", vocab, (long long)eos);
+  }
 
-  // 5. Encode (two threads over documents), EOS after each document.
-  std::vector<std::vector<int>> enc(n);
-  std::string enc_err[2]; // one per thread
-  auto encodeRange = [&](size_t begin, size_t step) {
-    for (size_t i = begin; i < n; i += step) {
-      const auto st = sp.Encode(corpus.docs[order[i]].text, &enc[i]);
-      if (!st.ok()) {
-        enc_err[begin] = corpus.docs[order[i]].source + ": cannot encode: " + st.ToString();
-        return;
+  // 6. Encode every split in ordered batches of whole documents (kEncodeBatchBytes of text):
+  // the documents of a batch are encoded in parallel (std::threads for sentencepiece,
+  // tokenizers' own thread pool in the worker), their ids appended in document order, EOS
+  // after each, and written to the split's shards as they fill. Each document's ids depend
+  // on its text alone, so neither the thread count nor the batching changes the output.
+  const bool u16 = vocab <= 65536;
+  int64_t total_bytes = 0;
+  for (const Document& d : corpus.docs) total_bytes += (int64_t)d.text.size();
+  Progress progress(o.quiet, total_bytes);
+  nlohmann::json splits_meta;
+  std::vector<int64_t> counts[3];
+  int64_t split_tokens[3] = {0, 0, 0}, split_bytes[3] = {0, 0, 0};
+  std::vector<uint32_t> flat;      // the batch's ids, documents back to back
+  std::vector<uint32_t> doc_count; // ids per document of the batch
+  std::string payload, reply_payload;
+  for (int s = 0; s < 3; ++s) {
+    counts[s].assign((size_t)vocab, 0);
+    SplitWriter out(tmp, split_names[s], o.shard_tokens, u16);
+    size_t i = split_begin[s];
+    while (i < split_begin[s + 1]) {
+      size_t j = i;
+      int64_t batch_bytes = 0;
+      while (j < split_begin[s + 1] && (j == i || batch_bytes < kEncodeBatchBytes))
+        batch_bytes += (int64_t)corpus.docs[order[j++]].text.size();
+      const size_t nb = j - i;
+      flat.clear();
+      doc_count.assign(nb, 0);
+      if (hf) {
+        payload.clear();
+        payload.reserve((size_t)batch_bytes + 4 * nb);
+        for (size_t k = i; k < j; ++k) {
+          const uint32_t len = (uint32_t)corpus.docs[order[k]].text.size();
+          payload.append(reinterpret_cast<const char*>(&len), 4);
+        }
+        for (size_t k = i; k < j; ++k) payload += corpus.docs[order[k]].text;
+        nlohmann::json reply;
+        if (!worker.call({{"cmd", "encode"}, {"n", nb}}, payload, &reply, &reply_payload, err))
+          return false;
+        const int64_t nt = reply.value("tokens", (int64_t)-1);
+        if (nt < 0 || reply_payload.size() != 4 * (nb + (size_t)nt))
+          return fail(err, "the Python worker sent a malformed encode reply");
+        std::memcpy(doc_count.data(), reply_payload.data(), 4 * nb);
+        flat.resize((size_t)nt);
+        std::memcpy(flat.data(), reply_payload.data() + 4 * nb, 4 * (size_t)nt);
+      } else {
+        std::vector<std::vector<int>> enc(nb);
+        std::vector<std::string> enc_err((size_t)threads);
+        std::atomic<size_t> next{0};
+        auto work = [&](int t) {
+          for (size_t k; (k = next.fetch_add(1)) < nb;) {
+            const Document& d = corpus.docs[order[i + k]];
+            if (const auto st = sp.Encode(d.text, &enc[k]); !st.ok()) {
+              enc_err[(size_t)t] = d.source + ": cannot encode: " + st.ToString();
+              return;
+            }
+          }
+        };
+        std::vector<std::thread> pool;
+        const int use = (int)std::min<size_t>((size_t)threads, nb);
+        for (int t = 1; t < use; ++t) pool.emplace_back(work, t);
+        work(0);
+        for (std::thread& t : pool) t.join();
+        for (const std::string& e : enc_err)
+          if (!e.empty()) return fail(err, e);
+        for (size_t k = 0; k < nb; ++k) {
+          doc_count[k] = (uint32_t)enc[k].size();
+          flat.insert(flat.end(), enc[k].begin(), enc[k].end());
+        }
       }
+      size_t pos = 0;
+      for (size_t k = 0; k < nb; ++k) {
+        const uint32_t* ids = flat.data() + pos;
+        for (uint32_t c = 0; c < doc_count[k]; ++c) {
+          if (ids[c] >= (uint32_t)vocab)
+            return fail(err, corpus.docs[order[i + k]].source + ": the tokenizer gave id " +
+                                 std::to_string(ids[c]) + ", outside [0, vocab_size=" +
+                                 std::to_string(vocab) + ")");
+          ++counts[s][ids[c]];
+        }
+        ++counts[s][(size_t)eos];
+        if (!out.addDocument(ids, doc_count[k], eos, err)) return false;
+        pos += doc_count[k];
+      }
+      progress.update(split_names[s], batch_bytes, (int64_t)flat.size() + (int64_t)nb);
+      i = j;
     }
-  };
-  {
-    std::thread t1(encodeRange, 1, 2);
-    encodeRange(0, 2);
-    t1.join();
+    nlohmann::json shards;
+    if (!out.finish(&shards, err)) return false;
+    split_tokens[s] = out.tokens();
+    for (size_t k = split_begin[s]; k < split_begin[s + 1]; ++k)
+      split_bytes[s] += (int64_t)corpus.docs[order[k]].text.size();
+    splits_meta[split_names[s]] = {{"tokens", out.tokens()},
+                                   {"documents", out.documents()},
+                                   {"bytes", split_bytes[s]},
+                                   {"shards", shards},
+                                   {"document_starts", std::string(split_names[s]) + "-docs.npy"}};
   }
-  for (const std::string& e : enc_err)
-    if (!e.empty()) return fail(err, e);
-
-  std::vector<uint32_t> split_tokens[3];
-  int64_t split_bytes[3] = {0, 0, 0};
-  for (int s = 0; s < 3; ++s) {
-    for (size_t i = split_begin[s]; i < split_begin[s + 1]; ++i) {
-      for (int id : enc[i]) split_tokens[s].push_back((uint32_t)id);
-      split_tokens[s].push_back((uint32_t)eos);
-      split_bytes[s] += (int64_t)corpus.docs[order[i]].text.size();
-      std::vector<int>().swap(enc[i]);
-    }
-  }
-  note("encoded: train %zu, val %zu, test %zu tokens", split_tokens[0].size(),
-       split_tokens[1].size(), split_tokens[2].size());
-
-  // 6. Arrays.
-  const bool u16 = vocab <= 65535;
-  for (int s = 0; s < 3; ++s) {
-    const fs::path p = tmp / (std::string(split_names[s]) + ".npy");
-    bool ok;
-    if (u16) {
-      std::vector<uint16_t> v(split_tokens[s].begin(), split_tokens[s].end());
-      ok = tgrt::writeNpy(p.string(), tgrt::NpyDtype::U16, v.data(), (int64_t)v.size(), err);
-    } else {
-      ok = tgrt::writeNpy(p.string(), tgrt::NpyDtype::U32, split_tokens[s].data(),
-                          (int64_t)split_tokens[s].size(), err);
-    }
-    if (!ok) return false;
-  }
+  progress.update("done", 0, 0, /*final=*/true);
+  note("encoded: train %lld, val %lld, test %lld tokens (%.1f MB of text in %.1f s, %.2f MB/s, "
+       "%d thread%s)",
+       (long long)split_tokens[0], (long long)split_tokens[1], (long long)split_tokens[2],
+       progress.bytes() / 1e6, progress.seconds(),
+       progress.bytes() / 1e6 / std::max(1e-9, progress.seconds()), threads,
+       threads == 1 ? "" : "s");
 
   // 7. meta.json.
-  const std::vector<int64_t> train_counts = countTokens(split_tokens[0], vocab);
   nlohmann::json meta;
-  meta["format"] = "tgc-data-1";
+  meta["format"] = "tgc-tokens";
+  meta["format_version"] = 2;
   meta["vocab_size"] = vocab;
   meta["dtype"] = u16 ? "uint16" : "uint32";
   meta["eos_id"] = eos;
-  meta["unk_id"] = sp.unk_id();
-  meta["bos_id"] = -1;
-  meta["pad_id"] = -1;
-  meta["tokenizer"] = "tokenizer.model";
-  meta["tokenizer_type"] = "sentencepiece bpe, byte_fallback, identity normalization";
-  meta["tokenizer_training_bytes"] = sp_bytes;
+  meta["tokenizer"] = tok_meta;
+  meta["splits"] = splits_meta;
+  meta["shard_tokens"] = o.shard_tokens;
+  if (hf) {
+    meta["tokenizer_type"] = "hf-tokenizers " + hf_info.value("model", std::string()) +
+                             " (pretrained), no special tokens but the EOS after each document";
+  } else {
+    meta["unk_id"] = sp.unk_id();
+    meta["bos_id"] = -1;
+    meta["pad_id"] = -1;
+    meta["tokenizer_type"] = "sentencepiece bpe, byte_fallback, identity normalization";
+    meta["tokenizer_training_bytes"] = sp_bytes;
+  }
   meta["seed"] = o.seed;
   meta["train_frac"] = o.train_frac;
   meta["val_frac"] = o.val_frac;
@@ -558,14 +974,14 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
   if (!excluded.empty()) meta["excluded"] = excluded;
   meta["files"] = corpus.files;
   meta["skipped_empty_documents"] = corpus.skipped_empty;
+  if (!o.text_field.empty() && o.text_field != "text") meta["text_field"] = o.text_field;
   nlohmann::json unig;
   for (int s = 0; s < 3; ++s) {
     const std::string k = split_names[s];
-    meta["tokens"][k] = split_tokens[s].size();
+    meta["tokens"][k] = split_tokens[s];
     meta["documents"][k] = split_begin[s + 1] - split_begin[s];
     meta["bytes"][k] = split_bytes[s];
-    const UnigramStats u = unigram(countTokens(split_tokens[s], vocab), train_counts,
-                                   (int64_t)split_tokens[0].size());
+    const UnigramStats u = unigram(counts[s], counts[0], split_tokens[0]);
     unig[k]["entropy_nats"] = u.entropy;
     unig[k]["perplexity"] = std::exp(u.entropy);
     if (s > 0) {
@@ -592,6 +1008,10 @@ bool prepareData(const DataOptions& o, std::string* err) {
     return fail(err, "split fractions must satisfy train_frac > 0, val_frac > 0 and "
                      "train_frac + val_frac < 1 (test gets the rest)");
   if (o.max_bytes < 0) return fail(err, "--max-bytes must be >= 0");
+  if (o.shard_tokens < 1)
+    return fail(err, "--shard-tokens must be at least 1, got " + std::to_string(o.shard_tokens));
+  if (o.threads < 0) return fail(err, "--threads must be >= 0 (0: all cores)");
+  if (o.text_field.empty()) return fail(err, "--text-field must not be empty");
   std::error_code ec;
   fs::path out = fs::path(o.out);
   if (out.has_filename() == false) out = out.parent_path(); // "dir/" → "dir"

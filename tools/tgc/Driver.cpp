@@ -27,7 +27,9 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 #include <sstream>
@@ -1447,6 +1449,36 @@ int runDataPrepare(const DataCliOptions &opts) {
     return 2;
   }
   d.max_bytes = maxBytes;
+  if (!opts.tokenizer.empty() && opts.vocabGiven) {
+    llvm::errs() << "tgc: error: data prepare: --vocab sets the size of the tokenizer that "
+                    "prepare trains; with --tokenizer the vocabulary is the tokenizer's\n";
+    return 2;
+  }
+  d.tokenizer = opts.tokenizer;
+  d.eos_token = opts.eosToken;
+  d.text_field = opts.textField;
+  d.threads = opts.threads;
+  d.python = opts.python;
+  d.quiet = opts.quiet;
+  {
+    // A token count: digits with an optional K, M or G (powers of 1000).
+    std::string t = opts.shardTokens;
+    long long mult = 1;
+    if (!t.empty() && std::strchr("kKmMgG", t.back())) {
+      const char c = (char)std::tolower((unsigned char)t.back());
+      mult = c == 'k' ? 1000LL : c == 'm' ? 1000000LL : 1000000000LL;
+      t.pop_back();
+    }
+    char *end = nullptr;
+    const long long v = t.empty() ? -1 : std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1) {
+      llvm::errs() << "tgc: error: --shard-tokens: expected a positive token count such as "
+                      "100000000 or 100M, got '"
+                   << opts.shardTokens << "'\n";
+      return 2;
+    }
+    d.shard_tokens = v * mult;
+  }
   std::string err;
   if (!prepareData(d, &err)) {
     llvm::errs() << "tgc: error: data prepare: " << err << "\n";

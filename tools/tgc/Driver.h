@@ -48,11 +48,17 @@ struct CalibrateOptions {
 };
 int runCalibrate(const CalibrateOptions &opts);
 
+/// `tgc data prepare` (tools/data/DataPrepare.h, docs/prepare.md).
 struct DataCliOptions {
   std::vector<std::string> inputs;
   int vocab = 2048;
+  bool vocabGiven = false; ///< --vocab given explicitly (refused with --tokenizer)
   std::string out, maxBytes = "0";
   unsigned seed = 1234;
+  std::string tokenizer, eosToken, textField = "text", python;
+  int threads = 0;
+  std::string shardTokens = "100M"; ///< a count of tokens, K/M/G suffixes (powers of 1000)
+  bool quiet = false;
 };
 
 /// Each returns the process exit code (0 success, 1 input error, 2 usage error) and
@@ -89,6 +95,9 @@ struct ExportOptions {
   std::string specFile;               ///< the spec it was trained with (empty: default spec)
   std::vector<std::string> overrides; ///< --set path=value, as at compile time
   std::string hfDir;                  ///< output directory
+  /// --data DIR: a `tgc data prepare` directory whose tokenizer (meta.json "tokenizer") is
+  /// copied next to the model with a tokenizer_config.json (docs/prepare.md).
+  std::string dataDir;
 };
 /// Writes DIR/config.json (GPT2Config) and DIR/model.safetensors (GPT2LMHeadModel names,
 /// F32) from the checkpoint's parameters. Returns 0, 1 (input error: unreadable or

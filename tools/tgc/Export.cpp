@@ -1,6 +1,6 @@
 //===- Export.cpp - tgc export: a checkpoint as a Hugging Face model ----------===//
 //
-//   tgc export CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
+//   tgc export CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR [--data DIR]
 //
 // Writes DIR/config.json and DIR/model.safetensors (F32) for the transformers class that
 // computes the spec's model (tgc::hfArchitecture): GPT2LMHeadModel (a GPT2Config) or
@@ -18,11 +18,17 @@
 // "optim.v.NAME", and string metadata (step, spec, precision, ...); only parameters are
 // exported.
 //
+// With --data DIR (a `tgc data prepare` directory), its tokenizer is exported too
+// (exportTokenizer below): tokenizer.json (a pretrained Hugging Face tokenizer) or
+// tokenizer.model (the sentencepiece BPE prepare trains, loaded by transformers as a
+// LlamaTokenizer), each with a tokenizer_config.json, and config.json's eos_token_id.
+//
 //===----------------------------------------------------------------------------===//
 #include "tools/tgc/Driver.h"
 
 #include "frontend/Spec.h"
 #include "runtime/driver/FileUtil.h"
+#include "tools/data/DataPrepare.h"
 #include "runtime/driver/Hf.h"
 #include "runtime/driver/Safetensors.h"
 
@@ -32,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <cstring>
@@ -82,6 +89,149 @@ std::vector<std::string> specDifferences(const std::string &embedded, const Spec
                   a["training"]["attention"].value("window", nlohmann::json(0)).dump() +
                   ", spec " + b["training"]["attention"]["window"].dump());
   return out;
+}
+
+/// The tokenizer of a `tgc data prepare` directory, as its meta.json describes it.
+struct DataTokenizer {
+  std::string type;   ///< "sentencepiece" | "hf-tokenizers"
+  std::string file;   ///< path of the tokenizer file in the data directory
+  std::string target; ///< its name in the export directory
+  nlohmann::json eosToken, bosToken, unkToken; ///< strings or null
+  nlohmann::json eosId, bosId;                 ///< ints or null
+  int64_t vocab = 0;
+};
+
+/// Reads DIR/meta.json's tokenizer (format_version 2's object, or the earlier
+/// "tokenizer": "tokenizer.model" string) and checks the file against its sha256 and its
+/// vocab_size against the model's. False with *err naming the file and what is wrong.
+bool readDataTokenizer(const std::string &dir, int64_t modelVocab, DataTokenizer *t,
+                       std::string *err) {
+  llvm::SmallString<256> metaPath(dir);
+  llvm::sys::path::append(metaPath, "meta.json");
+  std::ifstream in{std::string(metaPath)};
+  if (!in) {
+    *err = std::string(metaPath) + ": cannot open (--data takes a `tgc data prepare` "
+                                   "directory)";
+    return false;
+  }
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(in);
+  } catch (const std::exception &e) {
+    *err = std::string(metaPath) + ": not valid JSON: " + e.what();
+    return false;
+  }
+  if (!meta.is_object() || !meta.contains("tokenizer")) {
+    *err = std::string(metaPath) + ": no \"tokenizer\" entry";
+    return false;
+  }
+  const nlohmann::json &tk = meta["tokenizer"];
+  std::string sha;
+  if (tk.is_string()) { // before format_version 2: the sentencepiece model's file name
+    t->type = "sentencepiece";
+    t->file = tk.get<std::string>();
+  } else if (tk.is_object() && tk.value("type", "") != "" && tk.value("file", "") != "") {
+    t->type = tk["type"].get<std::string>();
+    t->file = tk["file"].get<std::string>();
+    sha = tk.value("sha256", "");
+    t->eosToken = tk.value("eos_token", nlohmann::json());
+    t->bosToken = tk.value("bos_token", nlohmann::json());
+    t->unkToken = tk.value("unk_token", nlohmann::json());
+    t->bosId = tk.value("bos_id", nlohmann::json());
+  } else {
+    *err = std::string(metaPath) + ": \"tokenizer\" must be an object with \"type\" and "
+                                   "\"file\"";
+    return false;
+  }
+  if (t->type == "sentencepiece") {
+    t->target = "tokenizer.model";
+    if (t->eosToken.is_null()) t->eosToken = "</s>";   // what prepare's trainer names them
+    if (t->unkToken.is_null()) t->unkToken = "<unk>";
+  } else if (t->type == "hf-tokenizers") {
+    t->target = "tokenizer.json";
+  } else {
+    *err = std::string(metaPath) + ": unknown tokenizer type '" + t->type +
+           "' (expected sentencepiece or hf-tokenizers)";
+    return false;
+  }
+  if (meta.contains("eos_id") && meta["eos_id"].is_number_integer()) t->eosId = meta["eos_id"];
+  if (meta.contains("vocab_size") && meta["vocab_size"].is_number_integer())
+    t->vocab = meta["vocab_size"].get<int64_t>();
+  llvm::SmallString<256> file(dir);
+  llvm::sys::path::append(file, t->file);
+  t->file = std::string(file);
+  if (!llvm::sys::fs::exists(t->file)) {
+    *err = t->file + ": missing (meta.json names it as the tokenizer)";
+    return false;
+  }
+  if (!sha.empty()) {
+    std::string have;
+    if (!sha256File(t->file, &have, err)) return false;
+    if (have != sha) {
+      *err = t->file + ": SHA-256 " + have + " differs from meta.json's " + sha +
+             " (the file changed after `tgc data prepare` wrote it)";
+      return false;
+    }
+  }
+  if (t->vocab > modelVocab) {
+    *err = std::string(metaPath) + ": the tokenizer has vocab_size " + std::to_string(t->vocab) +
+           ", more than the model's " + std::to_string(modelVocab) +
+           ": it was not trained on this data";
+    return false;
+  }
+  return true;
+}
+
+/// Copies the tokenizer into `hfDir` and writes its tokenizer_config.json (atomically).
+bool exportTokenizer(const DataTokenizer &t, const std::string &hfDir, int64_t context,
+                     std::string *err) {
+  llvm::SmallString<256> dst(hfDir), cfgPath(hfDir);
+  llvm::sys::path::append(dst, t.target);
+  llvm::sys::path::append(cfgPath, "tokenizer_config.json");
+  std::ifstream in(t.file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
+    *err = t.file + ": read error";
+    return false;
+  }
+  tgrt::AtomicFile tf{std::string(dst)};
+  tf.write(bytes.data(), bytes.size());
+  if (!tf.commit()) {
+    *err = tf.error();
+    return false;
+  }
+  nlohmann::ordered_json cfg;
+  if (t.type == "hf-tokenizers") {
+    // tokenizer.json carries everything; the fast tokenizer class reads it as is.
+    cfg = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+           {"eos_token", t.eosToken},
+           {"bos_token", t.bosToken},
+           {"model_max_length", context},
+           {"clean_up_tokenization_spaces", false}};
+  } else {
+    // prepare's sentencepiece BPE (byte fallback, identity normalisation, no BOS): a
+    // LlamaTokenizer in "legacy" mode encodes exactly as sentencepiece does; AutoTokenizer
+    // converts it to LlamaTokenizerFast (needs the sentencepiece and protobuf packages).
+    cfg = {{"tokenizer_class", "LlamaTokenizer"},
+           {"add_bos_token", false},
+           {"add_eos_token", false},
+           {"bos_token", nullptr},
+           {"eos_token", t.eosToken},
+           {"unk_token", t.unkToken},
+           {"pad_token", nullptr},
+           {"legacy", true},
+           {"model_max_length", context},
+           {"sp_model_kwargs", nlohmann::ordered_json::object()},
+           {"clean_up_tokenization_spaces", false}};
+  }
+  const std::string text = cfg.dump(2) + "\n";
+  tgrt::AtomicFile cf{std::string(cfgPath)};
+  cf.write(text.data(), text.size());
+  if (!cf.commit()) {
+    *err = cf.error();
+    return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -158,6 +308,11 @@ int runExport(const ExportOptions &opts) {
       return fail(opts.checkpoint + ": tensor '" + name + "' (shape " + shapeStr(info.shape) +
                   ") is not a parameter of " + specName +
                   ": the checkpoint does not match the spec");
+
+  // The tokenizer of --data, checked before anything is written.
+  DataTokenizer tok;
+  if (!opts.dataDir.empty() && !readDataTokenizer(opts.dataDir, m.vocab_size, &tok, &err))
+    return fail(err);
 
   if (!reader.hasChecksums())
     llvm::errs() << "tgc: note: " << opts.checkpoint
@@ -301,6 +456,11 @@ int runExport(const ExportOptions &opts) {
                    << " is not exported: Llama has no dropout on the embeddings or the "
                       "residual branches (the function in eval mode is the same)\n";
   }
+  if (!opts.dataDir.empty()) {
+    // The tokenizer is known: its EOS (and BOS) ids go into the model's config.
+    config["eos_token_id"] = tok.eosId;
+    config["bos_token_id"] = tok.bosId;
+  }
   std::string configText = config.dump(2) + "\n";
 
   // Write: the directory, then model.safetensors and config.json (each atomically).
@@ -321,6 +481,15 @@ int runExport(const ExportOptions &opts) {
   cf.write(configText.data(), configText.size());
   if (!cf.commit())
     return fail(cf.error());
+
+  if (!opts.dataDir.empty()) {
+    if (!exportTokenizer(tok, opts.hfDir, m.context, &err))
+      return fail(err);
+    llvm::errs() << "tgc: wrote the tokenizer (" << tok.type << ", " << tok.file
+                 << ") and tokenizer_config.json into " << opts.hfDir
+                 << "; load with transformers.AutoTokenizer.from_pretrained(\"" << opts.hfDir
+                 << "\")\n";
+  }
 
   int64_t total = 0;
   for (const ParamInfo &p : params)

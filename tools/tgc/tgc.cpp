@@ -8,9 +8,10 @@
 //               [--tokens-per-step T] [--precisions a,b] [--policies a,b] [--top N]
 //               [-o OUT.json] [--json FILE]
 //   tgc calibrate --out FILE [--target cpu|cuda] [--quick]
-//   tgc data prepare [--input PATH]... [--vocab N] --out DIR
+//   tgc data prepare [--input PATH]... [--vocab N | --tokenizer FILE.json] --out DIR
+//               [--text-field NAME] [--threads N] [--shard-tokens N] [--python PY]
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
-//   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR
+//   tgc export  CHECKPOINT.safetensors --spec SPEC [--set k=v]... --hf DIR [--data DIR]
 //
 // With no SPEC, the small embedded default spec is used.
 //
@@ -189,11 +190,43 @@ cl::opt<std::string> dataVerb(cl::Positional, cl::desc("prepare"), cl::sub(dataC
                               cl::cat(dataCat));
 cl::list<std::string> dataInputs(
     "input",
-    cl::desc("Text files or directories (.txt, .rst, .rst.gz, .md, .jsonl); default: the "
-             "Linux kernel documentation from Debian's linux-doc"),
+    cl::desc("Text files or directories (.txt, .rst, .md, .jsonl and their .gz, .parquet; "
+             "directories recursively, sorted); default: the Linux kernel documentation from "
+             "Debian's linux-doc"),
     cl::sub(dataCmd), cl::cat(dataCat));
-cl::opt<int> dataVocab("vocab", cl::desc("BPE vocabulary size (tokens)"), cl::init(2048),
-                       cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<int> dataVocab("vocab",
+                       cl::desc("Vocabulary size (tokens) of the sentencepiece BPE tokenizer "
+                                "trained on the train split (not with --tokenizer)"),
+                       cl::init(2048), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<std::string> dataTokenizer(
+    "tokenizer",
+    cl::desc("Encode with this pretrained Hugging Face tokenizer (tokenizer.json, e.g. GPT-2's "
+             "or Llama 3's) through the Python `tokenizers` package instead of training one"),
+    cl::value_desc("FILE.json"), cl::init(""), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<std::string> dataEosToken(
+    "eos-token",
+    cl::desc("With --tokenizer: the token after each document (default: tokenizer_config.json's "
+             "eos_token, else <|endoftext|>, <|end_of_text|>, </s>, ...)"),
+    cl::init(""), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<std::string> dataTextField("text-field",
+                                   cl::desc("The text field of .jsonl lines and column of "
+                                            ".parquet files"),
+                                   cl::init("text"), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<int> dataThreads("threads",
+                         cl::desc("Encoding threads (0: all cores); the ids do not depend on it"),
+                         cl::init(0), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<std::string> dataShardTokens(
+    "shard-tokens",
+    cl::desc("Tokens per shard file at most (a split that fits is one <split>.npy; larger "
+             "splits are <split>-00000.npy, ...); suffixes K, M, G (x1000)"),
+    cl::init("100M"), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<std::string> dataPython(
+    "python",
+    cl::desc("Python interpreter for --tokenizer and .parquet (default: $TGC_PYTHON, else the "
+             "repository's .venv-hf/bin/python, else python3)"),
+    cl::init(""), cl::sub(dataCmd), cl::cat(dataCat));
+cl::opt<bool> dataQuiet("quiet", cl::desc("No progress messages"), cl::sub(dataCmd),
+                        cl::cat(dataCat));
 cl::opt<std::string> dataOut("out", cl::desc("Output directory"), cl::init(""),
                              cl::sub(dataCmd), cl::cat(dataCat));
 cl::opt<std::string> dataMaxBytes("max-bytes",
@@ -225,6 +258,12 @@ cl::opt<std::string> exportHf("hf",
                                        "model.safetensors are replaced)"),
                               cl::value_desc("DIR"), cl::init(""), cl::sub(exportCmd),
                               cl::cat(exportCat));
+cl::opt<std::string> exportData(
+    "data",
+    cl::desc("The `tgc data prepare` directory the model was trained on: its tokenizer "
+             "(tokenizer.json or tokenizer.model) is copied into the --hf directory with a "
+             "tokenizer_config.json, so that AutoTokenizer.from_pretrained(DIR) loads it"),
+    cl::value_desc("DIR"), cl::init(""), cl::sub(exportCmd), cl::cat(exportCat));
 cl::OptionCategory experimentCat("Experiment options");
 cl::opt<std::string> expMatrix(cl::Positional, cl::desc("MATRIX.json"), cl::init(""),
                                cl::sub(experimentCmd), cl::cat(experimentCat));
@@ -361,6 +400,7 @@ int main(int argc, char **argv) {
     e.specFile = exportSpec;
     e.overrides.assign(overrides.begin(), overrides.end());
     e.hfDir = exportHf;
+    e.dataDir = exportData;
     return tgc::runExport(e);
   }
   if (dataCmd) {
@@ -375,6 +415,14 @@ int main(int argc, char **argv) {
     d.out = dataOut;
     d.maxBytes = dataMaxBytes;
     d.seed = dataSeed;
+    d.vocabGiven = dataVocab.getNumOccurrences() > 0;
+    d.tokenizer = dataTokenizer;
+    d.eosToken = dataEosToken;
+    d.textField = dataTextField;
+    d.threads = dataThreads;
+    d.shardTokens = dataShardTokens;
+    d.python = dataPython;
+    d.quiet = dataQuiet;
     return tgc::runDataPrepare(d);
   }
   if (experimentCmd) {
