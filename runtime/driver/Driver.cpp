@@ -850,7 +850,8 @@ void printInfo(const tgrt_model& m) {
 struct Split {
   explicit Split(const char* n) : name(n) {}
   std::string name;
-  std::string path; ///< for messages: the file, or "DIR/meta.json (splits.<name>: N shards)"
+  /// For messages: the file (one file or shard), or "DIR/meta.json (splits.<name>: N shards)".
+  std::string path;
   TokenSplit tokens;
   bool present = false;
   /// Copies tokens [start, start + n) into out as int32, or throws DriverError naming the

@@ -167,8 +167,10 @@ bool TokenSplit::openShards(const std::string& dir, const std::string& meta_path
                          ", but its shards hold " + std::to_string(starts.back()) + " tokens");
   files_ = std::move(files);
   starts_ = std::move(starts);
-  describe_ = meta_path + " (splits." + name + ": " + std::to_string(files_.size()) + " shard" +
-              (files_.size() == 1 ? "" : "s") + ")";
+  // A split of one shard reads as that file (the messages of the single-file layout).
+  describe_ = files_.size() == 1 ? files_[0].path()
+                                 : meta_path + " (splits." + name + ": " +
+                                       std::to_string(files_.size()) + " shards)";
   return true;
 }
 

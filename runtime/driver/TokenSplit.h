@@ -98,7 +98,8 @@ public:
   /// Shard i (0 <= i < shardCount()), starting at token shardStart(i) of the split.
   const TokenFile& shard(size_t i) const { return files_[i]; }
   int64_t shardStart(size_t i) const { return starts_[i]; }
-  /// For messages: the file's path, or "<meta_path> (splits.<name>: N shards)".
+  /// For messages: the file's path (a split of one file or one shard), or
+  /// "<meta_path> (splits.<name>: N shards)".
   const std::string& describe() const { return describe_; }
 
   /// Copies tokens [offset, offset + n) of the split into dst[0, n) as int32, checking each
