@@ -195,20 +195,32 @@ size_t utf8Prefix(const std::string& s, size_t limit) {
   return n;
 }
 
+/// One document: its text and where it came from (kept small: no string per document).
 struct Document {
   std::string text;
-  std::string source; ///< "file" or "file:line"
+  uint32_t file = 0;    ///< index into Corpus::paths
+  int64_t item = -1;    ///< -1: the whole file; else the .jsonl line (1-based) / parquet row
+  bool parquet = false; ///< `item` is a parquet row (0-based)
 };
 
 struct Corpus {
   std::vector<Document> docs;
+  std::vector<std::string> paths; ///< the files read, in order
   int64_t files = 0, skipped_empty = 0, bytes = 0;
   bool truncated = false; ///< stopped at max_bytes
+
+  /// "file", "file:line" or "file: row R", for messages.
+  std::string sourceOf(const Document& d) const {
+    const std::string& p = paths[d.file];
+    if (d.item < 0) return p;
+    return d.parquet ? p + ": row " + std::to_string(d.item) : p + ":" + std::to_string(d.item);
+  }
 };
 
-/// Adds a document, honouring the byte cap. Returns false once the cap is reached.
-bool addDocument(Corpus* c, std::string text, const std::string& source, int64_t max_bytes,
-                 bool quiet) {
+/// Adds a document of the file read last (Corpus::paths.back()), honouring the byte cap.
+/// Returns false once the cap is reached. `source` names it in the empty-document warning.
+bool addDocument(Corpus* c, std::string text, int64_t item, bool parquet,
+                 const std::string& source, int64_t max_bytes, bool quiet) {
   if (isBlank(text)) {
     ++c->skipped_empty;
     if (!quiet) std::fprintf(stderr, "warning: %s: empty document skipped\n", source.c_str());
@@ -219,12 +231,12 @@ bool addDocument(Corpus* c, std::string text, const std::string& source, int64_t
     c->truncated = true;
     if (!isBlank(text)) {
       c->bytes += (int64_t)text.size();
-      c->docs.push_back({std::move(text), source});
+      c->docs.push_back({std::move(text), (uint32_t)(c->paths.size() - 1), item, parquet});
     }
     return false;
   }
   c->bytes += (int64_t)text.size();
-  c->docs.push_back({std::move(text), source});
+  c->docs.push_back({std::move(text), (uint32_t)(c->paths.size() - 1), item, parquet});
   return true;
 }
 
@@ -261,7 +273,7 @@ bool addParquetRows(const std::string& path, const nlohmann::json& reply,
       ++c->skipped_empty;
       continue;
     }
-    *more = addDocument(c, std::move(text), where, o.max_bytes, true);
+    *more = addDocument(c, std::move(text), first + r, true, where, o.max_bytes, true);
   }
   return true;
 }
@@ -271,6 +283,7 @@ bool addParquetRows(const std::string& path, const nlohmann::json& reply,
 bool readParquet(const std::string& path, const DataOptions& o, PrepareWorker* worker,
                  Corpus* c, bool* more, std::string* err) {
   ++c->files;
+  c->paths.push_back(path);
   if (!worker || !worker->running())
     return fail(err, path + ": reading .parquet needs the Python worker (internal error)");
   if (!worker->send({{"cmd", "parquet"}, {"file", path}, {"column", o.text_field},
@@ -302,6 +315,7 @@ bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker*
   std::string data;
   if (!readFile(path, &data, err)) return false;
   ++c->files;
+  c->paths.push_back(path);
   const std::string what = endsWith(path, ".gz") ? " (uncompressed)" : "";
   if (data.size() >= 3 && (unsigned char)data[0] == 0xEF && (unsigned char)data[1] == 0xBB &&
       (unsigned char)data[2] == 0xBF) {
@@ -313,7 +327,7 @@ bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker*
   }
   if (!isJsonl(path)) {
     normalizeNewlines(&data);
-    *more = addDocument(c, std::move(data), path, o.max_bytes, o.quiet);
+    *more = addDocument(c, std::move(data), -1, false, path, o.max_bytes, o.quiet);
     return true;
   }
   size_t pos = 0;
@@ -347,7 +361,7 @@ bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker*
       ++c->skipped_empty;
       continue;
     }
-    *more = addDocument(c, std::move(text), where, o.max_bytes, true);
+    *more = addDocument(c, std::move(text), line_no, false, where, o.max_bytes, true);
   }
   if (empty_lines > 0 && !o.quiet)
     std::fprintf(stderr, "warning: %s: %lld empty \"%s\" documents skipped\n", path.c_str(),
@@ -764,22 +778,21 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
                 {"bos_token", hf_info.value("bos_token", nlohmann::json())},
                 {"bos_id", hf_info.value("bos_id", nlohmann::json())}};
   } else {
-    std::vector<std::string> chunks;
+    std::vector<std::string> chunks, doc_chunks;
     int64_t train_bytes = 0;
+    for (size_t i = 0; i < n_train; ++i) train_bytes += (int64_t)corpus.docs[order[i]].text.size();
+    // Over kTrainTextCap: a deterministic subsample of about kTrainTextCap bytes of chunks
+    // (one draw per chunk, in order), taken document by document so that the chunks of the
+    // whole train split are never held at once.
+    std::mt19937_64 pick(o.seed ^ 0x5DEECE66Dull);
+    const bool subsample = train_bytes > kTrainTextCap;
+    const double keep = (double)kTrainTextCap / (double)std::max<int64_t>(1, train_bytes);
     for (size_t i = 0; i < n_train; ++i) {
-      const std::string& d = corpus.docs[order[i]].text;
-      train_bytes += (int64_t)d.size();
-      chunkDocument(d, &chunks);
-    }
-    if (train_bytes > kTrainTextCap) {
-      // Deterministic subsample of about kTrainTextCap bytes of chunks.
-      std::mt19937_64 pick(o.seed ^ 0x5DEECE66Dull);
-      const double keep = (double)kTrainTextCap / (double)train_bytes;
-      std::vector<std::string> kept;
-      for (auto& c : chunks)
-        if ((double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep)
-          kept.push_back(std::move(c));
-      chunks.swap(kept);
+      doc_chunks.clear();
+      chunkDocument(corpus.docs[order[i]].text, &doc_chunks);
+      for (auto& c : doc_chunks)
+        if (!subsample || (double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep)
+          chunks.push_back(std::move(c));
     }
     for (const auto& c : chunks) sp_bytes += (int64_t)c.size();
     note("training a BPE tokenizer (vocab %d) on %zu chunks, %.1f MB of the train split",
@@ -892,7 +905,7 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
           for (size_t k; (k = next.fetch_add(1)) < nb;) {
             const Document& d = corpus.docs[order[i + k]];
             if (const auto st = sp.Encode(d.text, &enc[k]); !st.ok()) {
-              enc_err[(size_t)t] = d.source + ": cannot encode: " + st.ToString();
+              enc_err[(size_t)t] = corpus.sourceOf(d) + ": cannot encode: " + st.ToString();
               return;
             }
           }
@@ -914,7 +927,7 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
         const uint32_t* ids = flat.data() + pos;
         for (uint32_t c = 0; c < doc_count[k]; ++c) {
           if (ids[c] >= (uint32_t)vocab)
-            return fail(err, corpus.docs[order[i + k]].source + ": the tokenizer gave id " +
+            return fail(err, corpus.sourceOf(corpus.docs[order[i + k]]) + ": the tokenizer gave id " +
                                  std::to_string(ids[c]) + ", outside [0, vocab_size=" +
                                  std::to_string(vocab) + ")");
           ++counts[s][ids[c]];

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -288,12 +289,16 @@ bool PrepareWorker::start(const std::string& python, int threads,
     return false;
   }
   const std::string rayon = std::to_string(threads > 0 ? threads : 1);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     *err = std::string("cannot fork the Python worker: ") + std::strerror(errno);
     return false;
   }
   if (pid == 0) {
+    // The worker ends with us (a killed prepare must not leave it encoding).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     setenv("RAYON_NUM_THREADS", rayon.c_str(), 1);
