@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool, carry runs/cost; built by scripts/gpu-cost-artifacts.sh):
+# On the GPU machine (device tool, carry runs/cost; built by scripts/gpu-cost-artifacts.sh;
+# RUNS=runs/advise for scripts/gpu-advise-artifacts.sh's; DEADLINE=S starts no run after S s):
 # 1. tgc-calibrate-cuda writes the calibration table ($OUT/calibration.json; QUICK=1 for the
 #    small grid; the full grid takes ~330 s on an H100; CALIB=0 skips it), 2. each training executable of runs/cost/configs.txt runs STEPS steps
 #    (REPS times, alternating) and its median step time after 3 warm-up steps is recorded in
@@ -12,7 +13,8 @@ STEPS=${STEPS:-15}; REPS=${REPS:-2}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 B=/tmp/cost; rm -rf $B; mkdir -p $B
-tar -C $B -xJf runs/cost/cost.tar.xz || { echo "no runs/cost/cost.tar.xz"; exit 1; }
+RUNS=${RUNS:-runs/cost}; T0=$(date +%s)
+tar -C $B -xJf $RUNS/cost.tar.xz || { echo "no $RUNS/cost.tar.xz"; exit 1; }
 B=$B/cost
 if [ "${CALIB:-1}" = 1 ]; then
   echo "== 1. calibration"
@@ -26,12 +28,15 @@ for v in 50304 32000 49152 128256; do mkdata $B/data-$v $v 4000000; done
 echo "== 2. step times: $STEPS steps x $REPS alternating repetitions"
 for r in $(seq 1 "$REPS"); do
   while read -r name spec rest; do
+    if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - T0 )) -gt "$DEADLINE" ]; then
+      echo "$name rep $r skipped (DEADLINE ${DEADLINE} s)"; continue
+    fi
     case $name in llama*) V=128256 ;; smollm2*) V=49152 ;; *) V=50304 ;; esac
     case "$rest" in *vocab_size=32000*) V=32000 ;; esac
     $B/$name --data $B/data-$V --steps "$STEPS" --eval-every 0 --eval-batches 1 \
       --log "$LOGS/$name-$r.jsonl" > "$LOGS/$name-$r.log" 2>&1
     echo "$name rep $r rc $?"
-  done < runs/cost/configs.txt
+  done < $RUNS/configs.txt
 done
 tar -C "$LOGS" -czf "$RESULT/logs.tgz" . 2>/dev/null
 python3 - "$LOGS" "$RESULT/measured.json" <<'PY'

@@ -267,9 +267,10 @@ def write_markdown(root, exp, configs, last, rows, plots):
     lines.append("")
     header = ["config", "system", "micro-batch", "precision", "attention", "checkpointing",
               "grad_accum", "planned GiB", "measured GiB", "fwd GiB", "bwd GiB", "opt GiB",
-              "ms/step", "speed-up", "tokens/s", "MFU", "val ppl", "test ppl", "status"]
+              "ms/step", "speed-up", "tokens/s", "MFU", "pred ms", "pred err", "val ppl",
+              "test ppl", "status"]
     lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "|".join(["---"] * 2 + ["---:"] + ["---"] * 3 + ["---:"] * 12 + ["---"])
+    lines.append("|" + "|".join(["---"] * 2 + ["---:"] + ["---"] * 3 + ["---:"] * 14 + ["---"])
                  + "|")
     marked = False
     for name, cfg, system, rec in rows:
@@ -285,6 +286,11 @@ def write_markdown(root, exp, configs, last, rows, plots):
         if planned is None and system == "tgc":
             planned = (cfg.get("plan") or {}).get("total_bytes")
         fwd, bwd, opt = peaks(rec, cfg)
+        # The cost model's prediction (tgc rows; config.json "predicted") and its error
+        # against the measured time: (predicted - measured) / measured.
+        pred = num((cfg.get("predicted") or {}).get("step_ms")) if system == "tgc" else None
+        pred_text = "%.1f" % pred if pred else ""
+        pred_err = "%+.1f%%" % (100.0 * (pred - ms) / ms) + star if pred and ms else ""
         mfu = num(rec.get("mfu"))
         status = rec.get("status", "?")
         if rec.get("reason"):
@@ -296,6 +302,7 @@ def write_markdown(root, exp, configs, last, rows, plots):
                  fmt_gib(fwd), fmt_gib(bwd), fmt_gib(opt), marked_fmt(ms, "%.1f", star),
                  speed, marked_fmt(rec.get("tokens_per_s"), "%.0f", star),
                  "" if mfu is None else "%.1f%%" % (100 * mfu) + star,
+                 pred_text, pred_err,
                  fmt(rec.get("val_ppl"), "%.2f"), fmt(rec.get("test_ppl"), "%.2f"), status]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     if not rows:
@@ -319,7 +326,11 @@ def write_markdown(root, exp, configs, last, rows, plots):
                  "the steps after the first two (over all steps when a run has fewer than 3, "
                  "the warm-up step included). MFU: planned FLOPs of a step (no recompute) "
                  "per second over the GPU's dense peak for the precision (tools/experiment/"
-                 "run.py PEAK_FLOPS); empty on the CPU or an unknown GPU.")
+                 "run.py PEAK_FLOPS); empty on the CPU or an unknown GPU. pred ms: tgc's "
+                 "cost model's step time, predicted before the run from the plan's runtime "
+                 "calls and a calibration table (docs/cost-model.md; config.json "
+                 "\"predicted\" names the table); pred err: (predicted - measured) / "
+                 "measured.")
     lines.append("")
 
     max_rows = []

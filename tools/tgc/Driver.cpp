@@ -22,6 +22,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -548,6 +549,26 @@ static std::string calibrationDir() {
 /// (cuda: DIR/h100.json; cpu: the first DIR/cpu-*.json by name); when none exists, the
 /// roofline of stated peaks (tg::defaultRooflineTable) and `origin` says so. False, with
 /// "tgc: error: FILE: $.path: ..." printed, when the table cannot be read or is malformed.
+/// The name of GPU 0 as nvidia-smi prints it ("NVIDIA H200"), or "" when nvidia-smi is
+/// absent or fails (no GPU here: the usual case for `tgc plan`).
+static std::string localGpuName() {
+  auto smi = llvm::sys::findProgramByName("nvidia-smi");
+  if (!smi)
+    return "";
+  llvm::SmallString<128> tmp;
+  if (llvm::sys::fs::createTemporaryFile("tgc-gpu", "txt", tmp))
+    return "";
+  llvm::StringRef argv[] = {*smi, "--query-gpu=name", "--format=csv,noheader", "-i", "0"};
+  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(tmp),
+                                                llvm::StringRef("")};
+  int rc = llvm::sys::ExecuteAndWait(*smi, argv, std::nullopt, redirects);
+  std::string name;
+  if (auto buf = llvm::MemoryBuffer::getFile(tmp); rc == 0 && buf)
+    name = (*buf)->getBuffer().trim().str();
+  llvm::sys::fs::remove(tmp);
+  return name;
+}
+
 static bool findCalibration(const std::string &option, const std::string &target,
                             tg::CalibrationTable &table, std::string &origin) {
   std::string error;
@@ -565,7 +586,27 @@ static bool findCalibration(const std::string &option, const std::string &target
   const std::string dir = calibrationDir();
   std::string path;
   if (target == "cuda") {
+    // The table measured on this machine's GPU when there is one (nvidia-smi's name equals
+    // a shipped table's "device"), else the H100's.
     path = dir + "/h100.json";
+    const std::string gpu = localGpuName();
+    std::error_code ec;
+    std::vector<std::string> tables;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !gpu.empty() && !ec && it != end;
+         it.increment(ec))
+      if (llvm::StringRef(it->path()).ends_with(".json") &&
+          !llvm::sys::path::filename(it->path()).starts_with("cpu-"))
+        tables.push_back(it->path());
+    std::sort(tables.begin(), tables.end());
+    for (const std::string &t : tables) {
+      tg::CalibrationTable candidate;
+      std::string ignored;
+      if (tg::loadCalibrationTable(t, candidate, ignored) && candidate.target == "cuda" &&
+          candidate.device == gpu) {
+        path = t;
+        break;
+      }
+    }
   } else {
     std::error_code ec;
     std::vector<std::string> found;
@@ -637,6 +678,29 @@ static Prediction predictPlan(const Spec &spec, const tg::CalibrationTable &tabl
               ? p.modelFlopsPerStep / (p.step.stepMs / 1e3) / p.peakFlops
               : 0.0;
   return p;
+}
+
+bool estimateStep(const Spec &spec, const std::string &target, const std::string &calibration,
+                  StepEstimate &out, std::string *why) {
+  tg::CalibrationTable table;
+  std::string origin;
+  if (!findCalibration(calibration, target, table, origin)) {
+    if (why)
+      *why = "cannot read the calibration table";
+    return false;
+  }
+  tg::PlanReport report;
+  std::vector<tg::RuntimeCall> calls;
+  if (!planWith(spec, {}, target, report, /*quiet=*/true, why, &calls))
+    return false;
+  Prediction p = predictPlan(spec, table, calls);
+  out.stepMs = p.step.stepMs;
+  out.tokensPerS = p.tokensPerS;
+  out.mfu = p.mfu;
+  out.calibration = origin;
+  out.device = table.device;
+  out.rooflineOnly = table.roofline;
+  return true;
 }
 
 static std::string fmt3(double v) { return llvm::formatv("{0:f3}", v).str(); }

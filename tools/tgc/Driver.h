@@ -133,6 +133,22 @@ long long defaultContextBytes(const std::string &target);
 /// -1 after printing "tgc: error: --context-bytes: cannot parse '...'" for an unparsable value.
 long long contextBytesOption(const std::string &target, const std::string &text);
 
+/// The cost model's prediction of one optimizer step of `spec` (docs/cost-model.md).
+struct StepEstimate {
+  double stepMs = 0;     ///< predicted time of one optimizer step (all micro-steps), ms
+  double tokensPerS = 0; ///< tokens per second over all ranks
+  double mfu = 0;        ///< model FLOPs per second over the table's peak, one rank
+  std::string calibration, device; ///< the table used (path) and the device it measured
+  bool rooflineOnly = false;       ///< no table found: the roofline of stated peaks
+};
+
+/// Plans `spec` for `target` and predicts its step with the calibration table
+/// `calibration` ("" = the shipped one: on the cuda target the table whose device is this
+/// machine's GPU 0 per nvidia-smi, else calibration/h100.json). False, with `why` set when
+/// given, when the spec cannot be planned or the table cannot be read.
+bool estimateStep(const Spec &spec, const std::string &target, const std::string &calibration,
+                  StepEstimate &out, std::string *why = nullptr);
+
 /// The largest micro-batch (sequences) whose plan, with `overrides`, fits `memory` bytes
 /// of device memory together with `contextBytes` held outside the plan (plan +
 /// contextBytes <= memory): doubling from 1 (up to 2^16), then bisection (the plan grows

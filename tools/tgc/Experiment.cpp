@@ -722,6 +722,7 @@ ojson planJson(const mlir::tg::PlanReport &r) {
 struct Context {
   const Matrix &m;
   std::string out, target, self;
+  std::string calibration; ///< the cost model's table ("" = the shipped one)
   long long memory = -1; ///< -1: unknown
   long long contextBytes = 0; ///< held outside the plan: plan + contextBytes <= memory
   bool force = false;
@@ -881,6 +882,19 @@ void processConfig(Context &ctx, const Config &c) {
       report.stepFlops = sel.stepFlops;
   }
   cfg["plan"] = planJson(report);
+  // The cost model's prediction (docs/cost-model.md), which the report sets beside the
+  // measured step time; null when it cannot be made (the reason is recorded).
+  StepEstimate est;
+  std::string estWhy;
+  if (estimateStep(eff, ctx.target, ctx.calibration, est, &estWhy))
+    cfg["predicted"] = ojson{{"step_ms", est.stepMs},
+                             {"tokens_per_s", est.tokensPerS},
+                             {"mfu", est.mfu},
+                             {"calibration", est.calibration},
+                             {"calibration_device", est.device},
+                             {"roofline_only", est.rooflineOnly}};
+  else
+    cfg["predicted"] = ojson{{"error", estWhy.empty() ? "no prediction" : estWhy}};
 
   // Up to date: same hash, compiled, executable present.
   if (!ctx.force && llvm::sys::fs::exists(exePath)) {
@@ -1120,6 +1134,7 @@ int runExperiment(const ExperimentOptions &opts) {
   Context ctx{m, outAbs.str().str(), target, self};
   ctx.memory = memory;
   ctx.contextBytes = contextBytes;
+  ctx.calibration = opts.calibration;
   ctx.force = opts.force;
   ctx.total = selected.size();
   llvm::errs() << "tgc: experiment '" << m.name << "': " << selected.size() << " of "

@@ -32,6 +32,9 @@ struct ExperimentOptions {
   bool force = false;                   ///< recompile configurations that are up to date
   bool noPytorch = false;               ///< run.py --no-pytorch: tgc rows only
   double minutes = 0;                   ///< > 0: run.py --minutes (time budget per run)
+  /// --calibration: the cost model's table for each configuration's predicted step
+  /// (config.json "predicted"); "" = the shipped one (estimateStep, Driver.h)
+  std::string calibration;
 };
 
 /// Runs `tgc experiment`. Exit codes: 2 for a matrix or usage error (nothing is written:

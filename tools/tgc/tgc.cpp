@@ -98,10 +98,11 @@ cl::opt<std::string> planJson("json", cl::desc("Write the full plan report as JS
 cl::opt<std::string> planCalibration(
     "calibration",
     cl::desc("The cost model's calibration table (tgc calibrate) for the predicted step time "
-             "(default: the shipped table of the target, calibration/h100.json for cuda, "
-             "calibration/cpu-*.json for cpu; none: a roofline of stated peaks)"),
+             "(default: the shipped table of the target: for cuda the one whose device is this "
+             "machine's GPU per nvidia-smi, else calibration/h100.json; calibration/cpu-*.json "
+             "for cpu; none: a roofline of stated peaks)"),
     cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::sub(adviseCmd),
-    cl::cat(planCat));
+    cl::sub(experimentCmd), cl::cat(planCat));
 cl::opt<std::string> planCalls(
     "calls",
     cl::desc("Write every runtime call of the step with its FLOPs, bytes and predicted ms "
@@ -439,6 +440,7 @@ int main(int argc, char **argv) {
     e.force = expForce;
     e.noPytorch = expNoPytorch;
     e.minutes = expMinutes;
+    e.calibration = planCalibration;
     return tgc::runExperiment(e);
   }
   errs() << "tgc: error: no subcommand given; try `tgc --help`\n";
