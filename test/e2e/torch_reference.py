@@ -47,7 +47,7 @@ precision: each the measured worst times a stated margin, docs/testing.md "Toler
 
 Mixed precision (tgrt_model.precision, from `training.precision`): the same float64 oracle on
 the same weights and batch, with per-precision default tolerances for the loss, gradients
-and grad norm (TOLS: gradients fp32 3e-5, bf16-mixed and bf16 4e-2, fp16-mixed 5e-3). For low
+and grad norm (TOLS: gradients fp32 2e-5, bf16-mixed and bf16 4e-2, fp16-mixed 5e-3). For low
 precision each gradient row also reports how many elements have |err| > tol * max|ref|
 (nonzero only on a failing tensor: how widespread the failure is) and the 99th percentile
 of |err| / max|ref|.
@@ -97,7 +97,7 @@ from tgrt_abi import F32P, I32P, PRECISIONS, TgrtModel, TgrtParam, check_model  
 # and 4.3 u (fp16), the same multiple of u for both formats, as rounding errors scale.
 TOLS = {
     # precision    loss          gradients     grad norm     loss after the update
-    "fp32":       dict(loss=6e-7, grad=3e-5, norm=2e-6, loss2=2e-5),
+    "fp32":       dict(loss=6e-7, grad=2e-5, norm=2e-6, loss2=2e-5),  # grad: 9.8x, see docs/testing.md
     #                  5.4e-8        2.05e-6       1.06e-7       1.52e-6    worst (x10)
     "bf16-mixed": dict(loss=3e-4, grad=4e-2, norm=3e-3, loss2=6e-4),
     #                  1.09e-4       1.99e-2       1.17e-3       2.63e-4    worst (x2; grad 10 u)
