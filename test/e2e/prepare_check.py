@@ -20,6 +20,9 @@
       Prints each split's shard files and token counts from meta.json and checks them
       against the files (sizes, dtype) and the document starts (int64, increasing, below
       the split's tokens, each document ending with the EOS).
+  prepare_check.py inflate IN.json OUT.json N
+      IN with N added tokens "<extra_K>" (ids after the vocabulary): a vocabulary above
+      65,536 (Llama 3 has 128,256) whose ids of ordinary text are IN's.
   prepare_check.py corrupt-parquet SRC OUT
       OUT = SRC with the bytes of the second row group's column chunk overwritten.
   prepare_check.py autotokenizer HFDIR DATA DIR
@@ -212,6 +215,14 @@ def cmd_shards(data):
         print("%s: %d tokens, %d documents: %s" % (split, total, len(starts), " ".join(names)))
 
 
+def cmd_inflate(src, out, n):
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(src)
+    tok.add_tokens(["<extra_%d>" % k for k in range(n)])
+    tok.save(out)
+    print("inflated: vocab %d" % tok.get_vocab_size(with_added_tokens=True))
+
+
 def cmd_corrupt_parquet(src, out):
     import pyarrow.parquet as pq
     md = pq.ParquetFile(src).metadata
@@ -266,6 +277,8 @@ def main(argv):
         cmd_same(argv[2], argv[3], "--files" in argv)
     elif cmd == "shards":
         cmd_shards(argv[2])
+    elif cmd == "inflate":
+        cmd_inflate(argv[2], argv[3], int(argv[4]))
     elif cmd == "corrupt-parquet":
         cmd_corrupt_parquet(argv[2], argv[3])
     elif cmd == "autotokenizer":
