@@ -680,27 +680,22 @@ static Prediction predictPlan(const Spec &spec, const tg::CalibrationTable &tabl
   return p;
 }
 
-bool estimateStep(const Spec &spec, const std::string &target, const std::string &calibration,
-                  StepEstimate &out, std::string *why) {
-  tg::CalibrationTable table;
-  std::string origin;
-  if (!findCalibration(calibration, target, table, origin)) {
-    if (why)
-      *why = "cannot read the calibration table";
-    return false;
-  }
-  tg::PlanReport report;
-  std::vector<tg::RuntimeCall> calls;
-  if (!planWith(spec, {}, target, report, /*quiet=*/true, why, &calls))
-    return false;
+bool loadCalibration(const std::string &calibration, const std::string &target,
+                     tg::CalibrationTable &table, std::string &origin) {
+  return findCalibration(calibration, target, table, origin);
+}
+
+StepEstimate estimateStep(const Spec &spec, const tg::CalibrationTable &table,
+                          const std::string &origin, const std::vector<tg::RuntimeCall> &calls) {
   Prediction p = predictPlan(spec, table, calls);
+  StepEstimate out;
   out.stepMs = p.step.stepMs;
   out.tokensPerS = p.tokensPerS;
   out.mfu = p.mfu;
   out.calibration = origin;
   out.device = table.device;
   out.rooflineOnly = table.roofline;
-  return true;
+  return out;
 }
 
 static std::string fmt3(double v) { return llvm::formatv("{0:f3}", v).str(); }

@@ -2,6 +2,9 @@
 #ifndef TGC_TOOLS_TGC_DRIVER_H
 #define TGC_TOOLS_TGC_DRIVER_H
 
+#include "passes/CostModel.h"
+#include "passes/LowerToEmitC.h"
+
 #include <string>
 #include <vector>
 
@@ -142,12 +145,18 @@ struct StepEstimate {
   bool rooflineOnly = false;       ///< no table found: the roofline of stated peaks
 };
 
-/// Plans `spec` for `target` and predicts its step with the calibration table
-/// `calibration` ("" = the shipped one: on the cuda target the table whose device is this
-/// machine's GPU 0 per nvidia-smi, else calibration/h100.json). False, with `why` set when
-/// given, when the spec cannot be planned or the table cannot be read.
-bool estimateStep(const Spec &spec, const std::string &target, const std::string &calibration,
-                  StepEstimate &out, std::string *why = nullptr);
+/// Reads the calibration table `calibration` for `target` into `table` ("" = the shipped
+/// one: on the cuda target the table whose device is this machine's GPU 0 per nvidia-smi,
+/// else calibration/h100.json; none found: the roofline of stated peaks) and names it in
+/// `origin`. False, with the error printed, when the file cannot be read or is malformed.
+bool loadCalibration(const std::string &calibration, const std::string &target,
+                     mlir::tg::CalibrationTable &table, std::string &origin);
+
+/// Predicts one optimizer step of `spec` from the runtime calls of its plan (planWith's
+/// `calls`) with a table from loadCalibration (docs/cost-model.md).
+StepEstimate estimateStep(const Spec &spec, const mlir::tg::CalibrationTable &table,
+                          const std::string &origin,
+                          const std::vector<mlir::tg::RuntimeCall> &calls);
 
 /// The largest micro-batch (sequences) whose plan, with `overrides`, fits `memory` bytes
 /// of device memory together with `contextBytes` held outside the plan (plan +

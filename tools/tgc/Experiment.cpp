@@ -722,7 +722,9 @@ ojson planJson(const mlir::tg::PlanReport &r) {
 struct Context {
   const Matrix &m;
   std::string out, target, self;
-  std::string calibration; ///< the cost model's table ("" = the shipped one)
+  mlir::tg::CalibrationTable table; ///< the cost model's table, read once (loadCalibration)
+  std::string tableOrigin;          ///< its path, or what stands in for it
+  bool haveTable = false;           ///< false: it could not be read (reported once)
   long long memory = -1; ///< -1: unknown
   long long contextBytes = 0; ///< held outside the plan: plan + contextBytes <= memory
   bool force = false;
@@ -866,7 +868,8 @@ void processConfig(Context &ctx, const Config &c) {
 
   mlir::tg::PlanReport report;
   std::string why;
-  if (!planWith(eff, {}, ctx.target, report, /*quiet=*/true, &why)) {
+  std::vector<mlir::tg::RuntimeCall> calls; // the cost model's input
+  if (!planWith(eff, {}, ctx.target, report, /*quiet=*/true, &why, &calls)) {
     std::string reason = "the plan is refused: " + (why.empty() ? "(no diagnostic)" : why);
     ++ctx.refused;
     ctx.progress(c, "refused: " + reason);
@@ -884,17 +887,17 @@ void processConfig(Context &ctx, const Config &c) {
   cfg["plan"] = planJson(report);
   // The cost model's prediction (docs/cost-model.md), which the report sets beside the
   // measured step time; null when it cannot be made (the reason is recorded).
-  StepEstimate est;
-  std::string estWhy;
-  if (estimateStep(eff, ctx.target, ctx.calibration, est, &estWhy))
+  if (ctx.haveTable) {
+    StepEstimate est = estimateStep(eff, ctx.table, ctx.tableOrigin, calls);
     cfg["predicted"] = ojson{{"step_ms", est.stepMs},
                              {"tokens_per_s", est.tokensPerS},
                              {"mfu", est.mfu},
                              {"calibration", est.calibration},
                              {"calibration_device", est.device},
                              {"roofline_only", est.rooflineOnly}};
-  else
-    cfg["predicted"] = ojson{{"error", estWhy.empty() ? "no prediction" : estWhy}};
+  } else {
+    cfg["predicted"] = ojson{{"error", "cannot read the calibration table"}};
+  }
 
   // Up to date: same hash, compiled, executable present.
   if (!ctx.force && llvm::sys::fs::exists(exePath)) {
@@ -1134,7 +1137,7 @@ int runExperiment(const ExperimentOptions &opts) {
   Context ctx{m, outAbs.str().str(), target, self};
   ctx.memory = memory;
   ctx.contextBytes = contextBytes;
-  ctx.calibration = opts.calibration;
+  ctx.haveTable = loadCalibration(opts.calibration, target, ctx.table, ctx.tableOrigin);
   ctx.force = opts.force;
   ctx.total = selected.size();
   llvm::errs() << "tgc: experiment '" << m.name << "': " << selected.size() << " of "

@@ -33,7 +33,7 @@ struct ExperimentOptions {
   bool noPytorch = false;               ///< run.py --no-pytorch: tgc rows only
   double minutes = 0;                   ///< > 0: run.py --minutes (time budget per run)
   /// --calibration: the cost model's table for each configuration's predicted step
-  /// (config.json "predicted"); "" = the shipped one (estimateStep, Driver.h)
+  /// (config.json "predicted"); "" = the shipped one (loadCalibration, Driver.h)
   std::string calibration;
 };
 
