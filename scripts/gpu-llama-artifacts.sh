@@ -41,6 +41,12 @@ c evw5 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=5
 c evwi2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.ignore_index=7
 c evwi5 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=5 --set training.ignore_index=7
 c tiny examples/tiny-llama.json cuda --set training.attention.kernel=flash
+# Checkpointing under a memory budget on CUDA (plan against used, step time) and the sharded
+# token format with true epochs (test/e2e/data_shards.py with a CUDA trainer for 1 rank; the
+# 2-rank trainer stays on the CPU: the check is the driver's data path, not NCCL).
+c llama1b-budget examples/llama3.2-1b.json cuda --set training.checkpointing=budget:6GiB
+c shards-r1 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=2
+c shards-r2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.distributed.ranks=2
 c tiny-cpu examples/tiny-llama.json cpu --set training.attention.kernel=flash
 cp build/bin/tgrt-cuda-check runs/llama/llama/ && strip runs/llama/llama/tgrt-cuda-check
 tar -C runs/llama -cf - llama | xz -9 -T2 > runs/llama/llama.tar.xz

@@ -73,6 +73,14 @@ if [ -x $B/evw2-cpu ]; then
   python3 test/e2e/eval_windows.py $B/data-512 16 "$OUT/evwi2-cpu.jsonl:2" "$OUT/evwi5.jsonl:5" 2>&1 | tail -3
 fi
 
+if [ -x $B/shards-r1 ]; then
+  echo "== 2c. sharded token data and epochs with a CUDA trainer (test/e2e/data_shards.py)"
+  rm -rf /tmp/shards-work && mkdir -p /tmp/shards-work
+  timeout 240 python3 test/e2e/data_shards.py --work /tmp/shards-work --exe1 $B/shards-r1 \
+    --exe2 $B/shards-r2-cpu > "$OUT/data-shards.log" 2>&1
+  echo "rc $?"; grep -E "data-shards: (PASS|FAIL)|FAIL" "$OUT/data-shards.log" | head -5
+fi
+
 echo "== 3. step time: tgc variants vs torch.compile, $REPS alternating repetitions"
 # A variant is an executable of runs/llama (smollm2, llama1b, smollm2-sel = checkpointing
 # selective, ...), optionally @VALUE for TGRT_ATTN=VALUE (llama1b@cudnn) or @VAR=VALUE
