@@ -8,20 +8,21 @@
 # it) and runs/advise/ranked.json (each one's rank and prediction). Then, with the device
 # tool:  run: RUNS=runs/advise CALIB=0 STEPS=8 REPS=3 bash scripts/gpu-cost.sh  carry:
 # runs/advise; and here: scripts/advise-compare.py runs/advise/ranked.json MEASURED_JSON.
-#   SPECS="examples/llama3.2-1b.json" MEM=80GiB TABLE=calibration/h200.json \
+#   SPECS="examples/llama3.2-1b.json" MEM=80GiB TABLE=calibration/h200.json [TGC=path/tgc] \
 #     bash scripts/gpu-advise-artifacts.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPECS=${SPECS:-examples/llama3.2-1b.json}
 MEM=${MEM:-80GiB}; TABLE=${TABLE:-calibration/h200.json}
 TOP=${TOP:-5}; OTHERS=${OTHERS:-3}; MAX_MS=${MAX_MS:-2000}; SEED=${SEED:-1}
-ninja -C build -j"${JOBS:-2}" bin/tgc tgrt_cuda tgrt_driver
+# TGC: the compiler to use (default build/bin/tgc, built first; with TGC set nothing is built).
+if [ -z "${TGC:-}" ]; then ninja -C build -j"${JOBS:-2}" bin/tgc tgrt_cuda tgrt_driver; TGC=build/bin/tgc; fi
 rm -rf runs/advise && mkdir -p runs/advise/cost
 : > runs/advise/configs.txt
 echo '[]' > runs/advise/ranked.json
 for spec in $SPECS; do
   short=$(basename "$spec" .json | sed 's/llama3.2-1b/llama1b/; s/gpt2-small/gpt2s/; s/smollm2-135m/smollm2/')
-  build/bin/tgc advise "$spec" --memory "$MEM" --calibration "$TABLE" --top 10 \
+  "$TGC" advise "$spec" --memory "$MEM" --calibration "$TABLE" --top 10 \
     --json "runs/advise/$short-advise.json" -o "runs/advise/$short-advised.json" \
     > "runs/advise/$short-advise.txt"
   # Pick: the top TOP by predicted tokens/s and OTHERS seeded-random others (predicted step
@@ -52,7 +53,7 @@ PY
   while read -r name prec ck b ga; do
     args=(--set training.precision=$prec --set training.checkpointing=$ck
           --set training.batch_size=$b --set training.grad_accum=$ga)
-    build/bin/tgc compile "$spec" --target cuda "${args[@]}" -o "runs/advise/cost/$name" > /dev/null
+    "$TGC" compile "$spec" --target cuda "${args[@]}" -o "runs/advise/cost/$name" > /dev/null
     strip "runs/advise/cost/$name"
     echo "$name $spec ${args[*]}" >> runs/advise/configs.txt
   done < runs/advise/picks.txt
