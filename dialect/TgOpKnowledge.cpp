@@ -100,6 +100,10 @@ int64_t MatmulBiasGeluOp::flops() {
   return 2 * elems(getOut()) * k + 2 * elems(getOut());
 }
 
+/// The add (one per element) and the layer norm (one per element of y, mean and rstd, as
+/// tg.layer_norm's default): the chain's count. The widening cast read in place is free.
+int64_t AddLayerNormOp::flops() { return 2 * elems(getSum()) + 2 * elems(getMean()); }
+
 //===------------------------------------------------------------- selective --===//
 
 bool BiasAddOp::keptBySelective() { return getX().getDefiningOp<MatmulOp>() != nullptr; }

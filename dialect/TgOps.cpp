@@ -633,6 +633,33 @@ LogicalResult MatmulBiasOp::verify() {
                     RankedTensorType::get(shape, rt(getA()).getElementType()));
 }
 
+LogicalResult AddLayerNormOp::verify() {
+  if (failed(verifyStatic(*this)))
+    return failure();
+  auto a = rt(getA()), b = rt(getB());
+  if (a.getRank() < 1)
+    return emitOpError() << "a must have rank >= 1";
+  if (failed(expectSameType(*this, "sum", getSum(), a)) ||
+      failed(expectShape(*this, "b", getB(), a.getShape())))
+    return failure();
+  // b in a's type, or a narrower branch widened into an f32 stream (exact).
+  if (b.getElementType() != a.getElementType() && !a.getElementType().isF32())
+    return emitOpError() << "b must have element type " << a.getElementType()
+                         << " (a's; a narrower b only into an f32 sum), got "
+                         << b.getElementType();
+  int64_t d = a.getShape().back();
+  if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
+      failed(expectShape(*this, "beta", getBeta(), {d})) ||
+      failed(expectElementType(*this, "beta", getBeta(), rt(getGamma()).getElementType())) ||
+      failed(expectShape(*this, "y", getY(), a.getShape())) ||
+      failed(expectShape(*this, "mean", getMean(), dropLast(a.getShape()))) ||
+      failed(expectShape(*this, "rstd", getRstd(), dropLast(a.getShape()))))
+    return failure();
+  if (getEps().convertToFloat() <= 0.0f)
+    return emitOpError() << "eps must be positive";
+  return success();
+}
+
 LogicalResult MatmulBiasGeluOp::verify() {
   SmallVector<int64_t> shape;
   if (failed(verifyLinear(*this, getA(), getB(), getTransposeB(), shape)) ||

@@ -590,6 +590,34 @@ def Tg_MatmulBiasGeluOp : Tg_PureOp<"matmul_bias_gelu"> {
   }];
 }
 
+def Tg_AddLayerNormOp : Tg_PureOp<"add_layer_norm"> {
+  let summary = "the residual add and the layer norm of its sum in one pass";
+  let description = [{
+    `sum = a + b` (computed in f32, rounded once to sum's type), then `y, mean, rstd =
+    layer_norm(sum, gamma, beta, eps)` exactly as tg.layer_norm. a and sum: [..., D] of one
+    float type (the residual stream); b: a's shape, a's element type or, when sum is f32, a
+    bf16 / f16 branch read in its own type (the widening cast it replaces is exact);
+    gamma, beta [D] of one float type; y [..., D] of any float type; mean and rstd f32
+    [...]. Made by tg-fuse from [widening cast ->] add -> layer_norm of the add's sum, each
+    op right after the previous, the cast read only by the add, where the add's sum needs a
+    buffer of its own (no addend dies at the add: otherwise the planner writes the sum over
+    it in place and the two stay separate ops). No result shares bytes with a, b or another
+    result (no in-place operand: the kernel reads a and b through restrict pointers while
+    it writes the sum). Lowered to one tgrt_add_layer_norm_fwd (the sum written once, not
+    read back). Errors: the verifier's, on shapes and element types as above and eps <= 0.
+    ```mlir
+    %s, %y, %mean, %rstd = tg.add_layer_norm %x, %h, %g, %b {eps = 1.0e-05 : f32} : (tensor<8x64x128xf32>, tensor<8x64x128xbf16>, tensor<128xf32>, tensor<128xf32>) -> (tensor<8x64x128xf32>, tensor<8x64x128xbf16>, tensor<8x64xf32>, tensor<8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$gamma,
+                   Tg_FloatTensor:$beta, DefaultValuedAttr<F32Attr, "1e-5f">:$eps);
+  let results = (outs Tg_FloatTensor:$sum, Tg_FloatTensor:$y, Tg_F32Tensor:$mean,
+                      Tg_F32Tensor:$rstd);
+  let extraClassDeclaration = [{
+    int64_t flops();
+  }];
+}
+
 //===------------------------------------------------------------ optimizer --===//
 
 def Tg_AccumulateGradOp : Tg_Op<"accumulate_grad", [MemoryEffects<[MemWrite]>,

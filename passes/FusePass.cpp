@@ -7,7 +7,10 @@
 // fusions, and the lowering no longer checks the plan's bytes to decide them.
 //
 //===----------------------------------------------------------------------------===//
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
 
 #define DEBUG_TYPE "tg-fuse"
 
@@ -143,6 +146,54 @@ std::optional<ResidualChain> matchResidual(MatmulOp mm) {
   return c;
 }
 
+/// add -> layer_norm of its sum, the norm right after the add (GPT-2's layer norm after
+/// each residual add); a widening cast right before the add and read only by it joins
+/// (`cast`, else null): the fused op reads its input in its place. -> tg.add_layer_norm.
+struct AddNormChain {
+  CastOp cast;
+  AddOp add;
+  LayerNormOp ln;
+  Value a, b; ///< what the fused op reads: b is the cast's input when the cast joins
+};
+
+/// A widening cast (exact) right before `add` whose only reader is `add`, which reads
+/// two different values: the add may read the cast's input instead. Else null.
+CastOp castIntoAdd(AddOp add, Value v) {
+  auto c = v.getDefiningOp<CastOp>();
+  if (!c || c->getNextNode() != add.getOperation() || !widensToF32(c) ||
+      !c.getResult().hasOneUse() || add.getLhs() == add.getRhs())
+    return CastOp();
+  return c;
+}
+
+std::optional<AddNormChain> matchAddNorm(AddOp add) {
+  auto ln = dyn_cast_or_null<LayerNormOp>(add->getNextNode());
+  if (!ln || ln.getX() != add.getResult())
+    return std::nullopt;
+  AddNormChain c{CastOp(), add, ln, add.getLhs(), add.getRhs()};
+  if (castIntoAdd(add, c.a) && !castIntoAdd(add, c.b))
+    std::swap(c.a, c.b);
+  if ((c.cast = castIntoAdd(add, c.b)))
+    c.b = c.cast.getX();
+  return c;
+}
+
+/// Whether the planner writes the add's sum over one of the values the fused op would
+/// read (an addend that dies at the add: AddOp's in-place operands). The fused kernel
+/// cannot (it reads a and b through restrict pointers while it writes the sum), and the
+/// in-place add saves a buffer of the stream's size, so that add stays as it is. The sum
+/// taking the buffer of a joining cast's result is no conflict: that result is never
+/// written once the cast joins.
+bool sumInPlace(const FunctionLiveness &live, AddNormChain c) {
+  auto sum = live.bufferOf.find(c.add.getResult());
+  if (sum == live.bufferOf.end())
+    return true; // not planned: leave it alone
+  for (Value v : {c.a, c.b})
+    if (auto it = live.bufferOf.find(v); it != live.bufferOf.end() && it->second == sum->second)
+      return true;
+  return false;
+}
+
 struct TgFusePass : mlir::tg::impl::TgFuseBase<TgFusePass> {
   using TgFuseBase::TgFuseBase;
 
@@ -159,6 +210,57 @@ struct TgFusePass : mlir::tg::impl::TgFuseBase<TgFusePass> {
       else if (auto c = matchResidual(mm))
         rewrite(*c);
     }
+    // Then the residual adds that remain (their GEMM could not take them) with the layer
+    // norm of their sum, decided on the liveness of the IR as it now is (the GEMM fusions
+    // above change which values die where).
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<AddOp> adds;
+      fn.walk([&](AddOp add) {
+        if (matchAddNorm(add))
+          adds.push_back(add);
+      });
+      if (adds.empty())
+        continue;
+      FunctionLiveness live;
+      {
+        // An IR the planner cannot plan (it says why itself later): no fusion here.
+        ScopedDiagnosticHandler quiet(&getContext(), [](Diagnostic &) { return success(); });
+        if (failed(analyzeLiveness(fn, live)))
+          continue;
+      }
+      // Decided for every chain before any rewrite (a chain's residual may be an earlier
+      // chain's sum, which the rewrite replaces). Each rewrite leaves the other chains'
+      // liveness as it was: the sum keeps a buffer of its own, the cast's input is read one
+      // op later and by nothing else.
+      llvm::erase_if(adds, [&](AddOp add) { return sumInPlace(live, *matchAddNorm(add)); });
+      for (AddOp add : adds) {
+        AddNormChain c = *matchAddNorm(add);
+        rewrite(c);
+      }
+    }
+  }
+
+  void rewrite(AddNormChain &c) {
+    OpBuilder b(c.add);
+    auto fused = b.create<AddLayerNormOp>(
+        c.add.getLoc(),
+        TypeRange{c.add.getResult().getType(), c.ln.getY().getType(), c.ln.getMean().getType(),
+                  c.ln.getRstd().getType()},
+        c.a, c.b, c.ln.getGamma(), c.ln.getBeta(), c.ln.getEpsAttr());
+    // The add's name, layer, phase and recompute marks (the call is the add's).
+    for (NamedAttribute a : c.add->getDiscardableAttrs())
+      fused->setAttr(a.getName(), a.getValue());
+    c.ln.getY().replaceAllUsesWith(fused.getY());
+    c.ln.getMean().replaceAllUsesWith(fused.getMean());
+    c.ln.getRstd().replaceAllUsesWith(fused.getRstd());
+    c.ln.erase();
+    c.add.getResult().replaceAllUsesWith(fused.getSum());
+    c.add.erase();
+    if (c.cast)
+      c.cast.erase();
+    ++numAddNorm;
   }
 
   /// The residual operand of `add`, the other being `branch`.

@@ -910,6 +910,15 @@ private:
                        Arg(o.getMean()), Arg(o.getRstd()), numel(o.getX()) / d, d,
                        flt(o.getEps().convertToFloat())});
         })
+        .Case([&](AddLayerNormOp o) {
+          // tg-fuse's add + layer norm: the planner kept every result apart from a and b.
+          int64_t d = dim(o.getA(), -1);
+          return call(op, "tgrt_add_layer_norm_fwd",
+                      {dt(o.getSum()), Arg(o.getA()), dt(o.getB()), Arg(o.getB()),
+                       Arg(o.getSum()), dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getBeta()),
+                       dt(o.getY()), Arg(o.getY()), Arg(o.getMean()), Arg(o.getRstd()),
+                       numel(o.getA()) / d, d, flt(o.getEps().convertToFloat())});
+        })
         .Case([&](RmsNormOp o) {
           int64_t d = dim(o.getX(), -1);
           return call(op, "tgrt_rms_norm_fwd",
@@ -1589,26 +1598,11 @@ private:
     return disjoint(add.getResult(), {cast.getX()});
   }
 
-  /// The layer norm right after `add` that normalises its sum (a + b, b possibly the input
-  /// of a fused widening cast) -> one tgrt_add_layer_norm_fwd at the add, when the norm's
-  /// outputs overlap neither addend nor the sum (the planner keeps them apart:
-  /// MemoryPlan.cpp, fusedWriteAt) and the sum does not overlap an addend (the kernel reads
-  /// a row of both before writing it, but through restrict pointers). Null otherwise.
-  LayerNormOp normOfSum(AddOp add, Value a, Value b) {
-    auto ln = dyn_cast_or_null<LayerNormOp>(add->getNextNode());
-    if (!ln || ln.getX() != add.getResult())
-      return LayerNormOp();
-    Value sum = add.getResult();
-    for (Value out : {ln.getY(), ln.getMean(), ln.getRstd()})
-      if (!disjoint(out, {a, b, sum}))
-        return LayerNormOp();
-    return disjoint(sum, {a, b}) ? ln : LayerNormOp();
-  }
-
   /// tg.add -> tgrt_add_mixed: out = a + b with b read in its own type when it is a widening
   /// cast fused away (castIntoAdd), and the next op's cast of the sum (the backward's
   /// residual gradient, narrowed for the next GEMM) written in the same pass when its
   /// buffer is free already (disjoint from everything the call reads). Otherwise tgrt_add.
+  /// (An add with the layer norm of its sum is tg-fuse's tg.add_layer_norm by now.)
   LogicalResult emitAdd(AddOp o) {
     Value a = o.getLhs(), b = o.getRhs();
     auto fusedCast = [&](Value v) {
@@ -1625,15 +1619,6 @@ private:
       low = CastOp();
     if (low)
       fusedAway.insert(low);
-    if (LayerNormOp ln = normOfSum(o, a, b)) {
-      fusedAway.insert(ln);
-      int64_t d = dim(ln.getX(), -1);
-      return call(o, "tgrt_add_layer_norm_fwd",
-                  {dt(o.getResult()), Arg(a), dt(b), Arg(b), Arg(o.getResult()),
-                   dt(ln.getGamma()), Arg(ln.getGamma()), Arg(ln.getBeta()), dt(ln.getY()),
-                   Arg(ln.getY()), Arg(ln.getMean()), Arg(ln.getRstd()), numel(ln.getX()) / d, d,
-                   flt(ln.getEps().convertToFloat())});
-    }
     if (b == o.getRhs() && a == o.getLhs() && !low)
       return call(o, "tgrt_add",
                   {dt(a), Arg(a), Arg(b), Arg(o.getResult()), numel(a)});

@@ -59,24 +59,6 @@ static SmallVector<unsigned, 2> inPlaceOperands(Operation *op) {
   return {};
 }
 
-/// The op at which the lowering writes `op`'s result when it fuses `op` into an earlier
-/// call: a layer norm of the sum of the add right before it is written with that sum
-/// (tgrt_add_layer_norm_fwd), which reads the input of a widening cast right before the
-/// add in the cast's place (tgrt_add_mixed): its outputs live from that cast, else from the
-/// add. Returns `op` itself for any other op. (The GEMM epilogues, GEMM + bias, + GELU, +
-/// residual, are explicit ops of tg-fuse and need no prediction here; this one moves there
-/// next.)
-static Operation *fusedWriteAt(Operation *op) {
-  if (auto ln = dyn_cast<LayerNormOp>(op))
-    if (auto add = dyn_cast_or_null<AddOp>(op->getPrevNode()); add && ln.getX() == add.getResult()) {
-      auto cast = dyn_cast_or_null<CastOp>(add->getPrevNode());
-      if (cast && (add.getLhs() == cast.getResult() || add.getRhs() == cast.getResult()))
-        return cast;
-      return add;
-    }
-  return op;
-}
-
 Type markWorkingCopies(ModuleOp module) {
   auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
   if (!micro || micro.isExternal())
@@ -178,8 +160,6 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       b.bytes = bytes;
       b.dtype = dtypeName(cast<RankedTensorType>(r.getType()).getElementType());
       b.first = b.last = index;
-      if (Operation *at = fusedWriteAt(&op); at != &op)
-        b.first = position.lookup(at);
       out.bufferOf[r] = out.buffers.size();
       out.buffers.push_back(std::move(b));
       bufferLastUse.push_back(std::max(index, lastUse(r)));

@@ -208,13 +208,21 @@ def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
     - matmul whose only reader is `tg.add` with the residual stream, directly or through a
       widening `tg.cast` -> `tg.matmul_residual` without bias (C = residual, beta 1).
     The bias must exist when the GEMM runs (a parameter, or computed before it); the fused
-    op takes the GEMM's name, layer, phase and recompute marks. In every function.
+    op takes the GEMM's name, layer, phase and recompute marks. Then, on the adds that
+    remain:
+    - [widening cast ->] add -> layer_norm of the sum, each right after the previous, the
+      cast read only by the add -> `tg.add_layer_norm` (the cast's input read in place),
+      where the add's sum needs a buffer of its own: not where an addend dies at the add
+      (the planner then writes the sum over it in place, which the fused kernel cannot).
+      It takes the add's name, layer, phase and recompute marks.
+    In every function.
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let statistics = [
     Statistic<"numResidual", "num-residual", "GEMMs fused into the residual add">,
     Statistic<"numBias", "num-bias", "GEMMs fused with their bias add">,
     Statistic<"numBiasGelu", "num-bias-gelu", "GEMMs fused with their bias add and GELU">,
+    Statistic<"numAddNorm", "num-add-norm", "adds fused with the layer norm of their sum">,
   ];
 }
 

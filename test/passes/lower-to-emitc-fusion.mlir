@@ -126,3 +126,29 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     return
   }
 }
+
+// -----
+
+// tg.add_layer_norm (tg-fuse's residual add + layer norm of its sum, the widening cast of
+// the bf16 branch read in place): one tgrt_add_layer_norm_fwd on the planned buffers, the
+// stream x at arena 0, the bf16 branch at 128, the sum at 256, y (bf16) at 384, mean and
+// rstd at 448 and 512; gamma and beta f32 from their parameters.
+// CHECK-LABEL: void tg_micro_step(
+// CHECK: tgrt_add_layer_norm_fwd({{v[0-9]+}}, "attn.residual", TGRT_F32, {{v[0-9]+}}, TGRT_BF16, {{v[0-9]+}}, {{v[0-9]+}}, TGRT_F32, {{v[0-9]+}}, {{v[0-9]+}}, TGRT_BF16, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 4, 8, 5.000000000e-01f);
+// CHECK-NOT: tgrt_add
+// CHECK-NOT: tgrt_layer_norm_fwd
+// CHECK: return;
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 768 : i64, persistent_bytes = 512 : i64, params = [{name = "g", shape = array<i64: 8>, numel = 8 : i64, offset = 0 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 8>, numel = 8 : i64, offset = 256 : i64, grad_offset = 0 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+  func.func @micro_step(%g: tensor<8xf32> {tg.param = "g"}, %b: tensor<8xf32> {tg.param = "b"}) {
+    %x = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("x")
+    %h = tg.fill {value = 2.0 : f32, tg.offsets = array<i64: 128>} : tensor<4x8xbf16> loc("h")
+    %s, %y, %m, %r = tg.add_layer_norm %x, %h, %g, %b {eps = 0.5 : f32, tg.offsets = array<i64: 256, 384, 448, 512>} : (tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4xf32>) loc("attn.residual")
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
