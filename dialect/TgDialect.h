@@ -13,7 +13,11 @@
 #include <cmath>
 
 #include "dialect/Precision.h"
+#include "dialect/TgEnums.h"
 #include "dialect/TgOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/TgAttrs.h.inc"
 #include "dialect/TgInterfaces.h.inc"
 
 #define GET_OP_CLASSES
@@ -48,8 +52,8 @@ inline constexpr llvm::StringLiteral kLayerAttr = "tg.layer";
 /// Unit attribute on ops cloned by tg-rematerialize (recomputed in the backward). It also
 /// keeps CSE from merging a clone back into its original (their attributes differ).
 inline constexpr llvm::StringLiteral kRecomputeAttr = "tg.recompute";
-/// Module attribute: the precision policy applied by tg-mixed-precision ("fp32",
-/// "bf16-mixed", "fp16-mixed", "bf16"); absent means fp32.
+/// Module attribute: the precision policy applied by tg-mixed-precision, a PrecisionAttr
+/// (#tg.precision<"bf16-mixed">; TgEnums.td); absent means fp32.
 inline constexpr llvm::StringLiteral kPrecisionAttr = "tg.precision";
 /// Module attribute: dynamic loss scaling {init : f32, growth_interval : i64} (fp16-mixed).
 inline constexpr llvm::StringLiteral kLossScaleAttr = "tg.loss_scale";

@@ -13,6 +13,8 @@ def Tg_Dialect : Dialect {
     the optimizer update. Element types: f32, bf16, f16 for data; i32 for token ids.
   }];
   let cppNamespace = "::mlir::tg";
+  // The policy attributes of TgEnums.td (#tg.precision<...> and the others).
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Tg_Op<string mnemonic, list<Trait> traits = []> :

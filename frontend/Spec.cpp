@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------------===//
 
 #include "frontend/Spec.h"
+#include "dialect/TgEnums.h"
 
 #include <nlohmann/json.hpp>
 
@@ -413,6 +414,20 @@ void checkOneOf(const std::string &path, const std::string &value,
                  didYouMean(closest(value, allowed)));
 }
 
+/// Fails unless `value` is the string form of a case of the dialect's enum E (precision,
+/// checkpointing, offload: dialect/TgEnums.td, read through its generated symbolize
+/// function); the error lists the cases, as spelt by `spelling` (by default their string
+/// forms), and suggests a close one.
+template <typename E>
+void checkEnum(const std::string &path, const std::string &value,
+               std::string (*spelling)(E) = nullptr) {
+  if (mlir::tg::symbolizeEnum<E>(value)) return;
+  std::vector<std::string> allowed;
+  for (E e : mlir::tg::enumCases<E>())
+    allowed.push_back(spelling ? spelling(e) : mlir::tg::stringifyEnum(e).str());
+  checkOneOf(path, value, allowed);
+}
+
 /// Fails unless `value` is the one supported choice `only`.
 void checkSupported(const std::string &path, const std::string &value,
                     const std::string &only) {
@@ -608,7 +623,7 @@ void checkSemantics(const Spec &s) {
     }
   }
   checkDimLimit("training.grad_accum", t.grad_accum);
-  checkOneOf("training.precision", t.precision, {"fp32", "bf16-mixed", "fp16-mixed", "bf16"});
+  checkEnum<mlir::tg::Precision>("training.precision", t.precision);
   if (!(t.loss_scale_init >= 1.0 && t.loss_scale_init <= 1e38))
     fail("training.loss_scaling.init",
          "must be in [1, 1e38] (a float32 power of two is usual), got " +
@@ -620,7 +635,9 @@ void checkSemantics(const Spec &s) {
     fail("training.attention.kernel",
          "flash attention supports head dims 32, 64, 128; model has " + std::to_string(headDim));
   checkOneOf("training.attention.impl", t.attention.impl, {"auto", "own", "cudnn"});
-  if (t.attention.impl == "cudnn" && (t.attention.kernel != "flash" || t.precision == "fp32"))
+  if (t.attention.impl == "cudnn" && (t.attention.kernel != "flash" ||
+                                       *mlir::tg::symbolizePrecision(t.precision) ==
+                                           mlir::tg::Precision::fp32))
     fail("training.attention.impl",
          "\"cudnn\" runs bf16 / f16 flash attention; this spec has kernel \"" +
              t.attention.kernel + "\" and precision \"" + t.precision +
@@ -636,8 +653,12 @@ void checkSemantics(const Spec &s) {
                " is not a valid budget: expected budget:<positive integer bytes>, with an "
                "optional suffix KiB, MiB or GiB (budget:512MiB)");
   } else {
-    checkOneOf("training.checkpointing", t.checkpointing,
-               {"none", "gelu", "layer", "layer-attn", "selective", "budget:<bytes>"});
+    // The spec spells the budget case with its bytes.
+    checkEnum<mlir::tg::Checkpointing>(
+        "training.checkpointing", t.checkpointing, [](mlir::tg::Checkpointing c) {
+          return c == mlir::tg::Checkpointing::budget ? std::string("budget:<bytes>")
+                                                      : mlir::tg::stringifyEnum(c).str();
+        });
   }
 
   const OptimizerSpec &o = t.optimizer;
@@ -653,7 +674,7 @@ void checkSemantics(const Spec &s) {
   checkNonNegative("training.optimizer.weight_decay", o.weight_decay);
   checkNonNegative("training.optimizer.grad_clip", o.grad_clip);
   checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
-  checkOneOf("training.optimizer.offload", o.offload, {"none", "cpu"});
+  checkEnum<mlir::tg::Offload>("training.optimizer.offload", o.offload);
   checkOneOf("training.gradients", t.gradients, {"auto", "persistent", "arena"});
   if (t.gradients == "arena" && (t.grad_accum > 1 || t.distributed.ranks > 1))
     fail("training.gradients",

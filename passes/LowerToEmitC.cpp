@@ -264,10 +264,8 @@ private:
                                   << iNames[k] << "'";
       iv[k] = a.getInt();
     }
-    int precision = report.precision == "bf16-mixed"   ? 1
-                    : report.precision == "fp16-mixed" ? 2
-                    : report.precision == "bf16"       ? 3
-                                                       : 0;
+    // TGRT_PRECISION_*: the enum's values (runtime/driver/Driver.cpp checks they agree).
+    int precision = static_cast<int>(report.precision);
     float lossScaleInit = 0.0f;
     int64_t growth = 0;
     ranks = 1; // tg-distribute's tg.ranks (absent: one rank)

@@ -219,7 +219,7 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep) {
   if (intAttr("tg.grad_accum", assumeOneMicroStep ? 1 : 0) != 1 || intAttr(kRanksAttr, 1) != 1)
     return false;
   if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat"))
-    if (auto p = rm.getAs<StringAttr>("policy"); p && p.getValue().starts_with("budget"))
+    if (auto p = rm.getAs<CheckpointingAttr>("policy"); p && p.getValue() == Checkpointing::budget)
       return false;
   llvm::StringMap<int64_t> writes = gradientFirstWrites(micro);
   for (BlockArgument arg : micro.getArguments())
@@ -286,8 +286,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   r.arenaBytes = getI64(plan, "arena_bytes");
   r.workspaceBytes = getI64(plan, "workspace_bytes");
   r.hostBytes = getI64(plan, "host_bytes");
-  if (auto o = plan.getAs<StringAttr>("offload"))
-    r.offload = o.str();
+  if (auto o = plan.getAs<OffloadAttr>("offload"))
+    r.offload = o.getValue();
   r.tokensOffset = getI64(plan, "tokens_offset");
   r.targetsOffset = getI64(plan, "targets_offset");
   r.inputBytes = getI64(plan, "input_bytes");
@@ -302,8 +302,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     r.gradsInArena = g.getValue() == "arena";
   if (auto a = plan.getAs<StringAttr>("attention_impl"))
     r.cudnnAttention = a.getValue() == "cudnn";
-  if (auto p = module->getAttrOfType<StringAttr>(kPrecisionAttr))
-    r.precision = p.str();
+  if (auto p = module->getAttrOfType<PrecisionAttr>(kPrecisionAttr))
+    r.precision = p.getValue();
   if (auto params = plan.getAs<ArrayAttr>("params"))
     for (Attribute a : params) {
       auto d = cast<DictionaryAttr>(a);
@@ -387,8 +387,10 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
           r.workBytes);
 
   if (auto rm = module->getAttrOfType<DictionaryAttr>("tg.remat")) {
-    if (auto p = rm.getAs<StringAttr>("policy"))
-      r.rematPolicy = p.str();
+    if (auto p = rm.getAs<CheckpointingAttr>("policy"))
+      r.rematPolicy = stringifyCheckpointing(p.getValue()).str();
+    if (auto mix = rm.getAs<StringAttr>("mix"))
+      r.rematPolicy += ": " + mix.str();
     r.extraFlops = getI64(rm, "extra_flops");
     r.stepFlops = getI64(rm, "step_flops");
     r.recomputedOps = getI64(rm, "recomputed_ops");
@@ -507,7 +509,7 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "  " << llvm::left_justify(label, 30) << llvm::right_justify(std::to_string(bytes), 14)
        << "  " << human(bytes) << "\n";
   };
-  os << "memory plan (bytes), precision " << r.precision << "\n";
+  os << "memory plan (bytes), precision " << stringifyPrecision(r.precision) << "\n";
   row("persistent", r.persistentBytes);
   for (const auto &[what, bytes] : r.persistentByDtype)
     row("  " + what, bytes);
@@ -519,7 +521,7 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
   row("workspace", r.workspaceBytes);
   row("total", r.totalBytes());
   if (r.hostBytes > 0)
-    row("host, offload=" + r.offload + " (m, v)", r.hostBytes);
+    row("host, offload=" + stringifyOffload(r.offload).str() + " (m, v)", r.hostBytes);
   os << "peak live arena bytes per phase\n";
   row("forward", r.peakForward);
   row("backward", r.peakBackward);
@@ -603,11 +605,11 @@ std::string planReportJson(const PlanReport &r) {
       {"arena_bytes", r.arenaBytes},
       {"workspace_bytes", r.workspaceBytes},
       {"host_bytes", r.hostBytes},
-      {"offload", r.offload},
+      {"offload", stringifyOffload(r.offload)},
       {"total_bytes", r.totalBytes()},
       {"lower_bound_bytes", r.lowerBound},
       {"heuristic", r.heuristic},
-      {"precision", r.precision},
+      {"precision", stringifyPrecision(r.precision)},
       {"param_bytes", r.paramBytes},
       {"grad_bytes", r.gradBytes},
       {"gradients", r.gradsInArena ? "arena" : "persistent"},

@@ -111,9 +111,9 @@ struct ParamSlot {
 /// The whole plan, read back from a planned module's attributes.
 struct PlanReport {
   int64_t persistentBytes = 0, arenaBytes = 0, workspaceBytes = 0;
-  /// CPU offload ("cpu"; "none" without): the host region's bytes (pinned host memory
-  /// holding the AdamW moments; not device memory, not in totalBytes()).
-  std::string offload = "none";
+  /// CPU offload (the plan's offload, cpu; none without): the host region's bytes (pinned
+  /// host memory holding the AdamW moments; not device memory, not in totalBytes()).
+  mlir::tg::Offload offload = mlir::tg::Offload::none;
   int64_t hostBytes = 0;
   int64_t lowerBound = 0;            ///< max live arena bytes at any op of any function
   int64_t paramBytes = 0, gradBytes = 0, optimizerStateBytes = 0, inputBytes = 0;
@@ -126,13 +126,14 @@ struct PlanReport {
   /// element type ("" when none), the region's offset and bytes in the persistent region.
   std::string workDtype;
   int64_t workOffset = -1, workBytes = 0;
-  std::string precision = "fp32"; ///< the module's tg.precision
+  mlir::tg::Precision precision = mlir::tg::Precision::fp32; ///< the module's tg.precision
   /// Persistent bytes by (what, dtype), e.g. {"parameters", "f32"} -> bytes, in order.
   std::vector<std::pair<std::string, int64_t>> persistentByDtype;
   /// Peak-independent totals of arena buffer bytes by dtype over @micro_step (activations
   /// and gradients as planned, before reuse), for the report.
   std::vector<std::pair<std::string, int64_t>> arenaByDtype;
-  /// Rematerialization (the module's tg.remat; policy "none" without it): FLOPs of one
+  /// Rematerialization (the module's tg.remat; "none" without it): the policy's string form,
+  /// for budget with its mix ("budget: 1 layer, 2 selective, 0 none"); FLOPs of one
   /// micro-step as planned, and those spent recomputing.
   std::string rematPolicy = "none";
   int64_t extraFlops = 0, stepFlops = 0, recomputedOps = 0;

@@ -11,7 +11,7 @@
 // returns the original value. tg-autodiff runs after this pass: a cast's gradient is a
 // cast back, so every gradient has its value's type (f32 for the master weights).
 //
-// Module attributes written: tg.precision = "<policy>"; for fp16-mixed tg.loss_scale =
+// Module attributes written: tg.precision = #tg.precision<policy>; for fp16-mixed tg.loss_scale =
 // {init, growth_interval} (dynamic loss scaling, read by tg-autodiff and the lowering).
 // Parameters get the argument attribute tg.moment_type (AdamW m, v element type).
 //
@@ -45,20 +45,16 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
-    if (precision != "fp32" && precision != "bf16-mixed" && precision != "fp16-mixed" &&
-        precision != "bf16") {
-      module.emitError() << "tg-mixed-precision: unknown precision '" << precision
-                         << "' (expected fp32, bf16-mixed, fp16-mixed or bf16)";
-      return signalPassFailure();
-    }
-    if (auto prev = module->getAttrOfType<StringAttr>(kPrecisionAttr)) {
+    // The policy is an enum (its option parser refused an unknown one).
+    const Precision policy = precision;
+    if (Attribute prev = module->getAttr(kPrecisionAttr)) {
       module.emitError() << "tg-mixed-precision: the module already has precision "
                          << prev << " (the pass runs once, before tg-autodiff)";
       return signalPassFailure();
     }
     // Checked before anything is rewritten. The scale is stored as f32: a value past
     // FLT_MAX would become +inf (every step would overflow and be skipped).
-    if (precision == "fp16-mixed" &&
+    if (policy == Precision::fp16_mixed &&
         (!(lossScaleInit > 0) || !std::isfinite((float)lossScaleInit) ||
          lossScaleGrowthInterval < 1)) {
       module.emitError() << "tg-mixed-precision: loss-scale-init must be > 0 and finite "
@@ -83,10 +79,10 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
         return signalPassFailure();
       }
 
-    bool pure = precision == "bf16";
-    lowType = precision == "fp16-mixed" ? Type(b.getF16Type())
-              : precision == "fp32"     ? Type(b.getF32Type())
-                                        : Type(b.getBF16Type());
+    bool pure = policy == Precision::bf16;
+    lowType = policy == Precision::fp16_mixed ? Type(b.getF16Type())
+              : policy == Precision::fp32     ? Type(b.getF32Type())
+                                              : Type(b.getBF16Type());
     wideType = pure ? lowType : Type(b.getF32Type());
     Type moment = pure ? lowType : Type(b.getF32Type());
 
@@ -125,8 +121,8 @@ struct TgMixedPrecisionPass : mlir::tg::impl::TgMixedPrecisionBase<TgMixedPrecis
           want && isa<FloatType>(want.getElementType()) && ret->getOperand(i).getType() != want)
         ret->setOperand(i, as(ret->getOperand(i), want.getElementType(), ret));
 
-    module->setAttr(kPrecisionAttr, b.getStringAttr(precision));
-    if (precision == "fp16-mixed") {
+    module->setAttr(kPrecisionAttr, PrecisionAttr::get(ctx, policy));
+    if (policy == Precision::fp16_mixed) {
       module->setAttr(kLossScaleAttr,
                       b.getDictionaryAttr(
                           {b.getNamedAttr("init", b.getF32FloatAttr((float)lossScaleInit)),

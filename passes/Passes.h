@@ -3,6 +3,7 @@
 #define TGC_PASSES_PASSES_H
 
 #include "dialect/TgDialect.h"
+#include "dialect/TgEnumOptions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -28,9 +29,9 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<std::string> attention{*this, "attention",
                                 llvm::cl::desc("naive | flash (fuse into tg.attention)"),
                                 llvm::cl::init("naive")};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 | bf16-mixed | fp16-mixed | bf16"),
-                                llvm::cl::init("fp32")};
+  Option<Precision> precision{*this, "precision",
+                              llvm::cl::desc("fp32 | bf16-mixed | fp16-mixed | bf16"),
+                              llvm::cl::init(Precision::fp32)};
   Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::desc("micro-batches per step"),
                             llvm::cl::init(1)};
   Option<double> lossScaleInit{*this, "loss-scale-init",
@@ -50,9 +51,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                llvm::cl::desc("weight decay on embeddings (when the frontend "
                                               "did not mark parameters with tg.decay)"),
                                llvm::cl::init(false)};
-  Option<std::string> checkpointing{*this, "checkpointing",
-                                    llvm::cl::desc("none | selective | layer | budget"),
-                                    llvm::cl::init("none")};
+  Option<Checkpointing> checkpointing{
+      *this, "checkpointing",
+      llvm::cl::desc("none | gelu | layer | layer-attn | selective | budget"),
+      llvm::cl::init(Checkpointing::none)};
   Option<int64_t> checkpointBudget{*this, "checkpoint-budget",
                                    llvm::cl::desc("checkpointing=budget: arena bytes allowed"),
                                    llvm::cl::init(0)};
@@ -69,10 +71,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                       "sharded by parameter ranges), 2 (+ gradients), 3 (+ "
                                       "values; all sharded evenly)"),
                        llvm::cl::init(0)};
-  Option<std::string> offload{*this, "offload",
-                              llvm::cl::desc("none | cpu (AdamW moments in pinned host memory, "
-                                             "streamed through AdamW)"),
-                              llvm::cl::init("none")};
+  Option<Offload> offload{*this, "offload",
+                          llvm::cl::desc("none | cpu (AdamW moments in pinned host memory, "
+                                         "streamed through AdamW)"),
+                          llvm::cl::init(Offload::none)};
   Option<std::string> gradients{
       *this, "gradients",
       llvm::cl::desc("auto | persistent | arena: where the gradient slots live "

@@ -79,8 +79,9 @@ def TgMixedPrecision : Pass<"tg-mixed-precision", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::tg::TgDialect", "mlir::func::FuncDialect"];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16-mixed\"",
-           "fp32 | bf16-mixed | fp16-mixed | bf16">,
+    Option<"precision", "precision", "::mlir::tg::Precision",
+           "::mlir::tg::Precision::bf16_mixed",
+           "fp32 | bf16-mixed | fp16-mixed | bf16 (dialect/TgEnums.td)">,
     Option<"lossScaleInit", "loss-scale-init", "double", "65536.0",
            "fp16-mixed: initial dynamic loss scale">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t", "2000",
@@ -177,13 +178,15 @@ def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
     only the layer's input: torch.utils.checkpoint per block); `budget` (the per-layer mix
     with the fewest extra FLOPs whose arena, planned by the real planner, fits
     `budget-bytes`). The layer's output (the next layer's input) is always kept.
-    Records `tg.remat = {policy, extra_flops, step_flops, recomputed_ops}` on the module.
-    Errors: unknown policy, no @micro_step, no tg.layer in the IR, a budget nothing fits
+    Records `tg.remat = {policy = #tg.checkpointing<...>, extra_flops, step_flops,
+    recomputed_ops}` on the module (budget adds `mix = "N layer, N selective, N none"`).
+    Errors: unknown policy (at the option), no @micro_step, no tg.layer in the IR, a budget nothing fits
     (with the smallest achievable arena).
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let options = [
-    Option<"policy", "policy", "std::string", "\"none\"", "none | gelu | selective | layer | layer-attn | budget">,
+    Option<"policy", "policy", "::mlir::tg::Checkpointing", "::mlir::tg::Checkpointing::none",
+           "none | gelu | layer | layer-attn | selective | budget (dialect/TgEnums.td)">,
     Option<"budgetBytes", "budget-bytes", "int64_t", "0",
            "policy=budget: the largest planned arena allowed, bytes">,
   ];
@@ -244,7 +247,7 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let options = [
     Option<"workspaceBytes", "workspace-bytes", "int64_t", "0",
            "backend scratch to reserve (cuBLASLt workspace), bytes">,
-    Option<"offload", "offload", "std::string", "\"none\"",
+    Option<"offload", "offload", "::mlir::tg::Offload", "::mlir::tg::Offload::none",
            "none | cpu: the AdamW moments go to a host region (pinned memory; host_bytes) "
            "instead of the persistent one (the runtime streams them through AdamW)">,
     Option<"gradients", "gradients", "std::string", "\"persistent\"",

@@ -16,7 +16,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   // then retypes tg.attention as one op (low-precision q, k, v, out; f32 lse).
   if (o.attention == "flash")
     pm.addPass(createTgFuseAttention());
-  if (o.precision != "fp32") {
+  if (o.precision != Precision::fp32) {
     TgMixedPrecisionOptions mp;
     mp.precision = o.precision;
     mp.lossScaleInit = o.lossScaleInit;
@@ -44,7 +44,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   }
   // Rematerialization after CSE (the clones it makes carry tg.recompute, so a later CSE
   // would not merge them back either).
-  if (o.checkpointing != "none") {
+  if (o.checkpointing != Checkpointing::none) {
     TgRematerializeOptions rm;
     rm.policy = o.checkpointing;
     rm.budgetBytes = o.checkpointBudget;
@@ -106,14 +106,8 @@ void registerTrainingPipeline() {
           refuse("until", o.until, "forward, fused, step or planned");
         if (o.attention != "naive" && o.attention != "flash")
           refuse("attention", o.attention, "naive or flash");
-        if (o.precision != "fp32" && o.precision != "bf16-mixed" &&
-            o.precision != "fp16-mixed" && o.precision != "bf16")
-          refuse("precision", o.precision, "fp32, bf16-mixed, fp16-mixed or bf16");
-        if (o.checkpointing != "none" && o.checkpointing != "gelu" &&
-            o.checkpointing != "selective" && o.checkpointing != "layer" &&
-            o.checkpointing != "layer-attn" && o.checkpointing != "budget")
-          refuse("checkpointing", o.checkpointing,
-                 "none, gelu, selective, layer, layer-attn or budget");
+        // precision, checkpointing and offload are read by their enums' parsers
+        // (dialect/TgEnumOptions.h), which refuse an unknown value.
         if (o.gradients != "auto" && o.gradients != "persistent" && o.gradients != "arena")
           refuse("gradients", o.gradients, "auto, persistent or arena");
         if (o.attentionImpl != "auto" && o.attentionImpl != "own" && o.attentionImpl != "cudnn")

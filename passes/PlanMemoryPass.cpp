@@ -130,12 +130,9 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       }
     }
     // CPU offload (offload=cpu; ZeRO-Offload, Ren et al. 2021): the AdamW moments go to the
-    // host region (pinned host memory) instead; their offsets are into that region.
-    if (offload != "none" && offload != "cpu") {
-      module.emitError() << "tg-plan-memory: offload must be none or cpu, got '" << offload << "'";
-      return signalPassFailure();
-    }
-    const bool toHost = offload == "cpu";
+    // host region (pinned host memory) instead; their offsets are into that region. (An
+    // enum: its option parser refused an unknown value.)
+    const bool toHost = offload == Offload::cpu;
     // Gradients in the arena (MemoryPlan.h gradientsCanLiveInArena): the gradient slots keep
     // their layout (one contiguous run, so the optimizer's calls still merge over runs), at
     // arena offsets from 0, each pinned there for its own lifetime only; the other buffers
@@ -207,7 +204,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     if (sharded || even)
       plan.push_back(b.getNamedAttr("zero", b.getI64IntegerAttr(zero)));
     if (toHost) {
-      plan.push_back(b.getNamedAttr("offload", b.getStringAttr(offload)));
+      plan.push_back(b.getNamedAttr("offload", OffloadAttr::get(b.getContext(), offload)));
       plan.push_back(b.getNamedAttr("host_bytes", b.getI64IntegerAttr(hostCursor)));
     }
     int64_t inputStart = cursor;

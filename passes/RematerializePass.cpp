@@ -29,8 +29,9 @@
 //              refused, with the smallest achievable arena, when none fits.
 //
 // Clones carry tg.recompute (CSE does not merge them back: their attributes differ), the
-// phase "backward" and their layer. The pass records tg.remat = {policy, extra_flops,
-// step_flops, recomputed_ops} on the module. FLOPs: a matmul 2 m n k per batch entry,
+// phase "backward" and their layer. The pass records tg.remat = {policy (a
+// #tg.checkpointing<...>), extra_flops, step_flops, recomputed_ops, and for budget mix =
+// "N layer, N selective, N none"} on the module. FLOPs: a matmul 2 m n k per batch entry,
 // attention 4 b h t_q t_k hd over the visible (causal / windowed) pairs, every other op
 // one FLOP per output element.
 //
@@ -204,14 +205,10 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
-    // Bad options fail before the module is looked at (as tg-mixed-precision's do).
-    if (policy != "none" && policy != "selective" && policy != "layer" && policy != "gelu" &&
-        policy != "layer-attn" && policy != "budget") {
-      module.emitError() << "tg-rematerialize: unknown policy '" << policy
-                         << "' (expected none, gelu, selective, layer, layer-attn or budget)";
-      return signalPassFailure();
-    }
-    if (policy == "budget" && budgetBytes <= 0) {
+    // Bad options fail before the module is looked at (as tg-mixed-precision's do); the
+    // policy is an enum (its option parser refused an unknown one).
+    const Checkpointing kind = policy;
+    if (kind == Checkpointing::budget && budgetBytes <= 0) {
       module.emitError() << "tg-rematerialize: policy budget needs budget-bytes > 0";
       return signalPassFailure();
     }
@@ -232,43 +229,45 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
       if (layerOf(op) >= 0)
         layers.insert(layerOf(op));
     });
-    if (policy != "none" && layers.empty()) {
+    if (kind != Checkpointing::none && layers.empty()) {
       fn.emitError() << "tg-rematerialize: no op carries tg.layer (build the module with the "
                         "tgc frontend): nothing to checkpoint";
       return signalPassFailure();
     }
     int64_t stepFlops = functionFlops(fn);
     std::map<int64_t, Mode> modes;
-    if (policy == "budget") {
+    if (kind == Checkpointing::budget) {
       auto chosen = chooseForBudget(fn, layers);
       if (failed(chosen))
         return signalPassFailure();
       modes = std::move(*chosen);
     } else {
-      Mode m = policy == "layer"        ? Mode::Layer
-               : policy == "layer-attn" ? Mode::LayerAttn
-               : policy == "selective"  ? Mode::Selective
-               : policy == "gelu"      ? Mode::Gelu
-                                       : Mode::None;
+      Mode m = kind == Checkpointing::layer        ? Mode::Layer
+               : kind == Checkpointing::layer_attn ? Mode::LayerAttn
+               : kind == Checkpointing::selective  ? Mode::Selective
+               : kind == Checkpointing::gelu       ? Mode::Gelu
+                                                   : Mode::None;
       for (int64_t l : layers)
         modes[l] = m;
     }
     Stats st = applyModes(fn, modes);
-    std::string desc = policy;
-    if (policy == "budget") {
+    SmallVector<NamedAttribute> remat = {
+        b.getNamedAttr("policy", CheckpointingAttr::get(b.getContext(), kind)),
+        b.getNamedAttr("extra_flops", b.getI64IntegerAttr(st.extraFlops)),
+        b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
+        b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(st.recomputedOps)),
+    };
+    // The budget's choice, for the memory report ("budget: 0 layer, 1 selective, 1 none").
+    if (kind == Checkpointing::budget) {
       int counts[3] = {0, 0, 0};
       for (auto &[l, m] : modes)
         ++counts[(int)m];
-      desc = "budget: " + std::to_string(counts[2]) + " layer, " + std::to_string(counts[1]) +
-             " selective, " + std::to_string(counts[0]) + " none";
+      remat.push_back(b.getNamedAttr(
+          "mix", b.getStringAttr(std::to_string(counts[2]) + " layer, " +
+                                 std::to_string(counts[1]) + " selective, " +
+                                 std::to_string(counts[0]) + " none")));
     }
-    module->setAttr("tg.remat",
-                    b.getDictionaryAttr({
-                        b.getNamedAttr("policy", b.getStringAttr(desc)),
-                        b.getNamedAttr("extra_flops", b.getI64IntegerAttr(st.extraFlops)),
-                        b.getNamedAttr("step_flops", b.getI64IntegerAttr(stepFlops)),
-                        b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(st.recomputedOps)),
-                    }));
+    module->setAttr("tg.remat", b.getDictionaryAttr(remat));
     numRecomputed = st.recomputedOps;
   }
 

@@ -23,6 +23,7 @@
 #include "runtime/driver/Rendezvous.h"
 #include "runtime/driver/Safetensors.h"
 #include "runtime/driver/TokenSplit.h"
+#include "dialect/TgEnums.h"
 
 #include <nlohmann/json.hpp>
 
@@ -131,14 +132,19 @@ int64_t stepsPerEpoch(const tgrt_model& m, int64_t train_tokens) {
   return per_step <= 0 ? 0 : train_tokens / per_step;
 }
 
+// The names are the string forms of the compiler's precision enum (dialect/TgEnums.td),
+// whose values the lowering writes into tgrt_model.precision.
+static_assert((int)mlir::tg::Precision::fp32 == TGRT_PRECISION_FP32 &&
+                  (int)mlir::tg::Precision::bf16_mixed == TGRT_PRECISION_BF16_MIXED &&
+                  (int)mlir::tg::Precision::fp16_mixed == TGRT_PRECISION_FP16_MIXED &&
+                  (int)mlir::tg::Precision::bf16 == TGRT_PRECISION_BF16,
+              "TGRT_PRECISION_* must be the values of mlir::tg::Precision");
+
 const char* precisionName(int32_t precision) {
-  switch (precision) {
-  case TGRT_PRECISION_FP32: return "fp32";
-  case TGRT_PRECISION_BF16_MIXED: return "bf16-mixed";
-  case TGRT_PRECISION_FP16_MIXED: return "fp16-mixed";
-  case TGRT_PRECISION_BF16: return "bf16";
-  default: return nullptr;
-  }
+  std::optional<mlir::tg::Precision> p;
+  if (precision >= 0)
+    p = mlir::tg::symbolizePrecision((uint32_t)precision);
+  return p ? mlir::tg::stringifyPrecision(*p).data() : nullptr; // literals: NUL-terminated
 }
 
 const char* dtypeName(int32_t dtype) {

@@ -60,8 +60,11 @@ class Checker:
         m = re.search(r"tg\.remat = \{([^}]*)\}", r.stdout)
         if not m:
             return None
-        d = dict(re.findall(r"(\w+) = (\"[^\"]*\"|-?\d+)", m.group(1)))
-        return {k: (v.strip('"') if v.startswith('"') else int(v)) for k, v in d.items()}
+        # policy = #tg.checkpointing<budget> (an enum attribute), mix = "N layer, ...".
+        d = dict(re.findall(r"(\w+) = (\"[^\"]*\"|#tg\.\w+<[^>]*>|-?\d+)", m.group(1)))
+        return {k: (v.strip('"') if v.startswith('"') else
+                    re.sub(r'^#tg\.\w+<"?|"?>$', "", v) if v.startswith("#") else int(v))
+                for k, v in d.items()}
 
 
 def main():
@@ -130,7 +133,7 @@ def main():
                 if b == a_none and flops != 0:
                     probs.append(f"budget = no-remat arena but extra FLOPs {flops}")
                 report(f"{c.name} budget:{b} arena {p['arena_bytes']} extra FLOPs {flops} "
-                       f"({rm['policy']})", probs)
+                       f"({rm['policy']}: {rm.get('mix', '')})", probs)
                 prev = (b, flops)
     print(f"remat-budget: {checked} budgets checked, {bad} violations", flush=True)
     sys.exit(1 if bad or not checked else 0)

@@ -18,15 +18,15 @@
 // RUN: tg-opt %s -tg-mixed-precision="precision=bf16-mixed loss-scale-init=0" -split-input-file \
 // RUN:   -verify-diagnostics
 
-// UNKNOWN: error: tg-mixed-precision: unknown precision 'fp8' (expected fp32, bf16-mixed, fp16-mixed or bf16)
+// UNKNOWN: for the --precision option: 'fp8' is not one of fp32, bf16-mixed, fp16-mixed, bf16
 // SCALE0: error: tg-mixed-precision: loss-scale-init must be > 0 and finite in f32, and loss-scale-growth-interval >= 1 (got 0.000000e+00 and 2000)
 // SCALENEG: error: tg-mixed-precision: loss-scale-init must be > 0 {{.*}} (got -4.000000e+00 and 2000)
 // SCALEINF: error: tg-mixed-precision: loss-scale-init must be > 0 {{.*}} (got 1.000000e+39 and 2000)
 // GROWTH0: error: tg-mixed-precision: loss-scale-init must be > 0 {{.*}} (got 6.553600e+04 and 0)
 
 // The pass runs once: a module that already has a precision is refused.
-// expected-error @below {{tg-mixed-precision: the module already has precision "bf16-mixed" (the pass runs once, before tg-autodiff)}}
-module attributes {tg.precision = "bf16-mixed"} {
+// expected-error @below {{tg-mixed-precision: the module already has precision #tg.precision<"bf16-mixed"> (the pass runs once, before tg-autodiff)}}
+module attributes {tg.precision = #tg.precision<"bf16-mixed">} {
   func.func @forward(%w: tensor<8x8xf32> {tg.param = "fc.w"}, %x: tensor<2x8xf32>,
                      %targets: tensor<2xi32> {tg.input = "targets"}) -> tensor<f32> {
     %h = tg.matmul %x, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>

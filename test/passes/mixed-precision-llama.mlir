@@ -19,7 +19,7 @@
 // writes y in the low type with f32 rstd (as tg.layer_norm); tg.rope and tg.swiglu take
 // their operand's type (the low-precision GEMM outputs); the residual adds stay f32.
 
-// CHECK-LABEL: module attributes {tg.precision = "bf16-mixed"}
+// CHECK-LABEL: module attributes {tg.precision = #tg.precision<"bf16-mixed">}
 // CHECK:      %[[X0:.*]] = tg.embedding {{.*}} -> tensor<2x6x16xf32>
 // CHECK-NEXT: %[[Y1:[^ ,]+]], %{{[^ ,]+}} = tg.rms_norm %[[X0]], %arg1 {tg.layer = 0 : i64} : (tensor<2x6x16xf32>, tensor<16xf32>) -> (tensor<2x6x16xbf16>, tensor<2x6xf32>)
 // CHECK-NEXT: %[[W:.*]] = tg.cast %arg2 {{.*}} : (tensor<16x32xf32>) -> tensor<16x32xbf16>
@@ -51,7 +51,7 @@
 // FP16: tg.rms_norm {{.*}} : (tensor<2x6x16xf32>, tensor<16xf32>) -> (tensor<2x6x16xf16>, tensor<2x6xf32>)
 
 // Pure bf16: bf16 parameters and residual stream; rstd stays f32.
-// BF16-LABEL: module attributes {tg.precision = "bf16"}
+// BF16-LABEL: module attributes {tg.precision = #tg.precision<bf16>}
 // BF16: tg.embedding {{.*}} : (tensor<20x16xbf16>, tensor<2x6xi32>) -> tensor<2x6x16xbf16>
 // BF16: tg.rms_norm {{.*}} : (tensor<2x6x16xbf16>, tensor<16xbf16>) -> (tensor<2x6x16xbf16>, tensor<2x6xf32>)
 // BF16: tg.rope {{.*}} : (tensor<2x6x32xbf16>) -> tensor<2x6x32xbf16>
@@ -60,7 +60,7 @@
 // BF16: tg.swiglu {{.*}} : (tensor<2x6x24xbf16>) -> tensor<2x6x12xbf16>
 
 // fp32: nothing changes (no cast, no low type anywhere).
-// FP32-LABEL: module attributes {tg.precision = "fp32"}
+// FP32-LABEL: module attributes {tg.precision = #tg.precision<fp32>}
 // FP32: tg.rms_norm {{.*}} -> (tensor<2x6x16xf32>, tensor<2x6xf32>)
 // FP32: tg.rope {{.*}} : (tensor<2x6x32xf32>) -> tensor<2x6x32xf32>
 // FP32: tg.swiglu {{.*}} : (tensor<2x6x24xf32>) -> tensor<2x6x12xf32>

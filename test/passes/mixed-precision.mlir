@@ -25,7 +25,7 @@
 // are widened for mask + softmax and narrowed for p.v; the residual add is f32 (the
 // bf16 branch is widened); the loss is f32 from bf16 logits.
 
-// CHECK-LABEL: module attributes {tg.precision = "bf16-mixed"} {
+// CHECK-LABEL: module attributes {tg.precision = #tg.precision<"bf16-mixed">} {
 // CHECK-NEXT: func.func @forward(%[[WTE:[^:]+]]: tensor<16x8xf32> {tg.moment_type = f32, tg.param = "wte"}, %[[WPE:[^:]+]]: tensor<4x8xf32> {tg.moment_type = f32, tg.param = "wpe"}, %[[G:[^:]+]]: tensor<8xf32> {tg.moment_type = f32, tg.param = "ln.g"}, %[[B:[^:]+]]: tensor<8xf32> {tg.moment_type = f32, tg.param = "ln.b"}, %[[W:[^:]+]]: tensor<8x24xf32> {tg.moment_type = f32, tg.param = "qkv.w"}, %[[BIAS:[^:]+]]: tensor<24xf32> {tg.moment_type = f32, tg.param = "qkv.b"}, %[[TOK:[^:]+]]: tensor<2x4xi32> {tg.input = "tokens"}, %[[TGT:[^:]+]]: tensor<2x4xi32> {tg.input = "targets"}) -> tensor<f32> {
 // CHECK-NEXT: %[[E:.*]] = tg.embedding %[[WTE]], %[[TOK]] : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[X:.*]] = tg.positional_embedding %[[E]], %[[WPE]] : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
@@ -69,7 +69,7 @@
 // LOC-DAG: #[[WC]] = loc("wte.cast")
 
 // fp16-mixed: the same placement in f16, plus dynamic loss scaling (defaults).
-// FP16: module attributes {tg.loss_scale = {growth_interval = 2000 : i64, init = 6.553600e+04 : f32}, tg.precision = "fp16-mixed"} {
+// FP16: module attributes {tg.loss_scale = {growth_interval = 2000 : i64, init = 6.553600e+04 : f32}, tg.precision = #tg.precision<"fp16-mixed">} {
 // FP16-NEXT: func.func @forward(%{{[^:]+}}: tensor<16x8xf32> {tg.moment_type = f32, tg.param = "wte"},
 // FP16: tg.layer_norm {{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>, tensor<2x4xf32>)
 // FP16-NEXT: tg.cast %{{.*}} : (tensor<8x24xf32>) -> tensor<8x24xf16>
@@ -81,11 +81,11 @@
 // FP16: tg.add {{.*}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
 // FP16: tg.cross_entropy {{.*}} : (tensor<2x4x16xf16>, tensor<2x4xi32>) -> tensor<f32>
 
-// SCALE: module attributes {tg.loss_scale = {growth_interval = 100 : i64, init = 1.024000e+03 : f32}, tg.precision = "fp16-mixed"} {
+// SCALE: module attributes {tg.loss_scale = {growth_interval = 100 : i64, init = 1.024000e+03 : f32}, tg.precision = #tg.precision<"fp16-mixed">} {
 
 // Pure bf16: the parameters themselves (and their AdamW moments) are bf16, so no cast
 // at all; only the layer norm statistics and the loss stay f32 (softmax is bf16 too).
-// BF16: module attributes {tg.precision = "bf16"} {
+// BF16: module attributes {tg.precision = #tg.precision<bf16>} {
 // BF16-NEXT: func.func @forward(%{{[^:]+}}: tensor<16x8xbf16> {tg.moment_type = bf16, tg.param = "wte"}, %{{[^:]+}}: tensor<4x8xbf16> {tg.moment_type = bf16, tg.param = "wpe"}, %{{[^:]+}}: tensor<8xbf16> {tg.moment_type = bf16, tg.param = "ln.g"}, %{{[^:]+}}: tensor<8xbf16> {tg.moment_type = bf16, tg.param = "ln.b"}, %{{[^:]+}}: tensor<8x24xbf16> {tg.moment_type = bf16, tg.param = "qkv.w"}, %{{[^:]+}}: tensor<24xbf16> {tg.moment_type = bf16, tg.param = "qkv.b"}, %{{[^:]+}}: tensor<2x4xi32> {tg.input = "tokens"}, %{{[^:]+}}: tensor<2x4xi32> {tg.input = "targets"}) -> tensor<f32> {
 // BF16-NOT: tg.cast
 // BF16: tg.embedding {{.*}} : (tensor<16x8xbf16>, tensor<2x4xi32>) -> tensor<2x4x8xbf16>
@@ -103,7 +103,7 @@
 // BF16-NEXT: return
 
 // fp32: nothing is retyped and nothing is cast; only the attributes are written.
-// FP32: module attributes {tg.precision = "fp32"} {
+// FP32: module attributes {tg.precision = #tg.precision<fp32>} {
 // FP32-NEXT: func.func @forward(%{{[^:]+}}: tensor<16x8xf32> {tg.moment_type = f32, tg.param = "wte"},
 // FP32-NOT: tg.cast
 // FP32: tg.layer_norm {{.*}} -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
@@ -150,7 +150,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %wpe: tensor<4x8xf
 // fc.w's cast. The add of two bf16 values stays bf16, and the layer norm reads it as
 // it is.
 
-// CHECK-LABEL: module attributes {tg.precision = "bf16-mixed"} {
+// CHECK-LABEL: module attributes {tg.precision = #tg.precision<"bf16-mixed">} {
 // CHECK-NEXT: func.func @forward(%[[WTE:[^:]+]]: tensor<16x8xf32> {{.*}}, %[[W:[^:]+]]: tensor<8x8xf32> {tg.moment_type = f32, tg.param = "fc.w"}, %[[W2:[^:]+]]: tensor<8x8xf32> {tg.moment_type = f32, tg.param = "fc2.w"}, %[[TOK:[^:]+]]: tensor<2x4xi32> {tg.input = "tokens"}, %[[TGT:[^:]+]]: tensor<2x4xi32> {tg.input = "targets"}) -> tensor<f32> {
 // CHECK-NEXT: %[[X:.*]] = tg.embedding %[[WTE]], %[[TOK]] : (tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[XB:.*]] = tg.cast %[[X]] : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>
@@ -190,7 +190,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %g: tensor<8xf32> 
 // second reads a layer norm's bf16 output (no cast). tg.concat follows its first
 // operand: the f32 residual is cast to bf16 for it.
 
-// CHECK-LABEL: module attributes {tg.precision = "bf16-mixed"} {
+// CHECK-LABEL: module attributes {tg.precision = #tg.precision<"bf16-mixed">} {
 // CHECK: %[[X:.*]] = tg.embedding
 // CHECK: %[[H:.*]] = tg.transpose {{.*}} : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
 // CHECK-NEXT: %[[HB:.*]] = tg.cast %[[H]] : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xbf16>
@@ -241,7 +241,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %g: tensor<8xf32> 
 // value other than the loss keeps the declared f32 result type: it is cast back (the
 // bf16 value used to reach func.return: "type of return operand 1 doesn't match").
 
-// CHECK-LABEL: module attributes {tg.precision = "bf16-mixed"} {
+// CHECK-LABEL: module attributes {tg.precision = #tg.precision<"bf16-mixed">} {
 // CHECK-NEXT: func.func @forward(%[[W:[^:]+]]: tensor<8x16xf32> {tg.moment_type = f32, tg.param = "fc.w"}, %[[B2:[^:]+]]: tensor<2x8xf32> {tg.moment_type = f32, tg.param = "fc.b"}, %[[X:[^:]+]]: tensor<2x4x8xf32>, %[[TGT:[^:]+]]: tensor<2x4xi32> {tg.input = "targets"}) -> (tensor<f32>, tensor<2x4x16xf32>) {
 // CHECK-NEXT: %[[XB:.*]] = tg.cast %[[X]] : (tensor<2x4x8xf32>) -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[WC:.*]] = tg.cast %[[W]] : (tensor<8x16xf32>) -> tensor<8x16xbf16>

@@ -113,7 +113,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // ----------------------------------------------------------------- policy=layer --
 
-// LATTN: module attributes {tg.remat = {extra_flops = 1488 : i64, policy = "layer-attn", recomputed_ops = 16 : i64, step_flops = 14074 : i64}}
+// LATTN: module attributes {tg.remat = {extra_flops = 1488 : i64, policy = #tg.checkpointing<"layer-attn">, recomputed_ops = 16 : i64, step_flops = 14074 : i64}}
 // LATTN-LABEL: func.func @micro_step
 // LATTN: tg.layer_norm {{.*}}tg.layer = 1 : i64, tg.phase = "backward", tg.recompute}
 // LATTN-NOT: tg.attention {{.*}}tg.recompute
@@ -122,7 +122,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 // LATTN-NOT: tg.attention {{.*}}tg.recompute
 // LATTN: return
 
-// LAYER: module attributes {tg.remat = {extra_flops = 2128 : i64, policy = "layer", recomputed_ops = 18 : i64, step_flops = 14074 : i64}}
+// LAYER: module attributes {tg.remat = {extra_flops = 2128 : i64, policy = #tg.checkpointing<layer>, recomputed_ops = 18 : i64, step_flops = 14074 : i64}}
 // LAYER-LABEL: func.func @micro_step
 // LAYER-SAME: %[[WTE:[^:]+]]: tensor<16x8xf32> {tg.param = "wte"}
 // LAYER-SAME: %[[G0:[^:]+]]: tensor<8xf32> {tg.param = "l0.ln.g"}, %[[B0:[^:]+]]: tensor<8xf32> {tg.param = "l0.ln.b"}
@@ -192,7 +192,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // ------------------------------------------------------------- policy=selective --
 
-// GELU: module attributes {tg.remat = {extra_flops = 64 : i64, policy = "gelu", recomputed_ops = 2 : i64, step_flops = 14074 : i64}}
+// GELU: module attributes {tg.remat = {extra_flops = 64 : i64, policy = #tg.checkpointing<gelu>, recomputed_ops = 2 : i64, step_flops = 14074 : i64}}
 // GELU-LABEL: func.func @micro_step
 // GELU: %[[GI1:[^ ]+]] = tg.reshape %{{[^ ]+}} {tg.layer = 1 : i64, tg.phase = "forward"} : (tensor<1x4x2x4xbf16>) -> tensor<1x4x8xbf16>
 // GELU-NEXT: tg.gelu %[[GI1]] {tg.layer = 1 : i64, tg.phase = "forward"}
@@ -203,7 +203,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 // GELU: tg.gelu {{.*}}tg.layer = 0 : i64, tg.phase = "backward", tg.recompute}
 // GELU-NOT: tg.recompute
 // GELU: func.func @optimizer_step
-// SEL: module attributes {tg.remat = {extra_flops = 400 : i64, policy = "selective", recomputed_ops = 12 : i64, step_flops = 14074 : i64}}
+// SEL: module attributes {tg.remat = {extra_flops = 400 : i64, policy = #tg.checkpointing<selective>, recomputed_ops = 12 : i64, step_flops = 14074 : i64}}
 // SEL-LABEL: func.func @micro_step
 // SEL-SAME: %[[G1:[^:]+]]: tensor<8xf32> {tg.param = "l1.ln.g"}, %[[B1:[^:]+]]: tensor<8xf32> {tg.param = "l1.ln.b"}
 // SEL-SAME: %[[W1:[^:]+]]: tensor<8x8xf32> {tg.param = "l1.qkv.w"}, %[[C1:[^:]+]]: tensor<8xf32> {tg.param = "l1.qkv.b"}, %[[V1:[^:]+]]: tensor<8x8xf32> {tg.param = "l1.fc.w"}
@@ -247,7 +247,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // ------------------------------------------------------------------ policy=none --
 
-// NONE: module attributes {tg.remat = {extra_flops = 0 : i64, policy = "none", recomputed_ops = 0 : i64, step_flops = 14074 : i64}}
+// NONE: module attributes {tg.remat = {extra_flops = 0 : i64, policy = #tg.checkpointing<none>, recomputed_ops = 0 : i64, step_flops = 14074 : i64}}
 // NONE-NOT: tg.recompute
 
 // CSE: {{^}}18{{$}}
@@ -256,7 +256,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 
 // The planned arena, 5664 bytes, fits.
 // BUDGET: module attributes {tg.plan = {arena_bytes = 5664 : i64
-// BUDGET-SAME: tg.remat = {extra_flops = 200 : i64, policy = "budget: 0 layer, 1 selective, 1 none", recomputed_ops = 6 : i64, step_flops = 14074 : i64}
+// BUDGET-SAME: tg.remat = {extra_flops = 200 : i64, mix = "0 layer, 1 selective, 1 none", policy = #tg.checkpointing<budget>, recomputed_ops = 6 : i64, step_flops = 14074 : i64}
 // BUDGET-LABEL: func.func @micro_step
 // BUDGET-SAME: tg.arena_bytes = 5664 : i64
 // Layer 0 (whose activations live longest) is the selective one; layer 1 keeps everything.
@@ -266,5 +266,5 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
 // BUDGET-NOT: tg.recompute
 // BUDGET-LABEL: func.func @optimizer_step
 // With the no-recomputation arena as the budget, nothing is recomputed.
-// BUDGETALL: module attributes {tg.remat = {extra_flops = 0 : i64, policy = "budget: 0 layer, 0 selective, 2 none", recomputed_ops = 0 : i64, step_flops = 14074 : i64}}
+// BUDGETALL: module attributes {tg.remat = {extra_flops = 0 : i64, mix = "0 layer, 0 selective, 2 none", policy = #tg.checkpointing<budget>, recomputed_ops = 0 : i64, step_flops = 14074 : i64}}
 // BUDGETALL-NOT: tg.recompute

@@ -387,6 +387,11 @@ TEST(SpecRules, EnumsAndSupportedValues) {
     EXPECT_EQ(parseOk(std::string(R"({"training": {"precision": ")") + p + "\"}}")
                   .training.precision,
               p);
+  // The policies' values are the dialect's enums (dialect/TgEnums.td); offload too.
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"offload": "gpu"}}})"),
+            "training.optimizer.offload: \"gpu\" is not one of none, cpu (did you mean 'cpu'?)");
+  EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"offload": "CPU"}}})"),
+            "training.optimizer.offload: \"CPU\" is not one of none, cpu"); // case-sensitive
   EXPECT_EQ(errorOf(R"({"training": {"attention": {"kernel": "sdpa"}}})"),
             "training.attention.kernel: \"sdpa\" is not one of naive, flash");
   EXPECT_EQ(errorOf(R"({"training": {"optimizer": {"decay": "cosin"}}})"),

@@ -148,7 +148,8 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   tg::TrainingPipelineOptions o;
   const tgc::OptimizerSpec &opt = spec.training.optimizer;
   o.attention = spec.training.attention.kernel;
-  o.precision = spec.training.precision;
+  // The spec's policy strings were validated through these enums' symbolize functions.
+  o.precision = *tg::symbolizePrecision(spec.training.precision);
   o.gradAccum = spec.training.grad_accum;
   o.lossScaleInit = spec.training.loss_scale_init;
   o.lossScaleGrowthInterval = spec.training.loss_scale_growth_interval;
@@ -158,7 +159,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.weightDecay = opt.weight_decay;
   o.gradClip = opt.grad_clip;
   o.decayEmbeddings = opt.decay_embeddings;
-  o.offload = opt.offload;
+  o.offload = *tg::symbolizeOffload(opt.offload);
   o.ranks = spec.training.distributed.ranks;
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
@@ -169,10 +170,10 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   if (ck.rfind("budget", 0) == 0) {
     int64_t bytes = 0;
     (void)parseCheckpointBudget(ck, bytes); // validated with the spec
-    o.checkpointing = "budget";
+    o.checkpointing = tg::Checkpointing::budget;
     o.checkpointBudget = bytes;
   } else {
-    o.checkpointing = ck;
+    o.checkpointing = *tg::symbolizeCheckpointing(ck);
   }
   tg::buildTrainingPipeline(pm, o, stage);
   // The IR is verified once after the whole pipeline, not after every pass (about 10% of
@@ -671,8 +672,10 @@ static Prediction predictPlan(const Spec &spec, const tg::CalibrationTable &tabl
   p.tokensPerStep = rankTokens * (double)std::max<int64_t>(1, spec.training.distributed.ranks);
   p.tokensPerS = p.step.stepMs > 0 ? p.tokensPerStep / (p.step.stepMs / 1e3) : 0.0;
   p.modelFlopsPerStep = modelFlopsPerToken(spec) * rankTokens;
-  const std::string &prec = spec.training.precision;
-  p.peakDtype = prec == "fp32" ? "f32" : prec == "fp16-mixed" ? "f16" : "bf16";
+  const tg::Precision prec = *tg::symbolizePrecision(spec.training.precision);
+  p.peakDtype = prec == tg::Precision::fp32         ? "f32"
+                : prec == tg::Precision::fp16_mixed ? "f16"
+                                                    : "bf16";
   p.peakFlops = tg::peakFlopsOf(table, p.peakDtype);
   p.mfu = p.step.stepMs > 0 && p.peakFlops > 0
               ? p.modelFlopsPerStep / (p.step.stepMs / 1e3) / p.peakFlops
@@ -894,8 +897,12 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
     parallelFor(batch.size(), [&](size_t i) { plan(batch[i]); });
   };
   std::vector<Row> rows;
-  for (const char *p : {"none", "gelu", "selective", "layer-attn", "layer"})
-    rows.emplace_back().policy = p;
+  // Every policy but budget (searched below), from the least recomputation to the most
+  // ("layer" last: the smallest arena).
+  for (tg::Checkpointing c :
+       {tg::Checkpointing::none, tg::Checkpointing::gelu, tg::Checkpointing::selective,
+        tg::Checkpointing::layer_attn, tg::Checkpointing::layer})
+    rows.emplace_back().policy = tg::stringifyCheckpointing(c).str();
   planAll(rows);
   const Row &none = rows[0], &layer = rows[4];
   if (none.ok && layer.ok) {

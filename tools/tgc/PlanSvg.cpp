@@ -299,7 +299,7 @@ std::string planSvg(const mlir::tg::PlanReport &report, const PlanSvgOptions &op
   os << "<text class=\"note\" x=\"" << kLeft << "\" y=\"" << num(yc + 36) << "\">"
      << "Only the arena is drawn; dashed red: the largest sum of bytes live at one op; "
      << "dotted grey: the highest offset + size the function uses. Heuristic: "
-     << xml(report.heuristic) << "; precision " << xml(report.precision)
+     << xml(report.heuristic) << "; precision " << xml(mlir::tg::stringifyPrecision(report.precision).str())
      << "; checkpointing " << xml(report.rematPolicy) << ".</text>\n";
   os << "</svg>\n";
   return out;
