@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------------===//
 #include "dialect/TgDialect.h"
+#include "dialect/ElementBytes.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
@@ -529,8 +530,11 @@ LogicalResult LinearCrossEntropyOp::verify() {
   if (dw.getShape() != w.getShape() ||
       (dw.getElementType() != w.getElementType() && !dw.getElementType().isF32()))
     return emitOpError() << "dw must have w's shape and w's element type or f32";
-  int64_t need = scratchBytes(rows, w.getDimSize(0), chunk,
-                              x.getElementType().isF32() ? 4 : 2);
+  std::optional<int64_t> es = elementBytes(x.getElementType());
+  if (!es) // Tg_FloatTensor admits none such; checked, not assumed
+    return emitOpError() << "x's element type " << x.getElementType()
+                         << " has no runtime element size";
+  int64_t need = scratchBytes(rows, w.getDimSize(0), chunk, *es);
   auto sc = rt(getScratch());
   if (sc.getRank() != 1 || sc.getDimSize(0) * 4 < need)
     return emitOpError() << "scratch must be f32 [" << (need + 3) / 4 << "] (" << need

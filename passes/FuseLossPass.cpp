@@ -16,6 +16,7 @@
 // row; only dw is a sum over chunks instead of one GEMM over all rows.
 //
 //===----------------------------------------------------------------------------===//
+#include "dialect/ElementBytes.h"
 #include "passes/Passes.h"
 
 #define DEBUG_TYPE "tg-fuse-loss"
@@ -110,6 +111,9 @@ FailureOr<LossChain> match(CrossEntropyGradOp g) {
     if (auto cast = dyn_cast<CastOp>(*c.dw.getResult().getUsers().begin());
         cast && rt(cast.getResult()).getElementType().isF32())
       c.dwCast = cast;
+  // The logits' bytes size the chunks (rewrite): a type without a runtime size is not fused.
+  if (!elementBytes(rt(c.logits.getA()).getElementType()))
+    return failure();
   return c;
 }
 
@@ -173,7 +177,7 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
     for (int64_t d : xt.getShape().drop_back())
       rows *= d;
     int64_t vocab = wt.getDimSize(0);
-    int64_t es = xt.getElementType().isF32() ? 4 : 2;
+    int64_t es = *elementBytes(xt.getElementType()); // match() checked it has a size
     // The fewest chunks whose logits fit maxLogitsBytes, then rows split evenly among them
     // (no short last chunk: every chunk's GEMMs run at the same, large, shape). Each chunk
     // re-reads and re-writes dw (f32 for GPT-2's tied embedding: 2 x 154 MB), so fewer

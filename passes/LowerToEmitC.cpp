@@ -11,6 +11,7 @@
 #include "passes/LowerToEmitC.h"
 #include "passes/Passes.h"
 #include "dialect/TgDialect.h"
+#include "dialect/ElementBytes.h"
 #include "passes/MemoryPlan.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -24,6 +25,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <cmath>
 #include <map>
@@ -114,9 +116,14 @@ std::string tgrtDtype(StringRef name) {
 /// Element kinds of the types run() admits (f32, bf16, f16, i32): it refuses any other.
 Elem elemOf(Type e) { return e.isInteger(32) ? Elem::I32 : e.isF32() ? Elem::F32 : Elem::U16; }
 Elem elemOf(StringRef dtype) { return dtype == "f32" ? Elem::F32 : Elem::U16; }
+/// Bytes of one element of `v` (dialect/ElementBytes.h); run() refused every type without
+/// a runtime dtype before any call is lowered.
 int64_t elemBytes(Value v) {
-  Type e = rt(v).getElementType();
-  return e.isF32() || e.isInteger(32) ? 4 : 2;
+  std::optional<int64_t> n = elementBytes(rt(v).getElementType());
+  if (!n)
+    llvm::report_fatal_error("tg-lower-to-emitc: sized a value whose element type has no "
+                             "runtime dtype (run() refuses those first)");
+  return *n;
 }
 
 /// "[8, 64, 128]": a shape as text (the non-finite checks' reports).
@@ -163,8 +170,7 @@ public:
         auto r = dyn_cast<RankedTensorType>(t);
         if (!r)
           return true;
-        Type e = r.getElementType();
-        return e.isF32() || e.isBF16() || e.isF16() || e.isInteger(32);
+        return elementBytes(r.getElementType()).has_value();
       };
       for (Type t : op->getOperandTypes())
         if (!known(t)) {
