@@ -21,7 +21,9 @@
 // OccupancyIndex), so a placement consults O(log T) sorted sets of runs instead of
 // every placed buffer; first fit walks them from offset 0 and stops at the first gap
 // that holds the buffer, best fit unites them. A work budget (counted, not timed, so
-// plans stay deterministic) bounds the attempts on large, fragmented instances.
+// plans stay deterministic) bounds the attempts on large, fragmented instances; the
+// search stops once an attempt reaches a lower bound that accounts for alignment, and
+// identical calls in one process share one result (PlanOptions).
 // docs/memory-planning.md describes the model and the heuristics.
 //
 //===----------------------------------------------------------------------------===//
@@ -29,12 +31,16 @@
 
 #include <algorithm>
 #include <cassert>
+#include <deque>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 namespace tgc {
@@ -578,7 +584,134 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers) {
   return planArena(buffers, PlanOptions());
 }
 
+namespace {
+
+/// The aligned lower bound of planArena's comment: max over times of the live bytes, each
+/// item rounded up to `granule`, less the largest rounding among the items live then.
+/// Every offset must be a multiple of `granule` (the caller folds pinned offsets into it).
+int64_t alignedLowerBound(const std::vector<Item> &items, int64_t granule) {
+  struct Event {
+    int64_t key; ///< 2 * time for a start, 2 * last + 1 for an end
+    int64_t bytes, pad;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * items.size());
+  for (const Item &it : items) {
+    int64_t rounded = alignUp(it.bytes, granule);
+    events.push_back({2 * it.first, rounded, rounded - it.bytes});
+    events.push_back({2 * it.last + 1, -rounded, rounded - it.bytes});
+  }
+  std::sort(events.begin(), events.end(),
+            [](const Event &a, const Event &b) { return a.key < b.key; });
+  std::multiset<int64_t> pads; // of the items live
+  int64_t live = 0, bound = 0;
+  for (size_t i = 0; i < events.size();) {
+    size_t j = i;
+    for (; j < events.size() && events[j].key == events[i].key; ++j) {
+      live += events[j].bytes;
+      if (events[j].bytes > 0)
+        pads.insert(events[j].pad);
+      else
+        pads.erase(pads.find(events[j].pad));
+    }
+    if (!pads.empty())
+      bound = std::max(bound, live - *pads.rbegin());
+    i = j;
+  }
+  return bound;
+}
+
+/// planArena's memo (PlanOptions::memoize): recent complete results by their input.
+struct PlanMemo {
+  struct Entry {
+    std::vector<int64_t> key;     ///< every input field of every buffer, then the options
+    std::vector<int64_t> offsets; ///< per buffer
+    PlanResult result;
+  };
+  static constexpr size_t kEntries = 256;
+  std::mutex mutex;
+  std::unordered_multimap<uint64_t, std::shared_ptr<const Entry>> byHash;
+  std::deque<uint64_t> fifo; ///< hashes in insertion order, for eviction
+
+  static std::vector<int64_t> keyOf(const std::vector<PlanBuffer> &buffers,
+                                    const PlanOptions &options) {
+    std::vector<int64_t> key;
+    key.reserve(5 * buffers.size() + 2);
+    for (const PlanBuffer &b : buffers)
+      key.insert(key.end(), {b.bytes, b.alignment, b.first, b.last, b.fixedOffset});
+    key.push_back(options.searchRounds);
+    key.push_back((int64_t)options.workBudget);
+    key.push_back(options.stopAtAlignedBound);
+    return key;
+  }
+  static uint64_t hashOf(const std::vector<int64_t> &key) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int64_t v : key) {
+      h ^= (uint64_t)v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    }
+    return h;
+  }
+  std::shared_ptr<const Entry> find(uint64_t hash, const std::vector<int64_t> &key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, end] = byHash.equal_range(hash);
+    for (; it != end; ++it)
+      if (it->second->key == key)
+        return it->second;
+    return nullptr;
+  }
+  void add(uint64_t hash, std::shared_ptr<const Entry> entry) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, end] = byHash.equal_range(hash);
+    for (; it != end; ++it)
+      if (it->second->key == entry->key)
+        return; // planned meanwhile by another thread
+    byHash.emplace(hash, std::move(entry));
+    fifo.push_back(hash);
+    if (fifo.size() > kEntries) {
+      auto oldest = byHash.find(fifo.front()); // one of that hash (collisions: any)
+      if (oldest != byHash.end())
+        byHash.erase(oldest);
+      fifo.pop_front();
+    }
+  }
+  static PlanMemo &get() {
+    static PlanMemo memo;
+    return memo;
+  }
+};
+
+PlanResult planArenaUncached(std::vector<PlanBuffer> &buffers, const PlanOptions &options);
+
+} // namespace
+
 PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &options) {
+  if (!options.memoize)
+    return planArenaUncached(buffers, options);
+  std::vector<int64_t> key = PlanMemo::keyOf(buffers, options);
+  uint64_t hash = PlanMemo::hashOf(key);
+  PlanMemo &memo = PlanMemo::get();
+  if (std::shared_ptr<const PlanMemo::Entry> hit = memo.find(hash, key)) {
+    for (size_t i = 0; i < buffers.size(); ++i)
+      buffers[i].offset = hit->offsets[i];
+    return hit->result;
+  }
+  PlanResult result = planArenaUncached(buffers, options);
+  if (result.complete) {
+    auto entry = std::make_shared<PlanMemo::Entry>();
+    entry->key = std::move(key);
+    entry->offsets.reserve(buffers.size());
+    for (const PlanBuffer &b : buffers)
+      entry->offsets.push_back(b.offset);
+    entry->result = result;
+    memo.add(hash, std::move(entry));
+  }
+  return result;
+}
+
+namespace {
+
+PlanResult planArenaUncached(std::vector<PlanBuffer> &buffers, const PlanOptions &options) {
   PlanResult result;
   std::vector<Item> items;
   std::vector<size_t> bufferOf; // item id -> index in `buffers`
@@ -617,6 +750,16 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
   int64_t granule = 0; // gcd of all alignments (bytes)
   for (const Item &it : items)
     granule = std::gcd(granule, it.align);
+  // Pinned offsets are multiples of their alignment (the caller's contract); folded in
+  // anyway, so that the bound holds whatever they are.
+  int64_t boundGranule = granule;
+  for (const Item &it : items)
+    if (it.fixed > 0)
+      boundGranule = std::gcd(boundGranule, it.fixed);
+  const int64_t stopBound =
+      options.stopAtAlignedBound
+          ? std::max(result.lowerBound, alignedLowerBound(items, boundGranule))
+          : result.lowerBound;
   Timeline time = compressTime(items);
   OccupancyIndex index(time.numTimes);
   // Orders are built when an attempt first needs them: when the first attempt
@@ -662,7 +805,7 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
     if (arena < 0)
       return false;
     consider(arena, name);
-    if (fit == Fit::Best && arena > result.lowerBound && work < kWorkBudget) {
+    if (fit == Fit::Best && arena > stopBound && work < kWorkBudget) {
       int64_t compacted = compact(items, time, granule, index, offsets, arena,
                                   /*maxRounds=*/4, work, kWorkBudget);
       if (compacted < arena)
@@ -671,8 +814,17 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
     return true;
   };
   // Never before the first attempt, which always runs (even with a zero budget).
+  // Decided for PlanOptions::fitsBytes: an attempt fits, or the bound says none can.
+  auto decided = [&] {
+    return options.fitsBytes >= 0 &&
+           (bestArena <= options.fitsBytes || stopBound > options.fitsBytes);
+  };
   auto done = [&] {
-    return !bestOffsets.empty() && (bestArena <= result.lowerBound || work >= kWorkBudget);
+    if (bestOffsets.empty())
+      return false;
+    if (bestArena > stopBound && work < kWorkBudget && decided())
+      result.complete = false; // the complete search might still have gone lower
+    return bestArena <= stopBound || work >= kWorkBudget || decided();
   };
 
   for (const auto &[orderName, fit] : attempts)
@@ -706,6 +858,33 @@ PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &option
   result.arenaBytes = bestArena;
   return result;
 }
+
+} // namespace
+
+namespace detail {
+int64_t greedyPassForTest(std::vector<PlanBuffer> &buffers, const std::vector<int32_t> &order,
+                          bool bestFit, uint64_t *work) {
+  std::vector<Item> items;
+  int64_t granule = 0;
+  for (const PlanBuffer &b : buffers) {
+    assert(b.bytes > 0 && b.fixedOffset < 0 && "greedyPassForTest: no empty or pinned buffers");
+    items.push_back({b.bytes, std::max<int64_t>(b.alignment, 1), b.first,
+                     std::max(b.first, b.last), -1});
+    granule = std::gcd(granule, items.back().align);
+  }
+  Timeline time = compressTime(items);
+  OccupancyIndex index(time.numTimes);
+  std::vector<int64_t> offsets;
+  uint64_t units = 0;
+  int64_t arena = placeInOrder(items, time, order, bestFit ? Fit::Best : Fit::First, granule,
+                               index, offsets, units);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    buffers[i].offset = offsets[i];
+  if (work)
+    *work += units;
+  return arena;
+}
+} // namespace detail
 
 bool verifyPlan(const std::vector<PlanBuffer> &buffers, std::string *why) {
   auto describe = [&](size_t i) {

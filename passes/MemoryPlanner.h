@@ -37,6 +37,8 @@ struct PlanResult {
   int64_t arenaBytes = 0;   ///< max over buffers of offset + bytes (0 when empty)
   int64_t lowerBound = 0;   ///< max over ops i of the sum of bytes of buffers live at i
   std::string heuristic;    ///< name of the visit order that won
+  /// False only when PlanOptions::fitsBytes stopped the search early (see there).
+  bool complete = true;
 };
 
 /// Assigns `offset` of every buffer. Two buffers a, b overlap in time iff
@@ -59,10 +61,40 @@ struct PlanOptions {
   /// attempt always completes, even with a budget of 0. 2^24 units of best fit take
   /// about 0.3 s on one core; first fit reads far fewer ranges than it counts.
   uint64_t workBudget = uint64_t(1) << 24;
+  /// >= 0: the caller only needs to know whether the arena is <= fitsBytes. The search
+  /// then stops as soon as that is decided: once an attempt plans <= fitsBytes (the full
+  /// search could only go lower), or when the aligned lower bound (see planArena) is
+  /// above it. The result is then marked incomplete; its arenaBytes (and offsets, a valid
+  /// plan of that arena, or the first attempt's when the bound decided) is <= fitsBytes
+  /// exactly when the complete search's would be. -1: the complete search.
+  int64_t fitsBytes = -1;
+  /// Reuse the result of an identical earlier call (same buffers and options) in this
+  /// process: planning is deterministic, so the answer is the same. Thread-safe; a
+  /// bounded number of recent complete results is kept.
+  bool memoize = true;
+  /// Stop once an attempt reaches the aligned lower bound (see planArena); false: only
+  /// at the plain one (lowerBound). The plan is the same either way (for tests).
+  bool stopAtAlignedBound = true;
 };
 
 /// planArena with explicit options.
+///
+/// The search stops early, with the plan it would return anyway, once an attempt reaches
+/// a lower bound on every plan's arena: the peak over ops of the live bytes, each buffer
+/// rounded up to g, the gcd of the alignments (every offset is a multiple of g, so a
+/// buffer below another ends at most at the other's offset), less the largest such
+/// rounding among them (the topmost buffer need not be rounded). Attempts after it could
+/// only tie, and ties keep the earlier plan.
 PlanResult planArena(std::vector<PlanBuffer> &buffers, const PlanOptions &options);
+
+namespace detail {
+/// For tests: one greedy pass of planArena's over `buffers` (all with bytes > 0, none
+/// pinned) in `order` (indices into `buffers`), first fit or best fit, through the
+/// planner's occupancy index. Writes the offsets, returns the arena and adds the pass's
+/// work units (PlanOptions::workBudget) to *work when given.
+int64_t greedyPassForTest(std::vector<PlanBuffer> &buffers, const std::vector<int32_t> &order,
+                          bool bestFit, uint64_t *work = nullptr);
+} // namespace detail
 
 /// Sum of bytes live at op i, for each i in [0, numOps).
 std::vector<int64_t> liveBytesPerOp(const std::vector<PlanBuffer> &buffers, int64_t numOps);

@@ -189,13 +189,18 @@ Stats applyModes(func::FuncOp fn, const std::map<int64_t, Mode> &modes) {
   return st;
 }
 
-/// Planned arena bytes of @micro_step (the real planner on the current IR).
-FailureOr<int64_t> plannedArena(func::FuncOp fn) {
+/// Planned arena bytes of @micro_step (the real planner on the current IR). With
+/// `fitsBytes` >= 0 only whether the arena is <= fitsBytes is asked for: the answer is then
+/// <= fitsBytes exactly when the planned arena is, but may be another number (the planner
+/// stops once it knows; tgc::PlanOptions::fitsBytes).
+FailureOr<int64_t> plannedArena(func::FuncOp fn, int64_t fitsBytes = -1) {
   FunctionLiveness live;
   if (failed(analyzeLiveness(fn, live)))
     return failure();
   std::vector<tgc::PlanBuffer> buffers = toPlanBuffers(live);
-  return tgc::planArena(buffers).arenaBytes;
+  tgc::PlanOptions options;
+  options.fitsBytes = fitsBytes;
+  return tgc::planArena(buffers, options).arenaBytes;
 }
 
 
@@ -307,18 +312,22 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     // first fitting one is found by bisection: ~log2(2L + 1) + 2 planner runs instead of
     // 2L + 1. Where a bump breaks the order, the mix chosen may recompute more than
     // necessary; it still fits the budget.
-    auto arenaOf = [&](size_t c) -> FailureOr<int64_t> {
+    // `fitsOnly`: only whether the arena is <= budgetBytes matters (the number returned is
+    // then on the same side of the budget as the planned arena, not necessarily equal).
+    auto arenaOf = [&](size_t c, bool fitsOnly = false) -> FailureOr<int64_t> {
       auto clone = cast<func::FuncOp>(fn->clone());
       applyModes(clone, candidates[c]);
-      FailureOr<int64_t> arena = plannedArena(clone);
+      FailureOr<int64_t> arena = plannedArena(clone, fitsOnly ? (int64_t)budgetBytes : -1);
       clone->erase();
       if (failed(arena))
         return failure();
       return std::max(*arena, others);
     };
     const size_t last = candidates.size() - 1;
-    FailureOr<int64_t> smallest = arenaOf(last);
+    FailureOr<int64_t> smallest = arenaOf(last, /*fitsOnly=*/true);
     if (failed(smallest))
+      return failure();
+    if (*smallest > budgetBytes && failed(smallest = arenaOf(last))) // named below: exact
       return failure();
     if (*smallest > budgetBytes) {
       // Name the first candidate with that arena (fully recomputing the last layers may
@@ -347,7 +356,7 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     int64_t lo = -1, hi = (int64_t)last;
     while (hi - lo > 1) {
       int64_t mid = lo < 0 ? 0 : (lo + hi) / 2; // the cheapest candidate is tried first
-      FailureOr<int64_t> arena = arenaOf((size_t)mid);
+      FailureOr<int64_t> arena = arenaOf((size_t)mid, /*fitsOnly=*/true);
       if (failed(arena))
         return failure();
       (*arena <= budgetBytes ? hi : lo) = mid;

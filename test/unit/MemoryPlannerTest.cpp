@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iterator>
+#include <numeric>
 #include <random>
 
 using tgc::PlanBuffer;
@@ -522,6 +523,183 @@ TEST(MemoryPlannerProperty, RandomSearchNeverHurtsAndUsuallyHelps) {
   EXPECT_LT(excessWith, excessWithout);
   std::printf("excess over the lower bound: %lld B without search, %lld B with\n",
               (long long)excessWithout, (long long)excessWith);
+}
+
+// ---- the occupancy index against a reference ---------------------------------------
+
+/// O(n^2 log n) reference for one greedy pass in `order`: each buffer, in turn, at the
+/// lowest (first fit) or the tightest (best fit: the smallest gap, ties the lowest; a gap
+/// of exactly the buffer's size at once) aligned gap among the time-overlapping buffers
+/// placed before it, else on top of them. Each placed buffer is taken to end at the next
+/// multiple of the gcd of all alignments, as the planner records it (no buffer can start
+/// in those bytes, so only best fit's gap sizes see it).
+std::vector<int64_t> bruteForceGreedy(const std::vector<PlanBuffer> &bs,
+                                      const std::vector<int32_t> &order, bool bestFit) {
+  int64_t granule = 0;
+  for (const PlanBuffer &b : bs)
+    granule = std::gcd(granule, std::max<int64_t>(b.alignment, 1));
+  auto up = [](int64_t x, int64_t a) { return (x + a - 1) / a * a; };
+  std::vector<int64_t> offset(bs.size(), -1);
+  std::vector<int32_t> placed;
+  for (int32_t i : order) {
+    const PlanBuffer &b = bs[i];
+    int64_t align = std::max<int64_t>(b.alignment, 1);
+    std::vector<std::pair<int64_t, int64_t>> used;
+    for (int32_t j : placed)
+      if (bs[j].first <= b.last && b.first <= bs[j].last)
+        used.push_back({offset[j], up(offset[j] + bs[j].bytes, granule)});
+    std::sort(used.begin(), used.end());
+    int64_t free = 0, at = -1, bestGap = INT64_MAX;
+    for (const auto &[begin, end] : used) {
+      int64_t start = up(free, align);
+      if (start + b.bytes <= begin) {
+        int64_t gap = begin - free;
+        if (!bestFit || gap == b.bytes) {
+          at = start;
+          bestGap = -1;
+          break;
+        }
+        if (gap < bestGap) {
+          bestGap = gap;
+          at = start;
+        }
+      }
+      free = std::max(free, end);
+    }
+    offset[i] = at >= 0 ? at : up(free, align);
+    placed.push_back(i);
+  }
+  return offset;
+}
+
+TEST(MemoryPlannerIndex, GreedyPassAgreesWithReferenceOnRandomIntervals) {
+  // One greedy pass through the occupancy index (a segment tree of merged byte runs;
+  // first fit reads its sets side by side, best fit unites them), first fit and best fit,
+  // in size order and in a random order, sparse and dense instances, mixed alignments:
+  // every offset must be the O(n^2) reference's.
+  std::mt19937_64 rng(20261128);
+  int compared = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    int n = 1 + int(rng() % (trial % 8 == 0 ? 1200 : 250));
+    int64_t numOps = 1 + int64_t(rng() % 200);
+    std::vector<PlanBuffer> bs;
+    for (const PlanBuffer &b : randomInstance(rng, n, numOps, int(rng() % 60), trial % 2 == 0))
+      if (b.bytes > 0)
+        bs.push_back(b);
+    if (bs.empty())
+      continue;
+    std::vector<int32_t> order(bs.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (trial % 3 == 0)
+      std::shuffle(order.begin(), order.end(), rng);
+    else
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return bs[a].bytes > bs[b].bytes; });
+    for (bool bestFit : {false, true}) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + " n=" + std::to_string(bs.size()) +
+                   (bestFit ? " best fit" : " first fit"));
+      std::vector<int64_t> expected = bruteForceGreedy(bs, order, bestFit);
+      std::vector<PlanBuffer> placed = bs;
+      uint64_t work = 0;
+      int64_t arena = tgc::detail::greedyPassForTest(placed, order, bestFit, &work);
+      for (size_t i = 0; i < placed.size(); ++i)
+        ASSERT_EQ(placed[i].offset, expected[i]) << "buffer " << i;
+      EXPECT_EQ(arena, maxEnd(placed));
+      EXPECT_GT(work, 0u);
+      ASSERT_TRUE(tgc::verifyPlan(placed));
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 150);
+}
+
+TEST(MemoryPlannerIndex, AlignedBoundKeepsThePlan) {
+  // Stopping at the aligned lower bound (sizes rounded to the alignments' gcd) instead
+  // of the plain one must not change any plan: nothing after can beat it, ties keep the
+  // earlier plan. Mixed alignments and sizes that are not multiples of them, small and
+  // transformer-shaped instances.
+  std::mt19937_64 rng(1128);
+  tgc::PlanOptions plain, aligned;
+  plain.memoize = aligned.memoize = false;
+  plain.stopAtAlignedBound = false;
+  plain.workBudget = aligned.workBudget = uint64_t(1) << 20;
+  std::vector<std::vector<PlanBuffer>> cases;
+  for (int trial = 0; trial < 40; ++trial)
+    cases.push_back(randomInstance(rng, 1 + int(rng() % 400), 1 + int64_t(rng() % 100),
+                                   int(rng() % 40), trial % 2 == 0));
+  for (int layers : {1, 2, 4}) {
+    std::vector<PlanBuffer> t = transformerInstance(layers, 1 << 16, 2);
+    t.push_back(buf(4, 0, 1 << 20, 256)); // a loss scalar live throughout
+    cases.push_back(t);
+  }
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<PlanBuffer> a = cases[c], b = cases[c];
+    PlanResult ra = tgc::planArena(a, plain), rb = tgc::planArena(b, aligned);
+    SCOPED_TRACE("case " + std::to_string(c));
+    EXPECT_EQ(ra.arenaBytes, rb.arenaBytes);
+    EXPECT_EQ(ra.heuristic, rb.heuristic);
+    EXPECT_EQ(ra.lowerBound, rb.lowerBound);
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i].offset, b[i].offset) << "buffer " << i;
+  }
+}
+
+TEST(MemoryPlannerIndex, FitsBytesDecidesAsTheCompleteSearch) {
+  // PlanOptions::fitsBytes: the answer is on the same side of the limit as the complete
+  // search's, the offsets are a valid plan of the arena it reports, and a result marked
+  // complete is the complete search's.
+  std::mt19937_64 rng(777);
+  tgc::PlanOptions full;
+  full.memoize = false;
+  full.workBudget = uint64_t(1) << 20;
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<PlanBuffer> bs =
+        randomInstance(rng, 1 + int(rng() % 500), 1 + int64_t(rng() % 120), 20, trial % 2 == 0);
+    std::vector<PlanBuffer> ref = bs;
+    PlanResult r = tgc::planArena(ref, full);
+    for (int64_t limit : {r.lowerBound - 1, r.lowerBound, r.arenaBytes - 1, r.arenaBytes,
+                          r.arenaBytes + 1, 2 * r.arenaBytes}) {
+      if (limit < 0)
+        continue;
+      tgc::PlanOptions decide = full;
+      decide.fitsBytes = limit;
+      std::vector<PlanBuffer> d = bs;
+      PlanResult rd = tgc::planArena(d, decide);
+      SCOPED_TRACE("trial " + std::to_string(trial) + " limit " + std::to_string(limit));
+      EXPECT_EQ(rd.arenaBytes <= limit, r.arenaBytes <= limit);
+      EXPECT_EQ(rd.arenaBytes, maxEnd(d));
+      ASSERT_TRUE(tgc::verifyPlan(d));
+      if (rd.complete) {
+        EXPECT_EQ(rd.arenaBytes, r.arenaBytes);
+        for (size_t i = 0; i < d.size(); ++i)
+          ASSERT_EQ(d[i].offset, ref[i].offset) << "buffer " << i;
+      }
+    }
+  }
+}
+
+TEST(MemoryPlannerIndex, MemoizedPlanIsThePlan) {
+  // A second call with the same input is answered from the memo: the same offsets and
+  // result as planning it again without the memo.
+  std::mt19937_64 rng(4242);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<PlanBuffer> bs = randomInstance(rng, 1 + int(rng() % 600), 80);
+    std::vector<PlanBuffer> first = bs, second = bs, fresh = bs;
+    for (PlanBuffer &b : second)
+      b.offset = 12345; // overwritten
+    tgc::PlanOptions noMemo;
+    noMemo.memoize = false;
+    PlanResult r1 = tgc::planArena(first), r2 = tgc::planArena(second),
+               r3 = tgc::planArena(fresh, noMemo);
+    EXPECT_EQ(r1.arenaBytes, r2.arenaBytes);
+    EXPECT_EQ(r1.arenaBytes, r3.arenaBytes);
+    EXPECT_EQ(r2.heuristic, r3.heuristic);
+    EXPECT_EQ(r2.lowerBound, r3.lowerBound);
+    for (size_t i = 0; i < bs.size(); ++i) {
+      ASSERT_EQ(second[i].offset, first[i].offset) << "trial " << trial << " buffer " << i;
+      ASSERT_EQ(fresh[i].offset, first[i].offset) << "trial " << trial << " buffer " << i;
+    }
+  }
 }
 
 // ---- transformer-shaped instance ------------------------------------------------

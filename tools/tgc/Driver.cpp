@@ -879,22 +879,36 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
     int64_t maxBatch = 0, maxBatchBytes = 0;
     Prediction pred; ///< at the spec's micro-batch
   };
-  // Each row plans its policy, predicts it and searches its largest micro-batch: rows are
-  // independent (every plan has its own MLIRContext), so they run on all cores.
+  // Each row plans its policy and predicts it; then every row searches its largest
+  // micro-batch. Rows are independent (every plan has its own MLIRContext), so they run on
+  // all cores: first the plans (the budget rows need none's and layer's arenas), then all
+  // the searches together, the budget rows' first (each of their plans searches a mix), so
+  // that the cores stay busy until the end.
   auto plan = [&](Row &row) {
     std::vector<tg::RuntimeCall> calls;
     row.ok = planWith(spec, {"training.checkpointing=" + row.policy}, target, row.r, true,
                       nullptr, &calls);
     if (row.ok)
       row.pred = predictPlan(spec, table, calls);
-    if (row.ok)
-      row.maxBatch = maxMicroBatch(spec, {"training.checkpointing=" + row.policy}, target,
-                                   memory, contextBytes, &row.maxBatchBytes, false);
   };
   auto planAll = [&](std::vector<Row> &batch) {
     for (const Row &row : batch)
       llvm::errs() << "tgc: plan: " << row.policy << "...\n";
     parallelFor(batch.size(), [&](size_t i) { plan(batch[i]); });
+  };
+  auto searchAll = [&](std::vector<Row> &all) {
+    std::vector<Row *> order;
+    for (Row &row : all)
+      if (row.ok && row.policy.rfind("budget", 0) == 0)
+        order.push_back(&row);
+    for (Row &row : all)
+      if (row.ok && row.policy.rfind("budget", 0) != 0)
+        order.push_back(&row);
+    parallelFor(order.size(), [&](size_t i) {
+      Row &row = *order[i];
+      row.maxBatch = maxMicroBatch(spec, {"training.checkpointing=" + row.policy}, target,
+                                   memory, contextBytes, &row.maxBatchBytes, false);
+    });
   };
   std::vector<Row> rows;
   // Every policy but budget (searched below), from the least recomputation to the most
@@ -919,6 +933,7 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
     for (Row &row : budgets)
       rows.push_back(std::move(row));
   }
+  searchAll(rows);
   llvm::outs() << "trade-off (micro-batch " << spec.training.batch_size << ", precision "
                << spec.training.precision << ", target " << target << ", max micro-batch for "
                << memory << " bytes: plan" << reserveText(target, contextBytes) << ")\n";
