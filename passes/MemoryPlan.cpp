@@ -302,8 +302,19 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     r.gradsInArena = g.getValue() == "arena";
   if (auto a = plan.getAs<StringAttr>("attention_impl"))
     r.cudnnAttention = a.getValue() == "cudnn";
-  if (auto p = module->getAttrOfType<PrecisionAttr>(kPrecisionAttr))
+  // An attribute of another kind (e.g. the string form "bf16-mixed" of hand-written IR
+  // from before the enums) is refused, never read as the default fp32.
+  if (Attribute a = module->getAttr(kPrecisionAttr)) {
+    auto p = dyn_cast<PrecisionAttr>(a);
+    if (!p)
+      return module.emitError() << "module attribute " << kPrecisionAttr << " must be a "
+                                << "#tg.precision<...> attribute (e.g. #tg.precision<\"bf16-mixed\">), got "
+                                << a;
     r.precision = p.getValue();
+  }
+  if (Attribute a = plan.get("offload"); a && !isa<OffloadAttr>(a))
+    return module.emitError() << "tg.plan's offload must be a #tg.offload<...> attribute "
+                              << "(e.g. #tg.offload<cpu>), got " << a;
   if (auto params = plan.getAs<ArrayAttr>("params"))
     for (Attribute a : params) {
       auto d = cast<DictionaryAttr>(a);

@@ -17,6 +17,20 @@ module attributes {tg.plan = {}} {
 
 // -----
 
+// The precision is an enum attribute (dialect/TgEnums.td); its old string form is refused,
+// not read as fp32.
+// expected-error @+1 {{module attribute tg.precision must be a #tg.precision<...> attribute (e.g. #tg.precision<"bf16-mixed">), got "bf16-mixed"}}
+module attributes {tg.plan = {}, tg.precision = "bf16-mixed"} {
+}
+
+// -----
+
+// expected-error @+1 {{tg.plan's offload must be a #tg.offload<...> attribute (e.g. #tg.offload<cpu>), got "cpu"}}
+module attributes {tg.plan = {offload = "cpu"}} {
+}
+
+// -----
+
 // expected-error @+1 {{lower-to-emitc: module attribute tg.vocab_size is missing or has the wrong kind (build the module with tgc)}}
 module attributes {tg.plan = {}, tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64} {
 }
