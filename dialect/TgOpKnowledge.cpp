@@ -104,6 +104,13 @@ int64_t MatmulBiasGeluOp::flops() {
 /// tg.layer_norm's default): the chain's count. The widening cast read in place is free.
 int64_t AddLayerNormOp::flops() { return 2 * elems(getSum()) + 2 * elems(getMean()); }
 
+/// The GEMM (2 m n k), the GELU gradient (one per element of dx) and the bias gradient (one
+/// per column), as the chain's ops count them.
+int64_t MatmulDgeluBgradOp::flops() {
+  int64_t k = rt(getA()).getShape().back();
+  return 2 * elems(getDx()) * k + elems(getDx()) + elems(getDb());
+}
+
 //===------------------------------------------------------------- selective --===//
 
 bool BiasAddOp::keptBySelective() { return getX().getDefiningOp<MatmulOp>() != nullptr; }

@@ -612,8 +612,9 @@ static LogicalResult verifyLinear(Operation *op, Value aV, Value bV, bool transp
 }
 
 /// A bias operand: [N] of `elem` (the element type the op's epilogue reads it in).
-static LogicalResult expectBias(Operation *op, Value bias, int64_t n, Type elem) {
-  return expectSameType(op, "bias", bias, RankedTensorType::get({n}, elem));
+static LogicalResult expectBias(Operation *op, Value bias, int64_t n, Type elem,
+                                StringRef what = "bias") {
+  return expectSameType(op, what, bias, RankedTensorType::get({n}, elem));
 }
 
 LogicalResult MatmulResidualOp::verify() {
@@ -662,6 +663,17 @@ LogicalResult AddLayerNormOp::verify() {
   if (getEps().convertToFloat() <= 0.0f)
     return emitOpError() << "eps must be positive";
   return success();
+}
+
+LogicalResult MatmulDgeluBgradOp::verify() {
+  SmallVector<int64_t> shape;
+  if (failed(verifyLinear(*this, getA(), getB(), getTransposeB(), shape)))
+    return failure();
+  auto want = RankedTensorType::get(shape, rt(getA()).getElementType());
+  if (failed(expectSameType(*this, "pre", getPre(), want)) ||
+      failed(expectSameType(*this, "dx", getDx(), want)))
+    return failure();
+  return expectBias(*this, getDb(), shape.back(), rt(getA()).getElementType(), "db");
 }
 
 LogicalResult MatmulBiasGeluOp::verify() {

@@ -618,6 +618,34 @@ def Tg_AddLayerNormOp : Tg_PureOp<"add_layer_norm"> {
   }];
 }
 
+def Tg_MatmulDgeluBgradOp : Tg_PureOp<"matmul_dgelu_bgrad"> {
+  let summary = "the MLP's backward through the GELU: GEMM, GELU gradient, bias gradient";
+  let description = [{
+    `g = alpha * a op(b)` (the gradient of the GELU's output), `dx = g * GELU'(pre)` (tanh
+    approximation, as tg.gelu_grad) and `db[j] = sum over rows of dx[.., j]`: a [..., M, K],
+    b [K, N] (a weight; [N, K] with transpose_b), pre and dx [..., M, N], db [N]; all of one
+    float type. pre is the forward's pre-activation (the up-projection's output before the
+    GELU). Made by tg-fuse from a linear-layer `tg.matmul` whose only reader is
+    `tg.gelu_grad` (as its dy), whose result a `tg.bias_grad` reads, at the GELU gradient
+    (pre exists there even when recomputed after the GEMM). No result shares
+    bytes with a, b or pre (no in-place operand: the GEMM epilogue writes dx while pre is
+    read). Lowered to one tgrt_matmul_dgelu_bgrad (cuBLASLt's DGELU epilogue on CUDA); when
+    db's only reader is its parameter's gradient accumulation, the lowering passes NULL and
+    sums dx into the slot (tgrt_bias_grad_acc, named as the bias gradient: the op's location
+    is the chain's, fused). Errors: the verifier's, on shapes and element types as above.
+    ```mlir
+    %dx, %db = tg.matmul_dgelu_bgrad %dy, %w, %pre {transpose_b = true} : (tensor<8x64x128xbf16>, tensor<512x128xbf16>, tensor<8x64x512xbf16>) -> (tensor<8x64x512xbf16>, tensor<512xbf16>)
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$a, Tg_FloatTensor:$b, Tg_FloatTensor:$pre,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
+  let results = (outs Tg_FloatTensor:$dx, Tg_FloatTensor:$db);
+  let extraClassDeclaration = [{
+    int64_t flops();
+  }];
+}
+
 //===------------------------------------------------------------ optimizer --===//
 
 def Tg_AccumulateGradOp : Tg_Op<"accumulate_grad", [MemoryEffects<[MemWrite]>,

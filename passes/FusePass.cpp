@@ -146,6 +146,31 @@ std::optional<ResidualChain> matchResidual(MatmulOp mm) {
   return c;
 }
 
+/// The MLP's backward through the GELU: a linear-layer GEMM (the gradient of the GELU's
+/// output) whose only reader is a GELU gradient, as its dy, whose result a bias gradient
+/// reads: tg.matmul_dgelu_bgrad, at the GELU gradient.
+struct DgeluChain {
+  MatmulOp mm;
+  GeluGradOp gelu;
+  BiasGradOp bias;
+};
+
+std::optional<DgeluChain> matchDgelu(MatmulOp mm) {
+  if (!linearLayer(mm) || !mm.getResult().hasOneUse())
+    return std::nullopt;
+  auto gelu = dyn_cast<GeluGradOp>(*mm.getResult().getUsers().begin());
+  if (!gelu || gelu.getDy() != mm.getResult() || gelu.getX() == mm.getResult() ||
+      gelu->getBlock() != mm->getBlock())
+    return std::nullopt;
+  BiasGradOp bias;
+  for (Operation *u : gelu.getResult().getUsers())
+    if (auto bg = dyn_cast<BiasGradOp>(u); bg && !bias)
+      bias = bg;
+  if (!bias)
+    return std::nullopt;
+  return DgeluChain{mm, gelu, bias};
+}
+
 /// add -> layer_norm of its sum, the norm right after the add (GPT-2's layer norm after
 /// each residual add); a widening cast right before the add and read only by it joins
 /// (`cast`, else null): the fused op reads its input in its place. -> tg.add_layer_norm.
@@ -209,6 +234,8 @@ struct TgFusePass : mlir::tg::impl::TgFuseBase<TgFusePass> {
         rewrite(*c);
       else if (auto c = matchResidual(mm))
         rewrite(*c);
+      else if (auto c = matchDgelu(mm))
+        rewrite(*c);
     }
     // Then the residual adds that remain (their GEMM could not take them) with the layer
     // norm of their sum, decided on the liveness of the IR as it now is (the GEMM fusions
@@ -240,6 +267,27 @@ struct TgFusePass : mlir::tg::impl::TgFuseBase<TgFusePass> {
         rewrite(c);
       }
     }
+  }
+
+  void rewrite(DgeluChain &c) {
+    // At the GELU gradient: the pre-activation exists there (it may be recomputed after the
+    // GEMM), and the GEMM's product, 4x the size of its operand under GPT-2's d_ff, never
+    // needs a buffer across the ops between (the weight gradient's GEMM, a recomputation).
+    Value pre = c.gelu.getX();
+    OpBuilder b(c.gelu);
+    // The chain's locations: the call is named as the GEMM, the bias gradient's sum into its
+    // slot (LowerToEmitC.cpp) as the bias gradient.
+    Location loc = FusedLoc::get(&getContext(), {c.mm.getLoc(), c.gelu.getLoc(), c.bias.getLoc()});
+    auto fused = b.create<MatmulDgeluBgradOp>(
+        loc, c.gelu.getResult().getType(), c.bias.getResult().getType(), c.mm.getA(),
+        c.mm.getB(), pre, c.mm.getTransposeBAttr(), c.mm.getAlphaAttr());
+    inherit(fused, c.mm);
+    c.bias.getResult().replaceAllUsesWith(fused.getDb());
+    c.bias.erase();
+    c.gelu.getResult().replaceAllUsesWith(fused.getDx());
+    c.gelu.erase();
+    c.mm.erase();
+    ++numDgelu;
   }
 
   void rewrite(AddNormChain &c) {

@@ -79,7 +79,22 @@ std::string cstr(StringRef s) {
 std::string locName(Location loc) {
   if (auto n = dyn_cast<NameLoc>(loc))
     return n.getName().str();
+  // A fused op (tg-fuse) carries its chain's locations: its call takes the first name.
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (auto n = dyn_cast<NameLoc>(l))
+        return n.getName().str();
   return "?";
+}
+
+/// The last name of a fused op's chain (the op whose result a second call finishes, e.g.
+/// the bias gradient of tg.matmul_dgelu_bgrad); locName for any other location.
+std::string lastLocName(Location loc) {
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : llvm::reverse(f.getLocations()))
+      if (auto n = dyn_cast<NameLoc>(l))
+        return n.getName().str();
+  return locName(loc);
 }
 
 /// C element type of a pointer.
@@ -885,7 +900,7 @@ private:
 
   LogicalResult lowerOp(Operation *op) {
     if (fusedAway.contains(op))
-      return success(); // done by an earlier call (e.g. tgrt_matmul_dgelu_bgrad)
+      return success(); // done by an earlier call (e.g. an accumulation into its slot)
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
           return call(op, "tgrt_embedding_fwd",
@@ -975,6 +990,7 @@ private:
                        Arg(o.getOut()), numel(o.getOut()) / n, n, k, int64_t(0),
                        int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
         })
+        .Case([&](MatmulDgeluBgradOp o) { return emitDgeluBgrad(o); })
         .Case([&](MatmulBiasGeluOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
           return call(op, "tgrt_matmul_bias_gelu",
@@ -1132,14 +1148,12 @@ private:
         })
         .Case([&](BiasGradOp o) {
           int64_t n = dim(o.getDy(), -1);
-          if (succeeded(emitBiasGradIntoSlot(o, o.getDy())))
+          if (succeeded(emitBiasGradIntoSlot(o, o.getResult(), o.getDy())))
             return success();
           return call(op, "tgrt_bias_grad",
                       {dt(o.getDy()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getDy()) / n, n});
         })
         .Case([&](GeluGradOp o) {
-          if (auto it = deferredDgelu.find(o); it != deferredDgelu.end())
-            return emitDgeluBgrad(it->second, o);
           return call(op, "tgrt_gelu_bwd",
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getDy()), Arg(o.getResult()), numel(o.getX())});
         })
@@ -1690,75 +1704,22 @@ private:
     return true;
   }
 
-  /// The MLP's backward through the GELU: a GEMM whose only reader is a GELU gradient (as
-  /// its dy), whose result a bias gradient reads -> one tgrt_matmul_dgelu_bgrad (cuBLASLt's
-  /// DGELU_BGRAD epilogue) at the GEMM. Both outputs are then written before their planned
-  /// ops: each must be free from the GEMM on (earlyWriteSafe), and dx must not overlap the
-  /// pre-activation it is computed from.
-  struct DgeluSink {
-    GeluGradOp gelu;
-    BiasGradOp bias;
-    bool late; ///< the call goes at the GELU gradient (else at the GEMM)
-  };
-  DgeluSink geluGradSink(MatmulOp o) {
-    if (!o.getResult().hasOneUse())
-      return {};
-    auto gelu = dyn_cast<GeluGradOp>(*o.getResult().getUsers().begin());
-    if (!gelu || gelu.getDy() != o.getResult() || gelu.getX() == o.getResult())
-      return {};
-    BiasGradOp bias;
-    for (Operation *u : gelu.getResult().getUsers())
-      if (auto bg = dyn_cast<BiasGradOp>(u); bg && !bias)
-        bias = bg;
-    if (!bias || rt(bias.getDy()).getShape().back() != rt(o.getResult()).getShape().back())
-      return {};
-    if (!disjoint(gelu.getResult(), {gelu.getX()}))
-      return {};
-    // At the GEMM only when the pre-activation exists by then (a recomputed one may be
-    // produced between the GEMM and the GELU gradient).
-    Operation *preDef = gelu.getX().getDefiningOp();
-    bool preReady = !preDef || (preDef->getBlock() == o->getBlock() && preDef->isBeforeInBlock(o));
-    if (preReady && earlyWriteSafe(gelu.getResult(), o, gelu, o.getResult()) &&
-        earlyWriteSafe(bias.getResult(), o, bias))
-      return {gelu, bias, false};
-    // Else at the GELU gradient: the GEMM's operands are then read later, so nothing written
-    // in (GEMM, GELU gradient] may overlap them; dx is written where planned.
-    SmallVector<Value> written;
-    for (Operation *op = o->getNextNode(); op && op != gelu->getNextNode(); op = op->getNextNode())
-      for (Value r : op->getResults())
-        if (!neverWritten(r))
-          written.push_back(r);
-    for (Value operand : {o.getA(), o.getB()})
-      if (!disjoint(operand, written))
-        return {};
-    if (earlyWriteSafe(bias.getResult(), gelu, bias))
-      return {gelu, bias, true};
-    return {};
-  }
-
-  /// tgrt_matmul_dgelu_bgrad for the GEMM o, the GELU gradient reading it and its bias
-  /// gradient (geluGradSink).
-  LogicalResult emitDgeluBgrad(MatmulOp o, GeluGradOp gelu) {
-    BiasGradOp bias;
-    for (Operation *u : gelu.getResult().getUsers())
-      if (auto bg = dyn_cast<BiasGradOp>(u); bg && !bias)
-        bias = bg;
-    auto a = rt(o.getA()), b = rt(o.getB());
-    bool ta = o.getTransposeA(), tb = o.getTransposeB();
-    int64_t k = ta ? a.getDimSize(a.getRank() - 2) : a.getDimSize(a.getRank() - 1);
-    int64_t n = tb ? b.getDimSize(b.getRank() - 2) : b.getDimSize(b.getRank() - 1);
-    int64_t m = numel(o.getResult()) / n;
+  /// tg-fuse's GEMM + dGELU + bias gradient -> one tgrt_matmul_dgelu_bgrad (the planner
+  /// kept dx and db apart from a, b and pre). When db's only reader is its slot's
+  /// accumulation (biasGradSink) the call writes no db and the column sums of dx go straight
+  /// into the slot (tgrt_bias_grad_acc, named as the bias gradient: the op's last location).
+  LogicalResult emitDgeluBgrad(MatmulDgeluBgradOp o) {
+    int64_t n = dim(o.getDx(), -1), k = dim(o.getA(), -1);
     CastOp cast;
-    AccumulateGradOp acc = biasGradSink(bias, cast);
+    AccumulateGradOp acc = biasGradSink(o.getDb(), cast);
     if (failed(call(o, "tgrt_matmul_dgelu_bgrad",
-                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(gelu.getX()),
-                     Arg(gelu.getResult()),
-                     acc ? Arg(std::string("NULL")) : Arg(bias.getResult()), m, n, k,
-                     int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
-                     flt(o.getAlpha().convertToFloat())})))
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getPre()),
+                     Arg(o.getDx()), acc ? Arg(std::string("NULL")) : Arg(o.getDb()),
+                     numel(o.getDx()) / n, n, k, int64_t(0),
+                     int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())})))
       return failure();
-    // The bias gradient then goes straight into its slot, from dx.
-    return acc ? emitBiasGradIntoSlot(bias, gelu.getResult()) : success();
+    return acc ? emitBiasGradIntoSlot(o, o.getDb(), o.getDx(), lastLocName(o.getLoc()))
+               : success();
   }
 
   /// tg.linear_cross_entropy -> tgrt_linear_cross_entropy, which adds dw into its buffer:
@@ -1790,17 +1751,18 @@ private:
   /// A bias gradient whose only reader (possibly through one cast to the gradient's type)
   /// is the accumulation into the parameter's gradient slot: the column sums go straight
   /// into the slot (tgrt_bias_grad_acc), no arena buffer, no cast, no separate add.
-  AccumulateGradOp biasGradSink(BiasGradOp o, CastOp &cast) {
-    SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/false);
+  AccumulateGradOp biasGradSink(Value db, CastOp &cast) {
+    SlotSink sink = slotSink(db, /*allowAdd=*/false);
     cast = sink.cast;
     return sink.acc;
   }
 
-  /// tgrt_bias_grad_acc of `dy` into the slot of o's sink (biasGradSink); failure (nothing
+  /// tgrt_bias_grad_acc of `dy` into the slot of the sink of o's bias gradient `db`
+  /// (biasGradSink), the call named `where` (else as o); failure (nothing
   /// emitted) when o has none.
-  LogicalResult emitBiasGradIntoSlot(BiasGradOp o, Value dy) {
+  LogicalResult emitBiasGradIntoSlot(Operation *o, Value db, Value dy, StringRef where = "") {
     CastOp cast;
-    AccumulateGradOp acc = biasGradSink(o, cast);
+    AccumulateGradOp acc = biasGradSink(db, cast);
     if (!acc)
       return failure();
     const ParamSlot *s = slotOf(acc.getParam());
@@ -1809,46 +1771,9 @@ private:
       fusedAway.insert(cast);
     int64_t n = dim(dy, -1);
     if (failed(call(o, "tgrt_bias_grad_acc",
-                    {dt(dy), Arg(dy), dt(s->dtype), gradSlot(s), numel(dy) / n, n})))
-      return LogicalResult(o.emitOpError() << "lower-to-emitc: could not emit its gradient slot's sum");
+                    {dt(dy), Arg(dy), dt(s->dtype), gradSlot(s), numel(dy) / n, n}, where)))
+      return LogicalResult(o->emitOpError() << "lower-to-emitc: could not emit its gradient slot's sum");
     return success();
-  }
-
-  /// Whether `v`, planned to be written at `to`, may be written at `from` (earlier in the
-  /// same block) instead: its range overlaps nothing an op in [from, to) reads or writes
-  /// (those are the only buffers that can die in between and leave their space to v), or
-  /// it is exactly the range of `same`, a result of `from` that lives until `to`.
-  bool earlyWriteSafe(Value v, Operation *from, Operation *to, Value same = {}) {
-    if (from->getBlock() != to->getBlock() || !from->isBeforeInBlock(to))
-      return false;
-    if (same) {
-      FailureOr<PtrRef> p = ptrOf(v), q = ptrOf(same);
-      if (succeeded(p) && succeeded(q) && p->region == 0 && q->region == 0 &&
-          p->byteOffset == q->byteOffset && elemBytes(v) * numel(v) == elemBytes(same) * numel(same))
-        return true;
-    }
-    SmallVector<Value> touched;
-    for (Operation *op = from; op != to; op = op->getNextNode()) {
-      touched.append(op->operand_begin(), op->operand_end());
-      touched.append(op->result_begin(), op->result_end());
-    }
-    return disjoint(v, touched);
-  }
-
-  /// Whether the lowering never writes v's buffer: a view (reshape), or the result (or its
-  /// cast) of a weight-gradient GEMM that goes straight into a gradient slot (gradientSink).
-  bool neverWritten(Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      return false;
-    if (isa<ReshapeOp>(def))
-      return true;
-    if (auto c = dyn_cast<CastOp>(def))
-      def = c.getX().getDefiningOp();
-    CastOp cast;
-    auto mm = dyn_cast_or_null<MatmulOp>(def);
-    return mm && gradientSink(mm, cast) &&
-           (v == mm.getResult() || (cast && v == cast.getResult()));
   }
 
   /// A weight gradient: a GEMM whose only reader (possibly through one cast to the
@@ -1919,16 +1844,6 @@ private:
       batch = 1;
       sa = sb = sc = 0;
     }
-    if (batch == 1)
-      if (auto [gelu, bias, late] = geluGradSink(o); gelu) {
-        fusedAway.insert(bias);
-        if (late) { // emitted when the lowering reaches the GELU gradient
-          deferredDgelu[gelu] = o;
-          return success();
-        }
-        fusedAway.insert(gelu);
-        return emitDgeluBgrad(o, gelu);
-      }
     CastOp cast;
     AddOp viaAdd;
     if (batch == 1)
@@ -2010,9 +1925,6 @@ private:
   llvm::SetVector<Operation *> fusedAway;
   /// Runtime calls emitted so far (lowerToEmitC's `calls`), or null.
   std::vector<RuntimeCall> *trace = nullptr;
-  /// FLOPs of ops lowered without a call of their own yet (a GEMM whose call is emitted
-  /// with the GELU gradient that reads it), by the op that will emit it.
-  llvm::DenseMap<Operation *, int64_t> deferredFlops;
 
   static int64_t opFlops(Operation *op) {
     auto c = dyn_cast<CostOpInterface>(op);
@@ -2056,28 +1968,17 @@ private:
   }
 
   /// After lowering `op`: the FLOPs of `op` (unless an earlier call computed it) and of
-  /// every op fused away while lowering it go to the first call it emitted; when it emitted
-  /// none (a GEMM waiting for its GELU gradient), to the call of the op that emits it.
+  /// every op fused away while lowering it go to the first call it emitted (none when it
+  /// emitted none: a view, or a loss computed with its gradient later).
   void attributeFlops(Operation *op, bool alreadyFused, size_t fusedBefore,
                       size_t callsBefore) {
     int64_t flops = alreadyFused ? 0 : opFlops(op);
     for (size_t i = fusedBefore; i < fusedAway.size(); ++i)
       flops += opFlops(fusedAway[i]);
-    if (auto it = deferredFlops.find(op); it != deferredFlops.end()) {
-      flops += it->second;
-      deferredFlops.erase(it);
-    }
-    if (trace->size() > callsBefore) {
-      // The first call computes the op (a GEMM's epilogue call); later ones finish around it
-      // (the bias gradient into its slot, bucket starts).
+    // The first call computes the op (a GEMM's epilogue call); later ones finish around it
+    // (the bias gradient into its slot, bucket starts).
+    if (trace->size() > callsBefore)
       (*trace)[callsBefore].flops += flops;
-      return;
-    }
-    for (auto &[gelu, mm] : deferredDgelu)
-      if (mm.getOperation() == op) {
-        deferredFlops[gelu] += flops;
-        return;
-      }
   }
   /// Adds lowered as tgrt_accumulate of their other operand onto a gradient slot (the GEMM
   /// operand went into the slot already, gradientSink).
@@ -2088,9 +1989,6 @@ private:
     slotAdds[add] = {slot, other};
     slotAddsOf[slot].push_back(add);
   }
-  /// GELU gradients that lower as tgrt_matmul_dgelu_bgrad with the GEMM they read (which
-  /// emitted nothing at its own place).
-  llvm::DenseMap<Operation *, MatmulOp> deferredDgelu;
   /// Loss gradients whose forward (the value) is emitted with them (fusableLossGrad).
   llvm::DenseMap<Operation *, CrossEntropyOp> deferredLoss;
 

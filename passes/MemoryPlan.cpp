@@ -252,15 +252,6 @@ llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro) {
       if (!def || !seen.insert(def).second)
         continue;
       first = std::min(first, position.lookup(def));
-      // A bias gradient of a GELU layer rides on the dX GEMM's DGELU_BGRAD epilogue
-      // (LowerToEmitC.cpp geluGradSink), emitted at the GELU gradient or at the GEMM before
-      // it: the slot is written there.
-      if (auto bg = dyn_cast<BiasGradOp>(def))
-        if (auto gg = bg.getDy().getDefiningOp<GeluGradOp>()) {
-          first = std::min(first, position.lookup(gg));
-          if (auto mm = gg.getDy().getDefiningOp<MatmulOp>())
-            first = std::min(first, position.lookup(mm));
-        }
       if (isa<CastOp, AddOp>(def))
         for (Value v : def->getOperands())
           work.push_back(v);

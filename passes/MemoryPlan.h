@@ -77,9 +77,8 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep);
 /// of the first op that may write the parameter's gradient slot: the defining ops of every
 /// value that reaches one of its tg.accumulate_grad through tg.cast and tg.add (the
 /// lowering writes a weight-gradient GEMM, a bias or norm gradient or the fused loss
-/// straight into the slot; LowerToEmitC.cpp slotSink), and the accumulate itself; for a
-/// bias gradient of a GELU layer also the GELU gradient and the GEMM before it (the
-/// DGELU_BGRAD epilogue writes the bias gradient there; geluGradSink).
+/// straight into the slot; LowerToEmitC.cpp slotSink), and the accumulate itself (a GELU
+/// layer's bias gradient is tg-fuse's tg.matmul_dgelu_bgrad, which writes it where it runs).
 /// Parameters without a tg.accumulate_grad are absent.
 llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro);
 

@@ -209,7 +209,11 @@ def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
       (pre-activation and GELU output; cuBLASLt's GELU_AUX_BIAS epilogue);
     - matmul whose only reader is a bias_add -> `tg.matmul_bias` (the BIAS epilogue);
     - matmul whose only reader is `tg.add` with the residual stream, directly or through a
-      widening `tg.cast` -> `tg.matmul_residual` without bias (C = residual, beta 1).
+      widening `tg.cast` -> `tg.matmul_residual` without bias (C = residual, beta 1);
+    - matmul whose only reader is `tg.gelu_grad` (as its dy), whose result a `tg.bias_grad`
+      reads -> `tg.matmul_dgelu_bgrad` (dx and the bias gradient; cuBLASLt's DGELU
+      epilogue), at the GELU gradient; its location is the chain's (GEMM, GELU gradient,
+      bias gradient) fused.
     The bias must exist when the GEMM runs (a parameter, or computed before it); the fused
     op takes the GEMM's name, layer, phase and recompute marks. Then, on the adds that
     remain:
@@ -226,6 +230,7 @@ def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
     Statistic<"numBias", "num-bias", "GEMMs fused with their bias add">,
     Statistic<"numBiasGelu", "num-bias-gelu", "GEMMs fused with their bias add and GELU">,
     Statistic<"numAddNorm", "num-add-norm", "adds fused with the layer norm of their sum">,
+    Statistic<"numDgelu", "num-dgelu", "GEMMs fused with the GELU and bias gradients after them">,
   ];
 }
 

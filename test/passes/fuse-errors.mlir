@@ -1,7 +1,7 @@
 // RUN: tg-opt %s -split-input-file -verify-diagnostics
 // tg-fuse refuses nothing (a chain that does not match stays as it is, fuse.mlir); these
 // are the verifier's diagnostics of the ops it makes: tg.matmul_residual, tg.matmul_bias,
-// tg.matmul_bias_gelu, tg.add_layer_norm.
+// tg.matmul_bias_gelu, tg.add_layer_norm, tg.matmul_dgelu_bgrad.
 
 func.func @res_shape(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %r: tensor<4x8xf32>) {
   // expected-error @below {{'tg.matmul_residual' op res must have shape [4x16], got [4x8]}}
@@ -126,5 +126,29 @@ func.func @add_norm_stats(%a: tensor<2x4x8xf32>, %g: tensor<8xf32>) {
 func.func @add_norm_eps(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error @below {{'tg.add_layer_norm' op eps must be positive}}
   %s, %y, %m, %r = tg.add_layer_norm %a, %a, %g, %g {eps = 0.0 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @dgelu_pre(%a: tensor<4x8xbf16>, %b: tensor<8x32xbf16>, %pre: tensor<4x32xf32>) {
+  // expected-error @below {{'tg.matmul_dgelu_bgrad' op pre must have type 'tensor<4x32xbf16>', got 'tensor<4x32xf32>'}}
+  %dx, %db = tg.matmul_dgelu_bgrad %a, %b, %pre : (tensor<4x8xbf16>, tensor<8x32xbf16>, tensor<4x32xf32>) -> (tensor<4x32xbf16>, tensor<32xbf16>)
+  return
+}
+
+// -----
+
+func.func @dgelu_db(%a: tensor<4x8xf32>, %b: tensor<32x8xf32>, %pre: tensor<4x32xf32>) {
+  // expected-error @below {{'tg.matmul_dgelu_bgrad' op db must have type 'tensor<32xf32>', got 'tensor<8xf32>'}}
+  %dx, %db = tg.matmul_dgelu_bgrad %a, %b, %pre {transpose_b = true} : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @dgelu_k(%a: tensor<4x16xf32>, %b: tensor<8x32xf32>, %pre: tensor<4x32xf32>) {
+  // expected-error @below {{'tg.matmul_dgelu_bgrad' op a's last dim 16 must equal b's K 8}}
+  %dx, %db = tg.matmul_dgelu_bgrad %a, %b, %pre : (tensor<4x16xf32>, tensor<8x32xf32>, tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<32xf32>)
   return
 }

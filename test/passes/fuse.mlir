@@ -9,7 +9,8 @@
 // with a bias (GPT-2 under mixed precision: matmul -> bias_add -> widening cast -> add) the
 // bias joins it in f32. matmul -> bias_add [-> gelu] becomes tg.matmul_bias(_gelu) at the
 // GEMM. [widening cast ->] add -> layer_norm of the sum becomes tg.add_layer_norm where the
-// sum needs a buffer of its own (no addend dies at the add).
+// sum needs a buffer of its own (no addend dies at the add). The backward's GEMM ->
+// gelu_grad (+ bias_grad) becomes tg.matmul_dgelu_bgrad.
 
 // CHECK-LABEL: func.func @mixed
 // CHECK-SAME:  (%[[H:.*]]: tensor<2x4x8xbf16>, %[[W:.*]]: tensor<8x16xbf16>, %[[X:.*]]: tensor<2x4x16xf32>)
@@ -193,6 +194,65 @@ func.func @add_norm_not_fused(%h: tensor<4x8xbf16>, %g: tensor<8xf32>, %b: tenso
   %s3 = tg.add %s2, %c3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %y3, %m3, %r3 = tg.layer_norm %s3, %g, %b : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
   return %y, %y1, %y2, %y3, %w, %s2 : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The MLP's backward through the GELU: the gradient GEMM of the down-projection, read only
+// by the GELU gradient, whose result a bias gradient reads -> tg.matmul_dgelu_bgrad at the
+// GELU gradient (after the op between: the GEMM's product needs no buffer across it), in
+// the GEMM's layer and phase; its location is the chain's, fused
+// (lower-to-emitc-fusion.mlir reads the names).
+// CHECK-LABEL: func.func @dgelu
+// CHECK-NEXT:  %[[Z:.*]] = tg.fill
+// CHECK-NEXT:  %[[DX:.*]], %[[DB:.*]] = tg.matmul_dgelu_bgrad %arg0, %arg1, %arg2 {tg.layer = 3 : i64, tg.phase = "backward", transpose_b = true} : (tensor<4x8xbf16>, tensor<32x8xbf16>, tensor<4x32xbf16>) -> (tensor<4x32xbf16>, tensor<32xbf16>)
+// CHECK-NEXT:  return %[[DX]], %[[DB]], %[[Z]]
+func.func @dgelu(%dy: tensor<4x8xbf16>, %w: tensor<32x8xbf16>, %pre: tensor<4x32xbf16>) -> (tensor<4x32xbf16>, tensor<32xbf16>, tensor<4xf32>) {
+  %g = tg.matmul %dy, %w {transpose_b = true, tg.layer = 3 : i64, tg.phase = "backward"} : (tensor<4x8xbf16>, tensor<32x8xbf16>) -> tensor<4x32xbf16> loc("layers.3.mlp.proj")
+  %z = tg.fill {value = 0.0 : f32} : tensor<4xf32>
+  %dx = tg.gelu_grad %pre, %g : (tensor<4x32xbf16>, tensor<4x32xbf16>) -> tensor<4x32xbf16> loc("layers.3.mlp.gelu")
+  %db = tg.bias_grad %dx : (tensor<4x32xbf16>) -> tensor<32xbf16> loc("layers.3.mlp.fc.bias")
+  return %dx, %db, %z : tensor<4x32xbf16>, tensor<32xbf16>, tensor<4xf32>
+}
+
+// -----
+
+// The pre-activation computed after the GEMM (recomputed under layer checkpointing): the
+// fused op, at the GELU gradient, reads it.
+// CHECK-LABEL: func.func @dgelu_late
+// CHECK-NEXT:  %[[PRE:.*]] = tg.gelu %arg2
+// CHECK-NEXT:  %{{.*}}, %{{.*}} = tg.matmul_dgelu_bgrad %arg0, %arg1, %[[PRE]] :
+// CHECK-NEXT:  return
+func.func @dgelu_late(%dy: tensor<4x8xf32>, %w: tensor<8x32xf32>, %h: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<32xf32>) {
+  %g = tg.matmul %dy, %w : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %pre = tg.gelu %h : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %dx = tg.gelu_grad %pre, %g : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %db = tg.bias_grad %dx : (tensor<4x32xf32>) -> tensor<32xf32>
+  return %dx, %db : tensor<4x32xf32>, tensor<32xf32>
+}
+
+// -----
+
+// Left alone: no bias gradient of the GELU gradient; the GEMM read by something else too;
+// the GEMM's product as the GELU gradient's x, not its dy; a batched rhs.
+// CHECK-LABEL: func.func @dgelu_not_fused
+// CHECK-NOT:   tg.matmul_dgelu_bgrad
+// CHECK:       return
+func.func @dgelu_not_fused(%dy: tensor<4x8xf32>, %w: tensor<8x32xf32>, %pre: tensor<4x32xf32>,
+                           %dyb: tensor<2x4x8xf32>, %wb: tensor<2x8x32xf32>, %preb: tensor<2x4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>) {
+  %g = tg.matmul %dy, %w : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %dx = tg.gelu_grad %pre, %g : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g1 = tg.matmul %dy, %w : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %dx1 = tg.gelu_grad %pre, %g1 : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %db1 = tg.bias_grad %dx1 : (tensor<4x32xf32>) -> tensor<32xf32>
+  %s = tg.add %g1, %g1 : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %g2 = tg.matmul %dy, %w : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %dx2 = tg.gelu_grad %g2, %pre : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %db2 = tg.bias_grad %dx2 : (tensor<4x32xf32>) -> tensor<32xf32>
+  %g3 = tg.matmul %dyb, %wb : (tensor<2x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x4x32xf32>
+  %dx3 = tg.gelu_grad %preb, %g3 : (tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %db3 = tg.bias_grad %dx3 : (tensor<2x4x32xf32>) -> tensor<32xf32>
+  return %dx, %s, %db1, %dx2, %db2, %db3 : tensor<4x32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>
 }
 
 // In the pipeline: checkpointing=selective keeps the attention projection's output and the

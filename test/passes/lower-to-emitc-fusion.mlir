@@ -152,3 +152,37 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     return
   }
 }
+
+// -----
+
+// tg.matmul_dgelu_bgrad (tg-fuse's GEMM + GELU gradient + bias gradient), twice: dy [4 x 8]
+// at arena 0, pre [4 x 32] at 128, dx at 640 and 1152. The first one's bias gradient is
+// read only by its parameter's accumulation: the call writes no db (NULL) and dx's column
+// sums go into the slot (persistent 2048) right after, named as the bias gradient (the
+// last name of the op's fused location); the second one writes db (arena 1664).
+// CHECK-LABEL: void tg_micro_step(
+// CHECK: tgrt_matmul_dgelu_bgrad({{v[0-9]+}}, "mlp.proj", TGRT_F32, [[DY:v[0-9]+]], [[W:v[0-9]+]], [[PRE:v[0-9]+]], [[DX:v[0-9]+]], NULL, 4, 32, 8, 0, 1, 1.000000000e+00f);
+// CHECK-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
+// CHECK: tgrt_bias_grad_acc({{v[0-9]+}}, "mlp.fc.bias", TGRT_F32, [[DX]], TGRT_F32, {{v[0-9]+}}, 4, 32);
+// CHECK-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
+// CHECK: tgrt_matmul_dgelu_bgrad({{v[0-9]+}}, "mlp2.proj", TGRT_F32, [[DY]], [[W]], [[PRE]], {{v[0-9]+}}, [[DB:v[0-9]+]], 4, 32, 8, 0, 1, 1.000000000e+00f);
+// CHECK-NOT: tgrt_gelu_bwd
+// CHECK-NOT: tgrt_bias_grad
+// CHECK-NOT: tgrt_accumulate
+// CHECK: return;
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 1792 : i64, persistent_bytes = 2304 : i64, params = [{name = "w", shape = array<i64: 32, 8>, numel = 256 : i64, offset = 0 : i64, grad_offset = 1024 : i64, m_offset = 0 : i64, v_offset = 0 : i64}, {name = "b", shape = array<i64: 32>, numel = 32 : i64, offset = 1536 : i64, grad_offset = 2048 : i64, m_offset = 0 : i64, v_offset = 0 : i64}]}} {
+  func.func @micro_step(%w: tensor<32x8xf32> {tg.param = "w"}, %b: tensor<32xf32> {tg.param = "b"}) {
+    %dy = tg.fill {value = 1.0 : f32, tg.offsets = array<i64: 0>} : tensor<4x8xf32> loc("dy")
+    %pre = tg.fill {value = 2.0 : f32, tg.offsets = array<i64: 128>} : tensor<4x32xf32> loc("pre")
+    %dx, %db = tg.matmul_dgelu_bgrad %dy, %w, %pre {transpose_b = true, tg.offsets = array<i64: 640, 1664>} : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<32xf32>) loc(fused["mlp.proj", "mlp.gelu", "mlp.fc.bias"])
+    tg.accumulate_grad %b, %db : tensor<32xf32>
+    %dx2, %db2 = tg.matmul_dgelu_bgrad %dy, %w, %pre {transpose_b = true, tg.offsets = array<i64: 1152, 1664>} : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<32xf32>) loc(fused["mlp2.proj", "mlp2.gelu", "mlp2.fc.bias"])
+    return
+  }
+  func.func @optimizer_step() {
+    return
+  }
+  func.func @eval_step() {
+    return
+  }
+}
