@@ -276,6 +276,7 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   r.persistentBytes = getI64(plan, "persistent_bytes");
   r.arenaBytes = getI64(plan, "arena_bytes");
   r.workspaceBytes = getI64(plan, "workspace_bytes");
+  r.commBytes = getI64(plan, "comm_bytes");
   r.hostBytes = getI64(plan, "host_bytes");
   if (auto o = plan.getAs<OffloadAttr>("offload"))
     r.offload = o.getValue();
@@ -521,6 +522,8 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "    (gradients in the arena, " << r.gradBytes
        << " bytes: each live from its first write in the backward to the optimizer step)\n";
   row("workspace", r.workspaceBytes);
+  if (r.commBytes > 0)
+    row("NCCL reserve (NCCL's own)", r.commBytes);
   row("total", r.totalBytes());
   if (r.hostBytes > 0)
     row("host, offload=" + stringifyOffload(r.offload).str() + " (m, v)", r.hostBytes);
@@ -606,6 +609,7 @@ std::string planReportJson(const PlanReport &r) {
       {"persistent_bytes", r.persistentBytes},
       {"arena_bytes", r.arenaBytes},
       {"workspace_bytes", r.workspaceBytes},
+      {"comm_bytes", r.commBytes},
       {"host_bytes", r.hostBytes},
       {"offload", stringifyOffload(r.offload)},
       {"total_bytes", r.totalBytes()},

@@ -110,6 +110,10 @@ struct ParamSlot {
 /// The whole plan, read back from a planned module's attributes.
 struct PlanReport {
   int64_t persistentBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  /// Device bytes per rank the collective library (NCCL) allocates itself (the plan's
+  /// comm_bytes, tg-plan-memory comm-bytes; 0 without): reserved, in totalBytes(), but not
+  /// one of tgc's regions (the runtime allocates persistent + arena + workspace).
+  int64_t commBytes = 0;
   /// CPU offload (the plan's offload, cpu; none without): the host region's bytes (pinned
   /// host memory holding the AdamW moments; not device memory, not in totalBytes()).
   mlir::tg::Offload offload = mlir::tg::Offload::none;
@@ -160,7 +164,10 @@ struct PlanReport {
     int64_t bytes, offset, first, last;
   };
   std::vector<Buffer> buffers;
-  int64_t totalBytes() const { return persistentBytes + arenaBytes + workspaceBytes; }
+  /// The device bytes one rank needs: tgc's regions plus the collective library's reserve.
+  int64_t totalBytes() const {
+    return persistentBytes + arenaBytes + workspaceBytes + commBytes;
+  }
 };
 
 /// Reads the plan from a module that went through tg-plan-memory. Errors: a module

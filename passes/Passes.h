@@ -89,6 +89,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> workspaceBytes{*this, "workspace-bytes",
                                  llvm::cl::desc("backend scratch to reserve, bytes"),
                                  llvm::cl::init(0)};
+  Option<int64_t> commBytes{*this, "comm-bytes",
+                            llvm::cl::desc("device bytes per rank NCCL allocates itself, "
+                                           "reserved in the plan (tg-plan-memory comm-bytes)"),
+                            llvm::cl::init(0)};
   Option<std::string> until{*this, "until",
                             llvm::cl::desc("forward | fused | step | planned (last stage)"),
                             llvm::cl::init("planned")};
@@ -109,6 +113,19 @@ void registerTrainingPipeline();
 
 /// Backend scratch the runtime needs, bytes: 0 on the CPU; the cuBLASLt workspace on CUDA.
 int64_t workspaceBytesFor(llvm::StringRef target);
+
+/// Device memory per rank that NCCL allocates itself (connection buffers of every channel,
+/// its device-side state), which tgc's plan reserves (tg-plan-memory comm-bytes), bytes: 0
+/// on the CPU or for one rank. On CUDA with `ranks` > 1: kNcclReserveBytes, from NCCL
+/// 2.28.3's footprint per rank on H200s (NVLink, 24 channels, NCCL's default settings with
+/// NVLS off) after every kind of collective tgc issues: 864 MiB at 2 ranks and 866 MiB at 4
+/// (bench/cuda/nccl_footprint.cu), 874-878 MiB in tgc's own ZeRO-0..3 runs (the
+/// communicator's stream and scratch included); the reserve is 896 MiB (docs/distributed.md
+/// "NCCL's memory"; bench/results/2026-11-28-h200x2/nccl). Other machines: not measured.
+int64_t commBytesFor(llvm::StringRef target, int64_t ranks);
+
+/// NCCL's reserve per rank (commBytesFor): 896 MiB.
+inline constexpr int64_t kNcclReserveBytes = 939524096;
 
 } // namespace mlir::tg
 

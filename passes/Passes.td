@@ -260,6 +260,10 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "each from its first write in @micro_step to the end of @optimizer_step (needs "
            "grad_accum 1, one rank, no checkpointing budget; MemoryPlan.h "
            "gradientsCanLiveInArena); auto: arena when that holds, else persistent">,
+    Option<"commBytes", "comm-bytes", "int64_t", "0",
+           "device bytes per rank that the collective library (NCCL) allocates itself, "
+           "reserved in the plan: comm_bytes in tg.plan, counted in the total, not "
+           "allocated by tgc (tgc derives it with commBytesFor, Passes.h)">,
     Option<"attentionImpl", "attention-impl", "std::string", "\"own\"",
            "own | cudnn: the runtime's implementation of bf16 / f16 flash attention. cudnn: "
            "writes tg.attention_impl = cudnn on the module (the lowering sets "

@@ -64,6 +64,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
   pm.addPass(createTgFuse());
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
+  plan.commBytes = o.commBytes;
   plan.offload = o.offload;
   plan.gradients = o.gradients;
   // auto: cuDNN's SDPA on CUDA (faster at every shape measured, docs/results.md 2026-11-27
@@ -122,6 +123,10 @@ void registerTrainingPipeline() {
 
 int64_t workspaceBytesFor(llvm::StringRef target) {
   return target == "cuda" ? (int64_t)32 << 20 : 0;
+}
+
+int64_t commBytesFor(llvm::StringRef target, int64_t ranks) {
+  return target == "cuda" && ranks > 1 ? kNcclReserveBytes : 0;
 }
 
 } // namespace mlir::tg

@@ -39,6 +39,11 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
+    if (commBytes < 0) {
+      module.emitError() << "tg-plan-memory: comm-bytes must be >= 0, got "
+                         << static_cast<int64_t>(commBytes);
+      return signalPassFailure();
+    }
     auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
     if (!fn)
       fn = module.lookupSymbol<func::FuncOp>("eval_step");
@@ -353,6 +358,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
     plan.push_back(b.getNamedAttr("workspace_bytes",
                                   b.getI64IntegerAttr(workspaceFor(module, workspaceBytes))));
+    if (commBytes > 0)
+      plan.push_back(b.getNamedAttr("comm_bytes", b.getI64IntegerAttr(commBytes)));
     plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
     if (gradsInArena)
       plan.push_back(b.getNamedAttr("gradients", b.getStringAttr("arena")));

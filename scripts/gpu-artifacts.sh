@@ -112,7 +112,11 @@ perf)  # scripts/gpu-perf.sh: this build's GPT-2 bf16-mixed (none, gelu) and ker
 dp)  # scripts/gpu-dp.sh: GPT-2 small bf16-mixed (or DP_SETS: "--set k=v ..." on top, named
      # DP_PREFIX), one rank x micro-batch B (DP_BATCH, 16), two ranks x B/2 (ZeRO-0 and
      # ZeRO-1) and two ranks x B
-  P=${DP_PREFIX:-gpt2}; B=${DP_BATCH:-16}; S=(--set training.precision=bf16-mixed ${DP_SETS:-})
+  # tgc's own attention kernels: the launcher and ZeRO-1 checks of gpu-dp.sh expect
+  # bit-identical runs, and cuDNN's SDPA backward (the cuda default) is not run-to-run
+  # deterministic (scripts/gpu-zero.sh measures it).
+  P=${DP_PREFIX:-gpt2}; B=${DP_BATCH:-16}
+  S=(--set training.precision=bf16-mixed --set training.attention.impl=own ${DP_SETS:-})
   exe "$P-dp1" "${S[@]}" --set training.batch_size=$B
   exe "$P-dp2" "${S[@]}" --set training.batch_size=$((B / 2)) --set training.distributed.ranks=2
   exe "$P-dp2z" "${S[@]}" --set training.batch_size=$((B / 2)) \
@@ -123,7 +127,11 @@ zero)  # scripts/gpu-zero.sh: GPT-2 small bf16-mixed, 2 ranks x micro-batch 8 un
        # and ZeRO-3 + CPU offload; 1 rank x 16 with and without offload; and the largest model
        # (24 + k layers of d_model 4096, d_ff 16384, 32 heads, micro-batch 1, layer
        # checkpointing) that ZeRO-3 + offload fits in BIGMEM (76GiB) per GPU, from the plan
-  S=(--set training.precision=bf16-mixed)
+  # tgc's own attention kernels: cuDNN's SDPA backward (the cuda default) is not run-to-run
+  # deterministic, so the bit-identity checks of the ZeRO machinery (ZeRO-1 vs 0, offload,
+  # torchrun vs --gpus 2) need the own, deterministic kernels; zero-z0c (the default, cuDNN)
+  # runs twice to measure cuDNN's run-to-run spread.
+  S=(--set training.precision=bf16-mixed --set training.attention.impl=own)
   rm -rf runs/zero runs/zero.tar.xz runs/zero-*.xz; mkdir -p runs/zero
   exe() { # stripped, not compressed: one solid tar.xz at the end (they share the runtime)
     local name=$1; shift
@@ -138,6 +146,8 @@ zero)  # scripts/gpu-zero.sh: GPT-2 small bf16-mixed, 2 ranks x micro-batch 8 un
   done
   exe zero-z3off "${S[@]}" --set training.batch_size=8 --set training.distributed.ranks=2 \
     --set training.distributed.zero=3 --set training.optimizer.offload=cpu
+  exe zero-z0c --set training.precision=bf16-mixed --set training.batch_size=8 \
+    --set training.distributed.ranks=2 --set training.distributed.zero=0
   BIG=(--set model.d_model=4096 --set model.n_heads=32 --set model.d_ff=16384
        --set training.batch_size=1 --set training.checkpointing=layer
        --set training.distributed.ranks=2 --set training.distributed.zero=3

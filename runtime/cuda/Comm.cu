@@ -48,6 +48,10 @@ struct tgrt_comm {
   cudaStream_t stream = nullptr;
   cudaEvent_t ready = nullptr, done = nullptr;
   bool pending = false;
+  int32_t device = 0;
+  /// Free device memory on this rank's GPU just before ncclCommInitRank (cudaMemGetInfo,
+  /// bytes; 0 when it could not be read) and what NCCL took in it (-1: not read).
+  long long freeBeforeInit = 0, initBytes = -1;
 };
 
 namespace {
@@ -236,12 +240,30 @@ tgrt_comm* tgrt_comm_create_nccl(int32_t rank, int32_t ranks, int32_t device,
   auto* c = new tgrt_comm();
   c->rank = rank;
   c->ranks = ranks;
+  c->device = device;
+  // NCCL's own device memory (connection buffers, its device-side state) is outside tgc's
+  // plan; tgc reserves it (tgc plan: "NCCL reserve", docs/distributed.md). Measured here
+  // around the initialisation, and at the end around ncclCommDestroy (what it held by then,
+  // buffers connected at the first collectives included).
+  size_t freeBefore = 0, freeAfter = 0, total = 0;
+  const bool readBefore = cudaFree(nullptr) == cudaSuccess &&
+                          cudaMemGetInfo(&freeBefore, &total) == cudaSuccess;
   const ncclResult_t r = ncclCommInitRank(&c->nccl, ranks, id, rank);
   if (r != ncclSuccess) {
     std::fprintf(stderr, "tgrt: comm_create_nccl: ncclCommInitRank (rank %d of %d): %s\n",
                  (int)rank, (int)ranks, ncclGetErrorString(r));
     delete c;
     return nullptr;
+  }
+  if (readBefore) c->freeBeforeInit = (long long)freeBefore;
+  if (readBefore && cudaMemGetInfo(&freeAfter, &total) == cudaSuccess) {
+    c->initBytes = (long long)freeBefore - (long long)freeAfter;
+    int version = 0;
+    ncclGetVersion(&version);
+    std::fprintf(stderr,
+                 "tgrt: cuda: rank %d of %d: NCCL %d took %lld bytes of device memory at "
+                 "initialisation (GPU %d)\n",
+                 (int)rank, (int)ranks, version, c->initBytes, (int)device);
   }
   if (cudaMalloc(&c->dbuf, kHostMax * sizeof(double)) != cudaSuccess) {
     std::fprintf(stderr, "tgrt: comm_create_nccl: cudaMalloc of %d bytes failed\n",
@@ -260,7 +282,24 @@ void tgrt_comm_destroy(tgrt_comm* comm) {
     for (auto it = gAttached.begin(); it != gAttached.end();)
       it = it->second == comm ? gAttached.erase(it) : std::next(it);
   }
-  if (comm->nccl) ncclCommDestroy(comm->nccl);
+  if (comm->nccl) {
+    // What NCCL held at the end of the run: the driver destroys the rank's context (the
+    // plan's regions, library handles) before its communicator, so free memory now against
+    // free memory before ncclCommInitRank is NCCL's, with the buffers it connected at the
+    // first collectives, plus this communicator's stream, events and 512-byte scratch.
+    // (Not the change across ncclCommDestroy: buffers the peer has mapped are released
+    // only when the peer unmaps them, so that figure depends on which rank ends first.)
+    size_t freeNow = 0, total = 0;
+    if (comm->freeBeforeInit > 0 && cudaSetDevice(comm->device) == cudaSuccess &&
+        cudaDeviceSynchronize() == cudaSuccess &&
+        cudaMemGetInfo(&freeNow, &total) == cudaSuccess)
+      std::fprintf(stderr,
+                   "tgrt: cuda: rank %d of %d: NCCL held %lld bytes of device memory at the "
+                   "end of the run (%lld at initialisation)\n",
+                   (int)comm->rank, (int)comm->ranks,
+                   comm->freeBeforeInit - (long long)freeNow, comm->initBytes);
+    ncclCommDestroy(comm->nccl);
+  }
   if (comm->dbuf) cudaFree(comm->dbuf);
   if (comm->ready) cudaEventDestroy(comm->ready);
   if (comm->done) cudaEventDestroy(comm->done);

@@ -2087,7 +2087,14 @@ int runLaunchedRank(const Options& o, const tgrt_driver_hooks& hooks, const tgrt
                                 "another port"
                               : ""));
   }
-  return runNcclRank(o, hooks, m, (int32_t)L.rank, (int32_t)L.world, (int32_t)L.local, id);
+  // A launcher that gives each rank only its own GPU (CUDA_VISIBLE_DEVICES naming one device,
+  // e.g. Slurm's GPU binding) makes that GPU device 0 whatever LOCAL_RANK says. Otherwise
+  // every GPU is visible to every rank, and NCCL's peer-to-peer setup then holds a CUDA
+  // context on a peer GPU outside the plan (docs/distributed.md, "NCCL's memory").
+  int32_t device = (int32_t)L.local;
+  if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES"))
+    if (*vis && !std::strchr(vis, ',')) device = 0;
+  return runNcclRank(o, hooks, m, (int32_t)L.rank, (int32_t)L.world, device, id);
 }
 
 /// `./train --gpus N` on the CUDA backend: makes the NCCL unique id (its bootstrap root runs in
@@ -2118,6 +2125,39 @@ int spawnRanks(char** argv, int32_t ranks, const char* prog) {
       setenv("LOCAL_RANK", rs.c_str(), 1);
       setenv("WORLD_SIZE", ws.c_str(), 1);
       setenv("TGRT_NCCL_ID", id, 1);
+      // Each rank sees only its own GPU (CUDA_VISIBLE_DEVICES = the r-th of the launcher's
+      // visible devices; device 0 in the rank's numbering, TGRT_LOCAL_DEVICE). With every
+      // GPU visible, NCCL's peer-to-peer setup made each rank process hold a CUDA context
+      // (520 MiB on 2 x H200, 808 MiB under ZeRO-3, measured with nvidia-smi's per-process
+      // figures) on its peer's GPU, outside every plan. NCCL connects GPUs it cannot see
+      // through CUDA IPC as before (docs/distributed.md, "NCCL's memory").
+      // TGRT_ISOLATE_GPUS=0 keeps every GPU visible to every rank.
+      const char* iso = std::getenv("TGRT_ISOLATE_GPUS");
+      if (!iso || std::string(iso) != "0") {
+        std::string gpu = rs;
+        if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) {
+          std::vector<std::string> list;
+          std::string cur;
+          for (const char* c = vis;; ++c) {
+            if (*c == ',' || *c == 0) {
+              if (!cur.empty()) list.push_back(cur);
+              cur.clear();
+              if (!*c) break;
+            } else if (*c != ' ') {
+              cur += *c;
+            }
+          }
+          if ((size_t)r >= list.size()) {
+            std::fprintf(stderr, "%s: error: rank %d: CUDA_VISIBLE_DEVICES='%s' names %d "
+                                 "GPU(s), fewer than --gpus %d\n",
+                         prog, (int)r, vis, (int)list.size(), (int)ranks);
+            std::_Exit(2);
+          }
+          gpu = list[(size_t)r];
+        }
+        setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
+        setenv("TGRT_LOCAL_DEVICE", "0", 1);
+      }
       execv("/proc/self/exe", argv);
       std::fprintf(stderr, "%s: error: rank %d: exec /proc/self/exe: %s\n", prog, (int)r,
                    std::strerror(errno));
@@ -2264,7 +2304,12 @@ int tgrt_driver_main(int argc, char** argv, const tgrt_driver_hooks& hooks) {
           throw DriverError("environment WORLD_SIZE=" + std::to_string(L.world) + ", but this "
                             "executable was compiled for " + std::to_string(ranks) + " ranks",
                             2);
-        return runNcclRank(o, hooks, *m, (int32_t)L.rank, (int32_t)L.world, (int32_t)L.local,
+        // The GPU: LOCAL_RANK, or TGRT_LOCAL_DEVICE when `--gpus N` made this rank see only
+        // its own GPU (spawnRanks).
+        int32_t device = (int32_t)L.local;
+        if (const char* d = std::getenv("TGRT_LOCAL_DEVICE"))
+          device = (int32_t)std::atoi(d);
+        return runNcclRank(o, hooks, *m, (int32_t)L.rank, (int32_t)L.world, device,
                            L.nccl_id);
       }
       return spawnRanks(argv, (int32_t)ranks, prog);

@@ -1,4 +1,8 @@
 // RUN: tg-opt %s -tg-plan-memory -split-input-file -verify-diagnostics -allow-unregistered-dialect
+// A negative collective-library reserve is refused before the module is looked at.
+// RUN: not tg-opt %S/Inputs/plan-memory-unplanned.mlir -tg-plan-memory="comm-bytes=-1" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=COMM
+// COMM: error: tg-plan-memory: comm-bytes must be >= 0, got -1
 // RUN: tg-opt %S/Inputs/plan-memory-unplanned.mlir -tg-print-memory-plan -verify-diagnostics
 // RUN: tg-opt %S/Inputs/plan-memory-gradients-errors.mlir -split-input-file -verify-diagnostics \
 // RUN:   -tg-plan-memory="gradients=arena"

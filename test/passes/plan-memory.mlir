@@ -4,6 +4,11 @@
 // RUN: tg-opt %s -tg-autodiff -tg-plan-memory="workspace-bytes=1024" -tg-print-memory-plan -o /dev/null \
 // RUN:   | FileCheck %s --check-prefix=WSMIN
 // RUN: tg-opt %s -tg-autodiff -tg-plan-memory | FileCheck %s --check-prefix=IR
+// The collective library's reserve (comm-bytes; tgc: NCCL's buffers at > 1 rank on CUDA):
+// in the plan as comm_bytes, a row of the report and in the total, the regions unchanged.
+// RUN: tg-opt %s -tg-autodiff -tg-plan-memory="comm-bytes=1000" -tg-print-memory-plan -o /dev/null \
+// RUN:   | FileCheck %s --check-prefix=COMM
+// RUN: tg-opt %s -tg-autodiff -tg-plan-memory="comm-bytes=1000" | FileCheck %s --check-prefix=COMMIR
 // Reshapes are views: no "flat" / "unflat" buffer anywhere in the report. A prefix of its
 // own scans the whole report after its first line (a CHECK-NOT next to the CHECK-DAG group
 // below would only search between two neighbouring matches).
@@ -67,6 +72,11 @@
 // VIEW: memory plan (bytes)
 // VIEW-NOT: flat
 
+// COMM:      arena 1796
+// COMM-NEXT:   workspace 0
+// COMM-NEXT:   NCCL reserve (NCCL's own) 1000
+// COMM-NEXT:   total 7404
+// COMMIR: module attributes {tg.plan = {arena_bytes = 1796 : i64, comm_bytes = 1000 : i64,
 // WS:   workspace 2097152
 // WS-NEXT:   total 2103556
 // The option is a floor: an op's own scratch need raises it (the embedding backward's sort

@@ -166,6 +166,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.gradients = spec.training.gradients;
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
+  o.commBytes = tg::commBytesFor(target, spec.training.distributed.ranks);
   const std::string &ck = spec.training.checkpointing;
   if (ck.rfind("budget", 0) == 0) {
     int64_t bytes = 0;
@@ -863,6 +864,10 @@ static int runRanks(const Spec &spec, const std::string &target, long long memor
   }
   llvm::outs() << "(ZeRO-3's arena holds the gathered parameters of the layer running and of "
                   "the next; docs/distributed.md)\n";
+  if (int64_t comm = tg::commBytesFor(target, ranks))
+    llvm::outs() << "(total includes " << comm << " bytes (" << gib(comm)
+                 << " GiB) per rank for NCCL's own buffers, reserved in the plan: "
+                    "docs/distributed.md, \"NCCL's memory\")\n";
   if (spec.training.optimizer.offload == "cpu")
     llvm::outs() << "(training.optimizer.offload=cpu: the AdamW column is pinned host memory, "
                     "not in the total)\n";
