@@ -10,7 +10,11 @@
 # line: every split, shard writing included), per thread, the wall time of the whole run
 # and the peak RSS: GNU time's %M (the larger of tgc and its Python worker: rusage's maxrss
 # is a maximum over the process and its reaped children, not a sum) and the peak of
-# tgc + worker summed, sampled from /proc every 0.2 s.
+# tgc + worker summed, sampled from /proc every 0.2 s; "tgc RSS" is tgc's own peak (VmHWM of
+# /proc/PID/status, the last value seen before it exits), without the worker. "ids" is the
+# start of the SHA-256 of every .npy file written (sorted by name): the same for every
+# thread count and for every version of prepare that must not change the ids. "load" is the
+# 5-minute load average at the end of the run (the machine may be shared).
 #
 # The corpus ($WORK/corpus, built once): the Linux kernel documentation (.rst.gz of
 # linux-doc, 42 MB) and the other gzip'd prose of /usr/share/doc (changelog*, NEWS*,
@@ -114,7 +118,8 @@ fi
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "[bench] $(date -u +%Y-%m-%d) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), commit $commit"
-printf '%-4s %7s %10s %12s %9s %12s %14s\n' run threads "MB/s" "MB/s/thread" "wall s" "max RSS MiB" "sum RSS MiB"
+printf '%-4s %7s %10s %12s %9s %12s %14s %12s %12s %6s\n' run threads "MB/s" "MB/s/thread" \
+  "wall s" "max RSS MiB" "sum RSS MiB" "tgc RSS MiB" "ids" "load"
 for run in $RUNS; do
   for t in 1 $THREADS; do
     out="$WORK/out-$run-$t"
@@ -124,7 +129,12 @@ for run in $RUNS; do
       >"$WORK/log-$run-$t" 2>&1 &
     tpid=$!
     peak=0
+    hwm=0
     while kill -0 "$tpid" 2>/dev/null; do
+      for c in $(pgrep -P "$tpid" 2>/dev/null || true); do
+        h=$( (grep VmHWM "/proc/$c/status" 2>/dev/null || true) | awk '{print $2+0}')
+        if ((${h:-0} > hwm)); then hwm=$h; fi
+      done
       # /usr/bin/time -> tgc -> python: the RSS of the whole tree but time itself.
       # (ps exits 1 when there is no such process: pipefail would end the script.)
       kb=$( (ps -o rss= --ppid "$tpid" 2>/dev/null || true) | awk '{s+=$1} END {print s+0}')
@@ -138,9 +148,11 @@ for run in $RUNS; do
     line=$(grep 'encoded:' "$WORK/log-$run-$t")
     rate=$(sed -E 's/.* s, ([0-9.]+) MB\/s.*/\1/' <<<"$line")
     read -r wall rss <"$WORK/time-$run-$t"
-    printf '%-4s %7d %10.2f %12.2f %9.1f %12.0f %14.0f\n' "$run" "$t" "$rate" \
+    ids=$(cat $(ls "$out"/*.npy | sort) | sha256sum | cut -c1-12)
+    printf '%-4s %7d %10.2f %12.2f %9.1f %12.0f %14.0f %12.0f %12s %6s\n' "$run" "$t" "$rate" \
       "$(echo "$rate / $t" | bc -l)" "$wall" "$(echo "$rss / 1024" | bc -l)" \
-      "$(echo "$peak / 1024" | bc -l)"
+      "$(echo "$peak / 1024" | bc -l)" "$(echo "$hwm / 1024" | bc -l)" "$ids" \
+      "$(cut -d' ' -f2 /proc/loadavg)"
   done
   if cmp -s "$WORK/out-$run-1/train.npy" "$WORK/out-$run-$THREADS/train.npy" ||
      "$PYTHON" test/e2e/prepare_check.py same "$WORK/out-$run-1" "$WORK/out-$run-$THREADS" >/dev/null; then

@@ -25,6 +25,25 @@
       65,536 (Llama 3 has 128,256) whose ids of ordinary text are IN's.
   prepare_check.py corrupt-parquet SRC OUT
       OUT = SRC with the bytes of the second row group's column chunk overwritten.
+  prepare_check.py containers OUT
+      The 40 documents of `corpus` (in the same order, so prepare gives the same ids)
+      in the other containers prepare reads back: OUT/a-NN.txt.gz (documents 0-9),
+      OUT/b-NN.md with a BOM and CRLF line ends (10-19), OUT/c.jsonl.gz with a BOM, CRLF
+      inside the values and blank lines (20-29, spooled), OUT/d.jsonl with a BOM and CRLF
+      line ends (30-39). Prints the bytes of c.jsonl.gz's text (what prepare spools) and
+      the --max-bytes that cuts document 34 in its middle.
+  prepare_check.py digest DATA
+      The SHA-256 of DATA's .npy files (sorted by name, concatenated).
+  prepare_check.py big DIR MB
+      About MB MB of documents of words w0..w4999 (one to two thousand words each, lines of
+      up to 20 words): half as DIR/big.jsonl (field "text"), a quarter as DIR/big.jsonl.gz,
+      a quarter as DIR/txt/NNNN.txt; and DIR/wordlevel.json, a WordLevel tokenizer of those
+      words (whitespace split, <|endoftext|>) that encodes them quickly.
+  prepare_check.py check-big DATA DIR LOG MAX_GROWTH_MIB
+      Every document of `big DIR` is in DATA exactly once, its ids decoding to its words;
+      and LOG's "memory:" line (prepare's stderr) says tgc's peak RSS grew by less than
+      MAX_GROWTH_MIB MiB over its RSS before reading the corpus, which must be larger than
+      twice that: the corpus's text is not held.
   prepare_check.py autotokenizer HFDIR DATA DIR
       AutoTokenizer.from_pretrained(HFDIR) (what `tgc export --data` wrote) must encode each
       corpus document as DATA's tokenizer did (ids + EOS) — checked on the documents of
@@ -235,6 +254,118 @@ def cmd_corrupt_parquet(src, out):
     print("corrupted %d bytes from offset %d" % (c.total_compressed_size, start))
 
 
+def cmd_containers(out):
+    import gzip
+    docs = make_docs()
+    os.makedirs(out, exist_ok=True)
+    for i in range(0, 10):
+        with gzip.open(os.path.join(out, "a-%02d.txt.gz" % i), "wb") as f:
+            f.write(docs[i].encode())
+    for i in range(10, 20):
+        with open(os.path.join(out, "b-%02d.md" % i), "wb") as f:
+            f.write(b"\xef\xbb\xbf" + docs[i].replace("\n", "\r\n").encode())
+    with gzip.open(os.path.join(out, "c.jsonl.gz"), "wb") as f:
+        f.write(b"\xef\xbb\xbf")
+        for i in range(20, 30):
+            f.write((json.dumps({"text": docs[i].replace("\n", "\r\n")}) + "\n\n").encode())
+    with open(os.path.join(out, "d.jsonl"), "wb") as f:
+        f.write(b"\xef\xbb\xbf")
+        for i in range(30, 40):
+            f.write((json.dumps({"n": i, "text": docs[i]}, ensure_ascii=False) + "\r\n").encode())
+    size = [len(t.encode()) for t in docs]
+    print("containers: spooled %d bytes" % sum(size[20:30]))
+    print("containers: --max-bytes %d" % (sum(size[:34]) + size[34] // 2))
+
+
+def cmd_digest(data):
+    import hashlib
+    h = hashlib.sha256()
+    for f in sorted(f for f in os.listdir(data) if f.endswith(".npy")):
+        h.update(open(os.path.join(data, f), "rb").read())
+    print("digest: %s" % h.hexdigest())
+
+
+def big_docs(mb):
+    rng = random.Random(24)
+    words = ["w%d" % k for k in range(5000)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 20))) for _ in range(4000)]
+    docs, total = [], 0
+    while total < mb * 1000000:
+        n = rng.randint(60, 150)
+        text = "\n".join(lines[rng.randrange(len(lines))] for _ in range(n)) + "\n"
+        docs.append(text)
+        total += len(text)
+    return words, docs
+
+
+def cmd_big(d, mb):
+    import gzip
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    words, docs = big_docs(mb)
+    os.makedirs(os.path.join(d, "txt"), exist_ok=True)
+    q = len(docs) // 4
+    with open(os.path.join(d, "big.jsonl"), "w") as f:
+        for t in docs[:2 * q]:
+            f.write(json.dumps({"text": t}) + "\n")
+    with gzip.open(os.path.join(d, "big.jsonl.gz"), "wt", compresslevel=1) as f:
+        for t in docs[2 * q:3 * q]:
+            f.write(json.dumps({"text": t}) + "\n")
+    # A text file is one document.
+    for k, t in enumerate(docs[3 * q:]):
+        with open(os.path.join(d, "txt", "%05d.txt" % k), "w") as f:
+            f.write(t)
+    vocab = {"<unk>": 0, "<|endoftext|>": 1}
+    for w in words:
+        vocab[w] = len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_special_tokens(["<|endoftext|>"])
+    tok.save(os.path.join(d, "wordlevel.json"))
+    print("big: %d documents, %.1f MB" % (len(docs), sum(map(len, docs)) / 1e6))
+
+
+def cmd_check_big(data, d, log, max_growth):
+    import gzip
+    import re
+    from collections import Counter
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(d, "wordlevel.json"))
+    # The generator's documents, as the words the WordLevel tokenizer gives back.
+    want = Counter()
+    for line in open(os.path.join(d, "big.jsonl")):
+        want[" ".join(json.loads(line)["text"].split())] += 1
+    for line in gzip.open(os.path.join(d, "big.jsonl.gz"), "rt"):
+        want[" ".join(json.loads(line)["text"].split())] += 1
+    for f in os.listdir(os.path.join(d, "txt")):
+        want[" ".join(open(os.path.join(d, "txt", f)).read().split())] += 1
+    got = Counter()
+    total_bytes = 0
+    for split in ("train", "val", "test"):
+        meta, ids, starts = load_split(data, split)
+        total_bytes += meta["bytes"][split]
+        docs = [doc[:-1].tolist() for doc in documents(ids, starts)]
+        for text in tok.decode_batch(docs, skip_special_tokens=False):
+            got[text] += 1
+    if got != want:
+        fail("the documents in %s are not the corpus's: %d documents vs %d, %d differ" %
+             (data, sum(got.values()), sum(want.values()), sum(((got - want) + (want - got)).values())))
+    print("check-big: %d documents, each once, ids decode to their words" % sum(got.values()))
+    m = re.search(r"memory: tgc's peak RSS ([0-9.]+) MiB \(([0-9.]+) MiB before reading", open(log).read())
+    if not m:
+        fail("%s: no 'memory:' line" % log)
+    peak, before = float(m.group(1)), float(m.group(2))
+    growth = peak - before
+    corpus_mib = total_bytes / 2**20
+    if corpus_mib <= 2 * max_growth:
+        fail("the corpus (%.1f MiB) is too small for the check (growth bound %d MiB)" %
+             (corpus_mib, max_growth))
+    if growth >= max_growth:
+        fail("tgc's peak RSS grew by %.1f MiB (%.1f -> %.1f) over a %.1f MiB corpus: not below %d MiB" %
+             (growth, before, peak, corpus_mib, max_growth))
+    print("check-big: tgc's peak RSS grew by less than %d MiB over a corpus of more than %d MiB: PASS" %
+          (max_growth, 2 * max_growth))
+
+
 def cmd_autotokenizer(hfdir, data, d):
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(hfdir)
@@ -281,6 +412,14 @@ def main(argv):
         cmd_inflate(argv[2], argv[3], int(argv[4]))
     elif cmd == "corrupt-parquet":
         cmd_corrupt_parquet(argv[2], argv[3])
+    elif cmd == "containers":
+        cmd_containers(argv[2])
+    elif cmd == "digest":
+        cmd_digest(argv[2])
+    elif cmd == "big":
+        cmd_big(argv[2], float(argv[3]))
+    elif cmd == "check-big":
+        cmd_check_big(argv[2], argv[3], argv[4], int(argv[5]))
     elif cmd == "autotokenizer":
         cmd_autotokenizer(argv[2], argv[3], argv[4])
     else:

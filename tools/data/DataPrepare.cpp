@@ -14,6 +14,9 @@
 #include <sentencepiece_trainer.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +30,9 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 namespace fs = std::filesystem;
 
@@ -157,57 +162,196 @@ bool readFile(const std::string& path, std::string* out, std::string* err) {
     gzclose(g);
     return true;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(err, path + ": cannot open: " + std::strerror(errno));
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return fail(err, path + ": read error");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return fail(err, path + ": cannot open: " + std::strerror(errno));
+  // Read into a buffer of the file's size (reused by the caller), then to the end.
+  struct stat st {};
+  if (fstat(fileno(f), &st) == 0 && st.st_size > 0) out->resize((size_t)st.st_size);
+  size_t got = std::fread(out->data(), 1, out->size(), f);
+  out->resize(got);
+  char buf[1 << 16];
+  while (!std::ferror(f) && !std::feof(f)) {
+    const size_t n = std::fread(buf, 1, sizeof buf, f);
+    out->append(buf, n);
+  }
+  const bool bad = std::ferror(f) != 0;
+  std::fclose(f);
+  if (bad) return fail(err, path + ": read error");
   return true;
 }
 
 /// CRLF/CR → LF (in place).
 void normalizeNewlines(std::string* s) {
-  if (s->find('\r') == std::string::npos) return;
-  std::string o;
-  o.reserve(s->size());
-  for (size_t i = 0; i < s->size(); ++i) {
-    const char c = (*s)[i];
+  size_t i = s->find('\r');
+  if (i == std::string::npos) return;
+  char* p = s->data();
+  const size_t n = s->size();
+  size_t j = i; // p[0, j) is the output so far (never longer than the input read)
+  for (; i < n; ++i) {
+    const char c = p[i];
     if (c == '\r') {
-      o.push_back('\n');
-      if (i + 1 < s->size() && (*s)[i + 1] == '\n') ++i;
+      p[j++] = '\n';
+      if (i + 1 < n && p[i + 1] == '\n') ++i;
     } else {
-      o.push_back(c);
+      p[j++] = c;
     }
   }
-  s->swap(o);
+  s->resize(j);
 }
 
-bool isBlank(const std::string& s) {
+bool isBlank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
   });
 }
 
 /// Largest n <= limit such that s[0, n) ends on a UTF-8 character boundary.
-size_t utf8Prefix(const std::string& s, size_t limit) {
+size_t utf8Prefix(std::string_view s, size_t limit) {
   if (limit >= s.size()) return s.size();
   size_t n = limit;
   while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) --n;
   return n;
 }
 
-/// One document: its text and where it came from (kept small: no string per document).
+constexpr size_t kChunkBytes = 2048;              ///< target size of one training "sentence"
+constexpr int64_t kTrainTextCap = 24ll << 20;     ///< bytes of text the BPE trainer sees at most
+
+/// The sentencepiece training chunks of a document, as (offset, length) ranges of `doc` in
+/// order: runs of whole lines (newlines kept) of at most kChunkBytes; a longer line is cut at
+/// UTF-8 boundaries; a last run that is only whitespace is dropped.
+void chunkRanges(std::string_view doc, std::vector<std::pair<size_t, size_t>>* out) {
+  out->clear();
+  size_t cur_b = 0, cur_n = 0; // the chunk being filled: doc[cur_b, cur_b + cur_n)
+  size_t pos = 0;
+  while (pos < doc.size()) {
+    const size_t nl = doc.find('\n', pos);
+    const size_t end = nl == std::string_view::npos ? doc.size() : nl + 1;
+    size_t lb = pos, ln = end - pos; // the line, its newline included
+    pos = end;
+    if (cur_n + ln > kChunkBytes && cur_n != 0) {
+      out->push_back({cur_b, cur_n});
+      cur_n = 0;
+    }
+    while (ln > kChunkBytes) {
+      size_t cut = utf8Prefix(doc.substr(lb, ln), kChunkBytes);
+      if (cut == 0) cut = kChunkBytes;
+      out->push_back({lb, cut});
+      lb += cut;
+      ln -= cut;
+    }
+    if (cur_n == 0) cur_b = lb; // (a non-empty chunk always ends where this line starts)
+    cur_n += ln;
+  }
+  if (!isBlank(doc.substr(cur_b, cur_n))) out->push_back({cur_b, cur_n});
+}
+
+/// Where a document's text is read back from when it is encoded (docs/prepare.md, "Memory"):
+/// prepare keeps an index of the documents, not their text.
+enum class DocSource : uint8_t {
+  kFile,  ///< the whole file (.txt/.md/.rst and their .gz): read again, BOM dropped, CRLF → LF
+  kLine,  ///< a line of an uncompressed .jsonl file: [offset, offset + line_bytes) of the file
+  kSpool, ///< [offset, offset + bytes) of the spool (.jsonl.gz lines, .parquet rows)
+};
+
+/// One document of the index: where it came from and how to read its text back (about 56
+/// bytes; no string per document).
 struct Document {
-  std::string text;
-  uint32_t file = 0;    ///< index into Corpus::paths
-  int64_t item = -1;    ///< -1: the whole file; else the .jsonl line (1-based) / parquet row
-  bool parquet = false; ///< `item` is a parquet row (0-based)
+  int64_t offset = 0;     ///< kLine: byte offset of the line in the file; kSpool: in the spool
+  int64_t line_bytes = 0; ///< kLine: bytes of the line, without its '\n'
+  int64_t bytes = 0;      ///< bytes of the text (newlines normalised, cut at --max-bytes)
+  uint64_t hash = 0;      ///< std::hash of the text, checked when it is read back
+  int64_t item = -1;      ///< -1: the whole file; else the .jsonl line (1-based) / parquet row
+  uint32_t file = 0;      ///< index into Corpus::paths
+  uint32_t chunks = 0;    ///< sentencepiece training chunks (chunkRanges; default tokenizer only)
+  DocSource source = DocSource::kFile;
+  bool parquet = false;   ///< `item` is a parquet row (0-based)
+};
+
+uint64_t textHash(std::string_view text) { return std::hash<std::string_view>{}(text); }
+
+/// An unnamed temporary file (O_TMPFILE in the output's temporary directory, so it is gone
+/// when closed, even after a kill) holding the text of the documents that cannot be read
+/// back cheaply from their input: the lines of a .jsonl.gz (a gzip stream cannot be entered
+/// in the middle) and the rows of a .parquet file (read through the Python worker). Appended
+/// through a 1 MB buffer while the corpus is read; read back with pread(), from any thread.
+class Spool {
+public:
+  ~Spool() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  /// Appends `text`; *offset = its byte offset in the spool. Opens the file on first use.
+  bool append(std::string_view text, int64_t* offset, std::string* err) {
+    if (fd_ < 0 && !open(err)) return false;
+    *offset = size_;
+    size_ += (int64_t)text.size();
+    if (buf_.size() + text.size() > kBuffer && !flush(err)) return false;
+    if (text.size() >= kBuffer) return writeAll(text.data(), text.size(), err);
+    buf_.append(text);
+    return true;
+  }
+  /// Writes out the buffer (before anything is read back).
+  bool flush(std::string* err) {
+    if (buf_.empty()) return true;
+    const bool ok = writeAll(buf_.data(), buf_.size(), err);
+    buf_.clear();
+    return ok;
+  }
+  /// Reads [offset, offset + n) into *out.
+  bool read(int64_t offset, int64_t n, std::string* out, std::string* err) const {
+    out->resize((size_t)n);
+    int64_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, out->data() + done, (size_t)(n - done), offset + done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        return fail(err, where() + ": cannot read " + std::to_string(n) + " bytes at byte offset " +
+                             std::to_string(offset) + ": " +
+                             (r < 0 ? std::strerror(errno) : "end of file"));
+      done += r;
+    }
+    return true;
+  }
+  void setDirectory(const fs::path& dir) { dir_ = dir; }
+  int64_t bytes() const { return size_; }
+
+private:
+  static constexpr size_t kBuffer = 1 << 20;
+  std::string where() const { return "the text spool (an unnamed file in " + dir_.string() + ")"; }
+  bool open(std::string* err) {
+    fd_ = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) { // no O_TMPFILE on this file system: a named file, unlinked at once
+      std::string name = (dir_ / ".spool-XXXXXX").string();
+      fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+      if (fd_ >= 0) ::unlink(name.c_str());
+    }
+    if (fd_ < 0) return fail(err, where() + ": cannot create: " + std::strerror(errno));
+    buf_.reserve(kBuffer);
+    return true;
+  }
+  bool writeAll(const char* p, size_t n, std::string* err) {
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return fail(err, where() + ": write failed: " + std::strerror(errno));
+      p += w;
+      n -= (size_t)w;
+    }
+    return true;
+  }
+  fs::path dir_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+  std::string buf_;
 };
 
 struct Corpus {
   std::vector<Document> docs;
   std::vector<std::string> paths; ///< the files read, in order
   int64_t files = 0, skipped_empty = 0, bytes = 0;
-  bool truncated = false; ///< stopped at max_bytes
+  bool truncated = false;     ///< stopped at max_bytes
+  bool count_chunks = false;  ///< fill Document::chunks (the sentencepiece sample needs them)
+  Spool spool;
+  std::vector<std::pair<size_t, size_t>> ranges; ///< scratch of chunkRanges
 
   /// "file", "file:line" or "file: row R", for messages.
   std::string sourceOf(const Document& d) const {
@@ -215,12 +359,21 @@ struct Corpus {
     if (d.item < 0) return p;
     return d.parquet ? p + ": row " + std::to_string(d.item) : p + ":" + std::to_string(d.item);
   }
+  /// Bytes the index holds (the Document entries and the file names).
+  int64_t indexBytes() const {
+    int64_t b = (int64_t)(docs.capacity() * sizeof(Document));
+    for (const std::string& p : paths) b += (int64_t)(sizeof p + p.capacity());
+    return b;
+  }
 };
 
-/// Adds a document of the file read last (Corpus::paths.back()), honouring the byte cap.
-/// Returns false once the cap is reached. `source` names it in the empty-document warning.
-bool addDocument(Corpus* c, std::string text, int64_t item, bool parquet,
-                 const std::string& source, int64_t max_bytes, bool quiet) {
+/// Adds a document of the file read last (Corpus::paths.back()) to the index, honouring the
+/// byte cap: `loc` says where it is read back from (source, offset, line_bytes, item,
+/// parquet); its length, hash and chunk count are filled in here, and for DocSource::kSpool
+/// the text is appended to the spool. Sets *more to false once the cap is reached. `source`
+/// names it in the empty-document warning. False with *err when the spool cannot be written.
+bool addDocument(Corpus* c, std::string text, Document loc, const std::string& source,
+                 int64_t max_bytes, bool quiet, bool* more, std::string* err) {
   if (isBlank(text)) {
     ++c->skipped_empty;
     if (!quiet) std::fprintf(stderr, "warning: %s: empty document skipped\n", source.c_str());
@@ -229,14 +382,19 @@ bool addDocument(Corpus* c, std::string text, int64_t item, bool parquet,
   if (max_bytes > 0 && c->bytes + (int64_t)text.size() > max_bytes) {
     text.resize(utf8Prefix(text, (size_t)(max_bytes - c->bytes)));
     c->truncated = true;
-    if (!isBlank(text)) {
-      c->bytes += (int64_t)text.size();
-      c->docs.push_back({std::move(text), (uint32_t)(c->paths.size() - 1), item, parquet});
-    }
-    return false;
+    *more = false;
+    if (isBlank(text)) return true;
   }
-  c->bytes += (int64_t)text.size();
-  c->docs.push_back({std::move(text), (uint32_t)(c->paths.size() - 1), item, parquet});
+  loc.file = (uint32_t)(c->paths.size() - 1);
+  loc.bytes = (int64_t)text.size();
+  loc.hash = textHash(text);
+  if (c->count_chunks) {
+    chunkRanges(text, &c->ranges);
+    loc.chunks = (uint32_t)c->ranges.size();
+  }
+  if (loc.source == DocSource::kSpool && !c->spool.append(text, &loc.offset, err)) return false;
+  c->bytes += loc.bytes;
+  c->docs.push_back(loc);
   return true;
 }
 
@@ -273,13 +431,17 @@ bool addParquetRows(const std::string& path, const nlohmann::json& reply,
       ++c->skipped_empty;
       continue;
     }
-    *more = addDocument(c, std::move(text), first + r, true, where, o.max_bytes, true);
+    Document loc;
+    loc.source = DocSource::kSpool;
+    loc.item = first + r;
+    loc.parquet = true;
+    if (!addDocument(c, std::move(text), loc, where, o.max_bytes, true, more, err)) return false;
   }
   return true;
 }
 
 /// Reads one .parquet file (through the worker, pyarrow): one document per row of the
-/// column `o.text_field`; nulls and blank values are skipped.
+/// column `o.text_field`; nulls and blank values are skipped. The text goes to the spool.
 bool readParquet(const std::string& path, const DataOptions& o, PrepareWorker* worker,
                  Corpus* c, bool* more, std::string* err) {
   ++c->files;
@@ -307,67 +469,265 @@ bool readParquet(const std::string& path, const DataOptions& o, PrepareWorker* w
   return true;
 }
 
-/// Reads one input file into documents. Returns false with *err on a hard error; sets *more to
-/// false when the byte cap was reached.
-bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker* worker,
-                   Corpus* c, bool* more, std::string* err) {
-  if (isParquet(path)) return readParquet(path, o, worker, c, more, err);
-  std::string data;
-  if (!readFile(path, &data, err)) return false;
-  ++c->files;
-  c->paths.push_back(path);
-  const std::string what = endsWith(path, ".gz") ? " (uncompressed)" : "";
-  if (data.size() >= 3 && (unsigned char)data[0] == 0xEF && (unsigned char)data[1] == 0xBB &&
-      (unsigned char)data[2] == 0xBF) {
-    if (const int64_t bad = firstInvalidUtf8(data); bad >= 0)
-      return fail(err, path + ": invalid UTF-8 at byte offset " + std::to_string(bad) + what);
-    data.erase(0, 3);
-  } else if (const int64_t bad = firstInvalidUtf8(data); bad >= 0) {
-    return fail(err, path + ": invalid UTF-8 at byte offset " + std::to_string(bad) + what);
+/// A file read front to back in 1 MB blocks, line by line ('\n'-separated); .gz is
+/// decompressed with zlib. Holds one block and the current line.
+class LineReader {
+public:
+  ~LineReader() {
+    if (gz_) gzclose(gz_);
+    if (f_) std::fclose(f_);
   }
-  if (!isJsonl(path)) {
-    normalizeNewlines(&data);
-    *more = addDocument(c, std::move(data), -1, false, path, o.max_bytes, o.quiet);
+  bool open(const std::string& path, std::string* err) {
+    path_ = path;
+    if (endsWith(path, ".gz")) gz_ = gzopen(path.c_str(), "rb");
+    else f_ = std::fopen(path.c_str(), "rb");
+    if (!gz_ && !f_) return fail(err, path + ": cannot open: " + std::strerror(errno));
+    buf_.resize(1 << 20);
     return true;
   }
-  size_t pos = 0;
-  int64_t line_no = 0, empty_lines = 0;
+  /// The next line (without its '\n') into *line and its byte offset (of the uncompressed
+  /// data) into *offset. False at the end of the file (*err untouched, *eof true) or on a
+  /// read error (*err set).
+  bool next(std::string* line, int64_t* offset, bool* eof, std::string* err) {
+    line->clear();
+    *offset = base_ + (int64_t)pos_;
+    *eof = false;
+    for (;;) {
+      if (pos_ == end_) {
+        if (!fill(err)) return false;
+        if (end_ == 0) {
+          *eof = line->empty();
+          return !line->empty();
+        }
+      }
+      const char* s = buf_.data() + pos_;
+      const void* nl = std::memchr(s, '\n', end_ - pos_);
+      if (nl) {
+        const size_t n = (size_t)((const char*)nl - s);
+        line->append(s, n);
+        pos_ += n + 1;
+        return true;
+      }
+      line->append(s, end_ - pos_);
+      pos_ = end_;
+    }
+  }
+
+private:
+  bool fill(std::string* err) {
+    base_ += (int64_t)end_;
+    pos_ = end_ = 0;
+    if (gz_) {
+      const int n = gzread(gz_, buf_.data(), (unsigned)buf_.size());
+      if (n < 0) {
+        int code = 0;
+        const std::string msg = gzerror(gz_, &code);
+        return fail(err, path_ + ": corrupt gzip data after " + std::to_string(base_) +
+                             " uncompressed bytes: " + msg);
+      }
+      end_ = (size_t)n;
+    } else {
+      end_ = std::fread(buf_.data(), 1, buf_.size(), f_);
+      if (end_ < buf_.size() && std::ferror(f_)) return fail(err, path_ + ": read error");
+    }
+    return true;
+  }
+  std::string path_;
+  gzFile gz_ = nullptr;
+  std::FILE* f_ = nullptr;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  int64_t base_ = 0; ///< offset of buf_[0] in the (uncompressed) file
+};
+
+/// The string field `field` of one .jsonl line, or false with *why describing what is wrong
+/// (and *column the 1-based column of a JSON syntax error, else 0).
+bool jsonlText(const std::string& line, const std::string& field, std::string* text,
+               std::string* why, size_t* column) {
+  nlohmann::json j;
+  *column = 0;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    *column = e.byte;
+    *why = e.what();
+    return false;
+  }
+  if (!j.is_object()) return false;
+  auto it = j.find(field);
+  if (it == j.end() || !it->is_string()) return false;
+  *text = std::move(it->get_ref<std::string&>());
+  return true;
+}
+
+/// Reads one .jsonl / .jsonl.gz file line by line: one document per line (its string field
+/// `o.text_field`), located by its byte offset (uncompressed .jsonl: read back from the
+/// file) or copied to the spool (.jsonl.gz).
+bool readJsonl(const std::string& path, const DataOptions& o, Corpus* c, bool* more,
+               std::string* err) {
+  LineReader in;
+  if (!in.open(path, err)) return false;
+  ++c->files;
+  c->paths.push_back(path);
+  const bool gz = endsWith(path, ".gz");
+  const std::string what = gz ? " (uncompressed)" : "";
   const std::string& field = o.text_field;
-  while (pos < data.size() && *more) {
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) nl = data.size();
-    const size_t line_start = pos;
-    const std::string line = data.substr(pos, nl - pos);
-    pos = nl + 1;
+  std::string line, text, why;
+  int64_t raw = 0, line_no = 0, empty_lines = 0, bom = 0;
+  bool eof = false;
+  while (*more && in.next(&line, &raw, &eof, err)) {
     ++line_no;
+    if (line_no == 1 && line.size() >= 3 && (unsigned char)line[0] == 0xEF &&
+        (unsigned char)line[1] == 0xBB && (unsigned char)line[2] == 0xBF) {
+      bom = 3; // dropped; JSON offsets count from after it, UTF-8 offsets from the file start
+      line.erase(0, 3);
+      raw += 3;
+    }
+    if (const int64_t bad = firstInvalidUtf8(line); bad >= 0)
+      return fail(err, path + ": invalid UTF-8 at byte offset " + std::to_string(raw + bad) +
+                           what);
     if (isBlank(line)) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      return fail(err, where + ": malformed JSON at column " + std::to_string(e.byte) +
-                           " (byte offset " + std::to_string(line_start + e.byte - 1) + what +
-                           "): " + e.what());
-    }
-    if (!j.is_object() || !j.contains(field) || !j[field].is_string())
+    const int64_t line_start = raw - bom;
+    size_t column = 0;
+    if (!jsonlText(line, field, &text, &why, &column)) {
+      if (column > 0)
+        return fail(err, where + ": malformed JSON at column " + std::to_string(column) +
+                             " (byte offset " + std::to_string(line_start + (int64_t)column - 1) +
+                             what + "): " + why);
       return fail(err, where + ": expected a JSON object with a string field \"" + field +
                            "\" (line at byte offset " + std::to_string(line_start) + what +
                            "; choose the field with --text-field NAME)");
-    std::string text = j[field].get<std::string>();
+    }
     normalizeNewlines(&text);
     if (isBlank(text)) {
       ++empty_lines;
       ++c->skipped_empty;
       continue;
     }
-    *more = addDocument(c, std::move(text), line_no, false, where, o.max_bytes, true);
+    Document loc;
+    loc.source = gz ? DocSource::kSpool : DocSource::kLine;
+    loc.offset = raw;
+    loc.line_bytes = (int64_t)line.size();
+    loc.item = line_no;
+    if (!addDocument(c, std::move(text), loc, where, o.max_bytes, true, more, err)) return false;
   }
+  if (!eof && *more) return false; // a read error (*err set)
   if (empty_lines > 0 && !o.quiet)
     std::fprintf(stderr, "warning: %s: %lld empty \"%s\" documents skipped\n", path.c_str(),
                  (long long)empty_lines, field.c_str());
   return true;
 }
+
+/// Reads a whole text file: BOM dropped (after the UTF-8 check of the whole file), CRLF/CR →
+/// LF. `what` is " (uncompressed)" for .gz, for the message.
+bool readTextFile(const std::string& path, std::string* data, std::string* err) {
+  if (!readFile(path, data, err)) return false;
+  const std::string what = endsWith(path, ".gz") ? " (uncompressed)" : "";
+  if (const int64_t bad = firstInvalidUtf8(*data); bad >= 0)
+    return fail(err, path + ": invalid UTF-8 at byte offset " + std::to_string(bad) + what);
+  if (data->size() >= 3 && (unsigned char)(*data)[0] == 0xEF &&
+      (unsigned char)(*data)[1] == 0xBB && (unsigned char)(*data)[2] == 0xBF)
+    data->erase(0, 3);
+  normalizeNewlines(data);
+  return true;
+}
+
+/// Reads one input file into the index. Returns false with *err on a hard error; sets *more
+/// to false when the byte cap was reached.
+bool readDocuments(const std::string& path, const DataOptions& o, PrepareWorker* worker,
+                   Corpus* c, bool* more, std::string* err) {
+  if (isParquet(path)) return readParquet(path, o, worker, c, more, err);
+  if (isJsonl(path)) return readJsonl(path, o, c, more, err);
+  std::string data;
+  if (!readTextFile(path, &data, err)) return false;
+  ++c->files;
+  c->paths.push_back(path);
+  return addDocument(c, std::move(data), Document(), path, o.max_bytes, o.quiet, more, err);
+}
+
+/// Reads documents' text back from where the index says (DocSource) when they are encoded,
+/// and checks that it is the text read the first time (length and hash): a file changed
+/// since is an error naming it. One per thread: it keeps the .jsonl files it reads open.
+class DocReader {
+public:
+  DocReader(const Corpus& c, const DataOptions& o) : c_(c), o_(o) {}
+  ~DocReader() { closeAll(); }
+  DocReader(const DocReader&) = delete;
+  DocReader& operator=(const DocReader&) = delete;
+  DocReader(DocReader&& r) noexcept : c_(r.c_), o_(r.o_) { fds_.swap(r.fds_); }
+
+  bool read(const Document& d, std::string* text, std::string* err) {
+    const std::string& path = c_.paths[d.file];
+    switch (d.source) {
+    case DocSource::kFile:
+      if (!readTextFile(path, text, err)) return fail(err, changed(d) + ": " + *err);
+      break;
+    case DocSource::kSpool:
+      if (!c_.spool.read(d.offset, d.bytes, text, err)) return false;
+      break;
+    case DocSource::kLine: {
+      line_.resize((size_t)d.line_bytes);
+      const int fd = fdOf(d.file, err);
+      if (fd < 0) return false;
+      int64_t done = 0;
+      while (done < d.line_bytes) {
+        const ssize_t r = ::pread(fd, line_.data() + done, (size_t)(d.line_bytes - done),
+                                  d.offset + done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+          return fail(err, changed(d) + " (cannot read " + std::to_string(d.line_bytes) +
+                               " bytes at byte offset " + std::to_string(d.offset) + ": " +
+                               (r < 0 ? std::strerror(errno) : "end of file") + ")");
+        done += r;
+      }
+      std::string why;
+      size_t column;
+      if (!jsonlText(line_, o_.text_field, text, &why, &column))
+        return fail(err, changed(d) + " (no longer a JSON object with a string field \"" +
+                             o_.text_field + "\")");
+      normalizeNewlines(text);
+      break;
+    }
+    }
+    if ((int64_t)text->size() < d.bytes)
+      return fail(err, changed(d) + " (" + std::to_string(d.bytes) + " bytes of text then, " +
+                           std::to_string(text->size()) + " now)");
+    text->resize((size_t)d.bytes); // a document cut at --max-bytes
+    if (textHash(*text) != d.hash) return fail(err, changed(d) + " (its text differs)");
+    return true;
+  }
+
+private:
+  /// "FILE[:LINE]: changed since prepare read it[ (line at byte offset N)]".
+  std::string changed(const Document& d) const {
+    std::string s = c_.sourceOf(d) + ": changed since prepare read it";
+    if (d.source == DocSource::kLine)
+      s += " (line at byte offset " + std::to_string(d.offset) + ")";
+    return s;
+  }
+  int fdOf(uint32_t file, std::string* err) {
+    auto it = fds_.find(file);
+    if (it != fds_.end()) return it->second;
+    if (fds_.size() >= 64) closeAll();
+    const std::string& path = c_.paths[file];
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      fail(err, path + ": cannot open again to read its documents: " + std::strerror(errno));
+      return -1;
+    }
+    fds_[file] = fd;
+    return fd;
+  }
+  void closeAll() {
+    for (auto& [f, fd] : fds_) ::close(fd);
+    fds_.clear();
+  }
+  const Corpus& c_;
+  const DataOptions& o_;
+  std::unordered_map<uint32_t, int> fds_;
+  std::string line_;
+};
 
 /// Feeds training chunks to sentencepiece.
 class ChunkIterator : public sentencepiece::SentenceIterator {
@@ -382,34 +742,6 @@ private:
   const std::vector<std::string>* chunks_;
   size_t i_ = 0;
 };
-
-constexpr size_t kChunkBytes = 2048;              ///< target size of one training "sentence"
-constexpr int64_t kTrainTextCap = 24ll << 20;     ///< bytes of text the BPE trainer sees at most
-
-/// Cuts a document into chunks of whole lines (newlines kept) of at most kChunkBytes; a longer
-/// line is cut at UTF-8 boundaries.
-void chunkDocument(const std::string& doc, std::vector<std::string>* out) {
-  std::string cur;
-  size_t pos = 0;
-  while (pos < doc.size()) {
-    size_t nl = doc.find('\n', pos);
-    size_t end = nl == std::string::npos ? doc.size() : nl + 1;
-    std::string line = doc.substr(pos, end - pos);
-    pos = end;
-    if (cur.size() + line.size() > kChunkBytes && !cur.empty()) {
-      out->push_back(std::move(cur));
-      cur.clear();
-    }
-    while (line.size() > kChunkBytes) {
-      size_t cut = utf8Prefix(line, kChunkBytes);
-      if (cut == 0) cut = kChunkBytes;
-      out->push_back(line.substr(0, cut));
-      line.erase(0, cut);
-    }
-    cur += line;
-  }
-  if (!isBlank(cur)) out->push_back(std::move(cur));
-}
 
 struct UnigramStats {
   double entropy = 0;       ///< nats per token, of the split's own distribution
@@ -430,6 +762,16 @@ UnigramStats unigram(const std::vector<int64_t>& counts, const std::vector<int64
     s.cross_entropy -= p * std::log(((double)train[t] + 1.0) / denom);
   }
   return s;
+}
+
+/// This process's resident set now (KiB; /proc/self/statm), 0 if unreadable.
+int64_t residentKb() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * (int64_t)sysconf(_SC_PAGESIZE) / 1024 : 0;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
@@ -721,12 +1063,18 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
   }
 
   // 3. Documents.
+  // The index of the documents, not their text (docs/prepare.md, "Memory"): each is read
+  // back when its batch is encoded.
+  const int64_t rss_before_kb = residentKb();
   Corpus corpus;
+  corpus.count_chunks = !hf;
+  corpus.spool.setDirectory(tmp);
   bool more = true;
   for (const std::string& f : files) {
     if (!more) break;
     if (!readDocuments(f, o, &worker, &corpus, &more, err)) return false;
   }
+  if (!corpus.spool.flush(err)) return false;
   if (corpus.docs.empty())
     return fail(err, "no non-empty documents found in the inputs (" +
                          std::to_string(corpus.files) + " files read)");
@@ -734,9 +1082,15 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
     return fail(err, "only " + std::to_string(corpus.docs.size()) +
                          " document(s) found; train/val/test are split by document, so at "
                          "least 3 are needed (one per file, .jsonl line or .parquet row)");
-  note("read %lld documents, %.1f MB from %lld files%s", (long long)corpus.docs.size(),
-       corpus.bytes / 1e6, (long long)corpus.files,
-       corpus.truncated ? " (stopped at --max-bytes)" : "");
+  note("read %lld documents, %.1f MB from %lld files%s; held: their index (%.1f kB), not "
+       "their text%s",
+       (long long)corpus.docs.size(), corpus.bytes / 1e6, (long long)corpus.files,
+       corpus.truncated ? " (stopped at --max-bytes)" : "", corpus.indexBytes() / 1e3,
+       corpus.spool.bytes() > 0
+           ? (", " + std::to_string(corpus.spool.bytes()) +
+              " bytes of .jsonl.gz/.parquet text spooled to a temporary file")
+                 .c_str()
+           : "");
 
   // 4. Shuffle + split.
   const size_t n = corpus.docs.size();
@@ -778,21 +1132,39 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
                 {"bos_token", hf_info.value("bos_token", nlohmann::json())},
                 {"bos_id", hf_info.value("bos_id", nlohmann::json())}};
   } else {
-    std::vector<std::string> chunks, doc_chunks;
+    std::vector<std::string> chunks;
     int64_t train_bytes = 0;
-    for (size_t i = 0; i < n_train; ++i) train_bytes += (int64_t)corpus.docs[order[i]].text.size();
+    for (size_t i = 0; i < n_train; ++i) train_bytes += corpus.docs[order[i]].bytes;
     // Over kTrainTextCap: a deterministic subsample of about kTrainTextCap bytes of chunks
-    // (one draw per chunk, in order), taken document by document so that the chunks of the
-    // whole train split are never held at once.
+    // (one draw per chunk, in order). The index knows each document's chunk count, so the
+    // draws are made first and only the documents with a drawn chunk are read back.
     std::mt19937_64 pick(o.seed ^ 0x5DEECE66Dull);
     const bool subsample = train_bytes > kTrainTextCap;
     const double keep = (double)kTrainTextCap / (double)std::max<int64_t>(1, train_bytes);
+    DocReader reader(corpus, o);
+    std::string text;
+    std::vector<std::pair<size_t, size_t>> ranges;
+    std::vector<char> kept;
     for (size_t i = 0; i < n_train; ++i) {
-      doc_chunks.clear();
-      chunkDocument(corpus.docs[order[i]].text, &doc_chunks);
-      for (auto& c : doc_chunks)
-        if (!subsample || (double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep)
-          chunks.push_back(std::move(c));
+      const Document& d = corpus.docs[order[i]];
+      kept.assign(d.chunks, 1);
+      bool any = d.chunks > 0;
+      if (subsample) {
+        any = false;
+        for (uint32_t c = 0; c < d.chunks; ++c) {
+          kept[c] = (double)(pick() >> 11) * (1.0 / 9007199254740992.0) < keep;
+          any = any || kept[c];
+        }
+      }
+      if (!any) continue;
+      if (!reader.read(d, &text, err)) return false;
+      chunkRanges(text, &ranges);
+      if (ranges.size() != d.chunks)
+        return fail(err, corpus.sourceOf(d) + ": changed since prepare read it (" +
+                             std::to_string(ranges.size()) + " training chunks, not " +
+                             std::to_string(d.chunks) + ")");
+      for (uint32_t c = 0; c < d.chunks; ++c)
+        if (kept[c]) chunks.emplace_back(text, ranges[c].first, ranges[c].second);
     }
     for (const auto& c : chunks) sp_bytes += (int64_t)c.size();
     note("training a BPE tokenizer (vocab %d) on %zu chunks, %.1f MB of the train split",
@@ -854,101 +1226,154 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
   }
 
   // 6. Encode every split in ordered batches of whole documents (kEncodeBatchBytes of text):
-  // the documents of a batch are encoded in parallel (std::threads for sentencepiece,
-  // tokenizers' own thread pool in the worker), their ids appended in document order, EOS
-  // after each, and written to the split's shards as they fill. Each document's ids depend
-  // on its text alone, so neither the thread count nor the batching changes the output.
+  // the documents of a batch are read back from their inputs, encoded in parallel
+  // (std::threads for sentencepiece, each reading its documents; tokenizers' own thread pool
+  // in the worker), their ids appended in document order, EOS after each, and written to the
+  // split's shards as they fill. With the worker, batch k+1 is sent before batch k's ids are
+  // taken, so that it encodes k+1 while tgc writes k and reads k+2's text (the worker
+  // queues requests on a thread of its own; at most two batches are outstanding). Each
+  // document's ids depend on its text alone, so neither the thread count nor the batching
+  // changes the output.
   const bool u16 = vocab <= 65536;
   int64_t total_bytes = 0;
-  for (const Document& d : corpus.docs) total_bytes += (int64_t)d.text.size();
+  for (const Document& d : corpus.docs) total_bytes += d.bytes;
+  struct Batch {
+    int split;
+    size_t begin, end; ///< positions in `order`
+    int64_t bytes;     ///< text bytes
+  };
+  std::vector<Batch> batches;
+  for (int s = 0; s < 3; ++s) {
+    for (size_t i = split_begin[s]; i < split_begin[s + 1];) {
+      size_t j = i;
+      int64_t batch_bytes = 0;
+      while (j < split_begin[s + 1] && (j == i || batch_bytes < kEncodeBatchBytes))
+        batch_bytes += corpus.docs[order[j++]].bytes;
+      batches.push_back({s, i, j, batch_bytes});
+      i = j;
+    }
+  }
   Progress progress(o.quiet, total_bytes);
   nlohmann::json splits_meta;
   std::vector<int64_t> counts[3];
   int64_t split_tokens[3] = {0, 0, 0}, split_bytes[3] = {0, 0, 0};
-  std::vector<uint32_t> flat;      // the batch's ids, documents back to back
-  std::vector<uint32_t> doc_count; // ids per document of the batch
-  std::string payload, reply_payload;
+  std::unique_ptr<SplitWriter> writers[3];
   for (int s = 0; s < 3; ++s) {
     counts[s].assign((size_t)vocab, 0);
-    SplitWriter out(tmp, split_names[s], o.shard_tokens, u16);
-    size_t i = split_begin[s];
-    while (i < split_begin[s + 1]) {
-      size_t j = i;
-      int64_t batch_bytes = 0;
-      while (j < split_begin[s + 1] && (j == i || batch_bytes < kEncodeBatchBytes))
-        batch_bytes += (int64_t)corpus.docs[order[j++]].text.size();
-      const size_t nb = j - i;
-      flat.clear();
-      doc_count.assign(nb, 0);
-      if (hf) {
-        payload.clear();
-        payload.reserve((size_t)batch_bytes + 4 * nb);
-        for (size_t k = i; k < j; ++k) {
-          const uint32_t len = (uint32_t)corpus.docs[order[k]].text.size();
-          payload.append(reinterpret_cast<const char*>(&len), 4);
-        }
-        for (size_t k = i; k < j; ++k) payload += corpus.docs[order[k]].text;
-        nlohmann::json reply;
-        if (!worker.call({{"cmd", "encode"}, {"n", nb}}, payload, &reply, &reply_payload, err))
-          return false;
-        const int64_t nt = reply.value("tokens", (int64_t)-1);
-        if (nt < 0 || reply_payload.size() != 4 * (nb + (size_t)nt))
-          return fail(err, "the Python worker sent a malformed encode reply");
-        std::memcpy(doc_count.data(), reply_payload.data(), 4 * nb);
-        flat.resize((size_t)nt);
-        std::memcpy(flat.data(), reply_payload.data() + 4 * nb, 4 * (size_t)nt);
-      } else {
-        std::vector<std::vector<int>> enc(nb);
-        std::vector<std::string> enc_err((size_t)threads);
-        std::atomic<size_t> next{0};
-        auto work = [&](int t) {
-          for (size_t k; (k = next.fetch_add(1)) < nb;) {
-            const Document& d = corpus.docs[order[i + k]];
-            if (const auto st = sp.Encode(d.text, &enc[k]); !st.ok()) {
-              enc_err[(size_t)t] = corpus.sourceOf(d) + ": cannot encode: " + st.ToString();
-              return;
-            }
-          }
-        };
-        std::vector<std::thread> pool;
-        const int use = (int)std::min<size_t>((size_t)threads, nb);
-        for (int t = 1; t < use; ++t) pool.emplace_back(work, t);
-        work(0);
-        for (std::thread& t : pool) t.join();
-        for (const std::string& e : enc_err)
-          if (!e.empty()) return fail(err, e);
-        for (size_t k = 0; k < nb; ++k) {
-          doc_count[k] = (uint32_t)enc[k].size();
-          flat.insert(flat.end(), enc[k].begin(), enc[k].end());
-        }
-      }
-      size_t pos = 0;
-      for (size_t k = 0; k < nb; ++k) {
-        const uint32_t* ids = flat.data() + pos;
-        for (uint32_t c = 0; c < doc_count[k]; ++c) {
-          if (ids[c] >= (uint32_t)vocab)
-            return fail(err, corpus.sourceOf(corpus.docs[order[i + k]]) + ": the tokenizer gave id " +
-                                 std::to_string(ids[c]) + ", outside [0, vocab_size=" +
-                                 std::to_string(vocab) + ")");
-          ++counts[s][ids[c]];
-        }
-        ++counts[s][(size_t)eos];
-        if (!out.addDocument(ids, doc_count[k], eos, err)) return false;
-        pos += doc_count[k];
-      }
-      progress.update(split_names[s], batch_bytes, (int64_t)flat.size() + (int64_t)nb);
-      i = j;
+    writers[s] = std::make_unique<SplitWriter>(tmp, split_names[s], o.shard_tokens, u16);
+  }
+  std::vector<uint32_t> ids; // one document's ids
+  // Appends document `pos` (of `order`, in split s): `ids` then the EOS.
+  auto addIds = [&](int s, size_t pos) -> bool {
+    for (uint32_t id : ids) {
+      if (id >= (uint32_t)vocab)
+        return fail(err, corpus.sourceOf(corpus.docs[order[pos]]) + ": the tokenizer gave id " +
+                             std::to_string(id) + ", outside [0, vocab_size=" +
+                             std::to_string(vocab) + ")");
+      ++counts[s][id];
     }
+    ++counts[s][(size_t)eos];
+    return writers[s]->addDocument(ids.data(), ids.size(), eos, err);
+  };
+  // After the last batch of split s: its last shard, document starts and meta.
+  auto finishSplit = [&](int s) -> bool {
     nlohmann::json shards;
-    if (!out.finish(&shards, err)) return false;
-    split_tokens[s] = out.tokens();
+    if (!writers[s]->finish(&shards, err)) return false;
+    split_tokens[s] = writers[s]->tokens();
     for (size_t k = split_begin[s]; k < split_begin[s + 1]; ++k)
-      split_bytes[s] += (int64_t)corpus.docs[order[k]].text.size();
-    splits_meta[split_names[s]] = {{"tokens", out.tokens()},
-                                   {"documents", out.documents()},
+      split_bytes[s] += corpus.docs[order[k]].bytes;
+    splits_meta[split_names[s]] = {{"tokens", writers[s]->tokens()},
+                                   {"documents", writers[s]->documents()},
                                    {"bytes", split_bytes[s]},
                                    {"shards", shards},
                                    {"document_starts", std::string(split_names[s]) + "-docs.npy"}};
+    writers[s].reset();
+    return true;
+  };
+  if (hf) {
+    // Neither a batch's text nor its ids are held whole: the request is written to the
+    // pipe document by document as they are read back, the reply's ids read document by
+    // document into `ids`.
+    DocReader reader(corpus, o);
+    std::string text;
+    std::vector<uint32_t> lens;
+    // Sends batch b: n uint32 text lengths, then the texts.
+    auto sendBatch = [&](const Batch& b) -> bool {
+      const size_t nb = b.end - b.begin;
+      lens.resize(nb);
+      for (size_t k = 0; k < nb; ++k) lens[k] = (uint32_t)corpus.docs[order[b.begin + k]].bytes;
+      if (!worker.sendHeader({{"cmd", "encode"}, {"n", nb}}, 4 * nb + (uint64_t)b.bytes, err) ||
+          !worker.sendPayload(lens.data(), 4 * nb, err))
+        return false;
+      for (size_t k = b.begin; k < b.end; ++k)
+        if (!reader.read(corpus.docs[order[k]], &text, err) ||
+            !worker.sendPayload(text.data(), text.size(), err))
+          return false;
+      return true;
+    };
+    std::vector<uint32_t> doc_counts;
+    if (!batches.empty() && !sendBatch(batches[0])) return false;
+    for (size_t b = 0; b < batches.size(); ++b) {
+      const Batch& bt = batches[b];
+      if (b + 1 < batches.size() && !sendBatch(batches[b + 1])) return false;
+      nlohmann::json reply;
+      uint64_t reply_bytes = 0;
+      if (!worker.receiveHeader(&reply, &reply_bytes, err)) return false;
+      const size_t nb = bt.end - bt.begin;
+      const int64_t nt = reply.value("tokens", (int64_t)-1);
+      if (reply.value("n", (int64_t)-1) != (int64_t)nb || nt < 0 ||
+          reply_bytes != 4 * (nb + (uint64_t)nt))
+        return fail(err, "the Python worker sent a malformed encode reply");
+      doc_counts.resize(nb);
+      if (!worker.receivePayload(doc_counts.data(), 4 * nb, err)) return false;
+      uint64_t sum = 0;
+      for (uint32_t c : doc_counts) sum += c;
+      if (sum != (uint64_t)nt) return fail(err, "the Python worker sent a malformed encode reply");
+      for (size_t k = 0; k < nb; ++k) {
+        ids.resize(doc_counts[k]);
+        if (!worker.receivePayload(ids.data(), 4 * ids.size(), err)) return false;
+        if (!addIds(bt.split, bt.begin + k)) return false;
+      }
+      progress.update(split_names[bt.split], bt.bytes, nt + (int64_t)nb);
+      if (bt.end == split_begin[bt.split + 1] && !finishSplit(bt.split)) return false;
+    }
+  } else {
+    std::vector<DocReader> readers;
+    readers.reserve((size_t)threads);
+    for (int t = 0; t < threads; ++t) readers.emplace_back(corpus, o);
+    for (const Batch& bt : batches) {
+      const size_t nb = bt.end - bt.begin;
+      std::vector<std::vector<int>> enc(nb);
+      std::vector<std::string> enc_err((size_t)threads);
+      std::atomic<size_t> next{0};
+      auto work = [&](int t) {
+        std::string text;
+        for (size_t k; (k = next.fetch_add(1)) < nb;) {
+          const Document& d = corpus.docs[order[bt.begin + k]];
+          if (!readers[(size_t)t].read(d, &text, &enc_err[(size_t)t])) return;
+          if (const auto st = sp.Encode(text, &enc[k]); !st.ok()) {
+            enc_err[(size_t)t] = corpus.sourceOf(d) + ": cannot encode: " + st.ToString();
+            return;
+          }
+        }
+      };
+      std::vector<std::thread> pool;
+      const int use = (int)std::min<size_t>((size_t)threads, nb);
+      for (int t = 1; t < use; ++t) pool.emplace_back(work, t);
+      work(0);
+      for (std::thread& t : pool) t.join();
+      for (const std::string& e : enc_err)
+        if (!e.empty()) return fail(err, e);
+      int64_t nt = 0;
+      for (size_t k = 0; k < nb; ++k) {
+        ids.assign(enc[k].begin(), enc[k].end());
+        nt += (int64_t)ids.size();
+        std::vector<int>().swap(enc[k]);
+        if (!addIds(bt.split, bt.begin + k)) return false;
+      }
+      progress.update(split_names[bt.split], bt.bytes, nt + (int64_t)nb);
+      if (bt.end == split_begin[bt.split + 1] && !finishSplit(bt.split)) return false;
+    }
   }
   progress.update("done", 0, 0, /*final=*/true);
   note("encoded: train %lld, val %lld, test %lld tokens (%.1f MB of text in %.1f s, %.2f MB/s, "
@@ -957,6 +1382,13 @@ bool prepareInto(const DataOptions& o, const fs::path& tmp, std::string* err) {
        progress.bytes() / 1e6, progress.seconds(),
        progress.bytes() / 1e6 / std::max(1e-9, progress.seconds()), threads,
        threads == 1 ? "" : "s");
+  {
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    note("memory: tgc's peak RSS %.1f MiB (%.1f MiB before reading the corpus; the Python "
+         "worker's not included)",
+         ru.ru_maxrss / 1024.0, rss_before_kb / 1024.0);
+  }
 
   // 7. meta.json.
   nlohmann::json meta;

@@ -48,8 +48,18 @@ public:
 
   /// Sends one request (a JSON object and a payload of raw bytes).
   bool send(const nlohmann::json& request, const std::string& payload, std::string* err);
+  /// Sends a request's JSON and announces `payload_bytes` bytes of payload, which the
+  /// caller then sends in pieces with sendPayload() (exactly that many, before anything
+  /// else is sent): a payload is never held whole.
+  bool sendHeader(const nlohmann::json& request, uint64_t payload_bytes, std::string* err);
+  bool sendPayload(const void* p, size_t n, std::string* err);
   /// Receives one reply. A reply holding "error" is returned as false with *err = its text.
   bool receive(nlohmann::json* reply, std::string* payload, std::string* err);
+  /// Receives a reply's JSON and *payload_bytes, the size of its payload, which the caller
+  /// then reads in pieces with receivePayload() (exactly that many, before the next reply).
+  /// A reply holding "error" (it has no payload) is returned as false with *err = its text.
+  bool receiveHeader(nlohmann::json* reply, uint64_t* payload_bytes, std::string* err);
+  bool receivePayload(void* p, size_t n, std::string* err) { return readAll(p, n, err); }
   /// send() then receive().
   bool call(const nlohmann::json& request, const std::string& payload, nlohmann::json* reply,
             std::string* reply_payload, std::string* err);
