@@ -652,11 +652,19 @@ void checkSemantics(const Spec &s) {
            json(t.checkpointing).dump() +
                " is not a valid budget: expected budget:<positive integer bytes>, with an "
                "optional suffix KiB, MiB or GiB (budget:512MiB)");
+  } else if (t.checkpointing.rfind("auto", 0) == 0) {
+    int64_t bytes = 0;
+    if (!parseCheckpointAuto(t.checkpointing, bytes))
+      fail("training.checkpointing",
+           json(t.checkpointing).dump() +
+               " is not a valid auto policy: expected auto:<the device's whole memory in "
+               "bytes>, with an optional suffix KiB, MiB or GiB (auto:80GiB)");
   } else {
     // The spec spells the budget case with its bytes.
     checkEnum<mlir::tg::Checkpointing>(
         "training.checkpointing", t.checkpointing, [](mlir::tg::Checkpointing c) {
-          return c == mlir::tg::Checkpointing::budget ? std::string("budget:<bytes>")
+          // auto:<memory> is no enum case (tgc resolves it to one); listed with budget.
+          return c == mlir::tg::Checkpointing::budget ? std::string("budget:<bytes>, auto:<memory>")
                                                       : mlir::tg::stringifyEnum(c).str();
         });
   }
@@ -1074,8 +1082,9 @@ size_t jsonNestingTooDeep(const std::string &text, size_t maxDepth) {
   return std::string::npos;
 }
 
-bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
-  const std::string prefix = "budget:";
+/// "<prefix><n>[KiB|MiB|GiB]" with n > 0 -> bytes (parseCheckpointBudget, parseCheckpointAuto).
+static bool parsePrefixedBytes(const std::string &policy, const std::string &prefix,
+                               int64_t &bytes) {
   if (policy.rfind(prefix, 0) != 0) return false;
   std::string s = policy.substr(prefix.size());
   size_t digits = 0;
@@ -1088,6 +1097,14 @@ bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
   if (n > (std::numeric_limits<int64_t>::max() >> shift)) return false;
   bytes = n << shift;
   return true;
+}
+
+bool parseCheckpointBudget(const std::string &policy, int64_t &bytes) {
+  return parsePrefixedBytes(policy, "budget:", bytes);
+}
+
+bool parseCheckpointAuto(const std::string &policy, int64_t &bytes) {
+  return parsePrefixedBytes(policy, "auto:", bytes);
 }
 
 std::string hfArchitecture(const ModelSpec &m, std::string *why) {

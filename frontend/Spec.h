@@ -166,6 +166,11 @@ size_t jsonNestingTooDeep(const std::string &text, size_t maxDepth = kMaxJsonDep
 /// If `policy` is "budget:<n>[KiB|MiB|GiB]" with n > 0, sets `bytes` and returns true.
 bool parseCheckpointBudget(const std::string &policy, int64_t &bytes);
 
+/// If `policy` is "auto:<n>[KiB|MiB|GiB]" with n > 0 (the device's whole memory), sets
+/// `bytes` and returns true. tgc resolves it to the policy predicted fastest among those
+/// whose plan fits (tools/tgc Driver.cpp resolveAutoCheckpointing; docs/spec.md).
+bool parseCheckpointAuto(const std::string &policy, int64_t &bytes);
+
 /// The small embedded default spec (a tiny model that trains on the CPU in minutes).
 const char *defaultSpecJson();
 

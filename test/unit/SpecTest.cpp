@@ -510,10 +510,10 @@ TEST(SpecRules, Checkpointing) {
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),
             "training.checkpointing: \"full\" is not one of none, gelu, layer, layer-attn, selective, "
-            "budget:<bytes>");
+            "budget:<bytes>, auto:<memory>");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
             "training.checkpointing: \"layers\" is not one of none, gelu, layer, layer-attn, selective, "
-            "budget:<bytes> (did you mean 'layer'?)");
+            "budget:<bytes>, auto:<memory> (did you mean 'layer'?)");
   const std::string budgetMsg =
       " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
       "suffix KiB, MiB or GiB (budget:512MiB)";
@@ -529,6 +529,19 @@ TEST(SpecRules, Checkpointing) {
   EXPECT_TRUE(parseCheckpointBudget("budget:7", bytes));
   EXPECT_EQ(bytes, 7);
   EXPECT_FALSE(parseCheckpointBudget("layer", bytes));
+  // auto:<memory>: the device's whole memory, the same syntax; tgc resolves it to a policy
+  // (test/e2e/checkpoint-auto.test).
+  for (const char *ok : {"auto:80GiB", "auto:24000000000", "auto:512MiB"})
+    parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
+  const std::string autoMsg =
+      " is not a valid auto policy: expected auto:<the device's whole memory in bytes>, with an "
+      "optional suffix KiB, MiB or GiB (auto:80GiB)";
+  for (const char *bad : {"auto", "auto:", "auto:0", "auto:80GB", "auto:budget:1GiB"})
+    EXPECT_EQ(errorOf(std::string(R"({"training": {"checkpointing": ")") + bad + "\"}}"),
+              std::string("training.checkpointing: \"") + bad + "\"" + autoMsg);
+  EXPECT_TRUE(parseCheckpointAuto("auto:80GiB", bytes));
+  EXPECT_EQ(bytes, 80LL << 30);
+  EXPECT_FALSE(parseCheckpointAuto("budget:80GiB", bytes));
 }
 
 TEST(SpecRules, Optimizer) {

@@ -44,6 +44,7 @@
 using namespace mlir;
 
 namespace tgc {
+static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec);
 namespace {
 
 /// Prints a spec error as "tgc: error: <file>: <path>: <message>" (syntax errors carry
@@ -68,7 +69,7 @@ bool loadSpec(const DriverOptions &opts, Spec &spec) {
     reportSpecError(opts.specFile, err);
     return false;
   }
-  return true;
+  return resolveAutoCheckpointing(opts, spec);
 }
 
 void setupContext(MLIRContext &ctx) {
@@ -168,6 +169,13 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.workspaceBytes = tg::workspaceBytesFor(target);
   o.commBytes = tg::commBytesFor(target, spec.training.distributed.ranks);
   const std::string &ck = spec.training.checkpointing;
+  if (ck.rfind("auto", 0) == 0) {
+    // loadSpec resolves auto:<memory> to a policy; a spec built otherwise must do the same.
+    llvm::errs() << "tgc: error: training.checkpointing: " << ck
+                 << " must be resolved to a policy before planning (tgc resolves it when it "
+                    "loads the spec)\n";
+    return false;
+  }
   if (ck.rfind("budget", 0) == 0) {
     int64_t bytes = 0;
     (void)parseCheckpointBudget(ck, bytes); // validated with the spec
@@ -813,6 +821,115 @@ static void parallelFor(size_t n, const std::function<void(size_t)> &fn) {
   work();
   for (std::thread &t : pool)
     t.join();
+}
+
+/// training.checkpointing "auto:<memory>" (the device's whole memory, bytes): plans every
+/// policy (none, gelu, selective, layer-attn, layer) and the budget that gives the arena
+/// what none's persistent region (with the gradient slots, which a budget keeps there),
+/// workspace and NCCL reserve leave of memory - context
+/// reserve (--context-bytes, default for the target), predicts each plan's step time with
+/// the target's calibration table (--calibration; docs/cost-model.md), and replaces the
+/// policy with the fastest whose plan fits (ties: the smaller plan), printing the choice on
+/// stderr. Returns true when the spec has no auto policy. Errors (false, printed): no policy
+/// fits (naming the smallest plan), a reserve not below the memory, a calibration table
+/// that cannot be read.
+static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
+  int64_t memory = 0;
+  if (!parseCheckpointAuto(spec.training.checkpointing, memory))
+    return true;
+  const std::string policy = spec.training.checkpointing, target = opts.target;
+  const long long context = contextBytesOption(target, opts.contextBytes);
+  if (context < 0)
+    return false;
+  if (context >= memory) {
+    llvm::errs() << "tgc: error: training.checkpointing: " << policy << ": the reserve of "
+                 << context << " bytes outside the plan (--context-bytes) is not below the "
+                 << memory << " bytes of memory\n";
+    return false;
+  }
+  tg::CalibrationTable table;
+  std::string origin;
+  if (!findCalibration(opts.calibration, target, table, origin))
+    return false;
+  struct Candidate {
+    std::string policy;
+    bool ok = false;
+    tg::PlanReport r;
+    double ms = 0;
+  };
+  std::vector<Candidate> cands;
+  for (tg::Checkpointing c :
+       {tg::Checkpointing::none, tg::Checkpointing::gelu, tg::Checkpointing::selective,
+        tg::Checkpointing::layer_attn, tg::Checkpointing::layer})
+    cands.emplace_back().policy = tg::stringifyCheckpointing(c).str();
+  auto plan = [&](Candidate &c) {
+    std::vector<tg::RuntimeCall> calls;
+    c.ok = planWith(spec, {"training.checkpointing=" + c.policy}, target, c.r, /*quiet=*/true,
+                    nullptr, &calls);
+    if (c.ok)
+      c.ms = predictPlan(spec, table, calls).step.stepMs;
+  };
+  llvm::errs() << "tgc: checkpointing " << policy << ": planning " << cands.size() + 1
+               << " policies...\n";
+  parallelFor(cands.size(), [&](size_t i) { plan(cands[i]); });
+  const long long limit = memory - context;
+  if (cands[0].ok) {
+    // Under a budget the gradient slots are persistent (training.gradients auto keeps them
+    // in the arena only without a budget), so none's persistent region grows by them.
+    const tg::PlanReport &none = cands[0].r;
+    const long long persistent = none.persistentBytes + (none.gradsInArena ? none.gradBytes : 0);
+    const long long arena = limit - persistent - none.workspaceBytes - none.commBytes;
+    if (arena > 0 && none.totalBytes() > limit) {
+      cands.emplace_back().policy = "budget:" + std::to_string(arena);
+      plan(cands.back());
+    }
+  }
+  const Candidate *best = nullptr, *smallest = nullptr;
+  for (const Candidate &c : cands) {
+    if (!c.ok)
+      continue;
+    if (!smallest || c.r.totalBytes() < smallest->r.totalBytes())
+      smallest = &c;
+    if (c.r.totalBytes() > limit)
+      continue;
+    if (!best || c.ms < best->ms ||
+        (c.ms == best->ms && c.r.totalBytes() < best->r.totalBytes()))
+      best = &c;
+  }
+  auto size = [](long long b) {
+    return b >= (1LL << 30) ? llvm::formatv("{0:f2} GiB", (double)b / (1LL << 30)).str()
+                            : llvm::formatv("{0:f1} MiB", (double)b / (1LL << 20)).str();
+  };
+  std::string others;
+  for (const Candidate &c : cands)
+    others += "; " + c.policy + " " +
+              (c.ok ? size(c.r.totalBytes()) +
+                          (c.r.totalBytes() > limit ? " (does not fit)"
+                                                    : ", " + fmt3(c.ms) + " ms")
+                    : std::string("refused"));
+  if (!best) {
+    llvm::errs() << "tgc: error: training.checkpointing: " << policy
+                 << ": no checkpointing policy fits " << memory << " bytes ("
+                 << context << " of them reserved outside the plan)";
+    if (smallest)
+      llvm::errs() << ": the smallest plan is " << smallest->policy << "'s, "
+                   << smallest->r.totalBytes() << " bytes";
+    llvm::errs() << " (" << others.substr(2) << ")\n";
+    return false;
+  }
+  llvm::errs() << "tgc: checkpointing " << policy << " -> " << best->policy << " (plan "
+               << best->r.totalBytes() << " bytes + reserve " << context << " <= " << memory
+               << "; predicted " << fmt3(best->ms) << " ms a step, calibration " << origin
+               << "; " << others.substr(2) << ")\n";
+  SpecError err;
+  Spec resolved;
+  if (!parseSpec(spec.json, {"training.checkpointing=" + best->policy}, resolved, err,
+                 "<spec>")) {
+    llvm::errs() << "tgc: error: " << err.str() << "\n";
+    return false;
+  }
+  spec = std::move(resolved);
+  return true;
 }
 
 /// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the
