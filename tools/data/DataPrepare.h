@@ -1,7 +1,9 @@
 // DataPrepare.h — `tgc data prepare`: raw text → tokenizer + sharded token arrays.
 //
 // Reads documents (one per file; one per line of a .jsonl file; one per row of a .parquet
-// file), splits them into train/val/test by document after a seeded shuffle, then either
+// file) into an index (where each one's text is, not the text: it is read back when it is
+// encoded; .jsonl.gz and .parquet text goes to a temporary spool file; docs/prepare.md,
+// "Memory"), splits them into train/val/test by document after a seeded shuffle, then either
 // trains a byte-fallback sentencepiece BPE tokenizer on the train split (the default) or
 // takes a pretrained Hugging Face tokenizer.json (--tokenizer, encoded by the `tokenizers`
 // Python package in a worker process, PrepareWorker.h), encodes every split on all cores
@@ -61,8 +63,9 @@ struct DataOptions {
 /// unreadable .parquet file or row group, a missing or non-string parquet column, fewer than
 /// 3 documents, a vocab size sentencepiece rejects for this corpus, a tokenizer file that
 /// cannot be loaded or has no end-of-document token, a missing Python interpreter or
-/// package (naming what to install), or an I/O failure. Empty documents are skipped with a
-/// warning.
+/// package (naming what to install), an input changed between reading and encoding (its
+/// text is read back per batch; "FILE[:LINE]: changed since prepare read it"), or an I/O
+/// failure (including the spool file's). Empty documents are skipped with a warning.
 bool prepareData(const DataOptions& opts, std::string* err);
 
 /// SHA-256 of a file's bytes as 64 lowercase hex digits (OpenSSL's EVP). False with *err
