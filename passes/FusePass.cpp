@@ -55,6 +55,19 @@ void inherit(Operation *fused, MatmulOp mm) {
 /// The widening cast's f32 result (a bf16 / f16 value made f32), or null.
 bool widensToF32(CastOp c) { return elemOf(c.getResult()).isF32() && !elemOf(c.getX()).isF32(); }
 
+/// The only reader of a linear-layer GEMM's product (linearLayer), or null when `mm` is no
+/// linear layer or its product has other readers.
+Operation *soleReader(MatmulOp mm) {
+  if (!linearLayer(mm) || !mm.getResult().hasOneUse())
+    return nullptr;
+  return *mm.getResult().getUsers().begin();
+}
+
+/// soleReader as an `OpT`: null also when the reader is of another kind.
+template <typename OpT> OpT soleReaderOf(MatmulOp mm) {
+  return dyn_cast_or_null<OpT>(soleReader(mm));
+}
+
 /// matmul -> bias_add -> widening cast -> add(residual), each right after the previous,
 /// every value read only by the next: tg.matmul_residual with the bias in f32.
 struct BiasResidualChain {
@@ -105,9 +118,7 @@ struct BiasChain {
 };
 
 std::optional<BiasChain> matchBias(MatmulOp mm) {
-  if (!linearLayer(mm) || !mm.getResult().hasOneUse())
-    return std::nullopt;
-  auto bias = dyn_cast<BiasAddOp>(*mm.getResult().getUsers().begin());
+  auto bias = soleReaderOf<BiasAddOp>(mm);
   if (!bias || bias.getX() != mm.getResult() || !readyAt(bias.getBias(), mm))
     return std::nullopt;
   GeluOp gelu;
@@ -125,9 +136,9 @@ struct ResidualChain {
 };
 
 std::optional<ResidualChain> matchResidual(MatmulOp mm) {
-  if (!linearLayer(mm) || !mm.getResult().hasOneUse())
+  Operation *user = soleReader(mm);
+  if (!user)
     return std::nullopt;
-  Operation *user = *mm.getResult().getUsers().begin();
   ResidualChain c{mm, dyn_cast<CastOp>(user), AddOp()};
   Value branch = mm.getResult();
   if (c.cast) {
@@ -156,9 +167,7 @@ struct DgeluChain {
 };
 
 std::optional<DgeluChain> matchDgelu(MatmulOp mm) {
-  if (!linearLayer(mm) || !mm.getResult().hasOneUse())
-    return std::nullopt;
-  auto gelu = dyn_cast<GeluGradOp>(*mm.getResult().getUsers().begin());
+  auto gelu = soleReaderOf<GeluGradOp>(mm);
   if (!gelu || gelu.getDy() != mm.getResult() || gelu.getX() == mm.getResult() ||
       gelu->getBlock() != mm->getBlock())
     return std::nullopt;
