@@ -39,6 +39,19 @@ LogicalResult verifyStatic(Operation *op) {
   return success();
 }
 
+/// verifyStatic(op), then `x` of rank >= 1 (the ops that work along the last dimension: layer
+/// and RMS norm and their gradients, bias add): x's type. Failure after an error otherwise.
+FailureOr<RankedTensorType> featureInput(Operation *op, Value x) {
+  if (failed(verifyStatic(op)))
+    return failure();
+  RankedTensorType t = rt(x);
+  if (t.getRank() < 1) {
+    op->emitOpError() << "x must have rank >= 1";
+    return failure();
+  }
+  return t;
+}
+
 LogicalResult expectShape(Operation *op, StringRef what, Value v, ArrayRef<int64_t> shape) {
   if (rt(v).getShape() != shape)
     return op->emitOpError() << what << " must have shape " << shapeStr(shape) << ", got "
@@ -117,11 +130,10 @@ LogicalResult AddOp::verify() {
 }
 
 LogicalResult LayerNormOp::verify() {
-  if (failed(verifyStatic(*this)))
+  FailureOr<RankedTensorType> xt = featureInput(*this, getX());
+  if (failed(xt))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1)
-    return emitOpError() << "x must have rank >= 1";
+  RankedTensorType x = *xt;
   int64_t d = x.getShape().back();
   if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
       failed(expectShape(*this, "beta", getBeta(), {d})) ||
@@ -165,11 +177,10 @@ LogicalResult MatmulOp::verify() {
 }
 
 LogicalResult BiasAddOp::verify() {
-  if (failed(verifyStatic(*this)))
+  FailureOr<RankedTensorType> xt = featureInput(*this, getX());
+  if (failed(xt))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1)
-    return emitOpError() << "x must have rank >= 1";
+  RankedTensorType x = *xt;
   if (failed(expectShape(*this, "bias", getBias(), {x.getShape().back()})) ||
       failed(expectElementType(*this, "bias", getBias(), x.getElementType())))
     return failure();
@@ -382,11 +393,10 @@ LogicalResult AttentionQKVOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(verifyStatic(*this)))
+  FailureOr<RankedTensorType> xt = featureInput(*this, getX());
+  if (failed(xt))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1)
-    return emitOpError() << "x must have rank >= 1";
+  RankedTensorType x = *xt;
   int64_t d = x.getShape().back();
   if (failed(expectShape(*this, "gamma", getGamma(), {d})) ||
       failed(expectShape(*this, "y", getY(), x.getShape())) ||
@@ -461,11 +471,10 @@ LogicalResult PositionalEmbeddingGradOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  if (failed(verifyStatic(*this)))
+  FailureOr<RankedTensorType> xt = featureInput(*this, getX());
+  if (failed(xt))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1)
-    return emitOpError() << "x must have rank >= 1";
+  RankedTensorType x = *xt;
   return failure(failed(expectShape(*this, "dy", getDy(), x.getShape())) ||
                  failed(expectShape(*this, "gamma", getGamma(), {x.getShape().back()})) ||
                  failed(expectShape(*this, "mean", getMean(), dropLast(x.getShape()))) ||
@@ -568,11 +577,10 @@ LogicalResult AttentionQKVGradOp::verify() {
 }
 
 LogicalResult RmsNormGradOp::verify() {
-  if (failed(verifyStatic(*this)))
+  FailureOr<RankedTensorType> xt = featureInput(*this, getX());
+  if (failed(xt))
     return failure();
-  auto x = rt(getX());
-  if (x.getRank() < 1)
-    return emitOpError() << "x must have rank >= 1";
+  RankedTensorType x = *xt;
   int64_t d = x.getShape().back();
   return failure(failed(expectShape(*this, "dy", getDy(), x.getShape())) ||
                  failed(expectShape(*this, "gamma", getGamma(), {d})) ||
