@@ -645,20 +645,27 @@ void checkSemantics(const Spec &s) {
   if (t.attention.window > m.context)
     fail("training.attention.window", std::to_string(t.attention.window) +
                                           " exceeds model.context=" + std::to_string(m.context));
-  if (t.checkpointing.rfind("budget", 0) == 0) {
+  // The policies that carry a size: budget:<arena bytes>, auto:<the device's memory>.
+  struct Sized {
+    const char *word;
+    bool (*parse)(const std::string &, int64_t &);
+    const char *expected;
+  };
+  static const Sized sized[] = {
+      {"budget", parseCheckpointBudget,
+       " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
+       "suffix KiB, MiB or GiB (budget:512MiB)"},
+      {"auto", parseCheckpointAuto,
+       " is not a valid auto policy: expected auto:<the device's whole memory in bytes>, with "
+       "an optional suffix KiB, MiB or GiB (auto:80GiB)"}};
+  const Sized *form = nullptr;
+  for (const Sized &f : sized)
+    if (t.checkpointing.rfind(f.word, 0) == 0)
+      form = &f;
+  if (form) {
     int64_t bytes = 0;
-    if (!parseCheckpointBudget(t.checkpointing, bytes))
-      fail("training.checkpointing",
-           json(t.checkpointing).dump() +
-               " is not a valid budget: expected budget:<positive integer bytes>, with an "
-               "optional suffix KiB, MiB or GiB (budget:512MiB)");
-  } else if (t.checkpointing.rfind("auto", 0) == 0) {
-    int64_t bytes = 0;
-    if (!parseCheckpointAuto(t.checkpointing, bytes))
-      fail("training.checkpointing",
-           json(t.checkpointing).dump() +
-               " is not a valid auto policy: expected auto:<the device's whole memory in "
-               "bytes>, with an optional suffix KiB, MiB or GiB (auto:80GiB)");
+    if (!form->parse(t.checkpointing, bytes))
+      fail("training.checkpointing", json(t.checkpointing).dump() + form->expected);
   } else {
     // The spec spells the budget case with its bytes.
     checkEnum<mlir::tg::Checkpointing>(

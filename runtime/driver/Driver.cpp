@@ -2137,15 +2137,10 @@ int spawnRanks(char** argv, int32_t ranks, const char* prog) {
         std::string gpu = rs;
         if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) {
           std::vector<std::string> list;
-          std::string cur;
-          for (const char* c = vis;; ++c) {
-            if (*c == ',' || *c == 0) {
-              if (!cur.empty()) list.push_back(cur);
-              cur.clear();
-              if (!*c) break;
-            } else if (*c != ' ') {
-              cur += *c;
-            }
+          std::istringstream in(vis);
+          for (std::string item; std::getline(in, item, ',');) {
+            item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+            if (!item.empty()) list.push_back(item);
           }
           if ((size_t)r >= list.size()) {
             std::fprintf(stderr, "%s: error: rank %d: CUDA_VISIBLE_DEVICES='%s' names %d "

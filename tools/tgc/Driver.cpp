@@ -825,8 +825,8 @@ static void parallelFor(size_t n, const std::function<void(size_t)> &fn) {
 
 /// training.checkpointing "auto:<memory>" (the device's whole memory, bytes): plans every
 /// policy (none, gelu, selective, layer-attn, layer) and the budget that gives the arena
-/// what none's persistent region (with the gradient slots, which a budget keeps there),
-/// workspace and NCCL reserve leave of memory - context
+/// what a budget plan's persistent region, workspace and NCCL reserve leave of memory -
+/// context
 /// reserve (--context-bytes, default for the target), predicts each plan's step time with
 /// the target's calibration table (--calibration; docs/cost-model.md), and replaces the
 /// policy with the fastest whose plan fits (ties: the smaller plan), printing the choice on
@@ -873,13 +873,17 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
                << " policies...\n";
   parallelFor(cands.size(), [&](size_t i) { plan(cands[i]); });
   const long long limit = memory - context;
-  if (cands[0].ok) {
-    // Under a budget the gradient slots are persistent (training.gradients auto keeps them
-    // in the arena only without a budget), so none's persistent region grows by them.
-    const tg::PlanReport &none = cands[0].r;
-    const long long persistent = none.persistentBytes + (none.gradsInArena ? none.gradBytes : 0);
-    const long long arena = limit - persistent - none.workspaceBytes - none.commBytes;
-    if (arena > 0 && none.totalBytes() > limit) {
+  if (cands[0].ok && cands[0].r.totalBytes() > limit) {
+    // What a budget leaves the arena: memory - context - the budget plan's other regions.
+    // Those are read from a budget plan at none's arena (it fits: a mix of none), not from
+    // none's: under a budget the gradient slots may live elsewhere (training.gradients).
+    Candidate probe;
+    probe.policy = "budget:" + std::to_string(cands[0].r.arenaBytes);
+    plan(probe);
+    const tg::PlanReport &b = probe.r;
+    const long long arena =
+        limit - (b.totalBytes() - b.arenaBytes); // persistent + workspace + NCCL reserve
+    if (probe.ok && arena > 0) {
       cands.emplace_back().policy = "budget:" + std::to_string(arena);
       plan(cands.back());
     }
