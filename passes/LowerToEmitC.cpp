@@ -40,6 +40,12 @@ int64_t dim(Value v, int64_t i) {
   auto t = rt(v);
   return t.getDimSize(i < 0 ? t.getRank() + i : i);
 }
+/// v itself or, when v is a tg.reshape, the value it views.
+Value throughReshape(Value v) {
+  if (auto r = v.getDefiningOp<ReshapeOp>())
+    return r.getX();
+  return v;
+}
 int64_t prod(ArrayRef<int64_t> s) {
   int64_t p = 1;
   for (int64_t d : s)
@@ -527,14 +533,20 @@ private:
     // it (MemoryPlan.h gradientFirstWrites; the plan reserves it from that op on), so the
     // accumulating writes that follow start from zero, as persistent slots do.
     std::map<int64_t, SmallVector<const ParamSlot *>> zeroAt;
-    if (report.gradsInArena && fn.getSymName() == "micro_step")
+    wgradWrites.clear();
+    wgradBias.clear();
+    biasInWgrad.clear();
+    if (report.gradsInArena && fn.getSymName() == "micro_step") {
+      planWeightGradWrites(fn);
       for (const auto &[name, at] : gradientFirstWrites(fn)) {
         auto it = slots.find(name);
         if (it == slots.end())
           return fn.emitError() << "lower-to-emitc: parameter " << name
                                 << " has no planned slot", failure();
-        zeroAt[at].push_back(it->second);
+        if (!writtenWhole.contains(it->second))
+          zeroAt[at].push_back(it->second);
       }
+    }
     int64_t opIndex = 0;
     for (Operation &op : fn.getBody().front()) {
       if (auto z = zeroAt.find(opIndex++); z != zeroAt.end()) {
@@ -1148,6 +1160,8 @@ private:
         })
         .Case([&](BiasGradOp o) {
           int64_t n = dim(o.getDy(), -1);
+          if (biasSumInWgrad(o, o.getResult()))
+            return success();
           if (succeeded(emitBiasGradIntoSlot(o, o.getResult(), o.getDy())))
             return success();
           return call(op, "tgrt_bias_grad",
@@ -1718,6 +1732,8 @@ private:
                      numel(o.getDx()) / n, n, k, int64_t(0),
                      int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())})))
       return failure();
+    if (acc && biasSumInWgrad(o, o.getDb()))
+      return success();
     return acc ? emitBiasGradIntoSlot(o, o.getDb(), o.getDx(), lastLocName(o.getLoc()))
                : success();
   }
@@ -1856,6 +1872,14 @@ private:
           Value mine = cast ? cast.getResult() : o.getResult();
           noteSlotAdd(viaAdd, s, viaAdd.getLhs() == mine ? viaAdd.getRhs() : viaAdd.getLhs());
         }
+        if (wgradWrites.contains(o)) {
+          const ParamSlot *bias = wgradBias.lookup(o);
+          return call(o, "tgrt_matmul_wgrad",
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
+                       m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
+                       flt(o.getAlpha().convertToFloat()),
+                       bias ? gradSlot(bias) : Arg(std::string("NULL"))});
+        }
         return call(o, "tgrt_matmul_acc",
                     {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
                      m, n, k, int64_t(ta ? 1 : 0),
@@ -1923,6 +1947,91 @@ private:
   /// Ops lowered as part of an earlier call, in the order they were fused (the trace
   /// attributes their FLOPs to the call that computes them).
   llvm::SetVector<Operation *> fusedAway;
+  /// Weight gradients that are their slot's only write of the step (planWeightGradWrites):
+  /// lowered to tgrt_matmul_wgrad, which writes the slot (no tgrt_zero before it) and, for
+  /// those in wgradBias, the bias gradient of the same layer from its B operand.
+  llvm::SmallPtrSet<Operation *, 32> wgradWrites;
+  llvm::DenseMap<Operation *, const ParamSlot *> wgradBias;
+  /// The bias-gradient ops (tg.bias_grad, tg.matmul_dgelu_bgrad's db) whose slot sum such a
+  /// GEMM computes instead.
+  llvm::SmallPtrSet<Operation *, 32> biasInWgrad;
+  /// Slots written whole by one call of the step (no tgrt_zero before their first write).
+  llvm::SmallPtrSet<const ParamSlot *, 32> writtenWhole;
+
+  /// With the gradients in the arena (one micro-step, one rank: each slot is zeroed right
+  /// before its first write, MemoryPlan.h gradientFirstWrites), a parameter whose only
+  /// accumulation in @micro_step is fed by one weight-gradient GEMM (through at most a cast,
+  /// no add) gets that GEMM's result written, not added: the zero and the read of the slot
+  /// go. A linear layer's bias gradient is the column sum of dy, the B of its weight
+  /// gradient dW = x^T dy (trans_a, not trans_b, k = dy's rows); when that bias's slot is
+  /// also written once, the same call writes it (cuBLASLt's BGRADA epilogue: dy read once),
+  /// and the bias-gradient op emits nothing. Fills wgradWrites, wgradBias, biasInWgrad and
+  /// writtenWhole.
+  void planWeightGradWrites(func::FuncOp fn) {
+    writtenWhole.clear();
+    // A slot written by one call needs no zero when the call covers it whole: the optimizer
+    // reads runs of slots with their 256-byte padding, which must hold zeros (a slot of
+    // bf16 [64] is 128 bytes of values in 256), so a padded slot keeps its zero.
+    auto noteWhole = [&](const ParamSlot *s) {
+      if (dtypeBytes(s->dtype) * s->numel % kBufferAlignment == 0)
+        writtenWhole.insert(s);
+    };
+    llvm::DenseMap<Value, int> accumulations;
+    fn.walk([&](AccumulateGradOp acc) { ++accumulations[acc.getParam()]; });
+    auto onlyWrite = [&](AccumulateGradOp acc) {
+      return acc && accumulations.lookup(acc.getParam()) == 1 && slotOf(acc.getParam());
+    };
+    // The weight GEMMs, by the value their B reads (through a reshape).
+    llvm::DenseMap<Value, SmallVector<MatmulOp, 1>> byB;
+    fn.walk([&](MatmulOp o) {
+      auto a = rt(o.getA()), b = rt(o.getB());
+      if (a.getRank() != 2 || b.getRank() != 2)
+        return;
+      CastOp cast;
+      AddOp add;
+      AccumulateGradOp acc = gradientSink(o, cast, add);
+      if (add || !onlyWrite(acc))
+        return;
+      wgradWrites.insert(o);
+      noteWhole(slotOf(acc.getParam()));
+      if (o.getTransposeA() && !o.getTransposeB())
+        byB[throughReshape(o.getB())].push_back(o);
+    });
+    auto fuseBias = [&](Operation *op, Value db, Value dy) {
+      CastOp cast;
+      AccumulateGradOp acc = biasGradSink(db, cast);
+      if (!onlyWrite(acc))
+        return;
+      const ParamSlot *bias = slotOf(acc.getParam());
+      int64_t n = dim(dy, -1);
+      for (MatmulOp w : byB.lookup(dy)) {
+        CastOp wc;
+        const ParamSlot *weight = slotOf(gradientSink(w, wc).getParam());
+        if (wgradBias.count(w) || weight->dtype != bias->dtype || dim(w.getB(), -1) != n ||
+            dim(w.getB(), 0) * n != numel(dy))
+          continue;
+        wgradBias[w] = bias;
+        biasInWgrad.insert(op);
+        noteWhole(bias);
+        return;
+      }
+    };
+    fn.walk([&](BiasGradOp o) { fuseBias(o, o.getResult(), o.getDy()); });
+    fn.walk([&](MatmulDgeluBgradOp o) { fuseBias(o, o.getDb(), o.getDx()); });
+  }
+
+  /// The bias-gradient op o whose slot sum a tgrt_matmul_wgrad computes (biasInWgrad): its
+  /// cast and accumulation lowered with it, nothing emitted.
+  bool biasSumInWgrad(Operation *o, Value db) {
+    if (!biasInWgrad.contains(o))
+      return false;
+    CastOp cast;
+    AccumulateGradOp acc = biasGradSink(db, cast);
+    fusedAway.insert(acc);
+    if (cast)
+      fusedAway.insert(cast);
+    return true;
+  }
   /// Runtime calls emitted so far (lowerToEmitC's `calls`), or null.
   std::vector<RuntimeCall> *trace = nullptr;
 

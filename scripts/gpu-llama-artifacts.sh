@@ -9,6 +9,8 @@ ninja -C build -j"${JOBS:-2}" bin/tgc bin/tgrt-cuda-check tgrt_cuda tgrt_cpu tgr
 rm -rf runs/llama && mkdir -p runs/llama/llama
 c() { # name spec target args...
   local name=$1 spec=$2 target=$3; shift 3
+  # ARTS="name ...": build only these executables (tgrt-cuda-check always).
+  if [ -n "${ARTS:-}" ]; then case " $ARTS " in *" $name "*) ;; *) return 0 ;; esac; fi
   build/bin/tgc compile "$spec" --target "$target" "$@" -o "runs/llama/llama/$name"
   strip "runs/llama/llama/$name"
 }
@@ -48,6 +50,11 @@ c llama1b-budget examples/llama3.2-1b.json cuda --set training.checkpointing=bud
 c shards-r1 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=2
 c shards-r2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.distributed.ranks=2
 c tiny-cpu examples/tiny-llama.json cpu --set training.attention.kernel=flash
+# BASE="DIR": executables of an earlier build (DIR/NAME, e.g. an unpacked earlier llama.tar.xz)
+# carried as NAME-base, the before of an A/B in the same call.
+for e in ${BASE_NAMES:-gpt2s llama1b}; do
+  [ -n "${BASE:-}" ] && [ -x "$BASE/$e" ] && cp "$BASE/$e" "runs/llama/llama/$e-base"
+done
 cp build/bin/tgrt-cuda-check runs/llama/llama/ && strip runs/llama/llama/tgrt-cuda-check
 tar -C runs/llama -cf - llama | xz -9 -T2 > runs/llama/llama.tar.xz
 rm -rf runs/llama/llama

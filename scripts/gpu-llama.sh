@@ -115,12 +115,26 @@ for model in ${ONLY:-smollm2 llama1b}; do
     done
     "${tref[@]}" --steps "$STEPS" > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
     echo "torch.compile $model rep $r rc $?: $(tail -c 200 "$OUT/torch-$model-$r.json")"
+    # llm.c (GPT-2 small only; carried runs/llmc, scripts/llmc-artifacts.sh, docs/llmc.md):
+    # LLMC="r0 r1 r0ge2": -r 0 (no recompute, tgc's default), -r 1 (llm.c's default: GELU
+    # recomputed), -r 0 -ge 2 (its cuBLASLt GELU fusion forward and backward).
+    if [ "$model" = gpt2s ] && [ -n "${LLMC:-}" ] && [ -x runs/llmc/train_gpt2cu ]; then
+      [ -f /tmp/llmc-data/llmc_train.bin ] || python3 bench/llmc_data.py /tmp/llmc-data > "$OUT/llmc-data.log" 2>&1
+      for lv in $LLMC; do
+        case $lv in r0) lf=(-r 0) ;; r1) lf=(-r 1) ;; r0ge2) lf=(-r 0 -ge 2) ;; *) continue ;; esac
+        LLMC_LOG_DIR="$OUT/llmc" bash bench/llmc_step.sh runs/llmc/train_gpt2cu /tmp/llmc-data "$STEPS" "${lf[@]}" \
+          > "$OUT/llmc-$lv-$r.out" 2>&1
+        tail -1 "$OUT/llmc-$lv-$r.out" > "$OUT/llmc-$lv-$r.json"
+        echo "llm.c $lv rep $r: $(tail -c 240 "$OUT/llmc-$lv-$r.json")"
+      done
+    fi
   done
 done
 for p in ${PROFILES:-llama1b}; do
   [ "$p" = none ] && continue  # PROFILES=none: no profile
   exe=${p%@*}; envs=(); [ "$p" != "$exe" ] && { e=${p#*@}; case $e in *=*) envs=($e) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
-  case $exe in smollm2*) data=$B/data-49152 ;; *) data=$B/data-128256 ;; esac
+  case $exe in smollm2*) data=$B/data-49152 ;; gpt2*) data=$B/data-50304 ;;
+    hd128*) data=$B/data-32000 ;; *) data=$B/data-128256 ;; esac
   echo "== 4. where the time goes: $p, 8 steps, TGRT_PROFILE=1"
   env "${envs[@]}" TGRT_PROFILE=1 $B/$exe --data $data --steps 8 --eval-every 0 --eval-batches 1 \
     > "$OUT/profile-$p.log" 2>&1
@@ -155,4 +169,12 @@ for name in ("smollm2", "llama1b", "gpt2s", "gpt2m", "gpt2l", "hd128"):
       th.append(j.get("ms", j.get("ms_per_step"))); thmem = f"peak allocated {j['peak_bytes']/2**30:.2f}"
   fmt = lambda v: f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
   print(f"| {name} | torch.compile | {fmt(th)} | {thmem} |")
+  for lv in sorted({f.split("/")[-1].split("-")[1] for f in glob.glob(f"{o}/llmc-*-*.json")} if name == "gpt2s" else []):
+    lm, lmem = [], ""
+    for f in sorted(glob.glob(f"{o}/llmc-{lv}-*.json")):
+      try: j = json.loads(open(f).read().strip())
+      except Exception: continue
+      if j.get("ms"): lm.append(j["ms"])
+      if j.get("llmc_alloc_mib"): lmem = f"llm.c allocations {j['llmc_alloc_mib']/1024:.2f}, process {j.get('peak_process_mib', 0)/1024:.2f}"
+    print(f"| {name} | llm.c {lv} | {fmt(lm)} | {lmem} |")
 PY

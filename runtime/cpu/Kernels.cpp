@@ -902,6 +902,28 @@ void tgrt_matmul_acc(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* 
   roundInto(loc, "matmul_acc", c_dt, cf, c);
 }
 
+/// A weight gradient written into its slot and the bias gradient from its B (tgrt.h): C
+/// zeroed then tgrt_matmul_acc (the product rounded once to c_dt); dbias zeroed then
+/// tgrt_bias_grad_acc of B's k rows. Errors: as tgrt_matmul_acc; dbias with trans_b = 1.
+void tgrt_matmul_wgrad(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                       const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k,
+                       int32_t trans_a, int32_t trans_b, float alpha, void* dbias) {
+  checkNonNegative(loc, "matmul_wgrad(m, n, k)", m, n, k);
+  checkDtype(loc, "matmul_wgrad (a, b)", ab_dt);
+  checkDtype(loc, "matmul_wgrad (c, dbias)", c_dt);
+  if (dbias && trans_b)
+    fail(loc, "matmul_wgrad: a bias gradient needs trans_b = 0 (B stored [k, n]), got 1");
+  const int64_t ces = tgrt_dtype_size(c_dt);
+  if (m * n > 0) {
+    checkPtrs(loc, "matmul_wgrad", {c});
+    std::memset(c, 0, (size_t)(m * n * ces));
+    tgrt_matmul_acc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha);
+  }
+  if (!dbias || n == 0) return;
+  std::memset(dbias, 0, (size_t)(n * ces));
+  tgrt_bias_grad_acc(ctx, loc, ab_dt, b, c_dt, dbias, k, n);
+}
+
 /// The MLP backward through the GELU (tgrt.h): the unfused chain tgrt_matmul (into dx) ->
 /// tgrt_gelu_bwd (in place) -> tgrt_bias_grad, so the CPU result equals the separate calls.
 void tgrt_matmul_dgelu_bgrad(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,

@@ -550,6 +550,10 @@ Context* createContext(const tgrt_model* model) {
   ctx->gelu_epilogue_low = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : true;
   const char* dgelu = std::getenv("TGRT_DGELU_EPILOGUE");
   ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
+  const char* autotune = std::getenv("TGRT_GEMM_AUTOTUNE");
+  ctx->gemm_autotune = autotune && std::strcmp(autotune, "1") == 0;
+  const char* bgrad = std::getenv("TGRT_BGRAD_EPILOGUE");
+  ctx->bgrad_epilogue = !(bgrad && std::strcmp(bgrad, "0") == 0);
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
   const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");

@@ -158,6 +158,14 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
 void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                int32_t trans_b, float alpha);
+/// C (c_dt) = alpha op(A) op(B) (C not read) and, dbias not NULL, dbias (c_dt) = column
+/// sums of B (tgrt_matmul_wgrad): one cuBLASLt call with CUBLASLT_EPILOGUE_BGRADA, or (no
+/// algorithm, TGRT_BGRAD_EPILOGUE=0) the GEMM then biasGradAcc onto a zeroed dbias.
+void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+                 int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                 int32_t trans_b, float alpha, void* dbias);
+/// Selects matmulWgrad's bias-gradient path (tests): the BGRADA epilogue or the own kernel.
+void setBgradEpilogue(Context* ctx, bool on);
 /// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).
 void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k,

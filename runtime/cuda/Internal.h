@@ -44,7 +44,8 @@ struct MatmulKey {
                             ///< (CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aux ld n), 3 GELU
                             ///< gradient from the aux input + bias gradient output
                             ///< (CUBLASLT_EPILOGUE_DGELU_BGRAD), 4 the GELU gradient
-                            ///< alone (CUBLASLT_EPILOGUE_DGELU)
+                            ///< alone (CUBLASLT_EPILOGUE_DGELU), 5 the bias gradient
+                            ///< of cuBLASLt's A (CUBLASLT_EPILOGUE_BGRADA, in D's type)
   uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogues 1, 2)
   int32_t dt = TGRT_F32;    ///< element type of A, B, C, D, bias and aux (enum tgrt_dtype)
   int32_t cdt = -1;         ///< element type of C and D when not dt (tgrt_matmul_acc), else -1
@@ -72,6 +73,10 @@ struct MatmulPlan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo;
   bool ok = false;
+  /// TGRT_GEMM_AUTOTUNE=1: the heuristic's first few algorithms; the fastest of them becomes
+  /// `algo` at the first call that may run more than once (see ltRun), then tuned is set.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  bool tuned = false;
 };
 
 struct Profile; ///< TGRT_PROFILE=1 state (Context.cu)
@@ -105,6 +110,15 @@ struct Context {
   /// (default), 2 CUBLASLT_EPILOGUE_DGELU_BGRAD. GPT-2 small B=16 on an H100, one call:
   /// 43.4 / 42.7 / 45.3 ms per step (bench/results/2026-11-23-h100/call9).
   int dgelu_epilogue = 1;
+  /// tgrt_matmul_wgrad's bias gradient (TGRT_BGRAD_EPILOGUE): true (default) cuBLASLt's
+  /// CUBLASLT_EPILOGUE_BGRADA in the weight-gradient GEMM, false the GEMM then the own
+  /// column-sum kernel.
+  bool bgrad_epilogue = true;
+  /// TGRT_GEMM_AUTOTUNE=1: each cuBLASLt plan times the heuristic's first kGemmCandidates
+  /// algorithms at its first repeatable call and keeps the fastest (off by default: the
+  /// choice follows timing noise, so two runs may pick different algorithms and round
+  /// differently).
+  bool gemm_autotune = false;
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.

@@ -1773,7 +1773,8 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     const cublasLtEpilogue_t epi = key.epilogue == 1   ? CUBLASLT_EPILOGUE_BIAS
                                    : key.epilogue == 2 ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                                    : key.epilogue == 3 ? CUBLASLT_EPILOGUE_DGELU_BGRAD
-                                                       : CUBLASLT_EPILOGUE_DGELU;
+                                   : key.epilogue == 4 ? CUBLASLT_EPILOGUE_DGELU
+                                                       : CUBLASLT_EPILOGUE_BGRADA;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE)");
   }
@@ -1789,7 +1790,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
                                              sizeof bias),
               loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   }
-  if (key.epilogue >= 2) { // the aux (pre-activation; out: 2, in: 3) has D's shape, ld n
+  if (key.epilogue >= 2 && key.epilogue <= 4) { // the aux (pre-activation; out: 2, in: 3, 4) has D's shape, ld n
     const int64_t ld = key.n;
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                              sizeof ld),
@@ -1837,14 +1838,58 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   for (int i = 0; i < 4; ++i)
     checkBlas(cublasLtMatmulPreferenceSetAttribute(pref, alignAttr[i], &aligns[i], sizeof aligns[i]),
               loc, "cublasLtMatmulPreferenceSetAttribute");
-  cublasLtMatmulHeuristicResult_t result;
+  constexpr int kGemmCandidates = 6;
+  cublasLtMatmulHeuristicResult_t results[kGemmCandidates];
   int found = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p.desc, p.la, p.lb, p.lc, p.lc,
-                                                          pref, 1, &result, &found);
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+      ctx->lt, p.desc, p.la, p.lb, p.lc, p.lc, pref, ctx->gemm_autotune ? kGemmCandidates : 1,
+      results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  p.ok = s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-  if (p.ok) p.algo = result.algo;
+  p.ok = s == CUBLAS_STATUS_SUCCESS && found > 0 && results[0].state == CUBLAS_STATUS_SUCCESS;
+  if (p.ok) p.algo = results[0].algo;
+  for (int i = 0; p.ok && i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) p.candidates.push_back(results[i].algo);
+  p.tuned = p.candidates.size() <= 1;
   return p;
+}
+
+/// TGRT_GEMM_AUTOTUNE: times each candidate algorithm of p on this call's operands (one
+/// warm-up, then the median of 3 event-timed runs each) and keeps the fastest in p.algo.
+/// Only for a call that gives the same result when repeated (D not read as C with beta != 0);
+/// a candidate that fails to launch is skipped.
+void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void* b, float beta,
+            const void* c, void* d) {
+  cudaEvent_t e0, e1;
+  if (cudaEventCreate(&e0) != cudaSuccess) return;
+  if (cudaEventCreate(&e1) != cudaSuccess) { cudaEventDestroy(e0); return; }
+  float best = 0.0f;
+  for (const cublasLtMatmulAlgo_t& algo : p.candidates) {
+    auto once = [&] {
+      return cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
+                            &algo, ctx->regions[TGRT_WORKSPACE],
+                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    if (!once()) continue;
+    float ms[3];
+    bool ok = true;
+    for (float& t : ms) {
+      cudaEventRecord(e0, ctx->stream);
+      ok = ok && once();
+      cudaEventRecord(e1, ctx->stream);
+      cudaEventSynchronize(e1);
+      cudaEventElapsedTime(&t, e0, e1);
+    }
+    if (!ok) continue;
+    std::sort(ms, ms + 3);
+    if (best == 0.0f || ms[1] < best) {
+      best = ms[1];
+      p.algo = algo;
+    }
+  }
+  cudaGetLastError(); // a failed candidate's launch error is not the next call's
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
 }
 
 /// Runs plan p: D = alpha op(A) op(B) + beta C (and p's epilogue) on the context's stream
@@ -1852,6 +1897,10 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
 /// the call in errors. Synchronises after it in TGRT_CUDA_SYNC mode.
 void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
            const void* b, float beta, const void* c, void* d, const char* what) {
+  if (!p.tuned && (beta == 0.0f || c != d)) {
+    ltTune(ctx, p, alpha, a, b, beta, c, d);
+    p.tuned = true;
+  }
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
@@ -1875,19 +1924,30 @@ bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const vo
   return true;
 }
 
-/// C (c_dt) += alpha op(A) op(B) (A, B: dt) in one cuBLASLt call with beta 1 (batch 1);
-/// false when cuBLASLt has no algorithm for the shape and types.
+/// C (c_dt) = alpha op(A) op(B) + beta C (A, B: dt) in one cuBLASLt call (batch 1) and, with
+/// dbias, dbias (c_dt) = the column sums of B (CUBLASLT_EPILOGUE_BGRADA: cuBLASLt's A is our
+/// b, its rows our columns, the sum over the GEMM's k); false when cuBLASLt has no algorithm
+/// for the shape, types and epilogue.
 bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                  int32_t cdt, void* c, int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb,
-                 float alpha) {
+                 float alpha, float beta = 1.0f, void* dbias = nullptr) {
   const int64_t es = tgrt_dtype_size(dt), ces = tgrt_dtype_size(cdt);
   MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
                 alignmentOf(b, 0, 1, es), alignmentOf(c, 0, 1, ces)};
   key.dt = dt;
   key.cdt = cdt;
-  MatmulPlan& p = getPlan(ctx, loc, key);
+  if (dbias) {
+    key.epilogue = 5;
+    key.align_bias = alignmentOf(dbias, 0, 1, ces);
+  }
+  MatmulPlan& p = getPlan(ctx, loc, key, dbias);
   if (!p.ok) return false;
-  ltRun(ctx, loc, p, alpha, a, b, 1.0f, c, c, "cublasLtMatmul(accumulate)");
+  if (dbias)
+    checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias,
+                                             sizeof dbias),
+              loc, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  ltRun(ctx, loc, p, alpha, a, b, beta, c, c,
+        dbias ? "cublasLtMatmul(bgrada epilogue)" : "cublasLtMatmul(accumulate)");
   return true;
 }
 
@@ -2675,6 +2735,39 @@ void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, cons
          "k %lld trans_a %d trans_b %d",
          (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (int)trans_a,
          (int)trans_b);
+}
+
+void setBgradEpilogue(Context* ctx, bool on) { ctx->bgrad_epilogue = on; }
+
+void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+                 int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                 int32_t trans_b, float alpha, void* dbias) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_wgrad(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_wgrad (a, b)", ab_dt);
+  const int64_t ces = elemBytes(loc, "matmul_wgrad (c, dbias)", c_dt);
+  if (dbias && trans_b)
+    fail(loc, "matmul_wgrad: a bias gradient needs trans_b = 0 (B stored [k, n]), got 1");
+  if (m > 0 && n > 0 && k > 0) {
+    // alpha 1 only: whether the epilogue scales its sums by alpha is not documented.
+    if (dbias && ctx->bgrad_epilogue && alpha == 1.0f &&
+        ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha, 0.0f,
+                    dbias))
+      return;
+    if (c_dt == ab_dt)
+      matmul(ctx, loc, ab_dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
+    else if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, trans_a, trans_b, alpha, 0.0f))
+      fail(loc,
+           "cuBLASLt has no algorithm for matmul_wgrad (a, b dtype %d; c dtype %d) m %lld n "
+           "%lld k %lld trans_a %d trans_b %d",
+           (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (int)trans_a,
+           (int)trans_b);
+  } else if (m > 0 && n > 0) { // k = 0: C = 0
+    check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
+  }
+  if (!dbias || n == 0) return;
+  check(cudaMemsetAsync(dbias, 0, (size_t)(n * ces), ctx->stream), loc, "cudaMemsetAsync");
+  biasGradAcc(ctx, loc, ab_dt, b, c_dt, dbias, k, n);
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,

@@ -14,6 +14,18 @@
 // RUN: not tgc compile %tg_src/examples/tiny.json --set training.grad_accum=2 \
 // RUN:   --set training.gradients=arena --emit=planned -o - 2>&1 | FileCheck %s --check-prefix=SPEC
 // SPEC: training.gradients: "arena" needs one micro-step per optimizer step and one rank (grad_accum is 2, distributed.ranks 1)
+// With two micro-steps the slots carry gradients across them (persistent): every weight
+// and bias gradient is added into its slot, which the optimizer step zeroes.
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
+// RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
+// RUN:   --set training.batch_size=2 --set training.grad_accum=2 --emit=cpp -o - \
+// RUN:   | FileCheck %s --check-prefix=ACC2
+// ACC2-LABEL: void tg_micro_step(
+// ACC2-NOT: tgrt_matmul_wgrad
+// ACC2: tgrt_bias_grad_acc({{v[0-9]+}}, "layers.0.mlp.proj.bias",
+// ACC2: tgrt_matmul_acc({{v[0-9]+}}, "layers.0.mlp.proj",
+// ACC2-NOT: tgrt_matmul_wgrad
+// ACC2-LABEL: void tg_optimizer_step(
 
 // The module of plan-memory.mlir (embedding -> gelu -> head GEMM -> cross entropy, V = 16,
 // D = 8, B x T = 2 x 4) with its gradients in the arena (tg-plan-memory gradients=arena).
@@ -73,9 +85,22 @@
 // EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.wte", [[WG:v[0-9]+]], 8192);
 // EMIT-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
 // EMIT: tgrt_linear_cross_entropy({{.*}}, TGRT_F32, [[WG]], {{v[0-9]+}}, 16, 32, 64, 16, -1);
-// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.layers.0.mlp.proj.weight", [[PG:v[0-9]+]], 8192);
-// EMIT-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
-// EMIT: tgrt_matmul_acc({{v[0-9]+}}, "layers.0.mlp.proj", {{.*}}, TGRT_F32, [[PG]],
+// A weight whose slot has one write in the step (its dW GEMM) is written by that GEMM
+// (tgrt_matmul_wgrad), not zeroed and added to; the layer's bias gradient is the column
+// sum of the GEMM's B (dy), written by the same call; no bias-gradient call is left. The
+// layer norms' slots, which their backward adds into, are still zeroed first, and so is a
+// slot the call does not cover whole: the f32 [32] biases (128 bytes in a 256-byte slot
+// whose padding the optimizer reads as zeros).
+// EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
+// EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.mlp.proj", TGRT_F32, {{v[0-9]+}}, [[DY:v[0-9]+]], TGRT_F32, {{v[0-9]+}}, 64, 32, 16, 1, 0, 1.000000000e+00f, [[PB:v[0-9]+]]);
+// EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
+// EMIT: tgrt_matmul_dgelu_bgrad({{v[0-9]+}}, "layers.0.mlp.proj", TGRT_F32, [[DY]], {{v[0-9]+}}, {{v[0-9]+}}, [[DPRE:v[0-9]+]], NULL,
+// EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
+// EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.mlp.fc", TGRT_F32, {{v[0-9]+}}, [[DPRE]], TGRT_F32, {{v[0-9]+}}, 32, 64, 16, 1, 0, 1.000000000e+00f, {{v[0-9]+}});
+// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.layers.0.ln2.weight",
+// EMIT-NOT: tgrt_bias_grad
+// EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.attn.qkv",
+// EMIT-NOT: tgrt_bias_grad
 // EMIT-LABEL: void tg_optimizer_step(
 // EMIT-NOT: tgrt_zero({{.*}}"optimizer.wte
 // EMIT: tgrt_adamw(

@@ -23,7 +23,9 @@ const char *kTable = R"({
                          {"flops": 0, "bytes": 1e8, "ms": 1.5}]},
     "tgrt_matmul": {"f32": [
       {"flops": 2e9, "bytes": 1.2e7, "ms": 4.01, "variant": "nn"},
-      {"flops": 2e9, "bytes": 1.2e7, "ms": 8.01, "variant": "tn"}]}
+      {"flops": 2e9, "bytes": 1.2e7, "ms": 8.01, "variant": "tn"}]},
+    "tgrt_matmul_acc": {"f32": [
+      {"flops": 2e9, "bytes": 1.2e7, "ms": 3.01, "variant": "tn"}]}
   }
 })";
 
@@ -186,6 +188,23 @@ TEST(CostModel, FlopsComeFromTheIntegerArguments) {
   EXPECT_EQ(effectiveFlops(ln), 0.0);
   EXPECT_FALSE(usesFlops("tgrt_softmax_fwd"));
   EXPECT_TRUE(usesFlops("tgrt_matmul_bias_gelu"));
+}
+
+TEST(CostModel, WeightGradientWritesArePricedAsAccumulations) {
+  // tgrt_matmul_wgrad has no points of its own in this table: tgrt_matmul_acc's (the same
+  // GEMM, C written instead of added to) price it, calibrated; a kernel with neither falls
+  // back to the roofline, uncalibrated.
+  CalibrationTable t = table();
+  RuntimeCall w = matmul(1000, 1000, 1000, 1, 0);
+  w.kernel = "tgrt_matmul_wgrad";
+  w.ints = {1000, 1000, 1000, 1, 0};
+  bool cal = false;
+  EXPECT_NEAR(predictCallMs(t, w, &cal), 3.01, 1e-9);
+  EXPECT_TRUE(cal);
+  t.kernels.erase("tgrt_matmul_acc");
+  cal = true;
+  EXPECT_NEAR(predictCallMs(t, w, &cal), 0.01 + 2e9 / 1e12 * 1e3, 1e-9);
+  EXPECT_FALSE(cal);
 }
 
 TEST(CostModel, CollectivesUseTheLinkBandwidth) {

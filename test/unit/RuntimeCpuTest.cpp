@@ -1972,6 +1972,37 @@ TEST_F(Cpu, MatmulBiasResidualAddsTheLinearLayerToTheStream) {
   EXPECT_EQ(inplace, out);
 }
 
+/// tgrt_matmul_wgrad: the weight gradient written (NaN before: C is not read) as the float64
+/// x^T dy, and the bias gradient, the column sums of dy, from the same call; bf16 operands
+/// into f32 slots and f32 throughout. A bias gradient with trans_b = 1 is refused.
+TEST_F(Cpu, WeightGradientWritesItsSlotAndTheBiasGradient) {
+  const int64_t k = 9, m = 5, n = 7; // x [k, m], dy [k, n] -> dW [m, n], db [n]
+  for (int32_t dt : {TGRT_BF16, TGRT_F32}) {
+    const Typed x = randTyped(dt, (size_t)(k * m), 71), dy = randTyped(dt, (size_t)(k * n), 72);
+    const VecF xw = x.widened(), dyw = dy.widened();
+    VecF dw(m * n, NAN), db(n, NAN);
+    tgrt_matmul_wgrad(ctx_, "fc", dt, x.data(), dy.data(), TGRT_F32, dw.data(), m, n, k, 1, 0,
+                      1.0f, db.data());
+    VecD wantW(m * n, 0.0), wantB(n, 0.0);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) {
+        wantB[j] += dyw[p * n + j];
+        for (int64_t i = 0; i < m; ++i) wantW[i * n + j] += (double)xw[p * m + i] * dyw[p * n + j];
+      }
+    expectClose(dw, wantW, 1e-6, 1e-5, std::string("matmul_wgrad dW ") + dtName(dt));
+    expectClose(db, wantB, 1e-6, 1e-5, std::string("matmul_wgrad db ") + dtName(dt));
+    VecF dwOnly(m * n, NAN); // no bias: C alone
+    tgrt_matmul_wgrad(ctx_, "fc", dt, x.data(), dy.data(), TGRT_F32, dwOnly.data(), m, n, k, 1, 0,
+                      1.0f, nullptr);
+    EXPECT_EQ(dwOnly, dw) << dtName(dt);
+  }
+  VecF a(k * m, 0.0f), b(k * n, 0.0f), c(m * n), db(n);
+  EXPECT_EXIT(tgrt_matmul_wgrad(ctx_, "fc", TGRT_F32, a.data(), b.data(), TGRT_F32, c.data(), m,
+                                n, k, 1, 1, 1.0f, db.data()),
+              ::testing::ExitedWithCode(1),
+              "tgrt: fc: matmul_wgrad: a bias gradient needs trans_b = 0");
+}
+
 /// tgrt_linear_cross_entropy in chunks of 3 rows (11 rows: chunks 3, 3, 3, 2; two ignored
 /// targets) against the unfused calls it replaces, tgrt_matmul + tgrt_cross_entropy_fwd_bwd
 /// + tgrt_matmul + tgrt_matmul_acc: the loss, dx and dw (added onto its old value) within

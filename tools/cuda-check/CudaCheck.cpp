@@ -860,6 +860,45 @@ void checkMatmulAcc(Contexts& c, Rng& rng) {
   }
 }
 
+/// tgrt_matmul_wgrad (a weight gradient written into its slot, C not read, with the bias
+/// gradient from its B) against the CPU, on both bias-gradient paths (cuBLASLt's BGRADA
+/// epilogue and the own column sums); C starts as NaN so a read of it shows.
+void checkMatmulWgrad(Contexts& c, Rng& rng) {
+  struct Case { int32_t ab, cdt; int64_t m, n, k; int32_t ta, tb; float alpha; bool bias; };
+  const Case cases[] = {{TGRT_BF16, TGRT_F32, 768, 2304, 1024, 1, 0, 1.0f, true},
+                        {TGRT_BF16, TGRT_F32, 3072, 768, 512, 1, 0, 1.0f, true},
+                        {TGRT_F16, TGRT_F32, 96, 64, 200, 1, 0, 1.0f, true},
+                        {TGRT_BF16, TGRT_F32, 37, 29, 23, 1, 0, 0.5f, true},
+                        {TGRT_BF16, TGRT_F32, 64, 48, 100, 1, 1, 1.0f, false},
+                        {TGRT_F32, TGRT_F32, 64, 48, 100, 1, 0, 1.0f, true},
+                        {TGRT_BF16, TGRT_BF16, 64, 48, 100, 1, 0, 1.0f, true},
+                        {TGRT_BF16, TGRT_F32, 16, 24, 0, 1, 0, 1.0f, true}};
+  for (int epilogue = 1; epilogue >= 0; --epilogue) {
+    tgrt_cuda::setBgradEpilogue(c.gpu, epilogue == 1);
+    for (const Case& cs : cases) {
+      const size_t mn = (size_t)(cs.m * cs.n);
+      Raw a = rng.tensor(cs.ab, (size_t)(cs.m * cs.k)), b = rng.tensor(cs.ab, (size_t)(cs.k * cs.n));
+      Raw ref = zerosOf(cs.cdt, mn), dbRef = zerosOf(cs.cdt, (size_t)cs.n);
+      tgrt_matmul_wgrad(c.cpu, "check", cs.ab, a.data(), b.data(), cs.cdt, ref.data(), cs.m,
+                        cs.n, cs.k, cs.ta, cs.tb, cs.alpha, cs.bias ? dbRef.data() : nullptr);
+      Raw nanC = zerosOf(cs.cdt, mn), nanDb = zerosOf(cs.cdt, (size_t)cs.n);
+      std::fill(nanC.b.begin(), nanC.b.end(), 0xFF); // all-ones bytes: NaN in every dtype
+      std::fill(nanDb.b.begin(), nanDb.b.end(), 0xFF);
+      DevT ga(a), gb(b), gc(nanC), gdb(nanDb);
+      tgrt_cuda::matmulWgrad(c.gpu, "check", cs.ab, ga.p, gb.p, cs.cdt, gc.p, cs.m, cs.n, cs.k,
+                             cs.ta, cs.tb, cs.alpha, cs.bias ? gdb.p : nullptr);
+      const std::string shape =
+          fmt("%s->%s %lldx%lldx%lld t%d%d a%.2g%s", dtName(cs.ab), dtName(cs.cdt),
+              (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha,
+              epilogue ? "" : " (own bias gradient)");
+      record("matmul_wgrad (c)", shape, relErr(gc.raw(), ref), tolFor(cs.cdt));
+      if (cs.bias)
+        record("matmul_wgrad (dbias)", shape, relErr(gdb.raw(), dbRef), tolFor(cs.cdt));
+    }
+  }
+  tgrt_cuda::setBgradEpilogue(c.gpu, true); // the default
+}
+
 /// tgrt_matmul_bias_residual (a linear layer added into the f32 residual stream: one cuBLASLt
 /// call with C = res, beta 1, the bias epilogue in D's type) against the CPU's float32
 /// GEMM + bias + res, one rounding; out aliasing res (in place) and not.
@@ -2864,6 +2903,7 @@ int main(int argc, char** argv) {
   }
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
+  checkMatmulWgrad(c, rng);
   checkLayerNorms(c, rng);
   for (int32_t dt : kDtypes) {
     checkMatmul(c, rng, dt);

@@ -586,7 +586,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
   else if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE) {
     if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_BIAS &&
         v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS && v != CUBLASLT_EPILOGUE_DGELU &&
-        v != CUBLASLT_EPILOGUE_DGELU_BGRAD)
+        v != CUBLASLT_EPILOGUE_DGELU_BGRAD && v != CUBLASLT_EPILOGUE_BGRADA)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     d->epilogue = v;
   } else return CUBLAS_STATUS_INVALID_VALUE;
@@ -711,6 +711,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                 cd->batch != 1))
     return CUBLAS_STATUS_INVALID_VALUE;
   std::vector<double> bgrad(bgradOut ? m : 0, 0.0);
+  if (desc->epilogue == CUBLASLT_EPILOGUE_BGRADA) { // bias[i] = sum_p op(A)(i, p), unscaled
+    if (!desc->bias || cd->batch != 1) return CUBLAS_STATUS_INVALID_VALUE;
+    for (uint64_t i = 0; i < m; ++i) {
+      double s = 0.0;
+      for (uint64_t p = 0; p < k; ++p)
+        s += desc->transa ? loadAs(ta, A, (int64_t)(p + i * ad->ld))
+                          : loadAs(ta, A, (int64_t)(i + p * ad->ld));
+      storeAs(biasType, const_cast<void*>(desc->bias), (int64_t)i, (float)s);
+    }
+  }
   for (int32_t bi = 0; bi < cd->batch; ++bi) {
     const int64_t ao = bi * ad->stride, bo = bi * bd->stride, co = bi * cd->stride,
                   dof = bi * dd->stride;

@@ -274,6 +274,7 @@ enum cublasLtEpilogue_t {
   // the sums of D over its columns (one per row).
   CUBLASLT_EPILOGUE_DGELU_BGRAD = 64 | 128 | 16,
   CUBLASLT_EPILOGUE_DGELU = 64 | 128, // the same without the bias gradient
+  CUBLASLT_EPILOGUE_BGRADA = 256,     // the bias gradient of A: sums over k, one per row of D
 };
 enum cublasLtMatrixLayoutAttribute_t {
   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
