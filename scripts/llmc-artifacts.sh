@@ -69,31 +69,12 @@ fi
   { echo "llmc-artifacts: $SRC is not an llm.c tree" >&2; exit 1; }
 echo "[llmc] source: $ORIGIN"
 
-# --- cudnn-frontend headers (PyPI wheel, headers only) --------------------------------------
-FE=$ROOT/$B/cudnn-frontend
+# --- cudnn-frontend headers: the ones scripts/setup.sh unpacked for tgc's own cuDNN attention
+# (.deps/cudnn-frontend, the PyPI wheel's headers, CUDNN_FE_VERSION there), not a second copy.
+FE=$ROOT/.deps/cudnn-frontend
 if [ "$(cat "$FE/VERSION" 2>/dev/null)" != "$CUDNN_FE_VERSION" ] || [ ! -f "$FE/include/cudnn_frontend.h" ]; then
-  echo "[llmc] cudnn-frontend $CUDNN_FE_VERSION: downloading the wheel (headers)"
-  tmp=$(mktemp -d)
-  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
-    "nvidia-cudnn-frontend==$CUDNN_FE_VERSION" -d "$tmp"
-  python3 - "$tmp" "$FE" "$CUDNN_FE_VERSION" <<'PY'
-import glob, os, shutil, sys, zipfile
-tmp, dest, version = sys.argv[1:4]
-wheels = glob.glob(os.path.join(tmp, "*.whl"))
-if len(wheels) != 1:
-    sys.exit("expected one wheel, found %d" % len(wheels))
-shutil.rmtree(dest, ignore_errors=True)
-with zipfile.ZipFile(wheels[0]) as z:
-    names = [n for n in z.namelist() if n.startswith("include/") and not n.endswith("/")]
-    if "include/cudnn_frontend.h" not in names:
-        sys.exit("the wheel has no include/cudnn_frontend.h")
-    for n in names:
-        z.extract(n, dest)
-with open(os.path.join(dest, "VERSION"), "w") as f:
-    f.write(version + "\n")
-PY
-  rm -rf "$tmp"
+  echo "llmc-artifacts: no cudnn-frontend $CUDNN_FE_VERSION headers in $FE: run scripts/setup.sh first" >&2
+  exit 1
 fi
 CUDNN_H=$(dirname "$NVCC")/../include/cudnn_version.h
 CUDNN_BUILD=$(awk '/#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) /{printf "%s%s", (n++ ? "." : ""), $3}' "$CUDNN_H" 2>/dev/null || true)
