@@ -180,6 +180,23 @@ void tgrt_set_lr(tgrt_ctx* ctx, float lr);
 void tgrt_set_loss_scale(tgrt_ctx* ctx, float scale);
 /* Index of the micro-batch within the optimizer step (dropout masks depend on it). */
 void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index);
+/* Runs fn(ctx) (a compiled step, e.g. tg_micro_step) and returns 1 when it ran as a CUDA
+ * graph, 0 when call by call. CUDA: the first call for `slot` (0..3) captures fn's work on
+ * the context's stream into a graph (cudaStreamBeginCapture; the capture runs nothing), then
+ * launches it; later calls launch the same graph. The graph keeps every launch argument of
+ * the capture: the plan's fixed addresses make the step's work the same every time, and what
+ * does change between steps is read on the device (the batch at its planned address, the
+ * loss sum). So call it only after one ordinary call of fn (library plans, cuDNN graphs and
+ * GEMM tuning are made at first calls, which a capture must not do), and only for a fn whose
+ * work does not depend on host state that changes between calls. Work that would not replay
+ * right refuses the capture (dropout's per-step key, a dynamic loss scale, collectives, the
+ * optimizer's lr and step, optimizer offload, TGRT_PROFILE / TGRT_CUDA_SYNC,
+ * tgrt_check_enabled, TGRT_CUDA_GRAPH=0): the slot then runs call by call for good, with a
+ * one-line note on stderr. A call while parameter values are stale (tgrt_take_weights_stale)
+ * runs call by call too (the working copies' refresh is not in the graph). CPU: fn(ctx),
+ * returns 0. Errors: slot outside [0, 4) or fn NULL; a capture or launch failure (message
+ * naming it; TGRT_CUDA_GRAPH=0 avoids graphs altogether). */
+int32_t tgrt_run_graph(tgrt_ctx* ctx, int32_t slot, void (*fn)(tgrt_ctx*));
 /* Sum of losses reported since the last call, and how many; resets both. */
 double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count);
 /* Global gradient norm (before clipping, after unscaling) of the last optimizer step;

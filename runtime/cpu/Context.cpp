@@ -165,6 +165,16 @@ void tgrt_set_step(tgrt_ctx* ctx, int64_t step) {
   ctx->step = step;
 }
 
+/// Runs fn(ctx): the CPU has no graphs (tgrt.h). Returns 0. Fails (exit 1) on a slot outside
+/// [0, 4) or a NULL fn, as the CUDA backend does.
+int32_t tgrt_run_graph(tgrt_ctx* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
+  tgrt_cpu::checkCtx(ctx, "run_graph");
+  if (slot < 0 || slot >= 4) tgrt_cpu::fail("run_graph", "slot %d outside [0, 4)", (int)slot);
+  if (!fn) tgrt_cpu::fail("run_graph", "NULL function");
+  fn(ctx);
+  return 0;
+}
+
 /// Sets the learning rate used by the next tgrt_adamw calls.
 void tgrt_set_lr(tgrt_ctx* ctx, float lr) {
   tgrt_cpu::checkCtx(ctx, "set_lr");

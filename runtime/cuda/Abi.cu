@@ -232,6 +232,10 @@ void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index) {
   tgrt_cuda::setMicroBatch(C(ctx), index);
 }
 
+int32_t tgrt_run_graph(tgrt_ctx* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
+  return tgrt_cuda::runGraph(C(ctx), slot, fn);
+}
+
 double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count) {
   return tgrt_cuda::takeLoss(C(ctx), count);
 }

@@ -315,12 +315,14 @@ void tgrt_set_comm(tgrt_ctx* ctx, tgrt_comm* comm, int32_t rank, int32_t ranks) 
       tgrt_cuda::fail("set_comm", "%d ranks need a communicator (tgrt_comm_create_nccl)",
                       (int)ranks);
     gAttached.erase(ctx);
+    C(ctx)->comm_attached = false;
     return;
   }
   if (rank != comm->rank || ranks != comm->ranks)
     tgrt_cuda::fail("set_comm", "rank %d of %d does not match the communicator's rank %d of %d",
                     (int)rank, (int)ranks, (int)comm->rank, (int)comm->ranks);
   gAttached[ctx] = comm;
+  C(ctx)->comm_attached = true; // tgrt_run_graph: collectives synchronise, no capture
 }
 
 void tgrt_all_reduce_mean(tgrt_ctx* ctx, const char* loc, int32_t dt, void* buf, int64_t n) {

@@ -554,6 +554,8 @@ Context* createContext(const tgrt_model* model) {
   ctx->gemm_autotune = autotune && std::strcmp(autotune, "1") == 0;
   const char* bgrad = std::getenv("TGRT_BGRAD_EPILOGUE");
   ctx->bgrad_epilogue = !(bgrad && std::strcmp(bgrad, "0") == 0);
+  const char* graph = std::getenv("TGRT_CUDA_GRAPH");
+  ctx->graphs_enabled = !(graph && std::strcmp(graph, "0") == 0);
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
   ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
   const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
@@ -730,6 +732,8 @@ void destroyContext(Context* ctx) {
 #ifdef TGRT_HAVE_CUDNN
   destroyCudnn(ctx);
 #endif
+  for (auto& g : ctx->graph_slots)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
   for (auto& entry : ctx->plans) {
     MatmulPlan& p = entry.second;
     if (p.la) cublasLtMatrixLayoutDestroy(p.la);
@@ -812,11 +816,81 @@ void setLossScale(Context* ctx, float scale) {
   if (!(scale > 0.0f) || !std::isfinite(scale))
     fail("set_loss_scale", "loss scale %g must be positive and finite", (double)scale);
   ctx->loss_scale = scale;
+  ctx->loss_scaling = true;
 }
 
 void setMicroBatch(Context* ctx, int32_t index) {
   checkCtx(ctx, "set_micro_batch");
   ctx->micro_batch = index;
+}
+
+namespace {
+/// Why slot's work cannot be captured now, or NULL (see runGraph).
+const char* graphRefusal(Context* ctx) {
+  if (!ctx->graphs_enabled) return "TGRT_CUDA_GRAPH=0";
+  if (ctx->prof) return "TGRT_PROFILE=1 times every call";
+  if (ctx->sync_each) return "TGRT_CUDA_SYNC=1 synchronises after every launch";
+  if (ctx->comm_attached) return "a communicator is attached (its collectives synchronise)";
+  if (ctx->region_bytes[TGRT_HOST] > 0) return "optimizer offload moves data through the host";
+  if (ctx->loss_scaling) return "dynamic loss scaling changes the loss scale between steps";
+  return nullptr;
+}
+} // namespace
+
+int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
+  checkCtx(ctx, "run_graph");
+  if (slot < 0 || slot >= kGraphSlots)
+    fail("run_graph", "slot %d outside [0, %d)", (int)slot, kGraphSlots);
+  if (!fn) fail("run_graph", "NULL function");
+  tgrt_ctx* c = reinterpret_cast<tgrt_ctx*>(ctx);
+  Context::GraphSlot& g = ctx->graph_slots[slot];
+  // Call by call: a refused slot; parameter values the host wrote (the step's first part
+  // refreshes the working copies, which the captured work does not); checking mode.
+  if (g.state == 2 || ctx->weights_stale || tgrt_check_enabled(c)) {
+    fn(c);
+    return 0;
+  }
+  if (g.state == 0) {
+    const char* why = graphRefusal(ctx);
+    if (!why) {
+      check(cudaGetLastError(), "run_graph", "an earlier launch");
+      check(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal), "run_graph",
+            "cudaStreamBeginCapture");
+      ctx->capturing = true;
+      ctx->capture_unsafe = nullptr;
+      fn(c);
+      ctx->capturing = false;
+      cudaGraph_t graph = nullptr;
+      const cudaError_t e = cudaStreamEndCapture(ctx->stream, &graph);
+      why = ctx->capture_unsafe;
+      if (e != cudaSuccess && !why) why = cudaGetErrorString(e);
+      if (!why && ctx->weights_stale) why = "the captured work wrote parameter values";
+      if (!why) {
+        cudaGraphGetNodes(graph, nullptr, &g.nodes);
+        if (cudaGraphInstantiate(&g.exec, graph, 0) != cudaSuccess) {
+          g.exec = nullptr;
+          why = "cudaGraphInstantiate failed";
+        }
+      }
+      if (graph) cudaGraphDestroy(graph);
+      (void)cudaGetLastError(); // a refused capture's error is not the next call's
+    }
+    if (why) {
+      g.state = 2;
+      std::fprintf(stderr, "tgrt: run_graph: slot %d runs call by call, not as a CUDA graph: %s\n",
+                   (int)slot, why);
+      fn(c); // capturing ran nothing
+      return 0;
+    }
+    g.state = 1;
+    std::fprintf(stderr,
+                 "tgrt: run_graph: slot %d captured as a CUDA graph of %zu nodes; later calls "
+                 "replay it (TGRT_CUDA_GRAPH=0: call by call)\n",
+                 (int)slot, g.nodes);
+  }
+  check(cudaGraphLaunch(g.exec, ctx->stream), "run_graph", "cudaGraphLaunch");
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), "run_graph", "cudaGraphLaunch");
+  return 1;
 }
 
 double takeLoss(Context* ctx, int64_t* count) {

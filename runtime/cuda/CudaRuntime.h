@@ -91,6 +91,9 @@ void setLr(Context* ctx, float lr);
 void setLossScale(Context* ctx, float scale);
 void setMicroBatch(Context* ctx, int32_t index);
 double takeLoss(Context* ctx, int64_t* count);
+/// tgrt_run_graph: fn's work on the context's stream as a CUDA graph (captured at slot's first
+/// call, replayed after); 1 when it ran as a graph, 0 when call by call.
+int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*));
 float lastGradNorm(Context* ctx);
 /// The context's stream as a cudaStream_t (void* keeps CUDA headers out of this header).
 void* stream(Context* ctx);

@@ -79,6 +79,9 @@ struct MatmulPlan {
   bool tuned = false;
 };
 
+/// tgrt_run_graph's slots per context (0 = the driver's micro-step).
+constexpr int kGraphSlots = 4;
+
 struct Profile; ///< TGRT_PROFILE=1 state (Context.cu)
 struct CudnnState; ///< cuDNN attention: handle, graph cache (CudnnAttention.cu)
 
@@ -138,6 +141,21 @@ struct Context {
   AttentionTiles attn_tiles = {0, 0, 0, 0, 0, 0}; ///< 0: defaults (Attention.cu)
   std::vector<std::string> locs; ///< locations that device-side errors refer to
   std::unordered_map<MatmulKey, MatmulPlan, MatmulKeyHash> plans;
+  /// tgrt_run_graph (Context.cu): the slots' instantiated graphs; state 0 not yet captured,
+  /// 1 captured (exec valid), 2 refused (run call by call from then on).
+  struct GraphSlot {
+    cudaGraphExec_t exec = nullptr;
+    int state = 0;
+    size_t nodes = 0;
+  };
+  GraphSlot graph_slots[kGraphSlots];
+  bool graphs_enabled = true; ///< TGRT_CUDA_GRAPH (default 1) at context creation
+  /// While tgrt_run_graph captures: the first reason the captured work would not replay
+  /// right (a launch argument that changes between steps), NULL while there is none.
+  bool capturing = false;
+  const char* capture_unsafe = nullptr;
+  bool comm_attached = false; ///< tgrt_set_comm attached a communicator (collectives sync)
+  bool loss_scaling = false;  ///< tgrt_set_loss_scale was called (the scale varies per step)
   Profile* prof = nullptr; ///< non-NULL with TGRT_PROFILE=1 (see CudaRuntime.h)
 };
 
@@ -164,13 +182,21 @@ void checkDeviceErrors(Context* ctx);
 void destroyCudnn(Context* ctx);
 #endif
 
+/// Notes, while tgrt_run_graph captures ctx's stream, that the work being captured would not
+/// replay right (`why`: e.g. a launch argument computed from per-step host state): the
+/// capture is then discarded and the work runs call by call. A no-op when not capturing.
+inline void captureUnsafe(Context* ctx, const char* why) {
+  if (ctx->capturing && !ctx->capture_unsafe) ctx->capture_unsafe = why;
+}
+
 /// Launches kernel<<<grid, block, smem, ctx->stream>>>(args...) and checks the launch
 /// (and, with TGRT_CUDA_SYNC=1, its execution). `name` is the kernel's name for messages.
 template <typename... KArgs, typename... Args>
 void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArgs...), dim3 grid,
             dim3 block, size_t smem, Args... args) {
 #ifdef TGRT_CUDA_EMULATE
-  emu::launch(grid, block, smem, [&] { kernel(static_cast<KArgs>(args)...); });
+  // By value: under stream capture the emulator keeps the closure to replay it.
+  emu::launch(grid, block, smem, [=] { kernel(static_cast<KArgs>(args)...); });
 #elif defined(__CUDACC__)
   kernel<<<grid, block, smem, ctx->stream>>>(static_cast<KArgs>(args)...);
 #else // a host-compiled source of the runtime (CudnnAttention.cu) launches no kernel

@@ -1897,7 +1897,7 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
 /// the call in errors. Synchronises after it in TGRT_CUDA_SYNC mode.
 void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
            const void* b, float beta, const void* c, void* d, const char* what) {
-  if (!p.tuned && (beta == 0.0f || c != d)) {
+  if (!p.tuned && !ctx->capturing && (beta == 0.0f || c != d)) { // (timing syncs: not in a capture)
     ltTune(ctx, p, alpha, a, b, beta, c, d);
     p.tuned = true;
   }
@@ -2934,6 +2934,7 @@ void dropout(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, 
             "cudaMemcpyAsync");
     return;
   }
+  captureUnsafe(ctx, "dropout's mask key changes every step and micro-batch");
   const uint64_t key = dropoutKey(seed, ctx->step, ctx->micro_batch);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
   withDtype(loc, "dropout", dt, [&](auto tag) {
@@ -3170,6 +3171,7 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
     return;
   }
   const double b1 = beta1, b2 = beta2;
+  captureUnsafe(ctx, "AdamW's learning rate and bias correction change every step");
   const double bc1 = 1.0 - std::pow(b1, (double)ctx->step);
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
   const AdamwParams ap{b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2};

@@ -1708,7 +1708,13 @@ int Trainer::run() {
       tgrt_set_micro_batch(ctx_, k);
       sampleBatch(&batch, s, k);
       uploadBatch(batch);
-      hooks_.micro_step(ctx_);
+      // From this process's second step on, the micro-step may run as a CUDA graph (captured
+      // once, replayed; the runtime refuses work that would not replay right): its launches
+      // then cost one graph launch. The first step makes the library plans a capture needs.
+      if (steps_timed >= 1)
+        tgrt_run_graph(ctx_, 0, hooks_.micro_step);
+      else
+        hooks_.micro_step(ctx_);
     }
     double sum = 0.0;
     if (opt_.find_nonfinite) {

@@ -899,6 +899,142 @@ void checkMatmulWgrad(Contexts& c, Rng& rng) {
   tgrt_cuda::setBgradEpilogue(c.gpu, true); // the default
 }
 
+/// The work tgrt_run_graph captures in checkRunGraph: two bias GEMMs of one plan (the bias
+/// pointer is a descriptor attribute set before each call: a replay must keep each call's),
+/// the fused GELU epilogue, the cross-entropy (its count / row-loss kernels, workspace) and a
+/// memset; g_graph's buffers stay at their addresses for the whole check.
+struct GraphBufs {
+  void *x, *w, *b1, *b2, *y1, *y2, *pre, *h, *dlogits, *z;
+  int32_t* targets;
+  float *loss, *dloss;
+  int64_t rows, d, vocab;
+} g_graph;
+
+void graphWork(tgrt_ctx* ctx) {
+  auto* g = reinterpret_cast<tgrt_cuda::Context*>(ctx);
+  const GraphBufs& b = g_graph;
+  tgrt_cuda::matmulBias(g, "graph.a", TGRT_BF16, b.x, b.w, b.b1, b.y1, b.rows, b.vocab, b.d, 0,
+                        1, 1.0f);
+  tgrt_cuda::matmulBias(g, "graph.b", TGRT_BF16, b.x, b.w, b.b2, b.y2, b.rows, b.vocab, b.d, 0,
+                        1, 1.0f);
+  tgrt_cuda::matmulBiasGelu(g, "graph.c", TGRT_BF16, b.x, b.w, b.b1, b.pre, b.h, b.rows, b.vocab,
+                            b.d, 0, 1, 1.0f);
+  tgrt_cuda::crossEntropyFwdBwd(g, "graph.d", TGRT_BF16, b.y2, b.targets, b.loss, b.dloss,
+                                b.dlogits, b.rows, b.vocab, -1);
+  tgrt_cuda::zero(g, "graph.e", b.z, 4096);
+}
+
+void graphDropout(tgrt_ctx* ctx) {
+  const GraphBufs& b = g_graph;
+  tgrt_cuda::dropout(reinterpret_cast<tgrt_cuda::Context*>(ctx), "graph.dropout", TGRT_BF16,
+                     b.y1, b.z, 1024, 0.25f, 12345);
+}
+
+/// tgrt_run_graph: the captured-then-launched work and its replay on new inputs give the bits
+/// of the same work run call by call; work that would not replay right (dropout's per-step
+/// key) runs call by call, correctly, and stays so.
+void checkRunGraph(Contexts& c, Rng& rng) {
+  const int64_t rows = 96, d = 64, vocab = 136;
+  GraphBufs& b = g_graph;
+  b.rows = rows;
+  b.d = d;
+  b.vocab = vocab;
+  Raw x1 = rng.tensor(TGRT_BF16, (size_t)(rows * d)), x2 = rng.tensor(TGRT_BF16, (size_t)(rows * d));
+  Raw w = rng.tensor(TGRT_BF16, (size_t)(vocab * d));
+  Raw b1 = rng.tensor(TGRT_BF16, (size_t)vocab), b2 = rng.tensor(TGRT_BF16, (size_t)vocab);
+  std::vector<int32_t> t1((size_t)rows), t2((size_t)rows);
+  for (size_t i = 0; i < t1.size(); ++i) {
+    t1[i] = rng.below(vocab);
+    t2[i] = i % 7 == 0 ? -1 : rng.below(vocab);
+  }
+  DevT gx(x1), gw(w), gb1(b1), gb2(b2), gy1(TGRT_BF16, (size_t)(rows * vocab)),
+      gy2(TGRT_BF16, (size_t)(rows * vocab)), gpre(TGRT_BF16, (size_t)(rows * vocab)),
+      gh(TGRT_BF16, (size_t)(rows * vocab)), gdl(TGRT_BF16, (size_t)(rows * vocab)),
+      gz(TGRT_BF16, 2048);
+  Dev<int32_t> gt(t1);
+  Dev<float> gloss(1), gdloss(std::vector<float>{0.5f});
+  b.x = gx.p;
+  b.w = gw.p;
+  b.b1 = gb1.p;
+  b.b2 = gb2.p;
+  b.y1 = gy1.p;
+  b.y2 = gy2.p;
+  b.pre = gpre.p;
+  b.h = gh.p;
+  b.dlogits = gdl.p;
+  b.z = gz.p;
+  b.targets = gt.p;
+  b.loss = gloss.p;
+  b.dloss = gdloss.p;
+  tgrt_ctx* ctx = reinterpret_cast<tgrt_ctx*>(c.gpu);
+  const DevT* outs[] = {&gy1, &gy2, &gpre, &gh, &gdl, &gz};
+  auto snapshot = [&] {
+    std::vector<Raw> r;
+    for (const DevT* o : outs) r.push_back(o->raw());
+    Raw l;
+    l.dt = TGRT_F32;
+    l.b.resize(sizeof(float));
+    const std::vector<float> lv = gloss.get();
+    std::memcpy(l.b.data(), lv.data(), sizeof(float));
+    r.push_back(l);
+    return r;
+  };
+  auto poison = [&] {
+    for (const DevT* o : outs) const_cast<DevT*>(o)->poison();
+    gloss.poison();
+  };
+  auto diffs = [](const std::vector<Raw>& a, const std::vector<Raw>& b) {
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += bitDiffs(a[i], b[i]);
+    return (double)n;
+  };
+  tgrt_cuda::takeWeightsStale(c.gpu); // a fresh context's flag (else run_graph runs call by call)
+  // Call by call on the first inputs (this also makes the plans a capture needs).
+  poison();
+  graphWork(ctx);
+  const std::vector<Raw> eager1 = snapshot();
+  // Captured and launched.
+  poison();
+  const int32_t ran1 = tgrt_cuda::runGraph(c.gpu, 0, graphWork);
+  record("run_graph capture (ran as a graph)", "slot 0", ran1 == 1 ? 0.0 : 1.0, 0.0);
+  record("run_graph capture == call by call", "bits of 7 outputs", diffs(snapshot(), eager1), 0.0);
+  // New inputs at the same addresses: call by call, then the replay.
+  gx.put(x2.b);
+  gt.put(t2);
+  poison();
+  graphWork(ctx);
+  const std::vector<Raw> eager2 = snapshot();
+  poison();
+  const int32_t ran2 = tgrt_cuda::runGraph(c.gpu, 0, graphWork);
+  const std::vector<Raw> replay2 = snapshot();
+  record("run_graph replay (ran as a graph)", "slot 0", ran2 == 1 ? 0.0 : 1.0, 0.0);
+  record("run_graph replay == call by call", "new x, targets", diffs(replay2, eager2), 0.0);
+  record("run_graph replay reads new inputs", "outputs differ from the first",
+         diffs(replay2, eager1) > 0 ? 0.0 : 1.0, 0.0);
+  // Dropout (its key changes every step): the capture is refused, the work runs call by call.
+  tgrt_cuda::setStep(c.gpu, 3);
+  graphDropout(ctx); // the ordinary first call
+  gz.poison();
+  graphDropout(ctx);
+  const Raw dropEager = gz.raw();
+  gz.poison();
+  std::fprintf(stderr, "(expected message follows)\n");
+  const int32_t ran4 = tgrt_cuda::runGraph(c.gpu, 1, graphDropout);
+  record("run_graph refuses dropout", "slot 1 call by call", ran4 == 0 ? 0.0 : 1.0, 0.0);
+  record("run_graph refused == call by call", "dropout bits", (double)bitDiffs(gz.raw(), dropEager),
+         0.0);
+  tgrt_cuda::setStep(c.gpu, 4);
+  gz.poison();
+  graphDropout(ctx);
+  const Raw drop4 = gz.raw();
+  gz.poison();
+  const int32_t ran5 = tgrt_cuda::runGraph(c.gpu, 1, graphDropout);
+  record("run_graph refused slot stays call by call", "step 4 mask",
+         ran5 == 0 && bitDiffs(gz.raw(), drop4) == 0 && bitDiffs(drop4, dropEager) > 0 ? 0.0 : 1.0,
+         0.0);
+  tgrt_cuda::setStep(c.gpu, 1);
+}
+
 /// tgrt_matmul_bias_residual (a linear layer added into the f32 residual stream: one cuBLASLt
 /// call with C = res, beta 1, the bias epilogue in D's type) against the CPU's float32
 /// GEMM + bias + res, one rounding; out aliasing res (in place) and not.
@@ -2904,6 +3040,10 @@ int main(int argc, char** argv) {
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
   checkMatmulWgrad(c, rng);
+  {
+    Rng own(seed ^ 0x243f6a8885a308d3ull); // its own stream: the other checks' data unchanged
+    checkRunGraph(c, own);
+  }
   checkLayerNorms(c, rng);
   for (int32_t dt : kDtypes) {
     checkMatmul(c, rng, dt);

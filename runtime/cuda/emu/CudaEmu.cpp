@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 namespace emu {
@@ -120,6 +121,19 @@ void runBlock(int n) {
 
 } // namespace
 
+namespace {
+/// The capturing stream's recorded work (NULL when no stream captures), and whether a
+/// forbidden call invalidated the capture.
+std::vector<std::function<void()>>* g_capture = nullptr;
+bool g_captureInvalid = false;
+} // namespace
+
+bool recording(const std::function<void()>& op) {
+  if (!g_capture) return false;
+  g_capture->push_back(op);
+  return true;
+}
+
 void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<void()>& body) {
   const long long n = (long long)blockDims.x * blockDims.y * blockDims.z;
   if (n <= 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
@@ -133,6 +147,9 @@ void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<voi
     g_lastError = cudaErrorInvalidValue;
     return;
   }
+  // Captured: the closure (which holds its arguments by value) runs at each graph launch.
+  if (recording([grid, blockDims, smemBytes, body] { launch(grid, blockDims, smemBytes, body); }))
+    return;
   while (g_stacks.size() < (size_t)n) {
     char* s = static_cast<char*>(std::malloc(kStackBytes));
     if (!s) die("out of memory for fiber stacks");
@@ -404,7 +421,13 @@ void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr) {
 
 // ---------------------------------------------------------------------- runtime API --
 
-struct EmuStream {};
+struct EmuStream {
+  bool capturing = false;
+  std::vector<std::function<void()>> ops; ///< the work recorded while capturing
+};
+struct EmuGraph {
+  std::vector<std::function<void()>> ops;
+};
 struct EmuEvent {
   std::chrono::steady_clock::time_point t;
 };
@@ -414,6 +437,10 @@ const char* cudaGetErrorString(cudaError_t e) {
   case cudaSuccess: return "no error";
   case cudaErrorInvalidValue: return "invalid argument";
   case cudaErrorMemoryAllocation: return "out of memory";
+  case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
   }
   return "unknown error";
 }
@@ -462,11 +489,14 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
+  if (emu::recording([=] { cudaMemcpy(dst, src, bytes, kind); })) return cudaSuccess;
   return cudaMemcpy(dst, src, bytes, kind);
 }
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
-                              size_t width, size_t height, cudaMemcpyKind, cudaStream_t) {
+                              size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
   if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+  if (emu::recording([=] { cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, s); }))
+    return cudaSuccess;
   for (size_t r = 0; r < height; ++r)
     std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
                  width);
@@ -477,6 +507,7 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+  if (emu::recording([=] { cudaMemset(p, value, bytes); })) return cudaSuccess;
   return cudaMemset(p, value, bytes);
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
@@ -487,8 +518,67 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
   delete s;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (s && s->capturing) { // as on a GPU: not allowed, and the capture is lost
+    emu::g_captureInvalid = true;
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() {
+  if (emu::g_capture) {
+    emu::g_captureInvalid = true;
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  if (!s || s->capturing || emu::g_capture) return cudaErrorIllegalState;
+  s->capturing = true;
+  s->ops.clear();
+  emu::g_capture = &s->ops;
+  emu::g_captureInvalid = false;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  if (!s || !s->capturing) return cudaErrorIllegalState;
+  s->capturing = false;
+  emu::g_capture = nullptr;
+  *graph = nullptr;
+  if (emu::g_captureInvalid) {
+    s->ops.clear();
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *graph = new EmuGraph{std::move(s->ops)};
+  s->ops.clear();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (!graph || !count) return cudaErrorInvalidValue;
+  if (nodes)
+    for (size_t i = 0; i < *count && i < graph->ops.size(); ++i) nodes[i] = &graph->ops[i];
+  *count = graph->ops.size();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph || !exec) return cudaErrorInvalidValue;
+  *exec = new EmuGraph{graph->ops};
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (!exec) return cudaErrorInvalidValue;
+  if (s && s->capturing) return cudaErrorStreamCaptureUnsupported;
+  for (const auto& op : exec->ops) op();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = new EmuEvent();
   return cudaSuccess;
@@ -685,12 +775,32 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alphaP,
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alphaP,
                               const void* A, cublasLtMatrixLayout_t ad, const void* B,
                               cublasLtMatrixLayout_t bd, const void* betaP, const void* C,
                               cublasLtMatrixLayout_t cd, void* D, cublasLtMatrixLayout_t dd,
-                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
+                              const cublasLtMatmulAlgo_t* algo, void* ws, size_t wsBytes,
+                              cudaStream_t stream) {
   if (!algo) return CUBLAS_STATUS_INVALID_VALUE;
+  if (emu::g_capture) {
+    // As a GPU's capture: alpha, beta, the descriptors' attributes (bias and aux pointers)
+    // and the algorithm as they are now; operands read at each graph launch.
+    struct Snap {
+      EmuLtDesc desc;
+      EmuLtLayout a, b, c, d;
+      float alpha, beta;
+      cublasLtMatmulAlgo_t algo;
+    };
+    auto s = std::make_shared<Snap>(Snap{*desc, *ad, *bd, *cd, *dd,
+                                         *static_cast<const float*>(alphaP),
+                                         *static_cast<const float*>(betaP), *algo});
+    emu::recording([=] {
+      if (cublasLtMatmul(h, &s->desc, &s->alpha, A, &s->a, B, &s->b, &s->beta, C, &s->c, D,
+                         &s->d, &s->algo, ws, wsBytes, stream) != CUBLAS_STATUS_SUCCESS)
+        emu::g_lastError = cudaErrorInvalidValue; // a failed kernel of the graph
+    });
+    return CUBLAS_STATUS_SUCCESS;
+  }
   // The algorithm was chosen for the alignments in the preference: like a real kernel, it
   // may not run on pointers aligned less than that.
   const void* ptrs[4] = {A, B, C, D};

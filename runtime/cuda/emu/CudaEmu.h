@@ -176,6 +176,9 @@ enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorIllegalState = 401,
 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -234,6 +237,33 @@ cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// Stream capture and graphs (tgrt_run_graph). While a stream captures, launches, async
+// copies, memsets and cuBLASLt calls are recorded (their arguments copied as the call saw
+// them: host scalars and descriptor attributes baked in, device pointers kept), not run; a
+// graph launch runs the recorded work in order. A synchronisation of a capturing stream fails
+// with cudaErrorStreamCaptureUnsupported and invalidates the capture, as on a GPU.
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+struct EmuGraph;
+typedef EmuGraph* cudaGraph_t;
+typedef EmuGraph* cudaGraphExec_t;
+typedef void* cudaGraphNode_t;
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+namespace emu {
+/// Non-NULL while a stream captures: where launches are recorded (CudaEmu.cpp).
+bool recording(const std::function<void()>& op);
+} // namespace emu
+
 template <typename F>
 inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
   (void)func;
