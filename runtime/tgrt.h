@@ -192,8 +192,9 @@ void tgrt_set_micro_batch(tgrt_ctx* ctx, int32_t index);
  * right refuses the capture (dropout's per-step key, a dynamic loss scale, collectives, the
  * optimizer's lr and step, optimizer offload, TGRT_PROFILE / TGRT_CUDA_SYNC,
  * tgrt_check_enabled, TGRT_CUDA_GRAPH=0): the slot then runs call by call for good, with a
- * one-line note on stderr. A call while parameter values are stale (tgrt_take_weights_stale)
- * runs call by call too (the working copies' refresh is not in the graph). CPU: fn(ctx),
+ * one-line note on stderr. While parameter values are stale and the compiled steps keep
+ * working copies (they call tgrt_take_weights_stale), a call runs call by call (the copies'
+ * refresh is not in the graph). CPU: fn(ctx),
  * returns 0. Errors: slot outside [0, 4) or fn NULL; a capture or launch failure (message
  * naming it; TGRT_CUDA_GRAPH=0 avoids graphs altogether). */
 int32_t tgrt_run_graph(tgrt_ctx* ctx, int32_t slot, void (*fn)(tgrt_ctx*));

@@ -775,6 +775,7 @@ int32_t takeWeightsStale(Context* ctx) {
   checkCtx(ctx, "take_weights_stale");
   const bool stale = ctx->weights_stale;
   ctx->weights_stale = false;
+  ctx->reads_stale = true;
   return stale ? 1 : 0;
 }
 
@@ -837,6 +838,13 @@ const char* graphRefusal(Context* ctx) {
 }
 } // namespace
 
+bool setSyncEach(Context* ctx, bool on) {
+  checkCtx(ctx, "set_sync_each");
+  const bool was = ctx->sync_each;
+  ctx->sync_each = on;
+  return was;
+}
+
 int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
   checkCtx(ctx, "run_graph");
   if (slot < 0 || slot >= kGraphSlots)
@@ -844,9 +852,10 @@ int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
   if (!fn) fail("run_graph", "NULL function");
   tgrt_ctx* c = reinterpret_cast<tgrt_ctx*>(ctx);
   Context::GraphSlot& g = ctx->graph_slots[slot];
-  // Call by call: a refused slot; parameter values the host wrote (the step's first part
-  // refreshes the working copies, which the captured work does not); checking mode.
-  if (g.state == 2 || ctx->weights_stale || tgrt_check_enabled(c)) {
+  // Call by call: a refused slot; parameter values the host wrote while the compiled steps
+  // keep working copies (the step's first part refreshes them, the captured work does not);
+  // checking mode.
+  if (g.state == 2 || (ctx->weights_stale && ctx->reads_stale) || tgrt_check_enabled(c)) {
     fn(c);
     return 0;
   }
@@ -864,7 +873,6 @@ int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
       const cudaError_t e = cudaStreamEndCapture(ctx->stream, &graph);
       why = ctx->capture_unsafe;
       if (e != cudaSuccess && !why) why = cudaGetErrorString(e);
-      if (!why && ctx->weights_stale) why = "the captured work wrote parameter values";
       if (!why) {
         cudaGraphGetNodes(graph, nullptr, &g.nodes);
         if (cudaGraphInstantiate(&g.exec, graph, 0) != cudaSuccess) {

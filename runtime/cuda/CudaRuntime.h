@@ -94,6 +94,8 @@ double takeLoss(Context* ctx, int64_t* count);
 /// tgrt_run_graph: fn's work on the context's stream as a CUDA graph (captured at slot's first
 /// call, replayed after); 1 when it ran as a graph, 0 when call by call.
 int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*));
+/// Sets TGRT_CUDA_SYNC's mode (synchronise after every launch; tests); returns the old one.
+bool setSyncEach(Context* ctx, bool on);
 float lastGradNorm(Context* ctx);
 /// The context's stream as a cudaStream_t (void* keeps CUDA headers out of this header).
 void* stream(Context* ctx);

@@ -90,6 +90,9 @@ struct Context {
   /// Parameter values written by the host since the last tgrt_take_weights_stale;
   /// [values_lo, values_hi) is the persistent byte range of the model's parameter values.
   bool weights_stale = true;
+  /// tgrt_take_weights_stale was called: the compiled steps refresh working copies from the
+  /// flag (tgrt_run_graph then runs a step call by call while it is set).
+  bool reads_stale = false;
   int64_t values_lo = 0, values_hi = 0;
   /// Indexed by enum tgrt_region: device memory, except TGRT_HOST (pinned host memory,
   /// cudaMallocHost: the offloaded AdamW moments; NULL without offload).

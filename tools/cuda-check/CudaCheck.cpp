@@ -988,7 +988,9 @@ void checkRunGraph(Contexts& c, Rng& rng) {
     for (size_t i = 0; i < a.size(); ++i) n += bitDiffs(a[i], b[i]);
     return (double)n;
   };
-  tgrt_cuda::takeWeightsStale(c.gpu); // a fresh context's flag (else run_graph runs call by call)
+  // Synchronising after every launch (TGRT_CUDA_SYNC=1, as the GPU scripts run this) refuses
+  // a capture: off for this check.
+  const bool syncEach = tgrt_cuda::setSyncEach(c.gpu, false);
   // Call by call on the first inputs (this also makes the plans a capture needs).
   poison();
   graphWork(ctx);
@@ -1033,6 +1035,7 @@ void checkRunGraph(Contexts& c, Rng& rng) {
          ran5 == 0 && bitDiffs(gz.raw(), drop4) == 0 && bitDiffs(drop4, dropEager) > 0 ? 0.0 : 1.0,
          0.0);
   tgrt_cuda::setStep(c.gpu, 1);
+  tgrt_cuda::setSyncEach(c.gpu, syncEach);
 }
 
 /// tgrt_matmul_bias_residual (a linear layer added into the f32 residual stream: one cuBLASLt
