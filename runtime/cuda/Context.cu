@@ -551,7 +551,14 @@ Context* createContext(const tgrt_model* model) {
   const char* dgelu = std::getenv("TGRT_DGELU_EPILOGUE");
   ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
   const char* autotune = std::getenv("TGRT_GEMM_AUTOTUNE");
-  ctx->gemm_autotune = autotune && std::strcmp(autotune, "1") == 0;
+  ctx->gemm_autotune = autotune && std::strcmp(autotune, "0") == 0 ? 0 : 1;
+  if (const char* cache = std::getenv("TGRT_GEMM_TUNE_CACHE")) {
+    ctx->gemm_tune_path = cache;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    ctx->gemm_tune_path = std::string(xdg) + "/tgc/gemm-tune.txt";
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    ctx->gemm_tune_path = std::string(home) + "/.cache/tgc/gemm-tune.txt";
+  }
   const char* bgrad = std::getenv("TGRT_BGRAD_EPILOGUE");
   ctx->bgrad_epilogue = !(bgrad && std::strcmp(bgrad, "0") == 0);
   const char* graph = std::getenv("TGRT_CUDA_GRAPH");
@@ -734,6 +741,12 @@ void destroyContext(Context* ctx) {
 #endif
   for (auto& g : ctx->graph_slots)
     if (g.exec) cudaGraphExecDestroy(g.exec);
+  if (ctx->gemm_timed > 0 || ctx->gemm_cached > 0)
+    std::fprintf(stderr,
+                 "tgrt: cuBLASLt algorithms: %d GEMM shapes timed this run, %d taken from the "
+                 "tuning cache %s (TGRT_GEMM_AUTOTUNE=0: the heuristic's first)\n",
+                 ctx->gemm_timed, ctx->gemm_cached,
+                 ctx->gemm_tune_path.empty() ? "(none)" : ctx->gemm_tune_path.c_str());
   for (auto& entry : ctx->plans) {
     MatmulPlan& p = entry.second;
     if (p.la) cublasLtMatrixLayoutDestroy(p.la);
@@ -837,6 +850,20 @@ const char* graphRefusal(Context* ctx) {
   return nullptr;
 }
 } // namespace
+
+void setGemmAutotune(Context* ctx, int mode, const char* cachePath) {
+  checkCtx(ctx, "set_gemm_autotune");
+  ctx->gemm_autotune = mode;
+  ctx->gemm_tune_path = cachePath ? cachePath : "";
+  ctx->gemm_tune_loaded = false;
+  ctx->gemm_tune_cache.clear();
+}
+
+void gemmTuneCounts(Context* ctx, int* timed, int* cached) {
+  checkCtx(ctx, "gemm_tune_counts");
+  if (timed) *timed = ctx->gemm_timed;
+  if (cached) *cached = ctx->gemm_cached;
+}
 
 bool setSyncEach(Context* ctx, bool on) {
   checkCtx(ctx, "set_sync_each");

@@ -77,6 +77,8 @@ struct MatmulPlan {
   /// `algo` at the first call that may run more than once (see ltRun), then tuned is set.
   std::vector<cublasLtMatmulAlgo_t> candidates;
   bool tuned = false;
+  /// The plan's line key in the tuning cache (Kernels.cu tuneKey; empty without a cache).
+  std::string tune_key;
 };
 
 /// tgrt_run_graph's slots per context (0 = the driver's micro-step).
@@ -120,11 +122,19 @@ struct Context {
   /// CUBLASLT_EPILOGUE_BGRADA in the weight-gradient GEMM, false the GEMM then the own
   /// column-sum kernel.
   bool bgrad_epilogue = true;
-  /// TGRT_GEMM_AUTOTUNE=1: each cuBLASLt plan times the heuristic's first kGemmCandidates
-  /// algorithms at its first repeatable call and keeps the fastest (off by default: the
-  /// choice follows timing noise, so two runs may pick different algorithms and round
-  /// differently).
-  bool gemm_autotune = false;
+  /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the
+  /// heuristic's first kGemmCandidates algorithms at its first repeatable call, keeps the
+  /// fastest and records it in the tuning cache (gemm_tune_path), and a plan whose shape is
+  /// in the cache takes the recorded algorithm without timing: one choice per shape and
+  /// device for every run that shares the cache, so runs round alike. 0: the heuristic's
+  /// first algorithm.
+  int gemm_autotune = 1;
+  /// The tuning cache file (TGRT_GEMM_TUNE_CACHE; default $XDG_CACHE_HOME/tgc/gemm-tune.txt,
+  /// else $HOME/.cache/tgc/gemm-tune.txt); empty: tune every run, record nothing.
+  std::string gemm_tune_path;
+  bool gemm_tune_loaded = false;
+  std::unordered_map<std::string, cublasLtMatmulAlgo_t> gemm_tune_cache;
+  int gemm_timed = 0, gemm_cached = 0; ///< plans timed this run / taken from the cache
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.

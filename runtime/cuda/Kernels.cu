@@ -19,8 +19,14 @@
 #include "runtime/cuda/Internal.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <type_traits>
 
 #ifdef TGRT_CUDA_EMULATE
@@ -1737,6 +1743,78 @@ uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch, int64_t 
   return (uint32_t)(bits & (~bits + 1)); // lowest set bit
 }
 
+/// The tuning cache's line key of a plan: device, cuBLASLt version, TF32 mode, workspace
+/// bytes and every MatmulKey field (one token, no spaces).
+std::string tuneKey(Context* ctx, const MatmulKey& k, uint64_t ws) {
+  std::string dev = ctx->device_name;
+  for (char& ch : dev)
+    if (ch == ' ' || ch == '\t') ch = '_';
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s|lt%zu|tf32=%d|ws=%llu|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%u,%u,%u,%d,%u,%d,%d",
+                dev.c_str(), (size_t)cublasLtGetVersion(), ctx->tf32 ? 1 : 0,
+                (unsigned long long)ws, (long long)k.batch, (long long)k.m, (long long)k.n,
+                (long long)k.k, (long long)k.sa, (long long)k.sb, (long long)k.sc, (int)k.ta,
+                (int)k.tb, (unsigned)k.align_a, (unsigned)k.align_b, (unsigned)k.align_c,
+                (int)k.epilogue, (unsigned)k.align_bias, (int)k.dt, (int)k.cdt);
+  return buf;
+}
+
+/// Reads the tuning cache file once per context: lines "KEY HEX*8" (the algorithm's 8
+/// 64-bit words); a line of another shape is skipped with a note naming the file and line.
+void loadTuneCache(Context* ctx) {
+  if (ctx->gemm_tune_loaded) return;
+  ctx->gemm_tune_loaded = true;
+  FILE* f = std::fopen(ctx->gemm_tune_path.c_str(), "r");
+  if (!f) return; // none yet
+  char line[1024];
+  int lineNo = 0, bad = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    ++lineNo;
+    char key[600];
+    cublasLtMatmulAlgo_t a;
+    static_assert(sizeof a == 8 * sizeof(unsigned long long), "cuBLASLt algorithm of 8 words");
+    unsigned long long w[8];
+    if (std::sscanf(line, "%599s %llx %llx %llx %llx %llx %llx %llx %llx", key, &w[0], &w[1],
+                    &w[2], &w[3], &w[4], &w[5], &w[6], &w[7]) != 9) {
+      if (bad++ == 0)
+        std::fprintf(stderr, "tgrt: %s:%d: not a tuning cache line (skipped)\n", ctx->gemm_tune_path.c_str(), lineNo);
+      continue;
+    }
+    std::memcpy(&a, w, sizeof a);
+    ctx->gemm_tune_cache[key] = a; // a later line (a re-tune) wins
+  }
+  std::fclose(f);
+}
+
+/// Appends plan p's choice to the tuning cache file (its directory made if missing); a file
+/// that cannot be written leaves the choice to this run, with one note.
+void saveTuned(Context* ctx, const MatmulPlan& p) {
+  if (p.tune_key.empty()) return;
+  const std::string& path = ctx->gemm_tune_path;
+  for (size_t i = 1; i < path.size(); ++i) // mkdir -p of the directories
+    if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+  unsigned long long w[8];
+  std::memcpy(w, &p.algo, sizeof w);
+  char line[1024];
+  const int len = std::snprintf(line, sizeof line,
+                                "%s %llx %llx %llx %llx %llx %llx %llx %llx\n",
+                                p.tune_key.c_str(), w[0], w[1], w[2], w[3], w[4], w[5], w[6],
+                                w[7]);
+  // One write of one line with O_APPEND: runs that share the cache append whole lines.
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0 || write(fd, line, (size_t)len) != len) {
+    static bool noted = false;
+    if (!noted)
+      std::fprintf(stderr, "tgrt: cannot record the GEMM tuning in %s: %s (the choices hold "
+                           "for this run only; TGRT_GEMM_TUNE_CACHE names another file)\n",
+                   path.c_str(), std::strerror(errno));
+    noted = true;
+  }
+  if (fd >= 0) close(fd);
+  ctx->gemm_tune_cache[p.tune_key] = p.algo;
+}
+
 /// Creates (or finds) the cuBLASLt plan for key. Row-major C = op(A) op(B) is computed as the
 /// column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our b, its B is our a, both with their
 /// own transposes, and C^T [n x m] column-major is C [m x n] row-major. Every matrix, the bias
@@ -1850,10 +1928,25 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   for (int i = 0; p.ok && i < found; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS) p.candidates.push_back(results[i].algo);
   p.tuned = p.candidates.size() <= 1;
+  if (!p.tuned && !ctx->gemm_tune_path.empty()) {
+    // A recorded choice counts only while the heuristic still offers it (same library,
+    // device and inputs give the same candidates).
+    loadTuneCache(ctx);
+    p.tune_key = tuneKey(ctx, key, ws);
+    auto hit = ctx->gemm_tune_cache.find(p.tune_key);
+    if (hit != ctx->gemm_tune_cache.end())
+      for (const cublasLtMatmulAlgo_t& a : p.candidates)
+        if (std::memcmp(&a, &hit->second, sizeof a) == 0) {
+          p.algo = a;
+          p.tuned = true;
+          ++ctx->gemm_cached;
+          break;
+        }
+  }
   return p;
 }
 
-/// TGRT_GEMM_AUTOTUNE: times each candidate algorithm of p on this call's operands (one
+/// GEMM tuning (Context::gemm_autotune): times each candidate algorithm of p on this call's operands (one
 /// warm-up, then the median of 3 event-timed runs each) and keeps the fastest in p.algo.
 /// Only for a call that gives the same result when repeated (D not read as C with beta != 0);
 /// a candidate that fails to launch is skipped.
@@ -1900,6 +1993,8 @@ void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void
   if (!p.tuned && !ctx->capturing && (beta == 0.0f || c != d)) { // (timing syncs: not in a capture)
     ltTune(ctx, p, alpha, a, b, beta, c, d);
     p.tuned = true;
+    ++ctx->gemm_timed;
+    saveTuned(ctx, p);
   }
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],

@@ -82,14 +82,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <utility>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -794,6 +798,54 @@ void checkMatmul(Contexts& c, Rng& rng, int32_t dt) {
                (long long)sb, (long long)sc, cs.alpha, cs.beta),
            relErr(gc.raw(), ref), tolFor(dt));
   }
+}
+
+/// GEMM tuning and its cache file: a fresh context times the candidates of a new shape and
+/// records the choice; a second context with the same cache takes it without timing and gives
+/// the same bits; a line of another shape in the file is skipped (with a note), not fatal.
+void checkGemmTune(Contexts& c, Rng& rng) {
+  const std::string path = "/tmp/tgrt-cuda-check-gemm-tune-" + std::to_string((long long)getpid()) + ".txt";
+  std::remove(path.c_str());
+  const int64_t m = 256, n = 128, k = 64; // several candidates on a GPU
+  Raw a = rng.tensor(TGRT_BF16, (size_t)(m * k)), b = rng.tensor(TGRT_BF16, (size_t)(k * n));
+  Raw ref = zerosOf(TGRT_BF16, (size_t)(m * n));
+  tgrt_matmul(c.cpu, "check", TGRT_BF16, a.data(), b.data(), ref.data(), 1, m, n, k, 0, 1, 0, 0,
+              0, 1.0f, 0.0f);
+  DevT ga(a), gb(b), gc(TGRT_BF16, (size_t)(m * n));
+  auto run = [&](int expectTimed, int expectCached, const char* what) {
+    tgrt_cuda::Context* g = tgrt_cuda::createContext(&c.model);
+    if (!g) die("context", "could not create a CUDA context");
+    tgrt_cuda::setGemmAutotune(g, 1, path.c_str());
+    gc.poison();
+    tgrt_cuda::matmul(g, "check", TGRT_BF16, ga.p, gb.p, gc.p, 1, m, n, k, 0, 1, 0, 0, 0, 1.0f,
+                      0.0f);
+    int timed = -1, cached = -1;
+    tgrt_cuda::gemmTuneCounts(g, &timed, &cached);
+    const Raw out = gc.raw();
+    record("gemm tuning: result", fmt("%s bf16 %lldx%lldx%lld", what, (long long)m, (long long)n,
+                                       (long long)k),
+           relErr(out, ref), tolFor(TGRT_BF16));
+    record("gemm tuning: timed / cached", fmt("%s: %d / %d (want %d / %d)", what, timed, cached,
+                                              expectTimed, expectCached),
+           timed == expectTimed && cached == expectCached ? 0.0 : 1.0, 0.0);
+    tgrt_cuda::destroyContext(g);
+    return out;
+  };
+  const Raw first = run(1, 0, "new cache");
+  std::ifstream f1(path);
+  const std::string line((std::istreambuf_iterator<char>(f1)), std::istreambuf_iterator<char>());
+  record("gemm tuning: cache file", fmt("%zu bytes, one line", line.size()),
+         !line.empty() && std::count(line.begin(), line.end(), '\n') == 1 ? 0.0 : 1.0, 0.0);
+  const Raw second = run(0, 1, "from the cache");
+  record("gemm tuning: cached == timed", "bits", (double)bitDiffs(second, first), 0.0);
+  { // A line of another shape first: skipped with a note.
+    std::ofstream f2(path, std::ios::trunc);
+    f2 << "not a tuning line\n" << line;
+  }
+  std::fprintf(stderr, "(expected message follows)\n");
+  const Raw third = run(0, 1, "after a bad line");
+  record("gemm tuning: bad line skipped", "bits", (double)bitDiffs(third, first), 0.0);
+  std::remove(path.c_str());
 }
 
 /// tgrt_add_mixed against the CPU, bit for bit (one float add, the same roundings): the
@@ -2954,6 +3006,14 @@ int main(int argc, char** argv) {
   c.cpu = tgrt_ctx_create(&c.model);
   c.gpu = tgrt_cuda::createContext(&c.model);
   if (!c.cpu || !c.gpu) die("context", "could not create the CPU or the CUDA context");
+  // Kernels are checked with tuned GEMM algorithms on a GPU (no cache file: nothing of the
+  // user's is written), with the heuristic's first in the emulator (there every algorithm is
+  // the same loop, and timing each would only cost time); checkGemmTune covers the cache.
+#ifdef TGRT_CUDA_EMULATE
+  tgrt_cuda::setGemmAutotune(c.gpu, 0, nullptr);
+#else
+  tgrt_cuda::setGemmAutotune(c.gpu, 1, nullptr);
+#endif
   std::printf("tgrt-cuda-check: device %s, seed %llu%s\n", tgrt_cuda::deviceName(c.gpu),
               (unsigned long long)seed, quick ? ", quick" : "");
   Rng rng(seed);
@@ -3043,6 +3103,10 @@ int main(int argc, char** argv) {
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
   checkMatmulWgrad(c, rng);
+  {
+    Rng own(seed ^ 0x13198a2e03707344ull); // its own stream: the other checks' data unchanged
+    checkGemmTune(c, own);
+  }
   {
     Rng own(seed ^ 0x243f6a8885a308d3ull); // its own stream: the other checks' data unchanged
     checkRunGraph(c, own);

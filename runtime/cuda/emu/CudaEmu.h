@@ -337,6 +337,8 @@ struct cublasLtMatmulHeuristicResult_t {
 };
 
 const char* cublasLtGetStatusString(cublasStatus_t s);
+/// The emulator's "library version" (0): tuning cache keys carry it.
+inline size_t cublasLtGetVersion() { return 0; }
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* h);
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t h);
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
