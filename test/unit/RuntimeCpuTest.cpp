@@ -138,6 +138,29 @@ TEST_F(Cpu, TakeLossSumsAndResets) {
   EXPECT_DOUBLE_EQ(tgrt_take_loss(ctx_, nullptr), 2.5); // count may be NULL
 }
 
+// The CPU has no graphs: tgrt_run_graph runs the step itself, every call, and says so (0).
+int g_runGraphCalls = 0;
+void countingStep(tgrt_ctx* ctx) {
+  ++g_runGraphCalls;
+  const float loss = 1.5f;
+  tgrt_report_loss(ctx, "loss", &loss);
+}
+
+TEST_F(Cpu, RunGraphRunsTheStepEveryCall) {
+  g_runGraphCalls = 0;
+  EXPECT_EQ(tgrt_run_graph(ctx_, 0, countingStep), 0);
+  EXPECT_EQ(tgrt_run_graph(ctx_, 0, countingStep), 0);
+  EXPECT_EQ(tgrt_run_graph(ctx_, 3, countingStep), 0);
+  EXPECT_EQ(g_runGraphCalls, 3);
+  int64_t count = 0;
+  EXPECT_DOUBLE_EQ(tgrt_take_loss(ctx_, &count), 4.5);
+  EXPECT_EQ(count, 3);
+  EXPECT_EXIT(tgrt_run_graph(ctx_, 4, countingStep), ::testing::ExitedWithCode(1),
+              "run_graph: slot 4 outside \\[0, 4\\)");
+  EXPECT_EXIT(tgrt_run_graph(ctx_, 0, nullptr), ::testing::ExitedWithCode(1),
+              "run_graph: NULL function");
+}
+
 // ---------------------------------------------------------------- embedding --
 
 TEST_F(Cpu, EmbeddingForwardBackward) {
