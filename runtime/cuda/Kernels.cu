@@ -1792,8 +1792,6 @@ void loadTuneCache(Context* ctx) {
 void saveTuned(Context* ctx, const MatmulPlan& p) {
   if (p.tune_key.empty()) return;
   const std::string& path = ctx->gemm_tune_path;
-  for (size_t i = 1; i < path.size(); ++i) // mkdir -p of the directories
-    if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
   unsigned long long w[8];
   std::memcpy(w, &p.algo, sizeof w);
   char line[1024];
@@ -1802,7 +1800,12 @@ void saveTuned(Context* ctx, const MatmulPlan& p) {
                                 p.tune_key.c_str(), w[0], w[1], w[2], w[3], w[4], w[5], w[6],
                                 w[7]);
   // One write of one line with O_APPEND: runs that share the cache append whole lines.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0 && errno == ENOENT) { // the first record: mkdir -p of its directories
+    for (size_t i = 1; i < path.size(); ++i)
+      if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
   if (fd < 0 || write(fd, line, (size_t)len) != len) {
     static bool noted = false;
     if (!noted)

@@ -804,8 +804,9 @@ void checkMatmul(Contexts& c, Rng& rng, int32_t dt) {
 /// records the choice; a second context with the same cache takes it without timing and gives
 /// the same bits; a line of another shape in the file is skipped (with a note), not fatal.
 void checkGemmTune(Contexts& c, Rng& rng) {
-  const std::string path = "/tmp/tgrt-cuda-check-gemm-tune-" + std::to_string((long long)getpid()) + ".txt";
-  std::remove(path.c_str());
+  // In a directory that does not exist yet: the first record makes it.
+  const std::string dir = "/tmp/tgrt-cuda-check-gemm-tune-" + std::to_string((long long)getpid());
+  const std::string path = dir + "/cache/gemm-tune.txt";
   const int64_t m = 256, n = 128, k = 64; // several candidates on a GPU
   Raw a = rng.tensor(TGRT_BF16, (size_t)(m * k)), b = rng.tensor(TGRT_BF16, (size_t)(k * n));
   Raw ref = zerosOf(TGRT_BF16, (size_t)(m * n));
@@ -846,6 +847,8 @@ void checkGemmTune(Contexts& c, Rng& rng) {
   const Raw third = run(0, 1, "after a bad line");
   record("gemm tuning: bad line skipped", "bits", (double)bitDiffs(third, first), 0.0);
   std::remove(path.c_str());
+  std::remove((dir + "/cache").c_str());
+  std::remove(dir.c_str());
 }
 
 /// tgrt_add_mixed against the CPU, bit for bit (one float add, the same roundings): the

@@ -260,7 +260,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 namespace emu {
-/// Non-NULL while a stream captures: where launches are recorded (CudaEmu.cpp).
+/// While a stream captures: appends op to its recorded work and returns true (the caller
+/// then runs nothing now); otherwise false (CudaEmu.cpp).
 bool recording(const std::function<void()>& op);
 } // namespace emu
 
