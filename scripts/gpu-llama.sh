@@ -12,7 +12,8 @@
 # Synthetic uniform token data (uint32 .npy) of each vocab: timing only.
 # A table last: median and min-max over the repetitions, plan vs peak memory.
 #   STEPS (20)  REPS (3)  ONLY ("smollm2 llama1b")  VARIANTS  PROFILES  CUDNN (0: 1 runs
-#   tgrt-cuda-check --cudnn)  FULL_CHECK (1)
+#   tgrt-cuda-check --cudnn)  FULL_CHECK (1)  TORCH (1; 0: no torch.compile runs)
+#   BENCH_ENVS (kernel timings per runtime setting, e.g. "TGRT_LN_BWD_RELOAD=0 A=1,B=2")
 set -u -o pipefail
 RESULT=${OUT:-/tmp/gpu-llama}; mkdir -p "$RESULT"
 # Logs in a scratch folder; one tarball of them comes back in $OUT (the device tool returns
@@ -38,6 +39,17 @@ if [ "${CUDNN:-0}" = 1 ]; then
   echo "== 1c. PyTorch SDPA by the same harness (bench/torch_sdpa_time.py: fwd and bwd each event-timed, median of 20)"
   timeout 240 python3 bench/torch_sdpa_time.py --json "$OUT/sdpa.json" > "$OUT/sdpa.log" 2>&1
   echo "rc $?"; sed -n '/^PyTorch/,$p' "$OUT/sdpa.log"
+fi
+
+if [ -n "${BENCH_ENVS:-}" ]; then
+  # BENCH_ENVS="A=1 A=2,B=3 ...": the memory-bound kernel and GEMM timings at GPT-2 small's
+  # shapes (tgrt-cuda-check --bench-kernels) once per setting (commas join variables).
+  echo "== 1d. kernel timings per runtime setting (bf16 rows of layer norm, bias grad, GEMMs)"
+  for e in $BENCH_ENVS; do
+    env ${e//,/ } timeout 120 $B/tgrt-cuda-check --bench-kernels > "$OUT/bench-$e.log" 2>&1
+    echo "-- $e (rc $?)"
+    grep -E "bf16" "$OUT/bench-$e.log" | grep -E "layer_norm_bwd|bias_grad|matmul" | cut -c1-90
+  done
 fi
 
 source scripts/gpu-lib.sh  # mkdata
@@ -83,7 +95,7 @@ fi
 
 echo "== 3. step time: tgc variants vs torch.compile, $REPS alternating repetitions"
 # A variant is an executable of runs/llama (smollm2, llama1b, smollm2-sel = checkpointing
-# selective, ...), optionally @VALUE for TGRT_ATTN=VALUE (llama1b@cudnn) or @VAR=VALUE
+# selective, ...), optionally @VALUE for TGRT_ATTN=VALUE (llama1b@cudnn) or @VAR=VALUE[,VAR=VALUE]
 # (llama1b@TGRT_ATTN_MINB=0).
 VARIANTS=${VARIANTS:-"smollm2 llama1b"}
 # GPT-2 shapes (gpt2s gpt2m gpt2l hd128 in ONLY): torch.compile is bench/torch_gpt2_step.py
@@ -108,13 +120,15 @@ for model in ${ONLY:-smollm2 llama1b}; do
     for v in $VARIANTS; do
       exe=${v%@*}; case $exe in $model|$model-*) ;; *) continue ;; esac
       [ -x "$B/$exe" ] || { echo "(no $exe)"; continue; }
-      envs=(); [ "$v" != "$exe" ] && { e=${v#*@}; case $e in *=*) envs=($e) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
+      envs=(); [ "$v" != "$exe" ] && { e=${v#*@}; case $e in *=*) envs=(${e//,/ }) ;; *) envs=(TGRT_ATTN=$e) ;; esac; }
       env "${envs[@]}" $B/$exe --data $data --steps "$STEPS" --eval-every 0 --eval-batches 1 \
         --log "$OUT/tgc-$v-$r.jsonl" > "$OUT/tgc-$v-$r.log" 2>&1
       echo "tgc $v rep $r rc $?: $(grep -E 'plan .*used|error|cudnn' "$OUT/tgc-$v-$r.log" | head -2 | cut -c1-160 | tr '\n' ' ')"
     done
-    "${tref[@]}" --steps "$STEPS" > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
-    echo "torch.compile $model rep $r rc $?: $(tail -c 200 "$OUT/torch-$model-$r.json")"
+    if [ "${TORCH:-1}" = 1 ]; then  # TORCH=0: no torch.compile runs (an A/B of tgc variants)
+      "${tref[@]}" --steps "$STEPS" > "$OUT/torch-$model-$r.json" 2> "$OUT/torch-$model-$r.err"
+      echo "torch.compile $model rep $r rc $?: $(tail -c 200 "$OUT/torch-$model-$r.json")"
+    fi
     # llm.c (GPT-2 small only; carried runs/llmc, scripts/llmc-artifacts.sh, docs/llmc.md):
     # LLMC="r0 r1 r0ge2": -r 0 (no recompute, tgc's default), -r 1 (llm.c's default: GELU
     # recomputed), -r 0 -ge 2 (its cuBLASLt GELU fusion forward and backward).

@@ -560,7 +560,13 @@ Context* createContext(const tgrt_model* model) {
     ctx->gemm_tune_path = std::string(home) + "/.cache/tgc/gemm-tune.txt";
   }
   const char* bgrad = std::getenv("TGRT_BGRAD_EPILOGUE");
-  ctx->bgrad_epilogue = !(bgrad && std::strcmp(bgrad, "0") == 0);
+  ctx->bgrad_epilogue = bgrad && std::strcmp(bgrad, "1") == 0;
+  if (const char* chunks = std::getenv("TGRT_BGRAD_CHUNKS")) {
+    const int c = std::atoi(chunks);
+    ctx->bgrad_chunks = c >= 1 && c <= 256 ? c : 0;
+  }
+  const char* lnReload = std::getenv("TGRT_LN_BWD_RELOAD");
+  ctx->ln_bwd_reload = !(lnReload && std::strcmp(lnReload, "0") == 0);
   const char* graph = std::getenv("TGRT_CUDA_GRAPH");
   ctx->graphs_enabled = !(graph && std::strcmp(graph, "0") == 0);
   const char* syncEach = std::getenv("TGRT_CUDA_SYNC");

@@ -169,13 +169,19 @@ void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, cons
                int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                int32_t trans_b, float alpha);
 /// C (c_dt) = alpha op(A) op(B) (C not read) and, dbias not NULL, dbias (c_dt) = column
-/// sums of B (tgrt_matmul_wgrad): one cuBLASLt call with CUBLASLT_EPILOGUE_BGRADA, or (no
-/// algorithm, TGRT_BGRAD_EPILOGUE=0) the GEMM then biasGradAcc onto a zeroed dbias.
+/// sums of B (tgrt_matmul_wgrad): the GEMM then the own column sums stored into dbias, or
+/// (TGRT_BGRAD_EPILOGUE=1, when cuBLASLt has an algorithm) one call with
+/// CUBLASLT_EPILOGUE_BGRADA.
 void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                  int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                  int32_t trans_b, float alpha, void* dbias);
 /// Selects matmulWgrad's bias-gradient path (tests): the BGRADA epilogue or the own kernel.
 void setBgradEpilogue(Context* ctx, bool on);
+/// The own bias gradient's row chunks (tests, TGRT_BGRAD_CHUNKS): 1..256; else (0) the
+/// default, a function of the columns (Kernels.cu biasGradChunks).
+void setBgradChunks(Context* ctx, int chunks);
+/// The fused layer-norm backward's RELOAD variant (tests, TGRT_LN_BWD_RELOAD; default on).
+void setLnBwdReload(Context* ctx, bool on);
 /// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).
 void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k,

@@ -118,10 +118,18 @@ struct Context {
   /// (default), 2 CUBLASLT_EPILOGUE_DGELU_BGRAD. GPT-2 small B=16 on an H100, one call:
   /// 43.4 / 42.7 / 45.3 ms per step (bench/results/2026-11-23-h100/call9).
   int dgelu_epilogue = 1;
-  /// tgrt_matmul_wgrad's bias gradient (TGRT_BGRAD_EPILOGUE): true (default) cuBLASLt's
-  /// CUBLASLT_EPILOGUE_BGRADA in the weight-gradient GEMM, false the GEMM then the own
-  /// column-sum kernel.
-  bool bgrad_epilogue = true;
+  /// tgrt_matmul_wgrad's bias gradient (TGRT_BGRAD_EPILOGUE=1): true cuBLASLt's
+  /// CUBLASLT_EPILOGUE_BGRADA in the weight-gradient GEMM, false (default) the GEMM then the
+  /// own column sums (faster on the H200: docs/design-notes.md, "Single writes").
+  bool bgrad_epilogue = false;
+  /// The own bias gradient's row chunks (TGRT_BGRAD_CHUNKS, 1..256): the column sums' first
+  /// stage splits the rows into that many chunks; 0 (default): Kernels.cu biasGradChunks,
+  /// a function of the columns only.
+  int bgrad_chunks = 0;
+  /// layer_norm_bwd_fused_kernel's RELOAD for the mixed-precision residual stream
+  /// (TGRT_LN_BWD_RELOAD=0 turns it off): x and the residual gradient reloaded at the store,
+  /// two blocks per SM. The same bits either way.
+  bool ln_bwd_reload = true;
   /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the
   /// heuristic's first kGemmCandidates algorithms at its first repeatable call, keeps the
   /// fastest and records it in the tuning cache (gemm_tune_path), and a plan whose shape is

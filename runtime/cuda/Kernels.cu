@@ -800,9 +800,16 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // blocks in order, in double). Grid: lnBwdBlocks(rows) blocks of 256 threads.
 // ACC (the residual stream's gradient, tgrt_layer_norm_bwd_acc): dx is read and the sum
 // dx + dx_ln stored (rounded to TX); with LOW the rounded sum also goes to low (TL).
+// RELOAD (Context::ln_bwd_reload) trades registers for occupancy: false keeps xhat and (ACC,
+// NV <= 4) the residual gradient's row in registers from the loads to the store: at NV 3
+// (GPT-2's d 768) 165 registers, one block of 256 threads per SM; true reloads x and the
+// residual gradient at the store (L1 / L2 hits) and asks for two blocks per SM (at most 128
+// registers, no spill at NV 3). Both add the same values in the same order: the same bits.
+// H200, 16384 x 768, bf16 dy, f32 x and residual gradient: 0.0846 -> 0.0767 ms; forcing two
+// blocks per SM without the reloads spilled (312 bytes) and took 0.0778 ms (2026-11-29).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
-          bool LOW = false, typename TL = TX>
-__global__ void __launch_bounds__(256)
+          bool LOW = false, typename TL = TX, bool RELOAD = false>
+__global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     layer_norm_bwd_fused_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
                                 const TP* __restrict__ gamma, const float* __restrict__ mean,
                                 const float* __restrict__ rstd, TX* __restrict__ dx,
@@ -820,16 +827,17 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < W; ++j) db[k][j] = dg[k][j] = 0.0f;
   for (int64_t r = blockIdx.x * 8 + warp; r < rows; r += warpsPerGrid) {
     const float mu = mean[r], rs = rstd[r];
-    float xh[NV][W], dv[NV][W];
     // ACC: the residual gradient's row is loaded with x and dy (one memory latency per row;
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
-    constexpr bool kPre = ACC && NV <= 4;
+    constexpr bool kPre = ACC && NV <= 4 && !RELOAD;
+    constexpr bool kKeepXh = !RELOAD;
+    float xh[kKeepXh ? NV : 1][W], dv[NV][W];
     float prev[kPre ? NV : 1][W] = {};
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      float g[W];
+      float g[W], xk[W];
       if (c < dW) {
         float xv[W], gm[W];
         ldPack(x + r * d, c, xv);
@@ -838,17 +846,21 @@ __global__ void __launch_bounds__(256)
         ldPack(gamma, c, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-          xh[k][j] = (xv[j] - mu) * rs;
+          xk[j] = (xv[j] - mu) * rs;
           g[j] = dv[k][j] * gm[j];
           db[k][j] += dv[k][j];
-          dg[k][j] += dv[k][j] * xh[k][j];
+          dg[k][j] += dv[k][j] * xk[j];
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < W; ++j) xh[k][j] = dv[k][j] = g[j] = 0.0f;
+        for (int j = 0; j < W; ++j) xk[j] = dv[k][j] = g[j] = 0.0f;
+      }
+      if constexpr (kKeepXh) {
+#pragma unroll
+        for (int j = 0; j < W; ++j) xh[kKeepXh ? k : 0][j] = xk[j];
       }
       sg += packSum(g);
-      sgx += packDot(g, xh[k]);
+      sgx += packDot(g, xk);
     }
     const float meanG = warpSum(sg) / (float)d;
     const float meanGX = warpSum(sgx) / (float)d;
@@ -856,10 +868,18 @@ __global__ void __launch_bounds__(256)
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
       if (c < dW) {
-        float gm[W], o[W];
+        float gm[W], o[W], xk[W];
         ldPack(gamma, c, gm);
+        if constexpr (kKeepXh) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xh[k][j] * meanGX);
+          for (int j = 0; j < W; ++j) xk[j] = xh[kKeepXh ? k : 0][j];
+        } else {
+          ldPack(x + r * d, c, xk);
+#pragma unroll
+          for (int j = 0; j < W; ++j) xk[j] = (xk[j] - mu) * rs;
+        }
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xk[j] * meanGX);
         if constexpr (ACC) {
           float pv[W];
           if constexpr (kPre) {
@@ -918,8 +938,8 @@ inline int layerNormNV(int64_t d, int W, bool aligned) {
 /// Rows per chunk of the column sums: a function of `rows` only, so results never depend on
 /// the device. At most kMaxChunks chunks.
 constexpr int64_t kMaxChunks = 256;
-inline int64_t chunkRows(int64_t rows) {
-  const int64_t c = (rows + kMaxChunks - 1) / kMaxChunks;
+inline int64_t chunkRows(int64_t rows, int64_t maxChunks = kMaxChunks) {
+  const int64_t c = (rows + maxChunks - 1) / maxChunks;
   return c < 32 ? 32 : c;
 }
 
@@ -1084,6 +1104,18 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+/// Row chunks of a bias gradient's column sums over d columns (Context::bgrad_chunks, else a
+/// function of d only): about 192 first-stage blocks of 256 columns. H200, 16384 rows of
+/// bf16, ms for d = 768 / 2304 / 3072: 256 chunks 0.0208 / 0.0432 / 0.0522, 64 chunks 0.0160
+/// / 0.0356 / 0.0391, 16 chunks 0.0196 / 0.0341 / 0.0375 (2026-11-29, tgrt-cuda-check
+/// --bench-kernels).
+inline int64_t biasGradChunks(const Context* ctx, int64_t d) {
+  if (ctx->bgrad_chunks > 0) return ctx->bgrad_chunks;
+  const int64_t colBlocks = (d + 255) / 256;
+  const int64_t c = 192 / (colBlocks > 0 ? colBlocks : 1);
+  return c < 1 ? 1 : c > kMaxChunks ? kMaxChunks : c;
+}
+
 /// Typed accessors (Ld<T>) have a pointer type; the dynamic one has none.
 template <typename A>
 struct PtrOf {
@@ -1096,10 +1128,13 @@ struct PtrOf<Ld<T>> {
 
 /// dbias-style column sums of dy [rows, d] into out0 (and, with x, dgamma-style into out1)
 /// through the workspace; AD / AX / AO are the accessors of dy, x and the outputs. Typed dy
-/// and x with whole, aligned packs take the vectorised first stage.
+/// and x with whole, aligned packs take the vectorised first stage. The first stage splits
+/// the rows into at most maxChunks chunks of >= 32 rows (a function of rows and maxChunks
+/// only, so the sums' order never depends on the device).
 template <typename AD, typename AX, typename AO>
 void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, const float* rstd,
-                AO out0, AO out1, int64_t outBytesPerElem, int64_t rows, int64_t d) {
+                AO out0, AO out1, int64_t outBytesPerElem, int64_t rows, int64_t d,
+                int64_t maxChunks = kMaxChunks) {
   if (rows == 0) {
     check(cudaMemsetAsync(out0.p, 0, (size_t)(d * outBytesPerElem), ctx->stream), loc,
           "cudaMemsetAsync");
@@ -1108,7 +1143,7 @@ void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, c
             "cudaMemsetAsync");
     return;
   }
-  const int64_t per = chunkRows(rows);
+  const int64_t per = chunkRows(rows, maxChunks);
   const int64_t chunks = (rows + per - 1) / per;
   const int64_t partBytes = align256(chunks * d * (int64_t)sizeof(float));
   checkWorkspace(ctx, loc, "column sums", 2 * partBytes);
@@ -1744,16 +1779,17 @@ uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch, int64_t 
 }
 
 /// The tuning cache's line key of a plan: device, cuBLASLt version, TF32 mode, workspace
-/// bytes and every MatmulKey field (one token, no spaces).
-std::string tuneKey(Context* ctx, const MatmulKey& k, uint64_t ws) {
+/// bytes, the number of candidates timed (a choice among fewer, e.g. by an earlier tgc that
+/// timed 6, is not taken for one among more) and every MatmulKey field (one token, no spaces).
+std::string tuneKey(Context* ctx, const MatmulKey& k, uint64_t ws, size_t candidates) {
   std::string dev = ctx->device_name;
   for (char& ch : dev)
     if (ch == ' ' || ch == '\t') ch = '_';
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%s|lt%zu|tf32=%d|ws=%llu|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%u,%u,%u,%d,%u,%d,%d",
+                "%s|lt%zu|tf32=%d|ws=%llu|c%zu|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%u,%u,%u,%d,%u,%d,%d",
                 dev.c_str(), (size_t)cublasLtGetVersion(), ctx->tf32 ? 1 : 0,
-                (unsigned long long)ws, (long long)k.batch, (long long)k.m, (long long)k.n,
+                (unsigned long long)ws, candidates, (long long)k.batch, (long long)k.m, (long long)k.n,
                 (long long)k.k, (long long)k.sa, (long long)k.sb, (long long)k.sc, (int)k.ta,
                 (int)k.tb, (unsigned)k.align_a, (unsigned)k.align_b, (unsigned)k.align_c,
                 (int)k.epilogue, (unsigned)k.align_bias, (int)k.dt, (int)k.cdt);
@@ -1919,7 +1955,11 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   for (int i = 0; i < 4; ++i)
     checkBlas(cublasLtMatmulPreferenceSetAttribute(pref, alignAttr[i], &aligns[i], sizeof aligns[i]),
               loc, "cublasLtMatmulPreferenceSetAttribute");
-  constexpr int kGemmCandidates = 6;
+  // Every algorithm the heuristic offers (cuBLASLt 13.1 returns at most 8 for these shapes):
+  // on the H200 its 7th or 8th was the fastest for 10 of GPT-2 small's 23 GEMM shapes, e.g.
+  // the qkv projection 0.0758 ms against 0.0819 for the best of its first 6
+  // (bench/cuda/gemm_sweep.cu, docs/results.md).
+  constexpr int kGemmCandidates = 16;
   cublasLtMatmulHeuristicResult_t results[kGemmCandidates];
   int found = 0;
   const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
@@ -1935,7 +1975,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     // A recorded choice counts only while the heuristic still offers it (same library,
     // device and inputs give the same candidates).
     loadTuneCache(ctx);
-    p.tune_key = tuneKey(ctx, key, ws);
+    p.tune_key = tuneKey(ctx, key, ws, p.candidates.size());
     auto hit = ctx->gemm_tune_cache.find(p.tune_key);
     if (hit != ctx->gemm_tune_cache.end())
       for (const cublasLtMatmulAlgo_t& a : p.candidates)
@@ -2592,17 +2632,40 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
   float* part0 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   float* part1 = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE] + partBytes);
   const dim3 grid((unsigned)blocks), block(256);
-  switch (nv) {
-#define TGRT_LN_FUSED(NV)                                                                          case NV:                                                                                           launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                                         layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY>, grid, block, 0, dy, x,          gamma, mean, rstd, dx, low, part0, part1, rows, d);                                                         break;
-    TGRT_LN_FUSED(1)
-    TGRT_LN_FUSED(2)
-    TGRT_LN_FUSED(3)
-    TGRT_LN_FUSED(4)
-    TGRT_LN_FUSED(6)
+  // The register / occupancy variant (layer_norm_bwd_fused_kernel's RELOAD) for the
+  // mixed-precision residual stream (f32 x, the accumulating form) at up to 4 packs per lane.
+  const bool reload = ACC && std::is_same<TX, float>::value && nv <= 4 && ctx->ln_bwd_reload;
+  auto run = [&](auto reloadTag) {
+    constexpr bool R = decltype(reloadTag)::value;
+    switch (nv) {
+#define TGRT_LN_FUSED(NV)                                                                  \
+  case NV:                                                                                 \
+    launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                        \
+           layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R>, grid, block, 0, \
+           dy, x, gamma, mean, rstd, dx, low, part0, part1, rows, d);                       \
+    return true;
+      TGRT_LN_FUSED(1)
+      TGRT_LN_FUSED(2)
+      TGRT_LN_FUSED(3)
+      TGRT_LN_FUSED(4)
 #undef TGRT_LN_FUSED
-  default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
-
-  }
+    case 6:
+      if constexpr (!R) {
+        launch(ctx, loc, "layer_norm_bwd_fused_kernel",
+               layer_norm_bwd_fused_kernel<6, W, TDY, TX, TP, ACC, LOW, TDY, false>, grid, block,
+               0, dy, x, gamma, mean, rstd, dx, low, part0, part1, rows, d);
+        return true;
+      }
+      return false;
+    default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
+    }
+  };
+  bool launched;
+  if constexpr (ACC && std::is_same<TX, float>::value)
+    launched = reload ? run(std::true_type{}) : run(std::false_type{});
+  else
+    launched = run(std::false_type{});
+  if (!launched) return false;
   if constexpr (SLOTS)
     launch(ctx, loc, "column_finish_kernel", column_finish_kernel<StAccR<TP>>,
            dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
@@ -2837,6 +2900,12 @@ void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, cons
 
 void setBgradEpilogue(Context* ctx, bool on) { ctx->bgrad_epilogue = on; }
 
+void setBgradChunks(Context* ctx, int chunks) {
+  ctx->bgrad_chunks = chunks >= 1 && chunks <= 256 ? chunks : 0;
+}
+
+void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
+
 void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                  int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                  int32_t trans_b, float alpha, void* dbias) {
@@ -2864,8 +2933,15 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
     check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
   }
   if (!dbias || n == 0) return;
-  check(cudaMemsetAsync(dbias, 0, (size_t)(n * ces), ctx->stream), loc, "cudaMemsetAsync");
-  biasGradAcc(ctx, loc, ab_dt, b, c_dt, dbias, k, n);
+  // dbias = the column sums of b (stored, not added: no zeroing first).
+  withDtype(loc, "matmul_wgrad (b)", ab_dt, [&](auto tag) {
+    using T = decltype(tag);
+    withDtype(loc, "matmul_wgrad (dbias)", c_dt, [&](auto atag) {
+      using A = decltype(atag);
+      columnSums(ctx, loc, Ld<T>{cp<T>(b)}, Ld<T>{nullptr}, nullptr, nullptr, St<A>{mp<A>(dbias)},
+                 St<A>{nullptr}, ces, k, n, biasGradChunks(ctx, n));
+    });
+  });
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
@@ -2975,7 +3051,7 @@ void biasGrad(Context* ctx, const char* loc, int32_t dt, const void* dy, void* d
     using T = decltype(tag);
     if (n == 0) return;
     columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr, St<T>{mp<T>(dbias)},
-               St<T>{nullptr}, es, rows, n);
+               St<T>{nullptr}, es, rows, n, biasGradChunks(ctx, n));
   });
 }
 
@@ -2991,7 +3067,7 @@ void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, i
     withDtype(loc, "bias_grad_acc", acc_dt, [&](auto atag) {
       using A = decltype(atag);
       columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr,
-                 StAcc<A>{mp<A>(dbias)}, StAcc<A>{nullptr}, aes, rows, n);
+                 StAcc<A>{mp<A>(dbias)}, StAcc<A>{nullptr}, aes, rows, n, biasGradChunks(ctx, n));
     });
   });
 }

@@ -743,6 +743,21 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
              std::max({relErr(gres2.raw(), res2), relErr(gsg.raw(), sgRef),
                        relErr(gsb.raw(), sbRef)}),
              std::max(tolFor(p_dt), tolFor(x_dt)));
+      // The fused kernel without its reloads (TGRT_LN_BWD_RELOAD=0): the same bits.
+      {
+        DevT gres3(dres), glow3(y_dt, low.n()), gdg3(p_dt, (size_t)d), gdb3(p_dt, (size_t)d);
+        glow3.poison();
+        tgrt_cuda::setLnBwdReload(c.gpu, false);
+        tgrt_cuda::layerNormBwdAcc(c.gpu, "check", false, y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p,
+                                   gmean.p, grstd.p, gres3.p, y_dt, withLow ? glow3.p : nullptr,
+                                   gdg3.p, gdb3.p, rows, d);
+        tgrt_cuda::setLnBwdReload(c.gpu, true);
+        size_t diffs = bitDiffs(gres3.raw(), gres.raw()) + bitDiffs(gdg3.raw(), gdg.raw()) +
+                       bitDiffs(gdb3.raw(), gdb.raw());
+        if (withLow) diffs += bitDiffs(glow3.raw(), glow.raw());
+        record("layer_norm_bwd_acc without reloads == with" + types, shape + ", bitwise",
+               (double)diffs, 0.0);
+      }
     }
   }
 }
@@ -928,8 +943,12 @@ void checkMatmulWgrad(Contexts& c, Rng& rng) {
                         {TGRT_F32, TGRT_F32, 64, 48, 100, 1, 0, 1.0f, true},
                         {TGRT_BF16, TGRT_BF16, 64, 48, 100, 1, 0, 1.0f, true},
                         {TGRT_BF16, TGRT_F32, 16, 24, 0, 1, 0, 1.0f, true}};
-  for (int epilogue = 1; epilogue >= 0; --epilogue) {
-    tgrt_cuda::setBgradEpilogue(c.gpu, epilogue == 1);
+  // 1: the BGRADA epilogue; 0: the own column sums (the default chunks); 2: the own column
+  // sums in 3 row chunks (TGRT_BGRAD_CHUNKS=3).
+  for (int mode : {1, 0, 2}) {
+    const bool epilogue = mode == 1;
+    tgrt_cuda::setBgradEpilogue(c.gpu, epilogue);
+    tgrt_cuda::setBgradChunks(c.gpu, mode == 2 ? 3 : 0);
     for (const Case& cs : cases) {
       const size_t mn = (size_t)(cs.m * cs.n);
       Raw a = rng.tensor(cs.ab, (size_t)(cs.m * cs.k)), b = rng.tensor(cs.ab, (size_t)(cs.k * cs.n));
@@ -945,13 +964,14 @@ void checkMatmulWgrad(Contexts& c, Rng& rng) {
       const std::string shape =
           fmt("%s->%s %lldx%lldx%lld t%d%d a%.2g%s", dtName(cs.ab), dtName(cs.cdt),
               (long long)cs.m, (long long)cs.n, (long long)cs.k, cs.ta, cs.tb, cs.alpha,
-              epilogue ? "" : " (own bias gradient)");
+              epilogue ? "" : mode == 2 ? " (own bias gradient, 3 chunks)" : " (own bias gradient)");
       record("matmul_wgrad (c)", shape, relErr(gc.raw(), ref), tolFor(cs.cdt));
       if (cs.bias)
         record("matmul_wgrad (dbias)", shape, relErr(gdb.raw(), dbRef), tolFor(cs.cdt));
     }
   }
-  tgrt_cuda::setBgradEpilogue(c.gpu, true); // the default
+  tgrt_cuda::setBgradEpilogue(c.gpu, false); // the defaults
+  tgrt_cuda::setBgradChunks(c.gpu, 0);
 }
 
 /// The work tgrt_run_graph captures in checkRunGraph: two bias GEMMs of one plan (the bias
