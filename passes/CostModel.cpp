@@ -180,8 +180,9 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   const double r = rooflineMs(t, effectiveFlops(call), bytes, dt);
   const std::vector<CalibrationPoint> *pts = nullptr;
   // tgrt_matmul_wgrad is tgrt_matmul_acc's GEMM writing C instead of adding to it (plus,
-  // in its epilogue, the column sums of B it already reads): priced by its points until a
-  // table measures it.
+  // with a bias, the column sums of B: an own kernel after the GEMM by default, or the
+  // BGRADA epilogue): priced by its points until a table measures it (the column sums are
+  // not priced apart: 0.016-0.038 ms per call at GPT-2 small, docs/results.md).
   auto k = t.kernels.find(call.kernel);
   if (k == t.kernels.end() && call.kernel == "tgrt_matmul_wgrad")
     k = t.kernels.find("tgrt_matmul_acc");

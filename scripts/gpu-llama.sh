@@ -48,7 +48,7 @@ if [ -n "${BENCH_ENVS:-}" ]; then
   for e in $BENCH_ENVS; do
     env ${e//,/ } timeout 120 $B/tgrt-cuda-check --bench-kernels > "$OUT/bench-$e.log" 2>&1
     echo "-- $e (rc $?)"
-    grep -E "bf16" "$OUT/bench-$e.log" | grep -E "layer_norm_bwd|bias_grad|matmul" | cut -c1-90
+    grep -E "bf16" "$OUT/bench-$e.log" | grep -E "${BENCH_GREP:-layer_norm_bwd|bias_grad|matmul}" | cut -c1-90
   done
 fi
 

@@ -1527,7 +1527,12 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // memory instead was slower: 2 blocks per SM hide less latency than the L2 hits it saves; so
 // was holding it in registers, one block of 1024 threads per SM: 2.01 vs 1.72 ms at
 // 16384 x 50304, 2026-11-23; and so was capping the grid at 2, 3 or 4 blocks per SM so that
-// the rows in flight fit L2 for the second read: 1.79, 1.72, 1.70 against 1.68 ms, call24.)
+// the rows in flight fit L2 for the second read: 1.79, 1.72, 1.70 against 1.68 ms, call24;
+// and so was splitting each row over a thread-block cluster of up to 8 blocks of 256 threads
+// that hold the row in registers and combine (max, sum) through distributed shared memory,
+// read once and written once: on an H200 at 16384 x 50304 bf16 in place 1.54 against 1.34 ms,
+// the forward alone 0.77 against 0.49, GPT-2 small's step 31.18 against 30.99 ms, 2026-11-29,
+// docs/results.md.)
 // With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
 // rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
 // by every thread before rowMaxSumExp's barriers, so before any element is overwritten.

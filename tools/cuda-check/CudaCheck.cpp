@@ -1433,6 +1433,10 @@ void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
   // packs); an output at another offset than the logits: the scalar loops.
   for (int64_t vocab : {int64_t(5000), int64_t(5001)}) checkCrossEntropyV(c, rng, dt, vocab);
   checkCrossEntropyV(c, rng, dt, 5001, 40, true);
+  // The vocabularies of the models: GPT-2's padded one and Llama 3's (rows of 100 and 250 KB
+  // of bf16, many passes of the block's threads per row).
+  checkCrossEntropyV(c, rng, dt, 50304, 24);
+  checkCrossEntropyV(c, rng, dt, 128256, 12);
 }
 
 /// Sets the loss scale on both backends.
