@@ -2645,23 +2645,19 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
     switch (nv) {
 #define TGRT_LN_FUSED(NV)                                                                  \
   case NV:                                                                                 \
-    launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                        \
-           layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R>, grid, block, 0, \
-           dy, x, gamma, mean, rstd, dx, low, part0, part1, rows, d);                       \
-    return true;
+    if constexpr (!R || NV <= 4) {                                                         \
+      launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                      \
+             layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R>, grid, block, \
+             0, dy, x, gamma, mean, rstd, dx, low, part0, part1, rows, d);                  \
+      return true;                                                                         \
+    }                                                                                      \
+    return false;
       TGRT_LN_FUSED(1)
       TGRT_LN_FUSED(2)
       TGRT_LN_FUSED(3)
       TGRT_LN_FUSED(4)
+      TGRT_LN_FUSED(6)
 #undef TGRT_LN_FUSED
-    case 6:
-      if constexpr (!R) {
-        launch(ctx, loc, "layer_norm_bwd_fused_kernel",
-               layer_norm_bwd_fused_kernel<6, W, TDY, TX, TP, ACC, LOW, TDY, false>, grid, block,
-               0, dy, x, gamma, mean, rstd, dx, low, part0, part1, rows, d);
-        return true;
-      }
-      return false;
     default: return false; // 8 packs per lane (d > 1536) would spill: dx + column sums
     }
   };
@@ -2903,6 +2899,27 @@ void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, cons
          (int)trans_b);
 }
 
+namespace {
+/// dbias (out_dt) = (add: +=) the column sums of dy [rows, n] (dy_dt), in biasGradChunks
+/// row chunks: the bias gradient of tgrt_matmul_wgrad (stored) and tgrt_bias_grad_acc (added).
+void biasGradSums(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t out_dt,
+                  void* dbias, int64_t rows, int64_t n, bool add) {
+  const int64_t oes = elemBytes(loc, "bias gradient (dbias)", out_dt);
+  withDtype(loc, "bias gradient (dy)", dy_dt, [&](auto tag) {
+    using T = decltype(tag);
+    withDtype(loc, "bias gradient (dbias)", out_dt, [&](auto atag) {
+      using A = decltype(atag);
+      if (add)
+        columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr,
+                   StAcc<A>{mp<A>(dbias)}, StAcc<A>{nullptr}, oes, rows, n, biasGradChunks(ctx, n));
+      else
+        columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr,
+                   St<A>{mp<A>(dbias)}, St<A>{nullptr}, oes, rows, n, biasGradChunks(ctx, n));
+    });
+  });
+}
+} // namespace
+
 void setBgradEpilogue(Context* ctx, bool on) { ctx->bgrad_epilogue = on; }
 
 void setBgradChunks(Context* ctx, int chunks) {
@@ -2938,15 +2955,7 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
     check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
   }
   if (!dbias || n == 0) return;
-  // dbias = the column sums of b (stored, not added: no zeroing first).
-  withDtype(loc, "matmul_wgrad (b)", ab_dt, [&](auto tag) {
-    using T = decltype(tag);
-    withDtype(loc, "matmul_wgrad (dbias)", c_dt, [&](auto atag) {
-      using A = decltype(atag);
-      columnSums(ctx, loc, Ld<T>{cp<T>(b)}, Ld<T>{nullptr}, nullptr, nullptr, St<A>{mp<A>(dbias)},
-                 St<A>{nullptr}, ces, k, n, biasGradChunks(ctx, n));
-    });
-  });
+  biasGradSums(ctx, loc, ab_dt, b, c_dt, dbias, k, n, /*add=*/false); // stored: no zero first
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
@@ -3065,16 +3074,9 @@ void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, i
   checkCtx(ctx, loc);
   checkNonNegative(loc, "bias_grad_acc(rows, n)", rows, n);
   elemBytes(loc, "bias_grad_acc (dy)", dy_dt);
-  const int64_t aes = elemBytes(loc, "bias_grad_acc (dbias)", acc_dt);
+  elemBytes(loc, "bias_grad_acc (dbias)", acc_dt);
   if (n == 0 || rows == 0) return; // dbias += 0
-  withDtype(loc, "bias_grad_acc", dy_dt, [&](auto tag) {
-    using T = decltype(tag);
-    withDtype(loc, "bias_grad_acc", acc_dt, [&](auto atag) {
-      using A = decltype(atag);
-      columnSums(ctx, loc, Ld<T>{cp<T>(dy)}, Ld<T>{nullptr}, nullptr, nullptr,
-                 StAcc<A>{mp<A>(dbias)}, StAcc<A>{nullptr}, aes, rows, n, biasGradChunks(ctx, n));
-    });
-  });
+  biasGradSums(ctx, loc, dy_dt, dy, acc_dt, dbias, rows, n, /*add=*/true);
 }
 
 void geluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t n) {
