@@ -183,9 +183,14 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   // with a bias, the column sums of B: an own kernel after the GEMM by default, or the
   // BGRADA epilogue): priced by its points until a table measures it (the column sums are
   // not priced apart: 0.016-0.038 ms per call at GPT-2 small, docs/results.md).
+  // Likewise tgrt_layer_norm_bwd_acc (the layer norm's dgamma and dbeta written into slots
+  // that are their only writes, LowerToEmitC planWeightGradWrites) is _acc_slots' kernel
+  // writing them instead of adding into them (16 d bytes fewer of ~13 rows d): its points.
   auto k = t.kernels.find(call.kernel);
   if (k == t.kernels.end() && call.kernel == "tgrt_matmul_wgrad")
     k = t.kernels.find("tgrt_matmul_acc");
+  if (k == t.kernels.end() && call.kernel == "tgrt_layer_norm_bwd_acc")
+    k = t.kernels.find("tgrt_layer_norm_bwd_acc_slots");
   if (k != t.kernels.end())
     if (auto d = k->second.find(dt); d != k->second.end() && !d->second.empty())
       pts = &d->second;

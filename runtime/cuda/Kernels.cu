@@ -1532,7 +1532,13 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // that hold the row in registers and combine (max, sum) through distributed shared memory,
 // read once and written once: on an H200 at 16384 x 50304 bf16 in place 1.54 against 1.34 ms,
 // the forward alone 0.77 against 0.49, GPT-2 small's step 31.18 against 30.99 ms, 2026-11-29,
-// docs/results.md.)
+// docs/results.md; and so was a persistent grid of one block per SM with two row buffers in
+// shared memory, the next row's copy (one TMA bulk copy, eight of them, or cp.async by every
+// thread) in flight while the block reduces and writes the current one, read once: 1.69 ms
+// with these expf at 512 threads, 1.35 / 1.34 / 1.55 ms with __expf at 1024 threads, against
+// 1.35 ms here, the forward alone 0.59-0.71 against 0.49; and __expf here made this kernel
+// slower, 1.47 against 1.35 ms: the SFU is not what bounds it. H200, 2026-11-29, "A
+// cross-entropy read once" in docs/results.md.)
 // With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
 // rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
 // by every thread before rowMaxSumExp's barriers, so before any element is overwritten.

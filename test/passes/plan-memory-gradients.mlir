@@ -11,6 +11,10 @@
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
 // RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=EMIT
 // The spec refuses arena where the slots carry gradients across micro-steps:
+// d_model 64: the layer norms' f32 [64] slots are 256 bytes, whole (see LNW below).
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
+// RUN:   --set model.context=8 --set model.d_model=64 --set model.n_heads=1 --set model.d_ff=64 \
+// RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=LNW
 // RUN: not tgc compile %tg_src/examples/tiny.json --set training.grad_accum=2 \
 // RUN:   --set training.gradients=arena --emit=planned -o - 2>&1 | FileCheck %s --check-prefix=SPEC
 // SPEC: training.gradients: "arena" needs one micro-step per optimizer step and one rank (grad_accum is 2, distributed.ranks 1)
@@ -87,10 +91,11 @@
 // EMIT: tgrt_linear_cross_entropy({{.*}}, TGRT_F32, [[WG]], {{v[0-9]+}}, 16, 32, 64, 16, -1);
 // A weight whose slot has one write in the step (its dW GEMM) is written by that GEMM
 // (tgrt_matmul_wgrad), not zeroed and added to; the layer's bias gradient is the column
-// sum of the GEMM's B (dy), written by the same call; no bias-gradient call is left. The
-// layer norms' slots, which their backward adds into, are still zeroed first, and so is a
-// slot the call does not cover whole: the f32 [32] biases (128 bytes in a 256-byte slot
-// whose padding the optimizer reads as zeros).
+// sum of the GEMM's B (dy), written by the same call; no bias-gradient call is left. A
+// slot the call does not cover whole is still zeroed first and added into: here the f32
+// [32] biases and layer-norm parameters (128 bytes in a 256-byte slot whose padding the
+// optimizer reads as zeros); at d_model 64 (LNW) the layer norm's backward writes its
+// dgamma and dbeta slots, not zeroed.
 // EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
 // EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.mlp.proj", TGRT_F32, {{v[0-9]+}}, [[DY:v[0-9]+]], TGRT_F32, {{v[0-9]+}}, 64, 32, 16, 1, 0, 1.000000000e+00f, [[PB:v[0-9]+]]);
 // EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
@@ -106,6 +111,13 @@
 // EMIT: tgrt_adamw(
 // EMIT-NOT: tgrt_zero({{.*}}"optimizer.
 // EMIT-LABEL: void tg_eval_step(
+// LNW-LABEL: void tg_micro_step(
+// LNW-NOT: zero_grad.layers.0.ln
+// LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln2",
+// LNW-NOT: zero_grad.layers.0.ln
+// LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln1",
+// LNW-NOT: tgrt_accumulate({{v[0-9]+}}, "layers.0.ln
+// LNW-LABEL: void tg_optimizer_step(
 func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %w: tensor<8x16xf32> {tg.param = "head.w"},
                    %tokens: tensor<2x4xi32> {tg.input = "tokens"},
                    %targets: tensor<2x4xi32> {tg.input = "targets"}) -> tensor<f32> {
