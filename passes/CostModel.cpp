@@ -191,6 +191,10 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
     k = t.kernels.find("tgrt_matmul_acc");
   if (k == t.kernels.end() && call.kernel == "tgrt_layer_norm_bwd_acc")
     k = t.kernels.find("tgrt_layer_norm_bwd_acc_slots");
+  // tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, adding into the rows the ids
+  // name instead of clearing the table and storing them (not measured apart yet).
+  if (k == t.kernels.end() && call.kernel == "tgrt_embedding_bwd_acc")
+    k = t.kernels.find("tgrt_embedding_bwd");
   if (k != t.kernels.end())
     if (auto d = k->second.find(dt); d != k->second.end() && !d->second.empty())
       pts = &d->second;

@@ -537,7 +537,8 @@ private:
     wgradBias.clear();
     biasInWgrad.clear();
     lnSlotWrites.clear();
-    lnSlotWritten.clear();
+    embSlotWrites.clear();
+    slotWritten.clear();
     if (report.gradsInArena && fn.getSymName() == "micro_step") {
       planWeightGradWrites(fn);
       for (const auto &[name, at] : gradientFirstWrites(fn)) {
@@ -580,14 +581,15 @@ private:
           failed(startFinishedBuckets(&op)))
         return failure();
     }
-    // A layer norm planned to write its slots but lowered otherwise would add into slots
-    // that nobody zeroed.
-    for (Operation *ln : lnSlotWrites)
-      if (!lnSlotWritten.contains(ln))
-        return ln->emitError() << "lower-to-emitc: internal error: the layer norm's dgamma / "
-                                  "dbeta slots were planned as written by its backward, which "
-                                  "was lowered otherwise",
-               failure();
+    // An op planned to write its slots but lowered otherwise would add into slots that
+    // nobody zeroed.
+    for (const auto *planned : {&lnSlotWrites, &embSlotWrites})
+      for (Operation *w : *planned)
+        if (!slotWritten.contains(w))
+          return w->emitError() << "lower-to-emitc: internal error: a gradient slot was "
+                                   "planned as written (not zeroed) by this op, which was "
+                                   "lowered otherwise",
+                 failure();
     b.create<emitc::ReturnOp>(loc, Value());
     return success();
   }
@@ -1127,8 +1129,21 @@ private:
                                         flt(o.getValue().convertToFloat())});
         })
         .Case([&](EmbeddingGradOp o) {
-          return call(op, "tgrt_embedding_bwd",
-                      {dt(o.getDout()), Arg(o.getIds()), Arg(o.getDout()), Arg(o.getResult()),
+          // The table's gradient straight into the parameter's slot when its only reader is
+          // that slot's accumulation (same type): added into (tgrt_embedding_bwd_acc: only
+          // the rows of the batch's ids are touched; no vocab x d scratch), or written when
+          // it is the slot's only write (planWeightGradWrites: no tgrt_zero before it).
+          SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/false);
+          const bool slot = sink.acc && !sink.cast;
+          if (slot)
+            fusedAway.insert(sink.acc);
+          const bool write = slot && embSlotWrites.contains(op);
+          if (write)
+            slotWritten.insert(op);
+          return call(op,
+                      slot && !write ? "tgrt_embedding_bwd_acc" : "tgrt_embedding_bwd",
+                      {dt(o.getDout()), Arg(o.getIds()), Arg(o.getDout()),
+                       slot ? gradSlot(slotOf(sink.acc.getParam())) : Arg(o.getResult()),
                        numel(o.getIds()), dim(o.getResult(), 1), dim(o.getResult(), 0)});
         })
         .Case([&](PositionalEmbeddingGradOp o) {
@@ -1155,7 +1170,7 @@ private:
             // The slots' only writes (planWeightGradWrites): written, not added into.
             const bool write = slots && lnSlotWrites.contains(op);
             if (write)
-              lnSlotWritten.insert(op);
+              slotWritten.insert(op);
             return call(op,
                         slots && !write ? "tgrt_layer_norm_bwd_acc_slots"
                                         : "tgrt_layer_norm_bwd_acc",
@@ -1975,9 +1990,11 @@ private:
   llvm::SmallPtrSet<const ParamSlot *, 32> writtenWhole;
   /// Layer-norm backwards (fused with the residual stream's gradient) whose dgamma and dbeta
   /// are their slots' only writes of the step (planWeightGradWrites): lowered to
-  /// tgrt_layer_norm_bwd_acc writing the two slots, not _acc_slots adding into zeroed ones.
-  /// lnSlotWritten collects those lowered so (every one must be: the slots are not zeroed).
-  llvm::SmallPtrSet<Operation *, 32> lnSlotWrites, lnSlotWritten;
+  /// tgrt_layer_norm_bwd_acc writing the two slots, not _acc_slots adding into zeroed ones;
+  /// likewise embedding backwards whose table gradient is its slot's only write
+  /// (tgrt_embedding_bwd into the slot). slotWritten collects those lowered so (every one
+  /// must be: their slots are not zeroed).
+  llvm::SmallPtrSet<Operation *, 32> lnSlotWrites, embSlotWrites, slotWritten;
 
   /// With the gradients in the arena (one micro-step, one rank: each slot is zeroed right
   /// before its first write, MemoryPlan.h gradientFirstWrites), a parameter whose only
@@ -2053,6 +2070,15 @@ private:
       lnSlotWrites.insert(o);
       noteWhole(slotOf(sg.acc.getParam()));
       noteWhole(slotOf(sb.acc.getParam()));
+    });
+    // An embedding table's gradient that is its slot's only write (untied embeddings) is
+    // written into the slot by the embedding backward.
+    fn.walk([&](EmbeddingGradOp o) {
+      SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/false);
+      if (!sink.acc || sink.cast || !onlyWrite(sink.acc))
+        return;
+      embSlotWrites.insert(o);
+      noteWhole(slotOf(sink.acc.getParam()));
     });
   }
 

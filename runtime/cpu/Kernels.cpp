@@ -437,6 +437,46 @@ void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_
   if (lowp && vocab * d > 0) roundInto(loc, "embedding_bwd", dt, buf, dtable);
 }
 
+/// tgrt_embedding_bwd added into dtable (tgrt_kernels.def): each touched row's float32 sums
+/// (token order) rounded to dt, then added to the row and rounded again, as
+/// tgrt_embedding_bwd into a scratch table + tgrt_accumulate. Rows no id names are not read.
+/// Errors: id outside [0, vocab), unknown dtype.
+void tgrt_embedding_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                            const void* dout, void* dtable, int64_t n_tokens, int64_t d,
+                            int64_t vocab) {
+  (void)ctx;
+  checkNonNegative(loc, "embedding_bwd_acc(n_tokens, d, vocab)", n_tokens, d, vocab);
+  checkDtype(loc, "embedding_bwd_acc", dt);
+  if (n_tokens == 0 || d == 0) return;
+  checkPtrs(loc, "embedding_bwd_acc", {ids, dout, dtable});
+  withDtype(loc, "embedding_bwd_acc", dt, [&](auto io) {
+    using Io = decltype(io);
+    // The touched ids in first-seen order, each with its float32 row of sums.
+    std::vector<int64_t> slot((size_t)vocab, -1), order;
+    std::vector<float> sums;
+    for (int64_t i = 0; i < n_tokens; ++i) {
+      const int64_t id = ids[i];
+      if (id < 0 || id >= vocab)
+        fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
+             (long long)i, (long long)vocab);
+      if (slot[(size_t)id] < 0) {
+        slot[(size_t)id] = (int64_t)order.size();
+        order.push_back(id);
+        sums.resize(sums.size() + (size_t)d, 0.0f);
+      }
+      float* row = sums.data() + slot[(size_t)id] * d;
+      for (int64_t c = 0; c < d; ++c) row[c] += Io::ld(dout, i * d + c);
+    }
+    alignas(4) unsigned char cell[4]; // a sum rounded to dt: the scratch table's element
+    for (size_t k = 0; k < order.size(); ++k)
+      for (int64_t c = 0; c < d; ++c) {
+        Io::st(cell, 0, sums[k * (size_t)d + (size_t)c]);
+        const int64_t e = order[k] * d + c;
+        Io::st(dtable, e, Io::ld(dtable, e) + Io::ld(cell, 0));
+      }
+  });
+}
+
 /// out[b,s,:] = x[b,s,:] + wpe[s,:] for s < t (float add, rounded to dt).
 /// x, out [batch, t, d]; wpe [>= t, d]; all dt. out may alias x.
 void tgrt_positional_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,

@@ -64,6 +64,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 // tgrt_cuda).
 #define TGRT_CUDA_tgrt_embedding_fwd embeddingFwd
 #define TGRT_CUDA_tgrt_embedding_bwd embeddingBwd
+#define TGRT_CUDA_tgrt_embedding_bwd_acc embeddingBwdAcc
 #define TGRT_CUDA_tgrt_positional_fwd positionalFwd
 #define TGRT_CUDA_tgrt_positional_bwd positionalBwd
 #define TGRT_CUDA_tgrt_add add

@@ -114,6 +114,10 @@ void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
                   const int32_t* ids, void* out, int64_t n_tokens, int64_t d, int64_t vocab);
 void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
                   const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
+/// tgrt_embedding_bwd_acc: embeddingBwd's row sums added into dtable (only the rows ids name
+/// are read and written; no memset of the table).
+void embeddingBwdAcc(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                     const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
 void positionalFwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* wpe,
                    void* out, int64_t batch, int64_t t, int64_t d);
 void positionalBwd(Context* ctx, const char* loc, int32_t dt, const void* dout, void* dwpe,

@@ -389,8 +389,9 @@ __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
 // a longer one (GPT-2 on real text: one id in 30% of the tokens) is spread over many blocks,
 // summed chunk by chunk, and is not bit-equal to the token-order sum (within float rounding).
 // Every order depends only on the ids, never on the device or the timing: the result is the
-// same on every run. Rows of dtable with no token stay zero (cleared before). Ids outside
-// [0, vocab) are reported and skipped. Units of W elements (packs of 16 bytes when d, dout and
+// same on every run. Rows of dtable with no token stay zero (cleared before; with ACC,
+// tgrt_embedding_bwd_acc, each run's row is added into and no other row is touched). Ids
+// outside [0, vocab) are reported and skipped. Units of W elements (packs of 16 bytes when d, dout and
 // dtable allow; else single elements, W = 1); head and tail are float32 [chunks, d].
 constexpr int64_t kEmbMinChunk = 32, kEmbMaxChunks = 512;
 constexpr int kEmbBatch = 8; // rows whose loads are issued before their adds
@@ -411,8 +412,23 @@ __device__ __forceinline__ void stUnit(T* p, int64_t iv, const float (&f)[W]) {
   if constexpr (W == 1) p[iv] = fromF<T>(f[0]);
   else stPack(p, iv, f);
 }
+/// A run's final sum into its row of dtable: stored (rounded to T), or with ACC
+/// (tgrt_embedding_bwd_acc) rounded to T, added to the row and the sum rounded to T, as
+/// tgrt_accumulate would add the scratch table's row.
+template <bool ACC, int W, typename T>
+__device__ __forceinline__ void putRow(T* p, int64_t iv, const float (&f)[W]) {
+  if constexpr (ACC) {
+    float o[W];
+    ldUnit(p, iv, o);
+#pragma unroll
+    for (int j = 0; j < W; ++j) o[j] = o[j] + toF(fromF<T>(f[j]));
+    stUnit(p, iv, o);
+  } else {
+    stUnit(p, iv, f);
+  }
+}
 
-template <int W, typename T>
+template <int W, typename T, bool ACC>
 __global__ void embedding_bwd_chunks_kernel(const int32_t* __restrict__ keys,
                                             const int32_t* __restrict__ pos,
                                             const T* __restrict__ dout, T* __restrict__ dtable,
@@ -452,7 +468,7 @@ __global__ void embedding_bwd_chunks_kernel(const int32_t* __restrict__ keys,
         if (id >= 0 && id < vocab) {
           if (p == m - 1 && tailOpen) stUnit(tail + k * d, u, acc);
           else if (start == 0 && headOpen) stUnit(head + k * d, u, acc);
-          else stUnit(dtable + (int64_t)id * d, u, acc);
+          else putRow<ACC>(dtable + (int64_t)id * d, u, acc);
         } else if (u == 0) {
           reportError(st, kEmbeddingIdOutOfRange, loc, id, pc[p], vocab);
         }
@@ -464,7 +480,7 @@ __global__ void embedding_bwd_chunks_kernel(const int32_t* __restrict__ keys,
   }
 }
 
-template <int W, typename T>
+template <int W, typename T, bool ACC>
 __global__ void embedding_bwd_join_kernel(const int32_t* __restrict__ keys,
                                           const float* __restrict__ head,
                                           const float* __restrict__ tail, T* __restrict__ dtable,
@@ -517,7 +533,7 @@ __global__ void embedding_bwd_join_kernel(const int32_t* __restrict__ keys,
         for (int q = 0; q < W; ++q) acc[q] += v[i][q];
       }
     }
-    stUnit(dtable + (int64_t)id * d, u, acc);
+    putRow<ACC>(dtable + (int64_t)id * d, u, acc);
   }
 }
 
@@ -2244,12 +2260,16 @@ void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
   });
 }
 
-void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
-                  const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
+/// embeddingBwd (ACC false: the table cleared, then each touched row stored) and
+/// embeddingBwdAcc (ACC true: each touched row added into, nothing cleared).
+template <bool ACC>
+void embeddingBwdImpl(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                      const void* dout, void* dtable, int64_t n_tokens, int64_t d,
+                      int64_t vocab) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "embedding_bwd(n_tokens, d, vocab)", n_tokens, d, vocab);
   const int64_t es = elemBytes(loc, "embedding_bwd", dt);
-  if (vocab * d > 0)
+  if (!ACC && vocab * d > 0)
     check(cudaMemsetAsync(dtable, 0, (size_t)(vocab * d * es), ctx->stream), loc,
           "cudaMemsetAsync");
   if (n_tokens == 0 || d == 0) return;
@@ -2282,16 +2302,26 @@ void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
       constexpr int U = decltype(wTag)::value;
       const int64_t units = d / U;
       const unsigned threads = (unsigned)std::min<int64_t>(256, (units + 31) / 32 * 32);
-      launch(ctx, loc, "embedding_bwd_chunks_kernel", embedding_bwd_chunks_kernel<U, T>,
+      launch(ctx, loc, "embedding_bwd_chunks_kernel", embedding_bwd_chunks_kernel<U, T, ACC>,
              dim3((unsigned)chunks), dim3(threads), 0, keysOut, posOut, cp<T>(dout),
              mp<T>(dtable), head, tail, n_tokens, d, vocab, C, ctx->state, li);
-      launch(ctx, loc, "embedding_bwd_join_kernel", embedding_bwd_join_kernel<U, T>,
+      launch(ctx, loc, "embedding_bwd_join_kernel", embedding_bwd_join_kernel<U, T, ACC>,
              dim3((unsigned)chunks), dim3(threads), 0, (const int32_t*)keysOut,
              (const float*)head, (const float*)tail, mp<T>(dtable), n_tokens, d, vocab, C);
     };
     if (d % W == 0 && aligned16(dout, dtable)) run(std::integral_constant<int, W>{});
     else run(std::integral_constant<int, 1>{});
   });
+}
+
+void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                  const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
+  embeddingBwdImpl<false>(ctx, loc, dt, ids, dout, dtable, n_tokens, d, vocab);
+}
+
+void embeddingBwdAcc(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
+                     const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab) {
+  embeddingBwdImpl<true>(ctx, loc, dt, ids, dout, dtable, n_tokens, d, vocab);
 }
 
 void positionalFwd(Context* ctx, const char* loc, int32_t dt, const void* x, const void* wpe,

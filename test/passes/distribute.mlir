@@ -84,8 +84,8 @@
 // CPP-NEXT: }
 // CPP-NEXT: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.layers.0.ln1.weight..layers.0.mlp.proj.bias (8 tensors)", TGRT_F32, {{v[0-9]+}}, 544, 1);
 // CPP-NEXT: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.layers.0.attn.qkv.weight..layers.0.mlp.proj.weight (4 tensors)", TGRT_F32, {{v[0-9]+}}, 8192, 1);
-// CPP: tgrt_embedding_bwd(
-// CPP: tgrt_accumulate({{v[0-9]+}}, "wte"
+// CPP: tgrt_embedding_bwd_acc({{v[0-9]+}}, "wte"
+// CPP-NOT: tgrt_accumulate({{v[0-9]+}}, "wte"
 // CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.wte", TGRT_F32, {{v[0-9]+}}, 2048, 1);
 // CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.wpe", TGRT_F32, {{v[0-9]+}}, 256, 1);
 // CPP: tgrt_all_reduce_mean_start({{v[0-9]+}}, "backward.all_reduce.ln_f.weight", TGRT_F32, {{v[0-9]+}}, 32, 1);

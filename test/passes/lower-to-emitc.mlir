@@ -145,8 +145,9 @@
 // CHECK: tgrt_fill(ctx, "loss", TGRT_F32, (float*)(A + [[$ONE]]), 1, 1.000000000e+00f);
 // CHECK-NEXT: tgrt_linear_cross_entropy(ctx, "loss", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + 0), (int32_t*)(P + [[$TGT]]), (float*)(A + [[$ONE]]), (float*)(A + [[$LOSS]]), (float*)(A + [[$DX]]), TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[$SCRATCH]]), 16, 32, 64, 16, -1);
 // CHECK-NOT: tgrt_matmul(ctx, "lm_head"
-// CHECK: tgrt_embedding_bwd(ctx, "wte", TGRT_F32, {{.*}}, (float*)(A + [[DEMB:[0-9]+]]), 16, 32, 64);
-// CHECK-NEXT: tgrt_accumulate(ctx, "wte", TGRT_F32, (float*)(P + [[$WTE_G]]), (float*)(A + [[DEMB]]), 2048);
+// The embedding's gradient is added straight into wte's slot as well: only the batch's rows
+// are touched (no vocab x d buffer, no accumulate).
+// CHECK: tgrt_embedding_bwd_acc(ctx, "wte", TGRT_F32, {{.*}}, (float*)(P + [[$WTE_G]]), 16, 32, 64);
 // CHECK-NEXT: tgrt_accumulate(ctx, "wpe", TGRT_F32, (float*)(P + [[$WPE_G]]), {{.*}}, 256);
 // CHECK: tgrt_report_loss(ctx, "loss", (float*)(A + [[$LOSS]]));
 // CHECK-NEXT: return;

@@ -11,10 +11,12 @@
 // RUN:   --set model.context=8 --set model.d_model=32 --set model.n_heads=1 --set model.d_ff=64 \
 // RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=EMIT
 // The spec refuses arena where the slots carry gradients across micro-steps:
-// d_model 64: the layer norms' f32 [64] slots are 256 bytes, whole (see LNW below).
+// d_model 64: the layer norms' f32 [64] slots are 256 bytes, whole; untied embeddings: the
+// embedding backward is wte's only write (see LNW below).
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set model.vocab_size=64 \
 // RUN:   --set model.context=8 --set model.d_model=64 --set model.n_heads=1 --set model.d_ff=64 \
-// RUN:   --set training.batch_size=2 --emit=cpp -o - | FileCheck %s --check-prefix=LNW
+// RUN:   --set training.batch_size=2 --set model.tie_embeddings=false --emit=cpp -o - \
+// RUN:   | FileCheck %s --check-prefix=LNW
 // RUN: not tgc compile %tg_src/examples/tiny.json --set training.grad_accum=2 \
 // RUN:   --set training.gradients=arena --emit=planned -o - 2>&1 | FileCheck %s --check-prefix=SPEC
 // SPEC: training.gradients: "arena" needs one micro-step per optimizer step and one rank (grad_accum is 2, distributed.ranks 1)
@@ -106,17 +108,23 @@
 // EMIT-NOT: tgrt_bias_grad
 // EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.attn.qkv",
 // EMIT-NOT: tgrt_bias_grad
+// The embedding's gradient is added into wte's slot after the loss's (tied), rows of the
+// batch's tokens only: no table-sized buffer, no accumulate.
+// EMIT: tgrt_embedding_bwd_acc({{v[0-9]+}}, "wte", TGRT_F32, {{v[0-9]+}}, {{v[0-9]+}}, [[WG]], 16, 32, 64);
+// EMIT-NOT: tgrt_accumulate({{v[0-9]+}}, "wte"
 // EMIT-LABEL: void tg_optimizer_step(
 // EMIT-NOT: tgrt_zero({{.*}}"optimizer.wte
 // EMIT: tgrt_adamw(
 // EMIT-NOT: tgrt_zero({{.*}}"optimizer.
 // EMIT-LABEL: void tg_eval_step(
 // LNW-LABEL: void tg_micro_step(
-// LNW-NOT: zero_grad.layers.0.ln
+// LNW-NOT: zero_grad.{{layers.0.ln|wte}}
 // LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln2",
-// LNW-NOT: zero_grad.layers.0.ln
+// LNW-NOT: zero_grad.{{layers.0.ln|wte}}
 // LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln1",
-// LNW-NOT: tgrt_accumulate({{v[0-9]+}}, "layers.0.ln
+// LNW-NOT: zero_grad.wte
+// LNW: tgrt_embedding_bwd({{v[0-9]+}}, "wte", TGRT_F32, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 16, 64, 64);
+// LNW-NOT: tgrt_accumulate({{v[0-9]+}}, "{{layers.0.ln|wte}}
 // LNW-LABEL: void tg_optimizer_step(
 func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"}, %w: tensor<8x16xf32> {tg.param = "head.w"},
                    %tokens: tensor<2x4xi32> {tg.input = "tokens"},

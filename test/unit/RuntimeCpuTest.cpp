@@ -180,6 +180,24 @@ TEST_F(Cpu, EmbeddingForwardBackward) {
     for (int64_t c = 0; c < d; ++c) want[ids[i] * d + c] += dout[i * d + c];
   expectClose(dtable, want, 1e-6, 1e-6, "dtable");
   for (int64_t c = 0; c < d; ++c) EXPECT_EQ(dtable[4 * d + c], 0.0f); // id 4 never used
+
+  // tgrt_embedding_bwd_acc adds the same sums into a table: bit-equal to the backward into a
+  // scratch table followed by tgrt_accumulate, untouched rows (id 4, 5) left as they were.
+  VecF start = randVec(vocab * d, 4), sum = start, scratch(vocab * d);
+  tgrt_embedding_bwd(ctx_, "wte", TGRT_F32, ids.data(), dout.data(), scratch.data(), n, d, vocab);
+  tgrt_accumulate(ctx_, "wte", TGRT_F32, sum.data(), scratch.data(), vocab * d);
+  VecF acc = start;
+  for (int64_t c = 0; c < d; ++c) acc[4 * d + c] = -0.0f; // + 0.0 would make it +0
+  tgrt_embedding_bwd_acc(ctx_, "wte", TGRT_F32, ids.data(), dout.data(), acc.data(), n, d,
+                         vocab);
+  for (int64_t i = 0; i < vocab * d; ++i) {
+    if (i / d == 4) EXPECT_TRUE(std::signbit(acc[i]) && acc[i] == 0.0f) << "untouched " << i;
+    else EXPECT_EQ(std::memcmp(&acc[i], &sum[i], 4), 0) << "element " << i;
+  }
+  const std::vector<int32_t> bad = {2, 9};
+  EXPECT_EXIT(tgrt_embedding_bwd_acc(ctx_, "wte", TGRT_F32, bad.data(), dout.data(), acc.data(),
+                                     2, d, vocab),
+              ::testing::ExitedWithCode(1), "tgrt: wte: embedding id 9 at position 1");
 }
 
 // ------------------------------------------------------- data parallel (comm) --
@@ -1401,6 +1419,22 @@ TEST_P(CpuLow, EmbeddingAndPositionalMatchF32) {
   Typed dtable(dt, VecF(vocab * d, 123.0f));
   tgrt_embedding_bwd(ctx_, "wte", dt, ids.data(), dout.data(), dtable.data(), n, d, vocab);
   expectRounded(dtable, dtable32, "embedding_bwd");
+
+  // Added into a table (tgrt_embedding_bwd_acc): bit-equal to the backward into a scratch
+  // table and tgrt_accumulate; id 4 (and 5) never used: its row is not touched, even a NaN.
+  Typed start = randTyped(dt, vocab * d, 204);
+  Typed sum = start;
+  Typed scratch(dt, VecF(vocab * d, 0.0f));
+  tgrt_embedding_bwd(ctx_, "wte", dt, ids.data(), dout.data(), scratch.data(), n, d, vocab);
+  tgrt_accumulate(ctx_, "wte", dt, sum.data(), scratch.data(), vocab * d);
+  Typed nanRow = start;
+  for (int64_t c = 0; c < d; ++c) nanRow.h[4 * d + c] = 0x7fc0; // a quiet NaN in bf16 and f16
+  Typed viaAcc = nanRow;
+  tgrt_embedding_bwd_acc(ctx_, "wte", dt, ids.data(), dout.data(), viaAcc.data(), n, d, vocab);
+  for (int64_t i = 0; i < vocab * d; ++i) {
+    if (i / d == 4) ASSERT_EQ(viaAcc.h[i], nanRow.h[i]) << "untouched row, element " << i;
+    else ASSERT_EQ(viaAcc.h[i], sum.h[i]) << "element " << i;
+  }
 
   const int64_t batch = 3, t = 4, context = 6;
   Typed x = randTyped(dt, batch * t * d, 202), wpe = randTyped(dt, context * d, 203);

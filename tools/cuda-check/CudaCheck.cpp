@@ -414,6 +414,18 @@ void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {
     tgrt_cuda::embeddingBwd(c.gpu, "check", dt, gIds.p, gDout.p, gTable.p, nt, d2, v2);
     record(named("embedding_bwd run twice: same bits", dt), shape,
            (double)bitDiffs(gTable.raw(), got), 0.0);
+    // Added into a table (tgrt_embedding_bwd_acc, the lowering's wte gradient into its slot):
+    // the CPU's within tolerance, and bit-equal to embedding_bwd + accumulate on the GPU.
+    Raw start = rng.tensor(dt, (size_t)(v2 * d2));
+    Raw refAcc = start;
+    tgrt_embedding_bwd_acc(c.cpu, "check", dt, ids2.data(), dout.data(), refAcc.data(), nt, d2,
+                           v2);
+    DevT gAcc(start), gSum(start);
+    tgrt_cuda::embeddingBwdAcc(c.gpu, "check", dt, gIds.p, gDout.p, gAcc.p, nt, d2, v2);
+    record(named("embedding_bwd_acc", dt), shape, relErr(gAcc.raw(), refAcc), tolFor(dt));
+    tgrt_cuda::accumulate(c.gpu, "check", dt, gSum.p, gTable.p, v2 * d2);
+    record(named("embedding_bwd_acc = bwd + accumulate bits", dt), shape,
+           (double)bitDiffs(gAcc.raw(), gSum.raw()), 0.0);
   }
 }
 
