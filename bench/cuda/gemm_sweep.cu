@@ -11,6 +11,8 @@
 //
 // Build (CPU machine): nvcc -O2 -std=c++17 -arch=sm_90 bench/cuda/gemm_sweep.cu -lcublasLt
 //   -o runs/gemm_sweep.   Run (GPU): runs/gemm_sweep [workspace_bytes, default 51118336]
+#include "bench_check.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -20,22 +22,6 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));      \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-#define BK(x)                                                                               \
-  do {                                                                                      \
-    cublasStatus_t s_ = (x);                                                                \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                      \
-      std::fprintf(stderr, "%s:%d: cublas status %d\n", __FILE__, __LINE__, (int)s_);       \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 namespace {
 
