@@ -179,22 +179,23 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
     bytes = std::max(bytes, (double)call.ints.front());
   const double r = rooflineMs(t, effectiveFlops(call), bytes, dt);
   const std::vector<CalibrationPoint> *pts = nullptr;
-  // tgrt_matmul_wgrad is tgrt_matmul_acc's GEMM writing C instead of adding to it (plus,
-  // with a bias, the column sums of B: an own kernel after the GEMM by default, or the
-  // BGRADA epilogue): priced by its points until a table measures it (the column sums are
-  // not priced apart: 0.016-0.038 ms per call at GPT-2 small, docs/results.md).
-  // Likewise tgrt_layer_norm_bwd_acc (the layer norm's dgamma and dbeta written into slots
-  // that are their only writes, LowerToEmitC planWeightGradWrites) is _acc_slots' kernel
-  // writing them instead of adding into them (16 d bytes fewer of ~13 rows d): its points.
+  // A kernel no table measures yet is priced by the points of the kernel it varies
+  // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
+  // instead of writing, moves about the same bytes.
+  //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (plus, with a bias, the column
+  //     sums of B, not priced apart: 0.016-0.038 ms per call at GPT-2 small, results.md).
+  //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
+  //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
+  //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the
+  //     ids name instead of clearing the table and storing them.
+  static const std::pair<const char *, const char *> kPricedAs[] = {
+      {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
+      {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
+      {"tgrt_embedding_bwd_acc", "tgrt_embedding_bwd"}};
   auto k = t.kernels.find(call.kernel);
-  if (k == t.kernels.end() && call.kernel == "tgrt_matmul_wgrad")
-    k = t.kernels.find("tgrt_matmul_acc");
-  if (k == t.kernels.end() && call.kernel == "tgrt_layer_norm_bwd_acc")
-    k = t.kernels.find("tgrt_layer_norm_bwd_acc_slots");
-  // tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, adding into the rows the ids
-  // name instead of clearing the table and storing them (not measured apart yet).
-  if (k == t.kernels.end() && call.kernel == "tgrt_embedding_bwd_acc")
-    k = t.kernels.find("tgrt_embedding_bwd");
+  for (const auto &[kernel, as] : kPricedAs)
+    if (k == t.kernels.end() && call.kernel == kernel)
+      k = t.kernels.find(as);
   if (k != t.kernels.end())
     if (auto d = k->second.find(dt); d != k->second.end() && !d->second.empty())
       pts = &d->second;

@@ -1137,9 +1137,7 @@ private:
           const bool slot = sink.acc && !sink.cast;
           if (slot)
             fusedAway.insert(sink.acc);
-          const bool write = slot && embSlotWrites.contains(op);
-          if (write)
-            slotWritten.insert(op);
+          const bool write = slot && takePlannedWrite(embSlotWrites, op);
           return call(op,
                       slot && !write ? "tgrt_embedding_bwd_acc" : "tgrt_embedding_bwd",
                       {dt(o.getDout()), Arg(o.getIds()), Arg(o.getDout()),
@@ -1168,9 +1166,7 @@ private:
               fusedAway.insert(sb.acc);
             }
             // The slots' only writes (planWeightGradWrites): written, not added into.
-            const bool write = slots && lnSlotWrites.contains(op);
-            if (write)
-              slotWritten.insert(op);
+            const bool write = slots && takePlannedWrite(lnSlotWrites, op);
             return call(op,
                         slots && !write ? "tgrt_layer_norm_bwd_acc_slots"
                                         : "tgrt_layer_norm_bwd_acc",
@@ -1995,6 +1991,13 @@ private:
   /// (tgrt_embedding_bwd into the slot). slotWritten collects those lowered so (every one
   /// must be: their slots are not zeroed).
   llvm::SmallPtrSet<Operation *, 32> lnSlotWrites, embSlotWrites, slotWritten;
+  /// Whether op is in `planned` (its slots written, not zeroed), noting it in slotWritten.
+  bool takePlannedWrite(const llvm::SmallPtrSet<Operation *, 32> &planned, Operation *op) {
+    if (!planned.contains(op))
+      return false;
+    slotWritten.insert(op);
+    return true;
+  }
 
   /// With the gradients in the arena (one micro-step, one rank: each slot is zeroed right
   /// before its first write, MemoryPlan.h gradientFirstWrites), a parameter whose only
@@ -2056,29 +2059,32 @@ private:
     };
     fn.walk([&](BiasGradOp o) { fuseBias(o, o.getResult(), o.getDy()); });
     fn.walk([&](MatmulDgeluBgradOp o) { fuseBias(o, o.getDb(), o.getDx()); });
+    // The slot v goes into (its only reader is the slot's accumulation, no cast between)
+    // when that accumulation is the slot's only write; else null.
+    auto soleSlot = [&](Value v) -> const ParamSlot * {
+      SlotSink sink = slotSink(v, /*allowAdd=*/false);
+      return sink.acc && !sink.cast && onlyWrite(sink.acc) ? slotOf(sink.acc.getParam())
+                                                           : nullptr;
+    };
     // A layer norm's dgamma and dbeta that go straight into their slots (the fused residual
     // form, as lowerOp's LayerNormGradOp case decides) and are each slot's only write: the
     // call writes them, so neither slot is zeroed first (GPT-2 small: 48 tgrt_zero calls
     // fewer per step).
     fn.walk([&](LayerNormGradOp o) {
-      if (!residualGradSink(o).first)
-        return;
-      SlotSink sg = slotSink(o.getDgamma(), /*allowAdd=*/false);
-      SlotSink sb = slotSink(o.getDbeta(), /*allowAdd=*/false);
-      if (!sg.acc || sg.cast || !sb.acc || sb.cast || !onlyWrite(sg.acc) || !onlyWrite(sb.acc))
+      const ParamSlot *g = soleSlot(o.getDgamma()), *b = soleSlot(o.getDbeta());
+      if (!residualGradSink(o).first || !g || !b)
         return;
       lnSlotWrites.insert(o);
-      noteWhole(slotOf(sg.acc.getParam()));
-      noteWhole(slotOf(sb.acc.getParam()));
+      noteWhole(g);
+      noteWhole(b);
     });
     // An embedding table's gradient that is its slot's only write (untied embeddings) is
     // written into the slot by the embedding backward.
     fn.walk([&](EmbeddingGradOp o) {
-      SlotSink sink = slotSink(o.getResult(), /*allowAdd=*/false);
-      if (!sink.acc || sink.cast || !onlyWrite(sink.acc))
-        return;
-      embSlotWrites.insert(o);
-      noteWhole(slotOf(sink.acc.getParam()));
+      if (const ParamSlot *s = soleSlot(o.getResult())) {
+        embSlotWrites.insert(o);
+        noteWhole(s);
+      }
     });
   }
 
