@@ -163,7 +163,10 @@ int64_t EmbeddingGradOp::workspaceBytes() {
 }
 
 /// Partial column sums of dgamma / dbeta (and of a bias gradient): 2 KiB per column.
-int64_t LayerNormGradOp::workspaceBytes() { return 2048 * lastDim(getX()); }
+/// The fused backward's column partials (runtime/cuda Kernels.cu layerNormBwdFused): up to 256
+/// blocks x d floats for dbeta, dgamma and, when the lowering adds the projection's bias
+/// gradient (tgrt_layer_norm_bwd_acc_bgrad), a third sum.
+int64_t LayerNormGradOp::workspaceBytes() { return 3072 * lastDim(getX()); }
 int64_t RmsNormGradOp::workspaceBytes() { return 2048 * lastDim(getX()); }
 int64_t BiasGradOp::workspaceBytes() { return 2048 * lastDim(getDy()); }
 

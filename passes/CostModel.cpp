@@ -123,7 +123,8 @@ bool isCollective(const std::string &k) {
 }
 
 bool usesFlops(const std::string &k) {
-  return isGemm(k) || k.rfind("tgrt_attention_", 0) == 0 || k == "tgrt_linear_cross_entropy";
+  return isGemm(k) || k.rfind("tgrt_attention_", 0) == 0 ||
+         k.rfind("tgrt_linear_cross_entropy", 0) == 0;
 }
 
 double attentionPairs(int64_t t, bool causal, int64_t w) {
@@ -143,7 +144,7 @@ double effectiveFlops(const RuntimeCall &call) {
     return 2.0 * at(0) * at(1) * at(2) * at(3);
   if (isGemm(k)) // m, n, k, ...
     return 2.0 * at(0) * at(1) * at(2);
-  if (k == "tgrt_linear_cross_entropy") // rows, d, vocab, chunk_rows, ignore_index
+  if (k.rfind("tgrt_linear_cross_entropy", 0) == 0) // rows, d, vocab, chunk_rows, ignore_index
     return 6.0 * at(0) * at(1) * at(2);
   const bool gqa = k.rfind("tgrt_attention_gqa_", 0) == 0;
   if (k.rfind("tgrt_attention_", 0) == 0) {
@@ -188,9 +189,15 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
   //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the
   //     ids name instead of clearing the table and storing them.
+  //   tgrt_layer_norm_bwd_acc_bgrad: the same kernel with a third column sum in registers
+  //     (the bias gradient; no more bytes read).
+  //   tgrt_linear_cross_entropy_store: the same GEMMs, the first chunk's dw GEMM not
+  //     reading dw (one vocab x d read fewer, not priced apart).
   static const std::pair<const char *, const char *> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
+      {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
+      {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},
       {"tgrt_embedding_bwd_acc", "tgrt_embedding_bwd"}};
   auto k = t.kernels.find(call.kernel);
   for (const auto &[kernel, as] : kPricedAs)

@@ -538,6 +538,8 @@ private:
     biasInWgrad.clear();
     lnSlotWrites.clear();
     embSlotWrites.clear();
+    lossSlotWrites.clear();
+    lnBias.clear();
     slotWritten.clear();
     if (report.gradsInArena && fn.getSymName() == "micro_step") {
       planWeightGradWrites(fn);
@@ -583,7 +585,7 @@ private:
     }
     // An op planned to write its slots but lowered otherwise would add into slots that
     // nobody zeroed.
-    for (const auto *planned : {&lnSlotWrites, &embSlotWrites})
+    for (const auto *planned : {&lnSlotWrites, &embSlotWrites, &lossSlotWrites})
       for (Operation *w : *planned)
         if (!slotWritten.contains(w))
           return w->emitError() << "lower-to-emitc: internal error: a gradient slot was "
@@ -1165,19 +1167,28 @@ private:
               fusedAway.insert(sg.acc);
               fusedAway.insert(sb.acc);
             }
-            // The slots' only writes (planWeightGradWrites): written, not added into.
+            // The slots' only writes (planWeightGradWrites): written, not added into; with
+            // the projection's bias gradient (lnBias) summed by the same call.
             const bool write = slots && takePlannedWrite(lnSlotWrites, op);
+            const ParamSlot *bias = write ? lnBias.lookup(op) : nullptr;
+            SmallVector<Arg> args = {
+                dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
+                dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()), Arg(o.getRstd()),
+                Arg(dres), low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
+                low ? Arg(low.getResult()) : Arg(std::string("NULL")),
+                slots ? gradSlot(slotOf(sg.acc.getParam())) : Arg(o.getDgamma()),
+                slots ? gradSlot(slotOf(sb.acc.getParam())) : Arg(o.getDbeta())};
+            if (bias) {
+              args.push_back(dt(bias->dtype));
+              args.push_back(gradSlot(bias));
+            }
+            args.push_back(numel(o.getX()) / d);
+            args.push_back(d);
             return call(op,
-                        slots && !write ? "tgrt_layer_norm_bwd_acc_slots"
-                                        : "tgrt_layer_norm_bwd_acc",
-                        {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
-                         dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getMean()),
-                         Arg(o.getRstd()), Arg(dres),
-                         low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
-                         low ? Arg(low.getResult()) : Arg(std::string("NULL")),
-                         slots ? gradSlot(slotOf(sg.acc.getParam())) : Arg(o.getDgamma()),
-                         slots ? gradSlot(slotOf(sb.acc.getParam())) : Arg(o.getDbeta()),
-                         numel(o.getX()) / d, d});
+                        bias              ? "tgrt_layer_norm_bwd_acc_bgrad"
+                        : slots && !write ? "tgrt_layer_norm_bwd_acc_slots"
+                                          : "tgrt_layer_norm_bwd_acc",
+                        args);
           }
           return call(op, "tgrt_layer_norm_bwd",
                       {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
@@ -1783,7 +1794,9 @@ private:
     if (!slot && failed(call(o, "tgrt_zero", {Arg(dw), elemBytes(dw) * numel(dw)})))
       return failure();
     int64_t rows = numel(o.getTargets());
-    return call(o, "tgrt_linear_cross_entropy",
+    // The slot's first write (planWeightGradWrites): the call writes it, not zeroed first.
+    const bool store = slot && takePlannedWrite(lossSlotWrites, o);
+    return call(o, store ? "tgrt_linear_cross_entropy_store" : "tgrt_linear_cross_entropy",
                 {dt(o.getX()), Arg(o.getX()), Arg(o.getW()), Arg(o.getTargets()),
                  Arg(o.getDloss()), Arg(o.getLoss()), Arg(o.getDx()),
                  slot ? dt(slot->dtype) : dt(dw), dwArg, Arg(o.getScratch()), rows,
@@ -1980,8 +1993,12 @@ private:
   llvm::SmallPtrSet<Operation *, 32> wgradWrites;
   llvm::DenseMap<Operation *, const ParamSlot *> wgradBias;
   /// The bias-gradient ops (tg.bias_grad, tg.matmul_dgelu_bgrad's db) whose slot sum such a
-  /// GEMM computes instead.
+  /// GEMM, or a layer-norm backward (lnBias), computes instead.
   llvm::SmallPtrSet<Operation *, 32> biasInWgrad;
+  /// Layer-norm backwards in lnSlotWrites that also write the bias gradient of the residual
+  /// stream's gradient they update (the slot of an attention or MLP output projection's
+  /// bias, its only write): tgrt_layer_norm_bwd_acc_bgrad.
+  llvm::DenseMap<Operation *, const ParamSlot *> lnBias;
   /// Slots written whole by one call of the step (no tgrt_zero before their first write).
   llvm::SmallPtrSet<const ParamSlot *, 32> writtenWhole;
   /// Layer-norm backwards (fused with the residual stream's gradient) whose dgamma and dbeta
@@ -1990,7 +2007,9 @@ private:
   /// likewise embedding backwards whose table gradient is its slot's only write
   /// (tgrt_embedding_bwd into the slot). slotWritten collects those lowered so (every one
   /// must be: their slots are not zeroed).
-  llvm::SmallPtrSet<Operation *, 32> lnSlotWrites, embSlotWrites, slotWritten;
+  /// lossSlotWrites: fused losses (tg.linear_cross_entropy) that are their dw slot's first
+  /// write of the step: tgrt_linear_cross_entropy_store, the slot not zeroed before it.
+  llvm::SmallPtrSet<Operation *, 32> lnSlotWrites, embSlotWrites, lossSlotWrites, slotWritten;
   /// Whether op is in `planned` (its slots written, not zeroed), noting it in slotWritten.
   bool takePlannedWrite(const llvm::SmallPtrSet<Operation *, 32> &planned, Operation *op) {
     if (!planned.contains(op))
@@ -2038,7 +2057,46 @@ private:
       if (o.getTransposeA() && !o.getTransposeB())
         byB[throughReshape(o.getB())].push_back(o);
     });
+    // The slot v goes into (its only reader is the slot's accumulation, no cast between)
+    // when that accumulation is the slot's only write; else null.
+    auto soleSlot = [&](Value v) -> const ParamSlot * {
+      SlotSink sink = slotSink(v, /*allowAdd=*/false);
+      return sink.acc && !sink.cast && onlyWrite(sink.acc) ? slotOf(sink.acc.getParam())
+                                                           : nullptr;
+    };
+    // A layer norm's dgamma and dbeta that go straight into their slots (the fused residual
+    // form, as lowerOp's LayerNormGradOp case decides) and are each slot's only write: the
+    // call writes them, so neither slot is zeroed first (GPT-2 small: 48 tgrt_zero calls
+    // fewer per step). The residual gradient it updates is what the output projection of
+    // the block below added into the stream: its bias gradient is that gradient's column sum
+    // (tg.bias_grad of the add, or of its low copy), which the same call sums while it
+    // writes it when the bias slot is also written once (GPT-2 small: 23 of the 24
+    // projection biases; ln_f's backward has no add). Memory: gradientFirstWrites reserves
+    // such a bias slot from the layer norm on.
+    fn.walk([&](LayerNormGradOp o) {
+      const ParamSlot *g = soleSlot(o.getDgamma()), *b = soleSlot(o.getDbeta());
+      auto [add, low] = residualGradSink(o);
+      if (!add || !g || !b)
+        return;
+      lnSlotWrites.insert(o);
+      noteWhole(g);
+      noteWhole(b);
+      Value summed = low ? low.getResult() : add.getResult();
+      for (Operation *user : summed.getUsers()) {
+        auto bias = dyn_cast<BiasGradOp>(user);
+        CastOp cast;
+        AccumulateGradOp acc = bias ? biasGradSink(bias.getResult(), cast) : AccumulateGradOp();
+        if (!acc || !onlyWrite(acc))
+          continue;
+        lnBias[o] = slotOf(acc.getParam());
+        biasInWgrad.insert(bias);
+        noteWhole(lnBias[o]);
+        break;
+      }
+    });
     auto fuseBias = [&](Operation *op, Value db, Value dy) {
+      if (biasInWgrad.contains(op)) // summed by a layer-norm backward
+        return;
       CastOp cast;
       AccumulateGradOp acc = biasGradSink(db, cast);
       if (!onlyWrite(acc))
@@ -2059,25 +2117,6 @@ private:
     };
     fn.walk([&](BiasGradOp o) { fuseBias(o, o.getResult(), o.getDy()); });
     fn.walk([&](MatmulDgeluBgradOp o) { fuseBias(o, o.getDb(), o.getDx()); });
-    // The slot v goes into (its only reader is the slot's accumulation, no cast between)
-    // when that accumulation is the slot's only write; else null.
-    auto soleSlot = [&](Value v) -> const ParamSlot * {
-      SlotSink sink = slotSink(v, /*allowAdd=*/false);
-      return sink.acc && !sink.cast && onlyWrite(sink.acc) ? slotOf(sink.acc.getParam())
-                                                           : nullptr;
-    };
-    // A layer norm's dgamma and dbeta that go straight into their slots (the fused residual
-    // form, as lowerOp's LayerNormGradOp case decides) and are each slot's only write: the
-    // call writes them, so neither slot is zeroed first (GPT-2 small: 48 tgrt_zero calls
-    // fewer per step).
-    fn.walk([&](LayerNormGradOp o) {
-      const ParamSlot *g = soleSlot(o.getDgamma()), *b = soleSlot(o.getDbeta());
-      if (!residualGradSink(o).first || !g || !b)
-        return;
-      lnSlotWrites.insert(o);
-      noteWhole(g);
-      noteWhole(b);
-    });
     // An embedding table's gradient that is its slot's only write (untied embeddings) is
     // written into the slot by the embedding backward.
     fn.walk([&](EmbeddingGradOp o) {
@@ -2085,6 +2124,24 @@ private:
         embSlotWrites.insert(o);
         noteWhole(s);
       }
+    });
+    // A fused loss whose dw is its slot's first write (a tied embedding's table, whose
+    // embedding backward adds later): the first chunk's GEMM writes the slot, no zero.
+    llvm::StringMap<int64_t> firstWrites = gradientFirstWrites(fn);
+    llvm::DenseMap<Operation *, int64_t> position;
+    int64_t index = 0;
+    for (Operation &op : fn.getBody().front())
+      position[&op] = index++;
+    fn.walk([&](LinearCrossEntropyOp o) {
+      SlotSink sink = slotSink(o.getDw(), /*allowAdd=*/false);
+      if (!sink.acc || sink.cast)
+        return;
+      const ParamSlot *s = slotOf(sink.acc.getParam());
+      auto first = firstWrites.find(s->name);
+      if (first == firstWrites.end() || first->second != position.lookup(o))
+        return;
+      lossSlotWrites.insert(o);
+      noteWhole(s);
     });
   }
 

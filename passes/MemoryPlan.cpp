@@ -255,6 +255,18 @@ llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro) {
       if (isa<CastOp, AddOp>(def))
         for (Value v : def->getOperands())
           work.push_back(v);
+      // A bias gradient of the residual stream's gradient may be summed by the layer-norm
+      // backward that updates it (tgrt_layer_norm_bwd_acc_bgrad): [cast ->] add of the
+      // layer norm's dx, the add right after the layer norm.
+      if (auto bias = dyn_cast<BiasGradOp>(def)) {
+        Operation *src = bias.getDy().getDefiningOp();
+        if (auto cast = dyn_cast_or_null<CastOp>(src))
+          src = cast.getX().getDefiningOp();
+        if (auto add = dyn_cast_or_null<AddOp>(src))
+          if (auto ln = dyn_cast_or_null<LayerNormGradOp>(add->getPrevNode()))
+            if (add.getLhs() == ln.getDx() || add.getRhs() == ln.getDx())
+              first = std::min(first, position.lookup(ln));
+      }
     }
     auto [it, fresh] = out.try_emplace(name.getValue(), first);
     if (!fresh)

@@ -78,7 +78,9 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep);
 /// value that reaches one of its tg.accumulate_grad through tg.cast and tg.add (the
 /// lowering writes a weight-gradient GEMM, a bias or norm gradient or the fused loss
 /// straight into the slot; LowerToEmitC.cpp slotSink), and the accumulate itself (a GELU
-/// layer's bias gradient is tg-fuse's tg.matmul_dgelu_bgrad, which writes it where it runs).
+/// layer's bias gradient is tg-fuse's tg.matmul_dgelu_bgrad, which writes it where it runs;
+/// a bias gradient of the residual stream's gradient counts from the layer-norm backward
+/// right before the add that updates it, which may sum it: tgrt_layer_norm_bwd_acc_bgrad).
 /// Parameters without a tg.accumulate_grad are absent.
 llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro);
 

@@ -25,6 +25,8 @@ c llama1b-pg examples/llama3.2-1b.json cuda --set training.gradients=persistent
 # peak (bench/torch_gpt2_step.py) in the same call. GPT_SHAPES=0 skips them.
 if [ "${GPT_SHAPES:-1}" = 1 ]; then
   c gpt2s examples/gpt2-small.json cuda
+  # The fused loss in two chunks of 8192 rows (1 GiB of logits) instead of four: time vs memory.
+  c gpt2s-c2 examples/gpt2-small.json cuda --set training.loss_chunk_bytes=1073741824
   c gpt2m examples/gpt2-small.json cuda --set model.n_layers=24 --set model.d_model=1024 \
     --set model.n_heads=16 --set model.d_ff=4096 --set training.batch_size=8
   c gpt2l examples/gpt2-small.json cuda --set model.n_layers=36 --set model.d_model=1280 \

@@ -844,6 +844,24 @@ void tgrt_layer_norm_bwd_acc_slots(tgrt_ctx* ctx, const char* loc, int32_t y_dt,
   tgrt_accumulate(ctx, loc, p_dt, dbeta, db.data(), d);
 }
 
+/// tgrt_layer_norm_bwd_acc, then the bias gradient of the residual gradient (tgrt.h):
+/// dbias zeroed and tgrt_bias_grad_acc of low (or, without low, of the updated dres) into it.
+void tgrt_layer_norm_bwd_acc_bgrad(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                                   int32_t x_dt, const void* x, int32_t p_dt,
+                                   const void* gamma, const float* mean, const float* rstd,
+                                   void* dres, int32_t low_dt, void* low, void* dgamma,
+                                   void* dbeta, int32_t db_dt, void* dbias, int64_t rows,
+                                   int64_t d) {
+  checkNonNegative(loc, "layer_norm_bwd_acc_bgrad(rows, d)", rows, d);
+  checkDtype(loc, "layer_norm_bwd_acc_bgrad (dbias)", db_dt);
+  tgrt_layer_norm_bwd_acc(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt,
+                          low, dgamma, dbeta, rows, d);
+  if (d == 0) return;
+  checkPtrs(loc, "layer_norm_bwd_acc_bgrad", {dbias});
+  std::memset(dbias, 0, (size_t)(d * tgrt_dtype_size(db_dt)));
+  tgrt_bias_grad_acc(ctx, loc, low ? low_dt : x_dt, low ? low : dres, db_dt, dbias, rows, d);
+}
+
 // --------------------------------------------------------------------------- matmul --
 
 /// Batched row-major GEMM via cblas_sgemm, one call per batch entry:
@@ -1377,6 +1395,23 @@ void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const
   }
   roundInto(loc, "linear_cross_entropy (dw)", dw_dt, dwf, dw);
   loss[0] = valid > 0 ? (float)(sum / (double)valid) : 0.0f;
+}
+
+/// tgrt_linear_cross_entropy with dw written (tgrt.h): dw zeroed, then the accumulating
+/// call, so the bits are those of tgrt_zero + tgrt_linear_cross_entropy.
+void tgrt_linear_cross_entropy_store(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x,
+                                     const void* w, const int32_t* targets, const float* dloss,
+                                     float* loss, void* dx, int32_t dw_dt, void* dw,
+                                     void* scratch, int64_t rows, int64_t d, int64_t vocab,
+                                     int64_t chunk_rows, int64_t ignore_index) {
+  checkNonNegative(loc, "linear_cross_entropy_store(rows, d, vocab)", rows, d, vocab);
+  checkDtype(loc, "linear_cross_entropy_store (dw)", dw_dt);
+  if (vocab * d > 0) {
+    checkPtrs(loc, "linear_cross_entropy_store", {dw});
+    std::memset(dw, 0, (size_t)(vocab * d * tgrt_dtype_size(dw_dt)));
+  }
+  tgrt_linear_cross_entropy(ctx, loc, dt, x, w, targets, dloss, loss, dx, dw_dt, dw, scratch, rows,
+                            d, vocab, chunk_rows, ignore_index);
 }
 
 // ------------------------------------------------------------------------ attention --

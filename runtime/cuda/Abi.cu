@@ -90,6 +90,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_bias_grad_acc biasGradAcc
 #define TGRT_CUDA_tgrt_matmul_bias_residual matmulBiasResidual
 #define TGRT_CUDA_tgrt_linear_cross_entropy linearCrossEntropy
+#define TGRT_CUDA_tgrt_linear_cross_entropy_store linearCrossEntropyStore
 #define TGRT_CUDA_tgrt_gelu_fwd geluFwd
 #define TGRT_CUDA_tgrt_gelu_bwd geluBwd
 #define TGRT_CUDA_tgrt_dropout dropout
@@ -256,6 +257,12 @@ void tgrt_layer_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const
 void tgrt_layer_norm_bwd_acc_slots(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma, void* dbeta, int64_t rows, int64_t d) {
   tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd_acc_slots", loc);
   tgrt_cuda::layerNormBwdAcc(C(ctx), loc, true, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d);
+}
+
+void tgrt_layer_norm_bwd_acc_bgrad(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt, const void* x, int32_t p_dt, const void* gamma, const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low, void* dgamma, void* dbeta, int32_t db_dt, void* dbias, int64_t rows, int64_t d) {
+  tgrt_cuda::ProfileScope prof_(C(ctx), "tgrt_layer_norm_bwd_acc_bgrad", loc);
+  if (!dbias) tgrt_cuda::fail(loc, "layer_norm_bwd_acc_bgrad: NULL dbias");
+  tgrt_cuda::layerNormBwdAcc(C(ctx), loc, false, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd, dres, low_dt, low, dgamma, dbeta, rows, d, db_dt, dbias);
 }
 
 void tgrt_adamw_owned(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay, const float* clip, int32_t owner) {

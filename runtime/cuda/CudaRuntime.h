@@ -163,15 +163,19 @@ void matmul(Context* ctx, const char* loc, int32_t dt, const void* a, const void
             int64_t stride_a, int64_t stride_b, int64_t stride_c, float alpha, float beta);
 /// Layer norm backward accumulated into the residual gradient (tgrt_layer_norm_bwd_acc).
 /// `slots`: tgrt_layer_norm_bwd_acc_slots (dgamma, dbeta added into, each sum rounded to p_dt
-/// first); else they are overwritten.
+/// first); else they are overwritten. dbias not NULL (not with `slots`):
+/// tgrt_layer_norm_bwd_acc_bgrad, dbias (db_dt) = the column sums of low (or of the updated
+/// dres without low).
 void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, const void* dy,
                      int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
                      const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low,
-                     void* dgamma, void* dbeta, int64_t rows, int64_t d);
-/// C (c_dt) += alpha op(A) op(B), A and B in ab_dt (tgrt_matmul_acc).
+                     void* dgamma, void* dbeta, int64_t rows, int64_t d,
+                     int32_t db_dt = TGRT_F32, void* dbias = nullptr);
+/// C (c_dt) = alpha op(A) op(B) + beta C, A and B in ab_dt (tgrt_matmul_acc: beta 1; C not
+/// read with beta 0).
 void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
-               int32_t trans_b, float alpha);
+               int32_t trans_b, float alpha, float beta = 1.0f);
 /// C (c_dt) = alpha op(A) op(B) (C not read) and, dbias not NULL, dbias (c_dt) = column
 /// sums of B (tgrt_matmul_wgrad): the GEMM then the own column sums stored into dbias, or
 /// (TGRT_BGRAD_EPILOGUE=1, when cuBLASLt has an algorithm) one call with
@@ -220,6 +224,13 @@ void linearCrossEntropy(Context* ctx, const char* loc, int32_t dt, const void* x
                         const int32_t* targets, const float* dloss, float* loss, void* dx,
                         int32_t dw_dt, void* dw, void* scratch, int64_t rows, int64_t d,
                         int64_t vocab, int64_t chunk_rows, int64_t ignore_index);
+/// tgrt_linear_cross_entropy_store: linearCrossEntropy with the first chunk's dw GEMM at beta
+/// 0 (dw written, not added to).
+void linearCrossEntropyStore(Context* ctx, const char* loc, int32_t dt, const void* x,
+                             const void* w, const int32_t* targets, const float* dloss,
+                             float* loss, void* dx, int32_t dw_dt, void* dw, void* scratch,
+                             int64_t rows, int64_t d, int64_t vocab, int64_t chunk_rows,
+                             int64_t ignore_index);
 /// dbias (acc_dt) += column sums of dy (dy_dt) (tgrt_bias_grad_acc): the column-sum kernels
 /// with an accumulating store.
 void biasGradAcc(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t acc_dt,

@@ -57,7 +57,10 @@
 // CHECK-NEXT: tgrt_swiglu_fwd(ctx, "layers.0.mlp.swiglu", TGRT_F32, (float*)(A + [[#FC]]), (float*)(A + [[#SW:]]), 16, 48);
 // CHECK-NEXT: tgrt_matmul_bias_residual(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + [[#SW]]), (float*)(P + {{[0-9]+}}), TGRT_F32, NULL, (float*)(A + [[#X1]]), (float*)(A + [[#X2:]]), 16, 64, 48, 0, 0,
 // CHECK:      tgrt_rms_norm_fwd(ctx, "ln_f", TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF:]]), TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(A + [[#RF:]]), 16, 64,
-// CHECK:      tgrt_linear_cross_entropy(
+// The fused loss is the first write of the tied table's slot (the embedding's backward adds
+// later): it writes the slot, which is not zeroed first.
+// CHECK-NOT:  zero_grad.wte
+// CHECK:      tgrt_linear_cross_entropy_store(
 // The backward: dy, the forward's x, gamma and rstd -> dx, dgamma. The gradient slots are
 // in the arena (grad_accum 1): ln_f.weight's [64] f32 slot is zeroed right before its
 // first writer.

@@ -81,16 +81,18 @@
 // AUTO-NEXT: parameters f32 1024
 // AUTO-NEXT: gradients f32 1024
 
-// Each slot is zeroed right before its first writer: wte's before the fused output layer
-// and loss (which adds dw into it), a weight's before its dW GEMM; none in the optimizer
-// step, and the model table's last field (grads_in_arena) is 1.
+// Each slot is zeroed right before its first writer unless that writer writes it whole:
+// the fused output layer and loss is wte's first writer (the embedding's backward adds
+// later) and writes it (tgrt_linear_cross_entropy_store: its first chunk's dW GEMM does not
+// read the slot), so wte is not zeroed; none in the optimizer step, and the model table's
+// last field (grads_in_arena) is 1.
 // EMIT: static const tgrt_model kModel = {
 // EMIT: {{^}}  1, 0, 0LL,{{$}}
 // EMIT-NEXT: {{^}}  1{{$}}
 // EMIT-LABEL: void tg_micro_step(
-// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.wte", [[WG:v[0-9]+]], 8192);
-// EMIT-NOT: tgrt_{{[a-z_]+}}({{v[0-9]+}}, "
-// EMIT: tgrt_linear_cross_entropy({{.*}}, TGRT_F32, [[WG]], {{v[0-9]+}}, 16, 32, 64, 16, -1);
+// EMIT-NOT: zero_grad.wte
+// EMIT: tgrt_linear_cross_entropy_store({{.*}}, TGRT_F32, [[WG:v[0-9]+]], {{v[0-9]+}}, 16, 32, 64, 16, -1);
+// EMIT-NOT: zero_grad.wte
 // A weight whose slot has one write in the step (its dW GEMM) is written by that GEMM
 // (tgrt_matmul_wgrad), not zeroed and added to; the layer's bias gradient is the column
 // sum of the GEMM's B (dy), written by the same call; no bias-gradient call is left. A
@@ -104,7 +106,15 @@
 // EMIT: tgrt_matmul_dgelu_bgrad({{v[0-9]+}}, "layers.0.mlp.proj", TGRT_F32, [[DY]], {{v[0-9]+}}, {{v[0-9]+}}, [[DPRE:v[0-9]+]], NULL,
 // EMIT-NOT: zero_grad.layers.0.mlp.{{proj|fc}}.weight
 // EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.mlp.fc", TGRT_F32, {{v[0-9]+}}, [[DPRE]], TGRT_F32, {{v[0-9]+}}, 32, 64, 16, 1, 0, 1.000000000e+00f, {{v[0-9]+}});
+// The attention projection's bias gradient is the column sum of the residual stream's
+// gradient that ln2's backward updates: the same call sums it into the bias slot
+// (tgrt_layer_norm_bwd_acc_bgrad; the [32] f32 slot is not covered whole, so zeroed first,
+// at the layer norm: its first writer), and the projection's dW GEMM writes no bias (NULL).
+// EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.layers.0.attn.proj.bias", [[AB:v[0-9]+]], 256);
 // EMIT: tgrt_zero({{v[0-9]+}}, "zero_grad.layers.0.ln2.weight",
+// EMIT-NOT: tgrt_bias_grad
+// EMIT: tgrt_layer_norm_bwd_acc_bgrad({{v[0-9]+}}, "layers.0.ln2", {{.*}}, TGRT_F32, NULL, {{v[0-9]+}}, {{v[0-9]+}}, TGRT_F32, [[AB]], 16, 32);
+// EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.attn.proj", {{.*}}, 1.000000000e+00f, NULL);
 // EMIT-NOT: tgrt_bias_grad
 // EMIT: tgrt_matmul_wgrad({{v[0-9]+}}, "layers.0.attn.qkv",
 // EMIT-NOT: tgrt_bias_grad
@@ -119,7 +129,7 @@
 // EMIT-LABEL: void tg_eval_step(
 // LNW-LABEL: void tg_micro_step(
 // LNW-NOT: zero_grad.{{layers.0.ln|wte}}
-// LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln2",
+// LNW: tgrt_layer_norm_bwd_acc_bgrad({{v[0-9]+}}, "layers.0.ln2",
 // LNW-NOT: zero_grad.{{layers.0.ln|wte}}
 // LNW: tgrt_layer_norm_bwd_acc({{v[0-9]+}}, "layers.0.ln1",
 // LNW-NOT: zero_grad.wte

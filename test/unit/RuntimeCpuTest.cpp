@@ -2118,6 +2118,74 @@ TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
               "tgrt: lm_loss: linear_cross_entropy: chunk_rows 0 outside \\[1, 11\\]");
 }
 
+/// tgrt_linear_cross_entropy_store: dw written (its NaN start never read), the bits of
+/// tgrt_linear_cross_entropy onto a zeroed dw; loss and dx as that call's.
+TEST_F(Cpu, LinearCrossEntropyStoreWritesDw) {
+  const int64_t rows = 11, d = 6, vocab = 13, chunk = 3;
+  std::vector<int32_t> targets(rows);
+  for (int64_t r = 0; r < rows; ++r) targets[r] = (int32_t)((r * 7) % vocab);
+  const Typed x = randTyped(TGRT_BF16, (size_t)(rows * d), 95),
+              w = randTyped(TGRT_BF16, (size_t)(vocab * d), 96);
+  const float dloss = 1.25f;
+  VecF dwRef(vocab * d, 0.0f), dw(vocab * d, NAN), s1((512 + chunk * vocab * 4) / 4, NAN),
+      s2 = s1;
+  Typed dxRef(TGRT_BF16, VecF(rows * d, NAN)), dx(TGRT_BF16, VecF(rows * d, NAN));
+  float lossRef = NAN, loss = NAN;
+  tgrt_linear_cross_entropy(ctx_, "loss", TGRT_BF16, x.data(), w.data(), targets.data(), &dloss,
+                            &lossRef, dxRef.data(), TGRT_F32, dwRef.data(), s1.data(), rows, d,
+                            vocab, chunk, -1);
+  tgrt_linear_cross_entropy_store(ctx_, "loss", TGRT_BF16, x.data(), w.data(), targets.data(),
+                                  &dloss, &loss, dx.data(), TGRT_F32, dw.data(), s2.data(), rows,
+                                  d, vocab, chunk, -1);
+  EXPECT_EQ(std::memcmp(dw.data(), dwRef.data(), dw.size() * sizeof(float)), 0);
+  EXPECT_TRUE(dx.sameBits(dxRef));
+  EXPECT_EQ(loss, lossRef);
+  for (float v : dw) ASSERT_TRUE(std::isfinite(v));
+}
+
+/// tgrt_layer_norm_bwd_acc_bgrad: dres, low, dgamma, dbeta bit-equal to
+/// tgrt_layer_norm_bwd_acc; dbias the column sums of what was stored (low when given, else
+/// the updated dres), over a NaN start; a NULL dbias is refused with the call's location.
+TEST_F(Cpu, LayerNormBackwardAccSumsTheProjectionBias) {
+  const int64_t rows = 7, d = 16;
+  const VecF x = randVec(rows * d, 30, -2.0f, 2.0f), gamma = randVec(d, 31, 0.5f, 1.5f),
+             beta = randVec(d, 32), dres0 = randVec(rows * d, 33);
+  const Typed dy = randTyped(TGRT_BF16, (size_t)(rows * d), 34);
+  VecF y(rows * d), mean(rows), rstd(rows);
+  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
+                      TGRT_F32, y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+  for (bool withLow : {true, false}) {
+    VecF resRef = dres0, res = dres0, dgRef(d), dbRef(d), dg(d, NAN), db(d, NAN),
+         dbias(d, NAN);
+    Typed lowRef(TGRT_BF16, VecF(rows * d, 0.0f)), low(TGRT_BF16, VecF(rows * d, NAN));
+    tgrt_layer_norm_bwd_acc(ctx_, "ln2", TGRT_BF16, dy.data(), TGRT_F32, x.data(), TGRT_F32,
+                            gamma.data(), mean.data(), rstd.data(), resRef.data(), TGRT_BF16,
+                            withLow ? lowRef.data() : nullptr, dgRef.data(), dbRef.data(), rows,
+                            d);
+    tgrt_layer_norm_bwd_acc_bgrad(ctx_, "ln2", TGRT_BF16, dy.data(), TGRT_F32, x.data(),
+                                  TGRT_F32, gamma.data(), mean.data(), rstd.data(), res.data(),
+                                  TGRT_BF16, withLow ? low.data() : nullptr, dg.data(),
+                                  db.data(), TGRT_F32, dbias.data(), rows, d);
+    EXPECT_EQ(res, resRef) << withLow;
+    EXPECT_EQ(dg, dgRef) << withLow;
+    EXPECT_EQ(db, dbRef) << withLow;
+    if (withLow) EXPECT_TRUE(low.sameBits(lowRef));
+    const VecF stored = withLow ? lowRef.widened() : resRef;
+    for (int64_t c = 0; c < d; ++c) {
+      double want = 0.0;
+      for (int64_t r = 0; r < rows; ++r) want += stored[r * d + c];
+      EXPECT_NEAR(dbias[c], want, 1e-6 * (1.0 + std::fabs(want))) << withLow << " column " << c;
+    }
+  }
+  VecF res = dres0, dg(d), db(d);
+  EXPECT_EXIT(tgrt_layer_norm_bwd_acc_bgrad(ctx_, "layers.3.ln1", TGRT_BF16, dy.data(), TGRT_F32,
+                                            x.data(), TGRT_F32, gamma.data(), mean.data(),
+                                            rstd.data(), res.data(), TGRT_F32, nullptr, dg.data(),
+                                            db.data(), TGRT_F32, nullptr, rows, d),
+              ::testing::ExitedWithCode(1),
+              "tgrt: layers.3.ln1: layer_norm_bwd_acc_bgrad: pointer argument #0 is NULL");
+}
+
 /// tgrt_adamw_wc: p, m, v bit-equal to tgrt_adamw's, and the working copy the updated p
 /// rounded to bf16 / f16; a skipped step (clip[1] NaN) leaves the copy alone.
 TEST_F(Cpu, AdamWWritesTheWorkingCopy) {

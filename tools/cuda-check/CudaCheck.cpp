@@ -770,6 +770,32 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
         record("layer_norm_bwd_acc without reloads == with" + types, shape + ", bitwise",
                (double)diffs, 0.0);
       }
+      // The projection's bias gradient summed by the same call (tgrt_layer_norm_bwd_acc_bgrad,
+      // in the kernel up to 3 packs per lane, after it above): dres, low, dgamma and dbeta
+      // the bits of the call without it; dbias against the CPU's column sums of what was
+      // stored (low, else the updated dres).
+      {
+        Raw res4 = dres, lowRef4 = zerosOf(y_dt, low.n()), dgRef4 = zerosOf(p_dt, (size_t)d),
+            dbRef4 = zerosOf(p_dt, (size_t)d), biasRef = zerosOf(TGRT_F32, (size_t)d);
+        tgrt_layer_norm_bwd_acc_bgrad(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt,
+                                      gamma.data(), mean.data(), rstd.data(), res4.data(), y_dt,
+                                      withLow ? lowRef4.data() : nullptr, dgRef4.data(),
+                                      dbRef4.data(), TGRT_F32, biasRef.data(), rows, d);
+        DevT gres4(dres), glow4(y_dt, low.n()), gdg4(p_dt, (size_t)d), gdb4(p_dt, (size_t)d),
+            gbias(TGRT_F32, (size_t)d);
+        glow4.poison();
+        gbias.poison();
+        tgrt_cuda::layerNormBwdAcc(c.gpu, "check", false, y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p,
+                                   gmean.p, grstd.p, gres4.p, y_dt, withLow ? glow4.p : nullptr,
+                                   gdg4.p, gdb4.p, rows, d, TGRT_F32, gbias.p);
+        size_t diffs = bitDiffs(gres4.raw(), gres.raw()) + bitDiffs(gdg4.raw(), gdg.raw()) +
+                       bitDiffs(gdb4.raw(), gdb.raw());
+        if (withLow) diffs += bitDiffs(glow4.raw(), glow.raw());
+        record("layer_norm_bwd_acc_bgrad == layer_norm_bwd_acc" + types, shape + ", bitwise",
+               (double)diffs, 0.0);
+        record("layer_norm_bwd_acc_bgrad dbias" + types, shape, relErr(gbias.raw(), biasRef),
+               std::max(tolFor(x_dt), tolFor(y_dt)));
+      }
     }
   }
 }
@@ -1437,6 +1463,19 @@ void checkLinearCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
          tolFor(dt));
   record(named("linear_cross_entropy dx", dt), shape, relErr(gdx.raw(), dxRef), 2 * tolFor(dt));
   record(named("linear_cross_entropy dw (+= f32)", dt), shape, relErr(gdw.raw(), dwRef),
+         2 * tolFor(dt));
+  // Stored (tgrt_linear_cross_entropy_store): dw from a NaN start (the first chunk's GEMM at
+  // beta 0 must not read it), against the CPU's zero + sum.
+  Raw dwRef2 = zerosOf(TGRT_F32, dw0.n()), dxRef2 = zerosOf(dt, (size_t)(rows * d));
+  float lossRef2 = 0.0f;
+  tgrt_linear_cross_entropy_store(c.cpu, "check", dt, x.data(), w.data(), targets.data(), &dloss,
+                                  &lossRef2, dxRef2.data(), TGRT_F32, dwRef2.data(),
+                                  scratch.data(), rows, d, vocab, chunk, ignore);
+  DevT gdw2(TGRT_F32, dw0.n());
+  gdw2.poison();
+  tgrt_cuda::linearCrossEntropyStore(c.gpu, "check", dt, gx.p, gw.p, gt.p, gdl.p, gloss.p, gdx.p,
+                                     TGRT_F32, gdw2.p, gs.p, rows, d, vocab, chunk, ignore);
+  record(named("linear_cross_entropy_store dw (= f32)", dt), shape, relErr(gdw2.raw(), dwRef2),
          2 * tolFor(dt));
 }
 
