@@ -806,7 +806,9 @@ void checkLayerNorms(Contexts& c, Rng& rng) {
   // Packs of 8 (a 2-byte type): 768 (3 per lane), 2000 (8 per lane); 100, 1030: scalar.
   for (int32_t low : {TGRT_BF16, TGRT_F16}) {
     checkLayerNorm(c, rng, low, low, low, {768, 2000, 100, 1030});
-    checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 136, 100});
+    // 1024, 1280: 4 and 6 packs per lane (the bias-summing backward's separate sums after
+    // the fused kernel: head dim 128's and GPT-2 large's widths).
+    checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 1024, 1280, 136, 100});
   }
   // Many rows per warp in the fused backward (bf16 / f16 combinations: 256 blocks).
   checkLayerNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768}, 4099);
