@@ -542,8 +542,9 @@ private:
     lnBias.clear();
     slotWritten.clear();
     if (report.gradsInArena && fn.getSymName() == "micro_step") {
-      planWeightGradWrites(fn);
-      for (const auto &[name, at] : gradientFirstWrites(fn)) {
+      llvm::StringMap<int64_t> firstWrites = gradientFirstWrites(fn);
+      planWeightGradWrites(fn, firstWrites);
+      for (const auto &[name, at] : firstWrites) {
         auto it = slots.find(name);
         if (it == slots.end())
           return fn.emitError() << "lower-to-emitc: parameter " << name
@@ -2025,9 +2026,11 @@ private:
   /// go. A linear layer's bias gradient is the column sum of dy, the B of its weight
   /// gradient dW = x^T dy (trans_a, not trans_b, k = dy's rows); when that bias's slot is
   /// also written once, the same call writes it (cuBLASLt's BGRADA epilogue: dy read once),
-  /// and the bias-gradient op emits nothing. Fills wgradWrites, wgradBias, biasInWgrad and
-  /// writtenWhole.
-  void planWeightGradWrites(func::FuncOp fn) {
+  /// and the bias-gradient op emits nothing. Likewise layer norms (lnSlotWrites, lnBias),
+  /// embeddings (embSlotWrites) and the fused loss when it is its slot's first write
+  /// (lossSlotWrites; `firstWrites` is gradientFirstWrites(fn)). Fills those sets,
+  /// wgradWrites, wgradBias, biasInWgrad and writtenWhole.
+  void planWeightGradWrites(func::FuncOp fn, const llvm::StringMap<int64_t> &firstWrites) {
     writtenWhole.clear();
     // A slot written by one call needs no zero when the call covers it whole: the optimizer
     // reads runs of slots with their 256-byte padding, which must hold zeros (a slot of
@@ -2127,7 +2130,6 @@ private:
     });
     // A fused loss whose dw is its slot's first write (a tied embedding's table, whose
     // embedding backward adds later): the first chunk's GEMM writes the slot, no zero.
-    llvm::StringMap<int64_t> firstWrites = gradientFirstWrites(fn);
     llvm::DenseMap<Operation *, int64_t> position;
     int64_t index = 0;
     for (Operation &op : fn.getBody().front())

@@ -369,6 +369,16 @@ void attentionBwdF32(const float* q, const float* k, const float* v, const float
   }
 }
 
+/// ids[i] (a token id of an embedding call), failing with the call's location when it is
+/// outside [0, vocab).
+int64_t tokenId(const char* loc, const int32_t* ids, int64_t i, int64_t vocab) {
+  const int64_t id = ids[i];
+  if (id < 0 || id >= vocab)
+    fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
+         (long long)i, (long long)vocab);
+  return id;
+}
+
 } // namespace
 
 extern "C" {
@@ -388,10 +398,7 @@ void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
   checkPtrs(loc, "embedding_fwd", {table, ids, out});
   const size_t rowBytes = (size_t)d * elemBytes(dt);
   for (int64_t i = 0; i < n_tokens; ++i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= vocab)
-      fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
-           (long long)i, (long long)vocab);
+    const int64_t id = tokenId(loc, ids, i, vocab);
     std::memcpy(static_cast<char*>(out) + (size_t)i * rowBytes,
                 static_cast<const char*>(table) + (size_t)id * rowBytes, rowBytes);
   }
@@ -425,10 +432,7 @@ void tgrt_embedding_bwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const int32_
     withDtype(loc, "embedding_bwd", dt, [&](auto io) {
       using Io = decltype(io);
       for (int64_t i = 0; i < n_tokens; ++i) {
-        const int64_t id = ids[i];
-        if (id < 0 || id >= vocab)
-          fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
-               (long long)i, (long long)vocab);
+        const int64_t id = tokenId(loc, ids, i, vocab);
         float* row = acc + id * d;
         for (int64_t c = 0; c < d; ++c) row[c] += Io::ld(dout, i * d + c);
       }
@@ -455,10 +459,7 @@ void tgrt_embedding_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t dt, const in
     std::vector<int64_t> slot((size_t)vocab, -1), order;
     std::vector<float> sums;
     for (int64_t i = 0; i < n_tokens; ++i) {
-      const int64_t id = ids[i];
-      if (id < 0 || id >= vocab)
-        fail(loc, "embedding id %lld at position %lld is outside [0, %lld)", (long long)id,
-             (long long)i, (long long)vocab);
+      const int64_t id = tokenId(loc, ids, i, vocab);
       if (slot[(size_t)id] < 0) {
         slot[(size_t)id] = (int64_t)order.size();
         order.push_back(id);

@@ -2687,30 +2687,20 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
   }
 }
 
-void biasGradSums(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t out_dt,
-                  void* dbias, int64_t rows, int64_t n, bool add); // (defined below)
-
-/// The tgrt dtype of a kernel element type (float, bf16_t, f16_t).
-template <typename T>
-constexpr int32_t dtypeOf() {
-  return std::is_same<T, float>::value ? TGRT_F32
-         : std::is_same<T, bf16_t>::value ? TGRT_BF16
-                                          : TGRT_F16;
-}
-
 /// The fused backward (layer_norm_bwd_fused_kernel) for a low-precision typed combination;
 /// false when the shape does not allow it (the caller then runs dx + column sums).
 /// ACC / LOW as the kernel (the accumulating form; low has TDY's type). DB (ACC, not SLOTS):
-/// also dbias (bias_dt) = the column sums of what is stored (tgrt_layer_norm_bwd_acc_bgrad):
-/// in the kernel at up to 3 packs per lane (d <= 768 at 2-byte dy: GPT-2 small), else by
-/// biasGradSums after it (the cost of the separate sums, as before the fusion; held in
-/// registers, the third sum spilled 432-456 bytes at 4 packs per lane).
+/// also dbias (bias_dt) = the column sums of what is stored (tgrt_layer_norm_bwd_acc_bgrad),
+/// in the kernel at up to 3 packs per lane (d <= 768 at 2-byte dy: GPT-2 small; *biasDone
+/// set); wider rows leave them to the caller's separate sums (held in registers, the third
+/// sum spilled 432-456 bytes at 4 packs per lane).
 template <typename TDY, typename TX, typename TP, bool ACC = false, bool LOW = false,
           bool SLOTS = false, bool DB = false>
 bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const void* xv,
                        const void* gv, const float* mean, const float* rstd, void* dxv,
                        void* dgv, void* dbv, int64_t rows, int64_t d, void* lowv = nullptr,
-                       int32_t bias_dt = TGRT_F32, void* dbias = nullptr) {
+                       int32_t bias_dt = TGRT_F32, void* dbias = nullptr,
+                       bool* biasDone = nullptr) {
   static_assert(!DB || (ACC && !SLOTS), "the bias gradient comes with the stored sums");
   constexpr int W = packWidth<TDY, TX, TP>();
   static_assert(W == 8, "the fused backward is for combinations with a 2-byte type");
@@ -2770,17 +2760,15 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
            dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
            (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
   if constexpr (DB) {
-    if (nv <= kLnBwdBiasNV)
+    if (nv <= kLnBwdBiasNV) {
       withDtype(loc, "layer_norm_bwd_acc_bgrad (dbias)", bias_dt, [&](auto tag) {
         using TB = decltype(tag);
         launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TB>>,
                dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part2,
                (const float*)nullptr, St<TB>{mp<TB>(dbias)}, St<TB>{nullptr}, blocks, d);
       });
-    else if (LOW)
-      biasGradSums(ctx, loc, dtypeOf<TDY>(), lowv, bias_dt, dbias, rows, d, false);
-    else
-      biasGradSums(ctx, loc, dtypeOf<TX>(), dxv, bias_dt, dbias, rows, d, false);
+      *biasDone = true;
+    }
   }
   return true;
 }
@@ -2900,6 +2888,11 @@ void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, i
                       dgamma, dbeta, pes, rows, d);
 }
 
+namespace {
+void biasGradSums(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t out_dt,
+                  void* dbias, int64_t rows, int64_t n, bool add); // (defined below)
+} // namespace
+
 void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, const void* dy,
                      int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
                      const float* mean, const float* rstd, void* dres, int32_t low_dt, void* low,
@@ -2916,8 +2909,9 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
     if (slots) fail(loc, "layer_norm_bwd_acc: a bias gradient with the slots form");
   }
   if (d == 0) return;
-  // One pass (the fused kernel) for the mixed-precision combinations with low in dy's type.
-  bool done = false;
+  // One pass (the fused kernel) for the mixed-precision combinations with low in dy's type;
+  // it sums the bias gradient too at up to 3 packs per lane (biasDone).
+  bool done = false, biasDone = false;
   withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
     using TX = decltype(tx);
     using TP = decltype(tp);
@@ -2929,11 +2923,11 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
         if (!low)
           return layerNormBwdFused<TY, TX, TP, true, false, S, B>(
               ctx, loc, dy, x, gamma, mean, rstd, dres, dgamma, dbeta, rows, d, nullptr, db_dt,
-              dbias);
+              dbias, &biasDone);
         if (low_dt == y_dt)
           return layerNormBwdFused<TY, TX, TP, true, true, S, B>(ctx, loc, dy, x, gamma, mean,
                                                                  rstd, dres, dgamma, dbeta, rows,
-                                                                 d, low, db_dt, dbias);
+                                                                 d, low, db_dt, dbias, &biasDone);
         return false;
       };
       done = slots ? fused(std::true_type{}, std::false_type{})
@@ -2941,17 +2935,20 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
                            : fused(std::false_type{}, std::false_type{});
     }
   });
-  if (done) return;
   // Otherwise: dx accumulated by the scalar kernel (dres = round(dres + dx)), the column
-  // sums (stored, or added into the slots), then the low copy and the bias gradient's sums.
-  if (slots)
-    layerNormBwdGeneric<StAccDyn, StAccDyn>(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
-                                            StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
-  else
-    layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
-                        StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
-  if (low) cast(ctx, loc, x_dt, dres, low_dt, low, rows * d);
-  if (dbias) biasGradSums(ctx, loc, low ? low_dt : x_dt, low ? low : dres, db_dt, dbias, rows, d,
+  // sums (stored, or added into the slots), then the low copy.
+  if (!done) {
+    if (slots)
+      layerNormBwdGeneric<StAccDyn, StAccDyn>(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean,
+                                              rstd, StAccDyn{dres, x_dt}, dgamma, dbeta, pes,
+                                              rows, d);
+    else
+      layerNormBwdGeneric(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, mean, rstd,
+                          StAccDyn{dres, x_dt}, dgamma, dbeta, pes, rows, d);
+    if (low) cast(ctx, loc, x_dt, dres, low_dt, low, rows * d);
+  }
+  // The bias gradient's separate sums of what was stored, unless the fused kernel took them.
+  if (dbias && !biasDone) biasGradSums(ctx, loc, low ? low_dt : x_dt, low ? low : dres, db_dt, dbias, rows, d,
                           false);
 }
 
