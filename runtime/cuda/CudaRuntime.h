@@ -94,8 +94,8 @@ double takeLoss(Context* ctx, int64_t* count);
 /// tgrt_run_graph: fn's work on the context's stream as a CUDA graph (captured at slot's first
 /// call, replayed after); 1 when it ran as a graph, 0 when call by call.
 int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*));
-/// Sets the GEMM algorithm choice (as TGRT_GEMM_AUTOTUNE: 1 timed and cached, 0 the
-/// heuristic's first) and the tuning cache file (NULL or "": none) for plans made from now on.
+/// Sets the GEMM algorithm choice (as TGRT_GEMM_AUTOTUNE: 1 the heuristic's algorithms timed
+/// and cached, 2 also the wave model's tile configurations, 0 the heuristic's first) and the tuning cache file (NULL or "": none) for plans made from now on.
 void setGemmAutotune(Context* ctx, int mode, const char* cachePath);
 /// GEMM plans whose algorithm was timed this run, and taken from the tuning cache.
 void gemmTuneCounts(Context* ctx, int* timed, int* cached);

@@ -73,7 +73,8 @@ struct MatmulPlan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo;
   bool ok = false;
-  /// TGRT_GEMM_AUTOTUNE=1: the heuristic's first few algorithms; the fastest of them becomes
+  /// TGRT_GEMM_AUTOTUNE=1, 2: the algorithms to time (the heuristic's, then with 2 the tile
+  /// configurations of addTileCandidates); the fastest of them becomes
   /// `algo` at the first call that may run more than once (see ltRun), then tuned is set.
   std::vector<cublasLtMatmulAlgo_t> candidates;
   bool tuned = false;
@@ -131,11 +132,13 @@ struct Context {
   /// two blocks per SM. The same bits either way.
   bool ln_bwd_reload = true;
   /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the
-  /// heuristic's first kGemmCandidates algorithms at its first repeatable call, keeps the
+  /// heuristic's algorithms (up to kGemmCandidates) at its first repeatable call, keeps the
   /// fastest and records it in the tuning cache (gemm_tune_path), and a plan whose shape is
   /// in the cache takes the recorded algorithm without timing: one choice per shape and
-  /// device for every run that shares the cache, so runs round alike. 0: the heuristic's
-  /// first algorithm.
+  /// device for every run that shares the cache, so runs round alike. 2 (opt-in): also the
+  /// tile configurations addTileCandidates adds (Kernels.cu: the wave model's best tiles x
+  /// custom options x cluster shapes), the finalists timed again in batches. 0: the
+  /// heuristic's first algorithm.
   int gemm_autotune = 1;
   /// The tuning cache file (TGRT_GEMM_TUNE_CACHE; default $XDG_CACHE_HOME/tgc/gemm-tune.txt,
   /// else $HOME/.cache/tgc/gemm-tune.txt); empty: tune every run, record nothing.

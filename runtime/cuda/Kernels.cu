@@ -1918,6 +1918,134 @@ void saveTuned(Context* ctx, const MatmulPlan& p) {
   ctx->gemm_tune_cache[p.tune_key] = p.algo;
 }
 
+/// cuBLASLt's tile ids with their rows (along cuBLASLt's m) and columns (along its n), sorted
+/// by id (generated from cublasLt.h by scripts/gen-lt-tiles.py).
+struct LtTile {
+  uint32_t id;
+  int rows, cols;
+};
+constexpr LtTile kLtTiles[] = {
+#include "runtime/cuda/LtTiles.inc"
+};
+
+/// A uint32 list capability of algorithm a (CUBLASLT_ALGO_CAP_TILE_IDS); empty when none.
+std::vector<uint32_t> ltCapList(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t c) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
+      bytes < sizeof(uint32_t))
+    return {};
+  std::vector<uint32_t> v(bytes / sizeof(uint32_t));
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, v.data(), v.size() * sizeof(uint32_t), &bytes) !=
+      CUBLAS_STATUS_SUCCESS)
+    return {};
+  return v;
+}
+
+/// TGRT_GEMM_AUTOTUNE=2 (opt-in): configurations of the heuristic's algorithms that the
+/// heuristic does not offer, appended to p.candidates for the tuning to time. For each of the
+/// first two algorithm ids among the candidates, its tiles (CUBLASLT_ALGO_CAP_TILE_IDS, at
+/// least 64 x 64 and 8192 elements) are ranked by the wave model: the problem's useful
+/// elements over the elements the tile grid computes in whole waves of the device's SMs,
+///   eff = M N batch / (ceil(tiles / SMs) SMs r c),  tiles = ceil(M / r) ceil(N / c) batch,
+/// (M, N: cuBLASLt's m = key.n and n = key.m; r x c the tile), ties to the larger tile; the
+/// best kTileCandidates tiles each get custom options 0..3 (within the algorithm's maximum)
+/// and cluster shapes 1x1, 2x1 and 1x2, split-K 1. A configuration is kept when
+/// cublasLtMatmulAlgoCheck accepts it with a workspace within ws and its minimal alignments
+/// are the key's. Measured on the H200 (bench/cuda/gemm_configs.cu, docs/results.md
+/// 2026-11-29, night): the heuristic's best was 6-10% slower than such a configuration for
+/// GPT-2 small's GELU-epilogue GEMM, its fc / qkv / MLP-projection weight gradients and its
+/// qkv projection (e.g. the fc weight gradient 0.0971 against 0.0878 ms with a 96 x 192
+/// tile: 128 tiles fill one wave of 132 SMs, the heuristic's 128 x 160 leaves 12 idle).
+/// Not the default: timed in place, one GEMM repeated, the choices made GPT-2 small's step
+/// 0.4% faster but the head-dim-128 shape's 0.6% slower and Llama 3.2 1B's no faster
+/// (docs/results.md 2026-11-29, night).
+void addTileCandidates(Context* ctx, MatmulPlan& p, const MatmulKey& key, uint64_t ws) {
+  constexpr size_t kTileCandidates = 8;
+  const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+  const double M = (double)key.n, N = (double)key.m, batch = (double)std::max<int64_t>(key.batch, 1);
+  const uint32_t aligns[4] = {key.align_b, key.align_a, key.align_c, key.align_c};
+  const size_t heuristic = p.candidates.size();
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < heuristic && ids.size() < 2; ++i) {
+    const cublasLtMatmulAlgo_t base = p.candidates[i];
+    int32_t id = -1;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&base, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w) !=
+            CUBLAS_STATUS_SUCCESS ||
+        std::find(ids.begin(), ids.end(), id) != ids.end())
+      continue;
+    ids.push_back(id);
+    struct Scored {
+      uint32_t tile;
+      double eff;
+      int area;
+    };
+    std::vector<Scored> scored;
+    for (uint32_t tile : ltCapList(base, CUBLASLT_ALGO_CAP_TILE_IDS)) {
+      const LtTile* t = std::lower_bound(
+          std::begin(kLtTiles), std::end(kLtTiles), tile,
+          [](const LtTile& x, uint32_t v) { return x.id < v; });
+      if (t == std::end(kLtTiles) || t->id != tile || std::min(t->rows, t->cols) < 64 ||
+          t->rows * t->cols < 8192)
+        continue;
+      const double tiles = std::ceil(M / t->rows) * std::ceil(N / t->cols) * batch;
+      const double waves = std::ceil(tiles / sms);
+      scored.push_back({tile, M * N * batch / (waves * sms * t->rows * t->cols),
+                        t->rows * t->cols});
+    }
+    std::sort(scored.begin(), scored.end(), [](const Scored& x, const Scored& y) {
+      return x.eff != y.eff ? x.eff > y.eff : x.area > y.area;
+    });
+    if (scored.size() > kTileCandidates) scored.resize(kTileCandidates);
+    int32_t optMax = 0;
+    cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &optMax,
+                                      sizeof optMax, &w);
+    for (const Scored& sc : scored)
+      for (uint32_t opt = 0; opt <= (uint32_t)std::min(optMax, 3); ++opt)
+        for (uint16_t cluster : {(uint16_t)CUBLASLT_CLUSTER_SHAPE_1x1x1,
+                                 (uint16_t)CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                                 (uint16_t)CUBLASLT_CLUSTER_SHAPE_1x2x1}) {
+          cublasLtMatmulAlgo_t a = base;
+          const uint32_t one = 1, none = CUBLASLT_REDUCTION_SCHEME_NONE, noSwizzle = 0;
+          if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &sc.tile,
+                                                   sizeof sc.tile) != CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &opt,
+                                                   sizeof opt) != CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                   &cluster, sizeof cluster) !=
+                  CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one,
+                                                   sizeof one) != CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                   &none, sizeof none) != CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
+                                                   &noSwizzle, sizeof noSwizzle) !=
+                  CUBLAS_STATUS_SUCCESS)
+            continue;
+          bool known = false;
+          for (const cublasLtMatmulAlgo_t& c : p.candidates)
+            known = known || std::memcmp(&c, &a, sizeof a) == 0;
+          if (known) continue;
+          cublasLtMatmulHeuristicResult_t chk;
+          if (cublasLtMatmulAlgoCheck(ctx->lt, p.desc, p.la, p.lb, p.lc, p.lc, &a, &chk) !=
+                  CUBLAS_STATUS_SUCCESS ||
+              chk.state != CUBLAS_STATUS_SUCCESS || chk.workspaceSize > ws)
+            continue;
+          bool aligned = true;
+          const cublasLtMatmulAlgoCapAttributes_t alignCap[4] = {
+              CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES,
+              CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES};
+          for (int i = 0; i < 4 && aligned; ++i) {
+            uint32_t need = 0;
+            aligned = cublasLtMatmulAlgoCapGetAttribute(&a, alignCap[i], &need, sizeof need, &w) ==
+                          CUBLAS_STATUS_SUCCESS &&
+                      need <= aligns[i];
+          }
+          if (aligned) p.candidates.push_back(a);
+        }
+  }
+}
+
 /// Creates (or finds) the cuBLASLt plan for key. Row-major C = op(A) op(B) is computed as the
 /// column-major C^T = op(B)^T op(A)^T: cuBLASLt's A is our b, its B is our a, both with their
 /// own transposes, and C^T [n x m] column-major is C [m x n] row-major. Every matrix, the bias
@@ -2034,6 +2162,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   if (p.ok) p.algo = results[0].algo;
   for (int i = 0; p.ok && i < found; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS) p.candidates.push_back(results[i].algo);
+  if (p.ok && ctx->gemm_autotune >= 2) addTileCandidates(ctx, p, key, ws);
   p.tuned = p.candidates.size() <= 1;
   if (!p.tuned && !ctx->gemm_tune_path.empty()) {
     // A recorded choice counts only while the heuristic still offers it (same library,
@@ -2053,40 +2182,66 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   return p;
 }
 
-/// GEMM tuning (Context::gemm_autotune): times each candidate algorithm of p on this call's operands (one
-/// warm-up, then the median of 3 event-timed runs each) and keeps the fastest in p.algo.
+/// GEMM tuning (Context::gemm_autotune): times each candidate algorithm of p on this call's
+/// operands (one warm-up, then the median of 3 event-timed runs each); in mode 2 (tile
+/// candidates), the fastest kTuneFinalists are timed again, alternating, in 3
+/// rounds of kTuneBatch back-to-back calls each (the median round), so that one lucky
+/// single-call time among ~100 candidates does not decide; the fastest becomes p.algo.
 /// Only for a call that gives the same result when repeated (D not read as C with beta != 0);
 /// a candidate that fails to launch is skipped.
 void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void* b, float beta,
             const void* c, void* d) {
+  constexpr size_t kTuneFinalists = 4;
+  constexpr int kTuneBatch = 5;
   cudaEvent_t e0, e1;
   if (cudaEventCreate(&e0) != cudaSuccess) return;
   if (cudaEventCreate(&e1) != cudaSuccess) { cudaEventDestroy(e0); return; }
-  float best = 0.0f;
-  for (const cublasLtMatmulAlgo_t& algo : p.candidates) {
-    auto once = [&] {
-      return cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
-                            &algo, ctx->regions[TGRT_WORKSPACE],
-                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream) ==
-             CUBLAS_STATUS_SUCCESS;
-    };
-    if (!once()) continue;
+  auto once = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
+                          &algo, ctx->regions[TGRT_WORKSPACE],
+                          (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream) ==
+           CUBLAS_STATUS_SUCCESS;
+  };
+  // ms per call of `calls` back-to-back calls of algo; < 0 when a call fails.
+  auto timed = [&](const cublasLtMatmulAlgo_t& algo, int calls) {
+    cudaEventRecord(e0, ctx->stream);
+    bool ok = true;
+    for (int i = 0; i < calls; ++i) ok = ok && once(algo);
+    cudaEventRecord(e1, ctx->stream);
+    cudaEventSynchronize(e1);
+    float t = 0.0f;
+    cudaEventElapsedTime(&t, e0, e1);
+    return ok ? t / (float)calls : -1.0f;
+  };
+  struct Time {
+    float ms;
+    size_t index;
+  };
+  std::vector<Time> times;
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    if (!once(p.candidates[i])) continue;
     float ms[3];
     bool ok = true;
-    for (float& t : ms) {
-      cudaEventRecord(e0, ctx->stream);
-      ok = ok && once();
-      cudaEventRecord(e1, ctx->stream);
-      cudaEventSynchronize(e1);
-      cudaEventElapsedTime(&t, e0, e1);
-    }
+    for (float& t : ms) ok = (t = timed(p.candidates[i], 1)) >= 0.0f && ok;
     if (!ok) continue;
     std::sort(ms, ms + 3);
-    if (best == 0.0f || ms[1] < best) {
-      best = ms[1];
-      p.algo = algo;
-    }
+    times.push_back({ms[1], i});
   }
+  std::sort(times.begin(), times.end(),
+            [](const Time& x, const Time& y) { return x.ms < y.ms; });
+  if (ctx->gemm_autotune >= 2 && times.size() > kTuneFinalists) {
+    times.resize(kTuneFinalists);
+    float rounds[kTuneFinalists][3];
+    for (int r = 0; r < 3; ++r)
+      for (size_t f = 0; f < times.size(); ++f) rounds[f][r] = timed(p.candidates[times[f].index], kTuneBatch);
+    for (size_t f = 0; f < times.size(); ++f) {
+      std::sort(rounds[f], rounds[f] + 3);
+      times[f].ms = rounds[f][0] < 0.0f ? 1e30f : rounds[f][1];
+    }
+    std::sort(times.begin(), times.end(),
+              [](const Time& x, const Time& y) { return x.ms < y.ms; });
+  }
+  if (!times.empty()) p.algo = p.candidates[times[0].index];
   cudaGetLastError(); // a failed candidate's launch error is not the next call's
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);

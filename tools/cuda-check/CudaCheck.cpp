@@ -871,7 +871,7 @@ void checkGemmTune(Contexts& c, Rng& rng) {
   auto run = [&](int expectTimed, int expectCached, const char* what) {
     tgrt_cuda::Context* g = tgrt_cuda::createContext(&c.model);
     if (!g) die("context", "could not create a CUDA context");
-    tgrt_cuda::setGemmAutotune(g, 1, path.c_str());
+    tgrt_cuda::setGemmAutotune(g, 2, path.c_str());
     gc.poison();
     tgrt_cuda::matmul(g, "check", TGRT_BF16, ga.p, gb.p, gc.p, 1, m, n, k, 0, 1, 0, 0, 0, 1.0f,
                       0.0f);
@@ -892,6 +892,19 @@ void checkGemmTune(Contexts& c, Rng& rng) {
   const std::string line((std::istreambuf_iterator<char>(f1)), std::istreambuf_iterator<char>());
   record("gemm tuning: cache file", fmt("%zu bytes, one line", line.size()),
          !line.empty() && std::count(line.begin(), line.end(), '\n') == 1 ? 0.0 : 1.0, 0.0);
+  { // The key's candidate count ("|cN|"): the heuristic's and the tile configurations
+    // (Kernels.cu addTileCandidates). Emulator: 2 offered + 2 tiles x 2 custom options x 2
+    // cluster shapes (its AlgoCheck refuses 2x1) = 10; a GPU: more than the 8 cuBLASLt 13.1
+    // offers at most.
+    const size_t at = line.find("|c");
+    const long count = at == std::string::npos ? -1 : std::strtol(line.c_str() + at + 2, nullptr, 10);
+#ifdef TGRT_CUDA_EMULATE
+    const bool ok = count == 10;
+#else
+    const bool ok = count > 8;
+#endif
+    record("gemm tuning: tile candidates", fmt("%ld timed", count), ok ? 0.0 : 1.0, 0.0);
+  }
   const Raw second = run(0, 1, "from the cache");
   record("gemm tuning: cached == timed", "bits", (double)bitDiffs(second, first), 0.0);
   { // A line of another shape first: skipped with a note.

@@ -781,6 +781,90 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
   return CUBLAS_STATUS_SUCCESS;
 }
 
+namespace {
+/// The emulator's algorithm configuration fields (CudaEmu.h): which data word and bit range.
+bool configField(cublasLtMatmulAlgoConfigAttributes_t attr, int& word, int& shift, int& bits) {
+  switch (attr) {
+  case CUBLASLT_ALGO_CONFIG_ID: word = 4, shift = 32, bits = 16; return true;
+  case CUBLASLT_ALGO_CONFIG_TILE_ID: word = 5, shift = 0, bits = 32; return true;
+  case CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID: word = 6, shift = 0, bits = 16; return true;
+  case CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION: word = 6, shift = 16, bits = 16; return true;
+  case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: word = 7, shift = 0, bits = 16; return true;
+  case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: word = 7, shift = 16, bits = 16; return true;
+  case CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING: word = 7, shift = 32, bits = 16; return true;
+  }
+  return false;
+}
+} // namespace
+
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    const void* buf, size_t bytes) {
+  int word, shift, bits;
+  if (!algo || !buf || !configField(attr, word, shift, bits)) return CUBLAS_STATUS_INVALID_VALUE;
+  uint64_t v = 0;
+  if (bytes == 2) v = *static_cast<const uint16_t*>(buf);
+  else if (bytes == 4) v = *static_cast<const uint32_t*>(buf);
+  else return CUBLAS_STATUS_INVALID_VALUE;
+  const uint64_t mask = ((1ull << bits) - 1) << shift;
+  algo->data[word] = (algo->data[word] & ~mask) | ((v << shift) & mask);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    void* buf, size_t bytes, size_t* written) {
+  int word, shift, bits;
+  if (!algo || !buf || !configField(attr, word, shift, bits)) return CUBLAS_STATUS_INVALID_VALUE;
+  uint64_t v = (algo->data[word] >> shift) & ((1ull << bits) - 1);
+  if (attr == CUBLASLT_ALGO_CONFIG_ID) v = 66; // one algorithm id
+  if (bytes == 2) *static_cast<uint16_t*>(buf) = (uint16_t)v;
+  else if (bytes == 4) *static_cast<uint32_t*>(buf) = (uint32_t)v;
+  else return CUBLAS_STATUS_INVALID_VALUE;
+  if (written) *written = bytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                 cublasLtMatmulAlgoCapAttributes_t attr,
+                                                 void* buf, size_t bytes, size_t* written) {
+  if (!algo) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr == CUBLASLT_ALGO_CAP_TILE_IDS) {
+    const uint32_t tiles[2] = {20, 151}; // 128x128, 96x192
+    if (written) *written = sizeof tiles;
+    if (!buf || bytes == 0) return CUBLAS_STATUS_SUCCESS; // the size query
+    if (bytes < sizeof tiles) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(buf, tiles, sizeof tiles);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (!buf || bytes != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t v;
+  switch (attr) {
+  case CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX: v = 1; break;
+  case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES:
+  case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES:
+  case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES:
+  case CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES: v = 4; break;
+  default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  *static_cast<int32_t*>(buf) = v;
+  if (written) *written = sizeof v;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                                       cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                       cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                       const cublasLtMatmulAlgo_t* algo,
+                                       cublasLtMatmulHeuristicResult_t* result) {
+  if (!desc || !algo || !result) return CUBLAS_STATUS_INVALID_VALUE;
+  if ((algo->data[6] & 0xffff) == CUBLASLT_CLUSTER_SHAPE_2x1x1) return CUBLAS_STATUS_NOT_SUPPORTED;
+  std::memset(result, 0, sizeof *result);
+  result->algo = *algo;
+  result->state = CUBLAS_STATUS_SUCCESS;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alphaP,
                               const void* A, cublasLtMatrixLayout_t ad, const void* B,
                               cublasLtMatrixLayout_t bd, const void* betaP, const void* C,

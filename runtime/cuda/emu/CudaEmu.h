@@ -329,6 +329,34 @@ typedef EmuLtPref* cublasLtMatmulPreference_t;
 struct cublasLtMatmulAlgo_t {
   uint64_t data[8];
 };
+// The configuration the tuning's tile candidates set (Kernels.cu tileCandidates): the
+// emulator's algorithms have one algorithm id (66), tiles 128x128 (20) and 96x192 (151),
+// custom options 0..1 and any cluster shape; an algorithm's configuration is kept in
+// data[5] (tile), data[6] (custom option << 16 | cluster shape), data[7] (split-K).
+// AlgoCheck refuses the 2x1 cluster shape, so the refused path runs here too.
+enum cublasLtMatmulAlgoConfigAttributes_t {
+  CUBLASLT_ALGO_CONFIG_ID = 0,
+  CUBLASLT_ALGO_CONFIG_TILE_ID = 1,
+  CUBLASLT_ALGO_CONFIG_SPLITK_NUM = 2,
+  CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME = 3,
+  CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING = 4,
+  CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION = 5,
+  CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID = 8,
+};
+enum cublasLtMatmulAlgoCapAttributes_t {
+  CUBLASLT_ALGO_CAP_TILE_IDS = 6,
+  CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX = 7,
+  CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES = 16,
+  CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES = 17,
+  CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES = 18,
+  CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES = 19,
+};
+enum cublasLtClusterShape_t {
+  CUBLASLT_CLUSTER_SHAPE_1x1x1 = 2,
+  CUBLASLT_CLUSTER_SHAPE_2x1x1 = 3,
+  CUBLASLT_CLUSTER_SHAPE_1x2x1 = 5,
+};
+enum cublasLtReductionScheme_t { CUBLASLT_REDUCTION_SCHEME_NONE = 0 };
 struct cublasLtMatmulHeuristicResult_t {
   cublasLtMatmulAlgo_t algo;
   size_t workspaceSize;
@@ -365,6 +393,20 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
                                               cublasLtMatmulPreference_t pref, int requested,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int* returned);
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    const void* buf, size_t bytes);
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    void* buf, size_t bytes, size_t* written);
+cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                 cublasLtMatmulAlgoCapAttributes_t attr,
+                                                 void* buf, size_t bytes, size_t* written);
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                       cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                       cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                       const cublasLtMatmulAlgo_t* algo,
+                                       cublasLtMatmulHeuristicResult_t* result);
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha,
                               const void* A, cublasLtMatrixLayout_t adesc, const void* B,
                               cublasLtMatrixLayout_t bdesc, const void* beta, const void* C,
