@@ -1,4 +1,4 @@
-// bench_check.h: the error checks of the standalone CUDA benches in bench/cuda (gemm_sweep,
+// bench_check.h: the error checks of the standalone CUDA benches in bench/cuda (gemm_sweep, gemm_configs,
 // gemm_pairs): CK(cuda call) and BK(cuBLASLt call) print the file, line and error, then exit.
 #ifndef TGC_BENCH_CUDA_BENCH_CHECK_H
 #define TGC_BENCH_CUDA_BENCH_CHECK_H

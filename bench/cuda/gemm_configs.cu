@@ -14,7 +14,7 @@
 //
 // Build (CPU machine): nvcc -O2 -std=c++17 -arch=sm_90 bench/cuda/gemm_configs.cu -lcublasLt
 //   -o runs/gemm_configs.   Run (GPU): runs/gemm_configs [seconds per shape, default 20]
-#include "bench_check.h"
+#include "gemm_bench.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -28,40 +28,6 @@
 #include <vector>
 
 namespace {
-
-enum Epi { kNone, kBias, kGeluAuxBias, kDgelu };
-
-struct Shape {
-  const char* name;
-  int64_t m, n, k;
-  int ta, tb;
-  bool cF32;   // C, D f32 (weight gradients, the residual stream)
-  float beta;  // 1: accumulate into C (= D)
-  Epi epi;
-};
-
-std::string cfg(const cublasLtMatmulAlgo_t& a) {
-  int id = 0, tile = 0, sk = 0, swz = 0, stages = 0;
-  uint16_t cluster = 0, inner = 0;
-  uint32_t custom = 0;
-  size_t w;
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
-                                       &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
-                                       sizeof cluster, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner,
-                                       sizeof inner, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom,
-                                       sizeof custom, &w);
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "id %d tile %d stages %d cluster %d swz %d splitk %d inner %d opt %u",
-                id, tile, stages, (int)cluster, swz, sk, (int)inner, custom);
-  return buf;
-}
 
 std::vector<uint32_t> capList(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t c) {
   size_t bytes = 0;
@@ -104,22 +70,8 @@ int main(int argc, char** argv) {
               prop.name, prop.multiProcessorCount, (size_t)cublasLtGetVersion(), ws, budget);
   cublasLtHandle_t lt;
   BK(cublasLtCreate(&lt));
-  size_t maxBytes = 0;
-  for (const Shape& s : shapes)
-    maxBytes = std::max({maxBytes, (size_t)(s.m * s.k * 2), (size_t)(s.k * s.n * 2),
-                         (size_t)(s.m * s.n * 4)});
-  void *A, *B, *C, *Aux, *Bias, *W;
-  CK(cudaMalloc(&A, maxBytes));
-  CK(cudaMalloc(&B, maxBytes));
-  CK(cudaMalloc(&C, maxBytes));
-  CK(cudaMalloc(&Aux, maxBytes));
-  CK(cudaMalloc(&Bias, 1 << 20));
-  CK(cudaMalloc(&W, ws));
-  CK(cudaMemset(A, 0x3c, maxBytes));  // bf16 0x3c3c ~ 0.0115: no overflow in any epilogue
-  CK(cudaMemset(B, 0x3c, maxBytes));
-  CK(cudaMemset(C, 0, maxBytes));
-  CK(cudaMemset(Aux, 0x3c, maxBytes));
-  CK(cudaMemset(Bias, 0, 1 << 20));
+  const GemmBuffers buf(shapes, ws);
+  void *A = buf.A, *B = buf.B, *C = buf.C, *W = buf.W;
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   cudaEvent_t e0, e1;
@@ -128,42 +80,10 @@ int main(int argc, char** argv) {
   std::printf("%-36s %9s %9s %6s %7s %7s | %s\n", "shape", "heur ms", "enum ms", "ratio",
               "valid", "timed", "fastest enumerated configuration");
   for (const Shape& s : shapes) {
-    cublasLtMatmulDesc_t desc;
-    BK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const int32_t opA = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-    BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (s.epi != kNone) {
-      const cublasLtEpilogue_t e = s.epi == kBias          ? CUBLASLT_EPILOGUE_BIAS
-                                   : s.epi == kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                                           : CUBLASLT_EPILOGUE_DGELU;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-    }
-    if (s.epi == kBias || s.epi == kGeluAuxBias) {
-      const int32_t bt = s.cF32 ? CUDA_R_32F : CUDA_R_16BF;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias,
-                                        sizeof Bias));
-    }
-    if (s.epi == kGeluAuxBias || s.epi == kDgelu) {
-      const int64_t ld = s.n;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
-      const int32_t at = CUDA_R_16BF;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at,
-                                        sizeof at));
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &Aux,
-                                        sizeof Aux));
-    }
-    const int64_t m = s.m, n = s.n, k = s.k;
-    const cudaDataType_t ct = s.cF32 ? CUDA_R_32F : CUDA_R_16BF;
-    cublasLtMatrixLayout_t la, lb, lc;
-    BK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.tb ? k : n, s.tb ? n : k, s.tb ? k : n));
-    BK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.ta ? m : k, s.ta ? k : m, s.ta ? m : k));
-    BK(cublasLtMatrixLayoutCreate(&lc, ct, n, m, n));
-    cublasLtMatmulPreference_t pref;
-    BK(cublasLtMatmulPreferenceCreate(&pref));
-    BK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                            sizeof ws));
+    const GemmSetup g(s, buf.Bias, buf.Aux);
+    cublasLtMatmulDesc_t desc = g.desc;
+    cublasLtMatrixLayout_t la = g.la, lb = g.lb, lc = g.lc;
+    const cudaDataType_t ct = g.ctype;
     const float alpha = 1.f, beta = s.beta;
     auto run = [&](const cublasLtMatmulAlgo_t& a) {
       return cublasLtMatmul(lt, desc, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &a, W, ws, st) ==
@@ -175,7 +95,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < reps; ++i) run(a);
       CK(cudaEventRecord(e1, st));
       if (cudaEventSynchronize(e1) != cudaSuccess || cudaGetLastError() != cudaSuccess) {
-        std::fprintf(stderr, "a launch failed: %s\n", cfg(a).c_str());
+        std::fprintf(stderr, "a launch failed: %s\n", algoConfig(a).c_str());
         std::exit(1);
       }
       float ms = 0;
@@ -184,10 +104,8 @@ int main(int argc, char** argv) {
     };
     // The heuristic's candidates.
     cublasLtMatmulHeuristicResult_t res[32];
-    int found = 0;
-    if (cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 32, res, &found) !=
-            CUBLAS_STATUS_SUCCESS ||
-        found == 0) {
+    const int found = heuristicAlgos(lt, g, ws, res, 32);
+    if (found == 0) {
       std::printf("%-36s no algorithm\n", s.name);
       continue;
     }
@@ -291,19 +209,14 @@ int main(int argc, char** argv) {
     std::string bestCfg = "-";
     for (size_t c = 0; c < cands.size(); ++c) {
       const float ms = median(rounds[c + 1]);
-      if (ms < best) best = ms, bestCfg = cfg(cands[c].algo);
+      if (ms < best) best = ms, bestCfg = algoConfig(cands[c].algo);
     }
     std::printf("%-36s %9.4f %9.4f %6.3f %7d %7d | %s (heuristic: %s; %d ids, %.0f s)\n", s.name,
-                h, best, best / h, valid, timed, bestCfg.c_str(), cfg(heur).c_str(), nIds,
+                h, best, best / h, valid, timed, bestCfg.c_str(), algoConfig(heur).c_str(), nIds,
                 elapsed());
     for (size_t c = 0; c < cands.size(); ++c)
-      std::printf("    %9.4f  %s\n", median(rounds[c + 1]), cfg(cands[c].algo).c_str());
+      std::printf("    %9.4f  %s\n", median(rounds[c + 1]), algoConfig(cands[c].algo).c_str());
     std::fflush(stdout);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
   }
   return 0;
 }

@@ -11,7 +11,7 @@
 //
 // Build (CPU machine): nvcc -O2 -std=c++17 -arch=sm_90 bench/cuda/gemm_sweep.cu -lcublasLt
 //   -o runs/gemm_sweep.   Run (GPU): runs/gemm_sweep [workspace_bytes, default 51118336]
-#include "bench_check.h"
+#include "gemm_bench.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -21,47 +21,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-
-namespace {
-
-enum Epi { kNone, kBias, kGeluAuxBias, kDgelu, kBgradA, kDgeluBgrad };
-
-struct Shape {
-  const char* name;
-  int64_t m, n, k;
-  int ta, tb;
-  bool cF32;    // C, D f32 (weight gradients, the residual stream)
-  float beta;   // 1: accumulate into C (= D)
-  Epi epi;
-};
-
-struct Timed {
-  float ms;
-  int index;  // heuristic position (-1: split-K variant)
-  int splitk;
-  int tile;
-  int stages;
-};
-
-std::string cfg(const cublasLtMatmulAlgo_t& a) {
-  int id = 0, tile = 0, sk = 0, red = 0, swz = 0, stages = 0;
-  size_t w;
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof sk, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red,
-                                       &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
-                                       &w);
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "id %d tile %d splitk %d red %d swz %d stages %d", id, tile, sk,
-                red, swz, stages);
-  return buf;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   const size_t ws = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 51118336ull;
@@ -97,23 +56,8 @@ int main(int argc, char** argv) {
               prop.multiProcessorCount, (size_t)cublasLtGetVersion(), ws);
   cublasLtHandle_t lt;
   BK(cublasLtCreate(&lt));
-  size_t maxBytes = 0;
-  for (const Shape& s : shapes)
-    maxBytes = std::max({maxBytes, (size_t)(s.m * s.k * 2), (size_t)(s.k * s.n * 2),
-                         (size_t)(s.m * s.n * 4)});
-  void *A, *B, *C, *Aux, *Bias, *W;
-  CK(cudaMalloc(&A, maxBytes));
-  CK(cudaMalloc(&B, maxBytes));
-  CK(cudaMalloc(&C, maxBytes));
-  CK(cudaMalloc(&Aux, maxBytes));
-  CK(cudaMalloc(&Bias, 1 << 20));
-  CK(cudaMalloc(&W, ws));
-  // Small values (bf16 0x3c00 ~ 0.0078): no overflow in any epilogue.
-  CK(cudaMemset(A, 0x3c, maxBytes));
-  CK(cudaMemset(B, 0x3c, maxBytes));
-  CK(cudaMemset(C, 0, maxBytes));
-  CK(cudaMemset(Aux, 0x3c, maxBytes));
-  CK(cudaMemset(Bias, 0, 1 << 20));
+  const GemmBuffers buf(shapes, ws);
+  void *A = buf.A, *B = buf.B, *C = buf.C, *W = buf.W;
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
   cudaEvent_t e0, e1;
@@ -122,48 +66,13 @@ int main(int argc, char** argv) {
   std::printf("%-38s %9s %9s %9s %9s %9s | %s\n", "shape", "heur#0", "best/6", "best/32",
               "splitK", "TFLOP/s", "fastest algorithm");
   for (const Shape& s : shapes) {
-    cublasLtMatmulDesc_t desc;
-    BK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const int32_t opA = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-    BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (s.epi != kNone) {
-      const cublasLtEpilogue_t e = s.epi == kBias          ? CUBLASLT_EPILOGUE_BIAS
-                                   : s.epi == kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                   : s.epi == kDgelu       ? CUBLASLT_EPILOGUE_DGELU
-                                   : s.epi == kDgeluBgrad  ? CUBLASLT_EPILOGUE_DGELU_BGRAD
-                                                           : CUBLASLT_EPILOGUE_BGRADA;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-    }
-    if (s.epi == kBias || s.epi == kGeluAuxBias || s.epi == kBgradA || s.epi == kDgeluBgrad) {
-      const int32_t bt = s.cF32 ? CUDA_R_32F : CUDA_R_16BF;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias,
-                                        sizeof Bias));
-    }
-    if (s.epi == kGeluAuxBias || s.epi == kDgelu || s.epi == kDgeluBgrad) {
-      const int64_t ld = s.n;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
-      const int32_t at = CUDA_R_16BF;
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at,
-                                        sizeof at));
-      BK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &Aux,
-                                        sizeof Aux));
-    }
+    const GemmSetup g(s, buf.Bias, buf.Aux);
+    cublasLtMatmulDesc_t desc = g.desc;
+    cublasLtMatrixLayout_t la = g.la, lb = g.lb, lc = g.lc;
     const int64_t m = s.m, n = s.n, k = s.k;
-    cublasLtMatrixLayout_t la, lb, lc;
-    BK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.tb ? k : n, s.tb ? n : k, s.tb ? k : n));
-    BK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.ta ? m : k, s.ta ? k : m, s.ta ? m : k));
-    BK(cublasLtMatrixLayoutCreate(&lc, s.cF32 ? CUDA_R_32F : CUDA_R_16BF, n, m, n));
-    cublasLtMatmulPreference_t pref;
-    BK(cublasLtMatmulPreferenceCreate(&pref));
-    BK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                            sizeof ws));
     cublasLtMatmulHeuristicResult_t res[32];
-    int found = 0;
-    if (cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 32, res, &found) !=
-            CUBLAS_STATUS_SUCCESS ||
-        found == 0) {
+    const int found = heuristicAlgos(lt, g, ws, res, 32);
+    if (found == 0) {
       std::printf("%-38s no algorithm\n", s.name);
       continue;
     }
@@ -183,7 +92,6 @@ int main(int argc, char** argv) {
       if (cudaGetLastError() != cudaSuccess) return -1.f;
       return ms / 20;
     };
-    std::vector<Timed> t;
     float first = -1, best6 = 1e9, best32 = 1e9, bestSk = 1e9;
     std::string bestCfg;
     for (int i = 0; i < found; ++i) {
@@ -194,7 +102,7 @@ int main(int argc, char** argv) {
       if (i < 6) best6 = std::min(best6, ms);
       if (ms < best32) {
         best32 = ms;
-        bestCfg = "heur#" + std::to_string(i) + " " + cfg(res[i].algo);
+        bestCfg = "heur#" + std::to_string(i) + " " + algoConfig(res[i].algo);
       }
     }
     for (int i = 0; i < std::min(found, 4); ++i)
@@ -212,7 +120,7 @@ int main(int argc, char** argv) {
         if (ms < bestSk) bestSk = ms;
         if (ms < best32) {
           best32 = ms;
-          bestCfg = "splitK of heur#" + std::to_string(i) + " " + cfg(a);
+          bestCfg = "splitK of heur#" + std::to_string(i) + " " + algoConfig(a);
         }
       }
     const double flop = 2.0 * m * n * k;
@@ -220,11 +128,6 @@ int main(int argc, char** argv) {
                 best32, bestSk > 1e8 ? -1.f : bestSk, flop / (best32 * 1e-3) / 1e12,
                 bestCfg.c_str(), found);
     std::fflush(stdout);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
   }
   return 0;
 }

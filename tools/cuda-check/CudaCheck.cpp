@@ -3033,6 +3033,16 @@ void benchKernels(Contexts& c, int reps) {
       tgrt_cuda::adamw(g, "bench", dt, p->p, pg->p, dt, pm->p, pv->p, P, 0.9f, 0.95f, 1e-8f, 0.1f,
                        clip.p);
     });
+    if (dt == F) { // mixed precision's AdamW: f32 p, g, m, v and the bf16 working copy
+      ck(cudaMemset(pm->p, 0x3c, P * 4), "cudaMemset"); // nonzero moments, gradients and
+      ck(cudaMemset(pv->p, 0x3c, P * 4), "cudaMemset"); // values (0x3c3c3c3c ~ 0.0115): the
+      ck(cudaMemset(pg->p, 0x3c, P * 4), "cudaMemset"); // divisions' common path
+      ck(cudaMemset(p->p, 0x3c, P * 4), "cudaMemset");
+      row("adamw_wc 124M (f32 p, g, m, v; bf16 copy; nonzero)", dt, 30, 30, (double)P, [&] {
+        tgrt_cuda::adamw(g, "bench", F, p->p, pg->p, F, pm->p, pv->p, P, 0.9f, 0.95f, 1e-8f, 0.1f,
+                         clip.p, B, logits->p); // (the copy: 249 MB, in the logits' buffer)
+      });
+    }
     flops("matmul 16384 x 3072 x 768 (MLP up)", dt, 2.0 * T * H * d, [&] {
       tgrt_cuda::matmul(g, "bench", dt, x->p, w->p, h1->p, 1, T, H, d, 0, 0, 0, 0, 0, 1.0f, 0.0f);
     });
