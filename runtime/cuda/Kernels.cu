@@ -1770,40 +1770,32 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
   pf = pf - a.lr * ((mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps) + a.wd * pf);
 }
 
-/// ldPack / stPack with streaming cache hints when CS (ld.global.cs / st.global.cs: the
-/// lines are evicted first; AdamW reads and writes every byte of its tensors once per step,
-/// so keeping them in L2 only pushes out what the next step's first kernels read). The same
-/// values either way; the emulator has no caches.
-template <bool CS, int W, typename T>
-__device__ __forceinline__ void ldPackS(const T* p, int64_t iv, float (&f)[W]) {
+/// ldPack / stPack with streaming cache hints (ld.global.cs / st.global.cs: the lines are
+/// evicted first; AdamW reads and writes every byte of its tensors once per step, so keeping
+/// them in L2 only pushes out what the next step's first kernels read). The same values as
+/// ldPack / stPack; the emulator has no caches.
+template <int W, typename T>
+__device__ __forceinline__ void ldPackCs(const T* p, int64_t iv, float (&f)[W]) {
 #ifdef TGRT_CUDA_EMULATE
   ldPack(p, iv, f);
 #else
-  if constexpr (!CS) {
-    ldPack(p, iv, f);
-  } else {
-    constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-    const T* base = p + iv * W;
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  const T* base = p + iv * W;
 #pragma unroll
-    for (int u = 0; u < kWords; ++u)
-      unpack16(__ldcs(reinterpret_cast<const uint4*>(base + u * kPer)), f + u * kPer, T{});
-  }
+  for (int u = 0; u < kWords; ++u)
+    unpack16(__ldcs(reinterpret_cast<const uint4*>(base + u * kPer)), f + u * kPer, T{});
 #endif
 }
-template <bool CS, int W, typename T>
-__device__ __forceinline__ void stPackS(T* p, int64_t iv, const float (&f)[W]) {
+template <int W, typename T>
+__device__ __forceinline__ void stPackCs(T* p, int64_t iv, const float (&f)[W]) {
 #ifdef TGRT_CUDA_EMULATE
   stPack(p, iv, f);
 #else
-  if constexpr (!CS) {
-    stPack(p, iv, f);
-  } else {
-    constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-    T* base = p + iv * W;
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  T* base = p + iv * W;
 #pragma unroll
-    for (int u = 0; u < kWords; ++u)
-      __stcs(reinterpret_cast<uint4*>(base + u * kPer), pack16(f + u * kPer, T{}));
-  }
+  for (int u = 0; u < kWords; ++u)
+    __stcs(reinterpret_cast<uint4*>(base + u * kPer), pack16(f + u * kPer, T{}));
 #endif
 }
 
@@ -1814,12 +1806,12 @@ __device__ __forceinline__ void stPackS(T* p, int64_t iv, const float (&f)[W]) {
 // p, g: TP; m, v: TS. clip[1] is read here on the device: when it is not finite (a skipped,
 // overflowed step) the kernel changes nothing. Packs of W when `vec` (all four pointers
 // 16-byte aligned), then the scalar tail.
-// CS: the packs with streaming cache hints (ldPackS; the same values). Every launch takes
-// them: on the H200 the mixed-precision update (f32 p, g, m, v and the bf16 working copy,
-// 124M values, 30 bytes each) took 0.935 ms against 1.050 with plain loads and stores
+// The packs move with streaming cache hints (ldPackCs, stPackCs; the same values): on the
+// H200 the mixed-precision update (f32 p, g, m, v and the bf16 working copy, 124M values,
+// 30 bytes each) took 0.935 ms against 1.050 with plain loads and stores
 // (3.99 against 3.55 TB/s; float arithmetic instead of double: 0.955, so the double math
 // does not bound it; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29, night).
-template <int W, typename TP, typename TS, typename P, typename TW = TP, bool CS = false>
+template <int W, typename TP, typename TS, typename P, typename TW = TP>
 __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
                              int64_t n, bool vec, TW* w = nullptr) {
   using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
@@ -1830,23 +1822,23 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
     const int64_t nW = n / W;
     for (int64_t i = t; i < nW; i += stride) {
       float pv[W], gv[W], mv[W], vv[W];
-      ldPackS<CS>(p, i, pv);
-      ldPackS<CS>(m, i, mv);
-      ldPackS<CS>(v, i, vv);
-      ldPackS<CS>(g, i, gv);
+      ldPackCs(p, i, pv);
+      ldPackCs(m, i, mv);
+      ldPackCs(v, i, vv);
+      ldPackCs(g, i, gv);
       // clip[1] read with the pack (not before the first load): not finite = a skipped step.
       const float cf = clip ? clip[1] : 1.0f;
       if (!finiteF(cf)) return;
       const C c = (C)cf;
 #pragma unroll
       for (int j = 0; j < W; ++j) adamwOne(a, pv[j], gv[j], mv[j], vv[j], c);
-      stPackS<CS>(p, i, pv);
-      stPackS<CS>(m, i, mv);
-      stPackS<CS>(v, i, vv);
+      stPackCs(p, i, pv);
+      stPackCs(m, i, mv);
+      stPackCs(v, i, vv);
       if (w) { // the working copy: the stored p rounded to TW
 #pragma unroll
         for (int j = 0; j < W; ++j) pv[j] = toF(fromF<TP>(pv[j]));
-        stPackS<CS>(w, i, pv);
+        stPackCs(w, i, pv);
       }
     }
     done = nW * W;
@@ -3714,11 +3706,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
         const bool vec = aligned16(p, g, m, v);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TP, true>, grid,
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
                  (TP*)nullptr);
         else
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TP, true>, grid,
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
                  (TP*)nullptr);
         return;
@@ -3730,11 +3722,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW, true>, grid,
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
                  mp<TW>(w));
         } else
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW, true>, grid,
+          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
                  mp<TW>(w));
       });
