@@ -79,12 +79,19 @@ struct GemmSetup {
   GemmSetup& operator=(const GemmSetup&) = delete;
 };
 
-/// Device buffers for every shape of a bench: A, B, C and Aux of the largest operand
-/// (A, B, Aux bf16 0x3c3c ~ 0.0115: no overflow in any epilogue; C zero), a 1 MiB zero bias
-/// and a ws-byte workspace W.
+/// What every shape of a bench uses: device buffers A, B, C and Aux of the largest operand
+/// (A, B, Aux bf16 0x3c3c ~ 0.0115: no overflow in any epilogue; C zero), a 1 MiB zero bias,
+/// a ws-byte workspace W, the cuBLASLt handle, a stream and two timing events.
 struct GemmBuffers {
   void *A = nullptr, *B = nullptr, *C = nullptr, *Aux = nullptr, *Bias = nullptr, *W = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cudaStream_t st = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
   GemmBuffers(const std::vector<Shape>& shapes, size_t ws) {
+    BK(cublasLtCreate(&lt));
+    CK(cudaStreamCreate(&st));
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
     size_t maxBytes = 0;
     for (const Shape& s : shapes)
       maxBytes = std::max({maxBytes, (size_t)(s.m * s.k * 2), (size_t)(s.k * s.n * 2),

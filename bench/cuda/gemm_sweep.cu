@@ -54,15 +54,11 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("gemm_sweep on %s (%d SMs), cuBLASLt %zu, workspace %zu bytes\n", prop.name,
               prop.multiProcessorCount, (size_t)cublasLtGetVersion(), ws);
-  cublasLtHandle_t lt;
-  BK(cublasLtCreate(&lt));
   const GemmBuffers buf(shapes, ws);
   void *A = buf.A, *B = buf.B, *C = buf.C, *W = buf.W;
-  cudaStream_t st;
-  CK(cudaStreamCreate(&st));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  cublasLtHandle_t lt = buf.lt;
+  cudaStream_t st = buf.st;
+  cudaEvent_t e0 = buf.e0, e1 = buf.e1;
   std::printf("%-38s %9s %9s %9s %9s %9s | %s\n", "shape", "heur#0", "best/6", "best/32",
               "splitK", "TFLOP/s", "fastest algorithm");
   for (const Shape& s : shapes) {
