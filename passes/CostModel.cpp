@@ -191,6 +191,10 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   //     ids name instead of clearing the table and storing them.
   //   tgrt_layer_norm_bwd_acc_bgrad: the same kernel with a third column sum in registers
   //     (the bias gradient; no more bytes read).
+  //   tgrt_rms_norm_bwd_acc: tgrt_rms_norm_bwd's kernel that also reads the residual
+  //     gradient and writes its low copy (mixed precision: 16 bytes per element against
+  //     10; the extra bytes are not priced apart; the tgrt_add_mixed it replaces, 12 bytes
+  //     per element, goes from the trace).
   //   tgrt_linear_cross_entropy_store: the same GEMMs, the first chunk's dw GEMM not
   //     reading dw (one vocab x d read fewer, not priced apart).
   static const std::pair<const char *, const char *> kPricedAs[] = {
@@ -198,7 +202,8 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},
-      {"tgrt_embedding_bwd_acc", "tgrt_embedding_bwd"}};
+      {"tgrt_embedding_bwd_acc", "tgrt_embedding_bwd"},
+      {"tgrt_rms_norm_bwd_acc", "tgrt_rms_norm_bwd"}};
   auto k = t.kernels.find(call.kernel);
   for (const auto &[kernel, as] : kPricedAs)
     if (k == t.kernels.end() && call.kernel == kernel)

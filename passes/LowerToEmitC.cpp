@@ -989,10 +989,33 @@ private:
         })
         .Case([&](RmsNormGradOp o) {
           int64_t d = dim(o.getX(), -1);
+          // dgamma straight into its gradient slot when that is the slot's only write
+          // (planWeightGradWrites: the slot is not zeroed, its accumulation emits nothing).
+          const ParamSlot *slot = nullptr;
+          if (takePlannedWrite(lnSlotWrites, op)) {
+            SlotSink sg = slotSink(o.getDgamma(), /*allowAdd=*/false);
+            slot = slotOf(sg.acc.getParam());
+            fusedAway.insert(sg.acc);
+          }
+          Arg dgamma = slot ? gradSlot(slot) : Arg(o.getDgamma());
+          // The residual stream's gradient: dx added in place (and its low copy for the next
+          // GEMM) by the same pass, as the layer norm's tgrt_layer_norm_bwd_acc.
+          if (auto [add, low] = residualGradSink(o, o.getDx()); add) {
+            fusedAway.insert(add);
+            if (low)
+              fusedAway.insert(low);
+            Value dres = add.getLhs() == o.getDx() ? add.getRhs() : add.getLhs();
+            return call(op, "tgrt_rms_norm_bwd_acc",
+                        {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
+                         dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getRstd()), Arg(dres),
+                         low ? dt(low.getResult()) : Arg(std::string("TGRT_F32")),
+                         low ? Arg(low.getResult()) : Arg(std::string("NULL")), dgamma,
+                         numel(o.getX()) / d, d});
+          }
           return call(op, "tgrt_rms_norm_bwd",
                       {dt(o.getDy()), Arg(o.getDy()), dt(o.getX()), Arg(o.getX()),
                        dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getRstd()), Arg(o.getDx()),
-                       Arg(o.getDgamma()), numel(o.getX()) / d, d});
+                       dgamma, numel(o.getX()) / d, d});
         })
         .Case([&](SwigluGradOp o) {
           int64_t f = dim(o.getDy(), -1);
@@ -1154,7 +1177,7 @@ private:
         })
         .Case([&](LayerNormGradOp o) {
           int64_t d = dim(o.getX(), -1);
-          if (auto [add, low] = residualGradSink(o); add) {
+          if (auto [add, low] = residualGradSink(o, o.getDx()); add) {
             fusedAway.insert(add);
             if (low)
               fusedAway.insert(low);
@@ -1704,13 +1727,15 @@ private:
   /// add's other operand, same buffer as its result) -> one tgrt_layer_norm_bwd_acc; the
   /// cast of the sum right after the add (the next GEMM's low-precision input) joins when
   /// its buffer is free from the layer norm on.
-  std::pair<AddOp, CastOp> residualGradSink(LayerNormGradOp ln) {
+  /// Likewise an RMSNorm's backward (tgrt_rms_norm_bwd_acc): `ln` is the norm's gradient
+  /// op and `dx` its input gradient.
+  std::pair<AddOp, CastOp> residualGradSink(Operation *ln, Value dx) {
     auto add = dyn_cast_or_null<AddOp>(ln->getNextNode());
-    if (!add || !ln.getDx().hasOneUse() || add.getLhs() == add.getRhs() ||
-        (add.getLhs() != ln.getDx() && add.getRhs() != ln.getDx()))
+    if (!add || !dx.hasOneUse() || add.getLhs() == add.getRhs() ||
+        (add.getLhs() != dx && add.getRhs() != dx))
       return {};
-    Value dres = add.getLhs() == ln.getDx() ? add.getRhs() : add.getLhs();
-    if (rt(dres).getElementType() != rt(ln.getDx()).getElementType())
+    Value dres = add.getLhs() == dx ? add.getRhs() : add.getLhs();
+    if (rt(dres).getElementType() != rt(dx).getElementType())
       return {};
     FailureOr<PtrRef> p = ptrOf(dres), q = ptrOf(add.getResult());
     if (failed(p) || failed(q) || p->region != q->region ||
@@ -1720,12 +1745,12 @@ private:
     // ops touch, except dx, which the fused call never writes.
     CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
     SmallVector<Value> touched;
-    for (Operation *op : {ln.getOperation(), add.getOperation()}) {
+    for (Operation *op : {ln, add.getOperation()}) {
       for (Value v : op->getOperands())
-        if (v != ln.getDx())
+        if (v != dx)
           touched.push_back(v);
       for (Value v : op->getResults())
-        if (v != ln.getDx())
+        if (v != dx)
           touched.push_back(v);
     }
     if (!low || low.getX() != add.getResult() || !disjoint(low.getResult(), touched))
@@ -2005,7 +2030,8 @@ private:
   /// Layer-norm backwards (fused with the residual stream's gradient) whose dgamma and dbeta
   /// are their slots' only writes of the step (planWeightGradWrites): lowered to
   /// tgrt_layer_norm_bwd_acc writing the two slots, not _acc_slots adding into zeroed ones;
-  /// likewise embedding backwards whose table gradient is its slot's only write
+  /// RMSNorm backwards whose dgamma is its slot's only write (tgrt_rms_norm_bwd[_acc] with
+  /// the slot as dgamma); likewise embedding backwards whose table gradient is its slot's only write
   /// (tgrt_embedding_bwd into the slot). slotWritten collects those lowered so (every one
   /// must be: their slots are not zeroed).
   /// lossSlotWrites: fused losses (tg.linear_cross_entropy) that are their dw slot's first
@@ -2078,7 +2104,7 @@ private:
     // such a bias slot from the layer norm on.
     fn.walk([&](LayerNormGradOp o) {
       const ParamSlot *g = soleSlot(o.getDgamma()), *b = soleSlot(o.getDbeta());
-      auto [add, low] = residualGradSink(o);
+      auto [add, low] = residualGradSink(o, o.getDx());
       if (!add || !g || !b)
         return;
       lnSlotWrites.insert(o);
@@ -2095,6 +2121,15 @@ private:
         biasInWgrad.insert(bias);
         noteWhole(lnBias[o]);
         break;
+      }
+    });
+    // An RMSNorm's dgamma likewise (whether or not its dx joins the residual gradient:
+    // tgrt_rms_norm_bwd_acc or tgrt_rms_norm_bwd, both write dgamma); RMSNorm has no beta
+    // and the Llama family no projection biases.
+    fn.walk([&](RmsNormGradOp o) {
+      if (const ParamSlot *g = soleSlot(o.getDgamma())) {
+        lnSlotWrites.insert(o);
+        noteWhole(g);
       }
     });
     auto fuseBias = [&](Operation *op, Value db, Value dy) {

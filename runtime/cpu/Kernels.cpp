@@ -1701,6 +1701,21 @@ void tgrt_rms_norm_bwd(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void*
   });
 }
 
+/// tgrt_rms_norm_bwd into a scratch dx, then tgrt_add_mixed into dres (and low): the
+/// unfused chain, so the result equals the separate calls bit for bit (tgrt.h). dgamma is
+/// overwritten, as tgrt_rms_norm_bwd's.
+void tgrt_rms_norm_bwd_acc(tgrt_ctx* ctx, const char* loc, int32_t y_dt, const void* dy,
+                           int32_t x_dt, const void* x, int32_t p_dt, const void* gamma,
+                           const float* rstd, void* dres, int32_t low_dt, void* low,
+                           void* dgamma, int64_t rows, int64_t d) {
+  checkNonNegative(loc, "rms_norm_bwd_acc(rows, d)", rows, d);
+  checkDtype(loc, "rms_norm_bwd_acc (x, dres)", x_dt);
+  if (rows > 0 && d > 0) checkPtrs(loc, "rms_norm_bwd_acc", {dres});
+  std::vector<unsigned char> dx((size_t)(rows * d) * elemBytes(x_dt) + 1);
+  tgrt_rms_norm_bwd(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, rstd, dx.data(), dgamma, rows, d);
+  tgrt_add_mixed(ctx, loc, x_dt, dres, x_dt, dx.data(), dres, low_dt, low, rows * d);
+}
+
 /// Rotary position embedding (Su et al. 2021, RoFormer; tgrt.h) on the q and k heads of a
 /// packed x [batch, t, heads + 2 kv_heads, hd] (dt), the v heads copied. For pair i < hd/2 of
 /// position p: a = p * tgrt_rope_inv_freq(i, hd, theta, scaling) (float product), c, s =

@@ -104,6 +104,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_attention_bwd attentionBwd
 #define TGRT_CUDA_tgrt_rms_norm_fwd rmsNormFwd
 #define TGRT_CUDA_tgrt_rms_norm_bwd rmsNormBwd
+#define TGRT_CUDA_tgrt_rms_norm_bwd_acc rmsNormBwdAcc
 #define TGRT_CUDA_tgrt_rope rope
 #define TGRT_CUDA_tgrt_swiglu_fwd swigluFwd
 #define TGRT_CUDA_tgrt_swiglu_bwd swigluBwd

@@ -375,6 +375,11 @@ void rmsNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int3
 void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
                 const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx,
                 void* dgamma, int64_t rows, int64_t d);
+/// tgrt_rms_norm_bwd_acc: rmsNormBwd with its dx added into dres (and low), one pass.
+void rmsNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                   const void* x, int32_t p_dt, const void* gamma, const float* rstd,
+                   void* dres, int32_t low_dt, void* low, void* dgamma, int64_t rows,
+                   int64_t d);
 /// scaling: NULL or 4 floats of host memory (read on the host, like loc); the inverse
 /// frequencies are computed on the host (tgrt_rope_inv_freq) and passed to the kernel, so
 /// they are the CPU backend's bit for bit; cos / sin are sincosf (full precision). hd <= 512.

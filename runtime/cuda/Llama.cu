@@ -203,12 +203,18 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 // over its rows (in row order) in registers; at the end the block's row groups are added in
 // order (TPR 32: warps 0..7 through shared memory) into part[blockIdx.x, :] (float32).
 // At most 128 registers (2 blocks per SM; the f32 rows of 8 packs per thread asked for 140).
-template <int TPR, int NV, int W, typename TDY, typename TX, typename TP>
+// ACC (tgrt_rms_norm_bwd_acc): dx is the residual stream's gradient, read and written:
+// dx = round_TX(dx + round_TX(dx_norm)), the sum of tgrt_add_mixed; with LOW the rounded sum
+// also goes to low (TL), the next GEMM's input. The residual gradient's pack is loaded at the
+// store (kept from the first loop it would take NV * W more registers than the 128 allow).
+template <int TPR, int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
+          bool LOW = false, typename TL = TX>
 __global__ void __launch_bounds__(kBlock, 2)
     rms_norm_bwd_vec_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
                             const TP* __restrict__ gamma, const float* __restrict__ rstd,
                             TX* __restrict__ dx, float* __restrict__ part, int64_t rows,
-                            int64_t d) {
+                            int64_t d, TL* __restrict__ low = nullptr) {
+  static_assert(ACC || !LOW, "the low copy is of the accumulated residual gradient");
   static_assert(TPR == 32 || TPR == kBlock, "a warp or the block per row");
   constexpr int RPB = kBlock / TPR;
   __shared__ float red[32];
@@ -254,7 +260,14 @@ __global__ void __launch_bounds__(kBlock, 2)
         ldPack(gamma, c, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - xh[k][j] * meanGX);
+        if constexpr (ACC) {
+          float pv[W];
+          ldPack(dx + r * d, c, pv);
+#pragma unroll
+          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(pv[j] + toF(fromF<TX>(o[j]))));
+        }
         stPack(dx + r * d, c, o);
+        if constexpr (LOW) stPack(low + r * d, c, o);
       }
     }
   }
@@ -290,10 +303,19 @@ __global__ void __launch_bounds__(kBlock, 2)
   }
 }
 
-// dx of the scalar RMSNorm backward (runtime-typed accessors), one warp per row.
+/// v rounded to dt (bf16, f16; f32 unchanged), back as a float.
+__device__ __forceinline__ float roundDyn(int32_t dt, float v) {
+  if (dt == TGRT_BF16) return bf16ToFloat(bf16FromFloat(v));
+  if (dt == TGRT_F16) return f16ToFloat(f16FromFloat(v));
+  return v;
+}
+
+// dx of the scalar RMSNorm backward (runtime-typed accessors), one warp per row. With
+// `acc` (tgrt_rms_norm_bwd_acc: dx.p is the residual stream's gradient) the rounded dx is
+// added into it, dx = round(dx + round(dx_norm)), and `low` (when low.p) gets the sum.
 __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
                                        const float* __restrict__ rstd, StDyn dx, int64_t rows,
-                                       int64_t d) {
+                                       int64_t d, bool acc, StDyn low) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -303,8 +325,12 @@ __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
     float sgx = 0.0f;
     for (int64_t c = lane; c < d; c += 32) sgx += dy(o + c) * gamma(c) * (x(o + c) * rs);
     const float meanGX = warpSum(sgx) / (float)d;
-    for (int64_t c = lane; c < d; c += 32)
-      dx(o + c, rs * (dy(o + c) * gamma(c) - (x(o + c) * rs) * meanGX));
+    for (int64_t c = lane; c < d; c += 32) {
+      float v = rs * (dy(o + c) * gamma(c) - (x(o + c) * rs) * meanGX);
+      if (acc) v = roundDyn(dx.dt, LdDyn{dx.p, dx.dt}(o + c) + roundDyn(dx.dt, v));
+      dx(o + c, v);
+      if (low.p) low(o + c, v);
+    }
   }
 }
 
@@ -333,15 +359,30 @@ __global__ void rms_norm_col_partials_kernel(LdDyn dy, LdDyn x, const float* __r
   }
 }
 
-// dgamma[c] = sum over the partial rows k = 0, 1, ... of part[k, c] (float32, in order),
-// rounded once. One thread per column (consecutive threads: consecutive columns).
-__global__ void rms_norm_dgamma_kernel(const float* __restrict__ part, StDyn dgamma,
-                                       int64_t nPart, int64_t d) {
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < d;
-       c += (int64_t)gridDim.x * blockDim.x) {
-    float s = 0.0f;
-    for (int64_t k = 0; k < nPart; ++k) s += part[k * d + c];
-    dgamma(c, s);
+// dgamma[c] = the sum over k < nPart of part[k, c]. A block of 256 threads takes 16 columns:
+// row lane ty < 16 of column c adds parts ty, ty + 16, ... in order (float), then the 16 lane
+// sums are added in lane order (an order fixed by nPart alone: the same bits on every device
+// and every run). It was one thread per column adding all nPart (<= 512) parts in sequence,
+// d / 256 blocks waiting on one L2 load after another: the whole backward took 0.078 ms at
+// SmolLM2's 16384 x 576 and 0.096 at Llama 3.2 1B's 8192 x 2048, about 0.054 ms over what
+// its bytes take at either size (H200 profiles, 2026-11-29, docs/results.md).
+constexpr int kDgCols = 16, kDgLanes = kBlock / kDgCols;
+__global__ void __launch_bounds__(kBlock)
+    rms_norm_dgamma_kernel(const float* __restrict__ part, StDyn dgamma, int64_t nPart,
+                           int64_t d) {
+  __shared__ float s[kDgLanes][kDgCols + 1];
+  const int tx = threadIdx.x % kDgCols, ty = threadIdx.x / kDgCols;
+  const int64_t c = (int64_t)blockIdx.x * kDgCols + tx;
+  float a = 0.0f;
+  if (c < d)
+    for (int64_t k = ty; k < nPart; k += kDgLanes) a += part[k * d + c];
+  s[ty][tx] = a;
+  __syncthreads();
+  if (ty == 0 && c < d) {
+    float t = 0.0f;
+#pragma unroll
+    for (int l = 0; l < kDgLanes; ++l) t += s[l][tx];
+    dgamma(c, t);
   }
 }
 
@@ -617,21 +658,27 @@ void rmsNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int3
            eps);
 }
 
-void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
-                const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx,
-                void* dgamma, int64_t rows, int64_t d) {
+namespace {
+/// rmsNormBwd and rmsNormBwdAcc: with `acc`, dx is the residual stream's gradient the norm's
+/// input gradient is added into (and low, when not NULL, its low_dt copy).
+void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                    const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx,
+                    int32_t low_dt, void* low, void* dgamma, int64_t rows, int64_t d,
+                    bool acc) {
+  const char* what = acc ? "rms_norm_bwd_acc" : "rms_norm_bwd";
   checkCtx(ctx, loc);
-  checkNonNegative(loc, "rms_norm_bwd(rows, d)", rows, d);
+  checkNonNegative(loc, acc ? "rms_norm_bwd_acc(rows, d)" : "rms_norm_bwd(rows, d)", rows, d);
   elemBytes(loc, "rms_norm_bwd (dy)", y_dt);
   elemBytes(loc, "rms_norm_bwd (x, dx)", x_dt);
   const int64_t pes = elemBytes(loc, "rms_norm_bwd (gamma, dgamma)", p_dt);
+  if (low) elemBytes(loc, "rms_norm_bwd_acc (low)", low_dt);
   if (d == 0) return;
-  checkPtrs(loc, "rms_norm_bwd", {dgamma});
+  checkPtrs(loc, what, {dgamma});
   if (rows == 0) { // dgamma = the empty sum
     check(cudaMemsetAsync(dgamma, 0, (size_t)(d * pes), ctx->stream), loc, "cudaMemsetAsync");
     return;
   }
-  checkPtrs(loc, "rms_norm_bwd", {dy, x, gamma, rstd, dx});
+  checkPtrs(loc, what, {dy, x, gamma, rstd, dx});
   float* part = reinterpret_cast<float*>(ctx->regions[TGRT_WORKSPACE]);
   int64_t nPart = 0;
   withRmsTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
@@ -640,8 +687,9 @@ void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int
     using TY = decltype(ty);
     constexpr int W = packWidth<TX, TP, TY>();
     int tpr = 0, nv = 0;
+    // The register kernel's low copy has dy's type (mixed precision's bf16 / f16 GEMM input).
     if (d % W != 0 || !aligned16(dy) || !aligned16(x) || !aligned16(gamma) || !aligned16(dx) ||
-        !rmsShape(d / W, W, tpr, nv))
+        (low && (low_dt != y_dt || !aligned16(low))) || !rmsShape(d / W, W, tpr, nv))
       return;
     const int64_t rpb = kBlock / tpr;
     int64_t blocks = (rows + rpb - 1) / rpb;
@@ -650,9 +698,20 @@ void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int
                    align256(blocks * d * (int64_t)sizeof(float)));
     withRmsShape<W>(tpr, nv, [&](auto tprC, auto nvC) {
       constexpr int TPR = decltype(tprC)::value, NV = decltype(nvC)::value;
-      launch(ctx, loc, "rms_norm_bwd_vec_kernel", rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP>,
-             dim3((unsigned)blocks), dim3(kBlock), 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd,
-             mp<TX>(dx), part, rows, d);
+      const dim3 grid((unsigned)blocks), block(kBlock);
+      if (!acc)
+        launch(ctx, loc, "rms_norm_bwd_vec_kernel", rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP>,
+               grid, block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part,
+               rows, d, (TX*)nullptr);
+      else if (!low)
+        launch(ctx, loc, "rms_norm_bwd_vec_kernel",
+               rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true>, grid, block, 0, cp<TY>(dy),
+               cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d, (TX*)nullptr);
+      else
+        launch(ctx, loc, "rms_norm_bwd_vec_kernel",
+               rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true, true, TY>, grid, block, 0,
+               cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d,
+               mp<TY>(low));
       nPart = blocks;
     });
   });
@@ -665,13 +724,31 @@ void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int
     if ((d + 31) / 32 > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
     launch(ctx, loc, "rms_norm_bwd_dx_kernel", rms_norm_bwd_dx_kernel, dim3(gridFor(rows, 8)),
            dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, rstd,
-           StDyn{dx, x_dt}, rows, d);
+           StDyn{dx, x_dt}, rows, d, acc, StDyn{low, low_dt});
     launch(ctx, loc, "rms_norm_col_partials_kernel", rms_norm_col_partials_kernel,
            dim3((unsigned)((d + 31) / 32), (unsigned)nPart), dim3(32, 8), 0, LdDyn{dy, y_dt},
            LdDyn{x, x_dt}, rstd, part, rows, d, per);
   }
-  launch(ctx, loc, "rms_norm_dgamma_kernel", rms_norm_dgamma_kernel, dim3(gridFor(d, kBlock)),
-         dim3(kBlock), 0, (const float*)part, StDyn{dgamma, p_dt}, nPart, d);
+  if ((d + kDgCols - 1) / kDgCols > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
+  launch(ctx, loc, "rms_norm_dgamma_kernel", rms_norm_dgamma_kernel,
+         dim3((unsigned)((d + kDgCols - 1) / kDgCols)), dim3(kBlock), 0, (const float*)part,
+         StDyn{dgamma, p_dt}, nPart, d);
+}
+} // namespace
+
+void rmsNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                const void* x, int32_t p_dt, const void* gamma, const float* rstd, void* dx,
+                void* dgamma, int64_t rows, int64_t d) {
+  rmsNormBwdImpl(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, rstd, dx, TGRT_F32, nullptr, dgamma,
+                 rows, d, false);
+}
+
+void rmsNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
+                   const void* x, int32_t p_dt, const void* gamma, const float* rstd,
+                   void* dres, int32_t low_dt, void* low, void* dgamma, int64_t rows,
+                   int64_t d) {
+  rmsNormBwdImpl(ctx, loc, y_dt, dy, x_dt, x, p_dt, gamma, rstd, dres, low_dt, low, dgamma, rows,
+                 d, true);
 }
 
 void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch,

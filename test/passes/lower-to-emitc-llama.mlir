@@ -62,21 +62,26 @@
 // CHECK-NOT:  zero_grad.wte
 // CHECK:      tgrt_linear_cross_entropy_store(
 // The backward: dy, the forward's x, gamma and rstd -> dx, dgamma. The gradient slots are
-// in the arena (grad_accum 1): ln_f.weight's [64] f32 slot is zeroed right before its
-// first writer.
-// CHECK-NEXT: tgrt_zero(ctx, "zero_grad.ln_f.weight", (float*)(A + {{[0-9]+}}), 256);
-// CHECK-NEXT: tgrt_rms_norm_bwd(ctx, "ln_f", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF]]), (float*)(A + [[#RF]]), (float*)(A + {{[0-9]+}}), (float*)(A + {{[0-9]+}}), 16, 64);
+// in the arena (grad_accum 1); each norm's dgamma is its slot's only write, so the call
+// writes the slot (no tgrt_zero before it, no tgrt_accumulate after it).
+// CHECK-NEXT: tgrt_rms_norm_bwd(ctx, "ln_f", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X2]]), TGRT_F32, (float*)(P + [[#GF]]), (float*)(A + [[#RF]]), (float*)(A + [[#DRES:]]), (float*)(A + {{[0-9]+}}), 16, 64);
+// CHECK-NOT:  zero_grad.ln
+// CHECK-NOT:  tgrt_accumulate
 // CHECK:      tgrt_matmul(ctx, "layers.0.mlp.proj", TGRT_F32, (float*)(A + {{[0-9]+}}), (float*)(P + {{[0-9]+}}), (float*)(A + [[#DSW:]]), 1, 16, 48, 64,
 // CHECK:      tgrt_swiglu_bwd(ctx, "layers.0.mlp.swiglu", TGRT_F32, (float*)(A + [[#FC]]), (float*)(A + [[#DSW]]), (float*)(A + [[#DFC:]]), 16, 48);
 // CHECK-NEXT: tgrt_matmul(ctx, "layers.0.mlp.fc", TGRT_F32, (float*)(A + [[#DFC]]),
-// CHECK:      tgrt_rms_norm_bwd(ctx, "layers.0.ln2", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X1]]), TGRT_F32, (float*)(P + [[#G2]]), (float*)(A + [[#R2]]),
+// The residual stream's gradient (ln_f's dx) takes each block norm's dx in the same call
+// (tgrt_rms_norm_bwd_acc: dres += dx, in place; fp32: no low copy), not a tgrt_add after it.
+// CHECK:      tgrt_rms_norm_bwd_acc(ctx, "layers.0.ln2", TGRT_F32, (float*)(A + {{[0-9]+}}), TGRT_F32, (float*)(A + [[#X1]]), TGRT_F32, (float*)(P + [[#G2]]), (float*)(A + [[#R2]]), (float*)(A + [[#DRES]]), TGRT_F32, NULL, (float*)(A + {{[0-9]+}}), 16, 64);
+// CHECK-NEXT: tgrt_matmul(ctx, "layers.0.attn.proj", TGRT_F32, (float*)(A + [[#DRES]]),
 // dq, dk, dv written into one packed dqkv (the same offsets 0, 512, 768 bytes), then rotated
 // back in place (sign -1) and fed to the qkv projection's gradient.
 // CHECK:      tgrt_attention_gqa_bwd(ctx, "layers.0.attn.pv", TGRT_F32, (float*)(A + [[#QKV]]), (float*)(A + [[#QKV+512]]), (float*)(A + [[#QKV+768]]), (float*)(A + [[#OUT]]), (float*)(A + [[#LSE]]), (float*)(A + {{[0-9]+}}), (float*)(A + [[#DQKV:]]),
 // CHECK-SAME: (float*)(A + [[#DQKV+512]]), (float*)(A + [[#DQKV+768]]), 2, 4, 2, 8, 32, 2048, 32, 256, 2048, 32, 256, 1024, 32, 128, 1, 0, 1.767766920e-01f);
 // CHECK-NEXT: tgrt_rope_scaled(ctx, "layers.0.attn.rope", TGRT_F32, (float*)(A + [[#DQKV]]), (float*)(A + [[#DQKV]]), 2, 8, 4, 2, 32, 1.000000000e+04f, 8.000000000e+00f, 1.000000000e+00f, 4.000000000e+00f, 1.600000000e+01f, -1);
 // CHECK-NEXT: tgrt_matmul(ctx, "layers.0.attn.qkv", TGRT_F32, (float*)(A + [[#DQKV]]), (float*)(P + [[#WQKV]]), (float*)(A + [[#DY1:]]), 1, 16, 64, 256,
-// CHECK:      tgrt_rms_norm_bwd(ctx, "layers.0.ln1", TGRT_F32, (float*)(A + [[#DY1]]), TGRT_F32, (float*)(A + [[#X0]]), TGRT_F32, (float*)(P + [[#G1]]), (float*)(A + [[#R1]]),
+// CHECK:      tgrt_rms_norm_bwd_acc(ctx, "layers.0.ln1", TGRT_F32, (float*)(A + [[#DY1]]), TGRT_F32, (float*)(A + [[#X0]]), TGRT_F32, (float*)(P + [[#G1]]), (float*)(A + [[#R1]]), (float*)(A + [[#DRES]]), TGRT_F32, NULL,
+// CHECK-NEXT: tgrt_embedding_bwd_acc(ctx, "wte", TGRT_F32, (int32_t*)(P + {{[0-9]+}}), (float*)(A + [[#DRES]]),
 // CHECK-LABEL: extern "C" void tg_optimizer_step(
 // CHECK-LABEL: extern "C" void tg_eval_step(
 // CHECK:      tgrt_rope_scaled(ctx, "layers.0.attn.rope", TGRT_F32, {{.*}}, 1);
@@ -91,6 +96,8 @@
 // The backward's dy is bf16, x and gamma f32.
 // BF16:      tgrt_rms_norm_bwd(v{{[0-9]+}}, "ln_f", TGRT_BF16, v{{[0-9]+}}, TGRT_F32, v{{[0-9]+}}, TGRT_F32,
 // BF16:      tgrt_swiglu_bwd(v{{[0-9]+}}, "layers.0.mlp.swiglu", TGRT_BF16, [[FC]], v{{[0-9]+}}, v{{[0-9]+}}, 16, 48);
+// The block norms' backward adds into the f32 stream gradient (bf16 dy, f32 x and gamma).
+// BF16:      tgrt_rms_norm_bwd_acc(v{{[0-9]+}}, "layers.0.ln2", TGRT_BF16, v{{[0-9]+}}, TGRT_F32, v{{[0-9]+}}, TGRT_F32, v{{[0-9]+}}, v{{[0-9]+}}, [[RES:v[0-9]+]],
 // BF16:      tgrt_attention_gqa_bwd(v{{[0-9]+}}, "layers.0.attn.pv", TGRT_BF16, [[QKV]],
 // BF16:      tgrt_rope_scaled(v{{[0-9]+}}, "layers.0.attn.rope", TGRT_BF16, [[D:v[0-9]+]], [[D]], {{.*}}, -1);
 

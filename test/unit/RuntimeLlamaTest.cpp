@@ -248,6 +248,42 @@ TEST_F(Llama, RmsNormBackwardMixedPrecisionIsTheRoundedF32) {
   expectRounded(dg, dg32, "dgamma");
 }
 
+// The accumulating form: dres + dx (the residual stream's gradient, f32) and its bf16 copy,
+// with dx checked against finite differences of the norm (independent of the kernel) and
+// dgamma equal to tgrt_rms_norm_bwd's; the dgamma buffer is overwritten, never read.
+TEST_F(Llama, RmsNormBackwardAccAddsIntoTheResidualGradient) {
+  const int64_t rows = 4, d = 7;
+  const float eps = 1e-5f;
+  const VecF x = randVec(rows * d, 40, -2.0f, 2.0f), gamma = randVec(d, 41, 0.5f, 1.5f),
+             w = randVec(rows * d, 42), dres0 = randVec(rows * d, 43);
+  VecF y(rows * d), rstd(rows);
+  tgrt_rms_norm_fwd(ctx_, "n", TGRT_F32, x.data(), TGRT_F32, gamma.data(), TGRT_F32, y.data(),
+                    rstd.data(), rows, d, eps);
+  VecF dres(dres0), dg(d, kInf), dx(rows * d), dgRef(d);
+  Typed low(TGRT_BF16, VecF(rows * d, kInf));
+  tgrt_rms_norm_bwd_acc(ctx_, "layers.0.ln1", TGRT_F32, w.data(), TGRT_F32, x.data(), TGRT_F32,
+                        gamma.data(), rstd.data(), dres.data(), TGRT_BF16, low.data(), dg.data(),
+                        rows, d);
+  tgrt_rms_norm_bwd(ctx_, "n", TGRT_F32, w.data(), TGRT_F32, x.data(), TGRT_F32, gamma.data(),
+                    rstd.data(), dx.data(), dgRef.data(), rows, d);
+  const VecD xd = toD(x), gd = toD(gamma), wd = toD(w);
+  auto lx = [&](const VecD& v) { return dotD(wd, rmsRef(v, gd, rows, d, eps)); };
+  VecD want = numericGrad(lx, xd);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += dres0[i];
+  expectClose(dres, want, 2e-6, 2e-5, "dres + dx");
+  VecF sum(rows * d);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = dres0[i] + dx[i]; // one f32 rounding
+  expectBitEqual(dres, sum, "dres = dres + dx in f32");
+  expectRounded(low, dres, "low = bf16(dres)");
+  expectBitEqual(dg, dgRef, "dgamma");
+  // Without low: the same dres.
+  VecF dres2(dres0);
+  tgrt_rms_norm_bwd_acc(ctx_, "n", TGRT_F32, w.data(), TGRT_F32, x.data(), TGRT_F32,
+                        gamma.data(), rstd.data(), dres2.data(), TGRT_F32, nullptr, dg.data(),
+                        rows, d);
+  expectBitEqual(dres2, dres, "dres without low");
+}
+
 // --------------------------------------------------------------------- RoPE --
 
 TEST(LlamaRope, InvFreqWithoutScaling) {
@@ -821,6 +857,15 @@ TEST_F(LlamaDeathTest, NullPointersNegativeSizesAndUnknownDtypesFail) {
   EXPECT_EXIT(tgrt_rms_norm_bwd(ctx_, "n", TGRT_F32, a.data(), TGRT_F32, a.data(), TGRT_F32,
                                 a.data(), r.data(), a.data(), a.data(), -2, 4),
               ::testing::ExitedWithCode(1), "tgrt: n: negative size in rms_norm_bwd");
+  EXPECT_EXIT(tgrt_rms_norm_bwd_acc(ctx_, "layers.2.ln2", TGRT_F32, a.data(), TGRT_F32, a.data(),
+                                    TGRT_F32, a.data(), r.data(), nullptr, TGRT_BF16, nullptr,
+                                    a.data(), 2, 4),
+              ::testing::ExitedWithCode(1),
+              "tgrt: layers.2.ln2: rms_norm_bwd_acc: pointer argument #0 is NULL");
+  EXPECT_EXIT(tgrt_rms_norm_bwd_acc(ctx_, "n", TGRT_F32, a.data(), 7, a.data(), TGRT_F32,
+                                    a.data(), r.data(), a.data(), TGRT_BF16, nullptr, a.data(),
+                                    2, 4),
+              ::testing::ExitedWithCode(1), "tgrt: n: rms_norm_bwd_acc \\(x, dres\\): unknown dtype 7");
   EXPECT_EXIT(tgrt_swiglu_fwd(ctx_, "layers.0.mlp.act", TGRT_F32, nullptr, a.data(), 2, 4),
               ::testing::ExitedWithCode(1),
               "tgrt: layers.0.mlp.act: swiglu_fwd: pointer argument #0 is NULL");

@@ -2024,6 +2024,42 @@ void checkRmsNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y_d
     runBwd();
     record("rms_norm_bwd twice" + types, shape + ", bitwise",
            (double)(bitDiffs(gdx.raw(), dx1) + bitDiffs(gdg.raw(), dg1)), 0.0);
+    // The accumulating form (tgrt_rms_norm_bwd_acc): dres += dx and its copy in low's type,
+    // against the CPU's rms_norm_bwd + add_mixed, and bit for bit against this backend's
+    // rmsNormBwd + addMixed (the sequence the lowering fuses). low: none, dy's type (the
+    // register kernel's), another type (the scalar kernel: its sums run in another order than
+    // the register kernel's, so that one is checked against the CPU only).
+    const int32_t other = y_dt == TGRT_BF16 ? TGRT_F16 : TGRT_BF16;
+    for (int32_t ldt : {-1, y_dt, other}) {
+      const bool withLow = ldt >= 0, bitwise = ldt != other;
+      if (!withLow) ldt = TGRT_F32;
+      Raw dres = rng.tensor(x_dt, n), low = zerosOf(ldt, n), dgA = zerosOf(p_dt, (size_t)d);
+      Raw resRef = dres;
+      tgrt_rms_norm_bwd_acc(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
+                            rstd.data(), resRef.data(), ldt, withLow ? low.data() : nullptr,
+                            dgA.data(), rows, d);
+      DevT gres(dres), glow(ldt, n), gdgA(p_dt, (size_t)d);
+      glow.poison();
+      gdgA.poison();
+      tgrt_cuda::rmsNormBwdAcc(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, grs.p, gres.p,
+                               ldt, withLow ? glow.p : nullptr, gdgA.p, rows, d);
+      const std::string what =
+          withLow ? fmt("rms_norm_bwd_acc dres,low %s", dtName(ldt)) : "rms_norm_bwd_acc dres";
+      double err = relErr(gres.raw(), resRef);
+      if (withLow) err = std::max(err, relErr(glow.raw(), low));
+      record(what + types, shape, err, withLow ? std::max(tolFor(x_dt), tolFor(ldt)) : tolFor(x_dt));
+      record("rms_norm_bwd_acc dgamma" + types, shape, relErr(gdgA.raw(), dg), tolFor(p_dt));
+      if (!bitwise) continue;
+      DevT gres2(dres), glow2(ldt, n);
+      glow2.poison();
+      tgrt_cuda::addMixed(c.gpu, "check", x_dt, gres2.p, x_dt, gdx.p, gres2.p, ldt,
+                          withLow ? glow2.p : nullptr, (int64_t)n);
+      size_t diffs = bitDiffs(gres.raw(), gres2.raw()) + bitDiffs(gdgA.raw(), dg1);
+      if (withLow) diffs += bitDiffs(glow.raw(), glow2.raw());
+      record("rms_norm_bwd_acc == rms_norm_bwd+add_mixed" + types,
+             shape + (withLow ? fmt(", low %s", dtName(ldt)) : std::string()) + ", bitwise",
+             (double)diffs, 0.0);
+    }
   }
 }
 
@@ -2036,8 +2072,9 @@ void checkRmsNorms(Contexts& c, Rng& rng) {
     checkRmsNorm(c, rng, low, low, low, {768, 2000, 100, 1030, 4096});
     checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, low, {768, 136, 100, 4096});
   }
-  // Many rows per block (the dgamma partials: 512 blocks).
-  checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768}, 4099);
+  // Many rows per block (the dgamma partials: 512 blocks); SmolLM2's width 576 (a warp per
+  // row, 4.5 packs of 4 per lane).
+  checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {768, 576}, 4099);
   checkRmsNorm(c, rng, TGRT_F32, TGRT_F32, TGRT_BF16, {4096}, 1037);
   // A combination without typed kernels: the scalar ones.
   checkRmsNorm(c, rng, TGRT_BF16, TGRT_F32, TGRT_F16, {768, 100});
