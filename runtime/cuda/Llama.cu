@@ -204,7 +204,9 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 // order (TPR 32: warps 0..7 through shared memory) into part[blockIdx.x, :] (float32).
 // At most 128 registers (2 blocks per SM; the f32 rows of 8 packs per thread asked for 140).
 // ACC (tgrt_rms_norm_bwd_acc): dx is the residual stream's gradient, read and written:
-// dx = round_TX(dx + round_TX(dx_norm)), the sum of tgrt_add_mixed; with LOW the rounded sum
+// dx = round_TX(dx + round_TX(dx_norm)), the sum of tgrt_add_mixed (an add the compiler may
+// not contract with dx_norm's last product: with f32 TX an FMA changed its bits, 2026-11-29,
+// kernel check on the H200); with LOW the rounded sum
 // also goes to low (TL), the next GEMM's input. The residual gradient's pack is loaded at the
 // store (kept from the first loop it would take NV * W more registers than the 128 allow).
 template <int TPR, int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
@@ -264,7 +266,8 @@ __global__ void __launch_bounds__(kBlock, 2)
           float pv[W];
           ldPack(dx + r * d, c, pv);
 #pragma unroll
-          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(pv[j] + toF(fromF<TX>(o[j]))));
+          for (int j = 0; j < W; ++j) // __fadd_rn: never an FMA with o's product (f32 TX)
+            o[j] = toF(fromF<TX>(__fadd_rn(pv[j], toF(fromF<TX>(o[j])))));
         }
         stPack(dx + r * d, c, o);
         if constexpr (LOW) stPack(low + r * d, c, o);
@@ -327,7 +330,7 @@ __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
     const float meanGX = warpSum(sgx) / (float)d;
     for (int64_t c = lane; c < d; c += 32) {
       float v = rs * (dy(o + c) * gamma(c) - (x(o + c) * rs) * meanGX);
-      if (acc) v = roundDyn(dx.dt, LdDyn{dx.p, dx.dt}(o + c) + roundDyn(dx.dt, v));
+      if (acc) v = roundDyn(dx.dt, __fadd_rn(LdDyn{dx.p, dx.dt}(o + c), roundDyn(dx.dt, v)));
       dx(o + c, v);
       if (low.p) low(o + c, v);
     }
@@ -476,21 +479,80 @@ struct RopeFreqs {
 // tok at position tok % t): heads n < nRot rotate their pairs (i, i + hd/2),
 //   y_i = x_i c - sign x_{i+hd/2} s,   y_{i+hd/2} = x_{i+hd/2} c + sign x_i s,
 // with a = p * invFreq[i] (float product), c, s = cos a, sin a (sincosf, full precision), and
-// the nCopy v heads are copied (not when y == x). A block takes tokens (grid-stride): thread
-// i < hd/2 computes pair i's c, s into shared memory, then the block's threads take (head,
-// unit) items, a unit being W pairs (packs from each half: `vec`, 16-byte aligned halves) or
-// one pair. Each element is read and written by one thread, so y may equal x.
+// the nCopy v heads are copied (not when y == x). Each element is read and written by one
+// thread, so y may equal x.
+// Packs (16-byte aligned halves of whole packs): one thread per (token, unit of W pairs,
+// group of kRopeHeads heads), over the whole tensor (grid-stride): it computes its W pairs'
+// sincosf once and rotates them in each head of its group (independent loads, all in
+// flight). (A block per token with the token's c, s shared through shared memory left most
+// threads idle: SmolLM2's 12 rotated heads of hd 64 are 48 units for 256 threads, 0.032 ms
+// per call for 16384 x 960 bf16; a thread per (token, head, unit) took 0.025 there but
+// 0.045 ms at Llama 3.2 1B's 40 rotated heads, 8192 x 3072, against 0.035, the sincosf
+// recomputed for every head. H200, 2026-11-29, docs/results.md.)
+constexpr int kRopeHeads = 4;
 template <int W, typename T>
 __global__ void __launch_bounds__(kBlock)
+    rope_vec_kernel(const T* x, T* y, int64_t tokens, int64_t t, int nRot, int nCopy, int hd,
+                    float sign, RopeFreqs fr) {
+  const int half = hd / 2;
+  const int units = half / W; // per head
+  const int groups = (nRot + kRopeHeads - 1) / kRopeHeads;
+  const int64_t items = (int64_t)groups * units; // per token
+  const int64_t rowLen = (int64_t)(nRot + nCopy) * hd;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < tokens * items;
+       g += stride) {
+    const int64_t tok = g / items;
+    const int it = (int)(g - tok * items);
+    const int grp = it / units, u = it % units;
+    const float p = (float)(tok % t);
+    float cv[W], sv[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) sincosf(p * fr.f[u * W + j], &sv[j], &cv[j]);
+    const int64_t row = tok * rowLen;
+#pragma unroll
+    for (int q = 0; q < kRopeHeads; ++q) {
+      const int n = grp * kRopeHeads + q;
+      if (n >= nRot) break;
+      const int64_t o = row + (int64_t)n * hd;
+      float a[W], b[W], ya[W], yb[W];
+      ldPack(x + o, u, a);
+      ldPack(x + o + half, u, b);
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        ya[j] = a[j] * cv[j] - sign * (b[j] * sv[j]);
+        yb[j] = b[j] * cv[j] + sign * (a[j] * sv[j]);
+      }
+      stPack(y + o, u, ya);
+      stPack(y + o + half, u, yb);
+    }
+  }
+  if (x != y) {
+    // The v heads: whole 16-byte words (the halves are whole packs, so is a head).
+    constexpr int kPer = (int)(16 / sizeof(T));
+    const int64_t words = (int64_t)nCopy * hd / kPer;
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < tokens * words;
+         g += stride) {
+      const int64_t tok = g / words, w = g - tok * words;
+      const int64_t o = tok * rowLen + (int64_t)nRot * hd + w * kPer;
+      store16(y + o, load16(x + o));
+    }
+  }
+}
+
+// The same element by element (any alignment, any hd): a block takes tokens (grid-stride),
+// thread i < hd/2 computes pair i's c, s into shared memory, then the block's threads take
+// (head, pair) items.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
     rope_kernel(const T* x, T* y, int64_t tokens, int64_t t, int nRot, int nCopy, int hd,
-                float sign, RopeFreqs fr, bool vec) {
+                float sign, RopeFreqs fr) {
   __shared__ float cs[kRopeMaxHalf], sn[kRopeMaxHalf];
   const int half = hd / 2;
   const int tid = threadIdx.x;
   const float inv = tid < half ? fr.f[tid] : 0.0f;
   const int64_t rowLen = (int64_t)(nRot + nCopy) * hd;
-  const int units = vec ? half / W : half; // per head
-  const int items = nRot * units;
+  const int items = nRot * half;
   for (int64_t tok = blockIdx.x; tok < tokens; tok += gridDim.x) {
     const float p = (float)(tok % t);
     if (tid < half) {
@@ -501,44 +563,17 @@ __global__ void __launch_bounds__(kBlock)
     }
     __syncthreads();
     const int64_t row = tok * rowLen;
-    if (vec) {
-      for (int it = tid; it < items; it += blockDim.x) {
-        const int n = it / units, u = it % units;
-        const int64_t o = row + (int64_t)n * hd;
-        float a[W], b[W];
-        ldPack(x + o, u, a);
-        ldPack(x + o + half, u, b);
-        float ya[W], yb[W];
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const float c = cs[u * W + j], s = sn[u * W + j];
-          ya[j] = a[j] * c - sign * (b[j] * s);
-          yb[j] = b[j] * c + sign * (a[j] * s);
-        }
-        stPack(y + o, u, ya);
-        stPack(y + o + half, u, yb);
-      }
-      if (x != y) {
-        // The v heads: whole 16-byte words (the halves are whole packs, so is a head).
-        constexpr int kPer = (int)(16 / sizeof(T));
-        const int64_t o = row + (int64_t)nRot * hd;
-        const int words = nCopy * hd / kPer;
-        for (int w = tid; w < words; w += blockDim.x)
-          store16(y + o + (int64_t)w * kPer, load16(x + o + (int64_t)w * kPer));
-      }
-    } else {
-      for (int it = tid; it < items; it += blockDim.x) {
-        const int n = it / half, i = it % half;
-        const int64_t o = row + (int64_t)n * hd + i;
-        const float a = toF(x[o]), b = toF(x[o + half]);
-        const float c = cs[i], s = sn[i];
-        y[o] = fromF<T>(a * c - sign * (b * s));
-        y[o + half] = fromF<T>(b * c + sign * (a * s));
-      }
-      if (x != y) {
-        const int64_t o = row + (int64_t)nRot * hd;
-        for (int e = tid; e < nCopy * hd; e += blockDim.x) y[o + e] = x[o + e];
-      }
+    for (int it = tid; it < items; it += blockDim.x) {
+      const int n = it / half, i = it % half;
+      const int64_t o = row + (int64_t)n * hd + i;
+      const float a = toF(x[o]), b = toF(x[o + half]);
+      const float c = cs[i], s = sn[i];
+      y[o] = fromF<T>(a * c - sign * (b * s));
+      y[o + half] = fromF<T>(b * c + sign * (a * s));
+    }
+    if (x != y) {
+      const int64_t o = row + (int64_t)nRot * hd;
+      for (int e = tid; e < nCopy * hd; e += blockDim.x) y[o + e] = x[o + e];
     }
     __syncthreads(); // cs, sn are rewritten for the next token
   }
@@ -792,9 +827,17 @@ void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int
     using T = decltype(tag);
     constexpr int W = packWidth<T>();
     const bool vec = half % W == 0 && aligned16(x) && aligned16(y);
-    launch(ctx, loc, "rope_kernel", rope_kernel<W, T>, dim3(gridFor(tokens, 1, 8192)),
-           dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t, (int)(heads + kv_heads),
-           (int)kv_heads, (int)hd, (float)sign, fr, vec);
+    if (vec) {
+      const int64_t units =
+          tokens * ((heads + kv_heads + kRopeHeads - 1) / kRopeHeads) * (half / W);
+      launch(ctx, loc, "rope_vec_kernel", rope_vec_kernel<W, T>,
+             dim3(gridFor(units, kBlock)), dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens,
+             t, (int)(heads + kv_heads), (int)kv_heads, (int)hd, (float)sign, fr);
+    } else {
+      launch(ctx, loc, "rope_kernel", rope_kernel<T>, dim3(gridFor(tokens, 1, 8192)),
+             dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t, (int)(heads + kv_heads),
+             (int)kv_heads, (int)hd, (float)sign, fr);
+    }
   });
 }
 

@@ -533,6 +533,13 @@ void calibrateRows(Bench &b, const Grid &g) {
                 s, [&] {
                   tgrt_rms_norm_bwd(b.ctx, "cal", lo, yl, F32, x32, F32, gam, rstd, z32, dg, R, D);
                 });
+      // The same backward adding into the f32 residual gradient (y32) and writing its low copy.
+      b.measure("tgrt_rms_norm_bwd_acc", lo, 9 * nd,
+                e * nd + 4 * nd + 4.0 * D + 4.0 * R + 8 * nd + (low ? e * nd : 0) + 4.0 * D, s,
+                [&] {
+                  tgrt_rms_norm_bwd_acc(b.ctx, "cal", lo, yl, F32, x32, F32, gam, rstd, y32, lo,
+                                        low, dg, R, D);
+                });
       // Bias gradient of a low-precision layer into its f32 slot.
       b.measure("tgrt_bias_grad_acc", lo, nd, e * nd + 8.0 * D, s, [&] {
         tgrt_bias_grad_acc(b.ctx, "cal", lo, yl, F32, dg, R, D);
