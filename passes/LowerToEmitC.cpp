@@ -1000,7 +1000,7 @@ private:
           Arg dgamma = slot ? gradSlot(slot) : Arg(o.getDgamma());
           // The residual stream's gradient: dx added in place (and its low copy for the next
           // GEMM) by the same pass, as the layer norm's tgrt_layer_norm_bwd_acc.
-          if (auto [add, low] = residualGradSink(o, o.getDx()); add) {
+          if (auto [add, low] = residualGradSink(o, o.getDx(), o.getDy()); add) {
             fusedAway.insert(add);
             if (low)
               fusedAway.insert(low);
@@ -1728,8 +1728,10 @@ private:
   /// cast of the sum right after the add (the next GEMM's low-precision input) joins when
   /// its buffer is free from the layer norm on.
   /// Likewise an RMSNorm's backward (tgrt_rms_norm_bwd_acc): `ln` is the norm's gradient
-  /// op and `dx` its input gradient.
-  std::pair<AddOp, CastOp> residualGradSink(Operation *ln, Value dx) {
+  /// op and `dx` its input gradient; `inPlace` (the RMSNorm's dy) may hold the low copy
+  /// when the two are the same buffer exactly (the call reads each element of dy before it
+  /// writes that element of low).
+  std::pair<AddOp, CastOp> residualGradSink(Operation *ln, Value dx, Value inPlace = Value()) {
     auto add = dyn_cast_or_null<AddOp>(ln->getNextNode());
     if (!add || !dx.hasOneUse() || add.getLhs() == add.getRhs() ||
         (add.getLhs() != dx && add.getRhs() != dx))
@@ -1744,10 +1746,17 @@ private:
     // The low copy is written at the layer norm, two ops early: free of everything the two
     // ops touch, except dx, which the fused call never writes.
     CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
+    bool aliasOk = false;
+    if (low && inPlace && rt(inPlace).getElementType() == rt(low.getResult()).getElementType() &&
+        numel(inPlace) == numel(low.getResult())) {
+      FailureOr<PtrRef> a = ptrOf(inPlace), c = ptrOf(low.getResult());
+      aliasOk = succeeded(a) && succeeded(c) && a->region == c->region &&
+                a->byteOffset == c->byteOffset;
+    }
     SmallVector<Value> touched;
     for (Operation *op : {ln, add.getOperation()}) {
       for (Value v : op->getOperands())
-        if (v != dx)
+        if (v != dx && !(aliasOk && v == inPlace))
           touched.push_back(v);
       for (Value v : op->getResults())
         if (v != dx)

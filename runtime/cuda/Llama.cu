@@ -209,13 +209,16 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 // kernel check on the H200); with LOW the rounded sum
 // also goes to low (TL), the next GEMM's input. The residual gradient's pack is loaded at the
 // store (kept from the first loop it would take NV * W more registers than the 128 allow).
+// low may be dy itself (tgrt_rms_norm_bwd_acc's in-place copy): a thread reads its packs of
+// dy in the first loop and writes the same packs of low after the row's sum; dy and low are
+// therefore not __restrict__ (no dy load may be moved or repeated after a store to low).
 template <int TPR, int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX>
 __global__ void __launch_bounds__(kBlock, 2)
-    rms_norm_bwd_vec_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
+    rms_norm_bwd_vec_kernel(const TDY* dy, const TX* __restrict__ x,
                             const TP* __restrict__ gamma, const float* __restrict__ rstd,
                             TX* __restrict__ dx, float* __restrict__ part, int64_t rows,
-                            int64_t d, TL* __restrict__ low = nullptr) {
+                            int64_t d, TL* low = nullptr) {
   static_assert(ACC || !LOW, "the low copy is of the accumulated residual gradient");
   static_assert(TPR == 32 || TPR == kBlock, "a warp or the block per row");
   constexpr int RPB = kBlock / TPR;
@@ -707,6 +710,14 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
   elemBytes(loc, "rms_norm_bwd (x, dx)", x_dt);
   const int64_t pes = elemBytes(loc, "rms_norm_bwd (gamma, dgamma)", p_dt);
   if (low) elemBytes(loc, "rms_norm_bwd_acc (low)", low_dt);
+  if (low && low != dy && rows * d > 0) {
+    const char* lb = static_cast<const char*>(low);
+    const char* yb = static_cast<const char*>(dy);
+    if (lb < yb + rows * d * tgrt_dtype_size(y_dt) && yb < lb + rows * d * tgrt_dtype_size(low_dt))
+      fail(loc, "rms_norm_bwd_acc: low overlaps dy without being equal to it");
+  }
+  if (low && low == dy && low_dt != y_dt)
+    fail(loc, "rms_norm_bwd_acc: low equals dy with another dtype");
   if (d == 0) return;
   checkPtrs(loc, what, {dgamma});
   if (rows == 0) { // dgamma = the empty sum
@@ -757,12 +768,13 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
     checkWorkspace(ctx, loc, "rms_norm_bwd (dgamma partials)",
                    align256(nPart * d * (int64_t)sizeof(float)));
     if ((d + 31) / 32 > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
-    launch(ctx, loc, "rms_norm_bwd_dx_kernel", rms_norm_bwd_dx_kernel, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, rstd,
-           StDyn{dx, x_dt}, rows, d, acc, StDyn{low, low_dt});
+    // The partials first: they read dy, which the dx kernel may overwrite (low == dy).
     launch(ctx, loc, "rms_norm_col_partials_kernel", rms_norm_col_partials_kernel,
            dim3((unsigned)((d + 31) / 32), (unsigned)nPart), dim3(32, 8), 0, LdDyn{dy, y_dt},
            LdDyn{x, x_dt}, rstd, part, rows, d, per);
+    launch(ctx, loc, "rms_norm_bwd_dx_kernel", rms_norm_bwd_dx_kernel, dim3(gridFor(rows, 8)),
+           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, rstd,
+           StDyn{dx, x_dt}, rows, d, acc, StDyn{low, low_dt});
   }
   if ((d + kDgCols - 1) / kDgCols > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
   launch(ctx, loc, "rms_norm_dgamma_kernel", rms_norm_dgamma_kernel,

@@ -2060,6 +2060,34 @@ void checkRmsNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y_d
              shape + (withLow ? fmt(", low %s", dtName(ldt)) : std::string()) + ", bitwise",
              (double)diffs, 0.0);
     }
+    // low in dy's own buffer (where the planner usually puts it): against the CPU and bit
+    // for bit against the call with separate buffers (the register kernel and, for d not a
+    // multiple of the pack width, the scalar one, whose dgamma partials read dy first).
+    {
+      Raw dres = rng.tensor(x_dt, n), low = zerosOf(y_dt, n), dgA = zerosOf(p_dt, (size_t)d);
+      Raw resRef = dres;
+      tgrt_rms_norm_bwd_acc(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt, gamma.data(),
+                            rstd.data(), resRef.data(), y_dt, low.data(), dgA.data(), rows, d);
+      DevT gres(dres), galias(dy), gdgA(p_dt, (size_t)d);
+      gdgA.poison();
+      tgrt_cuda::rmsNormBwdAcc(c.gpu, "check", y_dt, galias.p, x_dt, gx.p, p_dt, gg.p, grs.p,
+                               gres.p, y_dt, galias.p, gdgA.p, rows, d);
+      record("rms_norm_bwd_acc low = dy's buffer: dres,low" + types, shape,
+             std::max(relErr(gres.raw(), resRef), relErr(galias.raw(), low)),
+             std::max(tolFor(x_dt), tolFor(y_dt)));
+      record("rms_norm_bwd_acc low = dy's buffer: dgamma" + types, shape,
+             relErr(gdgA.raw(), dg), tolFor(p_dt));
+      DevT gres2(dres), glow2(y_dt, n), gdg2(p_dt, (size_t)d);
+      glow2.poison();
+      gdg2.poison();
+      tgrt_cuda::rmsNormBwdAcc(c.gpu, "check", y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p, grs.p,
+                               gres2.p, y_dt, glow2.p, gdg2.p, rows, d);
+      record("rms_norm_bwd_acc low = dy's buffer == separate buffers" + types,
+             shape + ", bitwise",
+             (double)(bitDiffs(gres.raw(), gres2.raw()) + bitDiffs(galias.raw(), glow2.raw()) +
+                      bitDiffs(gdgA.raw(), gdg2.raw())),
+             0.0);
+    }
   }
 }
 
