@@ -212,6 +212,53 @@ __device__ __forceinline__ void stPack(T* p, int64_t iv, const float (&f)[W]) {
   for (int u = 0; u < kWords; ++u) store16(base + u * kPer, pack16(f + u * kPer, T{}));
 }
 
+// ------------------------------------------------------ runtime-typed access --
+
+/// v rounded to dt (bf16, f16; f32 unchanged), back as a float.
+__device__ __forceinline__ float roundDyn(int32_t dt, float v) {
+  if (dt == TGRT_BF16) return bf16ToFloat(bf16FromFloat(v));
+  if (dt == TGRT_F16) return f16ToFloat(f16FromFloat(v));
+  return v;
+}
+/// Element i of a tensor of runtime dtype dt, as a float (the scalar fallback kernels).
+struct LdDyn {
+  const void* p;
+  int32_t dt;
+  __device__ __forceinline__ float operator()(int64_t i) const {
+    if (dt == TGRT_BF16) return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    if (dt == TGRT_F16) return f16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    return static_cast<const float*>(p)[i];
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+/// Stores v rounded to the runtime dtype dt at element i.
+struct StDyn {
+  void* p;
+  int32_t dt;
+  __device__ __forceinline__ void operator()(int64_t i, float v) const {
+    if (dt == TGRT_BF16) static_cast<uint16_t*>(p)[i] = bf16FromFloat(v);
+    else if (dt == TGRT_F16) static_cast<uint16_t*>(p)[i] = f16FromFloat(v);
+    else static_cast<float*>(p)[i] = v;
+  }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+/// StDyn that adds: p[i] = round(p[i] + round(v)), the sum of tgrt_add_mixed (the
+/// accumulating layer-norm and RMSNorm backwards). __fadd_rn: the add is never contracted
+/// with v's last product into an FMA (with f32 an FMA rounds once where the separate calls
+/// round twice; it changed an RMSNorm kernel's bits on the H200, 2026-11-29).
+struct StAccDyn {
+  void* p;
+  int32_t dt;
+  /// Stores the sum and returns it (rounded to dt, as a float).
+  __device__ __forceinline__ float add(int64_t i, float v) const {
+    const float s = roundDyn(dt, __fadd_rn(LdDyn{p, dt}(i), roundDyn(dt, v)));
+    StDyn{p, dt}(i, s);
+    return s;
+  }
+  __device__ __forceinline__ void operator()(int64_t i, float v) const { add(i, v); }
+  __device__ __forceinline__ bool valid() const { return p != nullptr; }
+};
+
 // ------------------------------------------------------------- host dispatch --
 
 /// Calls f(T{}) with T the storage type of dt (float, bf16_t, f16_t); fails on another value.

@@ -309,43 +309,7 @@ struct StAcc {
   }
   __device__ __forceinline__ bool valid() const { return p != nullptr; }
 };
-struct LdDyn {
-  const void* p;
-  int32_t dt;
-  __device__ __forceinline__ float operator()(int64_t i) const {
-    if (dt == TGRT_BF16) return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    if (dt == TGRT_F16) return f16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    return static_cast<const float*>(p)[i];
-  }
-  __device__ __forceinline__ bool valid() const { return p != nullptr; }
-};
-struct StDyn {
-  void* p;
-  int32_t dt;
-  __device__ __forceinline__ void operator()(int64_t i, float v) const {
-    if (dt == TGRT_BF16) static_cast<uint16_t*>(p)[i] = bf16FromFloat(v);
-    else if (dt == TGRT_F16) static_cast<uint16_t*>(p)[i] = f16FromFloat(v);
-    else static_cast<float*>(p)[i] = v;
-  }
-  __device__ __forceinline__ bool valid() const { return p != nullptr; }
-};
-
-/// StDyn that adds: p[i] = round(p[i] + round(v)) (the accumulating layer-norm backward).
-struct StAccDyn {
-  void* p;
-  int32_t dt;
-  __device__ __forceinline__ void operator()(int64_t i, float v) const {
-    const LdDyn ld{p, dt};
-    const StDyn st{p, dt};
-    st(i, ld(i) + roundTo(v));
-  }
-  __device__ __forceinline__ float roundTo(float v) const {
-    if (dt == TGRT_BF16) return bf16ToFloat(bf16FromFloat(v));
-    if (dt == TGRT_F16) return f16ToFloat(f16FromFloat(v));
-    return v;
-  }
-  __device__ __forceinline__ bool valid() const { return p != nullptr; }
-};
+// LdDyn, StDyn and StAccDyn (the runtime-typed accessors of the scalar kernels): Dtype.cuh.
 
 // ---------------------------------------------------------------------- embedding --
 

@@ -68,25 +68,6 @@ void checkPtrs(const char* loc, const char* what, std::initializer_list<const vo
     if (!p) fail(loc, "%s: NULL pointer argument", what);
 }
 
-/// Runtime-typed scalar accessors (the fallback paths).
-struct LdDyn {
-  const void* p;
-  int32_t dt;
-  __device__ __forceinline__ float operator()(int64_t i) const {
-    if (dt == TGRT_BF16) return bf16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    if (dt == TGRT_F16) return f16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    return static_cast<const float*>(p)[i];
-  }
-};
-struct StDyn {
-  void* p;
-  int32_t dt;
-  __device__ __forceinline__ void operator()(int64_t i, float v) const {
-    if (dt == TGRT_BF16) static_cast<uint16_t*>(p)[i] = bf16FromFloat(v);
-    else if (dt == TGRT_F16) static_cast<uint16_t*>(p)[i] = f16FromFloat(v);
-    else static_cast<float*>(p)[i] = v;
-  }
-};
 
 /// Sum over a pack's W values in a fixed order (pairs, then pairs of pairs).
 template <int W>
@@ -309,13 +290,6 @@ __global__ void __launch_bounds__(kBlock, 2)
   }
 }
 
-/// v rounded to dt (bf16, f16; f32 unchanged), back as a float.
-__device__ __forceinline__ float roundDyn(int32_t dt, float v) {
-  if (dt == TGRT_BF16) return bf16ToFloat(bf16FromFloat(v));
-  if (dt == TGRT_F16) return f16ToFloat(f16FromFloat(v));
-  return v;
-}
-
 // dx of the scalar RMSNorm backward (runtime-typed accessors), one warp per row. With
 // `acc` (tgrt_rms_norm_bwd_acc: dx.p is the residual stream's gradient) the rounded dx is
 // added into it, dx = round(dx + round(dx_norm)), and `low` (when low.p) gets the sum.
@@ -333,8 +307,10 @@ __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
     const float meanGX = warpSum(sgx) / (float)d;
     for (int64_t c = lane; c < d; c += 32) {
       float v = rs * (dy(o + c) * gamma(c) - (x(o + c) * rs) * meanGX);
-      if (acc) v = roundDyn(dx.dt, __fadd_rn(LdDyn{dx.p, dx.dt}(o + c), roundDyn(dx.dt, v)));
-      dx(o + c, v);
+      if (acc)
+        v = StAccDyn{dx.p, dx.dt}.add(o + c, v);
+      else
+        dx(o + c, v);
       if (low.p) low(o + c, v);
     }
   }

@@ -170,10 +170,9 @@ inline int atomicMin(int* p, int v) {
   return old;
 }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-/// Round-to-nearest add and multiply that the device compiler never contracts into an FMA
-/// (the host compiler here does not contract across these calls either).
+/// Round-to-nearest add that the device compiler never contracts into an FMA (the host
+/// compiler here does not contract across this call either).
 inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
 
 // ---------------------------------------------------------------------- runtime API --
 enum cudaError_t {
