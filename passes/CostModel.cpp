@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 namespace mlir::tg {
@@ -136,6 +139,53 @@ double attentionPairs(int64_t t, bool causal, int64_t w) {
   return (double)w * (double)(w + 1) / 2.0 + (double)(t - w) * (double)w;
 }
 
+/// The "key value" pairs of a calibration point's shape ("rows 16384 d 768" -> rows, d).
+static std::map<std::string, int64_t> shapeFields(const std::string &shape) {
+  std::map<std::string, int64_t> f;
+  std::istringstream in(shape);
+  std::string key, value;
+  while (in >> key >> value) {
+    char *end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (end && *end == '\0')
+      f[key] = v;
+  }
+  return f;
+}
+
+/// Whether a calibration point measured the same code path as `call` for the kernels whose
+/// path depends on a shape parameter more than on bytes: a norm's row width d (runtime/cuda
+/// Kernels.cu and Llama.cu: packs per lane in registers up to d 1536 at 2-byte types, then
+/// an unfused dx kernel and column sums, 7.6x the time per byte at d 2048 against 768 on the
+/// H200), attention's and RoPE's head dim and (grouped-query) query heads per kv head.
+/// nullopt: no class for this kernel (every point of its dtype prices it).
+static std::optional<bool> samePath(const RuntimeCall &call, const CalibrationPoint &p) {
+  const std::string &k = call.kernel;
+  const std::vector<int64_t> &v = call.ints;
+  auto starts = [&](const char *prefix) { return k.rfind(prefix, 0) == 0; };
+  if (starts("tgrt_layer_norm_") || starts("tgrt_add_layer_norm_") || starts("tgrt_rms_norm_")) {
+    if (v.size() < 2) // rows, d
+      return std::nullopt;
+    auto f = shapeFields(p.shape);
+    return f.count("d") && f["d"] == v[1];
+  }
+  const bool gqa = starts("tgrt_attention_gqa_");
+  const bool rope = starts("tgrt_rope");
+  if (gqa || starts("tgrt_attention_fwd") || starts("tgrt_attention_bwd") || rope) {
+    // attention: batch, heads, [kv_heads,] t, hd, ...; rope: batch, t, heads, kv_heads, hd.
+    const size_t h = rope ? 2 : 1, hkv = rope ? 3 : 2, hd = rope ? 4 : gqa ? 4 : 3;
+    if (v.size() <= hd)
+      return std::nullopt;
+    auto f = shapeFields(p.shape);
+    if (!f.count("hd") || f["hd"] != v[hd])
+      return false;
+    if ((gqa || rope) && f.count("H") && f.count("Hkv") && f["Hkv"] > 0 && v[hkv] > 0)
+      return f["H"] / f["Hkv"] == v[h] / v[hkv];
+    return true;
+  }
+  return std::nullopt;
+}
+
 double effectiveFlops(const RuntimeCall &call) {
   const std::string &k = call.kernel;
   const std::vector<int64_t> &v = call.ints;
@@ -173,7 +223,48 @@ double rooflineMs(const CalibrationTable &t, double flops, double bytes,
   return std::max(f, b) * 1e3;
 }
 
+static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
+                               bool *calibrated);
+
+/// The bias gradient a tgrt_matmul_wgrad call writes beside its GEMM, as a tgrt_bias_grad_acc
+/// call of the B operand (the column sums of dy [k, n]: the CUDA runtime's own sums after a
+/// plain GEMM, the default since 2026-11-29, results.md): 0.03-0.06 ms per call at 16384
+/// rows that the GEMM's points do not hold. nullopt without a bias (ints m, n, k, ...;
+/// bytesWritten = C's m n plus dbias's n elements of c_dt, 2 or 4 bytes, when it has one).
+static std::optional<RuntimeCall> wgradBiasSums(const RuntimeCall &call) {
+  if (call.kernel != "tgrt_matmul_wgrad" || call.ints.size() < 3)
+    return std::nullopt;
+  const int64_t m = call.ints[0], n = call.ints[1], k = call.ints[2];
+  bool bias = false;
+  for (int64_t size : {2, 4})
+    bias = bias || call.bytesWritten == size * n * (m + 1);
+  if (!bias || n <= 0 || k <= 0)
+    return std::nullopt;
+  const std::string dt = dtypeKey(call.dtype);
+  const int64_t e = dt == "bf16" || dt == "f16" ? 2 : 4;
+  RuntimeCall sums;
+  sums.function = call.function;
+  sums.kernel = "tgrt_bias_grad_acc";
+  sums.dtype = call.dtype;
+  sums.ints = {k, n};
+  sums.bytesRead = e * k * n + 4 * n; // dy, and the f32 slot it adds into
+  sums.bytesWritten = 4 * n;
+  return sums;
+}
+
 double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *calibrated) {
+  double ms = predictOneCallMs(t, call, calibrated);
+  if (auto sums = wgradBiasSums(call)) {
+    bool cal = true;
+    ms += predictOneCallMs(t, *sums, &cal) - t.callOverheadMs; // one call of the step
+    if (calibrated && !cal)
+      *calibrated = false;
+  }
+  return ms;
+}
+
+static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
+                               bool *calibrated) {
   const std::string dt = dtypeKey(call.dtype);
   double bytes = (double)(call.bytesRead + call.bytesWritten);
   if (call.kernel == "tgrt_zero" && !call.ints.empty()) // (p, bytes): no access string
@@ -183,8 +274,8 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   // A kernel no table measures yet is priced by the points of the kernel it varies
   // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
   // instead of writing, moves about the same bytes.
-  //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (plus, with a bias, the column
-  //     sums of B, not priced apart: 0.016-0.038 ms per call at GPT-2 small, results.md).
+  //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
+  //     B are priced apart: wgradBiasSums).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
   //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
   //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the
@@ -234,7 +325,7 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
   if (calibrated)
     *calibrated = true;
   const std::string variant = gemmVariant(call);
-  std::vector<std::pair<double, double>> curve, any;
+  std::vector<std::pair<double, double>> curve, same, any;
   const bool flops = usesFlops(call.kernel);
   for (const CalibrationPoint &p : *pts) {
     double ri = rooflineMs(t, flops ? p.flops : 0.0, p.bytes, dt);
@@ -245,7 +336,13 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
     any.push_back(xy);
     if (!variant.empty() && p.variant == variant)
       curve.push_back(xy);
+    if (samePath(call, p).value_or(false))
+      same.push_back(xy);
   }
+  // The points of the call's own code path (samePath) where the table has them; then the
+  // GEMM's transpose variant; then every point of the kernel and dtype.
+  if (!same.empty())
+    curve = std::move(same);
   if (curve.empty())
     curve = std::move(any);
   if (curve.empty() || r <= 0)

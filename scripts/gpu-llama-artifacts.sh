@@ -58,6 +58,12 @@ for e in ${BASE_NAMES:-gpt2s llama1b}; do
   [ -n "${BASE:-}" ] && [ -x "$BASE/$e" ] && cp "$BASE/$e" "runs/llama/llama/$e-base"
 done
 cp build/bin/tgrt-cuda-check runs/llama/llama/ && strip runs/llama/llama/tgrt-cuda-check
+# CALIBRATE=1: the cost model's calibration executable too (scripts/gpu-llama.sh CALIBRATE=1
+# writes $OUT/calibration.json with it; docs/cost-model.md "tgc calibrate").
+if [ "${CALIBRATE:-0}" = 1 ]; then
+  ninja -C build -j"${JOBS:-2}" bin/tgc-calibrate-cuda
+  cp build/bin/tgc-calibrate-cuda runs/llama/llama/ && strip runs/llama/llama/tgc-calibrate-cuda
+fi
 tar -C runs/llama -cf - llama | xz -9 -T2 > runs/llama/llama.tar.xz
 rm -rf runs/llama/llama
 ls -la runs/llama

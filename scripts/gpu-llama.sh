@@ -14,6 +14,7 @@
 #   STEPS (20)  REPS (3)  ONLY ("smollm2 llama1b")  VARIANTS  PROFILES  CUDNN (0: 1 runs
 #   tgrt-cuda-check --cudnn)  FULL_CHECK (1)  TORCH (1; 0: no torch.compile runs)
 #   BENCH_ENVS (kernel timings per runtime setting, e.g. "TGRT_LN_BWD_RELOAD=0 A=1,B=2")
+#   CALIBRATE (0; 1: tgc-calibrate-cuda of the artifacts' CALIBRATE=1 writes $OUT/calibration.json)
 set -u -o pipefail
 RESULT=${OUT:-/tmp/gpu-llama}; mkdir -p "$RESULT"
 # Logs in a scratch folder; one tarball of them comes back in $OUT (the device tool returns
@@ -154,6 +155,12 @@ for p in ${PROFILES:-llama1b}; do
     > "$OUT/profile-$p.log" 2>&1
   grep -A${PROFILE_LINES:-22} "tgrt profile" "$OUT/profile-$p.log" | cut -c1-120
 done
+if [ "${CALIBRATE:-0}" = 1 ] && [ -x $B/tgc-calibrate-cuda ]; then
+  echo "== 4b. the cost model's calibration table (tgc-calibrate-cuda, full grid)"
+  start=$(date +%s)
+  timeout ${CALIB_S:-300} $B/tgc-calibrate-cuda --out "$RESULT/calibration.json" > "$OUT/calibrate.log" 2>&1
+  echo "rc $? in $(( $(date +%s) - start )) s"; tail -3 "$OUT/calibrate.log"
+fi
 if [ "${FULL_CHECK:-1}" = 1 ]; then
   echo "== 5. the whole quick kernel check"
   TGRT_CUDA_SYNC=1 timeout ${CHECK_S:-150} $B/tgrt-cuda-check --quick --no-bench > "$OUT/check.log" 2>&1

@@ -766,8 +766,9 @@ __global__ void layer_norm_bwd_dx_vec_kernel(const TDY* __restrict__ dy, const T
 /// rows, and so every sum's order, never depends on the device).
 constexpr int64_t kLnBwdMaxBlocks = 256;
 /// Packs per lane up to which the fused backward sums a bias gradient itself (DB): its
-/// shared-memory sums take 8 x d floats (24 KB at d 768) beside the 16 KB of the others.
-constexpr int kLnBwdBiasNV = 3;
+/// shared-memory sums take 8 x 32 x NV x W floats (32 KB at 4 packs of 8, d 769-1024) beside
+/// the 16 KB of the others: 48 KB, the static limit (6 packs would take 64 KB).
+constexpr int kLnBwdBiasNV = 4;
 inline int64_t lnBwdBlocks(int64_t rows) {
   const int64_t b = (rows + 7) / 8;
   return b < kLnBwdMaxBlocks ? b : kLnBwdMaxBlocks;
@@ -889,7 +890,8 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
             ldPack(dx + r * d, c, pv);
           }
 #pragma unroll
-          for (int j = 0; j < W; ++j) o[j] = toF(fromF<TX>(pv[j] + toF(fromF<TX>(o[j]))));
+          for (int j = 0; j < W; ++j) // __fadd_rn: never an FMA with o's product (f32 TX)
+            o[j] = toF(fromF<TX>(__fadd_rn(pv[j], toF(fromF<TX>(o[j])))));
         }
         stPack(dx + r * d, c, o);
         if constexpr (LOW) stPack(low + r * d, c, o);
@@ -2844,9 +2846,8 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
 /// false when the shape does not allow it (the caller then runs dx + column sums).
 /// ACC / LOW as the kernel (the accumulating form; low has TDY's type). DB (ACC, not SLOTS):
 /// also dbias (bias_dt) = the column sums of what is stored (tgrt_layer_norm_bwd_acc_bgrad),
-/// in the kernel at up to 3 packs per lane (d <= 768 at 2-byte dy: GPT-2 small; *biasDone
-/// set); wider rows leave them to the caller's separate sums (held in registers, the third
-/// sum spilled 432-456 bytes at 4 packs per lane).
+/// in the kernel at up to kLnBwdBiasNV packs per lane (d <= 1024 at 2-byte dy; *biasDone
+/// set); wider rows leave them to the caller's separate sums.
 template <typename TDY, typename TX, typename TP, bool ACC = false, bool LOW = false,
           bool SLOTS = false, bool DB = false>
 bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const void* xv,
@@ -3063,7 +3064,7 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
   }
   if (d == 0) return;
   // One pass (the fused kernel) for the mixed-precision combinations with low in dy's type;
-  // it sums the bias gradient too at up to 3 packs per lane (biasDone).
+  // it sums the bias gradient too at up to kLnBwdBiasNV packs per lane (biasDone).
   bool done = false, biasDone = false;
   withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
     using TX = decltype(tx);

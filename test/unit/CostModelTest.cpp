@@ -207,6 +207,52 @@ TEST(CostModel, WeightGradientWritesArePricedAsAccumulations) {
   EXPECT_FALSE(cal);
 }
 
+TEST(CostModel, NormsAndAttentionArePricedByThePointsOfTheirCodePath) {
+  // A norm at d 768 runs in registers at 0.5 of the roofline; at d 2048 the unfused kernels
+  // run at 0.25. A d 768 call as large as the d 2048 point takes the d 768 efficiency (the
+  // bytes alone would interpolate toward 0.25); a width without points takes all of them.
+  CalibrationTable t = table();
+  std::string err;
+  ASSERT_TRUE(parseCalibrationTable(R"({
+    "format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
+    "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
+    "call_overhead_ms": 0.01,
+    "kernels": {
+      "tgrt_layer_norm_bwd": {"f32": [
+        {"flops": 0, "bytes": 2e8, "ms": 4.01, "shape": "rows 16384 d 768"},
+        {"flops": 0, "bytes": 3e8, "ms": 12.01, "shape": "rows 8192 d 2048"}]},
+      "tgrt_attention_fwd": {"f32": [
+        {"flops": 1e12, "bytes": 0, "ms": 2000.01, "shape": "B 4 H 12 Hkv 12 T 1024 hd 64"},
+        {"flops": 2e12, "bytes": 0, "ms": 2500.01, "shape": "B 2 H 16 Hkv 16 T 2048 hd 128"}]}
+    }})",
+                                  "classes.json", t, err))
+      << err;
+  RuntimeCall ln;
+  ln.function = "micro_step";
+  ln.kernel = "tgrt_layer_norm_bwd";
+  ln.dtype = "TGRT_F32";
+  ln.bytesRead = (int64_t)2.9e8;
+  ln.ints = {16384 * 3, 768};
+  EXPECT_NEAR(predictCallMs(t, ln), 0.01 + 2.9 / 0.5, 1e-9);
+  ln.ints = {8192, 2048};
+  EXPECT_NEAR(predictCallMs(t, ln), 0.01 + 2.9 / 0.25, 1e-9);
+  ln.ints = {16384, 1024}; // no point at d 1024: interpolated over both in log size
+  const double e = 0.5 * std::pow(0.25 / 0.5, std::log(2.9 / 2.0) / std::log(3.0 / 2.0));
+  EXPECT_NEAR(predictCallMs(t, ln), 0.01 + 2.9 / e, 1e-9);
+  // Attention (batch, heads, t, hd, 6 strides, causal, window): a head-dim-64 call with the
+  // FLOPs of the head-dim-128 point takes the head-dim-64 efficiency (0.5, not 0.8).
+  RuntimeCall fwd;
+  fwd.function = "micro_step";
+  fwd.kernel = "tgrt_attention_fwd";
+  fwd.dtype = "TGRT_F32";
+  fwd.ints = {1, 1, 1, 64, 0, 0, 0, 0, 0, 0, 0, 0}; // no mask: 4 * 64 * 1 FLOPs ...
+  fwd.ints[0] = (int64_t)(2e12 / (4.0 * 64)); // ... times batch: 2e12
+  EXPECT_NEAR(predictCallMs(t, fwd), 0.01 + 2000.0 / 0.5, 1e-6);
+  fwd.ints[3] = 128;
+  fwd.ints[0] = (int64_t)(2e12 / (4.0 * 128));
+  EXPECT_NEAR(predictCallMs(t, fwd), 0.01 + 2000.0 / 0.8, 1e-6);
+}
+
 TEST(CostModel, CollectivesUseTheLinkBandwidth) {
   CalibrationTable t = table();
   RuntimeCall ar;
