@@ -226,35 +226,38 @@ double rooflineMs(const CalibrationTable &t, double flops, double bytes,
 static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
                                bool *calibrated);
 
-/// The bias gradient a tgrt_matmul_wgrad call writes beside its GEMM, as a tgrt_bias_grad_acc
-/// call of the B operand (the column sums of dy [k, n]: the CUDA runtime's own sums after a
-/// plain GEMM, the default since 2026-11-29, results.md): 0.03-0.06 ms per call at 16384
-/// rows that the GEMM's points do not hold. nullopt without a bias (ints m, n, k, ...;
-/// bytesWritten = C's m n plus dbias's n elements of c_dt, 2 or 4 bytes, when it has one).
-static std::optional<RuntimeCall> wgradBiasSums(const RuntimeCall &call) {
-  if (call.kernel != "tgrt_matmul_wgrad" || call.ints.size() < 3)
+/// The bias gradient a GEMM call writes beside its product, as a tgrt_bias_grad_acc call
+/// (the column sums of a [rows, n] operand): tgrt_matmul_wgrad's of B = dy [k, n], in c_dt
+/// (2 or 4 bytes), and tgrt_matmul_dgelu_bgrad's of its output dx [m, n], in its dtype.
+/// The CUDA runtime runs them as its own column sums after the GEMM (the default since
+/// 2026-11-29, results.md): 0.03-0.06 ms per call at 16384 rows, which the GEMMs' points do
+/// not hold (`tgc calibrate` measures both GEMMs without a bias). nullopt without a bias
+/// (ints m, n, k, ...; bytesWritten holds the product's m n elements, plus n with a bias).
+static std::optional<RuntimeCall> biasSumsOf(const RuntimeCall &call) {
+  const bool wgrad = call.kernel == "tgrt_matmul_wgrad";
+  if ((!wgrad && call.kernel != "tgrt_matmul_dgelu_bgrad") || call.ints.size() < 3)
     return std::nullopt;
   const int64_t m = call.ints[0], n = call.ints[1], k = call.ints[2];
-  bool bias = false;
-  for (int64_t size : {2, 4})
-    bias = bias || call.bytesWritten == size * n * (m + 1);
-  if (!bias || n <= 0 || k <= 0)
-    return std::nullopt;
   const std::string dt = dtypeKey(call.dtype);
   const int64_t e = dt == "bf16" || dt == "f16" ? 2 : 4;
+  bool bias = false;
+  for (int64_t size : wgrad ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{e})
+    bias = bias || call.bytesWritten == size * n * (m + 1);
+  if (!bias || n <= 0 || (wgrad ? k : m) <= 0)
+    return std::nullopt;
   RuntimeCall sums;
   sums.function = call.function;
   sums.kernel = "tgrt_bias_grad_acc";
   sums.dtype = call.dtype;
-  sums.ints = {k, n};
-  sums.bytesRead = e * k * n + 4 * n; // dy, and the f32 slot it adds into
+  sums.ints = {wgrad ? k : m, n};
+  sums.bytesRead = e * (wgrad ? k : m) * n + 4 * n; // the operand, the f32 slot it adds into
   sums.bytesWritten = 4 * n;
   return sums;
 }
 
 double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *calibrated) {
   double ms = predictOneCallMs(t, call, calibrated);
-  if (auto sums = wgradBiasSums(call)) {
+  if (auto sums = biasSumsOf(call)) {
     bool cal = true;
     ms += predictOneCallMs(t, *sums, &cal) - t.callOverheadMs; // one call of the step
     if (calibrated && !cal)
@@ -275,7 +278,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
   // instead of writing, moves about the same bytes.
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
-  //     B are priced apart: wgradBiasSums).
+  //     B are priced apart: biasSumsOf).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
   //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
   //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the

@@ -5,7 +5,8 @@
 # runs/cost/configs.txt (name and tgc --set arguments of each, read back by
 # scripts/cost-compare.py to predict each configuration with the H100 table). Then, with the
 # device tool:  run: bash scripts/gpu-cost.sh   carry: runs/cost
-# SET=2 builds a second list of 16 configurations (no calibration executable; run it with
+# CONFIGS="name ..." builds only those of the list; CALIB=0 leaves the calibration executable
+# out (run with CALIB=0 too). SET=2 builds a second list of 16 configurations (no calibration executable; run it with
 # CALIB=0 bash scripts/gpu-cost.sh): the carry limit (64 MiB) holds ~15 executables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ rm -rf runs/cost && mkdir -p runs/cost/cost
 : > runs/cost/configs.txt
 c() { # name spec args...
   local name=$1 spec=$2; shift 2
+  # CONFIGS="name ...": only these (the device tool carries at most 64 MiB with the repo).
+  if [ -n "${CONFIGS:-}" ]; then case " $CONFIGS " in *" $name "*) ;; *) return 0 ;; esac; fi
   build/bin/tgc compile "$spec" --target cuda "$@" -o "runs/cost/cost/$name" > /dev/null
   strip "runs/cost/cost/$name"
   echo "$name $spec $*" >> runs/cost/configs.txt
@@ -57,7 +60,7 @@ c smollm2-b4 examples/smollm2-135m.json --set training.batch_size=4
 c llama1b-layer examples/llama3.2-1b.json --set training.checkpointing=layer
 c llama1b-b2 examples/llama3.2-1b.json --set training.batch_size=2
 fi
-[ "${SET:-1}" = 1 ] && cp build/bin/tgc-calibrate-cuda runs/cost/cost/ && strip runs/cost/cost/tgc-calibrate-cuda
+[ "${SET:-1}" = 1 ] && [ "${CALIB:-1}" = 1 ] && cp build/bin/tgc-calibrate-cuda runs/cost/cost/ && strip runs/cost/cost/tgc-calibrate-cuda
 tar -C runs/cost -cf - cost | xz -9 -T2 > runs/cost/cost.tar.xz
 rm -rf runs/cost/cost
 ls -la runs/cost

@@ -253,6 +253,47 @@ TEST(CostModel, NormsAndAttentionArePricedByThePointsOfTheirCodePath) {
   EXPECT_NEAR(predictCallMs(t, fwd), 0.01 + 2000.0 / 0.8, 1e-6);
 }
 
+TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
+  // A weight-gradient or dGELU GEMM that also writes a bias gradient (n more elements
+  // written) costs its GEMM's points plus a tgrt_bias_grad_acc of the summed operand ([k, n]
+  // for the weight gradient's dy, [m, n] for dGELU's output), one call's overhead fewer.
+  CalibrationTable t;
+  std::string err;
+  ASSERT_TRUE(parseCalibrationTable(R"({
+    "format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
+    "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
+    "call_overhead_ms": 0.01,
+    "kernels": {
+      "tgrt_matmul_acc": {"f32": [{"flops": 2e9, "bytes": 1.2e7, "ms": 3.01, "variant": "tn"}]},
+      "tgrt_matmul_dgelu_bgrad": {"f32": [
+        {"flops": 2e9, "bytes": 1.2e7, "ms": 5.01, "variant": "nt"}]},
+      "tgrt_bias_grad_acc": {"f32": [{"flops": 0, "bytes": 4.008e6, "ms": 0.51}]}
+    }})",
+                                  "bias.json", t, err))
+      << err;
+  RuntimeCall w = matmul(1000, 1000, 1000, 1, 0);
+  w.kernel = "tgrt_matmul_wgrad";
+  w.ints = {1000, 1000, 1000, 1, 0};
+  w.bytesRead = 8000000;
+  w.bytesWritten = 4 * 1000 * 1000; // C alone
+  EXPECT_NEAR(predictCallMs(t, w), 3.01, 1e-9);
+  w.bytesWritten = 4 * 1000 * 1001; // C and dbias (f32)
+  EXPECT_NEAR(predictCallMs(t, w), 3.01 + 0.51 - 0.01, 1e-9);
+  RuntimeCall g = w;
+  g.kernel = "tgrt_matmul_dgelu_bgrad";
+  g.ints = {1000, 1000, 1000, 0, 1};
+  g.bytesWritten = 4 * 1000 * 1000;
+  EXPECT_NEAR(predictCallMs(t, g), 5.01, 1e-9);
+  g.bytesWritten = 4 * 1000 * 1001;
+  EXPECT_NEAR(predictCallMs(t, g), 5.01 + 0.51 - 0.01, 1e-9);
+  // Without points for the sums they are priced at the roofline, and the call is marked
+  // uncalibrated.
+  t.kernels.erase("tgrt_bias_grad_acc");
+  bool cal = true;
+  EXPECT_NEAR(predictCallMs(t, g, &cal), 5.01 + 4.008e6 / 1e11 * 1e3, 1e-9);
+  EXPECT_FALSE(cal);
+}
+
 TEST(CostModel, CollectivesUseTheLinkBandwidth) {
   CalibrationTable t = table();
   RuntimeCall ar;
