@@ -557,6 +557,10 @@ Context* createContext(const tgrt_model* model) {
   ctx->gemm_autotune = autotune && (std::strcmp(autotune, "0") == 0 || std::strcmp(autotune, "2") == 0)
                            ? autotune[0] - '0'
                            : 1;
+  if (const char* calls = std::getenv("TGRT_GEMM_TUNE_CALLS")) {
+    const int c = std::atoi(calls);
+    ctx->gemm_tune_calls = c >= 1 && c <= 1000 ? c : 1;
+  }
   if (const char* cache = std::getenv("TGRT_GEMM_TUNE_CACHE")) {
     ctx->gemm_tune_path = cache;
   } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {

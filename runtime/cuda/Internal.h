@@ -140,6 +140,11 @@ struct Context {
   /// custom options x cluster shapes), the finalists timed again in batches. 0: the
   /// heuristic's first algorithm.
   int gemm_autotune = 1;
+  /// Back-to-back calls per timing of a candidate in the tuning (TGRT_GEMM_TUNE_CALLS, 1 to
+  /// 1000; default 1): more calls time each candidate as a training step runs it, at the
+  /// clock the GPU's power cap leaves under sustained GEMM load (docs/results.md 2026-11-29,
+  /// evening: 1545-1800 MHz of 1980 on the H200), not at the boost clock of one call.
+  int gemm_tune_calls = 1;
   /// The tuning cache file (TGRT_GEMM_TUNE_CACHE; default $XDG_CACHE_HOME/tgc/gemm-tune.txt,
   /// else $HOME/.cache/tgc/gemm-tune.txt); empty: tune every run, record nothing.
   std::string gemm_tune_path;

@@ -2183,7 +2183,8 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
 }
 
 /// GEMM tuning (Context::gemm_autotune): times each candidate algorithm of p on this call's
-/// operands (one warm-up, then the median of 3 event-timed runs each); in mode 2 (tile
+/// operands (one warm-up, then the median of 3 event-timed runs of Context::gemm_tune_calls
+/// back-to-back calls each); in mode 2 (tile
 /// candidates), the fastest kTuneFinalists are timed again, alternating, in 3
 /// rounds of kTuneBatch back-to-back calls each (the median round), so that one lucky
 /// single-call time among ~100 candidates does not decide; the fastest becomes p.algo.
@@ -2222,7 +2223,7 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
     if (!once(p.candidates[i])) continue;
     float ms[3];
     bool ok = true;
-    for (float& t : ms) ok = (t = timed(p.candidates[i], 1)) >= 0.0f && ok;
+    for (float& t : ms) ok = (t = timed(p.candidates[i], ctx->gemm_tune_calls)) >= 0.0f && ok;
     if (!ok) continue;
     std::sort(ms, ms + 3);
     times.push_back({ms[1], i});

@@ -36,6 +36,21 @@ CalibrationTable table() {
   return t;
 }
 
+/// A table with the peaks f32 1e12 FLOP/s, memory 1e11 B/s, 0.01 ms per call and the given
+/// "kernels" object (JSON text).
+CalibrationTable withKernels(const std::string &kernels) {
+  CalibrationTable t;
+  std::string err;
+  EXPECT_TRUE(parseCalibrationTable(
+      R"({"format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
+          "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
+          "call_overhead_ms": 0.01, "kernels": )" +
+          kernels + "}",
+      "fixed.json", t, err))
+      << err;
+  return t;
+}
+
 RuntimeCall add(double bytes, const char *fn = "micro_step") {
   RuntimeCall c;
   c.function = fn;
@@ -211,22 +226,14 @@ TEST(CostModel, NormsAndAttentionArePricedByThePointsOfTheirCodePath) {
   // A norm at d 768 runs in registers at 0.5 of the roofline; at d 2048 the unfused kernels
   // run at 0.25. A d 768 call as large as the d 2048 point takes the d 768 efficiency (the
   // bytes alone would interpolate toward 0.25); a width without points takes all of them.
-  CalibrationTable t = table();
-  std::string err;
-  ASSERT_TRUE(parseCalibrationTable(R"({
-    "format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
-    "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
-    "call_overhead_ms": 0.01,
-    "kernels": {
+  CalibrationTable t = withKernels(R"({
       "tgrt_layer_norm_bwd": {"f32": [
         {"flops": 0, "bytes": 2e8, "ms": 4.01, "shape": "rows 16384 d 768"},
         {"flops": 0, "bytes": 3e8, "ms": 12.01, "shape": "rows 8192 d 2048"}]},
       "tgrt_attention_fwd": {"f32": [
         {"flops": 1e12, "bytes": 0, "ms": 2000.01, "shape": "B 4 H 12 Hkv 12 T 1024 hd 64"},
         {"flops": 2e12, "bytes": 0, "ms": 2500.01, "shape": "B 2 H 16 Hkv 16 T 2048 hd 128"}]}
-    }})",
-                                  "classes.json", t, err))
-      << err;
+    })");
   RuntimeCall ln;
   ln.function = "micro_step";
   ln.kernel = "tgrt_layer_norm_bwd";
@@ -257,20 +264,12 @@ TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
   // A weight-gradient or dGELU GEMM that also writes a bias gradient (n more elements
   // written) costs its GEMM's points plus a tgrt_bias_grad_acc of the summed operand ([k, n]
   // for the weight gradient's dy, [m, n] for dGELU's output), one call's overhead fewer.
-  CalibrationTable t;
-  std::string err;
-  ASSERT_TRUE(parseCalibrationTable(R"({
-    "format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
-    "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
-    "call_overhead_ms": 0.01,
-    "kernels": {
+  CalibrationTable t = withKernels(R"({
       "tgrt_matmul_acc": {"f32": [{"flops": 2e9, "bytes": 1.2e7, "ms": 3.01, "variant": "tn"}]},
       "tgrt_matmul_dgelu_bgrad": {"f32": [
         {"flops": 2e9, "bytes": 1.2e7, "ms": 5.01, "variant": "nt"}]},
       "tgrt_bias_grad_acc": {"f32": [{"flops": 0, "bytes": 4.008e6, "ms": 0.51}]}
-    }})",
-                                  "bias.json", t, err))
-      << err;
+    })");
   RuntimeCall w = matmul(1000, 1000, 1000, 1, 0);
   w.kernel = "tgrt_matmul_wgrad";
   w.ints = {1000, 1000, 1000, 1, 0};
