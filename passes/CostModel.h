@@ -24,7 +24,11 @@
 // so a call the size of a measured point is predicted at exactly its measured time (when
 // ms_i >= 10/9 o). GEMM kernels also key points by their transposition (variant "nn",
 // "nt", "tn", "tt"); a call uses the points of its variant when there are any, else all
-// of its kernel and dtype's points. A kernel (and dtype) without points is priced at the
+// of its kernel and dtype's points. Norms use the points of their row width d, attention
+// and RoPE those of their head dim (and query heads per kv head) when there are any: their
+// CUDA kernels take another path per width. A weight-gradient or dGELU GEMM that writes a
+// bias gradient adds a tgrt_bias_grad_acc of the summed operand. A kernel (and dtype)
+// without points is priced at the
 // roofline of the peaks (e = 1) and reported as uncalibrated. Collectives (all-reduce,
 // all-gather, reduce-scatter, broadcast) without points cost o + k * bytes / L with L the
 // table's link bandwidth (k = 2 for an all-reduce, 1 otherwise) and are reported as
@@ -35,7 +39,9 @@
 // driver between steps (batch sampling, uploads, the loss download), data-dependent
 // timing (the embedding backward's sort), the aspect ratio of a GEMM beyond its
 // transposition (only its size, the roofline time, selects the efficiency), the cache
-// state a kernel finds (the calibration runs each shape repeatedly, warm), @eval_step.
+// state a kernel finds (the calibration runs each shape repeatedly, warm), the clock a
+// GPU at its power cap leaves to compute-bound calls in a long step (the calibration's
+// bursts run faster: GEMM-heavy steps ~5% under the measurement on the H200), @eval_step.
 //
 //===----------------------------------------------------------------------------===//
 #ifndef TGC_PASSES_COSTMODEL_H
