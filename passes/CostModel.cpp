@@ -139,7 +139,7 @@ double attentionPairs(int64_t t, bool causal, int64_t w) {
   return (double)w * (double)(w + 1) / 2.0 + (double)(t - w) * (double)w;
 }
 
-/// The "key value" pairs of a calibration point's shape ("rows 16384 d 768" -> rows, d).
+/// The "key value" integers of a calibration point's shape ("rows 16384 d 768" -> rows, d).
 static std::map<std::string, int64_t> shapeFields(const std::string &shape) {
   std::map<std::string, int64_t> f;
   std::istringstream in(shape);
@@ -166,8 +166,8 @@ static std::optional<bool> samePath(const RuntimeCall &call, const CalibrationPo
   if (starts("tgrt_layer_norm_") || starts("tgrt_add_layer_norm_") || starts("tgrt_rms_norm_")) {
     if (v.size() < 2) // rows, d
       return std::nullopt;
-    auto f = shapeFields(p.shape);
-    return f.count("d") && f["d"] == v[1];
+    auto d = p.fields.find("d");
+    return d != p.fields.end() && d->second == v[1];
   }
   const bool gqa = starts("tgrt_attention_gqa_");
   const bool rope = starts("tgrt_rope");
@@ -176,11 +176,15 @@ static std::optional<bool> samePath(const RuntimeCall &call, const CalibrationPo
     const size_t h = rope ? 2 : 1, hkv = rope ? 3 : 2, hd = rope ? 4 : gqa ? 4 : 3;
     if (v.size() <= hd)
       return std::nullopt;
-    auto f = shapeFields(p.shape);
-    if (!f.count("hd") || f["hd"] != v[hd])
+    auto field = [&](const char *key) {
+      auto it = p.fields.find(key);
+      return it == p.fields.end() ? int64_t(-1) : it->second;
+    };
+    if (field("hd") != v[hd])
       return false;
-    if ((gqa || rope) && f.count("H") && f.count("Hkv") && f["Hkv"] > 0 && v[hkv] > 0)
-      return f["H"] / f["Hkv"] == v[h] / v[hkv];
+    const int64_t heads = field("H"), kvHeads = field("Hkv");
+    if ((gqa || rope) && heads > 0 && kvHeads > 0 && v[hkv] > 0)
+      return heads / kvHeads == v[h] / v[hkv];
     return true;
   }
   return std::nullopt;
@@ -472,6 +476,7 @@ bool parseCalibrationTable(const std::string &textIn, const std::string &path,
             }
             if (pj.contains("shape"))
               p.shape = text(pj["shape"], pw + ".shape");
+            p.fields = shapeFields(p.shape);
             pts.push_back(std::move(p));
           }
         }

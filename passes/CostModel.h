@@ -65,6 +65,9 @@ struct CalibrationPoint {
   double ms = 0;    ///< measured time per call, ms (> 0)
   std::string variant; ///< GEMMs: "nn", "nt", "tn" or "tt" (trans_a, trans_b); else ""
   std::string shape;   ///< what was measured, for people ("m 512 n 192 k 64")
+  /// The shape's "key value" integers (m 512, n 192, ...), parsed once when the table is
+  /// read (parseCalibrationTable): what samePath compares, per call and point.
+  std::map<std::string, int64_t> fields;
 };
 
 /// A calibration table (JSON; docs/cost-model.md "Calibration table" gives the format):
