@@ -235,8 +235,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
 /// (2 or 4 bytes), and tgrt_matmul_dgelu_bgrad's of its output dx [m, n], in its dtype.
 /// The CUDA runtime runs them as its own column sums after the GEMM (the default since
 /// 2026-11-29, results.md): 0.03-0.06 ms per call at 16384 rows, which the GEMMs' points do
-/// not hold (`tgc calibrate` measures both GEMMs without a bias). nullopt without a bias
-/// (ints m, n, k, ...; bytesWritten holds the product's m n elements, plus n with a bias).
+/// not hold (`tgc calibrate` measures both GEMMs without a bias). nullopt without a bias:
+/// the trace records the call's dbias argument passed NULL (RuntimeCall::nullArgs).
 static std::optional<RuntimeCall> biasSumsOf(const RuntimeCall &call) {
   const bool wgrad = call.kernel == "tgrt_matmul_wgrad";
   if ((!wgrad && call.kernel != "tgrt_matmul_dgelu_bgrad") || call.ints.size() < 3)
@@ -244,10 +244,11 @@ static std::optional<RuntimeCall> biasSumsOf(const RuntimeCall &call) {
   const int64_t m = call.ints[0], n = call.ints[1], k = call.ints[2];
   const std::string dt = dtypeKey(call.dtype);
   const int64_t e = dt == "bf16" || dt == "f16" ? 2 : 4;
-  bool bias = false;
-  for (int64_t size : wgrad ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{e})
-    bias = bias || call.bytesWritten == size * n * (m + 1);
-  if (!bias || n <= 0 || (wgrad ? k : m) <= 0)
+  // The dbias argument (tgrt_kernels.def: after the dtype, a, b, C's dtype, C and five ints
+  // for the weight gradient; after the dtype, a, b, pre and dx for dGELU) passed NULL: no
+  // bias gradient in this call.
+  const int dbiasArg = wgrad ? 11 : 5;
+  if (std::find(call.nullArgs.begin(), call.nullArgs.end(), dbiasArg) != call.nullArgs.end() || n <= 0 || (wgrad ? k : m) <= 0)
     return std::nullopt;
   RuntimeCall sums;
   sums.function = call.function;

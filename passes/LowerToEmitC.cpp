@@ -2229,6 +2229,8 @@ private:
       if (a.kind == Arg::Text && c.dtype.empty() && StringRef(a.text).starts_with("TGRT_"))
         c.dtype = a.text;
       char role = i < access.size() ? access[i] : '-';
+      if (role != '-' && a.kind == Arg::Text && (a.text == "NULL" || a.text == "nullptr"))
+        c.nullArgs.push_back((int)i);
       if (role == '-' || (a.kind != Arg::Val && a.kind != Arg::Ptr))
         continue;
       int64_t bytes = 0;

@@ -202,6 +202,18 @@ __device__ __forceinline__ void ldPack(const T* p, int64_t iv, float (&f)[W]) {
 #pragma unroll
   for (int u = 0; u < kWords; ++u) unpack16(load16(base + u * kPer), f + u * kPer, T{});
 }
+/// A pack's accumulate in T's precision, the typed twin of StAccDyn::add:
+///   o[j] = round_T(prev[j] + round_T(o[j]))   (as floats; prev already holds T values)
+/// what tgrt_add_mixed computes when a backward adds its result into a gradient stored as T
+/// (the layer norm's and RMSNorm's register kernels). __fadd_rn: the add is never contracted
+/// with o's last product into an FMA (with f32 T an FMA rounds once where the separate
+/// calls round twice; it changed an RMSNorm kernel's bits on the H200, 2026-11-29).
+template <typename T, int W>
+__device__ __forceinline__ void packAccRound(const float (&prev)[W], float (&o)[W]) {
+#pragma unroll
+  for (int j = 0; j < W; ++j) o[j] = toF(fromF<T>(__fadd_rn(prev[j], toF(fromF<T>(o[j])))));
+}
+
 /// Stores pack iv of W floats rounded to T (see ldPack).
 template <int W, typename T>
 __device__ __forceinline__ void stPack(T* p, int64_t iv, const float (&f)[W]) {

@@ -889,9 +889,7 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
           } else {
             ldPack(dx + r * d, c, pv);
           }
-#pragma unroll
-          for (int j = 0; j < W; ++j) // __fadd_rn: never an FMA with o's product (f32 TX)
-            o[j] = toF(fromF<TX>(__fadd_rn(pv[j], toF(fromF<TX>(o[j])))));
+          packAccRound<TX>(pv, o);
         }
         stPack(dx + r * d, c, o);
         if constexpr (LOW) stPack(low + r * d, c, o);
@@ -1844,16 +1842,20 @@ uint32_t alignmentOf(const void* p, int64_t strideElems, int64_t batch, int64_t 
 
 /// The tuning cache's line key of a plan: device, cuBLASLt version, TF32 mode, workspace
 /// bytes, the number of candidates timed (a choice among fewer, e.g. by an earlier tgc that
-/// timed 6, is not taken for one among more) and every MatmulKey field (one token, no spaces).
+/// timed 6, is not taken for one among more), the back-to-back calls per timing when not 1
+/// (TGRT_GEMM_TUNE_CALLS: "xN" after the count; a default run's key is unchanged, so its
+/// cache stays valid) and every MatmulKey field (one token, no spaces).
 std::string tuneKey(Context* ctx, const MatmulKey& k, uint64_t ws, size_t candidates) {
   std::string dev = ctx->device_name;
   for (char& ch : dev)
     if (ch == ' ' || ch == '\t') ch = '_';
+  char calls[24] = "";
+  if (ctx->gemm_tune_calls != 1) std::snprintf(calls, sizeof calls, "x%d", ctx->gemm_tune_calls);
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%s|lt%zu|tf32=%d|ws=%llu|c%zu|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%u,%u,%u,%d,%u,%d,%d",
+                "%s|lt%zu|tf32=%d|ws=%llu|c%zu%s|%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%d,%u,%u,%u,%d,%u,%d,%d",
                 dev.c_str(), (size_t)cublasLtGetVersion(), ctx->tf32 ? 1 : 0,
-                (unsigned long long)ws, candidates, (long long)k.batch, (long long)k.m, (long long)k.n,
+                (unsigned long long)ws, candidates, calls, (long long)k.batch, (long long)k.m, (long long)k.n,
                 (long long)k.k, (long long)k.sa, (long long)k.sb, (long long)k.sc, (int)k.ta,
                 (int)k.tb, (unsigned)k.align_a, (unsigned)k.align_b, (unsigned)k.align_c,
                 (int)k.epilogue, (unsigned)k.align_bias, (int)k.dt, (int)k.cdt);

@@ -249,9 +249,7 @@ __global__ void __launch_bounds__(kBlock, 2)
         if constexpr (ACC) {
           float pv[W];
           ldPack(dx + r * d, c, pv);
-#pragma unroll
-          for (int j = 0; j < W; ++j) // __fadd_rn: never an FMA with o's product (f32 TX)
-            o[j] = toF(fromF<TX>(__fadd_rn(pv[j], toF(fromF<TX>(o[j])))));
+          packAccRound<TX>(pv, o);
         }
         stPack(dx + r * d, c, o);
         if constexpr (LOW) stPack(low + r * d, c, o);

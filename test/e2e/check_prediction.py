@@ -4,6 +4,7 @@
   tradeoff TRADEOFF.json                   --tradeoff --sort time rows
   calibrated TABLE.json                    a table tgc calibrate wrote is well formed
   accuracy PLAN.json RUN.jsonl LO HI       predicted / measured step time within [LO, HI]
+  nullargs GPT.jsonl LLAMA.jsonl           the weight-gradient GEMMs' bias gradients in the trace
 """
 import json
 import statistics
@@ -77,7 +78,31 @@ def accuracy(plan, run, lo, hi):
     print("accuracy: PASS")
 
 
+def nullargs(gpt_calls, llama_calls):
+    """tgc plan --calls: a tgrt_matmul_wgrad's bias gradient (argument 11, after (ctx, loc))
+    is NULL where no bias gradient is computed in it, and the cost model then prices no
+    column sums (priced: the call costs more than the same GEMM without a bias)."""
+    def wgrads(path):
+        return [c for c in map(json.loads, open(path)) if c["kernel"] == "tgrt_matmul_wgrad"]
+    gpt, llama = wgrads(gpt_calls), wgrads(llama_calls)
+    assert gpt and llama
+    # GPT-2: qkv and fc sum their bias gradients in the GEMM call; the projections into the
+    # residual (attn.proj, mlp.proj) have theirs summed by the layer-norm backward that
+    # reads the same residual gradient (NULL here), but the last layer's mlp.proj, whose
+    # residual gradient comes from the final norm's plain backward.
+    with_bias = [c for c in gpt if 11 not in c["null_args"]]
+    without = [c for c in gpt if 11 in c["null_args"]]
+    assert with_bias and without
+    assert all(c["location"].endswith(("qkv", "fc")) for c in gpt
+               if not c["location"].endswith("proj")), gpt
+    assert all(c in with_bias for c in gpt if c["location"].endswith(("qkv", "fc"))), gpt
+    assert all(c["location"].endswith("proj") for c in without), without
+    # Llama has no biases: every weight gradient passes NULL.
+    assert all(11 in c["null_args"] for c in llama), llama
+    print("nullargs: PASS", len(with_bias), "with a bias,", len(without) + len(llama), "without")
+
+
 if __name__ == "__main__":
     {"fixed": lambda a: fixed(a[0], a[1], int(a[2])), "tradeoff": lambda a: tradeoff(a[0]),
      "calibrated": lambda a: calibrated(a[0], a[1]),
-     "accuracy": lambda a: accuracy(*a)}[sys.argv[1]](sys.argv[2:])
+     "accuracy": lambda a: accuracy(*a), "nullargs": lambda a: nullargs(*a)}[sys.argv[1]](sys.argv[2:])

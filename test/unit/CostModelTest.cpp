@@ -213,6 +213,7 @@ TEST(CostModel, WeightGradientWritesArePricedAsAccumulations) {
   RuntimeCall w = matmul(1000, 1000, 1000, 1, 0);
   w.kernel = "tgrt_matmul_wgrad";
   w.ints = {1000, 1000, 1000, 1, 0};
+  w.nullArgs = {11}; // no bias gradient (BiasGradientsOfGemmsArePricedApart prices one)
   bool cal = false;
   EXPECT_NEAR(predictCallMs(t, w, &cal), 3.01, 1e-9);
   EXPECT_TRUE(cal);
@@ -261,9 +262,10 @@ TEST(CostModel, NormsAndAttentionArePricedByThePointsOfTheirCodePath) {
 }
 
 TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
-  // A weight-gradient or dGELU GEMM that also writes a bias gradient (n more elements
-  // written) costs its GEMM's points plus a tgrt_bias_grad_acc of the summed operand ([k, n]
-  // for the weight gradient's dy, [m, n] for dGELU's output), one call's overhead fewer.
+  // A weight-gradient or dGELU GEMM that also writes a bias gradient (its dbias argument not
+  // NULL: RuntimeCall::nullArgs) costs its GEMM's points plus a tgrt_bias_grad_acc of the
+  // summed operand ([k, n] for the weight gradient's dy, [m, n] for dGELU's output), one
+  // call's overhead fewer.
   CalibrationTable t = withKernels(R"({
       "tgrt_matmul_acc": {"f32": [{"flops": 2e9, "bytes": 1.2e7, "ms": 3.01, "variant": "tn"}]},
       "tgrt_matmul_dgelu_bgrad": {"f32": [
@@ -275,15 +277,21 @@ TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
   w.ints = {1000, 1000, 1000, 1, 0};
   w.bytesRead = 8000000;
   w.bytesWritten = 4 * 1000 * 1000; // C alone
+  w.nullArgs = {11};                // dbias NULL
   EXPECT_NEAR(predictCallMs(t, w), 3.01, 1e-9);
   w.bytesWritten = 4 * 1000 * 1001; // C and dbias (f32)
+  w.nullArgs = {};
+  EXPECT_NEAR(predictCallMs(t, w), 3.01 + 0.51 - 0.01, 1e-9);
+  w.nullArgs = {5}; // another argument NULL: the weight gradient's dbias is set
   EXPECT_NEAR(predictCallMs(t, w), 3.01 + 0.51 - 0.01, 1e-9);
   RuntimeCall g = w;
   g.kernel = "tgrt_matmul_dgelu_bgrad";
   g.ints = {1000, 1000, 1000, 0, 1};
   g.bytesWritten = 4 * 1000 * 1000;
+  g.nullArgs = {5};
   EXPECT_NEAR(predictCallMs(t, g), 5.01, 1e-9);
   g.bytesWritten = 4 * 1000 * 1001;
+  g.nullArgs = {};
   EXPECT_NEAR(predictCallMs(t, g), 5.01 + 0.51 - 0.01, 1e-9);
   // Without points for the sums they are priced at the roofline, and the call is marked
   // uncalibrated.

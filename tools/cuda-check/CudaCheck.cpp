@@ -907,6 +907,22 @@ void checkGemmTune(Contexts& c, Rng& rng) {
   }
   const Raw second = run(0, 1, "from the cache");
   record("gemm tuning: cached == timed", "bits", (double)bitDiffs(second, first), 0.0);
+  { // Candidates timed as 3 back-to-back calls (TGRT_GEMM_TUNE_CALLS, read by createContext)
+    // have a key of their own ("|cNx3|"): the default run's line is not taken, a second line
+    // is recorded, and the default run's key is unchanged by it.
+    ::setenv("TGRT_GEMM_TUNE_CALLS", "3", 1);
+    run(1, 0, "3 calls per timing"); // its result against the CPU's (another algorithm may win)
+    ::unsetenv("TGRT_GEMM_TUNE_CALLS");
+    std::ifstream f3(path);
+    std::string l, firstLine, secondLine;
+    int lines = 0;
+    while (std::getline(f3, l)) (++lines == 1 ? firstLine : secondLine) = l;
+    const bool ok = lines == 2 && firstLine + "\n" == line &&
+                    secondLine.find("x3|") != std::string::npos &&
+                    firstLine.find("x3|") == std::string::npos;
+    record("gemm tuning: calls per timing in the key", fmt("%d lines", lines), ok ? 0.0 : 1.0, 0.0);
+    run(0, 1, "default after x3"); // the default key still finds its own line
+  }
   { // A line of another shape first: skipped with a note.
     std::ofstream f2(path, std::ios::trunc);
     f2 << "not a tuning line\n" << line;

@@ -1208,14 +1208,17 @@ int runPlan(const DriverOptions &opts) {
     for (const tg::RuntimeCall &c : calls) {
       bool cal = true;
       double ms = tg::predictCallMs(table, c, &cal);
-      llvm::json::Array ints;
+      llvm::json::Array ints, nullArgs;
       for (int64_t i : c.ints)
         ints.push_back(i);
+      for (int i : c.nullArgs)
+        nullArgs.push_back(i);
       os << llvm::json::Value(llvm::json::Object{
                 {"function", c.function}, {"kernel", c.kernel}, {"location", c.location},
                 {"phase", c.phase}, {"op", c.op}, {"dtype", tg::dtypeKey(c.dtype)},
                 {"variant", tg::gemmVariant(c)}, {"flops", tg::effectiveFlops(c)},
                 {"bytes", c.bytesRead + c.bytesWritten}, {"ints", std::move(ints)},
+                {"null_args", std::move(nullArgs)},
                 {"predicted_ms", ms}, {"calibrated", cal}})
          << "\n";
     }
