@@ -359,35 +359,145 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   return t.callOverheadMs + r / e;
 }
 
+PowerCoefficients powerCoefficients(const CalibrationTable &t) {
+  PowerCoefficients c;
+  c.limitW = t.power.limitW;
+  c.maxMhz = t.power.maxMhz;
+  auto invalid = [&](const std::string &why) {
+    c.why = why;
+    return c;
+  };
+  if (t.power.probes.empty())
+    return invalid("the table has no power section");
+  if (c.limitW <= 0 || c.maxMhz <= 0)
+    return invalid("the power section lacks the power limit or the maximum clock");
+  double idle = 0, jb = 0, jf = 0, burst = 0;
+  int idles = 0, memories = 0, gemms = 0;
+  for (const PowerProbe &p : t.power.probes)
+    if (p.name == "idle") {
+      idle += p.watts;
+      ++idles;
+    }
+  if (!idles)
+    return invalid("no idle probe");
+  c.staticW = idle / idles;
+  for (const PowerProbe &p : t.power.probes)
+    if (p.name == "memory" && p.sustainedMs > 0 && p.bytes > 0) {
+      jb += (p.watts - c.staticW) / (p.bytes / (p.sustainedMs * 1e-3));
+      ++memories;
+    }
+  if (!memories)
+    return invalid("no memory probe");
+  c.jPerByte = jb / memories;
+  for (const PowerProbe &p : t.power.probes)
+    if (p.name == "gemm" && p.sustainedMs > 0 && p.flops > 0 && p.sustainedMhz > 0 &&
+        p.burstMhz > 0) {
+      const double s = p.sustainedMs * 1e-3;
+      const double dynamic = p.watts - c.staticW - c.jPerByte * p.bytes / s;
+      const double r = c.maxMhz / p.sustainedMhz;
+      jf += dynamic / (p.flops / s) * r * r;
+      burst += p.burstMhz;
+      ++gemms;
+    }
+  if (!gemms)
+    return invalid("no gemm probe");
+  c.jPerFlop = jf / gemms;
+  c.burstMhz = burst / gemms;
+  double bound = 0;
+  int throttled = 0;
+  for (const PowerProbe &p : t.power.probes)
+    if (p.name == "gemm" && p.burstMs > 0 && p.sustainedMhz > 0 &&
+        p.burstMhz > 1.02 * p.sustainedMhz) {
+      bound += (p.sustainedMs / p.burstMs) * (p.sustainedMhz / p.burstMhz);
+      ++throttled;
+    }
+  c.clockBound = throttled ? std::clamp(bound / throttled, 0.05, 1.0) : 1.0;
+  if (c.staticW <= 0 || c.jPerByte <= 0 || c.jPerFlop <= 0)
+    return invalid("a coefficient is not positive (static " + std::to_string(c.staticW) +
+                   " W, per byte " + std::to_string(c.jPerByte) + " J, per FLOP " +
+                   std::to_string(c.jPerFlop) + " J)");
+  c.valid = true;
+  return c;
+}
+
 StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeCall> &calls,
                            int64_t gradAccum) {
   StepPrediction p;
   p.gradAccum = std::max<int64_t>(1, gradAccum);
-  std::map<std::pair<std::string, std::string>, KernelTime> byKernel;
+  // Each call's burst time, then (power model) the SM clock the step runs at: a call of a
+  // usesFlops kernel takes o + (ms - o) * burstMhz / clock, every other call its burst time.
+  struct Priced {
+    const RuntimeCall *call;
+    double ms;
+    bool calibrated, compute;
+    int64_t times; // per optimizer step; 0 for @eval_step
+  };
+  std::vector<Priced> priced;
+  priced.reserve(calls.size());
+  double computeMs = 0, otherMs = 0, flops = 0, bytes = 0; // per optimizer step
   for (const RuntimeCall &c : calls) {
-    bool cal = true;
-    double ms = predictCallMs(t, c, &cal);
-    int64_t times = 0;
+    Priced q{&c, 0.0, true, usesFlops(c.kernel), 0};
+    q.ms = predictCallMs(t, c, &q.calibrated);
+    q.times = c.function == "micro_step" ? p.gradAccum : c.function == "optimizer_step" ? 1 : 0;
+    const double ov = std::min(q.ms, t.callOverheadMs);
+    (q.compute ? computeMs : otherMs) += (double)q.times * (q.ms - (q.compute ? ov : 0.0));
+    otherMs += q.compute ? (double)q.times * ov : 0.0;
+    flops += (double)q.times * effectiveFlops(c);
+    bytes += (double)q.times * (double)(c.bytesRead + c.bytesWritten);
+    priced.push_back(q);
+  }
+  double slow = 1.0; // a compute-bound call's time at the step's clock / at burstMhz
+  const PowerCoefficients pc = powerCoefficients(t);
+  if (pc.valid && computeMs + otherMs > 0) {
+    auto slowAt = [&](double f) { return std::max(1.0, pc.clockBound * pc.burstMhz / f); };
+    auto msAt = [&](double f) { return otherMs + computeMs * slowAt(f); };
+    auto wattsAt = [&](double f) {
+      const double r = f / pc.maxMhz;
+      return pc.staticW +
+             (pc.jPerFlop * r * r * flops + pc.jPerByte * bytes) / (msAt(f) * 1e-3);
+    };
+    double clock = pc.burstMhz;
+    if (wattsAt(clock) > pc.limitW) {
+      // The power rises with the clock (more energy per FLOP, in less time): bisection.
+      double lo = 0.2 * pc.maxMhz, hi = pc.burstMhz;
+      for (int i = 0; i < 60; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (wattsAt(mid) > pc.limitW ? hi : lo) = mid;
+      }
+      clock = lo;
+    }
+    p.burstMhz = pc.burstMhz;
+    p.clockMhz = clock;
+    p.powerW = wattsAt(clock);
+    p.unthrottledStepMs = computeMs + otherMs;
+    slow = slowAt(clock);
+  }
+  std::map<std::pair<std::string, std::string>, KernelTime> byKernel;
+  for (const Priced &q : priced) {
+    const RuntimeCall &c = *q.call;
+    double ms = q.ms;
+    if (q.compute && c.function != "eval_step") {
+      const double ov = std::min(q.ms, t.callOverheadMs);
+      ms = ov + (q.ms - ov) * slow;
+    }
     if (c.function == "micro_step") {
       p.microStepMs += ms;
-      times = p.gradAccum;
     } else if (c.function == "optimizer_step") {
       p.optimizerStepMs += ms;
-      times = 1;
     } else {
       p.evalStepMs += ms;
       continue;
     }
-    p.callsPerStep += times;
-    p.overheadMs += (double)times * t.callOverheadMs;
+    p.callsPerStep += q.times;
+    p.overheadMs += (double)q.times * t.callOverheadMs;
     KernelTime &k = byKernel[{c.kernel, dtypeKey(c.dtype)}];
     k.kernel = c.kernel;
     k.dtype = dtypeKey(c.dtype);
-    k.calls += times;
-    k.ms += (double)times * ms;
-    k.calibrated = k.calibrated && cal;
-    if (!cal)
-      p.uncalibratedMs += (double)times * ms;
+    k.calls += q.times;
+    k.ms += (double)q.times * ms;
+    k.calibrated = k.calibrated && q.calibrated;
+    if (!q.calibrated)
+      p.uncalibratedMs += (double)q.times * ms;
   }
   p.stepMs = (double)p.gradAccum * p.microStepMs + p.optimizerStepMs;
   for (auto &[key, k] : byKernel)
@@ -483,6 +593,43 @@ bool parseCalibrationTable(const std::string &textIn, const std::string &path,
         }
       }
     }
+    if (j.contains("power")) {
+      const nlohmann::json &pw = j["power"];
+      if (!pw.is_object())
+        throw BadTable{"$.power", "expected an object, got " + typeName(pw)};
+      t.power.limitW = positive(member(pw, "limit_w", "$.power"), "$.power.limit_w");
+      t.power.maxMhz = positive(member(pw, "max_mhz", "$.power"), "$.power.max_mhz");
+      const nlohmann::json &probes = member(pw, "probes", "$.power");
+      if (!probes.is_array())
+        throw BadTable{"$.power.probes", "expected an array, got " + typeName(probes)};
+      for (size_t i = 0; i < probes.size(); ++i) {
+        const nlohmann::json &q = probes[i];
+        const std::string w = "$.power.probes[" + std::to_string(i) + "]";
+        if (!q.is_object())
+          throw BadTable{w, "expected an object, got " + typeName(q)};
+        PowerProbe p;
+        p.name = text(member(q, "name", w), w + ".name");
+        if (p.name != "idle" && p.name != "memory" && p.name != "gemm")
+          throw BadTable{w + ".name", "expected \"idle\", \"memory\" or \"gemm\", got \"" +
+                                          p.name + "\""};
+        p.watts = positive(member(q, "watts", w), w + ".watts");
+        if (p.name != "idle") {
+          p.kernel = text(member(q, "kernel", w), w + ".kernel");
+          p.dtype = text(member(q, "dtype", w), w + ".dtype");
+          if (q.contains("shape"))
+            p.shape = text(q["shape"], w + ".shape");
+          p.flops = positive(member(q, "flops", w), w + ".flops", true);
+          p.bytes = positive(member(q, "bytes", w), w + ".bytes", true);
+          p.burstMs = positive(member(q, "burst_ms", w), w + ".burst_ms");
+          p.burstMhz = positive(member(q, "burst_mhz", w), w + ".burst_mhz");
+          p.sustainedMs = positive(member(q, "sustained_ms", w), w + ".sustained_ms");
+        }
+        if (q.contains("energy_watts"))
+          p.energyWatts = positive(q["energy_watts"], w + ".energy_watts", true);
+        p.sustainedMhz = positive(member(q, "sustained_mhz", w), w + ".sustained_mhz", true);
+        t.power.probes.push_back(std::move(p));
+      }
+    }
   } catch (const BadTable &b) {
     error = path + ": " + b.path + ": " + b.what;
     return false;
@@ -537,6 +684,30 @@ std::string calibrationTableJson(const CalibrationTable &t) {
       ks[kernel][dtype] = std::move(arr);
     }
   j["kernels"] = std::move(ks);
+  if (!t.power.probes.empty()) {
+    nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+    for (const PowerProbe &p : t.power.probes) {
+      nlohmann::ordered_json q;
+      q["name"] = p.name;
+      if (p.name != "idle") {
+        q["kernel"] = p.kernel;
+        q["dtype"] = p.dtype;
+        q["shape"] = p.shape;
+        q["flops"] = p.flops;
+        q["bytes"] = p.bytes;
+        q["burst_ms"] = p.burstMs;
+        q["burst_mhz"] = p.burstMhz;
+        q["sustained_ms"] = p.sustainedMs;
+      }
+      q["sustained_mhz"] = p.sustainedMhz;
+      q["watts"] = p.watts;
+      if (p.energyWatts > 0)
+        q["energy_watts"] = p.energyWatts;
+      probes.push_back(std::move(q));
+    }
+    j["power"] = {{"limit_w", t.power.limitW}, {"max_mhz", t.power.maxMhz},
+                  {"probes", std::move(probes)}};
+  }
   return j.dump(1) + "\n";
 }
 

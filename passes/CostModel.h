@@ -40,8 +40,9 @@
 // timing (the embedding backward's sort), the aspect ratio of a GEMM beyond its
 // transposition (only its size, the roofline time, selects the efficiency), the cache
 // state a kernel finds (the calibration runs each shape repeatedly, warm), the clock a
-// GPU at its power cap leaves to compute-bound calls in a long step (the calibration's
-// bursts run faster: GEMM-heavy steps ~5% under the measurement on the H200), @eval_step.
+// GPU at its power cap leaves to compute-bound calls in a long step unless the table has a
+// power section (then predictStep solves for the step's SM clock: PowerCoefficients),
+// @eval_step.
 //
 //===----------------------------------------------------------------------------===//
 #ifndef TGC_PASSES_COSTMODEL_H
@@ -70,6 +71,53 @@ struct CalibrationPoint {
   std::map<std::string, int64_t> fields;
 };
 
+/// One kernel that `tgc calibrate` ran under sustained load (the table's "power" section):
+/// its calls back to back for about a second, the board's energy counter read around the
+/// last 0.6 s, so that the power limit acts as it does in a training step.
+struct PowerProbe {
+  std::string name; ///< "idle" (no kernel), "memory" (a bandwidth-bound kernel) or "gemm"
+  std::string kernel, dtype, shape; ///< what was run ("" for idle)
+  double flops = 0, bytes = 0;      ///< per call, counted as the model counts them
+  double burstMs = 0;     ///< per call as the grid times a point (5 x ~3 ms), ms
+  double burstMhz = 0;    ///< the SM clock right after those repetitions, MHz
+  double sustainedMs = 0; ///< per call over the window, ms
+  double sustainedMhz = 0; ///< the median SM clock over the window, MHz
+  double watts = 0;       ///< board power at the window's end as NVML reports it (its own
+                          ///< ~1 s average: the number the power limit holds), W
+  double energyWatts = 0; ///< the energy counter's slope over the window, W (informative:
+                          ///< 2-5% under `watts` on the H200 for the throttled probes)
+};
+
+/// The power section of a table: what the GPU's power limit does to compute-bound calls.
+struct PowerTable {
+  double limitW = 0; ///< the enforced board power limit, W
+  double maxMhz = 0; ///< the SM clock's maximum, MHz
+  std::vector<PowerProbe> probes;
+};
+
+/// The power model's coefficients, derived from a table's probes (powerCoefficients):
+///   P(f) = staticW + (jPerFlop * (f / maxMhz)^2 * F + jPerByte * B) / T(f)
+/// the mean board power of a step that computes F FLOPs and moves B bytes in T(f) seconds
+/// at SM clock f. Dynamic energy per FLOP scales with the square of the clock (CMOS dynamic
+/// power alpha C V^2 f, with the supply voltage roughly proportional to the clock across
+/// the DVFS range); energy per byte of DRAM traffic does not depend on the SM clock.
+struct PowerCoefficients {
+  bool valid = false;
+  double staticW = 0;   ///< the idle probe's power, W
+  double jPerByte = 0;  ///< joules per byte moved (the memory probes)
+  double jPerFlop = 0;  ///< joules per FLOP at maxMhz (the gemm probes)
+  double burstMhz = 0;  ///< the SM clock of the grid's compute-bound points (gemm probes)
+  /// How close the calibration's compute-bound calls run to their clock-bound time (the
+  /// gemm probes whose clock fell: (sustainedMs / burstMs) * (sustainedMhz / burstMhz), in
+  /// (0, 1]): a call of burst time t takes t * max(1, clockBound * burstMhz / f) at clock f
+  /// (a roofline in the clock: at the calibration's clock a GEMM waits partly on memory,
+  /// and only below clockBound * burstMhz does it slow with the clock; on the H200 both
+  /// probes give 0.89: no slowdown above ~1770 MHz, 1.22x at 1455).
+  double clockBound = 1;
+  double maxMhz = 0, limitW = 0;
+  std::string why; ///< when not valid: what the table lacks
+};
+
 /// A calibration table (JSON; docs/cost-model.md "Calibration table" gives the format):
 /// the machine's peaks, the per-call overhead and the measured points of each kernel.
 struct CalibrationTable {
@@ -90,7 +138,19 @@ struct CalibrationTable {
   bool roofline = false;
   /// Free text carried in the file ("note"), e.g. how it was measured.
   std::string note;
+  /// The probes of the GPU's power limit ("power"; empty when the table has none: then
+  /// no clock is predicted and every call keeps its burst time).
+  PowerTable power;
 };
+
+/// Derives the coefficients from `table.power` (see PowerCoefficients): staticW = the idle
+/// probe's watts; jPerByte = the mean over memory probes of (watts - staticW) / bytes per
+/// second; jPerFlop = the mean over gemm probes of (watts - staticW - jPerByte * bytes per
+/// second) / FLOPs per second, scaled by (maxMhz / sustainedMhz)^2; burstMhz = the mean of
+/// the gemm probes' burstMhz; clockBound from the gemm probes whose clock fell (1 if none).
+/// Not valid (with `why`) without a limit, an idle, a memory or
+/// a gemm probe, or when a coefficient comes out <= 0.
+PowerCoefficients powerCoefficients(const CalibrationTable &table);
 
 /// Parses a calibration table from JSON `text`; `path` names it in errors. Returns false
 /// with `error` = "PATH: $.json.path: what is wrong" (e.g. "h100.json: $.kernels.tgrt_matmul
@@ -180,6 +240,12 @@ struct StepPrediction {
   double uncalibratedMs = 0;  ///< the part of stepMs priced without measured points
   /// "kernel/dtype" of every uncalibrated kernel in the step, largest time first.
   std::vector<std::string> uncalibrated;
+  /// The power limit (a table with a valid power section, powerCoefficients): the SM clock
+  /// predicted for the step, MHz (0: no power model; = burstMhz when the step's power at
+  /// the calibration's clock is within the limit), the mean power at it, W, and the step
+  /// at the calibration's clock, ms (stepMs is the step at clockMhz: its compute-bound
+  /// calls, usesFlops, slowed by burstMhz / clockMhz, the per-call overhead excepted).
+  double clockMhz = 0, burstMhz = 0, powerW = 0, unthrottledStepMs = 0;
 };
 
 /// Predicts one optimizer step of `calls` (traceRuntimeCalls of the planned module: the

@@ -9,6 +9,7 @@
 // (the whole process as nvidia-smi shows it, the CUDA context included; libnvidia-ml is
 // opened at run time, nothing links it).
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/Power.h"
 
 #include <cmath>
 #include <cstdarg>
@@ -380,8 +381,15 @@ struct Nvml {
   int (*byPciBusId)(const char*, NvmlDevice**) = nullptr;
   int (*processes)(NvmlDevice*, unsigned int*, NvmlProcessInfo*) = nullptr;
   const char* processesName = "";
+  // Power.h's readings; optional (null when the library lacks them: powerSample says so).
+  int (*energy)(NvmlDevice*, unsigned long long*) = nullptr;        // mJ
+  int (*clock)(NvmlDevice*, int, unsigned int*) = nullptr;          // MHz (type 1: SM)
+  int (*maxClock)(NvmlDevice*, int, unsigned int*) = nullptr;       // MHz
+  int (*powerLimit)(NvmlDevice*, unsigned int*) = nullptr;          // mW, enforced
+  int (*powerUsage)(NvmlDevice*, unsigned int*) = nullptr;          // mW
   std::string error;
 };
+constexpr int kNvmlClockSm = 1; // nvmlClockType_t NVML_CLOCK_SM
 
 const Nvml& nvml() {
   static Nvml n;
@@ -411,6 +419,16 @@ const Nvml& nvml() {
     }
     n.processes =
         reinterpret_cast<int (*)(NvmlDevice*, unsigned int*, NvmlProcessInfo*)>(procs);
+    n.energy = reinterpret_cast<int (*)(NvmlDevice*, unsigned long long*)>(
+        dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+    n.clock = reinterpret_cast<int (*)(NvmlDevice*, int, unsigned int*)>(
+        dlsym(lib, "nvmlDeviceGetClockInfo"));
+    n.maxClock = reinterpret_cast<int (*)(NvmlDevice*, int, unsigned int*)>(
+        dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
+    n.powerLimit = reinterpret_cast<int (*)(NvmlDevice*, unsigned int*)>(
+        dlsym(lib, "nvmlDeviceGetEnforcedPowerLimit"));
+    n.powerUsage = reinterpret_cast<int (*)(NvmlDevice*, unsigned int*)>(
+        dlsym(lib, "nvmlDeviceGetPowerUsage"));
   });
   return n;
 }
@@ -519,6 +537,72 @@ bool ok(cudaError_t e, const char* what) {
 }
 
 } // namespace
+
+/// Power.h.
+bool powerSample(int device, PowerSample& s, std::string& why) {
+#ifdef TGRT_CUDA_EMULATE
+  (void)device;
+  (void)s;
+  why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
+  return false;
+#else
+  const Nvml& n = nvml();
+  if (!n.error.empty()) {
+    why = n.error;
+    return false;
+  }
+  if (!n.energy || !n.clock || !n.maxClock || !n.powerLimit || !n.powerUsage) {
+    why = "libnvidia-ml.so.1 lacks the energy, clock or power entry points";
+    return false;
+  }
+  // One NVML session and one handle per device for the process (never shut down: a
+  // calibration reads thousands of samples).
+  static std::mutex mu;
+  static bool initialised = false;
+  static std::unordered_map<int, NvmlDevice*> handles;
+  std::lock_guard<std::mutex> lock(mu);
+  auto fail = [&](const char* what, int r) {
+    why = std::string(what) + ": " + (n.errorString(r) ? n.errorString(r) : "?") + " (" +
+          std::to_string(r) + ")";
+    return false;
+  };
+  if (!initialised) {
+    const int r = n.init();
+    if (r != kNvmlSuccess) return fail("nvmlInit_v2", r);
+    initialised = true;
+  }
+  NvmlDevice*& dev = handles[device];
+  if (!dev) {
+    char busId[64] = {0};
+    const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
+    if (ce != cudaSuccess) {
+      why = std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce);
+      return false;
+    }
+    const int r = n.byPciBusId(busId, &dev);
+    if (r != kNvmlSuccess) {
+      dev = nullptr;
+      return fail("nvmlDeviceGetHandleByPciBusId_v2", r);
+    }
+  }
+  unsigned long long mj = 0;
+  unsigned int mhz = 0, maxMhz = 0, limit = 0, usage = 0;
+  int r = n.energy(dev, &mj);
+  if (r != kNvmlSuccess) return fail("nvmlDeviceGetTotalEnergyConsumption", r);
+  if ((r = n.clock(dev, kNvmlClockSm, &mhz)) != kNvmlSuccess) return fail("nvmlDeviceGetClockInfo", r);
+  if ((r = n.maxClock(dev, kNvmlClockSm, &maxMhz)) != kNvmlSuccess)
+    return fail("nvmlDeviceGetMaxClockInfo", r);
+  if ((r = n.powerLimit(dev, &limit)) != kNvmlSuccess)
+    return fail("nvmlDeviceGetEnforcedPowerLimit", r);
+  if ((r = n.powerUsage(dev, &usage)) != kNvmlSuccess) return fail("nvmlDeviceGetPowerUsage", r);
+  s.energyJ = (double)mj / 1e3;
+  s.smMhz = mhz;
+  s.maxSmMhz = maxMhz;
+  s.limitW = (double)limit / 1e3;
+  s.powerW = (double)usage / 1e3;
+  return true;
+#endif
+}
 
 Context* createContext(const tgrt_model* model) {
   if (!model) {

@@ -380,3 +380,132 @@ TEST(CostModel, DefaultRooflineTablesAreUsable) {
   }
   EXPECT_EQ(peakFlopsOf(defaultRooflineTable("cuda"), "bf16"), 989.4e12);
 }
+
+namespace {
+/// A table with one f32 GEMM point (2e12 FLOPs, 1.2e9 bytes in 4 ms), one add point, no
+/// per-call overhead, and a power section: limit 500 W, max 2000 MHz, idle 100 W; a memory
+/// probe moving 1e12 B/s at 300 W (2e-10 J per byte); a GEMM probe of 1e12 FLOPs, burst
+/// 1 ms at 2000 MHz, sustained 1.25 ms at 1000 MHz and 500 W (clock bound 1.25 * 1000 / 2000
+/// = 0.625; 400 W of dynamic power at 8e14 FLOP/s = 5e-13 J per FLOP at 1000 MHz, 2e-12 at
+/// 2000).
+CalibrationTable powerTable(const std::string &power) {
+  CalibrationTable t;
+  std::string err;
+  EXPECT_TRUE(parseCalibrationTable(
+      R"({"format": "tgc-calibration/1", "target": "cuda", "device": "test GPU",
+          "peak": {"flops_per_s": {"f32": 1e15}, "memory_bytes_per_s": 1e13},
+          "call_overhead_ms": 0,
+          "kernels": {
+            "tgrt_matmul": {"f32": [{"flops": 2e12, "bytes": 1.2e9, "ms": 4.0, "variant": "nn"}]},
+            "tgrt_add": {"f32": [{"flops": 0, "bytes": 1e9, "ms": 1.0}]}},
+          "power": )" + power + "}",
+      "power.json", t, err))
+      << err;
+  return t;
+}
+const char *kPower = R"({"limit_w": 500, "max_mhz": 2000, "probes": [
+    {"name": "idle", "sustained_mhz": 2000, "watts": 100},
+    {"name": "memory", "kernel": "tgrt_add", "dtype": "bf16", "shape": "n 1", "flops": 0,
+     "bytes": 1e9, "burst_ms": 1, "burst_mhz": 2000, "sustained_ms": 1, "sustained_mhz": 2000,
+     "watts": 300},
+    {"name": "gemm", "kernel": "tgrt_matmul", "dtype": "bf16", "shape": "m 1", "flops": 1e12,
+     "bytes": 0, "burst_ms": 1, "burst_mhz": 2000, "sustained_ms": 1.25,
+     "sustained_mhz": 1000, "watts": 500, "energy_watts": 480}]})";
+} // namespace
+
+TEST(CostModel, PowerCoefficientsComeFromTheProbes) {
+  PowerCoefficients c = powerCoefficients(powerTable(kPower));
+  ASSERT_TRUE(c.valid) << c.why;
+  EXPECT_NEAR(c.staticW, 100, 1e-9);
+  EXPECT_NEAR(c.jPerByte, 2e-10, 1e-22);
+  EXPECT_NEAR(c.jPerFlop, 2e-12, 1e-24);
+  EXPECT_NEAR(c.burstMhz, 2000, 1e-9);
+  EXPECT_NEAR(c.clockBound, 0.625, 1e-12);
+  EXPECT_NEAR(c.limitW, 500, 1e-9);
+  // Without a power section, or without one of the probes, there is no model.
+  EXPECT_FALSE(powerCoefficients(table()).valid);
+  PowerCoefficients noIdle = powerCoefficients(powerTable(
+      R"({"limit_w": 500, "max_mhz": 2000, "probes": [
+          {"name": "gemm", "kernel": "tgrt_matmul", "dtype": "bf16", "flops": 1e12, "bytes": 0,
+           "burst_ms": 1, "burst_mhz": 2000, "sustained_ms": 1, "sustained_mhz": 2000,
+           "watts": 400}]})"));
+  EXPECT_FALSE(noIdle.valid);
+  EXPECT_EQ(noIdle.why, "no idle probe");
+}
+
+TEST(CostModel, APowerLimitedStepRunsAtTheClockThatMeetsTheLimit) {
+  CalibrationTable t = powerTable(kPower);
+  // A GEMM of 2e12 FLOPs and 1.2e9 bytes in 4 ms at 2000 MHz: 4 J + 0.24 J in 4 ms is 1160
+  // W with the static 100: over the limit. At clock f < 1250 MHz (0.625 x 2000) the GEMM
+  // takes 4 x 1250 / f ms and P(f) = 100 + (4 (f / 2000)^2 + 0.24) f / 5 W, which is 500 W
+  // where f^3 / 1e6 + 0.24 f = 2000 (f ~ 1196.48 MHz).
+  RuntimeCall g = matmul(10000, 10000, 10000, 0, 0);
+  StepPrediction alone = predictStep(t, {g}, 1);
+  const double f1 = alone.clockMhz;
+  EXPECT_NEAR(f1 * f1 * f1 / 1e6 + 0.24 * f1, 2000.0, 1e-6);
+  EXPECT_NEAR(f1, 1196.48, 0.01);
+  EXPECT_NEAR(alone.stepMs, 5000.0 / f1, 1e-9);
+  EXPECT_NEAR(alone.burstMhz, 2000, 1e-9);
+  RuntimeCall a = add(1e9);
+  StepPrediction p = predictStep(t, {g, a}, 1);
+  const double f = p.clockMhz;
+  EXPECT_GT(f, f1); // the add's power is lower than the GEMM's: the clock rises
+  // The add (1e9 bytes in 1 ms: 0.2 J) is in the same step: its energy counts, its time
+  // does not change. Solve with it: P(f) = 100 + (4 r^2 + 0.24 + 0.2) / (T(f) / 1000) with
+  // T(f) = 5000 / f + 1.
+  const double r = f / 2000.0, ms = 5000.0 / f + 1.0;
+  EXPECT_NEAR(100.0 + (4.0 * r * r + 0.44) / (ms * 1e-3), 500.0, 1e-6);
+  EXPECT_NEAR(p.powerW, 500.0, 1e-6);
+  EXPECT_NEAR(p.stepMs, ms, 1e-9);
+  EXPECT_NEAR(p.unthrottledStepMs, 5.0, 1e-12);
+  ASSERT_EQ(p.byKernel.size(), 2u);
+  EXPECT_EQ(p.byKernel[0].kernel, "tgrt_matmul");
+  EXPECT_NEAR(p.byKernel[0].ms, 5000.0 / f, 1e-9);
+  EXPECT_NEAR(p.byKernel[1].ms, 1.0, 1e-12);
+  // predictCallMs prices the call at the calibration's clock (tgc plan --calls).
+  EXPECT_NEAR(predictCallMs(t, g), 4.0, 1e-12);
+}
+
+TEST(CostModel, AStepWithinThePowerLimitKeepsItsBurstTimes) {
+  CalibrationTable t = powerTable(kPower);
+  // The add alone: 0.2 J in 1 ms = 200 W + 100 static, under 500 W.
+  StepPrediction p = predictStep(t, {add(1e9)}, 1);
+  EXPECT_NEAR(p.clockMhz, 2000, 1e-9);
+  EXPECT_NEAR(p.powerW, 300, 1e-9);
+  EXPECT_NEAR(p.stepMs, 1.0, 1e-12);
+  // A limit the GEMM step stays under: no change either.
+  std::string high = kPower;
+  high.replace(high.find("\"limit_w\": 500"), 14, "\"limit_w\": 2000");
+  StepPrediction q = predictStep(powerTable(high), {matmul(10000, 10000, 10000, 0, 0)}, 1);
+  EXPECT_NEAR(q.clockMhz, 2000, 1e-9);
+  EXPECT_NEAR(q.stepMs, 4.0, 1e-12);
+  // No power section: no clock.
+  EXPECT_EQ(predictStep(table(), {add(1e6)}, 1).clockMhz, 0.0);
+}
+
+TEST(CostModel, PowerSectionRoundTripsAndIsChecked) {
+  CalibrationTable t = powerTable(kPower), u;
+  std::string err;
+  ASSERT_TRUE(parseCalibrationTable(calibrationTableJson(t), "again.json", u, err)) << err;
+  ASSERT_EQ(u.power.probes.size(), 3u);
+  EXPECT_EQ(u.power.limitW, 500);
+  EXPECT_EQ(u.power.probes[2].sustainedMhz, 1000);
+  EXPECT_EQ(u.power.probes[2].energyWatts, 480);
+  EXPECT_EQ(u.power.probes[1].kernel, "tgrt_add");
+  auto bad = [&](const std::string &power) {
+    CalibrationTable v;
+    std::string e;
+    EXPECT_FALSE(parseCalibrationTable(
+        R"({"format": "tgc-calibration/1", "target": "cuda", "device": "d",
+            "peak": {"flops_per_s": {"f32": 1e15}, "memory_bytes_per_s": 1e13},
+            "call_overhead_ms": 0, "power": )" + power + "}",
+        "bad.json", v, e));
+    return e;
+  };
+  EXPECT_EQ(bad(R"({"max_mhz": 2000, "probes": []})"), "bad.json: $.power: missing \"limit_w\"");
+  EXPECT_EQ(bad(R"({"limit_w": 500, "max_mhz": 2000, "probes": [{"name": "fan", "watts": 1}]})"),
+            "bad.json: $.power.probes[0].name: expected \"idle\", \"memory\" or \"gemm\", got \"fan\"");
+  EXPECT_EQ(bad(R"({"limit_w": 500, "max_mhz": 2000, "probes": [{"name": "idle", "watts": -5,
+                    "sustained_mhz": 1}]})"),
+            "bad.json: $.power.probes[0].watts: expected a number > 0, got -5");
+}

@@ -28,6 +28,7 @@
 
 #ifdef TGC_CALIBRATE_CUDA
 #include "runtime/cuda/CudaRuntime.h"
+#include "runtime/cuda/Power.h"
 #include <cuda_runtime.h>
 #endif
 
@@ -48,6 +49,7 @@
 
 using mlir::tg::CalibrationPoint;
 using mlir::tg::CalibrationTable;
+using mlir::tg::PowerProbe;
 
 namespace {
 
@@ -56,6 +58,7 @@ const int32_t F32 = TGRT_F32;
 struct Options {
   std::string out;
   bool quick = false;
+  std::string powerInto; ///< --power-only TABLE: only the power section, into a copy of TABLE
 };
 
 const char *dtName(int32_t dt) { return dt == TGRT_F32 ? "f32" : dt == TGRT_BF16 ? "bf16" : "f16"; }
@@ -215,11 +218,9 @@ struct Bench {
 #endif
   }
 
-  /// Times `call` (warm-up, then the median of `reps` repetitions of K calls) and adds the
-  /// point to the table under kernel / dtype. Returns the median ms per call.
-  double measure(const std::string &kernel, int32_t keyDt, double flops, double bytes,
-                 const std::string &shape, const std::function<void()> &call,
-                 const std::string &variant = "") {
+  /// The median ms per call of `reps` repetitions of K back-to-back calls (K so that one
+  /// lasts about targetMs), after two warm-up calls.
+  double timePoint(const std::function<void()> &call) {
     call();
     call();
     tgrt_synchronize(ctx);
@@ -229,7 +230,15 @@ struct Bench {
     for (int r = 0; r < reps; ++r)
       t.push_back(timeBatch(call, k) / k);
     std::sort(t.begin(), t.end());
-    double med = t[t.size() / 2];
+    return t[t.size() / 2];
+  }
+
+  /// Times `call` (warm-up, then the median of `reps` repetitions of K calls) and adds the
+  /// point to the table under kernel / dtype. Returns the median ms per call.
+  double measure(const std::string &kernel, int32_t keyDt, double flops, double bytes,
+                 const std::string &shape, const std::function<void()> &call,
+                 const std::string &variant = "") {
+    const double med = timePoint(call);
     CalibrationPoint p;
     p.flops = flops;
     p.bytes = bytes;
@@ -723,6 +732,164 @@ double calibrateOverhead(Bench &b) {
   return zero;
 }
 
+#ifdef TGC_CALIBRATE_CUDA
+/// The power section (CostModel.h PowerProbe, docs/cost-model.md "The power limit"): the
+/// board idle, one bandwidth-bound kernel and two GEMMs (GPT-2 small's MLP up-projection and
+/// a Llama-sized one), each timed as the grid times a point and then queued back to back
+/// for ~1.2 s with the energy counter and the clock read every ~20 ms of GPU work. ~8 s. False (and a note) when
+/// NVML gives no readings: the table then has no power section.
+bool calibratePower(Bench &b, CalibrationTable &t) {
+  int device = 0;
+  cudaGetDevice(&device);
+  tgrt_cuda::PowerSample s0;
+  std::string why;
+  if (!tgrt_cuda::powerSample(device, s0, why)) {
+    std::fprintf(stderr, "tgc-calibrate: no power section: %s\n", why.c_str());
+    return false;
+  }
+  t.power.limitW = s0.limitW;
+  t.power.maxMhz = s0.maxSmMhz;
+  auto sample = [&](tgrt_cuda::PowerSample &s) {
+    if (!tgrt_cuda::powerSample(device, s, why)) {
+      std::fprintf(stderr, "tgc-calibrate: no power section: %s\n", why.c_str());
+      return false;
+    }
+    return true;
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  // Idle: 1 s to settle after the grid, then 0.6 s of nothing.
+  {
+    tgrt_synchronize(b.ctx);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    tgrt_cuda::PowerSample a, z, m;
+    std::vector<double> mhz;
+    if (!sample(a))
+      return false;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(600)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!sample(m))
+        return false;
+      mhz.push_back(m.smMhz);
+    }
+    if (!sample(z))
+      return false;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    PowerProbe p;
+    p.name = "idle";
+    p.sustainedMhz = median(mhz);
+    p.energyWatts = (z.energyJ - a.energyJ) / secs;
+    p.watts = z.powerW;
+    std::fprintf(stderr, "  power: idle %.1f W (NVML's own reading %.1f W), SM clock %.0f MHz\n",
+                 p.energyWatts, z.powerW, p.sustainedMhz);
+    t.power.probes.push_back(p);
+  }
+  auto probe = [&](const char *name, const char *kernel, int32_t dt, double flops, double bytes,
+                   const std::string &shape, const std::function<void()> &call) {
+    PowerProbe p;
+    p.name = name;
+    p.kernel = kernel;
+    p.dtype = dtName(dt);
+    p.shape = shape;
+    p.flops = flops;
+    p.bytes = bytes;
+    p.burstMs = b.timePoint(call);
+    tgrt_cuda::PowerSample m, z;
+    if (!sample(m))
+      return false;
+    p.burstMhz = m.smMhz;
+    // The calls are queued without waiting (the GPU never idles: the host stays ahead and
+    // blocks when the launch queue is full), in batches of ~20 ms of GPU time with a
+    // reading of the energy counter and the clock after each: 0.4 s to reach the limit's
+    // steady state, then a 0.8 s window; the power is the counter's slope over the
+    // window's readings (host time: while the queue is full it tracks the GPU's).
+    const int k = (int)std::clamp(20.0 / p.burstMs, 1.0, 100000.0);
+    cudaStream_t st = static_cast<cudaStream_t>(
+        tgrt_cuda::stream(reinterpret_cast<tgrt_cuda::Context *>(b.ctx)));
+    cudaEvent_t ea, eb;
+    cudaEventCreate(&ea);
+    cudaEventCreate(&eb);
+    using clk = std::chrono::steady_clock;
+    const auto t0 = clk::now();
+    while (clk::now() - t0 < std::chrono::milliseconds(400))
+      for (int i = 0; i < k; ++i)
+        call();
+    cudaEventRecord(ea, st);
+    std::vector<double> mhz, when, joules;
+    long long calls = 0;
+    const auto t1 = clk::now();
+    while (clk::now() - t1 < std::chrono::milliseconds(800)) {
+      for (int i = 0; i < k; ++i)
+        call();
+      calls += k;
+      if (!sample(m))
+        return false;
+      mhz.push_back(m.smMhz);
+      when.push_back(std::chrono::duration<double>(clk::now() - t1).count());
+      joules.push_back(m.energyJ);
+    }
+    cudaEventRecord(eb, st);
+    cudaEventSynchronize(eb);
+    float gpuMs = 0;
+    cudaEventElapsedTime(&gpuMs, ea, eb);
+    cudaEventDestroy(ea);
+    cudaEventDestroy(eb);
+    if (!sample(z))
+      return false;
+    // The slope over the readings after the first 0.1 s (least squares: the counter's
+    // updates are coarser than the readings).
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, nr = 0;
+    for (size_t i = 0; i < when.size(); ++i)
+      if (when[i] >= 0.1) {
+        sx += when[i], sy += joules[i], sxx += when[i] * when[i], sxy += when[i] * joules[i];
+        nr += 1;
+      }
+    const double slope = nr >= 3 ? (nr * sxy - sx * sy) / (nr * sxx - sx * sx) : 0.0;
+    const double ms = gpuMs, secs = when.empty() ? 1.0 : when.back();
+    p.sustainedMs = ms / (double)calls;
+    p.sustainedMhz = median(mhz);
+    p.watts = z.powerW; // NVML's own average: what the limit holds (see PowerProbe)
+    p.energyWatts = slope;
+    std::fprintf(stderr,
+                 "  power: %-6s %-12s %-4s %-24s burst %.4f ms at %.0f MHz, sustained %.4f ms at "
+                 "%.0f MHz, %.1f W (NVML's own reading %.1f W; %zu readings; GPU time %.0f ms "
+                 "for %.0f ms of queueing)\n",
+                 name, kernel, p.dtype.c_str(), shape.c_str(), p.burstMs, p.burstMhz,
+                 p.sustainedMs, p.sustainedMhz, slope, z.powerW, when.size(), ms, secs * 1e3);
+    if (nr < 3 || slope <= 0) {
+      std::fprintf(stderr, "tgc-calibrate: no power section: the energy counter did not move\n");
+      return false;
+    }
+    t.power.probes.push_back(p);
+    return true;
+  };
+  const int32_t bf = TGRT_BF16;
+  { // memory: a bf16 add of 2^27 elements (768 MiB moved per call)
+    const int64_t n = 1LL << 27;
+    void *x = b.tensor(bf, n), *y = b.tensor(bf, n), *z = b.tensor(bf, n);
+    if (!x || !y || !z)
+      return false;
+    if (!probe("memory", "tgrt_add", bf, 0.0, 6.0 * n, "n " + std::to_string(n),
+               [&] { tgrt_add(b.ctx, "cal", bf, x, y, z, n); }))
+      return false;
+  }
+  for (auto [m, n, k] : {std::array<int64_t, 3>{16384, 3072, 768},
+                         std::array<int64_t, 3>{16384, 8192, 2048}}) {
+    void *x = b.tensor(bf, m * k), *w = b.tensor(bf, k * n), *y = b.tensor(bf, m * n);
+    if (!x || !w || !y)
+      return false;
+    const std::string shape = shp({{"m", m}, {"n", n}, {"k", k}}) + " nn";
+    if (!probe("gemm", "tgrt_matmul", bf, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n), shape,
+               [&] { tgrt_matmul(b.ctx, "cal", bf, x, w, y, 1, m, n, k, 0, 0, 0, 0, 0, 1.0f, 0.0f); }))
+      return false;
+  }
+  return true;
+}
+#endif
+
 #ifndef TGC_CALIBRATE_CUDA
 std::string cpuName() {
   std::ifstream in("/proc/cpuinfo");
@@ -788,8 +955,39 @@ std::string today() {
   return buf;
 }
 
+/// Writes `t` to `out` (through a temporary file renamed over it), after checking that it
+/// parses the way tgc reads it. False with a message on stderr.
+bool writeTable(const CalibrationTable &t, const std::string &out) {
+  std::string text = mlir::tg::calibrationTableJson(t);
+  CalibrationTable back;
+  std::string err;
+  if (!mlir::tg::parseCalibrationTable(text, out, back, err)) {
+    std::fprintf(stderr, "tgc-calibrate: internal: the table does not parse: %s\n", err.c_str());
+    return false;
+  }
+  std::string tmp = out + ".tmp-tgc";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f) {
+      std::fprintf(stderr, "tgc-calibrate: %s: cannot write\n", out.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    std::fprintf(stderr, "tgc-calibrate: %s: cannot write\n", out.c_str());
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 int usage(const char *argv0) {
-  std::fprintf(stderr, "usage: %s --out FILE [--quick]\n", argv0);
+  std::fprintf(stderr,
+               "usage: %s --out FILE [--quick]\n"
+               "       %s --out FILE --power-only TABLE   (cuda: TABLE with its power section "
+               "measured again, ~6 s)\n",
+               argv0, argv0);
   return 2;
 }
 
@@ -803,6 +1001,8 @@ int main(int argc, char **argv) {
       o.out = argv[++i];
     else if (a == "--quick")
       o.quick = true;
+    else if (a == "--power-only" && i + 1 < argc)
+      o.powerInto = argv[++i];
     else
       return usage(argv[0]);
   }
@@ -825,6 +1025,26 @@ int main(int argc, char **argv) {
     return 1;
   }
   CalibrationTable &t = b.table;
+  if (!o.powerInto.empty()) {
+#ifdef TGC_CALIBRATE_CUDA
+    std::string err;
+    if (!mlir::tg::loadCalibrationTable(o.powerInto, t, err)) {
+      std::fprintf(stderr, "tgc-calibrate: --power-only: %s\n", err.c_str());
+      return 1;
+    }
+    t.power = {};
+    const bool ok = calibratePower(b, t);
+    tgrt_synchronize(b.ctx);
+    tgrt_ctx_destroy(b.ctx);
+    if (!ok)
+      return 1;
+    t.note += "; power section measured " + today() + " (--power-only)";
+    return writeTable(t, o.out) ? 0 : 1;
+#else
+    std::fprintf(stderr, "tgc-calibrate: --power-only needs the cuda target (NVML)\n");
+    return 2;
+#endif
+  }
   t.target = cuda ? "cuda" : "cpu";
 #ifdef TGC_CALIBRATE_CUDA
   t.device = tgrt_cuda::deviceName(reinterpret_cast<tgrt_cuda::Context *>(b.ctx));
@@ -842,6 +1062,11 @@ int main(int argc, char **argv) {
   calibrateBatchedGemms(b, g);
   calibrateAttention(b, g, cuda);
   calibrateEmbeddingAndLoss(b, g);
+#ifdef TGC_CALIBRATE_CUDA
+  b.next = 0;
+  if (!o.quick)
+    calibratePower(b, t);
+#endif
   tgrt_synchronize(b.ctx);
   tgrt_ctx_destroy(b.ctx);
   const double secs =
@@ -858,28 +1083,8 @@ int main(int argc, char **argv) {
            std::to_string(b.cases) + " points in " + std::to_string((int)std::lround(secs)) +
            " s; median of " + std::to_string(b.reps) + " repetitions after 2 warm-up calls; " +
            peaks + "; call_overhead_ms = tgrt_zero of 4 bytes";
-  std::string text = mlir::tg::calibrationTableJson(t);
-  // Checked the way tgc will read it.
-  CalibrationTable back;
-  std::string err;
-  if (!mlir::tg::parseCalibrationTable(text, o.out, back, err)) {
-    std::fprintf(stderr, "tgc-calibrate: internal: the table does not parse: %s\n", err.c_str());
+  if (!writeTable(t, o.out))
     return 1;
-  }
-  std::string tmp = o.out + ".tmp-tgc";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) {
-      std::fprintf(stderr, "tgc-calibrate: %s: cannot write\n", o.out.c_str());
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
-    std::fprintf(stderr, "tgc-calibrate: %s: cannot write\n", o.out.c_str());
-    std::remove(tmp.c_str());
-    return 1;
-  }
   std::fprintf(stderr,
                "tgc-calibrate: wrote %s: %d points, %zu kernels, %.1f s; call overhead %.4f ms; "
                "peak f32 %.3g FLOP/s, memory %.3g B/s (%s)\n",

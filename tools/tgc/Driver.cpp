@@ -742,6 +742,12 @@ static std::string formatPrediction(const Prediction &p, const tg::CalibrationTa
   if (!t.measured.empty())
     os << ", measured " << t.measured;
   os << ")\n";
+  if (s.clockMhz > 0)
+    os << "power limit: predicted SM clock " << llvm::formatv("{0:f0}", s.clockMhz)
+       << " MHz (the calibration's " << llvm::formatv("{0:f0}", s.burstMhz) << " MHz), "
+       << llvm::formatv("{0:f0}", s.powerW) << " W of the " << llvm::formatv("{0:f0}", t.power.limitW)
+       << " W limit; " << fmt3(s.unthrottledStepMs)
+       << " ms at the calibration's clock (docs/cost-model.md \"The power limit\")\n";
   if (!s.uncalibrated.empty()) {
     os << "uncalibrated (roofline of the peaks"
        << (t.linkBytesPerS > 0 ? "; collectives: bytes / link bandwidth" : "") << "): "
@@ -802,6 +808,10 @@ static llvm::json::Object predictionJson(const Prediction &p, const tg::Calibrat
       {"roofline_only", t.roofline},
       {"uncalibrated_ms", s.uncalibratedMs},
       {"uncalibrated", std::move(uncal)},
+      {"clock_mhz", s.clockMhz},
+      {"burst_mhz", s.burstMhz},
+      {"power_w", s.powerW},
+      {"unthrottled_step_ms", s.unthrottledStepMs},
       {"by_kernel", std::move(kernels)}};
 }
 
