@@ -23,6 +23,15 @@ if [ "${CALIB:-1}" = 1 ]; then
   timeout ${CALIB_S:-360} $B/tgc-calibrate-cuda --out "$RESULT/calibration.json" "${q[@]}" > "$LOGS/calibrate.log" 2>&1
   echo "rc $? in $(( $(date +%s) - start )) s"; tail -5 "$LOGS/calibrate.log"
 fi
+if [ "${POWER:-0}" = 1 ]; then
+  # POWER=1: only the power section (docs/cost-model.md "The power limit"), into a copy of
+  # TABLE (default calibration/h200.json), $OUT/power.json: the table to predict this
+  # call's steps with (artifacts built with CALIB=1; run with CALIB=0 POWER=1).
+  echo "== 1b. power probes"
+  timeout 120 $B/tgc-calibrate-cuda --power-only "${TABLE:-calibration/h200.json}" \
+    --out "$RESULT/power.json" > "$LOGS/power.log" 2>&1
+  echo "rc $?"; grep -E "power:|error" "$LOGS/power.log"
+fi
 source scripts/gpu-lib.sh  # mkdata
 for v in 50304 32000 49152 128256; do mkdata $B/data-$v $v 4000000; done
 echo "== 2. step times: $STEPS steps x $REPS alternating repetitions"

@@ -1667,6 +1667,16 @@ int runCalibrate(const CalibrateOptions &opts) {
     llvm::errs() << "tgc: error: calibrate: --out FILE is required (the table to write)\n";
     return 2;
   }
+  if (!opts.powerOnly.empty() && opts.target != "cuda") {
+    llvm::errs() << "tgc: error: calibrate: --power-only needs --target cuda (the power "
+                    "section is read from the GPU's NVML)\n";
+    return 2;
+  }
+  if (!opts.powerOnly.empty() && opts.quick) {
+    llvm::errs() << "tgc: error: calibrate: --power-only and --quick do not go together (the "
+                    "power section has no grid)\n";
+    return 2;
+  }
   // The executable of the target lies next to this tgc (bin/): it links that runtime.
   std::string self = llvm::sys::fs::getMainExecutable("tgc", (void *)(intptr_t)&runCalibrate);
   llvm::SmallString<256> exe(llvm::sys::path::parent_path(self));
@@ -1682,7 +1692,12 @@ int runCalibrate(const CalibrateOptions &opts) {
   std::vector<std::string> args = {std::string(exe), "--out", opts.out};
   if (opts.quick)
     args.push_back("--quick");
-  llvm::errs() << "tgc: calibrate: running " << exe << (opts.quick ? " --quick" : "") << "\n";
+  if (!opts.powerOnly.empty()) {
+    args.push_back("--power-only");
+    args.push_back(opts.powerOnly);
+  }
+  llvm::errs() << "tgc: calibrate: running " << exe << (opts.quick ? " --quick" : "")
+               << (opts.powerOnly.empty() ? "" : " --power-only " + opts.powerOnly) << "\n";
   llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
   std::string err;
   int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, {}, 0, 0, &err);

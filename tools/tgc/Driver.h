@@ -48,6 +48,8 @@ struct DriverOptions {
 struct CalibrateOptions {
   std::string out, target = "cpu";
   bool quick = false;
+  /// --power-only TABLE (cuda): only the power section, into a copy of TABLE written to out.
+  std::string powerOnly;
 };
 int runCalibrate(const CalibrateOptions &opts);
 

@@ -7,7 +7,7 @@
 //   tgc advise  [SPEC] --memory BYTES [--target cuda|cpu] [--calibration FILE]
 //               [--tokens-per-step T] [--precisions a,b] [--policies a,b] [--top N]
 //               [-o OUT.json] [--json FILE]
-//   tgc calibrate --out FILE [--target cpu|cuda] [--quick]
+//   tgc calibrate --out FILE [--target cpu|cuda] [--quick | --power-only TABLE]
 //   tgc data prepare [--input PATH]... [--vocab N | --tokenizer FILE.json] --out DIR
 //               [--text-field NAME] [--threads N] [--shard-tokens N] [--python PY]
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
@@ -58,6 +58,7 @@ cl::SubCommand calibrateCmd(
     "calibrate",
     "Time the runtime's kernels on this machine and write the cost model's calibration "
     "table:\n  tgc calibrate --out FILE [--target cpu|cuda] [--quick]\n"
+    "  tgc calibrate --out FILE --target cuda --power-only TABLE\n"
     "Runs tgc-calibrate-<target> (next to tgc), which links that runtime; see "
     "docs/cost-model.md.");
 cl::SubCommand exportCmd("export",
@@ -245,6 +246,12 @@ cl::opt<bool> calQuick("quick",
                        cl::desc("A small grid of shapes (seconds, for tests); the default grid "
                                 "takes a few minutes"),
                        cl::sub(calibrateCmd), cl::cat(calibrateCat));
+cl::opt<std::string> calPowerOnly(
+    "power-only",
+    cl::desc("cuda: measure only the power section (the GPU's power limit: idle, a "
+             "bandwidth-bound kernel, two GEMMs; ~8 s) into a copy of this table, written to "
+             "--out"),
+    cl::value_desc("table"), cl::init(""), cl::sub(calibrateCmd), cl::cat(calibrateCat));
 cl::OptionCategory exportCat("Export options");
 cl::opt<std::string> exportCheckpoint(cl::Positional, cl::desc("CHECKPOINT.safetensors"),
                                       cl::init(""), cl::sub(exportCmd), cl::cat(exportCat));
@@ -393,6 +400,7 @@ int main(int argc, char **argv) {
     c.out = calOut;
     c.target = calTarget;
     c.quick = calQuick;
+    c.powerOnly = calPowerOnly;
     return tgc::runCalibrate(c);
   }
   if (exportCmd) {
