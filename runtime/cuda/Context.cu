@@ -432,6 +432,23 @@ const Nvml& nvml() {
   });
   return n;
 }
+
+/// nvml() when the library loaded, else null with `why` saying why not.
+const Nvml* loadedNvml(std::string& why) {
+  const Nvml& n = nvml();
+  if (!n.error.empty()) {
+    why = n.error;
+    return nullptr;
+  }
+  return &n;
+}
+
+/// Sets `why` to "WHAT: NVML's message (code)" and returns false.
+bool nvmlFailed(const Nvml& n, const char* what, int r, std::string& why) {
+  why = std::string(what) + ": " + (n.errorString(r) ? n.errorString(r) : "?") + " (" +
+        std::to_string(r) + ")";
+  return false;
+}
 #endif
 
 /// The device memory of this whole process on CUDA device `device` as nvidia-smi shows it
@@ -447,16 +464,10 @@ bool processDeviceMemory(int device, unsigned long long& bytes, std::string& why
   why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
   return false;
 #else
-  const Nvml& n = nvml();
-  if (!n.error.empty()) {
-    why = n.error;
-    return false;
-  }
-  auto nvmlError = [&](const char* what, int r) {
-    why = std::string(what) + ": " + (n.errorString(r) ? n.errorString(r) : "?") + " (" +
-          std::to_string(r) + ")";
-    return false;
-  };
+  const Nvml* loaded = loadedNvml(why);
+  if (!loaded) return false;
+  const Nvml& n = *loaded;
+  auto nvmlError = [&](const char* what, int r) { return nvmlFailed(n, what, r, why); };
   char busId[64] = {0};
   const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
   if (ce != cudaSuccess) {
@@ -546,11 +557,9 @@ bool powerSample(int device, PowerSample& s, std::string& why) {
   why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
   return false;
 #else
-  const Nvml& n = nvml();
-  if (!n.error.empty()) {
-    why = n.error;
-    return false;
-  }
+  const Nvml* loaded = loadedNvml(why);
+  if (!loaded) return false;
+  const Nvml& n = *loaded;
   if (!n.energy || !n.clock || !n.maxClock || !n.powerLimit || !n.powerUsage) {
     why = "libnvidia-ml.so.1 lacks the energy, clock or power entry points";
     return false;
@@ -561,11 +570,7 @@ bool powerSample(int device, PowerSample& s, std::string& why) {
   static bool initialised = false;
   static std::unordered_map<int, NvmlDevice*> handles;
   std::lock_guard<std::mutex> lock(mu);
-  auto fail = [&](const char* what, int r) {
-    why = std::string(what) + ": " + (n.errorString(r) ? n.errorString(r) : "?") + " (" +
-          std::to_string(r) + ")";
-    return false;
-  };
+  auto fail = [&](const char* what, int r) { return nvmlFailed(n, what, r, why); };
   if (!initialised) {
     const int r = n.init();
     if (r != kNvmlSuccess) return fail("nvmlInit_v2", r);
