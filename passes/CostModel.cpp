@@ -248,7 +248,9 @@ static std::optional<RuntimeCall> biasSumsOf(const RuntimeCall &call) {
   // for the weight gradient; after the dtype, a, b, pre and dx for dGELU) passed NULL: no
   // bias gradient in this call.
   const int dbiasArg = wgrad ? 11 : 5;
-  if (std::find(call.nullArgs.begin(), call.nullArgs.end(), dbiasArg) != call.nullArgs.end() || n <= 0 || (wgrad ? k : m) <= 0)
+  const bool noBias =
+      std::find(call.nullArgs.begin(), call.nullArgs.end(), dbiasArg) != call.nullArgs.end();
+  if (noBias || n <= 0 || (wgrad ? k : m) <= 0)
     return std::nullopt;
   RuntimeCall sums;
   sums.function = call.function;
@@ -424,8 +426,9 @@ StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeC
                            int64_t gradAccum) {
   StepPrediction p;
   p.gradAccum = std::max<int64_t>(1, gradAccum);
-  // Each call's burst time, then (power model) the SM clock the step runs at: a call of a
-  // usesFlops kernel takes o + (ms - o) * burstMhz / clock, every other call its burst time.
+  // Each call's burst time, then (power model, PowerCoefficients) the SM clock f the step
+  // runs at: a call of a usesFlops kernel takes o + (ms - o) * max(1, clockBound * burstMhz /
+  // f), every other call its burst time.
   struct Priced {
     const RuntimeCall *call;
     double ms;

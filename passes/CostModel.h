@@ -27,7 +27,10 @@
 // of its kernel and dtype's points. Norms use the points of their row width d, attention
 // and RoPE those of their head dim (and query heads per kv head) when there are any: their
 // CUDA kernels take another path per width. A weight-gradient or dGELU GEMM that writes a
-// bias gradient adds a tgrt_bias_grad_acc of the summed operand. A kernel (and dtype)
+// bias gradient adds a tgrt_bias_grad_acc of the summed operand. With a power section in
+// the table, the step's compute-bound calls are slowed to the SM clock at which the step's
+// power meets the GPU's limit (PowerCoefficients; docs/cost-model.md "The power limit").
+// A kernel (and dtype)
 // without points is priced at the
 // roofline of the peaks (e = 1) and reported as uncalibrated. Collectives (all-reduce,
 // all-gather, reduce-scatter, broadcast) without points cost o + k * bytes / L with L the

@@ -2,6 +2,7 @@
 //
 //   tgc-calibrate-cpu  --out FILE [--quick]    (links the CPU runtime, tgrt_cpu)
 //   tgc-calibrate-cuda --out FILE [--quick]    (links the CUDA runtime, tgrt_cuda)
+//   tgc-calibrate-cuda --out FILE --power-only TABLE   (TABLE with a new power section)
 //
 // Usually started by `tgc calibrate --out FILE --target cpu|cuda [--quick]`. Times the
 // runtime's own kernels, through the extern "C" tgrt_* functions of runtime/tgrt.h that
@@ -21,6 +22,9 @@
 // (GEMMs, attention, activations in low; the residual stream, layer norm inputs, AdamW state
 // and gradient slots in f32), so a point is keyed by the call's first dtype argument, as
 // the trace keys it.
+//
+// CUDA, after the grid (not with --quick): the power section (calibratePower), how the
+// GPU's power limit throttles its clock under sustained load, read through NVML.
 //
 //===----------------------------------------------------------------------------===//
 #include "passes/CostModel.h"
@@ -736,8 +740,8 @@ double calibrateOverhead(Bench &b) {
 /// The power section (CostModel.h PowerProbe, docs/cost-model.md "The power limit"): the
 /// board idle, one bandwidth-bound kernel and two GEMMs (GPT-2 small's MLP up-projection and
 /// a Llama-sized one), each timed as the grid times a point and then queued back to back
-/// for ~1.2 s with the energy counter and the clock read every ~20 ms of GPU work. ~8 s. False (and a note) when
-/// NVML gives no readings: the table then has no power section.
+/// for ~1.2 s with the energy counter and the clock read every ~20 ms of GPU work. ~8 s.
+/// False (and a note) when NVML gives no readings: the caller then drops the section.
 bool calibratePower(Bench &b, CalibrationTable &t) {
   int device = 0;
   cudaGetDevice(&device);
@@ -1064,8 +1068,8 @@ int main(int argc, char **argv) {
   calibrateEmbeddingAndLoss(b, g);
 #ifdef TGC_CALIBRATE_CUDA
   b.next = 0;
-  if (!o.quick)
-    calibratePower(b, t);
+  if (!o.quick && !calibratePower(b, t))
+    t.power = {}; // no section rather than a partial one
 #endif
   tgrt_synchronize(b.ctx);
   tgrt_ctx_destroy(b.ctx);
