@@ -1042,7 +1042,10 @@ int main(int argc, char **argv) {
     tgrt_ctx_destroy(b.ctx);
     if (!ok)
       return 1;
-    t.note += "; power section measured " + today() + " (--power-only)";
+    const std::string mark = "; power section measured ";
+    if (const size_t at = t.note.find(mark); at != std::string::npos)
+      t.note.erase(at); // the earlier section's date goes with it
+    t.note += mark + today() + " (--power-only)";
     return writeTable(t, o.out) ? 0 : 1;
 #else
     std::fprintf(stderr, "tgc-calibrate: --power-only needs the cuda target (NVML)\n");
