@@ -431,7 +431,7 @@ StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeC
   // f), every other call its burst time.
   struct Priced {
     const RuntimeCall *call;
-    double ms;
+    double ms, overhead; // the burst time and its per-call overhead part
     bool calibrated, compute;
     int64_t times; // per optimizer step; 0 for @eval_step
   };
@@ -439,12 +439,16 @@ StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeC
   priced.reserve(calls.size());
   double computeMs = 0, otherMs = 0, flops = 0, bytes = 0; // per optimizer step
   for (const RuntimeCall &c : calls) {
-    Priced q{&c, 0.0, true, usesFlops(c.kernel), 0};
+    Priced q{&c, 0.0, 0.0, true, usesFlops(c.kernel), 0};
     q.ms = predictCallMs(t, c, &q.calibrated);
+    q.overhead = std::min(q.ms, t.callOverheadMs);
     q.times = c.function == "micro_step" ? p.gradAccum : c.function == "optimizer_step" ? 1 : 0;
-    const double ov = std::min(q.ms, t.callOverheadMs);
-    (q.compute ? computeMs : otherMs) += (double)q.times * (q.ms - (q.compute ? ov : 0.0));
-    otherMs += q.compute ? (double)q.times * ov : 0.0;
+    if (q.compute) {
+      computeMs += (double)q.times * (q.ms - q.overhead);
+      otherMs += (double)q.times * q.overhead;
+    } else {
+      otherMs += (double)q.times * q.ms;
+    }
     flops += (double)q.times * effectiveFlops(c);
     bytes += (double)q.times * (double)(c.bytesRead + c.bytesWritten);
     priced.push_back(q);
@@ -479,10 +483,8 @@ StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeC
   for (const Priced &q : priced) {
     const RuntimeCall &c = *q.call;
     double ms = q.ms;
-    if (q.compute && c.function != "eval_step") {
-      const double ov = std::min(q.ms, t.callOverheadMs);
-      ms = ov + (q.ms - ov) * slow;
-    }
+    if (q.compute && c.function != "eval_step")
+      ms = q.overhead + (q.ms - q.overhead) * slow;
     if (c.function == "micro_step") {
       p.microStepMs += ms;
     } else if (c.function == "optimizer_step") {

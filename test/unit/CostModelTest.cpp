@@ -29,26 +29,23 @@ const char *kTable = R"({
   }
 })";
 
-CalibrationTable table() {
+/// `json` parsed as a calibration table named `name` (the test fails when it does not parse).
+CalibrationTable parsed(const std::string &json, const char *name = "fixed.json") {
   CalibrationTable t;
   std::string err;
-  EXPECT_TRUE(parseCalibrationTable(kTable, "fixed.json", t, err)) << err;
+  EXPECT_TRUE(parseCalibrationTable(json, name, t, err)) << err;
   return t;
 }
+
+CalibrationTable table() { return parsed(kTable); }
 
 /// A table with the peaks f32 1e12 FLOP/s, memory 1e11 B/s, 0.01 ms per call and the given
 /// "kernels" object (JSON text).
 CalibrationTable withKernels(const std::string &kernels) {
-  CalibrationTable t;
-  std::string err;
-  EXPECT_TRUE(parseCalibrationTable(
-      R"({"format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
-          "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
-          "call_overhead_ms": 0.01, "kernels": )" +
-          kernels + "}",
-      "fixed.json", t, err))
-      << err;
-  return t;
+  return parsed(R"({"format": "tgc-calibration/1", "target": "cpu", "device": "test machine",
+                    "peak": {"flops_per_s": {"f32": 1e12}, "memory_bytes_per_s": 1e11},
+                    "call_overhead_ms": 0.01, "kernels": )" +
+                kernels + "}");
 }
 
 RuntimeCall add(double bytes, const char *fn = "micro_step") {
@@ -389,9 +386,7 @@ namespace {
 /// = 0.625; 400 W of dynamic power at 8e14 FLOP/s = 5e-13 J per FLOP at 1000 MHz, 2e-12 at
 /// 2000).
 CalibrationTable powerTable(const std::string &power) {
-  CalibrationTable t;
-  std::string err;
-  EXPECT_TRUE(parseCalibrationTable(
+  return parsed(
       R"({"format": "tgc-calibration/1", "target": "cuda", "device": "test GPU",
           "peak": {"flops_per_s": {"f32": 1e15}, "memory_bytes_per_s": 1e13},
           "call_overhead_ms": 0,
@@ -399,9 +394,7 @@ CalibrationTable powerTable(const std::string &power) {
             "tgrt_matmul": {"f32": [{"flops": 2e12, "bytes": 1.2e9, "ms": 4.0, "variant": "nn"}]},
             "tgrt_add": {"f32": [{"flops": 0, "bytes": 1e9, "ms": 1.0}]}},
           "power": )" + power + "}",
-      "power.json", t, err))
-      << err;
-  return t;
+      "power.json");
 }
 const char *kPower = R"({"limit_w": 500, "max_mhz": 2000, "probes": [
     {"name": "idle", "sustained_mhz": 2000, "watts": 100},

@@ -816,6 +816,13 @@ bool calibratePower(Bench &b, CalibrationTable &t) {
     cudaEvent_t ea, eb;
     cudaEventCreate(&ea);
     cudaEventCreate(&eb);
+    struct Events { // destroyed on every return below
+      cudaEvent_t a, b;
+      ~Events() {
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+      }
+    } events{ea, eb};
     using clk = std::chrono::steady_clock;
     const auto t0 = clk::now();
     while (clk::now() - t0 < std::chrono::milliseconds(400))
@@ -839,8 +846,6 @@ bool calibratePower(Bench &b, CalibrationTable &t) {
     cudaEventSynchronize(eb);
     float gpuMs = 0;
     cudaEventElapsedTime(&gpuMs, ea, eb);
-    cudaEventDestroy(ea);
-    cudaEventDestroy(eb);
     if (!sample(z))
       return false;
     // The slope over the readings after the first 0.1 s (least squares: the counter's
@@ -990,7 +995,7 @@ int usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s --out FILE [--quick]\n"
                "       %s --out FILE --power-only TABLE   (cuda: TABLE with its power section "
-               "measured again, ~6 s)\n",
+               "measured again, ~8 s)\n",
                argv0, argv0);
   return 2;
 }
