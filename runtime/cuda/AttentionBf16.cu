@@ -49,6 +49,7 @@
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/AttentionMask.cuh"
 #include "runtime/cuda/AttentionSteps.cuh"
+#include "runtime/cuda/Hopper.cuh"
 
 #include <cmath>
 #include <cstdlib>
@@ -58,6 +59,7 @@
 namespace tgrt_cuda {
 namespace {
 using namespace attn;
+using namespace hopper;
 
 constexpr int kThreads = 128; // 4 warps
 constexpr int kPad = 8;       // bf16 elements of padding per shared-memory row (16 bytes)
@@ -345,32 +347,9 @@ __device__ __forceinline__ void nextKeyTile(int64_t kb, int64_t kbLo, int64_t kb
 // Ordering: shared memory written by threads (cp.async, stores) is made visible to the
 // tensor cores' async proxy by fence.proxy.async before the barrier; a batch of wgmma is
 // wgFence, the instructions, wgCommit, wgWait0, then keep() on every register the batch read
-// or wrote, so the compiler neither reuses nor reads them before the wait.
+// or wrote, so the compiler neither reuses nor reads them before the wait. The primitives
+// (wgFence, wgCommit, wgWait, fenceProxyAsync, wgDesc, checkSwizzleBase) are Hopper.cuh's.
 
-__device__ __forceinline__ void wgFence() {
-#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wgCommit() {
-#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#endif
-}
-/// Waits until at most N of this warpgroup's committed wgmma groups are pending (groups
-/// complete in commit order).
-template <int N>
-__device__ __forceinline__ void wgWait() {
-#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-#endif
-}
-__device__ __forceinline__ void wgWait0() { wgWait<0>(); }
-__device__ __forceinline__ void fenceProxyAsync() {
-#ifndef TGRT_CUDA_EMULATE
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
 template <int N>
 __device__ __forceinline__ void keep(float (&x)[N][4]) {
 #ifndef TGRT_CUDA_EMULATE
@@ -387,31 +366,6 @@ __device__ __forceinline__ void keep(uint32_t (&x)[N][4]) {
   for (int i = 0; i < N; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
-#endif
-}
-
-/// A wgmma matrix descriptor with 128-byte swizzle (PTX ISA "Matrix Descriptor Format"):
-/// start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
-/// (32-45), base offset 0 (tiles start at multiples of 1024 bytes of the shared window),
-/// layout type 1 (bits 62-63: SWIZZLE_128B).
-__device__ __forceinline__ uint64_t wgDesc(const uint16_t* p, uint32_t lbo, uint32_t sbo) {
-#ifdef TGRT_CUDA_EMULATE
-  const uint32_t a = (uint32_t)(reinterpret_cast<const char*>(p) -
-                                static_cast<const char*>(emu::dynamicSmem()));
-#else
-  const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-#endif
-  return (uint64_t)((a & 0x3ffffu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
-         ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
-}
-
-/// Traps unless the dynamic shared memory starts at a multiple of 1024 bytes of the shared
-/// window (the swizzled tiles' pattern is a function of the address; see below).
-__device__ __forceinline__ void checkSwizzleBase(const void* smem) {
-#ifndef TGRT_CUDA_EMULATE
-  if (threadIdx.x == 0 && ((uint32_t)__cvta_generic_to_shared(smem) & 1023u) != 0u) __trap();
-#else
-  (void)smem;
 #endif
 }
 

@@ -207,6 +207,20 @@ void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const 
 void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                     const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
                     int32_t trans_a, int32_t trans_b, float alpha);
+/// The own Hopper GEMM's epilogue (Gemm.cu): none, + bias, + bias then GELU (pre stored).
+enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
+/// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
+/// [m, k] b [n, k]^T, every matrix bf16 row-major (b is nn.Linear's [out, in] weight), f32
+/// accumulation, out rounded once (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre
+/// [m, n] = the biased sum rounded to bf16, out = GELU(pre) (tanh form, Gelu.cuh): bit-equal
+/// to tgrt_matmul_bias then tgrt_gelu_fwd on the same sums. tileN: 128 (2 blocks per SM) or
+/// 256. Fails (located) unless n and k are multiples of 8, pointers 16-byte aligned and the
+/// device has compute capability 9.0. Not used by compiled steps yet (bench and checks).
+void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
+                void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
+                GemmEpilogue epi, int tileN);
+/// True when gemmTnBf16 runs on ctx's device (compute capability 9.0, the sm_90a cubin).
+bool ownGemmAvailable(const Context* ctx);
 /// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias
 /// epilogue + geluFwd.
 void setGeluEpilogue(Context* ctx, bool on);

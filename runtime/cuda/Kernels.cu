@@ -16,6 +16,7 @@
 // bf16 / f16 operands (CUDA_R_16BF / CUDA_R_16F for A, B, C, D, bias and GELU aux) with
 // CUBLAS_COMPUTE_32F and float alpha / beta.
 #include "runtime/cuda/Dtype.cuh"
+#include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Internal.h"
 
 #include <algorithm>
@@ -1237,15 +1238,6 @@ void rowBias(Context* ctx, const char* loc, const T* x, const T* bias, T* out, i
 
 // --------------------------------------------------------------------------- GELU --
 
-constexpr float kGeluC = 0.7978845608028654f; // sqrt(2/pi)
-constexpr float kGeluA = 0.044715f;
-
-// GELU, tanh approximation (Hendrycks & Gimpel 2016):
-//   y = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
-__device__ __forceinline__ float geluF(float xi) {
-  const float u = kGeluC * (xi + kGeluA * xi * xi * xi);
-  return 0.5f * xi * (1.0f + tanhf(u));
-}
 template <typename T>
 struct GeluFwdOp {
   static constexpr int kW = packWidth<T>();
@@ -1261,13 +1253,7 @@ struct GeluFwdOp {
   }
 };
 
-// dx = dy * (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2)).
-// dx may alias dy.
-__device__ __forceinline__ float geluGrad(float xi) {
-  const float th = tanhf(kGeluC * (xi + kGeluA * xi * xi * xi));
-  return 0.5f * (1.0f + th) +
-         0.5f * xi * (1.0f - th * th) * kGeluC * (1.0f + 3.0f * kGeluA * xi * xi);
-}
+// dx = dy * GELU'(x) (Gelu.cuh); dx may alias dy.
 template <typename T>
 struct GeluBwdOp {
   static constexpr int kW = packWidth<T>();

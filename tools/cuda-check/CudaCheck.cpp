@@ -65,10 +65,12 @@
 //   --quick   small attention shapes only (t in {64, 100, 256}); used with the CPU emulator
 //   --sweep   every compiled attention tile shape: checked, and timed unless --quick
 //   --llama   only the Llama family's checks (with --quick: the emulator's small shapes)
+//   --gemm    only the own Hopper GEMM's checks (checkOwnGemm; --quick: the small shapes)
 //   --cudnn   only the cuDNN attention checks, then (unless --no-bench) their timings
 //   --bench-only  only the timings (scripts/gpu-check.sh checks with TGRT_CUDA_SYNC=1, which
 //             synchronises after every launch, and times in a separate run without it)
 //   --bench-kernels  only the memory-bound kernel and GEMM timings (benchKernels)
+//   --bench-gemm  only the own Hopper GEMM against cuBLASLt (benchOwnGemm)
 //   --dump    write q, k, v, out, lse, dout, dq, dk, dv of a few attention cases as raw
 //             float32 files plus DIR/manifest.txt, for bench/cuda/sdpa_check.py (PyTorch)
 #include "runtime/cuda/CudaRuntime.h"
@@ -1243,6 +1245,61 @@ void checkMatmulDgeluBgrad(Contexts& c, Rng& rng, int32_t dt) {
              2 * tolFor(dt));
     }
     tgrt_cuda::setDgeluEpilogue(c.gpu, 1); // the default
+  }
+}
+
+/// The own Hopper GEMM (gemmTnBf16: TMA, mbarriers, wgmma) against the CPU's tgrt_matmul /
+/// tgrt_matmul_bias / tgrt_matmul_bias_gelu with b transposed (b [n, k]), both tile widths,
+/// every epilogue: m, n, k off the tiles (TMA's zero fill at every edge), k not a multiple of
+/// 64, more k tiles than pipeline stages. bf16 at the dtype's tolerance (another summation
+/// order); GELU's out bitwise against the runtime's own GELU kernel on the GEMM's pre.
+/// Skipped (a note, no rows) on a device without the sm_90a kernels.
+void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
+  if (!tgrt_cuda::ownGemmAvailable(c.gpu)) {
+    std::printf("gemm_tn_bf16: skipped (needs compute capability 9.0)\n");
+    return;
+  }
+  const int32_t dt = TGRT_BF16;
+  struct Case { int64_t m, n, k; float alpha; };
+  std::vector<Case> cases = {{200, 264, 136, 1.0f}, {130, 128, 328, 0.5f}};
+  if (!quick) {
+    cases.push_back({1000, 3072, 768, 1.0f});
+    cases.push_back({777, 2304, 1024, 1.0f});
+  }
+  using E = tgrt_cuda::GemmEpilogue;
+  for (const Case& cs : cases) {
+    const size_t mn = (size_t)(cs.m * cs.n);
+    Raw a = rng.tensor(dt, (size_t)(cs.m * cs.k)), b = rng.tensor(dt, (size_t)(cs.n * cs.k)),
+        bias = rng.tensor(dt, (size_t)cs.n), ref = zerosOf(dt, mn), refB = zerosOf(dt, mn),
+        refPre = zerosOf(dt, mn), refOut = zerosOf(dt, mn);
+    tgrt_matmul(c.cpu, "check", dt, a.data(), b.data(), ref.data(), 1, cs.m, cs.n, cs.k, 0, 1, 0,
+                0, 0, cs.alpha, 0.0f);
+    tgrt_matmul_bias(c.cpu, "check", dt, a.data(), b.data(), bias.data(), refB.data(), cs.m, cs.n,
+                     cs.k, 0, 1, cs.alpha);
+    tgrt_matmul_bias_gelu(c.cpu, "check", dt, a.data(), b.data(), bias.data(), refPre.data(),
+                          refOut.data(), cs.m, cs.n, cs.k, 0, 1, cs.alpha);
+    DevT ga(a), gb(b), gbias(bias), gpre(dt, mn), gout(dt, mn), ggelu(dt, mn);
+    for (int tileN : {128, 256})
+      for (E epi : {E::None, E::Bias, E::BiasGelu}) {
+        gpre.poison();
+        gout.poison();
+        tgrt_cuda::gemmTnBf16(c.gpu, "check", ga.p, gb.p, gbias.p, gpre.p, gout.p, cs.m, cs.n,
+                              cs.k, cs.alpha, epi, tileN);
+        const std::string shape = fmt("%lldx%lldx%lld a%.2g tile n %d", (long long)cs.m,
+                                      (long long)cs.n, (long long)cs.k, cs.alpha, tileN);
+        if (epi == E::None) {
+          record("gemm_tn_bf16", shape, relErr(gout.raw(), ref), tolFor(dt));
+        } else if (epi == E::Bias) {
+          record("gemm_tn_bf16 +bias", shape, relErr(gout.raw(), refB), tolFor(dt));
+        } else {
+          record("gemm_tn_bf16 +bias+gelu pre", shape, relErr(gpre.raw(), refPre), tolFor(dt));
+          record("gemm_tn_bf16 +bias+gelu out", shape, relErr(gout.raw(), refOut),
+                 2 * tolFor(dt));
+          tgrt_cuda::geluFwd(c.gpu, "check", dt, gpre.p, ggelu.p, cs.m * cs.n);
+          record("gemm_tn_bf16 gelu = gelu_fwd(pre)", shape,
+                 (double)bitDiffs(gout.raw(), ggelu.raw()), 0.0);
+        }
+      }
   }
 }
 
@@ -3144,11 +3201,83 @@ void benchKernels(Contexts& c, int reps) {
   }
 }
 
+/// --bench-gemm: the own Hopper GEMM (gemmTnBf16, tile n 128 and 256) against the runtime's
+/// cuBLASLt path (tuned algorithms; the same call the compiled step makes: matmul with b
+/// transposed, matmulBias, matmulBiasGelu) at the forward GEMMs of GPT-2 small and of the
+/// head-dim-128 example, bf16. Each of 3 rounds times every variant (median of `reps`
+/// calls), in turn; the table gives the median round. The own outputs' largest relative
+/// difference from cuBLASLt's is printed beside them.
+void benchOwnGemm(Contexts& c, int reps) {
+  tgrt_cuda::Context* g = c.gpu;
+  if (!tgrt_cuda::ownGemmAvailable(g)) {
+    std::printf("gemm bench: skipped (needs compute capability 9.0)\n");
+    return;
+  }
+  using E = tgrt_cuda::GemmEpilogue;
+  struct Shape { const char* what; int64_t m, n, k; E epi; };
+  const Shape shapes[] = {
+      {"GPT-2 qkv", 16384, 2304, 768, E::Bias},      {"GPT-2 attn proj", 16384, 768, 768, E::Bias},
+      {"GPT-2 MLP up +GELU", 16384, 3072, 768, E::BiasGelu},
+      {"GPT-2 MLP down", 16384, 768, 3072, E::Bias},  {"GPT-2 lm_head chunk", 8192, 50304, 768, E::None},
+      {"hd128 qkv", 16384, 3072, 1024, E::Bias},     {"hd128 MLP up +GELU", 16384, 4096, 1024, E::BiasGelu},
+      {"hd128 MLP down", 16384, 1024, 4096, E::Bias}, {"hd128 lm_head chunk", 8192, 32000, 1024, E::None},
+      {"square 8192", 8192, 8192, 8192, E::None}};
+  std::printf("\nown GEMM (gemm_tn_bf16) against cuBLASLt, bf16, b transposed; ms (TFLOP/s), "
+              "median of %d calls, median of 3 rounds\n", reps);
+  std::printf("%-22s %-20s %-18s %-18s %-18s %9s\n", "shape", "m x n x k", "cuBLASLt",
+              "own n128", "own n256", "max diff");
+  const int32_t dt = TGRT_BF16;
+  for (const Shape& sh : shapes) {
+    const size_t mn = (size_t)(sh.m * sh.n);
+    Rng rng(11);
+    DevT a(rng.tensor(dt, (size_t)(sh.m * sh.k))), b(rng.tensor(dt, (size_t)(sh.n * sh.k))),
+        bias(rng.tensor(dt, (size_t)sh.n)), pre(dt, mn), out(dt, mn), pre2(dt, mn), out2(dt, mn);
+    auto lt = [&] {
+      if (sh.epi == E::None)
+        tgrt_cuda::matmul(g, "bench", dt, a.p, b.p, out.p, 1, sh.m, sh.n, sh.k, 0, 1, 0, 0, 0, 1.0f,
+                          0.0f);
+      else if (sh.epi == E::Bias)
+        tgrt_cuda::matmulBias(g, "bench", dt, a.p, b.p, bias.p, out.p, sh.m, sh.n, sh.k, 0, 1, 1.0f);
+      else
+        tgrt_cuda::matmulBiasGelu(g, "bench", dt, a.p, b.p, bias.p, pre.p, out.p, sh.m, sh.n, sh.k,
+                                  0, 1, 1.0f);
+    };
+    auto own = [&](int tileN) {
+      return [&, tileN] {
+        tgrt_cuda::gemmTnBf16(g, "bench", a.p, b.p, bias.p, pre2.p, out2.p, sh.m, sh.n, sh.k, 1.0f,
+                              sh.epi, tileN);
+      };
+    };
+    // Agreement first (also warms both paths: the tuning runs here).
+    lt();
+    own(256)();
+    const double diff256 = relErr(out2.f(), out.f());
+    own(128)();
+    const double diff = std::max(diff256, relErr(out2.f(), out.f()));
+    std::vector<float> t[3];
+    for (int round = 0; round < 3; ++round) {
+      t[0].push_back(timeMs(g, reps, lt));
+      t[1].push_back(timeMs(g, reps, own(128)));
+      t[2].push_back(timeMs(g, reps, own(256)));
+    }
+    const double flop = 2.0 * (double)sh.m * (double)sh.n * (double)sh.k;
+    char cell[3][32];
+    for (int v = 0; v < 3; ++v) {
+      std::sort(t[v].begin(), t[v].end());
+      std::snprintf(cell[v], sizeof cell[v], "%.4f (%.0f)", t[v][1], flop / t[v][1] / 1e9);
+    }
+    std::printf("%-22s %-20s %-18s %-18s %-18s %9.2e\n", sh.what,
+                fmt("%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k).c_str(),
+                cell[0], cell[1], cell[2], diff);
+    std::fflush(stdout);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false,
-       llamaOnly = false, cudnnOnly = false;
+       gemmOnly = false, llamaOnly = false, cudnnOnly = false, gemmChecks = false;
   std::string dumpDir;
   uint64_t seed = std::random_device{}() ^ ((uint64_t)std::chrono::steady_clock::now()
                                                 .time_since_epoch()
@@ -3160,15 +3289,18 @@ int main(int argc, char** argv) {
     else if (a == "--no-bench") bench = false;
     else if (a == "--bench-only") checks = false;
     else if (a == "--bench-kernels") checks = false, kernelsOnly = true;
+    else if (a == "--bench-gemm") checks = false, gemmOnly = true;
     else if (a == "--sweep") sweep = true;
     else if (a == "--llama") llamaOnly = true;
+    else if (a == "--gemm") gemmChecks = true;
     else if (a == "--cudnn") cudnnOnly = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dump" && i + 1 < argc) dumpDir = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--no-bench | --bench-only | --bench-kernels] [--sweep] "
-                   "[--llama] [--cudnn] [--seed N] [--dump DIR]\n",
+                   "usage: %s [--quick] [--no-bench | --bench-only | --bench-kernels | "
+                   "--bench-gemm] [--sweep] "
+                   "[--llama] [--cudnn] [--gemm] [--seed N] [--dump DIR]\n",
                    argv[0]);
       return 2;
     }
@@ -3211,6 +3343,12 @@ int main(int argc, char** argv) {
     return failed ? 1 : 0;
   }
   if (!checks) {
+    if (gemmOnly) {
+      benchOwnGemm(c, 20);
+      tgrt_cuda::destroyContext(c.gpu);
+      tgrt_ctx_destroy(c.cpu);
+      return 0;
+    }
     if (kernelsOnly) {
       benchKernels(c, 20);
       tgrt_cuda::destroyContext(c.gpu);
@@ -3251,6 +3389,16 @@ int main(int argc, char** argv) {
 #ifdef TGRT_HAVE_CUDNN
     if (bench) benchAttentionCudnn(c, own, 20);
 #endif
+    tgrt_cuda::destroyContext(c.gpu);
+    tgrt_ctx_destroy(c.cpu);
+    return failed ? 1 : 0;
+  }
+  if (gemmChecks) { // the same data as the own GEMM's checks of a full run with this seed
+    Rng own(seed ^ 0x3c6ef372fe94f82bull);
+    checkOwnGemm(c, own, quick);
+    int failed = 0;
+    for (const Row& r : g_rows) failed += !r.pass;
+    std::printf("\ngemm: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
     tgrt_cuda::destroyContext(c.gpu);
     tgrt_ctx_destroy(c.cpu);
     return failed ? 1 : 0;
@@ -3307,6 +3455,10 @@ int main(int argc, char** argv) {
   }
   checkOptimizers(c, rng);
   checkTensorStats(c, rng);
+  {
+    Rng own(seed ^ 0x3c6ef372fe94f82bull); // its own stream: the other checks' data unchanged
+    checkOwnGemm(c, own, quick);
+  }
 
   std::vector<int64_t> ts = quick ? std::vector<int64_t>{64, 100, 256}
                                   : std::vector<int64_t>{64, 100, 256, 1024};

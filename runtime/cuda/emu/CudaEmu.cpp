@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -21,7 +22,7 @@ dim3 g_gridDim;
 
 namespace {
 
-enum class State { Ready, AtSync, AtWarp, Done };
+enum class State { Ready, AtSync, AtWarp, Yielded, Done };
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kMaxSmem = 227 * 1024; // Hopper's opt-in limit per block
@@ -42,6 +43,16 @@ std::vector<Fiber> g_fibers;
 std::vector<char*> g_stacks;
 std::vector<Warp> g_warps;
 int g_cur = -1;
+/// Bumped by whatever a thread does that another may wait for (a barrier reached, a thread
+/// finished, an mbarrier operation): a round of the scheduler in which it stays put while
+/// threads spin (yieldThread) is a deadlock.
+unsigned long long g_progress = 0;
+/// The running block's mbarriers, by the byte offset of their word in shared memory.
+struct Mbar {
+  unsigned count = 0, pending = 0, phase = 0;
+  long long tx = 0;
+};
+std::map<size_t, Mbar> g_mbars;
 const std::function<void()>* g_body = nullptr;
 std::vector<float4> g_smem;
 cudaError_t g_lastError = cudaSuccess;
@@ -50,6 +61,7 @@ void trampoline() {
   (*g_body)();
   Fiber& f = g_fibers[g_cur];
   f.state = State::Done;
+  ++g_progress;
   swapcontext(&f.ctx, &g_sched);
   std::abort(); // a finished fiber is never resumed
 }
@@ -58,6 +70,7 @@ void trampoline() {
 void block(State s) {
   Fiber& f = g_fibers[g_cur];
   f.state = s;
+  if (s != State::Yielded) ++g_progress;
   swapcontext(&f.ctx, &g_sched);
 }
 
@@ -83,20 +96,27 @@ void runBlock(int n) {
   }
   const int nWarps = (n + 31) / 32;
   for (;;) {
+    const unsigned long long progressBefore = g_progress;
     for (int i = 0; i < n; ++i) {
       if (g_fibers[i].state != State::Ready) continue;
       g_cur = i;
       g_thread = &g_fibers[i].thread;
       swapcontext(&g_sched, &g_fibers[i].ctx);
     }
-    int live = 0, atSync = 0;
+    int live = 0, atSync = 0, yielded = 0;
     for (int i = 0; i < n; ++i) {
       if (g_fibers[i].state == State::Done) continue;
       ++live;
       if (g_fibers[i].state == State::AtSync) ++atSync;
+      if (g_fibers[i].state == State::Yielded) ++yielded;
     }
     if (live == 0) return;
     bool released = false;
+    if (yielded > 0 && g_progress != progressBefore) {
+      for (int i = 0; i < n; ++i)
+        if (g_fibers[i].state == State::Yielded) g_fibers[i].state = State::Ready;
+      released = true;
+    }
     for (int w = 0; w < nWarps; ++w) {
       int wl = 0, wa = 0;
       for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
@@ -165,6 +185,7 @@ void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<voi
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         g_blockIdx = {x, y, z};
+        g_mbars.clear();
         // Poison shared memory (NaN bytes) so reads of never-written smem show up.
         std::memset(static_cast<void*>(g_smem.data()), 0xff, g_smem.size() * sizeof(float4));
         runBlock((int)n);
@@ -173,6 +194,78 @@ void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<voi
 }
 
 void* dynamicSmem() { return g_smem.data(); }
+
+void yieldThread() { block(State::Yielded); }
+
+namespace {
+Mbar& mbarAt(void* bar, const char* what) {
+  const size_t off = (size_t)(static_cast<char*>(bar) - reinterpret_cast<char*>(g_smem.data()));
+  if (off >= g_smem.size() * sizeof(float4) || off % 8 != 0) {
+    std::fprintf(stderr, "cuda-emu: %s: the mbarrier is not an 8-byte word of shared memory\n",
+                 what);
+    std::exit(3);
+  }
+  return g_mbars[off];
+}
+void mbarSettle(Mbar& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    m.phase ^= 1u;
+    m.pending = m.count;
+  }
+}
+} // namespace
+
+void mbarInit(void* bar, unsigned count) {
+  Mbar& m = mbarAt(bar, "mbarrier.init");
+  m = Mbar{count, count, 0, 0};
+  ++g_progress;
+}
+
+void mbarArrive(void* bar, unsigned txBytes) {
+  Mbar& m = mbarAt(bar, "mbarrier.arrive");
+  if (m.count == 0 || m.pending == 0) die("mbarrier.arrive on a barrier never initialised");
+  m.tx += txBytes;
+  --m.pending;
+  mbarSettle(m);
+  ++g_progress;
+}
+
+void mbarCompleteTx(void* bar, unsigned bytes) {
+  Mbar& m = mbarAt(bar, "complete_tx");
+  if (m.count == 0) die("complete_tx on an mbarrier never initialised");
+  m.tx -= bytes;
+  mbarSettle(m);
+  ++g_progress;
+}
+
+bool mbarDone(void* bar, unsigned parity) {
+  Mbar& m = mbarAt(bar, "mbarrier.try_wait");
+  if (m.count == 0) die("mbarrier.try_wait on a barrier never initialised");
+  return m.phase != (parity & 1u);
+}
+
+void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar) {
+  if (map->elemBytes != 2) die("tma: only 2-byte elements are emulated");
+  const size_t rowBytes = (size_t)map->box[0] * 2;
+  if (map->swizzle128 && rowBytes != 128) die("tma: the 128-byte swizzle needs 128-byte box rows");
+  const size_t base = (size_t)(static_cast<char*>(dst) - reinterpret_cast<char*>(g_smem.data()));
+  if (base % (map->swizzle128 ? 1024 : 128) != 0 ||
+      base + rowBytes * map->box[1] > g_smem.size() * sizeof(float4))
+    die("tma: the destination is misaligned or outside shared memory");
+  char* smem = reinterpret_cast<char*>(g_smem.data());
+  const char* g = static_cast<const char*>(map->base);
+  for (uint32_t r = 0; r < map->box[1]; ++r)
+    for (uint32_t e = 0; e < map->box[0]; ++e) {
+      const long long row = (long long)c1 + r, col = (long long)c0 + e;
+      uint16_t v = 0;
+      if (row >= 0 && col >= 0 && (uint64_t)row < map->dims[1] && (uint64_t)col < map->dims[0])
+        std::memcpy(&v, g + (size_t)row * map->rowBytes + (size_t)col * 2, 2);
+      size_t a = base + r * rowBytes + e * 2;
+      if (map->swizzle128) a ^= ((a >> 7) & 7) << 4;
+      std::memcpy(smem + a, &v, 2);
+    }
+  mbarCompleteTx(bar, (unsigned)(rowBytes * map->box[1]));
+}
 
 void syncthreads() { block(State::AtSync); }
 

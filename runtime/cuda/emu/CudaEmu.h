@@ -29,6 +29,7 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define __shared__ static
+#define __grid_constant__
 
 struct uint3 {
   unsigned x, y, z;
@@ -114,6 +115,46 @@ void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr);
 /// float, k in order.
 void wgmma(float* d, int n, bool f16, const uint32_t* a, uint64_t descA, uint64_t descB,
            int transB);
+
+/// Lets the other threads of the block run before this one goes on (the body of a spin
+/// loop, e.g. a wait on an mbarrier). Dies with "deadlock" when every live thread of the
+/// block spins or waits and none of them changed anything since the last round.
+void yieldThread();
+
+// mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier"),
+// the object an 8-byte word of shared memory: an expected arrival count, the arrivals
+// pending in the current phase, a transaction count (bytes still to land) and the phase
+// parity. The current phase completes when no arrival and no byte is pending: the parity
+// flips and the arrivals pending are reset to the count. Kept beside shared memory, keyed by
+// the word's offset (a block's barriers are reset with its shared memory).
+/// mbarrier.init.shared.b64 [bar], count.
+void mbarInit(void* bar, unsigned count);
+/// mbarrier.arrive.expect_tx.shared.b64 _, [bar], bytes (bytes = 0: mbarrier.arrive).
+void mbarArrive(void* bar, unsigned txBytes = 0);
+/// The complete_tx of a bulk copy: `bytes` of the current phase's transactions landed.
+void mbarCompleteTx(void* bar, unsigned bytes);
+/// mbarrier.try_wait.parity.shared.b64: true when the phase of parity `parity` has completed
+/// (the barrier's current phase has the other parity).
+bool mbarDone(void* bar, unsigned parity);
+
+/// The emulator's tensor map (the 128-byte CUtensorMap of cuTensorMapEncodeTiled): a 2-D
+/// row-major tensor of 2-byte elements, its box and swizzle.
+struct alignas(64) TensorMap {
+  const void* base;
+  uint64_t dims[2];     ///< elements: inner (contiguous), outer
+  uint64_t rowBytes;    ///< bytes between consecutive outer indices
+  uint32_t box[2];      ///< box extent: inner, outer
+  uint32_t elemBytes;   ///< 2
+  uint32_t swizzle128;  ///< 1: CU_TENSOR_MAP_SWIZZLE_128B (box inner * elemBytes = 128)
+  unsigned char pad[64];
+};
+/// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
+/// [map, {c0, c1}], [bar]: copies the box at (inner c0, outer c1) into shared memory at dst
+/// (box row r at dst + r * box inner bytes; with swizzle128 the 16-byte chunks of each row
+/// permuted by shared-memory address bits 7-9, as the hardware does); elements outside the
+/// tensor (either coordinate, negative too) land as zeros. Then completes the box's bytes on
+/// bar (all of them, the zero fill included).
+void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar);
 
 } // namespace emu
 

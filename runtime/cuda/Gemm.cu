@@ -1,0 +1,371 @@
+// Gemm.cu — tgc's own GEMM on Hopper (sm_90a): out [m, n] = alpha a [m, k] b [n, k]^T, bf16
+// operands, f32 accumulators, bf16 out, with its epilogue in registers (none, + bias, + bias
+// then GELU with the pre-activation stored too). The first step of docs/design-notes.md
+// "Next: a GEMM with its own epilogue": the epilogues that cuBLASLt charges ~0.06 ms per call
+// for at GPT-2's MLP shapes ride in registers here; whether the main loop keeps up with
+// cuBLASLt's is what bench (tgrt-cuda-check --bench-gemm) measures. Not yet chosen by any
+// compiled step (the GEMM tuning of Kernels.cu would time it beside cuBLASLt's algorithms).
+//
+// Structure (the Hopper warp-specialized GEMM of CUTLASS's sm90 kernels and of
+// FlashAttention-3, Shah et al. 2024, section 3.1; written from the PTX ISA, no code taken):
+// - A block computes a 128 x BN tile of out (BN 128 or 256). Its 288 threads are two consumer
+//   warpgroups (threads 0-255; warpgroup c owns rows 64 c .. 64 c + 63 of the tile) and one
+//   producer warp (threads 256-287).
+// - The producer's first thread streams the k tiles (64 wide) of a and b into a ring of
+//   STAGES shared-memory stages with TMA (cp.async.bulk.tensor.2d, 128-byte swizzle; the zero
+//   fill of TMA covers the edges of m, n and k). Each stage has two mbarriers: `full` (one
+//   arrival by the producer announcing the stage's bytes, completed by the copies) and `empty`
+//   (one arrival per consumer warpgroup once its MMAs on the stage are done).
+// - Each consumer warpgroup waits on `full`, issues 4 wgmma m64nBNk16 (A and B from the
+//   swizzled stage through descriptors), commits, and waits for the previous stage's group
+//   (wait_group 1) before releasing that stage: one group of MMAs is always in flight.
+// - The epilogue converts the accumulators in registers: alpha, + bias (f32 add), rounded to
+//   bf16 (RNE); with GELU the rounded sum is stored as `pre` and out = GELU(pre) (Gelu.cuh)
+//   rounded: bit-equal to tgrt_matmul_bias then tgrt_gelu_fwd on the same sums.
+// - Tiles are visited in groups of 8 tile rows per column sweep, so a group's rows of a stay
+//   in L2 while b's columns stream by. BN 128 tiles run 2 blocks per SM (3 stages each), so
+//   one block's epilogue overlaps the other's main loop; BN 256 tiles 1 block per SM, 4
+//   stages.
+//
+// Limits (checked, located errors): n and k multiples of 8 (TMA's 16-byte row pitch), all
+// pointers 16-byte aligned, a compute capability 9.0 device (the sm_90a cubin).
+//
+// The CPU emulator runs it (tgrt-cuda-emu-check): TMA, mbarriers and the spin waits are
+// emulated in runtime/cuda/emu (emu::tmaLoad2d, emu::mbar*, emu::yieldThread).
+#include "runtime/cuda/Dtype.cuh"
+#include "runtime/cuda/Gelu.cuh"
+#include "runtime/cuda/Hopper.cuh"
+#include "runtime/cuda/Internal.h"
+
+#ifndef TGRT_CUDA_EMULATE
+#include <cudaTypedefs.h> // PFN_cuTensorMapEncodeTiled
+#endif
+
+#include <cstring>
+
+namespace tgrt_cuda {
+namespace {
+using namespace hopper;
+
+constexpr int kGemmBM = 128;       ///< tile rows (2 consumer warpgroups x 64)
+constexpr int kGemmBK = 64;        ///< k per stage: one 128-byte swizzle row of bf16
+constexpr int kGemmConsumers = 2;  ///< consumer warpgroups
+constexpr int kGemmThreads = kGemmConsumers * 128 + 32; ///< + the producer warp
+constexpr int kGemmGroupM = 8;     ///< tile rows per column sweep (L2 reuse of a)
+
+/// wgmma.mma_async m64n128k16, f32 += bf16 x bf16, A and B K-major from shared memory
+/// (descriptors descA, descB); d: this thread's 64 accumulators (warp w of the warpgroup: rows
+/// 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1) at d[4 j ..]). Issued, not waited for.
+__device__ __forceinline__ void wgmmaSS128(float (&d)[64], uint64_t descA, uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::wgmma(d, 128, false, nullptr, descA, descB, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(descA), "l"(descB), "r"(1));
+#else
+  (void)d;
+  (void)descA;
+  (void)descB;
+  __trap();
+#endif
+}
+
+/// wgmma.mma_async m64n256k16, f32 += bf16 x bf16, A and B K-major from shared memory
+/// (descriptors descA, descB); d: this thread's 128 accumulators (warp w of the warpgroup: rows
+/// 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1) at d[4 j ..]). Issued, not waited for.
+__device__ __forceinline__ void wgmmaSS256(float (&d)[128], uint64_t descA, uint64_t descB) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::wgmma(d, 256, false, nullptr, descA, descB, 0);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+               "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+               "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+               "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                 "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                 "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                 "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                 "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                 "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                 "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                 "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                 "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "l"(descA), "l"(descB), "r"(1));
+#else
+  (void)d;
+  (void)descA;
+  (void)descB;
+  __trap();
+#endif
+}
+
+template <int BN>
+struct WgmmaTile;
+template <>
+struct WgmmaTile<128> {
+  static __device__ __forceinline__ void mma(float (&d)[64], uint64_t a, uint64_t b) {
+    wgmmaSS128(d, a, b);
+  }
+};
+template <>
+struct WgmmaTile<256> {
+  static __device__ __forceinline__ void mma(float (&d)[128], uint64_t a, uint64_t b) {
+    wgmmaSS256(d, a, b);
+  }
+};
+
+/// Keeps the compiler from moving or reading accumulators around in-flight wgmma.
+template <int N>
+__device__ __forceinline__ void fenceAcc(float (&x)[N]) {
+#ifndef TGRT_CUDA_EMULATE
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(x[i])::"memory");
+#else
+  (void)x;
+#endif
+}
+
+/// Two floats rounded to bf16 (RNE) in one word: lo in bits 0-15 (the lower column).
+__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+  return (uint32_t)bf16FromFloat(lo) | ((uint32_t)bf16FromFloat(hi) << 16);
+}
+
+/// Shared memory the kernel<BN, STAGES> asks for: the stages, the 2 x STAGES mbarriers and
+/// 1024 bytes to align the swizzled tiles.
+constexpr size_t gemmSmemBytes(int bn, int stages) {
+  return (size_t)stages * (kGemmBM + bn) * kGemmBK * 2 + 2 * stages * 8 + 1024;
+}
+
+/// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
+/// 1 bias, 2 bias + GELU. A through mapA (box 64 x 128), B through mapB (box 64 x BN).
+template <int BN, int STAGES, int MINB, int EPI>
+__global__ void __launch_bounds__(kGemmThreads, MINB)
+    gemm_tn_bf16_kernel(const __grid_constant__ TensorMap mapA,
+                        const __grid_constant__ TensorMap mapB, uint16_t* __restrict__ out,
+                        uint16_t* __restrict__ pre, const uint16_t* __restrict__ bias, int M,
+                        int N, int K, float alpha) {
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  TGRT_DYNAMIC_SMEM(raw);
+  unsigned char* smem = alignSmem1024(raw);
+  uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes));
+  uint64_t* empty = full + STAGES;
+
+  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
+  const int perGroup = kGemmGroupM * tilesN, t = (int)blockIdx.x;
+  const int first = t / perGroup * kGemmGroupM;
+  const int groupRows = tilesM - first < kGemmGroupM ? tilesM - first : kGemmGroupM;
+  const int m0 = (first + (t % perGroup) % groupRows) * kGemmBM;
+  const int n0 = (t % perGroup) / groupRows * BN;
+  const int kTiles = (K + kGemmBK - 1) / kGemmBK;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kGemmConsumers);
+    }
+    fenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = (int)threadIdx.x / 128;
+  if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
+    if (threadIdx.x == kGemmConsumers * 128) {
+      for (int kt = 0; kt < kTiles; ++kt) {
+        const int s = kt % STAGES;
+        if (kt >= STAGES) mbarWait(&empty[s], (unsigned)(kt / STAGES - 1) & 1u);
+        mbarArriveExpectTx(&full[s], kABytes + kBBytes);
+        tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
+        tmaLoad2d(sB + s * (kBBytes / 2), &mapB, kt * kGemmBK, n0, &full[s]);
+      }
+    }
+    return;
+  }
+
+  float acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+  for (int kt = 0; kt < kTiles; ++kt) {
+    const int s = kt % STAGES;
+    mbarWait(&full[s], (unsigned)(kt / STAGES) & 1u);
+    const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
+    const uint16_t* b = sB + s * (kBBytes / 2);
+    fenceAcc(acc);
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < kGemmBK / 16; ++kk)
+      WgmmaTile<BN>::mma(acc, wgDesc(a + kk * 16, 16, 1024), wgDesc(b + kk * 16, 16, 1024));
+    wgCommit();
+    wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
+    fenceAcc(acc);
+    if (kt > 0 && threadIdx.x % 128 == 0) mbarArrive(&empty[(kt - 1) % STAGES]);
+  }
+  wgWait0();
+  fenceAcc(acc);
+
+  const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
+  const int row0 = m0 + wg * 64 + w * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+    if (col >= N) continue; // N % 8 == 0: col + 1 < N too
+    float b0 = 0.0f, b1 = 0.0f;
+    if (EPI >= 1) {
+      b0 = bf16ToFloat(bias[col]);
+      b1 = bf16ToFloat(bias[col + 1]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= M) continue;
+      const size_t at = (size_t)row * (size_t)N + (size_t)col;
+      uint32_t p = packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
+      if (EPI == 2) {
+        *reinterpret_cast<uint32_t*>(pre + at) = p;
+        p = packBf16(geluF(bf16ToFloat((uint16_t)(p & 0xffffu))),
+                     geluF(bf16ToFloat((uint16_t)(p >> 16))));
+      }
+      *reinterpret_cast<uint32_t*>(out + at) = p;
+    }
+  }
+}
+
+/// A 2-D bf16 tensor map over `rows` x `cols` (cols contiguous), box 64 x boxRows, 128-byte
+/// swizzle, zeros outside. False (with `why`) when the driver refuses it.
+bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols, int boxRows,
+                   const char** why) {
+  std::memset(map, 0, sizeof *map);
+#ifdef TGRT_CUDA_EMULATE
+  map->base = base;
+  map->dims[0] = (uint64_t)cols;
+  map->dims[1] = (uint64_t)rows;
+  map->rowBytes = (uint64_t)cols * 2;
+  map->box[0] = (uint32_t)kGemmBK;
+  map->box[1] = (uint32_t)boxRows;
+  map->elemBytes = 2;
+  map->swizzle128 = 1;
+  (void)why;
+  return true;
+#else
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (!encode) {
+    *why = "the driver has no cuTensorMapEncodeTiled";
+    return false;
+  }
+  const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+  const cuuint32_t box[2] = {(cuuint32_t)kGemmBK, (cuuint32_t)boxRows};
+  const cuuint32_t elem[2] = {1, 1};
+  if (encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides,
+             box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) !=
+      CUDA_SUCCESS) {
+    *why = "cuTensorMapEncodeTiled refused the tensor";
+    return false;
+  }
+  return true;
+#endif
+}
+
+template <int BN, int STAGES, int MINB, int EPI>
+void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
+                void* out, void* pre, const void* bias, int64_t m, int64_t n, int64_t k,
+                float alpha) {
+  static bool attrSet = false;
+  auto kernel = gemm_tn_bf16_kernel<BN, STAGES, MINB, EPI>;
+  const size_t smem = gemmSmemBytes(BN, STAGES);
+  if (!attrSet) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+          loc, "cudaFuncSetAttribute(gemm_tn_bf16_kernel)");
+    attrSet = true;
+  }
+  const int64_t tiles = ((m + kGemmBM - 1) / kGemmBM) * ((n + BN - 1) / BN);
+  launch(ctx, loc, "gemm_tn_bf16_kernel", kernel, dim3((unsigned)tiles), dim3(kGemmThreads), smem,
+         mapA, mapB, static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
+         static_cast<const uint16_t*>(bias), (int)m, (int)n, (int)k, alpha);
+}
+
+template <int BN, int STAGES, int MINB>
+void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, const TensorMap& mapA,
+                   const TensorMap& mapB, void* out, void* pre, const void* bias, int64_t m,
+                   int64_t n, int64_t k, float alpha) {
+  switch (epi) {
+  case GemmEpilogue::None:
+    return launchGemm<BN, STAGES, MINB, 0>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+  case GemmEpilogue::Bias:
+    return launchGemm<BN, STAGES, MINB, 1>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+  case GemmEpilogue::BiasGelu:
+    return launchGemm<BN, STAGES, MINB, 2>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+  }
+}
+
+} // namespace
+
+bool ownGemmAvailable(const Context* ctx) { return ctx && ctx->attn_wgmma_ok; }
+
+void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
+                void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
+                GemmEpilogue epi, int tileN) {
+  checkCtx(ctx, loc);
+  if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
+    fail(loc, "gemm_tn_bf16: m, n, k must be in [1, 2^30] (got %lld, %lld, %lld)", (long long)m,
+         (long long)n, (long long)k);
+  if (n % 8 != 0 || k % 8 != 0)
+    fail(loc, "gemm_tn_bf16: n and k must be multiples of 8 (got n %lld, k %lld)", (long long)n,
+         (long long)k);
+  if (tileN != 128 && tileN != 256)
+    fail(loc, "gemm_tn_bf16: tile n must be 128 or 256 (got %d)", tileN);
+  const void* ptrs[4] = {a, b, out, epi == GemmEpilogue::BiasGelu ? pre : out};
+  for (const void* p : ptrs)
+    if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      fail(loc, "gemm_tn_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
+  if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_tn_bf16: the epilogue needs a bias");
+  if (!ownGemmAvailable(ctx))
+    fail(loc, "gemm_tn_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
+  TensorMap mapA, mapB;
+  const char* why = "";
+  if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
+      !encodeBf16Map(&mapB, b, n, k, tileN, &why))
+    fail(loc, "gemm_tn_bf16: %s", why);
+  if (tileN == 256)
+    launchGemmEpi<256, 4, 1>(ctx, loc, epi, mapA, mapB, out, pre, bias, m, n, k, alpha);
+  else
+    launchGemmEpi<128, 3, 2>(ctx, loc, epi, mapA, mapB, out, pre, bias, m, n, k, alpha);
+}
+
+} // namespace tgrt_cuda
