@@ -4,7 +4,10 @@
 # Profiles the first launch of each kernel (default: the bf16 forward, dk/dv and dq kernels
 # of `tgrt-cuda-check --bench-only`, i.e. bh 192, t 1024, hd 64, causal) with the speed-of-
 # light, occupancy, launch and warp-state sections, clocks left alone (--clock-control none).
-# Reports go to $OUT/ncu-<n>.txt; the summary lines are printed.
+# Reports go to $OUT/ncu-<n>.txt; the summary lines are printed. NCU_ARGS: the binary's
+# arguments instead of --bench-only (e.g. "--bench-gemm" with TGRT_GEMM_BENCH_ONLY=qkv for
+# the own GEMM's kernels). NCU_NAME_BASE=mangled: the regexes match mangled names (template
+# arguments, e.g. "pingpong_kernelILi6ELi2E").
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-ncu}; mkdir -p "$OUT"
 source "$(dirname "$0")/gpu-lib.sh"
@@ -16,9 +19,11 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 n=0
 for k in "$@"; do
   n=$((n + 1))
-  timeout 240 "$NCU" --clock-control none -k "regex:$k" -c 1 --section SpeedOfLight \
+  timeout 240 "$NCU" --clock-control none --kernel-name-base "${NCU_NAME_BASE:-function}" \
+    -k "regex:$k" -c 1 --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats \
-    --section MemoryWorkloadAnalysis "$BIN" --bench-only > "$OUT/ncu-$n.txt" 2>&1
+    --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis \
+    "$BIN" ${NCU_ARGS:---bench-only} > "$OUT/ncu-$n.txt" 2>&1
   echo "== $k (rc $?)"
-  grep -E "attention_|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Shared Memory Configuration Size|Warp Cycles Per Issued|Stall|L1/TEX Hit|Mem Busy|Max Bandwidth|Issue Slots|Executed Ipc" "$OUT/ncu-$n.txt" | head -40
+  grep -E "attention_|gemm_tn|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Shared Memory Configuration Size|Warp Cycles Per Issued|Stall|L1/TEX Hit|Mem Busy|Max Bandwidth|Issue Slots|Executed Ipc" "$OUT/ncu-$n.txt" | head -40
 done

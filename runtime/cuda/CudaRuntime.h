@@ -209,16 +209,23 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
                     int32_t trans_a, int32_t trans_b, float alpha);
 /// The own Hopper GEMM's epilogue (Gemm.cu): none, + bias, + bias then GELU (pre stored).
 enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
+/// The own Hopper GEMM's schedule (Gemm.cu): PingPong (the default: persistent, one block per
+/// SM, its two consumer warpgroups on alternate 128 x 128 tiles), Cooperative256 (a block per
+/// 128 x 256 tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two
+/// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM).
+enum class GemmSchedule { PingPong = 0, Cooperative256 = 1, Cooperative128 = 2, Persistent256 = 3 };
 /// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
 /// [m, k] b [n, k]^T, every matrix bf16 row-major (b is nn.Linear's [out, in] weight), f32
 /// accumulation, out rounded once (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre
 /// [m, n] = the biased sum rounded to bf16, out = GELU(pre) (tanh form, Gelu.cuh): bit-equal
-/// to tgrt_matmul_bias then tgrt_gelu_fwd on the same sums. tileN: 128 (2 blocks per SM) or
-/// 256. Fails (located) unless n and k are multiples of 8, pointers 16-byte aligned and the
-/// device has compute capability 9.0. Not used by compiled steps yet (bench and checks).
+/// to tgrt_gelu_fwd of that pre. Fails (located) unless n and k are multiples of 8, pointers
+/// 16-byte aligned and the device has compute capability 9.0. blocks (the persistent ones): the
+/// persistent grid, 0 = one block per SM (tests pass 1 or 2 so that each block walks many
+/// tiles). Not used by compiled steps yet (bench and checks).
 void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
                 void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
-                GemmEpilogue epi, int tileN);
+                GemmEpilogue epi, GemmSchedule sched = GemmSchedule::PingPong,
+                int blocks = 0);
 /// True when gemmTnBf16 runs on ctx's device (compute capability 9.0, the sm_90a cubin).
 bool ownGemmAvailable(const Context* ctx);
 /// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias

@@ -41,6 +41,7 @@
 #include <cudaTypedefs.h> // PFN_cuTensorMapEncodeTiled
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 namespace tgrt_cuda {
@@ -151,91 +152,33 @@ __device__ __forceinline__ void fenceAcc(float (&x)[N]) {
 #endif
 }
 
-/// Two floats rounded to bf16 (RNE) in one word: lo in bits 0-15 (the lower column).
+/// Two floats rounded to bf16 (RNE) in one word: lo in bits 0-15 (the lower column). One
+/// cvt.rn.bf16x2.f32 on the GPU: the bits of bf16FromFloat for every non-NaN input.
 __device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+#ifdef TGRT_CUDA_EMULATE
   return (uint32_t)bf16FromFloat(lo) | ((uint32_t)bf16FromFloat(hi) << 16);
+#else
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
 }
 
-/// Shared memory the kernel<BN, STAGES> asks for: the stages, the 2 x STAGES mbarriers and
-/// 1024 bytes to align the swizzled tiles.
-constexpr size_t gemmSmemBytes(int bn, int stages) {
-  return (size_t)stages * (kGemmBM + bn) * kGemmBK * 2 + 2 * stages * 8 + 1024;
-}
-
-/// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
-/// 1 bias, 2 bias + GELU. A through mapA (box 64 x 128), B through mapB (box 64 x BN).
-template <int BN, int STAGES, int MINB, int EPI>
-__global__ void __launch_bounds__(kGemmThreads, MINB)
-    gemm_tn_bf16_kernel(const __grid_constant__ TensorMap mapA,
-                        const __grid_constant__ TensorMap mapB, uint16_t* __restrict__ out,
-                        uint16_t* __restrict__ pre, const uint16_t* __restrict__ bias, int M,
-                        int N, int K, float alpha) {
-  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
-  TGRT_DYNAMIC_SMEM(raw);
-  unsigned char* smem = alignSmem1024(raw);
-  uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
-  uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes));
-  uint64_t* empty = full + STAGES;
-
-  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
-  const int perGroup = kGemmGroupM * tilesN, t = (int)blockIdx.x;
-  const int first = t / perGroup * kGemmGroupM;
-  const int groupRows = tilesM - first < kGemmGroupM ? tilesM - first : kGemmGroupM;
-  const int m0 = (first + (t % perGroup) % groupRows) * kGemmBM;
-  const int n0 = (t % perGroup) / groupRows * BN;
-  const int kTiles = (K + kGemmBK - 1) / kGemmBK;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kGemmConsumers);
-    }
-    fenceBarrierInit();
-  }
-  __syncthreads();
-
-  const int wg = (int)threadIdx.x / 128;
-  if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
-    if (threadIdx.x == kGemmConsumers * 128) {
-      for (int kt = 0; kt < kTiles; ++kt) {
-        const int s = kt % STAGES;
-        if (kt >= STAGES) mbarWait(&empty[s], (unsigned)(kt / STAGES - 1) & 1u);
-        mbarArriveExpectTx(&full[s], kABytes + kBBytes);
-        tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
-        tmaLoad2d(sB + s * (kBBytes / 2), &mapB, kt * kGemmBK, n0, &full[s]);
-      }
-    }
-    return;
-  }
-
-  float acc[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-  for (int kt = 0; kt < kTiles; ++kt) {
-    const int s = kt % STAGES;
-    mbarWait(&full[s], (unsigned)(kt / STAGES) & 1u);
-    const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
-    const uint16_t* b = sB + s * (kBBytes / 2);
-    fenceAcc(acc);
-    wgFence();
-#pragma unroll
-    for (int kk = 0; kk < kGemmBK / 16; ++kk)
-      WgmmaTile<BN>::mma(acc, wgDesc(a + kk * 16, 16, 1024), wgDesc(b + kk * 16, 16, 1024));
-    wgCommit();
-    wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
-    fenceAcc(acc);
-    if (kt > 0 && threadIdx.x % 128 == 0) mbarArrive(&empty[(kt - 1) % STAGES]);
-  }
-  wgWait0();
-  fenceAcc(acc);
-
+/// The epilogue of one warpgroup's 64 x BN accumulator block (rows r0 .., columns n0 ..):
+/// alpha, + bias (f32), rounded to bf16 (RNE) and stored (EPI 0 none, 1 bias, 2 bias + GELU:
+/// pre = the rounded sum, out = GELU(pre) rounded). Rows >= M and columns >= N are skipped
+/// (N % 8 == 0, so a column pair is either whole or out).
+template <int EPI, int BN>
+__device__ __forceinline__ void storeTile(const float (&acc)[BN / 2], int r0, int n0,
+                                          uint16_t* __restrict__ out, uint16_t* __restrict__ pre,
+                                          const uint16_t* __restrict__ bias, int M, int N,
+                                          float alpha) {
   const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
-  const int row0 = m0 + wg * 64 + w * 16 + lane / 4;
+  const int row0 = r0 + w * 16 + lane / 4;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = n0 + 8 * j + 2 * (lane % 4);
-    if (col >= N) continue; // N % 8 == 0: col + 1 < N too
+    if (col >= N) continue;
     float b0 = 0.0f, b1 = 0.0f;
     if (EPI >= 1) {
       b0 = bf16ToFloat(bias[col]);
@@ -254,6 +197,282 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
       }
       *reinterpret_cast<uint32_t*>(out + at) = p;
     }
+  }
+}
+
+/// storeTile through shared memory and TMA (the persistent cooperative kernel): the
+/// warpgroup writes its 64 x BN block, rounded as storeTile does, into `stage` (64 x BN bf16,
+/// BN / 64 boxes of 64 x 64 in the 128-byte swizzle: conflict-free 4-byte writes), then one
+/// thread stores the boxes with cp.async.bulk.tensor (rows >= M, columns >= N clipped by TMA).
+/// GELU: pre first, then out through the same buffer (the out pairs wait in the accumulator
+/// registers). Named barrier `bar` (128 threads) orders the warpgroup; the first wait_group
+/// keeps the previous tile's stores from reading a buffer being rewritten.
+template <int EPI, int BN>
+__device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* stage, int r0,
+                                                int n0, const TensorMap* mapOut,
+                                                const TensorMap* mapPre,
+                                                const uint16_t* __restrict__ bias, int N,
+                                                float alpha, int bar) {
+  const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
+  const int g = lane / 4, q = lane % 4;
+  const bool leader = threadIdx.x % 128 == 0;
+  unsigned char* st = reinterpret_cast<unsigned char*>(stage);
+  auto at = [&](int j, int h) { // byte offset of (row 16 w + g + 8 h, column 8 j + 2 q)
+    const int r = 16 * w + g + 8 * h, c = 8 * (j % 8) + 2 * q;
+    return (j / 8) * 64 * 128 + r * 128 + ((c * 2) ^ ((r & 7) << 4));
+  };
+  auto flush = [&](const TensorMap* map) {
+    fenceProxyAsync();
+    namedBarrierSync(bar, 128);
+    if (leader) {
+#pragma unroll
+      for (int box = 0; box < BN / 64; ++box)
+        if (n0 + 64 * box < N) hopper::tmaStore2d(map, stage + box * 64 * 64, n0 + 64 * box, r0);
+      bulkCommit();
+    }
+  };
+  if (leader) bulkWaitRead<0>();
+  namedBarrierSync(bar, 128);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * q;
+    float b0 = 0.0f, b1 = 0.0f;
+    if (EPI >= 1 && col < N) {
+      b0 = bf16ToFloat(bias[col]);
+      b1 = bf16ToFloat(bias[col + 1]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t p =
+          packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
+      *reinterpret_cast<uint32_t*>(st + at(j, h)) = p;
+      if (EPI == 2) // the out pair, kept in the accumulator's register until pass 2
+        acc[4 * j + 2 * h] = bitsFloat(packBf16(geluF(bf16ToFloat((uint16_t)(p & 0xffffu))),
+                                                      geluF(bf16ToFloat((uint16_t)(p >> 16)))));
+    }
+  }
+  flush(EPI == 2 ? mapPre : mapOut);
+  if (EPI == 2) {
+    if (leader) bulkWaitRead<0>();
+    namedBarrierSync(bar, 128);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<uint32_t*>(st + at(j, h)) = floatBits(acc[4 * j + 2 * h]);
+    flush(mapOut);
+  }
+}
+
+/// The origin (m0, n0) of tile t of a tilesM x tilesN grid of BM x BN tiles, visited in
+/// groups of kGemmGroupM tile rows per column sweep (a group's rows of a stay in L2).
+template <int BM, int BN>
+__device__ __forceinline__ void tileOrigin(int t, int tilesM, int tilesN, int& m0, int& n0) {
+  const int perGroup = kGemmGroupM * tilesN;
+  const int first = t / perGroup * kGemmGroupM;
+  const int groupRows = tilesM - first < kGemmGroupM ? tilesM - first : kGemmGroupM;
+  m0 = (first + (t % perGroup) % groupRows) * BM;
+  n0 = (t % perGroup) / groupRows * BN;
+}
+
+/// Shared memory a kernel with BN-wide tiles and STAGES stages asks for: the stages, the
+/// 2 x STAGES + 2 mbarriers and 1024 bytes to align the swizzled tiles.
+constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
+  return (size_t)stages * (kGemmBM + bn) * kGemmBK * 2 +
+         (staged ? (size_t)kGemmConsumers * 64 * bn * 2 : 0) + (2 * stages + 2) * 8 + 1024;
+}
+
+/// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
+/// 1 bias, 2 bias + GELU. A through mapA (box 64 x 128), B through mapB (box 64 x BN). Both
+/// consumer warpgroups work on one tile (rows 64 c ..) and consume every stage. PERSIST: one
+/// block per SM walks the tiles blockIdx.x, + gridDim.x, ... (the producer loads the next
+/// tile's first stages during the epilogue); else a block per tile.
+template <int BN, int STAGES, int MINB, int EPI, bool PERSIST>
+__global__ void __launch_bounds__(kGemmThreads, MINB)
+    gemm_tn_bf16_kernel(const __grid_constant__ TensorMap mapA,
+                        const __grid_constant__ TensorMap mapB,
+                        const __grid_constant__ TensorMap mapOut,
+                        const __grid_constant__ TensorMap mapPre, uint16_t* __restrict__ out,
+                        uint16_t* __restrict__ pre, const uint16_t* __restrict__ bias, int M,
+                        int N, int K, float alpha) {
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  TGRT_DYNAMIC_SMEM(raw);
+  unsigned char* smem = alignSmem1024(raw);
+  uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
+  // PERSIST: each consumer warpgroup's 64 x BN staging buffer for the TMA stores.
+  uint16_t* sOut = reinterpret_cast<uint16_t*>(smem + STAGES * (kABytes + kBBytes));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes) +
+                                               (PERSIST ? kGemmConsumers * 64 * BN * 2 : 0));
+  uint64_t* empty = full + STAGES;
+
+  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
+  const int tiles = tilesM * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int grid = PERSIST ? (int)gridDim.x : 1, first = (int)blockIdx.x;
+  const int myTiles = PERSIST ? (first < tiles ? (tiles - first + grid - 1) / grid : 0) : 1;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kGemmConsumers);
+    }
+    fenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = (int)threadIdx.x / 128;
+  if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
+    if (threadIdx.x == kGemmConsumers * 128) {
+      for (int i = 0; i < myTiles; ++i) {
+        int m0, n0;
+        tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+        for (int kt = 0; kt < kTiles; ++kt) {
+          const int pos = i * kTiles + kt, s = pos % STAGES;
+          if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
+          mbarArriveExpectTx(&full[s], kABytes + kBBytes);
+          hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
+          hopper::tmaLoad2d(sB + s * (kBBytes / 2), &mapB, kt * kGemmBK, n0, &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  const bool leader = threadIdx.x % 128 == 0;
+  for (int i = 0; i < myTiles; ++i) {
+    int m0, n0;
+    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    float acc[BN / 2];
+#pragma unroll
+    for (int e = 0; e < BN / 2; ++e) acc[e] = 0.0f;
+    int pos = i * kTiles;
+    for (int kt = 0; kt < kTiles; ++kt, ++pos) {
+      const int s = pos % STAGES;
+      mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
+      const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
+      const uint16_t* b = sB + s * (kBBytes / 2);
+      fenceAcc(acc);
+      wgFence();
+#pragma unroll
+      for (int kk = 0; kk < kGemmBK / 16; ++kk)
+        WgmmaTile<BN>::mma(acc, wgDesc(a + kk * 16, 16, 1024), wgDesc(b + kk * 16, 16, 1024));
+      wgCommit();
+      wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
+      fenceAcc(acc);
+      if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    }
+    wgWait0();
+    fenceAcc(acc);
+    if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    if (PERSIST)
+      storeTileStaged<EPI, BN>(acc, sOut + wg * 64 * BN, m0 + wg * 64, n0, &mapOut, &mapPre, bias,
+                               N, alpha, 1 + wg);
+    else
+      storeTile<EPI, BN>(acc, m0 + wg * 64, n0, out, pre, bias, M, N, alpha);
+  }
+  if (PERSIST && leader) bulkWaitRead<0>(); // shared memory stays until the stores read it
+}
+
+/// The persistent ping-pong schedule (CUTLASS's sm90 "pingpong" kernels; FlashAttention-3's
+/// inter-warpgroup overlap): one block per SM walks the tiles blockIdx.x, + gridDim.x, ...;
+/// its two consumer warpgroups take them in turn, each a whole 128 x 128 tile (two m64n128k16
+/// per k16 step, 128 accumulators per thread), so one warpgroup's epilogue runs while the
+/// other's MMAs do. The producer fills one ring of STAGES stages in tile order; the order
+/// barriers let warpgroup c start its main loop only after the other issued its last MMAs,
+/// which also keeps every wait on a stage's `full` barrier within one phase of the barrier
+/// (the parity wait cannot tell phases two apart).
+template <int STAGES, int EPI>
+__global__ void __launch_bounds__(kGemmThreads, 1)
+    gemm_tn_bf16_pingpong_kernel(const __grid_constant__ TensorMap mapA,
+                                 const __grid_constant__ TensorMap mapB,
+                                 const __grid_constant__ TensorMap mapOut,
+                                 const __grid_constant__ TensorMap mapPre,
+                                 uint16_t* __restrict__ out, uint16_t* __restrict__ pre,
+                                 const uint16_t* __restrict__ bias, int M, int N, int K,
+                                 float alpha) {
+  constexpr int BN = 128;
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  TGRT_DYNAMIC_SMEM(raw);
+  unsigned char* smem = alignSmem1024(raw);
+  uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes));
+  uint64_t* empty = full + STAGES;
+  uint64_t* order = empty + STAGES; // order[c]: warpgroup c may start its next main loop
+
+  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
+  const int tiles = tilesM * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int grid = (int)gridDim.x, first = (int)blockIdx.x;
+  const int myTiles = first < tiles ? (tiles - first + grid - 1) / grid : 0;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], 1);
+    }
+    mbarInit(&order[0], 1);
+    mbarInit(&order[1], 1);
+    fenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = (int)threadIdx.x / 128;
+  if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
+    if (threadIdx.x == kGemmConsumers * 128) {
+      for (int i = 0; i < myTiles; ++i) {
+        int m0, n0;
+        tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+        for (int kt = 0; kt < kTiles; ++kt) {
+          const int pos = i * kTiles + kt, s = pos % STAGES;
+          if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
+          mbarArriveExpectTx(&full[s], kABytes + kBBytes);
+          hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
+          hopper::tmaLoad2d(sB + s * (kBBytes / 2), &mapB, kt * kGemmBK, n0, &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  const bool leader = threadIdx.x % 128 == 0;
+  for (int i = wg, j = 0; i < myTiles; i += kGemmConsumers, ++j) {
+    int m0, n0;
+    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    // Warpgroup 0's j-th main loop follows warpgroup 1's (j-1)-th, warpgroup 1's j-th
+    // follows warpgroup 0's j-th.
+    if (wg == 0 && j > 0) mbarWait(&order[0], (unsigned)(j - 1) & 1u);
+    if (wg == 1) mbarWait(&order[1], (unsigned)j & 1u);
+    float acc0[64], acc1[64];
+#pragma unroll
+    for (int e = 0; e < 64; ++e) acc0[e] = acc1[e] = 0.0f;
+    int pos = i * kTiles;
+    for (int kt = 0; kt < kTiles; ++kt, ++pos) {
+      const int s = pos % STAGES;
+      mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
+      const uint16_t* a = sA + s * (kABytes / 2);
+      const uint16_t* b = sB + s * (kBBytes / 2);
+      fenceAcc(acc0);
+      fenceAcc(acc1);
+      wgFence();
+#pragma unroll
+      for (int kk = 0; kk < kGemmBK / 16; ++kk) {
+        const uint64_t db = wgDesc(b + kk * 16, 16, 1024);
+        wgmmaSS128(acc0, wgDesc(a + kk * 16, 16, 1024), db);
+        wgmmaSS128(acc1, wgDesc(a + 64 * kGemmBK + kk * 16, 16, 1024), db);
+      }
+      wgCommit();
+      if (kt == kTiles - 1 && leader) mbarArrive(&order[1 - wg]); // the other may go on
+      wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
+      fenceAcc(acc0);
+      fenceAcc(acc1);
+      if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    }
+    wgWait0();
+    fenceAcc(acc0);
+    fenceAcc(acc1);
+    if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    storeTile<EPI, BN>(acc0, m0, n0, out, pre, bias, M, N, alpha);
+    storeTile<EPI, BN>(acc1, m0 + 64, n0, out, pre, bias, M, N, alpha);
   }
 }
 
@@ -302,35 +521,66 @@ bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols,
 #endif
 }
 
-template <int BN, int STAGES, int MINB, int EPI>
+/// The ping-pong kernel's stages: 6 x 32 KB.
+constexpr int kPingPongStages = 6;
+
+/// Launches schedule SCHED's kernel with epilogue EPI (see gemmTnBf16).
+template <int SCHED, int EPI>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
-                void* out, void* pre, const void* bias, int64_t m, int64_t n, int64_t k,
-                float alpha) {
-  static bool attrSet = false;
-  auto kernel = gemm_tn_bf16_kernel<BN, STAGES, MINB, EPI>;
-  const size_t smem = gemmSmemBytes(BN, STAGES);
+                const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre, const void* bias, int64_t m, int64_t n, int64_t k,
+                float alpha, int maxBlocks) {
+  constexpr bool kPersist =
+      SCHED == (int)GemmSchedule::PingPong || SCHED == (int)GemmSchedule::Persistent256;
+  constexpr int BN = SCHED == (int)GemmSchedule::Cooperative256 ||
+                             SCHED == (int)GemmSchedule::Persistent256
+                         ? 256
+                         : 128;
+  constexpr int STAGES = SCHED == (int)GemmSchedule::PingPong        ? kPingPongStages
+                         : SCHED == (int)GemmSchedule::Persistent256 ? 3
+                         : BN == 256                                 ? 4
+                                                                     : 3;
+  void (*kernel)(const TensorMap, const TensorMap, const TensorMap, const TensorMap, uint16_t*,
+                 uint16_t*, const uint16_t*, int, int, int, float) = SCHED == (int)GemmSchedule::PingPong
+                                   ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
+                               : SCHED == (int)GemmSchedule::Persistent256
+                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true>
+                               : SCHED == (int)GemmSchedule::Cooperative256
+                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false>
+                                   : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false>;
+  const size_t smem = gemmSmemBytes(BN, STAGES, SCHED == (int)GemmSchedule::Persistent256);
+  static bool attrSet = false; // per instantiation, i.e. per kernel
   if (!attrSet) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
           loc, "cudaFuncSetAttribute(gemm_tn_bf16_kernel)");
     attrSet = true;
   }
   const int64_t tiles = ((m + kGemmBM - 1) / kGemmBM) * ((n + BN - 1) / BN);
-  launch(ctx, loc, "gemm_tn_bf16_kernel", kernel, dim3((unsigned)tiles), dim3(kGemmThreads), smem,
-         mapA, mapB, static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
+  const int64_t blocks =
+      kPersist ? std::min<int64_t>(tiles, maxBlocks > 0 ? maxBlocks : std::max(1, ctx->sm_count))
+               : tiles;
+  launch(ctx, loc, "gemm_tn_bf16_kernel", kernel, dim3((unsigned)blocks), dim3(kGemmThreads),
+         smem, mapA, mapB, mapOut, mapPre, static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
          static_cast<const uint16_t*>(bias), (int)m, (int)n, (int)k, alpha);
 }
 
-template <int BN, int STAGES, int MINB>
+template <int SCHED>
 void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, const TensorMap& mapA,
-                   const TensorMap& mapB, void* out, void* pre, const void* bias, int64_t m,
-                   int64_t n, int64_t k, float alpha) {
+                   const TensorMap& mapB, const TensorMap& mapOut, const TensorMap& mapPre,
+                   void* out, void* pre, const void* bias, int64_t m,
+                   int64_t n, int64_t k, float alpha, int maxBlocks) {
   switch (epi) {
   case GemmEpilogue::None:
-    return launchGemm<BN, STAGES, MINB, 0>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+    return launchGemm<SCHED, 0>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
+                                  alpha,
+                                  maxBlocks);
   case GemmEpilogue::Bias:
-    return launchGemm<BN, STAGES, MINB, 1>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+    return launchGemm<SCHED, 1>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
+                                  alpha,
+                                  maxBlocks);
   case GemmEpilogue::BiasGelu:
-    return launchGemm<BN, STAGES, MINB, 2>(ctx, loc, mapA, mapB, out, pre, bias, m, n, k, alpha);
+    return launchGemm<SCHED, 2>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
+                                  alpha,
+                                  maxBlocks);
   }
 }
 
@@ -340,7 +590,7 @@ bool ownGemmAvailable(const Context* ctx) { return ctx && ctx->attn_wgmma_ok; }
 
 void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
                 void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
-                GemmEpilogue epi, int tileN) {
+                GemmEpilogue epi, GemmSchedule sched, int blocks) {
   checkCtx(ctx, loc);
   if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
     fail(loc, "gemm_tn_bf16: m, n, k must be in [1, 2^30] (got %lld, %lld, %lld)", (long long)m,
@@ -348,8 +598,6 @@ void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, con
   if (n % 8 != 0 || k % 8 != 0)
     fail(loc, "gemm_tn_bf16: n and k must be multiples of 8 (got n %lld, k %lld)", (long long)n,
          (long long)k);
-  if (tileN != 128 && tileN != 256)
-    fail(loc, "gemm_tn_bf16: tile n must be 128 or 256 (got %d)", tileN);
   const void* ptrs[4] = {a, b, out, epi == GemmEpilogue::BiasGelu ? pre : out};
   for (const void* p : ptrs)
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
@@ -357,15 +605,30 @@ void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, con
   if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_tn_bf16: the epilogue needs a bias");
   if (!ownGemmAvailable(ctx))
     fail(loc, "gemm_tn_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
-  TensorMap mapA, mapB;
+  TensorMap mapA, mapB, mapOut, mapPre;
   const char* why = "";
+  const int tileN =
+      sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ? 256 : 128;
   if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
-      !encodeBf16Map(&mapB, b, n, k, tileN, &why))
+      !encodeBf16Map(&mapB, b, n, k, tileN, &why) ||
+      !encodeBf16Map(&mapOut, out, m, n, 64, &why) ||
+      !encodeBf16Map(&mapPre, epi == GemmEpilogue::BiasGelu ? pre : out, m, n, 64, &why))
     fail(loc, "gemm_tn_bf16: %s", why);
-  if (tileN == 256)
-    launchGemmEpi<256, 4, 1>(ctx, loc, epi, mapA, mapB, out, pre, bias, m, n, k, alpha);
-  else
-    launchGemmEpi<128, 3, 2>(ctx, loc, epi, mapA, mapB, out, pre, bias, m, n, k, alpha);
+  switch (sched) {
+  case GemmSchedule::PingPong:
+    return launchGemmEpi<(int)GemmSchedule::PingPong>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre, bias,
+                                                      m, n, k, alpha, blocks);
+  case GemmSchedule::Cooperative256:
+    return launchGemmEpi<(int)GemmSchedule::Cooperative256>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+                                                            bias, m, n, k, alpha, 0);
+  case GemmSchedule::Persistent256:
+    return launchGemmEpi<(int)GemmSchedule::Persistent256>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+                                                           bias, m, n, k, alpha, blocks);
+  case GemmSchedule::Cooperative128:
+    return launchGemmEpi<(int)GemmSchedule::Cooperative128>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+                                                            bias, m, n, k, alpha, 0);
+  }
+  fail(loc, "gemm_tn_bf16: unknown schedule %d", (int)sched);
 }
 
 } // namespace tgrt_cuda

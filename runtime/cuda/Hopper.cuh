@@ -176,6 +176,52 @@ __device__ __forceinline__ void tmaLoad2d(void* dst, const TensorMap* map, int c
 #endif
 }
 
+/// cp.async.bulk.tensor.2d (tile mode) store: the box at src (shared memory, laid out as
+/// tmaLoad2d writes it) into the tensor of `map` at (inner c0, outer c1); elements outside the
+/// tensor are not written. Writers of src first fenceProxyAsync and meet at a barrier; the
+/// store is asynchronous: bulkCommit, then bulkWaitRead before src is written again.
+__device__ __forceinline__ void tmaStore2d(const TensorMap* map, const void* src, int c0, int c1) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::tmaStore2d(map, src, c0, c1);
+#elif TGRT_HOPPER_OPS
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(smemAddr(src))
+               : "memory");
+#endif
+}
+/// cp.async.bulk.commit_group: closes the group of this thread's bulk stores so far.
+__device__ __forceinline__ void bulkCommit() {
+#if !defined(TGRT_CUDA_EMULATE) && TGRT_HOPPER_OPS
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+/// cp.async.bulk.wait_group.read N: waits until at most N of this thread's committed bulk
+/// groups still read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulkWaitRead() {
+#if !defined(TGRT_CUDA_EMULATE) && TGRT_HOPPER_OPS
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+#endif
+}
+/// cp.async.bulk.wait_group N: waits until at most N of this thread's committed bulk groups
+/// are incomplete (their global writes done); before the kernel's results are read by others.
+template <int N>
+__device__ __forceinline__ void bulkWait() {
+#if !defined(TGRT_CUDA_EMULATE) && TGRT_HOPPER_OPS
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+/// bar.sync id, count: the `count` threads (a multiple of 32) that name barrier `id` (1-15;
+/// 0 is __syncthreads') wait for each other.
+__device__ __forceinline__ void namedBarrierSync(int id, int count) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::namedBarrier(id, count);
+#else
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
 } // namespace hopper
 } // namespace tgrt_cuda
 

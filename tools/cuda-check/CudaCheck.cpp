@@ -1249,8 +1249,8 @@ void checkMatmulDgeluBgrad(Contexts& c, Rng& rng, int32_t dt) {
 }
 
 /// The own Hopper GEMM (gemmTnBf16: TMA, mbarriers, wgmma) against the CPU's tgrt_matmul /
-/// tgrt_matmul_bias / tgrt_matmul_bias_gelu with b transposed (b [n, k]), both tile widths,
-/// every epilogue: m, n, k off the tiles (TMA's zero fill at every edge), k not a multiple of
+/// tgrt_matmul_bias / tgrt_matmul_bias_gelu with b transposed (b [n, k]), every schedule and
+/// epilogue: m, n, k off the tiles (TMA's zero fill at every edge), k not a multiple of
 /// 64, more k tiles than pipeline stages. bf16 at the dtype's tolerance (another summation
 /// order); GELU's out bitwise against the runtime's own GELU kernel on the GEMM's pre.
 /// Skipped (a note, no rows) on a device without the sm_90a kernels.
@@ -1267,6 +1267,7 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
     cases.push_back({777, 2304, 1024, 1.0f});
   }
   using E = tgrt_cuda::GemmEpilogue;
+  using S = tgrt_cuda::GemmSchedule;
   for (const Case& cs : cases) {
     const size_t mn = (size_t)(cs.m * cs.n);
     Raw a = rng.tensor(dt, (size_t)(cs.m * cs.k)), b = rng.tensor(dt, (size_t)(cs.n * cs.k)),
@@ -1279,14 +1280,21 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
     tgrt_matmul_bias_gelu(c.cpu, "check", dt, a.data(), b.data(), bias.data(), refPre.data(),
                           refOut.data(), cs.m, cs.n, cs.k, 0, 1, cs.alpha);
     DevT ga(a), gb(b), gbias(bias), gpre(dt, mn), gout(dt, mn), ggelu(dt, mn);
-    for (int tileN : {128, 256})
+    // The ping-pong schedule also on 1 and 2 persistent blocks: each walks many tiles, both
+    // warpgroups several in turn (the order barriers' phases, the ring's wrap across tiles).
+    struct Run { S sched; int blocks; const char* name; };
+    const Run runs[] = {{S::PingPong, 0, "pingpong"}, {S::PingPong, 1, "pingpong 1 block"},
+                        {S::PingPong, 2, "pingpong 2 blocks"}, {S::Cooperative256, 0, "coop 256"},
+                        {S::Cooperative128, 0, "coop 128"}, {S::Persistent256, 0, "persist 256"},
+                        {S::Persistent256, 1, "persist 256 1 block"}};
+    for (const Run& run : runs)
       for (E epi : {E::None, E::Bias, E::BiasGelu}) {
         gpre.poison();
         gout.poison();
         tgrt_cuda::gemmTnBf16(c.gpu, "check", ga.p, gb.p, gbias.p, gpre.p, gout.p, cs.m, cs.n,
-                              cs.k, cs.alpha, epi, tileN);
-        const std::string shape = fmt("%lldx%lldx%lld a%.2g tile n %d", (long long)cs.m,
-                                      (long long)cs.n, (long long)cs.k, cs.alpha, tileN);
+                              cs.k, cs.alpha, epi, run.sched, run.blocks);
+        const std::string shape = fmt("%lldx%lldx%lld a%.2g %s", (long long)cs.m,
+                                      (long long)cs.n, (long long)cs.k, cs.alpha, run.name);
         if (epi == E::None) {
           record("gemm_tn_bf16", shape, relErr(gout.raw(), ref), tolFor(dt));
         } else if (epi == E::Bias) {
@@ -3201,12 +3209,13 @@ void benchKernels(Contexts& c, int reps) {
   }
 }
 
-/// --bench-gemm: the own Hopper GEMM (gemmTnBf16, tile n 128 and 256) against the runtime's
+/// --bench-gemm: the own Hopper GEMM (gemmTnBf16, its three schedules) against the runtime's
 /// cuBLASLt path (tuned algorithms; the same call the compiled step makes: matmul with b
 /// transposed, matmulBias, matmulBiasGelu) at the forward GEMMs of GPT-2 small and of the
 /// head-dim-128 example, bf16. Each of 3 rounds times every variant (median of `reps`
 /// calls), in turn; the table gives the median round. The own outputs' largest relative
-/// difference from cuBLASLt's is printed beside them.
+/// difference from cuBLASLt's is printed beside them. TGRT_GEMM_BENCH_ONLY=TEXT: only the
+/// shapes whose name holds TEXT (for profilers).
 void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::Context* g = c.gpu;
   if (!tgrt_cuda::ownGemmAvailable(g)) {
@@ -3224,10 +3233,13 @@ void benchOwnGemm(Contexts& c, int reps) {
       {"square 8192", 8192, 8192, 8192, E::None}};
   std::printf("\nown GEMM (gemm_tn_bf16) against cuBLASLt, bf16, b transposed; ms (TFLOP/s), "
               "median of %d calls, median of 3 rounds\n", reps);
-  std::printf("%-22s %-20s %-18s %-18s %-18s %9s\n", "shape", "m x n x k", "cuBLASLt",
-              "own n128", "own n256", "max diff");
+  std::printf("%-20s %-17s %-15s %-15s %-15s %-15s %-15s %9s\n", "shape", "m x n x k",
+              "cuBLASLt", "own pingpong", "own coop 256", "own coop 128", "own persist 256",
+              "max diff");
   const int32_t dt = TGRT_BF16;
+  const char* only = std::getenv("TGRT_GEMM_BENCH_ONLY"); // a shape name's substring
   for (const Shape& sh : shapes) {
+    if (only && *only && !std::strstr(sh.what, only)) continue;
     const size_t mn = (size_t)(sh.m * sh.n);
     Rng rng(11);
     DevT a(rng.tensor(dt, (size_t)(sh.m * sh.k))), b(rng.tensor(dt, (size_t)(sh.n * sh.k))),
@@ -3242,33 +3254,35 @@ void benchOwnGemm(Contexts& c, int reps) {
         tgrt_cuda::matmulBiasGelu(g, "bench", dt, a.p, b.p, bias.p, pre.p, out.p, sh.m, sh.n, sh.k,
                                   0, 1, 1.0f);
     };
-    auto own = [&](int tileN) {
-      return [&, tileN] {
+    using S = tgrt_cuda::GemmSchedule;
+    const S scheds[4] = {S::PingPong, S::Cooperative256, S::Cooperative128, S::Persistent256};
+    auto own = [&](S sched) {
+      return [&, sched] {
         tgrt_cuda::gemmTnBf16(g, "bench", a.p, b.p, bias.p, pre2.p, out2.p, sh.m, sh.n, sh.k, 1.0f,
-                              sh.epi, tileN);
+                              sh.epi, sched);
       };
     };
-    // Agreement first (also warms both paths: the tuning runs here).
+    // Agreement first (also warms every path: the tuning runs here).
     lt();
-    own(256)();
-    const double diff256 = relErr(out2.f(), out.f());
-    own(128)();
-    const double diff = std::max(diff256, relErr(out2.f(), out.f()));
-    std::vector<float> t[3];
+    double diff = 0.0;
+    for (S sched : scheds) {
+      own(sched)();
+      diff = std::max(diff, relErr(out2.f(), out.f()));
+    }
+    std::vector<float> t[5];
     for (int round = 0; round < 3; ++round) {
       t[0].push_back(timeMs(g, reps, lt));
-      t[1].push_back(timeMs(g, reps, own(128)));
-      t[2].push_back(timeMs(g, reps, own(256)));
+      for (int v = 0; v < 4; ++v) t[v + 1].push_back(timeMs(g, reps, own(scheds[v])));
     }
     const double flop = 2.0 * (double)sh.m * (double)sh.n * (double)sh.k;
-    char cell[3][32];
-    for (int v = 0; v < 3; ++v) {
+    char cell[5][32];
+    for (int v = 0; v < 5; ++v) {
       std::sort(t[v].begin(), t[v].end());
       std::snprintf(cell[v], sizeof cell[v], "%.4f (%.0f)", t[v][1], flop / t[v][1] / 1e9);
     }
-    std::printf("%-22s %-20s %-18s %-18s %-18s %9.2e\n", sh.what,
+    std::printf("%-20s %-17s %-15s %-15s %-15s %-15s %-15s %9.2e\n", sh.what,
                 fmt("%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k).c_str(),
-                cell[0], cell[1], cell[2], diff);
+                cell[0], cell[1], cell[2], cell[3], cell[4], diff);
     std::fflush(stdout);
   }
 }

@@ -22,7 +22,7 @@ dim3 g_gridDim;
 
 namespace {
 
-enum class State { Ready, AtSync, AtWarp, Yielded, Done };
+enum class State { Ready, AtSync, AtWarp, AtNamed, Yielded, Done };
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kMaxSmem = 227 * 1024; // Hopper's opt-in limit per block
@@ -32,7 +32,11 @@ struct Fiber {
   State state = State::Ready;
   Thread thread;
   unsigned warpGen = 0; ///< warp barriers passed (selects the exchange buffer)
+  int namedBar = -1;    ///< the named barrier waited at (AtNamed)
 };
+constexpr int kNamedBarriers = 16;
+/// Threads a named barrier waits for (bar.sync id, count), set by its first arrival.
+int g_namedCount[kNamedBarriers] = {0};
 
 struct Warp {
   unsigned char slot[2][32][16]; ///< double-buffered exchange, 16 bytes a lane
@@ -130,6 +134,18 @@ void runBlock(int n) {
         released = true;
       }
     }
+    for (int id = 0; id < kNamedBarriers; ++id) {
+      int at = 0;
+      for (int i = 0; i < n; ++i)
+        at += g_fibers[i].state == State::AtNamed && g_fibers[i].namedBar == id;
+      if (at > 0 && at >= g_namedCount[id]) {
+        for (int i = 0; i < n; ++i)
+          if (g_fibers[i].state == State::AtNamed && g_fibers[i].namedBar == id)
+            g_fibers[i].state = State::Ready;
+        g_namedCount[id] = 0;
+        released = true;
+      }
+    }
     if (!released && atSync == live) {
       for (int i = 0; i < n; ++i)
         if (g_fibers[i].state == State::AtSync) g_fibers[i].state = State::Ready;
@@ -196,6 +212,37 @@ void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<voi
 void* dynamicSmem() { return g_smem.data(); }
 
 void yieldThread() { block(State::Yielded); }
+
+void namedBarrier(int id, int count) {
+  if (id < 0 || id >= kNamedBarriers || count <= 0 || count % 32 != 0)
+    die("bar.sync: id must be in [0, 16) and the count a positive multiple of 32");
+  if (g_namedCount[id] != 0 && g_namedCount[id] != count)
+    die("bar.sync: threads wait at one named barrier with different counts");
+  g_namedCount[id] = count;
+  g_fibers[g_cur].namedBar = id;
+  block(State::AtNamed);
+}
+
+void tmaStore2d(const TensorMap* map, const void* src, int c0, int c1) {
+  if (map->elemBytes != 2) die("tma store: only 2-byte elements are emulated");
+  const size_t rowBytes = (size_t)map->box[0] * 2;
+  if (map->swizzle128 && rowBytes != 128) die("tma store: the 128-byte swizzle needs 128-byte box rows");
+  const char* smem = reinterpret_cast<const char*>(g_smem.data());
+  const size_t base = (size_t)(static_cast<const char*>(src) - smem);
+  if (base % (map->swizzle128 ? 1024 : 128) != 0 ||
+      base + rowBytes * map->box[1] > g_smem.size() * sizeof(float4))
+    die("tma store: the source is misaligned or outside shared memory");
+  char* g = static_cast<char*>(const_cast<void*>(map->base));
+  for (uint32_t r = 0; r < map->box[1]; ++r)
+    for (uint32_t e = 0; e < map->box[0]; ++e) {
+      const long long row = (long long)c1 + r, col = (long long)c0 + e;
+      if (row < 0 || col < 0 || (uint64_t)row >= map->dims[1] || (uint64_t)col >= map->dims[0])
+        continue; // outside the tensor: not written
+      size_t a = base + r * rowBytes + e * 2;
+      if (map->swizzle128) a ^= ((a >> 7) & 7) << 4;
+      std::memcpy(g + (size_t)row * map->rowBytes + (size_t)col * 2, smem + a, 2);
+    }
+}
 
 namespace {
 Mbar& mbarAt(void* bar, const char* what) {

@@ -155,6 +155,13 @@ struct alignas(64) TensorMap {
 /// tensor (either coordinate, negative too) land as zeros. Then completes the box's bytes on
 /// bar (all of them, the zero fill included).
 void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar);
+/// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {c0, c1}], [src]: the box at
+/// src (laid out as tmaLoad2d writes it) into the tensor at (inner c0, outer c1); elements
+/// outside the tensor are not written. Done at once (commit / wait_group are no-ops here).
+void tmaStore2d(const TensorMap* map, const void* src, int c0, int c1);
+/// bar.sync id, count: waits until `count` threads (a multiple of 32) of the block reached
+/// named barrier `id` (0-15; 0 is also __syncthreads', which this emulator keeps apart).
+void namedBarrier(int id, int count);
 
 } // namespace emu
 
