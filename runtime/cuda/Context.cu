@@ -637,6 +637,14 @@ Context* createContext(const tgrt_model* model) {
   const char* geluEpilogue = std::getenv("TGRT_GELU_EPILOGUE");
   ctx->gelu_epilogue = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : ctx->tf32;
   ctx->gelu_epilogue_low = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : true;
+  const char* ownGemm = std::getenv("TGRT_OWN_GEMM");
+#ifdef TGRT_CUDA_EMULATE
+  const int ownGemmDefault = 0; // timing emulated kernels tells nothing; tests force it (2)
+#else
+  const int ownGemmDefault = 1;
+#endif
+  ctx->own_gemm =
+      ownGemm && ownGemm[0] >= '0' && ownGemm[0] <= '2' ? ownGemm[0] - '0' : ownGemmDefault;
   const char* dgelu = std::getenv("TGRT_DGELU_EPILOGUE");
   ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
   const char* autotune = std::getenv("TGRT_GEMM_AUTOTUNE");
@@ -851,6 +859,11 @@ void destroyContext(Context* ctx) {
                  "tuning cache %s (TGRT_GEMM_AUTOTUNE=0: the heuristic's first)\n",
                  ctx->gemm_timed, ctx->gemm_cached,
                  ctx->gemm_tune_path.empty() ? "(none)" : ctx->gemm_tune_path.c_str());
+  if (ctx->own_gemm_timed > 0)
+    std::fprintf(stderr,
+                 "tgrt: own GEMM (TGRT_OWN_GEMM=1): faster than cuBLASLt at %d of %d epilogue GEMM "
+                 "shapes timed this run\n",
+                 ctx->own_gemm_chosen, ctx->own_gemm_timed);
   for (auto& entry : ctx->plans) {
     MatmulPlan& p = entry.second;
     if (p.la) cublasLtMatrixLayoutDestroy(p.la);

@@ -215,18 +215,22 @@ enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
 /// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM).
 enum class GemmSchedule { PingPong = 0, Cooperative256 = 1, Cooperative128 = 2, Persistent256 = 3 };
 /// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
-/// [m, k] b [n, k]^T, every matrix bf16 row-major (b is nn.Linear's [out, in] weight), f32
-/// accumulation, out rounded once (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre
-/// [m, n] = the biased sum rounded to bf16, out = GELU(pre) (tanh form, Gelu.cuh): bit-equal
-/// to tgrt_gelu_fwd of that pre. Fails (located) unless n and k are multiples of 8, pointers
-/// 16-byte aligned and the device has compute capability 9.0. blocks (the persistent ones): the
-/// persistent grid, 0 = one block per SM (tests pass 1 or 2 so that each block walks many
-/// tiles). Not used by compiled steps yet (bench and checks).
-void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
-                void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
-                GemmEpilogue epi, GemmSchedule sched = GemmSchedule::PingPong,
-                int blocks = 0);
-/// True when gemmTnBf16 runs on ctx's device (compute capability 9.0, the sm_90a cubin).
+/// [m, k] op(b), every matrix bf16 row-major: b [n, k] with trans_b (nn.Linear's [out, in]
+/// weight), else b [k, n] (the Persistent256 schedule only); f32 accumulation, out rounded once
+/// (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre [m, n] = the biased sum rounded
+/// to bf16, out = GELU(pre) (tanh form as x sigmoid(2u), Gelu.cuh geluFast: within a bf16
+/// unit in the last place of tgrt_gelu_fwd of that pre). Fails (located) unless n and k
+/// are multiples of 8, pointers 16-byte aligned and the device has compute capability 9.0.
+/// blocks (the persistent schedules): the grid, 0 = one block per SM (tests pass 1 or 2 so
+/// that each block walks many tiles). The bias / GELU epilogue GEMMs take it where it is
+/// timed faster than cuBLASLt (Kernels.cu ownGemmChoice, TGRT_OWN_GEMM).
+void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
+              void* pre, void* out, int64_t m, int64_t n, int64_t k, int32_t trans_b, float alpha,
+              GemmEpilogue epi, GemmSchedule sched = GemmSchedule::Persistent256, int blocks = 0);
+/// The bias / GELU epilogue GEMMs' use of gemmBf16 (tests; TGRT_OWN_GEMM): 0 never, 1 where
+/// timed faster than cuBLASLt, 2 always where it applies; every plan decides again.
+void setOwnGemm(Context* ctx, int mode);
+/// True when gemmBf16 runs on ctx's device (compute capability 9.0, the sm_90a cubin).
 bool ownGemmAvailable(const Context* ctx);
 /// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias
 /// epilogue + geluFwd.

@@ -20,8 +20,10 @@
 //   swizzled stage through descriptors), commits, and waits for the previous stage's group
 //   (wait_group 1) before releasing that stage: one group of MMAs is always in flight.
 // - The epilogue converts the accumulators in registers: alpha, + bias (f32 add), rounded to
-//   bf16 (RNE); with GELU the rounded sum is stored as `pre` and out = GELU(pre) (Gelu.cuh)
-//   rounded: bit-equal to tgrt_matmul_bias then tgrt_gelu_fwd on the same sums.
+//   bf16 (RNE); with GELU the rounded sum is stored as `pre` and out = GELU(pre) rounded, GELU
+//   as x sigmoid(2u) with the hardware exponential (Gelu.cuh geluFast: within a bf16 unit in
+//   the last place of tgrt_gelu_fwd on the same pre; the precise tanhf cost ~0.04 ms more per
+//   GPT-2 MLP GEMM, call4 -> call5).
 // - Tiles are visited in groups of 8 tile rows per column sweep, so a group's rows of a stay
 //   in L2 while b's columns stream by. BN 128 tiles run 2 blocks per SM (3 stages each), so
 //   one block's epilogue overlaps the other's main loop; BN 256 tiles 1 block per SM, 4
@@ -54,19 +56,20 @@ constexpr int kGemmConsumers = 2;  ///< consumer warpgroups
 constexpr int kGemmThreads = kGemmConsumers * 128 + 32; ///< + the producer warp
 constexpr int kGemmGroupM = 8;     ///< tile rows per column sweep (L2 reuse of a)
 
-/// wgmma.mma_async m64n128k16, f32 += bf16 x bf16, A and B K-major from shared memory
-/// (descriptors descA, descB); d: this thread's 64 accumulators (warp w of the warpgroup: rows
+/// wgmma.mma_async m64n128k16, f32 += bf16 x bf16, A K-major and B K-major (TRANSB 0) or
+/// MN-major (TRANSB 1) from shared memory (descriptors descA, descB); d: this thread's 64 accumulators (warp w of the warpgroup: rows
 /// 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1) at d[4 j ..]). Issued, not waited for.
+template <int TRANSB>
 __device__ __forceinline__ void wgmmaSS128(float (&d)[64], uint64_t descA, uint64_t descB) {
 #ifdef TGRT_CUDA_EMULATE
-  emu::wgmma(d, 128, false, nullptr, descA, descB, 0);
+  emu::wgmma(d, 128, false, nullptr, descA, descB, TRANSB);
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -75,7 +78,7 @@ __device__ __forceinline__ void wgmmaSS128(float (&d)[64], uint64_t descA, uint6
                  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
                  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(descA), "l"(descB), "r"(1));
+               : "l"(descA), "l"(descB), "r"(1), "n"(TRANSB));
 #else
   (void)d;
   (void)descA;
@@ -84,12 +87,13 @@ __device__ __forceinline__ void wgmmaSS128(float (&d)[64], uint64_t descA, uint6
 #endif
 }
 
-/// wgmma.mma_async m64n256k16, f32 += bf16 x bf16, A and B K-major from shared memory
-/// (descriptors descA, descB); d: this thread's 128 accumulators (warp w of the warpgroup: rows
+/// wgmma.mma_async m64n256k16, f32 += bf16 x bf16, A K-major and B K-major (TRANSB 0) or
+/// MN-major (TRANSB 1) from shared memory (descriptors descA, descB); d: this thread's 128 accumulators (warp w of the warpgroup: rows
 /// 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1) at d[4 j ..]). Issued, not waited for.
+template <int TRANSB>
 __device__ __forceinline__ void wgmmaSS256(float (&d)[128], uint64_t descA, uint64_t descB) {
 #ifdef TGRT_CUDA_EMULATE
-  emu::wgmma(d, 256, false, nullptr, descA, descB, 0);
+  emu::wgmma(d, 256, false, nullptr, descA, descB, TRANSB);
 #elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
@@ -100,7 +104,7 @@ __device__ __forceinline__ void wgmmaSS256(float (&d)[128], uint64_t descA, uint
                "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
                "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
                "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+               "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -117,7 +121,7 @@ __device__ __forceinline__ void wgmmaSS256(float (&d)[128], uint64_t descA, uint
                  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
                  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
                  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-               : "l"(descA), "l"(descB), "r"(1));
+               : "l"(descA), "l"(descB), "r"(1), "n"(TRANSB));
 #else
   (void)d;
   (void)descA;
@@ -126,18 +130,41 @@ __device__ __forceinline__ void wgmmaSS256(float (&d)[128], uint64_t descA, uint
 #endif
 }
 
-template <int BN>
+template <int BN, int TRANSB>
 struct WgmmaTile;
-template <>
-struct WgmmaTile<128> {
+template <int TRANSB>
+struct WgmmaTile<128, TRANSB> {
   static __device__ __forceinline__ void mma(float (&d)[64], uint64_t a, uint64_t b) {
-    wgmmaSS128(d, a, b);
+    wgmmaSS128<TRANSB>(d, a, b);
   }
 };
-template <>
-struct WgmmaTile<256> {
+template <int TRANSB>
+struct WgmmaTile<256, TRANSB> {
   static __device__ __forceinline__ void mma(float (&d)[128], uint64_t a, uint64_t b) {
-    wgmmaSS256(d, a, b);
+    wgmmaSS256<TRANSB>(d, a, b);
+  }
+};
+
+/// B's stage layout and loads. TB 1: b [n, k] (K-major), one TMA box of 64 (k) x BN (n rows),
+/// 128-byte swizzled rows of k. TB 0: b [k, n] (N contiguous, MN-major for wgmma), BN / 64
+/// boxes of 64 (n) x 64 (k rows), each 8 KB: chunk c holds columns n0 + 64 c .. + 63.
+template <int BN, int TB>
+struct BTile {
+  static __device__ __forceinline__ void load(uint16_t* dst, const TensorMap* map, int kt,
+                                              int n0, uint64_t* bar) {
+    if (TB) {
+      hopper::tmaLoad2d(dst, map, kt * kGemmBK, n0, bar);
+    } else {
+#pragma unroll
+      for (int c = 0; c < BN / 64; ++c)
+        hopper::tmaLoad2d(dst + c * 64 * kGemmBK, map, n0 + 64 * c, kt * kGemmBK, bar);
+    }
+  }
+  /// The descriptor of k step kk (16 deep): K-major rows kk * 32 bytes in, 8-row groups 1024
+  /// bytes apart; MN-major rows 16 kk .. of each chunk, 8-row k groups 1024 bytes apart, the
+  /// 64-column chunks 8192 bytes apart (the leading byte offset).
+  static __device__ __forceinline__ uint64_t desc(const uint16_t* b, int kk) {
+    return TB ? wgDesc(b + kk * 16, 16, 1024) : wgDesc(b + kk * 16 * 64, 64 * kGemmBK * 2, 1024);
   }
 };
 
@@ -192,8 +219,8 @@ __device__ __forceinline__ void storeTile(const float (&acc)[BN / 2], int r0, in
       uint32_t p = packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
       if (EPI == 2) {
         *reinterpret_cast<uint32_t*>(pre + at) = p;
-        p = packBf16(geluF(bf16ToFloat((uint16_t)(p & 0xffffu))),
-                     geluF(bf16ToFloat((uint16_t)(p >> 16))));
+        p = packBf16(geluFast(bf16ToFloat((uint16_t)(p & 0xffffu))),
+                     geluFast(bf16ToFloat((uint16_t)(p >> 16))));
       }
       *reinterpret_cast<uint32_t*>(out + at) = p;
     }
@@ -247,8 +274,8 @@ __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* 
           packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
       *reinterpret_cast<uint32_t*>(st + at(j, h)) = p;
       if (EPI == 2) // the out pair, kept in the accumulator's register until pass 2
-        acc[4 * j + 2 * h] = bitsFloat(packBf16(geluF(bf16ToFloat((uint16_t)(p & 0xffffu))),
-                                                      geluF(bf16ToFloat((uint16_t)(p >> 16)))));
+        acc[4 * j + 2 * h] = bitsFloat(packBf16(geluFast(bf16ToFloat((uint16_t)(p & 0xffffu))),
+                                                geluFast(bf16ToFloat((uint16_t)(p >> 16)))));
     }
   }
   flush(EPI == 2 ? mapPre : mapOut);
@@ -287,7 +314,7 @@ constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
 /// consumer warpgroups work on one tile (rows 64 c ..) and consume every stage. PERSIST: one
 /// block per SM walks the tiles blockIdx.x, + gridDim.x, ... (the producer loads the next
 /// tile's first stages during the epilogue); else a block per tile.
-template <int BN, int STAGES, int MINB, int EPI, bool PERSIST>
+template <int BN, int STAGES, int MINB, int EPI, bool PERSIST, int TB>
 __global__ void __launch_bounds__(kGemmThreads, MINB)
     gemm_tn_bf16_kernel(const __grid_constant__ TensorMap mapA,
                         const __grid_constant__ TensorMap mapB,
@@ -331,7 +358,7 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
           if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
           mbarArriveExpectTx(&full[s], kABytes + kBBytes);
           hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
-          hopper::tmaLoad2d(sB + s * (kBBytes / 2), &mapB, kt * kGemmBK, n0, &full[s]);
+          BTile<BN, TB>::load(sB + s * (kBBytes / 2), &mapB, kt, n0, &full[s]);
         }
       }
     }
@@ -355,7 +382,7 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
       wgFence();
 #pragma unroll
       for (int kk = 0; kk < kGemmBK / 16; ++kk)
-        WgmmaTile<BN>::mma(acc, wgDesc(a + kk * 16, 16, 1024), wgDesc(b + kk * 16, 16, 1024));
+        WgmmaTile<BN, 1 - TB>::mma(acc, wgDesc(a + kk * 16, 16, 1024), BTile<BN, TB>::desc(b, kk));
       wgCommit();
       wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
       fenceAcc(acc);
@@ -457,8 +484,8 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < kGemmBK / 16; ++kk) {
         const uint64_t db = wgDesc(b + kk * 16, 16, 1024);
-        wgmmaSS128(acc0, wgDesc(a + kk * 16, 16, 1024), db);
-        wgmmaSS128(acc1, wgDesc(a + 64 * kGemmBK + kk * 16, 16, 1024), db);
+        wgmmaSS128<0>(acc0, wgDesc(a + kk * 16, 16, 1024), db);
+        wgmmaSS128<0>(acc1, wgDesc(a + 64 * kGemmBK + kk * 16, 16, 1024), db);
       }
       wgCommit();
       if (kt == kTiles - 1 && leader) mbarArrive(&order[1 - wg]); // the other may go on
@@ -524,8 +551,8 @@ bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols,
 /// The ping-pong kernel's stages: 6 x 32 KB.
 constexpr int kPingPongStages = 6;
 
-/// Launches schedule SCHED's kernel with epilogue EPI (see gemmTnBf16).
-template <int SCHED, int EPI>
+/// Launches schedule SCHED's kernel with epilogue EPI and b's layout TB (see gemmBf16).
+template <int SCHED, int EPI, int TB>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
                 const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre, const void* bias, int64_t m, int64_t n, int64_t k,
                 float alpha, int maxBlocks) {
@@ -543,10 +570,10 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
                  uint16_t*, const uint16_t*, int, int, int, float) = SCHED == (int)GemmSchedule::PingPong
                                    ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
                                : SCHED == (int)GemmSchedule::Persistent256
-                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true>
+                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB>
                                : SCHED == (int)GemmSchedule::Cooperative256
-                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false>
-                                   : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false>;
+                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
+                                   : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
   const size_t smem = gemmSmemBytes(BN, STAGES, SCHED == (int)GemmSchedule::Persistent256);
   static bool attrSet = false; // per instantiation, i.e. per kernel
   if (!attrSet) {
@@ -564,71 +591,77 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
 }
 
 template <int SCHED>
-void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, const TensorMap& mapA,
-                   const TensorMap& mapB, const TensorMap& mapOut, const TensorMap& mapPre,
-                   void* out, void* pre, const void* bias, int64_t m,
+void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, bool transB,
+                   const TensorMap& mapA, const TensorMap& mapB, const TensorMap& mapOut,
+                   const TensorMap& mapPre, void* out, void* pre, const void* bias, int64_t m,
                    int64_t n, int64_t k, float alpha, int maxBlocks) {
-  switch (epi) {
-  case GemmEpilogue::None:
-    return launchGemm<SCHED, 0>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
-                                  alpha,
-                                  maxBlocks);
-  case GemmEpilogue::Bias:
-    return launchGemm<SCHED, 1>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
-                                  alpha,
-                                  maxBlocks);
-  case GemmEpilogue::BiasGelu:
-    return launchGemm<SCHED, 2>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,
-                                  alpha,
-                                  maxBlocks);
+#define TGRT_GEMM_LAUNCH(E, T)                                                                     \
+  return launchGemm<SCHED, E, T>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,  \
+                                 alpha, maxBlocks)
+  if (transB || SCHED != (int)GemmSchedule::Persistent256) {
+    switch (epi) {
+    case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 1);
+    case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 1);
+    case GemmEpilogue::BiasGelu: TGRT_GEMM_LAUNCH(2, 1);
+    }
+  } else {
+    switch (epi) {
+    case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 0);
+    case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 0);
+    case GemmEpilogue::BiasGelu: TGRT_GEMM_LAUNCH(2, 0);
+    }
   }
+#undef TGRT_GEMM_LAUNCH
 }
 
 } // namespace
 
 bool ownGemmAvailable(const Context* ctx) { return ctx && ctx->attn_wgmma_ok; }
 
-void gemmTnBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
-                void* pre, void* out, int64_t m, int64_t n, int64_t k, float alpha,
-                GemmEpilogue epi, GemmSchedule sched, int blocks) {
+void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const void* bias,
+              void* pre, void* out, int64_t m, int64_t n, int64_t k, int32_t trans_b, float alpha,
+              GemmEpilogue epi, GemmSchedule sched, int blocks) {
   checkCtx(ctx, loc);
   if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX / 2 || n > INT32_MAX / 2 || k > INT32_MAX / 2)
-    fail(loc, "gemm_tn_bf16: m, n, k must be in [1, 2^30] (got %lld, %lld, %lld)", (long long)m,
+    fail(loc, "gemm_bf16: m, n, k must be in [1, 2^30] (got %lld, %lld, %lld)", (long long)m,
          (long long)n, (long long)k);
   if (n % 8 != 0 || k % 8 != 0)
-    fail(loc, "gemm_tn_bf16: n and k must be multiples of 8 (got n %lld, k %lld)", (long long)n,
+    fail(loc, "gemm_bf16: n and k must be multiples of 8 (got n %lld, k %lld)", (long long)n,
          (long long)k);
   const void* ptrs[4] = {a, b, out, epi == GemmEpilogue::BiasGelu ? pre : out};
   for (const void* p : ptrs)
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
-      fail(loc, "gemm_tn_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
-  if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_tn_bf16: the epilogue needs a bias");
+      fail(loc, "gemm_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
+  if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_bf16: the epilogue needs a bias");
+  if (!trans_b && sched != GemmSchedule::Persistent256)
+    fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the Persistent256 schedule");
   if (!ownGemmAvailable(ctx))
-    fail(loc, "gemm_tn_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
+    fail(loc, "gemm_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
   TensorMap mapA, mapB, mapOut, mapPre;
   const char* why = "";
   const int tileN =
       sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ? 256 : 128;
   if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
-      !encodeBf16Map(&mapB, b, n, k, tileN, &why) ||
+      !(trans_b ? encodeBf16Map(&mapB, b, n, k, tileN, &why)
+                : encodeBf16Map(&mapB, b, k, n, 64, &why)) ||
       !encodeBf16Map(&mapOut, out, m, n, 64, &why) ||
       !encodeBf16Map(&mapPre, epi == GemmEpilogue::BiasGelu ? pre : out, m, n, 64, &why))
-    fail(loc, "gemm_tn_bf16: %s", why);
+    fail(loc, "gemm_bf16: %s", why);
   switch (sched) {
   case GemmSchedule::PingPong:
-    return launchGemmEpi<(int)GemmSchedule::PingPong>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre, bias,
+    return launchGemmEpi<(int)GemmSchedule::PingPong>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre, bias,
                                                       m, n, k, alpha, blocks);
   case GemmSchedule::Cooperative256:
-    return launchGemmEpi<(int)GemmSchedule::Cooperative256>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+    return launchGemmEpi<(int)GemmSchedule::Cooperative256>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
                                                             bias, m, n, k, alpha, 0);
   case GemmSchedule::Persistent256:
-    return launchGemmEpi<(int)GemmSchedule::Persistent256>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+    return launchGemmEpi<(int)GemmSchedule::Persistent256>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
                                                            bias, m, n, k, alpha, blocks);
   case GemmSchedule::Cooperative128:
-    return launchGemmEpi<(int)GemmSchedule::Cooperative128>(ctx, loc, epi, mapA, mapB, mapOut, mapPre, out, pre,
+    return launchGemmEpi<(int)GemmSchedule::Cooperative128>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
                                                             bias, m, n, k, alpha, 0);
   }
-  fail(loc, "gemm_tn_bf16: unknown schedule %d", (int)sched);
+  fail(loc, "gemm_bf16: unknown schedule %d", (int)sched);
 }
 
 } // namespace tgrt_cuda

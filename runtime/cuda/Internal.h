@@ -80,6 +80,9 @@ struct MatmulPlan {
   bool tuned = false;
   /// The plan's line key in the tuning cache (Kernels.cu tuneKey; empty without a cache).
   std::string tune_key;
+  /// The bias / GELU epilogue plans (bf16, b transposed): the own GEMM (Gemm.cu) runs the
+  /// call instead: -1 not decided yet, 0 no, 1 yes (Kernels.cu ownGemmChoice).
+  int own = -1;
 };
 
 /// tgrt_run_graph's slots per context (0 = the driver's micro-step).
@@ -151,6 +154,11 @@ struct Context {
   bool gemm_tune_loaded = false;
   std::unordered_map<std::string, cublasLtMatmulAlgo_t> gemm_tune_cache;
   int gemm_timed = 0, gemm_cached = 0; ///< plans timed this run / taken from the cache
+  /// TGRT_OWN_GEMM: the own GEMM (Gemm.cu) for the bf16 bias / GELU epilogue GEMMs it covers:
+  /// 0 never, 1 where timed faster than the tuned cuBLASLt algorithm (default; 0 in the CPU
+  /// emulator), 2 always.
+  int own_gemm = 1;
+  int own_gemm_timed = 0, own_gemm_chosen = 0; ///< shapes timed against cuBLASLt / won
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.

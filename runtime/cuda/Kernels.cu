@@ -2239,14 +2239,21 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
 /// Runs plan p: D = alpha op(A) op(B) + beta C (and p's epilogue) on the context's stream
 /// with the workspace region (cuBLASLt's A is our b, its B our a: see getPlan); `what` names
 /// the call in errors. Synchronises after it in TGRT_CUDA_SYNC mode.
-void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
-           const void* b, float beta, const void* c, void* d, const char* what) {
-  if (!p.tuned && !ctx->capturing && (beta == 0.0f || c != d)) { // (timing syncs: not in a capture)
+/// Tunes plan p at its first call that may run more than once (see ltTune); not while a
+/// stream captures (timing synchronises).
+void ensureTuned(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void* b,
+                 float beta, const void* c, void* d) {
+  if (!p.tuned && !ctx->capturing && (beta == 0.0f || c != d)) {
     ltTune(ctx, p, alpha, a, b, beta, c, d);
     p.tuned = true;
     ++ctx->gemm_timed;
     saveTuned(ctx, p);
   }
+}
+
+void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
+           const void* b, float beta, const void* c, void* d, const char* what) {
+  ensureTuned(ctx, p, alpha, a, b, beta, c, d);
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
                            &p.algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
@@ -2305,6 +2312,65 @@ bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const
 /// With dgelu: C = alpha op(A) op(B) * GELU'(aux) (aux read: the forward's pre-activation),
 /// with `bias` written with the column sums of C (CUBLASLT_EPILOGUE_DGELU_BGRAD) or, bias
 /// NULL, without (CUBLASLT_EPILOGUE_DGELU).
+/// Whether plan p's call (the bias or GELU epilogue of ltMatmulEpilogue) runs on the own GEMM
+/// (Gemm.cu, its persistent schedule): with TGRT_OWN_GEMM=1 both are timed once per plan
+/// (cuBLASLt's tuned algorithm and the own kernel, 3 rounds of 5 calls, medians) at the
+/// first call outside a stream capture, the faster kept (p.own); a capture before that runs
+/// cuBLASLt. Only bf16, a [m, k] (not transposed) times b [k, n] or b [n, k]^T, n and k
+/// multiples of 8, 16-byte aligned operands, on a device with the sm_90a kernels.
+bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, const void* a,
+                   const void* b, const void* bias, void* aux, void* c, int64_t m, int64_t n,
+                   int64_t k, int32_t ta, int32_t tb, float alpha) {
+  if (p.own >= 0) return p.own == 1;
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  if (ctx->own_gemm == 0 || dt != TGRT_BF16 || ta || !bias || n % 8 != 0 ||
+      k % 8 != 0 || !aligned(a) || !aligned(b) || !aligned(c) || (aux && !aligned(aux)) ||
+      !ownGemmAvailable(ctx)) {
+    p.own = 0;
+    return false;
+  }
+  const GemmEpilogue epi = aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias;
+  if (ctx->own_gemm == 2) return (p.own = 1) == 1;
+  if (ctx->capturing) return false; // decided at the first call outside a capture
+  ensureTuned(ctx, p, alpha, a, b, 0.0f, c, c);
+  const float zero = 0.0f;
+  auto lt = [&] {
+    return cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &zero, c,
+                          p.lc, c, p.lc, &p.algo, ctx->regions[TGRT_WORKSPACE],
+                          (size_t)ctx->region_bytes[TGRT_WORKSPACE],
+                          ctx->stream) == CUBLAS_STATUS_SUCCESS;
+  };
+  auto own = [&] {
+    gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha, epi, GemmSchedule::Persistent256);
+    return true;
+  };
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), loc, "cudaEventCreate");
+  check(cudaEventCreate(&e1), loc, "cudaEventCreate");
+  auto timed = [&](auto&& fn) {
+    float ms[3];
+    for (float& t : ms) {
+      bool ok = fn(); // warm
+      cudaEventRecord(e0, ctx->stream);
+      for (int i = 0; i < 5; ++i) ok = fn() && ok;
+      cudaEventRecord(e1, ctx->stream);
+      cudaEventSynchronize(e1);
+      cudaEventElapsedTime(&t, e0, e1);
+      if (!ok) t = 1e30f;
+    }
+    std::sort(ms, ms + 3);
+    return ms[1];
+  };
+  const float tLt = timed(lt), tOwn = timed(own);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGetLastError();
+  p.own = tOwn < tLt ? 1 : 0;
+  ++ctx->own_gemm_timed;
+  ctx->own_gemm_chosen += p.own;
+  return p.own == 1;
+}
+
 bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* bias, void* aux, void* c, int64_t m, int64_t n, int64_t k,
                       int32_t ta, int32_t tb, float alpha, bool dgelu = false) {
@@ -2325,6 +2391,12 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux, sizeof aux),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+  if (!dgelu &&
+      ownGemmChoice(ctx, loc, p, dt, a, b, bias, aux, c, m, n, k, ta, tb, alpha)) {
+    gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha,
+             aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, GemmSchedule::Persistent256);
+    return true;
+  }
   ltRun(ctx, loc, p, alpha, a, b, 0.0f, c, c,
         dgelu ? "cublasLtMatmul(dgelu epilogue)"
         : aux ? "cublasLtMatmul(gelu_aux_bias epilogue)"
@@ -3237,6 +3309,11 @@ void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const 
   // low-precision dt the GEMM's result is rounded before the bias is added).
   matmul(ctx, loc, dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
   biasAdd(ctx, loc, dt, c, bias, c, m, n);
+}
+
+void setOwnGemm(Context* ctx, int mode) {
+  ctx->own_gemm = mode < 0 ? 0 : mode > 2 ? 2 : mode;
+  for (auto& entry : ctx->plans) entry.second.own = -1; // decided again at their next call
 }
 
 void setGeluEpilogue(Context* ctx, bool on) {
