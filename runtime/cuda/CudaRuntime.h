@@ -212,11 +212,19 @@ enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
 /// The own Hopper GEMM's schedule (Gemm.cu): PingPong (the default: persistent, one block per
 /// SM, its two consumer warpgroups on alternate 128 x 128 tiles), Cooperative256 (a block per
 /// 128 x 256 tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two
-/// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM).
-enum class GemmSchedule { PingPong = 0, Cooperative256 = 1, Cooperative128 = 2, Persistent256 = 3 };
+/// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM, stores
+/// through shared memory and TMA), PersistentEpilogue (Persistent256 with the stores and GELU
+/// done by a third warpgroup while the consumers run the next tile).
+enum class GemmSchedule {
+  PingPong = 0,
+  Cooperative256 = 1,
+  Cooperative128 = 2,
+  Persistent256 = 3,
+  PersistentEpilogue = 4
+};
 /// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
 /// [m, k] op(b), every matrix bf16 row-major: b [n, k] with trans_b (nn.Linear's [out, in]
-/// weight), else b [k, n] (the Persistent256 schedule only); f32 accumulation, out rounded once
+/// weight), else b [k, n] (the persistent 128 x 256 schedules only); f32 accumulation, out rounded once
 /// (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre [m, n] = the biased sum rounded
 /// to bf16, out = GELU(pre) (tanh form as x sigmoid(2u), Gelu.cuh geluFast: within a bf16
 /// unit in the last place of tgrt_gelu_fwd of that pre). Fails (located) unless n and k

@@ -1,39 +1,37 @@
-// Gemm.cu — tgc's own GEMM on Hopper (sm_90a): out [m, n] = alpha a [m, k] b [n, k]^T, bf16
-// operands, f32 accumulators, bf16 out, with its epilogue in registers (none, + bias, + bias
-// then GELU with the pre-activation stored too). The first step of docs/design-notes.md
-// "Next: a GEMM with its own epilogue": the epilogues that cuBLASLt charges ~0.06 ms per call
-// for at GPT-2's MLP shapes ride in registers here; whether the main loop keeps up with
-// cuBLASLt's is what bench (tgrt-cuda-check --bench-gemm) measures. Not yet chosen by any
-// compiled step (the GEMM tuning of Kernels.cu would time it beside cuBLASLt's algorithms).
+// Gemm.cu — tgc's own GEMM on Hopper (sm_90a): out [m, n] = alpha a [m, k] op(b), b [n, k]
+// (trans_b) or [k, n], bf16 operands, f32 accumulators, bf16 out, with its epilogue (none,
+// + bias, + bias then GELU with the pre-activation stored too). docs/design-notes.md "A GEMM
+// with its own epilogue" says why and what it measured: 0.85-1.0x cuBLASLt's speed without
+// GELU, ~0.8x with it (H200, 2026-11-30), so the runtime, which times both per shape
+// (Kernels.cu ownGemmChoice, TGRT_OWN_GEMM), still runs cuBLASLt at the examples' shapes.
 //
 // Structure (the Hopper warp-specialized GEMM of CUTLASS's sm90 kernels and of
 // FlashAttention-3, Shah et al. 2024, section 3.1; written from the PTX ISA, no code taken):
-// - A block computes a 128 x BN tile of out (BN 128 or 256). Its 288 threads are two consumer
-//   warpgroups (threads 0-255; warpgroup c owns rows 64 c .. 64 c + 63 of the tile) and one
-//   producer warp (threads 256-287).
-// - The producer's first thread streams the k tiles (64 wide) of a and b into a ring of
-//   STAGES shared-memory stages with TMA (cp.async.bulk.tensor.2d, 128-byte swizzle; the zero
-//   fill of TMA covers the edges of m, n and k). Each stage has two mbarriers: `full` (one
-//   arrival by the producer announcing the stage's bytes, completed by the copies) and `empty`
-//   (one arrival per consumer warpgroup once its MMAs on the stage are done).
-// - Each consumer warpgroup waits on `full`, issues 4 wgmma m64nBNk16 (A and B from the
-//   swizzled stage through descriptors), commits, and waits for the previous stage's group
-//   (wait_group 1) before releasing that stage: one group of MMAs is always in flight.
-// - The epilogue converts the accumulators in registers: alpha, + bias (f32 add), rounded to
-//   bf16 (RNE); with GELU the rounded sum is stored as `pre` and out = GELU(pre) rounded, GELU
-//   as x sigmoid(2u) with the hardware exponential (Gelu.cuh geluFast: within a bf16 unit in
-//   the last place of tgrt_gelu_fwd on the same pre; the precise tanhf cost ~0.04 ms more per
-//   GPT-2 MLP GEMM, call4 -> call5).
-// - Tiles are visited in groups of 8 tile rows per column sweep, so a group's rows of a stay
-//   in L2 while b's columns stream by. BN 128 tiles run 2 blocks per SM (3 stages each), so
-//   one block's epilogue overlaps the other's main loop; BN 256 tiles 1 block per SM, 4
-//   stages.
+// - Two consumer warpgroups (threads 0-255) and a producer warp (threads 256-287; with
+//   PersistentEpilogue a third warpgroup whose other three warps are the epilogue).
+// - The producer's first thread streams the k tiles (64 deep) of a and b into a ring of
+//   STAGES shared-memory stages with TMA (cp.async.bulk.tensor.2d, 128-byte swizzle; TMA's
+//   zero fill covers the edges of m, n and k). Each stage has two mbarriers: `full` (one
+//   arrival by the producer announcing the stage's bytes, completed by the copies) and
+//   `empty` (one arrival per consuming warpgroup once its MMAs on the stage are done).
+// - A consumer warpgroup waits on `full`, issues the k step's wgmma (A K-major, B K-major or
+//   MN-major, both through descriptors into the swizzled stage), commits, and waits for the
+//   previous stage's group (wait_group 1) before releasing that stage: one group of MMAs is
+//   always in flight.
+// - The schedules (GemmSchedule, CudaRuntime.h): a block per 128 x 128 or 128 x 256 tile
+//   (Cooperative*), the persistent ping-pong over 128 x 128 tiles, the persistent cooperative
+//   128 x 256 (stores through shared memory and TMA), and that with the epilogue on its own
+//   warps. Tiles are visited in groups of 8 tile rows per column sweep, so a group's rows of
+//   a stay in L2 while b's columns stream by.
+// - The epilogue: alpha, + bias (f32 add), rounded to bf16 (RNE); with GELU the rounded sum is
+//   stored as `pre` and out = GELU(pre) rounded, GELU as x sigmoid(2u) with the hardware
+//   exponential (Gelu.cuh geluFast: within a bf16 unit in the last place of the exact value).
 //
 // Limits (checked, located errors): n and k multiples of 8 (TMA's 16-byte row pitch), all
 // pointers 16-byte aligned, a compute capability 9.0 device (the sm_90a cubin).
 //
-// The CPU emulator runs it (tgrt-cuda-emu-check): TMA, mbarriers and the spin waits are
-// emulated in runtime/cuda/emu (emu::tmaLoad2d, emu::mbar*, emu::yieldThread).
+// The CPU emulator runs every schedule (tgrt-cuda-emu-check --gemm): TMA loads and stores,
+// mbarriers, named barriers and the spin waits are emulated in runtime/cuda/emu.
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Hopper.cuh"
@@ -503,6 +501,178 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
   }
 }
 
+/// Threads of the epilogue-warpgroup kernel: the two consumer warpgroups, then a warpgroup
+/// whose first warp is the producer and whose other three warps are the epilogue.
+constexpr int kEpiThreads = 3 * 128;
+constexpr int kEpiWarpsThreads = 96;
+
+/// Persistent256 with the epilogue taken off the consumers (PersistentEpilogue): after a
+/// tile's main loop each consumer thread only adds the bias, rounds, writes its pairs into
+/// the tile's staging buffer (128 x 256 bf16, the boxes of storeTileStaged) and arrives on
+/// `stFull`; it then starts the next tile while the epilogue warps store the buffer with TMA
+/// (pre with GELU, else out) and, with GELU, read it back 16 bytes at a time, apply geluFast
+/// and store out with coalesced 16-byte writes, then arrive on `stFree` once the buffer may
+/// be written again (the consumers wait on it before their next tile's epilogue, a main loop
+/// later). Same tiles, stages and producer as Persistent256.
+template <int STAGES, int EPI, int TB>
+__global__ void __launch_bounds__(kEpiThreads, 1)
+    gemm_bf16_epiwg_kernel(const __grid_constant__ TensorMap mapA,
+                           const __grid_constant__ TensorMap mapB,
+                           const __grid_constant__ TensorMap mapOut,
+                           const __grid_constant__ TensorMap mapPre, uint16_t* __restrict__ out,
+                           uint16_t* __restrict__ pre, const uint16_t* __restrict__ bias, int M,
+                           int N, int K, float alpha) {
+  constexpr int BN = 256;
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  TGRT_DYNAMIC_SMEM(raw);
+  unsigned char* smem = alignSmem1024(raw);
+  uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
+  uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
+  uint16_t* sOut = reinterpret_cast<uint16_t*>(smem + STAGES * (kABytes + kBBytes));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes) +
+                                               kGemmBM * BN * 2);
+  uint64_t* empty = full + STAGES;
+  uint64_t* stFull = empty + STAGES; // the staging buffer holds a tile (256 arrivals)
+  uint64_t* stFree = stFull + 1;     // the epilogue is done with it (1 arrival)
+
+  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
+  const int tiles = tilesM * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int grid = (int)gridDim.x, first = (int)blockIdx.x;
+  const int myTiles = first < tiles ? (tiles - first + grid - 1) / grid : 0;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kGemmConsumers);
+    }
+    mbarInit(stFull, kGemmConsumers * 128);
+    mbarInit(stFree, 1);
+    fenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = (int)threadIdx.x / 128;
+  if (wg == kGemmConsumers) {
+    const int t = (int)threadIdx.x - kGemmConsumers * 128;
+    if (t == 0) { // the producer
+      for (int i = 0; i < myTiles; ++i) {
+        int m0, n0;
+        tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+        for (int kt = 0; kt < kTiles; ++kt) {
+          const int pos = i * kTiles + kt, s = pos % STAGES;
+          if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
+          mbarArriveExpectTx(&full[s], kABytes + kBBytes);
+          hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
+          BTile<BN, TB>::load(sB + s * (kBBytes / 2), &mapB, kt, n0, &full[s]);
+        }
+      }
+      return;
+    }
+    if (t < 32) return; // the producer warp's other lanes
+    const int e = t - 32; // epilogue thread 0..95
+    for (int i = 0; i < myTiles; ++i) {
+      int m0, n0;
+      tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+      mbarWait(stFull, (unsigned)i & 1u);
+      if (e == 0) {
+        // Rows 64 h .. of the tile: warpgroup h's 64 x 256 block, four 64 x 64 boxes.
+        for (int h = 0; h < kGemmConsumers; ++h)
+          for (int box = 0; box < BN / 64; ++box)
+            if (n0 + 64 * box < N)
+              hopper::tmaStore2d(EPI == 2 ? &mapPre : &mapOut, sOut + (h * 4 + box) * 64 * 64,
+                                 n0 + 64 * box, m0 + 64 * h);
+        bulkCommit();
+      }
+      if (EPI == 2) { // out = GELU(pre), 8 columns per 16-byte chunk, kUnroll chunks at once
+        constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 4;
+        const unsigned char* st = reinterpret_cast<const unsigned char*>(sOut);
+        for (int c0 = e; c0 < kChunks; c0 += kUnroll * kEpiWarpsThreads) {
+          uint4 v[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) { // the loads first (one latency for all)
+            const int c = c0 + u * kEpiWarpsThreads;
+            const int row = c / (BN / 8), chunk = c % (BN / 8);
+            const int r = row % 64, cb = chunk % 8;
+            v[u] = c < kChunks ? *reinterpret_cast<const uint4*>(
+                                     st + ((row / 64) * 4 + chunk / 8) * 64 * 128 + r * 128 +
+                                     ((cb ^ (r & 7)) << 4))
+                               : make_uint4(0u, 0u, 0u, 0u);
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int c = c0 + u * kEpiWarpsThreads;
+            const int row = c / (BN / 8), chunk = c % (BN / 8); // chunk: 8 columns
+            const int gr = m0 + row, gc = n0 + 8 * chunk;
+            if (c >= kChunks || gr >= M || gc >= N) continue;
+            const uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+            uint32_t o[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              o[q] = packBf16(geluFast(bf16ToFloat((uint16_t)(w[q] & 0xffffu))),
+                              geluFast(bf16ToFloat((uint16_t)(w[q] >> 16))));
+            *reinterpret_cast<uint4*>(out + (size_t)gr * (size_t)N + gc) =
+                make_uint4(o[0], o[1], o[2], o[3]);
+          }
+        }
+      }
+      if (e == 0) bulkWaitRead<0>();
+      namedBarrierSync(3, kEpiWarpsThreads); // every epilogue thread is done reading
+      if (e == 0) mbarArrive(stFree);
+    }
+    return;
+  }
+
+  const bool leader = threadIdx.x % 128 == 0;
+  const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
+  const int g = lane / 4, q = lane % 4;
+  unsigned char* st = reinterpret_cast<unsigned char*>(sOut) + wg * 4 * 64 * 128;
+  for (int i = 0; i < myTiles; ++i) {
+    int m0, n0;
+    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    float acc[BN / 2];
+#pragma unroll
+    for (int x = 0; x < BN / 2; ++x) acc[x] = 0.0f;
+    int pos = i * kTiles;
+    for (int kt = 0; kt < kTiles; ++kt, ++pos) {
+      const int s = pos % STAGES;
+      mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
+      const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
+      const uint16_t* b = sB + s * (kBBytes / 2);
+      fenceAcc(acc);
+      wgFence();
+#pragma unroll
+      for (int kk = 0; kk < kGemmBK / 16; ++kk)
+        WgmmaTile<BN, 1 - TB>::mma(acc, wgDesc(a + kk * 16, 16, 1024), BTile<BN, TB>::desc(b, kk));
+      wgCommit();
+      wgWait<1>();
+      fenceAcc(acc);
+      if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    }
+    wgWait0();
+    fenceAcc(acc);
+    if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    if (i > 0) mbarWait(stFree, (unsigned)(i - 1) & 1u); // the previous tile's buffer is free
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * q;
+      float b0 = 0.0f, b1 = 0.0f;
+      if (EPI >= 1 && col < N) {
+        b0 = bf16ToFloat(bias[col]);
+        b1 = bf16ToFloat(bias[col + 1]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 16 * w + g + 8 * h, c = 8 * (j % 8) + 2 * q;
+        const int at = (j / 8) * 64 * 128 + r * 128 + ((c * 2) ^ ((r & 7) << 4));
+        *reinterpret_cast<uint32_t*>(st + at) =
+            packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
+      }
+    }
+    fenceProxyAsync(); // the TMA store reads what these threads wrote
+    mbarArrive(stFull);
+  }
+}
+
 /// A 2-D bf16 tensor map over `rows` x `cols` (cols contiguous), box 64 x boxRows, 128-byte
 /// swizzle, zeros outside. False (with `why`) when the driver refuses it.
 bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols, int boxRows,
@@ -554,27 +724,31 @@ constexpr int kPingPongStages = 6;
 /// Launches schedule SCHED's kernel with epilogue EPI and b's layout TB (see gemmBf16).
 template <int SCHED, int EPI, int TB>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
-                const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre, const void* bias, int64_t m, int64_t n, int64_t k,
-                float alpha, int maxBlocks) {
-  constexpr bool kPersist =
-      SCHED == (int)GemmSchedule::PingPong || SCHED == (int)GemmSchedule::Persistent256;
+                const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre,
+                const void* bias, int64_t m, int64_t n, int64_t k, float alpha, int maxBlocks) {
+  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue;
+  constexpr bool kPersist = SCHED == (int)GemmSchedule::PingPong ||
+                            SCHED == (int)GemmSchedule::Persistent256 || kEpiWg;
   constexpr int BN = SCHED == (int)GemmSchedule::Cooperative256 ||
-                             SCHED == (int)GemmSchedule::Persistent256
+                             SCHED == (int)GemmSchedule::Persistent256 || kEpiWg
                          ? 256
                          : 128;
-  constexpr int STAGES = SCHED == (int)GemmSchedule::PingPong        ? kPingPongStages
-                         : SCHED == (int)GemmSchedule::Persistent256 ? 3
-                         : BN == 256                                 ? 4
-                                                                     : 3;
-  void (*kernel)(const TensorMap, const TensorMap, const TensorMap, const TensorMap, uint16_t*,
-                 uint16_t*, const uint16_t*, int, int, int, float) = SCHED == (int)GemmSchedule::PingPong
-                                   ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
-                               : SCHED == (int)GemmSchedule::Persistent256
-                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB>
-                               : SCHED == (int)GemmSchedule::Cooperative256
-                                   ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
-                                   : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
-  const size_t smem = gemmSmemBytes(BN, STAGES, SCHED == (int)GemmSchedule::Persistent256);
+  constexpr int STAGES = SCHED == (int)GemmSchedule::PingPong ? kPingPongStages
+                         : SCHED == (int)GemmSchedule::Persistent256 || kEpiWg ? 3
+                         : BN == 256                                           ? 4
+                                                                               : 3;
+  using Kernel = void (*)(const TensorMap, const TensorMap, const TensorMap, const TensorMap,
+                          uint16_t*, uint16_t*, const uint16_t*, int, int, int, float);
+  const Kernel kernel =
+      SCHED == (int)GemmSchedule::PingPong ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
+      : kEpiWg                             ? gemm_bf16_epiwg_kernel<STAGES, EPI, TB>
+      : SCHED == (int)GemmSchedule::Persistent256
+          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB>
+      : SCHED == (int)GemmSchedule::Cooperative256
+          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
+          : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
+  const size_t smem =
+      gemmSmemBytes(BN, STAGES, SCHED == (int)GemmSchedule::Persistent256 || kEpiWg);
   static bool attrSet = false; // per instantiation, i.e. per kernel
   if (!attrSet) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
@@ -585,8 +759,9 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
   const int64_t blocks =
       kPersist ? std::min<int64_t>(tiles, maxBlocks > 0 ? maxBlocks : std::max(1, ctx->sm_count))
                : tiles;
-  launch(ctx, loc, "gemm_tn_bf16_kernel", kernel, dim3((unsigned)blocks), dim3(kGemmThreads),
-         smem, mapA, mapB, mapOut, mapPre, static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
+  launch(ctx, loc, "gemm_bf16_kernel", kernel, dim3((unsigned)blocks),
+         dim3(kEpiWg ? kEpiThreads : kGemmThreads), smem, mapA, mapB, mapOut, mapPre,
+         static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
          static_cast<const uint16_t*>(bias), (int)m, (int)n, (int)k, alpha);
 }
 
@@ -598,7 +773,8 @@ void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, bool transB,
 #define TGRT_GEMM_LAUNCH(E, T)                                                                     \
   return launchGemm<SCHED, E, T>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,  \
                                  alpha, maxBlocks)
-  if (transB || SCHED != (int)GemmSchedule::Persistent256) {
+  if (transB || (SCHED != (int)GemmSchedule::Persistent256 &&
+                 SCHED != (int)GemmSchedule::PersistentEpilogue)) {
     switch (epi) {
     case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 1);
     case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 1);
@@ -633,34 +809,36 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       fail(loc, "gemm_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
   if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_bf16: the epilogue needs a bias");
-  if (!trans_b && sched != GemmSchedule::Persistent256)
-    fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the Persistent256 schedule");
+  if (!trans_b && sched != GemmSchedule::Persistent256 &&
+      sched != GemmSchedule::PersistentEpilogue)
+    fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the persistent 128 x 256 schedules");
   if (!ownGemmAvailable(ctx))
     fail(loc, "gemm_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
   TensorMap mapA, mapB, mapOut, mapPre;
   const char* why = "";
   const int tileN =
-      sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ? 256 : 128;
+      sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ||
+              sched == GemmSchedule::PersistentEpilogue
+          ? 256
+          : 128;
   if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
       !(trans_b ? encodeBf16Map(&mapB, b, n, k, tileN, &why)
                 : encodeBf16Map(&mapB, b, k, n, 64, &why)) ||
       !encodeBf16Map(&mapOut, out, m, n, 64, &why) ||
       !encodeBf16Map(&mapPre, epi == GemmEpilogue::BiasGelu ? pre : out, m, n, 64, &why))
     fail(loc, "gemm_bf16: %s", why);
+#define TGRT_GEMM_SCHED(S)                                                                         \
+  case GemmSchedule::S:                                                                            \
+    return launchGemmEpi<(int)GemmSchedule::S>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut,   \
+                                               mapPre, out, pre, bias, m, n, k, alpha, blocks)
   switch (sched) {
-  case GemmSchedule::PingPong:
-    return launchGemmEpi<(int)GemmSchedule::PingPong>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre, bias,
-                                                      m, n, k, alpha, blocks);
-  case GemmSchedule::Cooperative256:
-    return launchGemmEpi<(int)GemmSchedule::Cooperative256>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
-                                                            bias, m, n, k, alpha, 0);
-  case GemmSchedule::Persistent256:
-    return launchGemmEpi<(int)GemmSchedule::Persistent256>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
-                                                           bias, m, n, k, alpha, blocks);
-  case GemmSchedule::Cooperative128:
-    return launchGemmEpi<(int)GemmSchedule::Cooperative128>(ctx, loc, epi, trans_b != 0, mapA, mapB, mapOut, mapPre, out, pre,
-                                                            bias, m, n, k, alpha, 0);
+    TGRT_GEMM_SCHED(PingPong);
+    TGRT_GEMM_SCHED(Cooperative256);
+    TGRT_GEMM_SCHED(Cooperative128);
+    TGRT_GEMM_SCHED(Persistent256);
+    TGRT_GEMM_SCHED(PersistentEpilogue);
   }
+#undef TGRT_GEMM_SCHED
   fail(loc, "gemm_bf16: unknown schedule %d", (int)sched);
 }
 

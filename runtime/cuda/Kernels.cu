@@ -2313,7 +2313,7 @@ bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const
 /// with `bias` written with the column sums of C (CUBLASLT_EPILOGUE_DGELU_BGRAD) or, bias
 /// NULL, without (CUBLASLT_EPILOGUE_DGELU).
 /// Whether plan p's call (the bias or GELU epilogue of ltMatmulEpilogue) runs on the own GEMM
-/// (Gemm.cu, its persistent schedule): with TGRT_OWN_GEMM=1 both are timed once per plan
+/// (Gemm.cu, its PersistentEpilogue schedule): with TGRT_OWN_GEMM=1 both are timed once per plan
 /// (cuBLASLt's tuned algorithm and the own kernel, 3 rounds of 5 calls, medians) at the
 /// first call outside a stream capture, the faster kept (p.own); a capture before that runs
 /// cuBLASLt. Only bf16, a [m, k] (not transposed) times b [k, n] or b [n, k]^T, n and k
@@ -2341,7 +2341,8 @@ bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, con
                           ctx->stream) == CUBLAS_STATUS_SUCCESS;
   };
   auto own = [&] {
-    gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha, epi, GemmSchedule::Persistent256);
+    gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha, epi,
+             GemmSchedule::PersistentEpilogue);
     return true;
   };
   cudaEvent_t e0, e1;
@@ -2394,7 +2395,7 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
   if (!dgelu &&
       ownGemmChoice(ctx, loc, p, dt, a, b, bias, aux, c, m, n, k, ta, tb, alpha)) {
     gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha,
-             aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, GemmSchedule::Persistent256);
+             aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, GemmSchedule::PersistentEpilogue);
     return true;
   }
   ltRun(ctx, loc, p, alpha, a, b, 0.0f, c, c,

@@ -1305,9 +1305,12 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
       const Run runs[] = {{S::PingPong, 0, "pingpong"}, {S::PingPong, 1, "pingpong 1 block"},
                           {S::PingPong, 2, "pingpong 2 blocks"}, {S::Cooperative256, 0, "coop 256"},
                           {S::Cooperative128, 0, "coop 128"}, {S::Persistent256, 0, "persist 256"},
-                          {S::Persistent256, 1, "persist 256 1 block"}};
+                          {S::Persistent256, 1, "persist 256 1 block"},
+                          {S::PersistentEpilogue, 0, "persist epi wg"},
+                          {S::PersistentEpilogue, 1, "persist epi wg 1 block"}};
       for (const Run& run : runs) {
-        if (!tb && run.sched != S::Persistent256) continue; // b [k, n]: the persistent kernel only
+        if (!tb && run.sched != S::Persistent256 && run.sched != S::PersistentEpilogue)
+          continue; // b [k, n]: the persistent 128 x 256 kernels only
         for (E epi : {E::None, E::Bias, E::BiasGelu}) {
           gpre.poison();
           gout.poison();
@@ -3290,7 +3293,8 @@ void benchOwnGemm(Contexts& c, int reps) {
                       {"coop 128 t01", true, S::Cooperative128, 1},
                       {"persist t01", true, S::Persistent256, 1},
                       {"cuBLASLt t00", false, S::PingPong, 0},
-                      {"persist t00", true, S::Persistent256, 0}};
+                      {"persist t00", true, S::Persistent256, 0},
+                      {"epi wg t00", true, S::PersistentEpilogue, 0}};
   constexpr int kCols = (int)(sizeof cols / sizeof cols[0]);
   std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s), median of %d calls, "
               "median of 3 rounds; max diff: the own outputs against cuBLASLt's, same layout\n",

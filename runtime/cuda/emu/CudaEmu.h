@@ -8,7 +8,12 @@
 // (waits for every live thread of its warp of 32), then the next fiber runs. So a missing
 // __syncthreads shows up as wrong results here too: every thread runs its whole phase before
 // any other thread starts it. `__shared__` variables are function statics, which is right
-// because blocks never overlap.
+// because blocks never overlap. Named barriers (bar.sync id, count) wait for `count`
+// threads; a spin wait (an mbarrier's try_wait, Hopper.cuh mbarWait) yields the fiber, and a
+// round in which every live thread only spins or waits is reported as a deadlock. TMA tile
+// loads and stores and the mbarrier transaction counts are emulated (tmaLoad2d, tmaStore2d,
+// mbar*), so Gemm.cu's warp-specialized kernels run here; clusters are not (blocks run one
+// after another).
 //
 // Only what the backend uses is here; it is test infrastructure, not a CUDA implementation.
 // Build with -DTGRT_CUDA_EMULATE (runtime/cuda/Device.h picks this header then).

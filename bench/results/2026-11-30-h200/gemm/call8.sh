@@ -1,0 +1,8 @@
+# call8: the epilogue warps read 4 chunks before computing (PersistentEpilogue), the runtime on it: the own GEMM's checks and
+# bench, then the whole quick kernel check with this binary.
+set -u
+cd runs/gemm && xz -d -k tgrt-cuda-check.xz && chmod +x tgrt-cuda-check && cd ../..
+OUT=$OUT bash scripts/gpu-gemm.sh runs/gemm/tgrt-cuda-check > $OUT/gemm.txt 2>&1; echo "gemm rc $?"
+TGRT_CUDA_SYNC=1 timeout 200 runs/gemm/tgrt-cuda-check --quick --no-bench > $OUT/check.log 2>&1
+echo "quick check rc $?"; grep -E "FAIL|passed" $OUT/check.log | tail -5
+tail -14 $OUT/gemm.txt
