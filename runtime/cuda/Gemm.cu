@@ -307,6 +307,62 @@ constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
          (staged ? (size_t)kGemmConsumers * 64 * bn * 2 : 0) + (2 * stages + 2) * 8 + 1024;
 }
 
+/// The producer's loop (its one thread): tiles first, + grid, ... (myTiles of them), each
+/// k tile into stage pos % STAGES of the ring (pos counts k tiles over all of this block's
+/// tiles), after the stage's `empty` barrier completed its previous phase (`consumers`
+/// arrivals).
+template <int BN, int TB, int STAGES>
+__device__ __forceinline__ void produceTiles(const TensorMap* mapA, const TensorMap* mapB,
+                                             uint16_t* sA, uint16_t* sB, uint64_t* full,
+                                             uint64_t* empty, int first, int grid, int myTiles,
+                                             int tilesM, int tilesN, int kTiles) {
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  for (int i = 0; i < myTiles; ++i) {
+    int m0, n0;
+    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    for (int kt = 0; kt < kTiles; ++kt) {
+      const int pos = i * kTiles + kt, s = pos % STAGES;
+      if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
+      mbarArriveExpectTx(&full[s], kABytes + kBBytes);
+      hopper::tmaLoad2d(sA + s * (kABytes / 2), mapA, kt * kGemmBK, m0, &full[s]);
+      BTile<BN, TB>::load(sB + s * (kBBytes / 2), mapB, kt, n0, &full[s]);
+    }
+  }
+}
+
+/// A consumer warpgroup's main loop over this block's i-th tile (both warpgroups on it,
+/// warpgroup wg on rows 64 wg ..): acc = its 64 x BN block of a b. Each stage is released
+/// (one arrival on `empty` by the warpgroup's first thread) once its MMAs are done; the last
+/// one after the final wait.
+template <int BN, int TB, int STAGES>
+__device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t* sA,
+                                            const uint16_t* sB, uint64_t* full, uint64_t* empty,
+                                            int wg, int i, int kTiles) {
+  constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
+  const bool leader = threadIdx.x % 128 == 0;
+#pragma unroll
+  for (int x = 0; x < BN / 2; ++x) acc[x] = 0.0f;
+  int pos = i * kTiles;
+  for (int kt = 0; kt < kTiles; ++kt, ++pos) {
+    const int s = pos % STAGES;
+    mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
+    const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
+    const uint16_t* b = sB + s * (kBBytes / 2);
+    fenceAcc(acc);
+    wgFence();
+#pragma unroll
+    for (int kk = 0; kk < kGemmBK / 16; ++kk)
+      WgmmaTile<BN, 1 - TB>::mma(acc, wgDesc(a + kk * 16, 16, 1024), BTile<BN, TB>::desc(b, kk));
+    wgCommit();
+    wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
+    fenceAcc(acc);
+    if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+  }
+  wgWait0();
+  fenceAcc(acc);
+  if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+}
+
 /// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
 /// 1 bias, 2 bias + GELU. A through mapA (box 64 x 128), B through mapB (box 64 x BN). Both
 /// consumer warpgroups work on one tile (rows 64 c ..) and consume every stage. PERSIST: one
@@ -347,19 +403,9 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
 
   const int wg = (int)threadIdx.x / 128;
   if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
-    if (threadIdx.x == kGemmConsumers * 128) {
-      for (int i = 0; i < myTiles; ++i) {
-        int m0, n0;
-        tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
-        for (int kt = 0; kt < kTiles; ++kt) {
-          const int pos = i * kTiles + kt, s = pos % STAGES;
-          if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
-          mbarArriveExpectTx(&full[s], kABytes + kBBytes);
-          hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
-          BTile<BN, TB>::load(sB + s * (kBBytes / 2), &mapB, kt, n0, &full[s]);
-        }
-      }
-    }
+    if (threadIdx.x == kGemmConsumers * 128)
+      produceTiles<BN, TB, STAGES>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
+                                   tilesM, tilesN, kTiles);
     return;
   }
 
@@ -368,27 +414,7 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
     int m0, n0;
     tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
     float acc[BN / 2];
-#pragma unroll
-    for (int e = 0; e < BN / 2; ++e) acc[e] = 0.0f;
-    int pos = i * kTiles;
-    for (int kt = 0; kt < kTiles; ++kt, ++pos) {
-      const int s = pos % STAGES;
-      mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
-      const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
-      const uint16_t* b = sB + s * (kBBytes / 2);
-      fenceAcc(acc);
-      wgFence();
-#pragma unroll
-      for (int kk = 0; kk < kGemmBK / 16; ++kk)
-        WgmmaTile<BN, 1 - TB>::mma(acc, wgDesc(a + kk * 16, 16, 1024), BTile<BN, TB>::desc(b, kk));
-      wgCommit();
-      wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
-      fenceAcc(acc);
-      if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
-    }
-    wgWait0();
-    fenceAcc(acc);
-    if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    consumeTile<BN, TB, STAGES>(acc, sA, sB, full, empty, wg, i, kTiles);
     if (PERSIST)
       storeTileStaged<EPI, BN>(acc, sOut + wg * 64 * BN, m0 + wg * 64, n0, &mapOut, &mapPre, bias,
                                N, alpha, 1 + wg);
@@ -555,17 +581,8 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
   if (wg == kGemmConsumers) {
     const int t = (int)threadIdx.x - kGemmConsumers * 128;
     if (t == 0) { // the producer
-      for (int i = 0; i < myTiles; ++i) {
-        int m0, n0;
-        tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
-        for (int kt = 0; kt < kTiles; ++kt) {
-          const int pos = i * kTiles + kt, s = pos % STAGES;
-          if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
-          mbarArriveExpectTx(&full[s], kABytes + kBBytes);
-          hopper::tmaLoad2d(sA + s * (kABytes / 2), &mapA, kt * kGemmBK, m0, &full[s]);
-          BTile<BN, TB>::load(sB + s * (kBBytes / 2), &mapB, kt, n0, &full[s]);
-        }
-      }
+      produceTiles<BN, TB, STAGES>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
+                                   tilesM, tilesN, kTiles);
       return;
     }
     if (t < 32) return; // the producer warp's other lanes
@@ -622,7 +639,6 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
     return;
   }
 
-  const bool leader = threadIdx.x % 128 == 0;
   const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
   const int g = lane / 4, q = lane % 4;
   unsigned char* st = reinterpret_cast<unsigned char*>(sOut) + wg * 4 * 64 * 128;
@@ -630,27 +646,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
     int m0, n0;
     tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
     float acc[BN / 2];
-#pragma unroll
-    for (int x = 0; x < BN / 2; ++x) acc[x] = 0.0f;
-    int pos = i * kTiles;
-    for (int kt = 0; kt < kTiles; ++kt, ++pos) {
-      const int s = pos % STAGES;
-      mbarWait(&full[s], (unsigned)(pos / STAGES) & 1u);
-      const uint16_t* a = sA + s * (kABytes / 2) + wg * 64 * kGemmBK;
-      const uint16_t* b = sB + s * (kBBytes / 2);
-      fenceAcc(acc);
-      wgFence();
-#pragma unroll
-      for (int kk = 0; kk < kGemmBK / 16; ++kk)
-        WgmmaTile<BN, 1 - TB>::mma(acc, wgDesc(a + kk * 16, 16, 1024), BTile<BN, TB>::desc(b, kk));
-      wgCommit();
-      wgWait<1>();
-      fenceAcc(acc);
-      if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
-    }
-    wgWait0();
-    fenceAcc(acc);
-    if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    consumeTile<BN, TB, STAGES>(acc, sA, sB, full, empty, wg, i, kTiles);
     if (i > 0) mbarWait(stFree, (unsigned)(i - 1) & 1u); // the previous tile's buffer is free
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
