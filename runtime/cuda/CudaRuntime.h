@@ -214,13 +214,16 @@ enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
 /// 128 x 256 tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two
 /// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM, stores
 /// through shared memory and TMA), PersistentEpilogue (Persistent256 with the stores and GELU
-/// done by a third warpgroup while the consumers run the next tile).
+/// done by a third warpgroup while the consumers run the next tile), ClusterEpilogue
+/// (PersistentEpilogue in clusters of 2 blocks on vertically adjacent tiles, sharing each
+/// stage's tile of b by TMA multicast: half of b's L2 reads).
 enum class GemmSchedule {
   PingPong = 0,
   Cooperative256 = 1,
   Cooperative128 = 2,
   Persistent256 = 3,
-  PersistentEpilogue = 4
+  PersistentEpilogue = 4,
+  ClusterEpilogue = 5
 };
 /// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
 /// [m, k] op(b), every matrix bf16 row-major: b [n, k] with trans_b (nn.Linear's [out, in]

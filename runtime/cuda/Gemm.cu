@@ -146,16 +146,33 @@ struct WgmmaTile<256, TRANSB> {
 /// B's stage layout and loads. TB 1: b [n, k] (K-major), one TMA box of 64 (k) x BN (n rows),
 /// 128-byte swizzled rows of k. TB 0: b [k, n] (N contiguous, MN-major for wgmma), BN / 64
 /// boxes of 64 (n) x 64 (k rows), each 8 KB: chunk c holds columns n0 + 64 c .. + 63.
-template <int BN, int TB>
+/// CL > 1 (a cluster of CL blocks on the same columns of b): the block of rank `rank` loads
+/// the CL-th part `rank` of the tile (TB 1: n rows BN / CL * rank .., one box of BN / CL rows;
+/// TB 0: its BN / 64 / CL chunks) and multicasts it to every block of the cluster, so each
+/// block's stage gets the whole tile and reads 1 / CL of it from L2.
+template <int BN, int TB, int CL = 1>
 struct BTile {
+  static_assert(CL == 1 || (TB ? BN % (8 * CL) == 0 : (BN / 64) % CL == 0), "cluster split of B");
   static __device__ __forceinline__ void load(uint16_t* dst, const TensorMap* map, int kt,
-                                              int n0, uint64_t* bar) {
+                                              int n0, uint64_t* bar, unsigned rank = 0) {
+    constexpr uint16_t kMask = (uint16_t)((1u << CL) - 1u);
     if (TB) {
-      hopper::tmaLoad2d(dst, map, kt * kGemmBK, n0, bar);
+      if (CL == 1)
+        hopper::tmaLoad2d(dst, map, kt * kGemmBK, n0, bar);
+      else
+        hopper::tmaLoad2dMulticast(dst + rank * (BN / CL) * kGemmBK, map, kt * kGemmBK,
+                                   n0 + (int)rank * (BN / CL), bar, kMask);
     } else {
+      constexpr int kPart = BN / 64 / CL; // chunks per block
 #pragma unroll
-      for (int c = 0; c < BN / 64; ++c)
-        hopper::tmaLoad2d(dst + c * 64 * kGemmBK, map, n0 + 64 * c, kt * kGemmBK, bar);
+      for (int p = 0; p < kPart; ++p) {
+        const int c = (int)rank * kPart + p;
+        if (CL == 1)
+          hopper::tmaLoad2d(dst + c * 64 * kGemmBK, map, n0 + 64 * c, kt * kGemmBK, bar);
+        else
+          hopper::tmaLoad2dMulticast(dst + c * 64 * kGemmBK, map, n0 + 64 * c, kt * kGemmBK, bar,
+                                     kMask);
+      }
     }
   }
   /// The descriptor of k step kk (16 deep): K-major rows kk * 32 bytes in, 8-row groups 1024
@@ -300,6 +317,28 @@ __device__ __forceinline__ void tileOrigin(int t, int tilesM, int tilesN, int& m
   n0 = (t % perGroup) / groupRows * BN;
 }
 
+/// The origin of tile u of this block when clusters of CL blocks take CL tiles stacked along
+/// m (CL x 128 rows, the same columns of b) at a time: the cluster's tile u of the grid of
+/// CL x 128 by BN tiles (tileOrigin's order), this block's 128 rows (rank) in it.
+template <int BN, int CL>
+__device__ __forceinline__ void clusterTileOrigin(int u, int tilesM, int tilesN, unsigned rank,
+                                                  int& m0, int& n0) {
+  tileOrigin<kGemmBM * CL, BN>(u, (tilesM + CL - 1) / CL, tilesN, m0, n0);
+  m0 += (int)rank * kGemmBM;
+}
+
+/// Releases a stage: one arrival on its `empty` barrier in every block of the cluster (their
+/// producers multicast into this block's stage too).
+template <int CL>
+__device__ __forceinline__ void releaseStage(uint64_t* empty) {
+  if (CL == 1) {
+    mbarArrive(empty);
+  } else {
+#pragma unroll
+    for (int r = 0; r < CL; ++r) mbarArriveCluster(empty, (unsigned)r);
+  }
+}
+
 /// Shared memory a kernel with BN-wide tiles and STAGES stages asks for: the stages, the
 /// 2 x STAGES + 2 mbarriers and 1024 bytes to align the swizzled tiles.
 constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
@@ -307,34 +346,37 @@ constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
          (staged ? (size_t)kGemmConsumers * 64 * bn * 2 : 0) + (2 * stages + 2) * 8 + 1024;
 }
 
-/// The producer's loop (its one thread): tiles first, + grid, ... (myTiles of them), each
-/// k tile into stage pos % STAGES of the ring (pos counts k tiles over all of this block's
-/// tiles), after the stage's `empty` barrier completed its previous phase (`consumers`
-/// arrivals).
-template <int BN, int TB, int STAGES>
+/// The producer's loop (its one thread): tiles first, + grid, ... (myTiles of them; with
+/// clusters, CL > 1, the cluster's tiles, clusterTileOrigin), each k tile into stage
+/// pos % STAGES of the ring (pos counts k tiles over all of this block's tiles), after the
+/// stage's `empty` barrier completed its previous phase (an arrival per consumer warpgroup
+/// of every block of the cluster). The stage's `full` barrier expects the whole A and B
+/// tiles: A from this block's copy, B's parts from the cluster's multicasts.
+template <int BN, int TB, int STAGES, int CL = 1>
 __device__ __forceinline__ void produceTiles(const TensorMap* mapA, const TensorMap* mapB,
                                              uint16_t* sA, uint16_t* sB, uint64_t* full,
                                              uint64_t* empty, int first, int grid, int myTiles,
-                                             int tilesM, int tilesN, int kTiles) {
+                                             int tilesM, int tilesN, int kTiles,
+                                             unsigned rank = 0) {
   constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
   for (int i = 0; i < myTiles; ++i) {
     int m0, n0;
-    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
     for (int kt = 0; kt < kTiles; ++kt) {
       const int pos = i * kTiles + kt, s = pos % STAGES;
       if (pos >= STAGES) mbarWait(&empty[s], (unsigned)(pos / STAGES - 1) & 1u);
       mbarArriveExpectTx(&full[s], kABytes + kBBytes);
       hopper::tmaLoad2d(sA + s * (kABytes / 2), mapA, kt * kGemmBK, m0, &full[s]);
-      BTile<BN, TB>::load(sB + s * (kBBytes / 2), mapB, kt, n0, &full[s]);
+      BTile<BN, TB, CL>::load(sB + s * (kBBytes / 2), mapB, kt, n0, &full[s], rank);
     }
   }
 }
 
 /// A consumer warpgroup's main loop over this block's i-th tile (both warpgroups on it,
 /// warpgroup wg on rows 64 wg ..): acc = its 64 x BN block of a b. Each stage is released
-/// (one arrival on `empty` by the warpgroup's first thread) once its MMAs are done; the last
-/// one after the final wait.
-template <int BN, int TB, int STAGES>
+/// (releaseStage by the warpgroup's first thread) once its MMAs are done; the last one after
+/// the final wait.
+template <int BN, int TB, int STAGES, int CL = 1>
 __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t* sA,
                                             const uint16_t* sB, uint64_t* full, uint64_t* empty,
                                             int wg, int i, int kTiles) {
@@ -356,11 +398,11 @@ __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t
     wgCommit();
     wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
     fenceAcc(acc);
-    if (kt > 0 && leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+    if (kt > 0 && leader) releaseStage<CL>(&empty[(pos - 1) % STAGES]);
   }
   wgWait0();
   fenceAcc(acc);
-  if (leader) mbarArrive(&empty[(pos - 1) % STAGES]);
+  if (leader) releaseStage<CL>(&empty[(pos - 1) % STAGES]);
 }
 
 /// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
@@ -540,7 +582,14 @@ constexpr int kEpiWarpsThreads = 96;
 /// and store out with coalesced 16-byte writes, then arrive on `stFree` once the buffer may
 /// be written again (the consumers wait on it before their next tile's epilogue, a main loop
 /// later). Same tiles, stages and producer as Persistent256.
-template <int STAGES, int EPI, int TB>
+/// CL 2 (ClusterEpilogue): launched in clusters of 2 blocks, which take the two 128-row tiles
+/// of a 256 x 256 tile pair (clusterTileOrigin) and share each stage's B tile: each block
+/// loads half of it and multicasts it to both (BTile), each consumer releases a stage in both
+/// blocks (releaseStage), so a block reads 16 + 16 KB per k step from L2 instead of 16 + 32.
+/// Every thread meets at a cluster barrier after the mbarrier inits (before any remote
+/// arrival or multicast) and at the end (no block exits while the other may still write into
+/// its shared memory).
+template <int STAGES, int EPI, int TB, int CL>
 __global__ void __launch_bounds__(kEpiThreads, 1)
     gemm_bf16_epiwg_kernel(const __grid_constant__ TensorMap mapA,
                            const __grid_constant__ TensorMap mapB,
@@ -561,35 +610,37 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
   uint64_t* stFull = empty + STAGES; // the staging buffer holds a tile (256 arrivals)
   uint64_t* stFree = stFull + 1;     // the epilogue is done with it (1 arrival)
 
+  // The tiles (with clusters: the cluster's tile pairs) this block walks.
   const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
-  const int tiles = tilesM * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
-  const int grid = (int)gridDim.x, first = (int)blockIdx.x;
-  const int myTiles = first < tiles ? (tiles - first + grid - 1) / grid : 0;
+  const int units = (tilesM + CL - 1) / CL * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int grid = (int)gridDim.x / CL, first = (int)blockIdx.x / CL;
+  const int myTiles = first < units ? (units - first + grid - 1) / grid : 0;
+  const unsigned rank = CL > 1 ? clusterCtaRank() : 0u;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kGemmConsumers);
+      mbarInit(&empty[s], kGemmConsumers * CL);
     }
     mbarInit(stFull, kGemmConsumers * 128);
     mbarInit(stFree, 1);
     fenceBarrierInit();
   }
-  __syncthreads();
+  if (CL > 1)
+    clusterSync();
+  else
+    __syncthreads();
 
   const int wg = (int)threadIdx.x / 128;
   if (wg == kGemmConsumers) {
     const int t = (int)threadIdx.x - kGemmConsumers * 128;
-    if (t == 0) { // the producer
-      produceTiles<BN, TB, STAGES>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
-                                   tilesM, tilesN, kTiles);
-      return;
-    }
-    if (t < 32) return; // the producer warp's other lanes
-    const int e = t - 32; // epilogue thread 0..95
-    for (int i = 0; i < myTiles; ++i) {
+    if (t == 0) // the producer
+      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
+                                       tilesM, tilesN, kTiles, rank);
+    const int e = t - 32; // epilogue thread 0..95 (the producer warp's lanes: < 0)
+    for (int i = 0; e >= 0 && i < myTiles; ++i) {
       int m0, n0;
-      tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+      clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
       mbarWait(stFull, (unsigned)i & 1u);
       if (e == 0) {
         // Rows 64 h .. of the tile: warpgroup h's 64 x 256 block, four 64 x 64 boxes.
@@ -636,6 +687,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
       namedBarrierSync(3, kEpiWarpsThreads); // every epilogue thread is done reading
       if (e == 0) mbarArrive(stFree);
     }
+    if (CL > 1) clusterSync();
     return;
   }
 
@@ -644,9 +696,9 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
   unsigned char* st = reinterpret_cast<unsigned char*>(sOut) + wg * 4 * 64 * 128;
   for (int i = 0; i < myTiles; ++i) {
     int m0, n0;
-    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
+    clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
     float acc[BN / 2];
-    consumeTile<BN, TB, STAGES>(acc, sA, sB, full, empty, wg, i, kTiles);
+    consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, kTiles);
     if (i > 0) mbarWait(stFree, (unsigned)(i - 1) & 1u); // the previous tile's buffer is free
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -667,6 +719,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
     fenceProxyAsync(); // the TMA store reads what these threads wrote
     mbarArrive(stFull);
   }
+  if (CL > 1) clusterSync();
 }
 
 /// A 2-D bf16 tensor map over `rows` x `cols` (cols contiguous), box 64 x boxRows, 128-byte
@@ -714,6 +767,12 @@ bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols,
 #endif
 }
 
+/// True for the schedules with a b [k, n] (MN-major) path: the persistent 128 x 256 ones.
+constexpr bool gemmScheduleTakesKN(GemmSchedule s) {
+  return s == GemmSchedule::Persistent256 || s == GemmSchedule::PersistentEpilogue ||
+         s == GemmSchedule::ClusterEpilogue;
+}
+
 /// The ping-pong kernel's stages: 6 x 32 KB.
 constexpr int kPingPongStages = 6;
 
@@ -722,7 +781,8 @@ template <int SCHED, int EPI, int TB>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
                 const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre,
                 const void* bias, int64_t m, int64_t n, int64_t k, float alpha, int maxBlocks) {
-  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue;
+  constexpr int CL = SCHED == (int)GemmSchedule::ClusterEpilogue ? 2 : 1;
+  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue || CL > 1;
   constexpr bool kPersist = SCHED == (int)GemmSchedule::PingPong ||
                             SCHED == (int)GemmSchedule::Persistent256 || kEpiWg;
   constexpr int BN = SCHED == (int)GemmSchedule::Cooperative256 ||
@@ -737,7 +797,7 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
                           uint16_t*, uint16_t*, const uint16_t*, int, int, int, float);
   const Kernel kernel =
       SCHED == (int)GemmSchedule::PingPong ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
-      : kEpiWg                             ? gemm_bf16_epiwg_kernel<STAGES, EPI, TB>
+      : kEpiWg                             ? gemm_bf16_epiwg_kernel<STAGES, EPI, TB, CL>
       : SCHED == (int)GemmSchedule::Persistent256
           ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB>
       : SCHED == (int)GemmSchedule::Cooperative256
@@ -751,7 +811,40 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
           loc, "cudaFuncSetAttribute(gemm_tn_bf16_kernel)");
     attrSet = true;
   }
-  const int64_t tiles = ((m + kGemmBM - 1) / kGemmBM) * ((n + BN - 1) / BN);
+  const int64_t tilesM = (m + kGemmBM - 1) / kGemmBM, tilesN = (n + BN - 1) / BN;
+  if (CL > 1) { // persistent clusters: as many as run at once (or maxBlocks / CL), <= units
+    static int maxClusters = [&] {
+      int nc = 0;
+#ifdef TGRT_CUDA_EMULATE
+      nc = std::max(1, ctx->sm_count / CL);
+#else
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3((unsigned)(std::max(1, ctx->sm_count) / CL * CL));
+      cfg.blockDim = dim3(kEpiThreads);
+      cfg.dynamicSmemBytes = smem;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = CL;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      check(cudaOccupancyMaxActiveClusters(&nc, kernel, &cfg), loc,
+            "cudaOccupancyMaxActiveClusters(gemm_bf16_epiwg_kernel)");
+      if (nc <= 0) fail(loc, "gemm_bf16: no cluster of %d blocks of this kernel fits the GPU", CL);
+#endif
+      return nc;
+    }();
+    const int64_t units = (tilesM + CL - 1) / CL * tilesN;
+    const int64_t clusters =
+        std::min<int64_t>(units, maxBlocks > 0 ? std::max(1, maxBlocks / CL) : maxClusters);
+    launchCluster(ctx, loc, "gemm_bf16_kernel", kernel, dim3((unsigned)(clusters * CL)),
+                  dim3(kEpiThreads), smem, (unsigned)CL, mapA, mapB, mapOut, mapPre,
+                  static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
+                  static_cast<const uint16_t*>(bias), (int)m, (int)n, (int)k, alpha);
+    return;
+  }
+  const int64_t tiles = tilesM * tilesN;
   const int64_t blocks =
       kPersist ? std::min<int64_t>(tiles, maxBlocks > 0 ? maxBlocks : std::max(1, ctx->sm_count))
                : tiles;
@@ -769,8 +862,7 @@ void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, bool transB,
 #define TGRT_GEMM_LAUNCH(E, T)                                                                     \
   return launchGemm<SCHED, E, T>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,  \
                                  alpha, maxBlocks)
-  if (transB || (SCHED != (int)GemmSchedule::Persistent256 &&
-                 SCHED != (int)GemmSchedule::PersistentEpilogue)) {
+  if (transB || !gemmScheduleTakesKN((GemmSchedule)SCHED)) {
     switch (epi) {
     case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 1);
     case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 1);
@@ -805,18 +897,18 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       fail(loc, "gemm_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
   if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_bf16: the epilogue needs a bias");
-  if (!trans_b && sched != GemmSchedule::Persistent256 &&
-      sched != GemmSchedule::PersistentEpilogue)
+  if (!trans_b && !gemmScheduleTakesKN(sched))
     fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the persistent 128 x 256 schedules");
   if (!ownGemmAvailable(ctx))
     fail(loc, "gemm_bf16: needs a compute capability 9.0 GPU (the sm_90a kernels)");
   TensorMap mapA, mapB, mapOut, mapPre;
   const char* why = "";
+  // b [n, k]'s box: the tile's rows of b (half of them with 2-block clusters, BTile).
   const int tileN =
       sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ||
               sched == GemmSchedule::PersistentEpilogue
           ? 256
-          : 128;
+          : 128; // PingPong, Cooperative128, ClusterEpilogue (256 / 2)
   if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
       !(trans_b ? encodeBf16Map(&mapB, b, n, k, tileN, &why)
                 : encodeBf16Map(&mapB, b, k, n, 64, &why)) ||
@@ -833,6 +925,7 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
     TGRT_GEMM_SCHED(Cooperative128);
     TGRT_GEMM_SCHED(Persistent256);
     TGRT_GEMM_SCHED(PersistentEpilogue);
+    TGRT_GEMM_SCHED(ClusterEpilogue);
   }
 #undef TGRT_GEMM_SCHED
   fail(loc, "gemm_bf16: unknown schedule %d", (int)sched);

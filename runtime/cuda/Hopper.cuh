@@ -1,8 +1,9 @@
 // Hopper.cuh — the sm_90a primitives the own tensor-core kernels share (AttentionBf16.cu's
 // wgmma attention, Gemm.cu's GEMM): warpgroup MMA ordering (wgmma.fence / commit_group /
 // wait_group), wgmma matrix descriptors for 128-byte-swizzled tiles, the async-proxy fence,
-// mbarriers and TMA tile loads (cp.async.bulk.tensor). Each has a CPU emulator body
-// (runtime/cuda/emu/CudaEmu.h: emu::wgmma, emu::mbar*, emu::tmaLoad2d, emu::yieldThread), so
+// mbarriers, TMA tile loads (cp.async.bulk.tensor, multicast too) and thread block clusters.
+// Each has a CPU emulator body (runtime/cuda/emu/CudaEmu.h: emu::wgmma, emu::mbar*,
+// emu::tmaLoad2d, emu::clusterSync, emu::yieldThread), so
 // tgrt-cuda-emu-check runs the kernels that use them on a machine without a GPU.
 //
 // Sources: PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma,
@@ -153,6 +154,48 @@ __device__ __forceinline__ void mbarWait(uint64_t* bar, unsigned parity) {
 #endif
 }
 
+// -------------------------------------------------------------------- clusters --
+// Thread block clusters (PTX ISA "Cluster of Cooperative Thread Arrays"): the blocks of a
+// cluster run at once on one GPC and reach each other's shared memory and mbarriers.
+
+/// %cluster_ctarank: this block's rank in its cluster (0 without a cluster launch).
+__device__ __forceinline__ unsigned clusterCtaRank() {
+#ifdef TGRT_CUDA_EMULATE
+  return emu::clusterCtaRank();
+#elif TGRT_HOPPER_OPS
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+/// barrier.cluster.arrive.release + barrier.cluster.wait.acquire: every non-exited thread of
+/// the cluster meets here; shared-memory writes and mbarrier inits before it are visible to
+/// the whole cluster after it. Before a block's shared memory is read or written by another
+/// block of the cluster, and before a block exits while another may still do so.
+__device__ __forceinline__ void clusterSync() {
+#ifdef TGRT_CUDA_EMULATE
+  emu::clusterSync();
+#elif TGRT_HOPPER_OPS
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+/// One arrival (release, cluster scope) on the mbarrier at bar's offset in the shared memory
+/// of the cluster's block `rank` (this block's own too): mapa, then the remote arrive.
+__device__ __forceinline__ void mbarArriveCluster(uint64_t* bar, unsigned rank) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::mbarArriveCluster(bar, rank);
+#elif TGRT_HOPPER_OPS
+  asm volatile("{\n.reg .b32 remote;\n"
+               "mapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(
+                   smemAddr(bar)),
+               "r"(rank)
+               : "memory");
+#endif
+}
+
 // ------------------------------------------------------------------------- TMA --
 #ifdef TGRT_CUDA_EMULATE
 using TensorMap = emu::TensorMap;
@@ -172,6 +215,22 @@ __device__ __forceinline__ void tmaLoad2d(void* dst, const TensorMap* map, int c
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                " [%0], [%1, {%2, %3}], [%4];" ::"r"(smemAddr(dst)),
                "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smemAddr(bar))
+               : "memory");
+#endif
+}
+
+/// tmaLoad2d multicast (.multicast::cluster): the box lands at dst's offset in the shared
+/// memory of every block of the cluster whose rank's bit is set in ctaMask, its bytes
+/// completing on each one's mbarrier at bar's offset (each block announces them itself).
+__device__ __forceinline__ void tmaLoad2dMulticast(void* dst, const TensorMap* map, int c0,
+                                                   int c1, uint64_t* bar, uint16_t ctaMask) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::tmaLoad2dMulticast(dst, map, c0, c1, bar, ctaMask);
+#elif TGRT_HOPPER_OPS
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smemAddr(dst)),
+               "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smemAddr(bar)),
+               "h"(ctaMask)
                : "memory");
 #endif
 }

@@ -243,6 +243,34 @@ void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArg
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
 }
 
+/// launch() with thread block clusters of `clusterX` consecutive blocks along x (grid.x a
+/// multiple of clusterX): cudaLaunchKernelEx with cudaLaunchAttributeClusterDimension.
+template <typename... KArgs, typename... Args>
+void launchCluster(Context* ctx, const char* loc, const char* name, void (*kernel)(KArgs...),
+                   dim3 grid, dim3 block, size_t smem, unsigned clusterX, Args... args) {
+#ifdef TGRT_CUDA_EMULATE
+  emu::launch(grid, block, smem, [=] { kernel(static_cast<KArgs>(args)...); }, clusterX);
+#elif defined(__CUDACC__)
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = ctx->stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = clusterX;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  check(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...), loc, name);
+#else
+  static_assert(sizeof...(KArgs) != sizeof...(KArgs), "launchCluster() needs nvcc");
+#endif
+  check(cudaGetLastError(), loc, name);
+  if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
+}
+
 /// Blocks for a grid-stride loop over n items, `per_block` items per block and pass, capped.
 inline unsigned gridFor(int64_t n, int64_t per_block, int64_t cap = 16384) {
   int64_t b = (n + per_block - 1) / per_block;

@@ -1279,7 +1279,9 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
   }
   const int32_t dt = TGRT_BF16;
   struct Case { int64_t m, n, k; float alpha; };
-  std::vector<Case> cases = {{200, 264, 136, 1.0f}, {130, 128, 328, 0.5f}};
+  // 300 x 520 x 200: 3 tile rows (the clusters' last pair has a block past m), 6 cluster
+  // tiles for one cluster to walk, more k tiles than stages.
+  std::vector<Case> cases = {{200, 264, 136, 1.0f}, {130, 128, 328, 0.5f}, {300, 520, 200, 1.0f}};
   if (!quick) {
     cases.push_back({1000, 3072, 768, 1.0f});
     cases.push_back({777, 2304, 1024, 1.0f});
@@ -1307,9 +1309,12 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
                           {S::Cooperative128, 0, "coop 128"}, {S::Persistent256, 0, "persist 256"},
                           {S::Persistent256, 1, "persist 256 1 block"},
                           {S::PersistentEpilogue, 0, "persist epi wg"},
-                          {S::PersistentEpilogue, 1, "persist epi wg 1 block"}};
+                          {S::PersistentEpilogue, 1, "persist epi wg 1 block"},
+                          {S::ClusterEpilogue, 0, "cluster epi wg"},
+                          {S::ClusterEpilogue, 2, "cluster epi wg 1 cluster"}};
       for (const Run& run : runs) {
-        if (!tb && run.sched != S::Persistent256 && run.sched != S::PersistentEpilogue)
+        if (!tb && run.sched != S::Persistent256 && run.sched != S::PersistentEpilogue &&
+            run.sched != S::ClusterEpilogue)
           continue; // b [k, n]: the persistent 128 x 256 kernels only
         for (E epi : {E::None, E::Bias, E::BiasGelu}) {
           gpre.poison();
@@ -3260,13 +3265,14 @@ void benchKernels(Contexts& c, int reps) {
   }
 }
 
-/// --bench-gemm: the own Hopper GEMM (gemmBf16: its four schedules with b [n, k], the
-/// persistent one with b [k, n] too) against the runtime's cuBLASLt path (tuned algorithms,
-/// TGRT_OWN_GEMM off; matmul, matmulBias, matmulBiasGelu) at the forward GEMMs of GPT-2 small
-/// and of the head-dim-128 example, bf16. Each of 3 rounds times every variant (median of `reps`
-/// calls), in turn; the table gives the median round. The own outputs' largest relative
-/// difference from cuBLASLt's is printed beside them. TGRT_GEMM_BENCH_ONLY=TEXT: only the
-/// shapes whose name holds TEXT (for profilers).
+/// --bench-gemm: the own Hopper GEMM (gemmBf16: the persistent 128 x 256 schedules, with and
+/// without the epilogue warpgroup and 2-block clusters, b [n, k] and [k, n]) against the
+/// runtime's cuBLASLt path (tuned algorithms, TGRT_OWN_GEMM off; matmul, matmulBias,
+/// matmulBiasGelu) at the forward GEMMs of GPT-2 small and of the head-dim-128 example, bf16.
+/// Each of 5 rounds times every variant (median of `reps` calls), in turn; a cell gives the
+/// median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median). The own
+/// outputs' largest relative difference from cuBLASLt's is printed beside them.
+/// TGRT_GEMM_BENCH_ONLY=TEXT: only the shapes whose name holds TEXT (for profilers).
 void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::Context* g = c.gpu;
   if (!tgrt_cuda::ownGemmAvailable(g)) {
@@ -3288,19 +3294,19 @@ void benchOwnGemm(Contexts& c, int reps) {
   // persistent schedule with b [k, n] (t00, the layout of tgc's compiled forward GEMMs).
   struct Col { const char* name; bool own; S sched; int32_t tb; };
   const Col cols[] = {{"cuBLASLt t01", false, S::PingPong, 1},
-                      {"pingpong t01", true, S::PingPong, 1},
-                      {"coop 256 t01", true, S::Cooperative256, 1},
-                      {"coop 128 t01", true, S::Cooperative128, 1},
-                      {"persist t01", true, S::Persistent256, 1},
+                      {"epi wg t01", true, S::PersistentEpilogue, 1},
+                      {"cluster t01", true, S::ClusterEpilogue, 1},
                       {"cuBLASLt t00", false, S::PingPong, 0},
-                      {"persist t00", true, S::Persistent256, 0},
-                      {"epi wg t00", true, S::PersistentEpilogue, 0}};
+                      {"epi wg t00", true, S::PersistentEpilogue, 0},
+                      {"cluster t00", true, S::ClusterEpilogue, 0}};
   constexpr int kCols = (int)(sizeof cols / sizeof cols[0]);
-  std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s), median of %d calls, "
-              "median of 3 rounds; max diff: the own outputs against cuBLASLt's, same layout\n",
-              reps);
+  constexpr int kRounds = 5;
+  std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s) spread: median of %d "
+              "calls, median of %d alternating rounds, (max - min) / median of the rounds; max "
+              "diff: the own outputs against cuBLASLt's, same layout\n",
+              reps, kRounds);
   std::printf("%-20s %-17s", "shape", "m x n x k");
-  for (const Col& col : cols) std::printf(" %-15s", col.name);
+  for (const Col& col : cols) std::printf(" %-21s", col.name);
   std::printf(" %9s\n", "max diff");
   const int32_t dt = TGRT_BF16;
   const char* only = std::getenv("TGRT_GEMM_BENCH_ONLY"); // a shape name's substring
@@ -3332,16 +3338,18 @@ void benchOwnGemm(Contexts& c, int reps) {
       if (cols[v].own) diff = std::max(diff, relErr(out2.f(), out.f()));
     }
     std::vector<float> t[kCols];
-    for (int round = 0; round < 3; ++round)
+    for (int round = 0; round < kRounds; ++round)
       for (int v = 0; v < kCols; ++v) t[v].push_back(timeMs(g, reps, [&] { run(cols[v]); }));
     const double flop = 2.0 * (double)sh.m * (double)sh.n * (double)sh.k;
     std::printf("%-20s %-17s", sh.what,
                 fmt("%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k).c_str());
     for (int v = 0; v < kCols; ++v) {
       std::sort(t[v].begin(), t[v].end());
-      char cell[32];
-      std::snprintf(cell, sizeof cell, "%.4f (%.0f)", t[v][1], flop / t[v][1] / 1e9);
-      std::printf(" %-15s", cell);
+      const double med = t[v][kRounds / 2];
+      char cell[48];
+      std::snprintf(cell, sizeof cell, "%.4f (%.0f) %.1f%%", med, flop / med / 1e9,
+                    100.0 * (t[v].back() - t[v].front()) / med);
+      std::printf(" %-21s", cell);
     }
     std::printf(" %9.2e\n", diff);
     std::fflush(stdout);

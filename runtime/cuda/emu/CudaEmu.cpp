@@ -22,7 +22,7 @@ dim3 g_gridDim;
 
 namespace {
 
-enum class State { Ready, AtSync, AtWarp, AtNamed, Yielded, Done };
+enum class State { Ready, AtSync, AtWarp, AtNamed, AtCluster, Yielded, Done };
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kMaxSmem = 227 * 1024; // Hopper's opt-in limit per block
@@ -31,12 +31,11 @@ struct Fiber {
   ucontext_t ctx;
   State state = State::Ready;
   Thread thread;
+  int block = 0;        ///< its block's rank in the cluster (index into g_blocks)
   unsigned warpGen = 0; ///< warp barriers passed (selects the exchange buffer)
   int namedBar = -1;    ///< the named barrier waited at (AtNamed)
 };
 constexpr int kNamedBarriers = 16;
-/// Threads a named barrier waits for (bar.sync id, count), set by its first arrival.
-int g_namedCount[kNamedBarriers] = {0};
 
 struct Warp {
   unsigned char slot[2][32][16]; ///< double-buffered exchange, 16 bytes a lane
@@ -51,15 +50,28 @@ int g_cur = -1;
 /// finished, an mbarrier operation): a round of the scheduler in which it stays put while
 /// threads spin (yieldThread) is a deadlock.
 unsigned long long g_progress = 0;
-/// The running block's mbarriers, by the byte offset of their word in shared memory.
+/// An mbarrier's state (CudaEmu.h "mbarrier").
 struct Mbar {
   unsigned count = 0, pending = 0, phase = 0;
   long long tx = 0;
 };
-std::map<size_t, Mbar> g_mbars;
+/// A running block of the cluster: its index, dynamic shared memory, mbarriers (by the byte
+/// offset of their word in shared memory) and named barriers' counts (bar.sync id, count; set
+/// by the first arrival).
+struct Block {
+  uint3 idx = {0, 0, 0};
+  std::vector<float4> smem;
+  std::map<size_t, Mbar> mbars;
+  int namedCount[kNamedBarriers] = {0};
+};
+std::vector<Block> g_blocks;
+int g_threadsPerBlock = 0;
 const std::function<void()>* g_body = nullptr;
-std::vector<float4> g_smem;
 cudaError_t g_lastError = cudaSuccess;
+
+/// The running fiber's block.
+Block& curBlock() { return g_blocks[(size_t)g_fibers[g_cur].block]; }
+size_t smemBytesOf(const Block& b) { return b.smem.size() * sizeof(float4); }
 
 void trampoline() {
   (*g_body)();
@@ -83,15 +95,24 @@ void block(State s) {
   std::exit(3);
 }
 
-void runBlock(int n) {
-  for (int i = 0; i < n; ++i) {
+/// Runs the blocks of one cluster (g_blocks, g_threadsPerBlock threads each) as one set of
+/// fibers until every thread finished. Each round runs every ready fiber once, then releases
+/// what its barriers allow: a block's __syncthreads (every live thread of the block at it),
+/// a warp's barrier (every live lane), a named barrier (its count), the cluster barrier
+/// (every live thread of the cluster) and the spinning threads (when anything happened in
+/// the round); a round that releases nothing is a deadlock.
+void runCluster() {
+  const int n = g_threadsPerBlock, nb = (int)g_blocks.size(), total = n * nb;
+  for (int i = 0; i < total; ++i) {
     Fiber& f = g_fibers[i];
     f.state = State::Ready;
     f.warpGen = 0;
-    f.thread.linear = i;
-    f.thread.idx.x = (unsigned)i % g_blockDim.x;
-    f.thread.idx.y = ((unsigned)i / g_blockDim.x) % g_blockDim.y;
-    f.thread.idx.z = (unsigned)i / (g_blockDim.x * g_blockDim.y);
+    f.block = i / n;
+    const int t = i % n;
+    f.thread.linear = t;
+    f.thread.idx.x = (unsigned)t % g_blockDim.x;
+    f.thread.idx.y = ((unsigned)t / g_blockDim.x) % g_blockDim.y;
+    f.thread.idx.z = (unsigned)t / (g_blockDim.x * g_blockDim.y);
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = g_stacks[i];
     f.ctx.uc_stack.ss_size = kStackBytes;
@@ -99,56 +120,73 @@ void runBlock(int n) {
     makecontext(&f.ctx, trampoline, 0);
   }
   const int nWarps = (n + 31) / 32;
+  auto releaseIf = [&](int lo, int hi, auto pred) {
+    for (int i = lo; i < hi; ++i)
+      if (pred(g_fibers[i])) g_fibers[i].state = State::Ready;
+  };
   for (;;) {
     const unsigned long long progressBefore = g_progress;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < total; ++i) {
       if (g_fibers[i].state != State::Ready) continue;
       g_cur = i;
       g_thread = &g_fibers[i].thread;
+      g_blockIdx = g_blocks[(size_t)g_fibers[i].block].idx;
       swapcontext(&g_sched, &g_fibers[i].ctx);
     }
-    int live = 0, atSync = 0, yielded = 0;
-    for (int i = 0; i < n; ++i) {
+    int live = 0, atCluster = 0, yielded = 0;
+    for (int i = 0; i < total; ++i) {
       if (g_fibers[i].state == State::Done) continue;
       ++live;
-      if (g_fibers[i].state == State::AtSync) ++atSync;
-      if (g_fibers[i].state == State::Yielded) ++yielded;
+      atCluster += g_fibers[i].state == State::AtCluster;
+      yielded += g_fibers[i].state == State::Yielded;
     }
     if (live == 0) return;
     bool released = false;
     if (yielded > 0 && g_progress != progressBefore) {
-      for (int i = 0; i < n; ++i)
-        if (g_fibers[i].state == State::Yielded) g_fibers[i].state = State::Ready;
+      releaseIf(0, total, [](const Fiber& f) { return f.state == State::Yielded; });
       released = true;
     }
-    for (int w = 0; w < nWarps; ++w) {
-      int wl = 0, wa = 0;
-      for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i) {
+    for (int b = 0; b < nb; ++b) {
+      const int lo = b * n, hi = lo + n;
+      for (int w = 0; w < nWarps; ++w) {
+        const int wlo = lo + w * 32, whi = std::min(hi, wlo + 32);
+        int wl = 0, wa = 0;
+        for (int i = wlo; i < whi; ++i) {
+          if (g_fibers[i].state == State::Done) continue;
+          ++wl;
+          wa += g_fibers[i].state == State::AtWarp;
+        }
+        if (wl > 0 && wa == wl) {
+          releaseIf(wlo, whi, [](const Fiber& f) { return f.state == State::AtWarp; });
+          released = true;
+        }
+      }
+      Block& blk = g_blocks[(size_t)b];
+      for (int id = 0; id < kNamedBarriers; ++id) {
+        int at = 0;
+        for (int i = lo; i < hi; ++i)
+          at += g_fibers[i].state == State::AtNamed && g_fibers[i].namedBar == id;
+        if (at > 0 && at >= blk.namedCount[id]) {
+          releaseIf(lo, hi, [id](const Fiber& f) {
+            return f.state == State::AtNamed && f.namedBar == id;
+          });
+          blk.namedCount[id] = 0;
+          released = true;
+        }
+      }
+      int bl = 0, bs = 0;
+      for (int i = lo; i < hi; ++i) {
         if (g_fibers[i].state == State::Done) continue;
-        ++wl;
-        if (g_fibers[i].state == State::AtWarp) ++wa;
+        ++bl;
+        bs += g_fibers[i].state == State::AtSync;
       }
-      if (wl > 0 && wa == wl) {
-        for (int i = w * 32; i < std::min(n, w * 32 + 32); ++i)
-          if (g_fibers[i].state == State::AtWarp) g_fibers[i].state = State::Ready;
+      if (bl > 0 && bs == bl) {
+        releaseIf(lo, hi, [](const Fiber& f) { return f.state == State::AtSync; });
         released = true;
       }
     }
-    for (int id = 0; id < kNamedBarriers; ++id) {
-      int at = 0;
-      for (int i = 0; i < n; ++i)
-        at += g_fibers[i].state == State::AtNamed && g_fibers[i].namedBar == id;
-      if (at > 0 && at >= g_namedCount[id]) {
-        for (int i = 0; i < n; ++i)
-          if (g_fibers[i].state == State::AtNamed && g_fibers[i].namedBar == id)
-            g_fibers[i].state = State::Ready;
-        g_namedCount[id] = 0;
-        released = true;
-      }
-    }
-    if (!released && atSync == live) {
-      for (int i = 0; i < n; ++i)
-        if (g_fibers[i].state == State::AtSync) g_fibers[i].state = State::Ready;
+    if (atCluster == live) {
+      releaseIf(0, total, [](const Fiber& f) { return f.state == State::AtCluster; });
       released = true;
     }
     if (!released) die("deadlock: threads wait at different barriers");
@@ -170,10 +208,11 @@ bool recording(const std::function<void()>& op) {
   return true;
 }
 
-void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<void()>& body) {
+void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<void()>& body,
+            unsigned clusterX) {
   const long long n = (long long)blockDims.x * blockDims.y * blockDims.z;
   if (n <= 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
-      grid.z > 65535) {
+      grid.z > 65535 || clusterX == 0 || clusterX > 8 || grid.x % clusterX != 0) {
     g_lastError = cudaErrorInvalidValue;
     return;
   }
@@ -184,41 +223,58 @@ void launch(dim3 grid, dim3 blockDims, size_t smemBytes, const std::function<voi
     return;
   }
   // Captured: the closure (which holds its arguments by value) runs at each graph launch.
-  if (recording([grid, blockDims, smemBytes, body] { launch(grid, blockDims, smemBytes, body); }))
+  if (recording([grid, blockDims, smemBytes, body, clusterX] {
+        launch(grid, blockDims, smemBytes, body, clusterX);
+      }))
     return;
-  while (g_stacks.size() < (size_t)n) {
+  const size_t total = (size_t)n * clusterX;
+  while (g_stacks.size() < total) {
     char* s = static_cast<char*>(std::malloc(kStackBytes));
     if (!s) die("out of memory for fiber stacks");
     g_stacks.push_back(s);
   }
-  if (g_fibers.size() < (size_t)n) g_fibers.resize((size_t)n);
-  g_warps.resize((size_t)((n + 31) / 32));
-  g_smem.resize(smemBytes / sizeof(float4) + 1);
+  if (g_fibers.size() < total) g_fibers.resize(total);
+  g_warps.resize(clusterX * (size_t)((n + 31) / 32));
+  g_blocks.assign(clusterX, Block{});
+  for (Block& b : g_blocks) b.smem.resize(smemBytes / sizeof(float4) + 1);
+  g_threadsPerBlock = (int)n;
   g_body = &body;
   g_blockDim = blockDims;
   g_gridDim = grid;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        g_blockIdx = {x, y, z};
-        g_mbars.clear();
-        // Poison shared memory (NaN bytes) so reads of never-written smem show up.
-        std::memset(static_cast<void*>(g_smem.data()), 0xff, g_smem.size() * sizeof(float4));
-        runBlock((int)n);
+      for (unsigned x = 0; x < grid.x; x += clusterX) {
+        for (unsigned r = 0; r < clusterX; ++r) {
+          Block& b = g_blocks[r];
+          b.idx = {x + r, y, z};
+          b.mbars.clear();
+          std::fill(std::begin(b.namedCount), std::end(b.namedCount), 0);
+          // Poison shared memory (NaN bytes) so reads of never-written smem show up.
+          std::memset(static_cast<void*>(b.smem.data()), 0xff, smemBytesOf(b));
+        }
+        runCluster();
       }
   g_thread = nullptr;
+  g_cur = -1;
 }
 
-void* dynamicSmem() { return g_smem.data(); }
+void* dynamicSmem() { return curBlock().smem.data(); }
+
+unsigned clusterCtaRank() { return (unsigned)g_fibers[g_cur].block; }
+
+unsigned clusterSize() { return (unsigned)g_blocks.size(); }
+
+void clusterSync() { block(State::AtCluster); }
 
 void yieldThread() { block(State::Yielded); }
 
 void namedBarrier(int id, int count) {
   if (id < 0 || id >= kNamedBarriers || count <= 0 || count % 32 != 0)
     die("bar.sync: id must be in [0, 16) and the count a positive multiple of 32");
-  if (g_namedCount[id] != 0 && g_namedCount[id] != count)
+  int& expected = curBlock().namedCount[id];
+  if (expected != 0 && expected != count)
     die("bar.sync: threads wait at one named barrier with different counts");
-  g_namedCount[id] = count;
+  expected = count;
   g_fibers[g_cur].namedBar = id;
   block(State::AtNamed);
 }
@@ -227,10 +283,10 @@ void tmaStore2d(const TensorMap* map, const void* src, int c0, int c1) {
   if (map->elemBytes != 2) die("tma store: only 2-byte elements are emulated");
   const size_t rowBytes = (size_t)map->box[0] * 2;
   if (map->swizzle128 && rowBytes != 128) die("tma store: the 128-byte swizzle needs 128-byte box rows");
-  const char* smem = reinterpret_cast<const char*>(g_smem.data());
+  const Block& blk = curBlock();
+  const char* smem = reinterpret_cast<const char*>(blk.smem.data());
   const size_t base = (size_t)(static_cast<const char*>(src) - smem);
-  if (base % (map->swizzle128 ? 1024 : 128) != 0 ||
-      base + rowBytes * map->box[1] > g_smem.size() * sizeof(float4))
+  if (base % (map->swizzle128 ? 1024 : 128) != 0 || base + rowBytes * map->box[1] > smemBytesOf(blk))
     die("tma store: the source is misaligned or outside shared memory");
   char* g = static_cast<char*>(const_cast<void*>(map->base));
   for (uint32_t r = 0; r < map->box[1]; ++r)
@@ -245,14 +301,26 @@ void tmaStore2d(const TensorMap* map, const void* src, int c0, int c1) {
 }
 
 namespace {
-Mbar& mbarAt(void* bar, const char* what) {
-  const size_t off = (size_t)(static_cast<char*>(bar) - reinterpret_cast<char*>(g_smem.data()));
-  if (off >= g_smem.size() * sizeof(float4) || off % 8 != 0) {
-    std::fprintf(stderr, "cuda-emu: %s: the mbarrier is not an 8-byte word of shared memory\n",
+/// The byte offset of p in the running block's shared memory; dies (naming `what`) unless
+/// p lies in it, aligned to `align` with `bytes` bytes from there inside it.
+size_t smemOffset(const void* p, size_t align, size_t bytes, const char* what) {
+  const Block& blk = curBlock();
+  const char* base = reinterpret_cast<const char*>(blk.smem.data());
+  const char* q = static_cast<const char*>(p);
+  if (q < base || (size_t)(q - base) % align != 0 || (size_t)(q - base) + bytes > smemBytesOf(blk)) {
+    std::fprintf(stderr, "cuda-emu: %s: the address is misaligned or outside shared memory\n",
                  what);
     std::exit(3);
   }
-  return g_mbars[off];
+  return (size_t)(q - base);
+}
+/// The mbarrier at byte offset `off` of block `rank`'s shared memory.
+Mbar& mbarOf(unsigned rank, size_t off) {
+  if (rank >= g_blocks.size()) die("mbarrier: the CTA rank is outside the cluster");
+  return g_blocks[rank].mbars[off];
+}
+Mbar& mbarAt(void* bar, const char* what) {
+  return curBlock().mbars[smemOffset(bar, 8, 8, what)];
 }
 void mbarSettle(Mbar& m) {
   if (m.pending == 0 && m.tx == 0) {
@@ -260,46 +328,24 @@ void mbarSettle(Mbar& m) {
     m.pending = m.count;
   }
 }
-} // namespace
-
-void mbarInit(void* bar, unsigned count) {
-  Mbar& m = mbarAt(bar, "mbarrier.init");
-  m = Mbar{count, count, 0, 0};
-  ++g_progress;
-}
-
-void mbarArrive(void* bar, unsigned txBytes) {
-  Mbar& m = mbarAt(bar, "mbarrier.arrive");
+void arriveOn(Mbar& m, unsigned txBytes) {
   if (m.count == 0 || m.pending == 0) die("mbarrier.arrive on a barrier never initialised");
   m.tx += txBytes;
   --m.pending;
   mbarSettle(m);
   ++g_progress;
 }
-
-void mbarCompleteTx(void* bar, unsigned bytes) {
-  Mbar& m = mbarAt(bar, "complete_tx");
+void completeTxOn(Mbar& m, unsigned bytes) {
   if (m.count == 0) die("complete_tx on an mbarrier never initialised");
   m.tx -= bytes;
   mbarSettle(m);
   ++g_progress;
 }
-
-bool mbarDone(void* bar, unsigned parity) {
-  Mbar& m = mbarAt(bar, "mbarrier.try_wait");
-  if (m.count == 0) die("mbarrier.try_wait on a barrier never initialised");
-  return m.phase != (parity & 1u);
-}
-
-void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar) {
-  if (map->elemBytes != 2) die("tma: only 2-byte elements are emulated");
+/// The box of `map` at (c0, c1) into block `rank`'s shared memory at byte offset `base`
+/// (see tmaLoad2d); returns the box's bytes.
+size_t loadBox(unsigned rank, size_t base, const TensorMap* map, int c0, int c1) {
+  char* smem = reinterpret_cast<char*>(g_blocks[rank].smem.data());
   const size_t rowBytes = (size_t)map->box[0] * 2;
-  if (map->swizzle128 && rowBytes != 128) die("tma: the 128-byte swizzle needs 128-byte box rows");
-  const size_t base = (size_t)(static_cast<char*>(dst) - reinterpret_cast<char*>(g_smem.data()));
-  if (base % (map->swizzle128 ? 1024 : 128) != 0 ||
-      base + rowBytes * map->box[1] > g_smem.size() * sizeof(float4))
-    die("tma: the destination is misaligned or outside shared memory");
-  char* smem = reinterpret_cast<char*>(g_smem.data());
   const char* g = static_cast<const char*>(map->base);
   for (uint32_t r = 0; r < map->box[1]; ++r)
     for (uint32_t e = 0; e < map->box[0]; ++e) {
@@ -311,7 +357,51 @@ void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar) {
       if (map->swizzle128) a ^= ((a >> 7) & 7) << 4;
       std::memcpy(smem + a, &v, 2);
     }
-  mbarCompleteTx(bar, (unsigned)(rowBytes * map->box[1]));
+  return rowBytes * map->box[1];
+}
+/// The destination offset of a TMA load into the running block (checked against `map`).
+size_t tmaDst(void* dst, const TensorMap* map, const char* what) {
+  if (map->elemBytes != 2) die("tma: only 2-byte elements are emulated");
+  const size_t rowBytes = (size_t)map->box[0] * 2;
+  if (map->swizzle128 && rowBytes != 128) die("tma: the 128-byte swizzle needs 128-byte box rows");
+  return smemOffset(dst, map->swizzle128 ? 1024 : 128, rowBytes * map->box[1], what);
+}
+} // namespace
+
+void mbarInit(void* bar, unsigned count) {
+  Mbar& m = mbarAt(bar, "mbarrier.init");
+  m = Mbar{count, count, 0, 0};
+  ++g_progress;
+}
+
+void mbarArrive(void* bar, unsigned txBytes) { arriveOn(mbarAt(bar, "mbarrier.arrive"), txBytes); }
+
+void mbarArriveCluster(void* bar, unsigned rank) {
+  arriveOn(mbarOf(rank, smemOffset(bar, 8, 8, "mbarrier.arrive.shared::cluster")), 0);
+}
+
+void mbarCompleteTx(void* bar, unsigned bytes) { completeTxOn(mbarAt(bar, "complete_tx"), bytes); }
+
+bool mbarDone(void* bar, unsigned parity) {
+  Mbar& m = mbarAt(bar, "mbarrier.try_wait");
+  if (m.count == 0) die("mbarrier.try_wait on a barrier never initialised");
+  return m.phase != (parity & 1u);
+}
+
+void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar) {
+  const size_t base = tmaDst(dst, map, "tma load");
+  const size_t bytes = loadBox(clusterCtaRank(), base, map, c0, c1);
+  mbarCompleteTx(bar, (unsigned)bytes);
+}
+
+void tmaLoad2dMulticast(void* dst, const TensorMap* map, int c0, int c1, void* bar,
+                        uint16_t ctaMask) {
+  const size_t base = tmaDst(dst, map, "tma multicast load");
+  const size_t barOff = smemOffset(bar, 8, 8, "tma multicast load (mbarrier)");
+  if (ctaMask == 0 || (ctaMask >> g_blocks.size()) != 0)
+    die("tma multicast: the CTA mask names no CTA or one outside the cluster");
+  for (unsigned r = 0; r < g_blocks.size(); ++r)
+    if (ctaMask & (1u << r)) completeTxOn(mbarOf(r, barOff), (unsigned)loadBox(r, base, map, c0, c1));
 }
 
 void syncthreads() { block(State::AtSync); }
@@ -330,7 +420,7 @@ unsigned char (*publishToWarp(const void* mine, size_t bytes, const char* what, 
   if (bytes > 16) die(what);
   Fiber& f = g_fibers[g_cur];
   lane = f.thread.linear & 31;
-  Warp& w = g_warps[(size_t)(f.thread.linear / 32)];
+  Warp& w = g_warps[(size_t)(f.block * ((g_threadsPerBlock + 31) / 32) + f.thread.linear / 32)];
   const unsigned buf = f.warpGen & 1;
   std::memcpy(w.slot[buf][lane], mine, bytes);
   block(State::AtWarp);

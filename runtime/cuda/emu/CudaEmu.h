@@ -2,18 +2,22 @@
 // kernels (Kernels.cu, Attention.cu) and the check tool build with a plain C++ compiler and
 // run on a machine without a GPU (this one, and CI).
 //
-// How it runs a kernel: the blocks of a grid run one after another; the threads of a block
-// are cooperative fibers (ucontext) on one OS thread. A fiber runs until it reaches
-// __syncthreads() (waits for every live thread of the block) or a warp shuffle / __syncwarp
-// (waits for every live thread of its warp of 32), then the next fiber runs. So a missing
-// __syncthreads shows up as wrong results here too: every thread runs its whole phase before
-// any other thread starts it. `__shared__` variables are function statics, which is right
-// because blocks never overlap. Named barriers (bar.sync id, count) wait for `count`
-// threads; a spin wait (an mbarrier's try_wait, Hopper.cuh mbarWait) yields the fiber, and a
-// round in which every live thread only spins or waits is reported as a deadlock. TMA tile
-// loads and stores and the mbarrier transaction counts are emulated (tmaLoad2d, tmaStore2d,
-// mbar*), so Gemm.cu's warp-specialized kernels run here; clusters are not (blocks run one
-// after another).
+// How it runs a kernel: the clusters of a grid run one after another (a cluster is one block
+// unless the launch asks for more); the threads of a cluster's blocks are cooperative fibers
+// (ucontext) on one OS thread. A fiber runs until it reaches __syncthreads() (waits for every
+// live thread of its block) or a warp shuffle / __syncwarp (waits for every live thread of
+// its warp of 32), then the next fiber runs. So a missing __syncthreads shows up as wrong
+// results here too: every thread runs its whole phase before any other thread starts it.
+// `__shared__` variables are function statics, which is right only because blocks of
+// different clusters never overlap: kernels launched with clusters use dynamic shared memory
+// only (each block of the cluster has its own). Named barriers (bar.sync id, count) wait for
+// `count` threads of the block; the cluster barrier (barrier.cluster arrive + wait) for every
+// live thread of the cluster; a spin wait (an mbarrier's try_wait, Hopper.cuh mbarWait) yields
+// the fiber, and a round in which every live thread only spins or waits is reported as a
+// deadlock. TMA tile loads (multicast to several blocks of the cluster too) and stores, the
+// mbarrier transaction counts and arrivals on another block's mbarrier are emulated
+// (tmaLoad2d, tmaLoad2dMulticast, tmaStore2d, mbar*), so Gemm.cu's warp-specialized and
+// cluster kernels run here.
 //
 // Only what the backend uses is here; it is test infrastructure, not a CUDA implementation.
 // Build with -DTGRT_CUDA_EMULATE (runtime/cuda/Device.h picks this header then).
@@ -68,11 +72,20 @@ extern uint3 g_blockIdx;
 extern dim3 g_blockDim;
 extern dim3 g_gridDim;
 
-/// Runs body() once per thread of every block of `grid` (blocks in order), with `smemBytes` of
-/// dynamic shared memory per block.
-void launch(dim3 grid, dim3 block, size_t smemBytes, const std::function<void()>& body);
+/// Runs body() once per thread of every block of `grid` (clusters of `clusterX` consecutive
+/// blocks along x, in order; the blocks of a cluster run together), with `smemBytes` of
+/// dynamic shared memory per block. cudaErrorInvalidValue (cudaGetLastError) when grid.x is
+/// not a multiple of clusterX or clusterX is outside [1, 8].
+void launch(dim3 grid, dim3 block, size_t smemBytes, const std::function<void()>& body,
+            unsigned clusterX = 1);
 /// Base of the dynamic shared memory of the running block (16-byte aligned).
 void* dynamicSmem();
+/// %cluster_ctarank: the running block's rank in its cluster (0 .. clusterSize() - 1).
+unsigned clusterCtaRank();
+/// %cluster_nctarank: blocks in the running cluster.
+unsigned clusterSize();
+/// barrier.cluster.arrive + barrier.cluster.wait: waits for every live thread of the cluster.
+void clusterSync();
 void syncthreads();
 void syncwarp();
 /// Exchange through the warp: every live thread of the warp posts `bytes` bytes, then reads
@@ -136,6 +149,9 @@ void yieldThread();
 void mbarInit(void* bar, unsigned count);
 /// mbarrier.arrive.expect_tx.shared.b64 _, [bar], bytes (bytes = 0: mbarrier.arrive).
 void mbarArrive(void* bar, unsigned txBytes = 0);
+/// mbarrier.arrive.shared::cluster on the barrier at bar's offset in the shared memory of the
+/// cluster's block `rank` (mapa, then a remote arrival; rank may be the running block's).
+void mbarArriveCluster(void* bar, unsigned rank);
 /// The complete_tx of a bulk copy: `bytes` of the current phase's transactions landed.
 void mbarCompleteTx(void* bar, unsigned bytes);
 /// mbarrier.try_wait.parity.shared.b64: true when the phase of parity `parity` has completed
@@ -160,6 +176,11 @@ struct alignas(64) TensorMap {
 /// tensor (either coordinate, negative too) land as zeros. Then completes the box's bytes on
 /// bar (all of them, the zero fill included).
 void tmaLoad2d(void* dst, const TensorMap* map, int c0, int c1, void* bar);
+/// cp.async.bulk.tensor.2d...multicast::cluster [dst], [map, {c0, c1}], [bar], ctaMask: as
+/// tmaLoad2d, into the shared memory of every block of the cluster whose rank's bit is set in
+/// ctaMask, at dst's offset, each completing the bytes on its own mbarrier at bar's offset.
+void tmaLoad2dMulticast(void* dst, const TensorMap* map, int c0, int c1, void* bar,
+                        uint16_t ctaMask);
 /// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {c0, c1}], [src]: the box at
 /// src (laid out as tmaLoad2d writes it) into the tensor at (inner c0, outer c1); elements
 /// outside the tensor are not written. Done at once (commit / wait_group are no-ops here).
