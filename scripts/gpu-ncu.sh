@@ -7,7 +7,8 @@
 # Reports go to $OUT/ncu-<n>.txt; the summary lines are printed. NCU_ARGS: the binary's
 # arguments instead of --bench-only (e.g. "--bench-gemm" with TGRT_GEMM_BENCH_ONLY=qkv for
 # the own GEMM's kernels). NCU_NAME_BASE=mangled: the regexes match mangled names (template
-# arguments, e.g. "pingpong_kernelILi6ELi2E").
+# arguments, e.g. "pingpong_kernelILi6ELi2E"). NCU_SECTIONS: ncu's section options instead
+# (e.g. "--set full"); NCU_SKIP=N: profile the launch after the first N that match.
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-ncu}; mkdir -p "$OUT"
 source "$(dirname "$0")/gpu-lib.sh"
@@ -20,9 +21,9 @@ n=0
 for k in "$@"; do
   n=$((n + 1))
   timeout 240 "$NCU" --clock-control none --kernel-name-base "${NCU_NAME_BASE:-function}" \
-    -k "regex:$k" -c 1 --section SpeedOfLight \
+    -k "regex:$k" -c 1 ${NCU_SKIP:+--launch-skip $NCU_SKIP} ${NCU_SECTIONS:---section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats \
-    --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis} \
     "$BIN" ${NCU_ARGS:---bench-only} > "$OUT/ncu-$n.txt" 2>&1
   echo "== $k (rc $?)"
   grep -E "attention_|gemm_tn|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Shared Memory Configuration Size|Warp Cycles Per Issued|Stall|L1/TEX Hit|Mem Busy|Max Bandwidth|Issue Slots|Executed Ipc" "$OUT/ncu-$n.txt" | head -40

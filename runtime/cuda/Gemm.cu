@@ -42,6 +42,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tgrt_cuda {
@@ -327,16 +329,16 @@ __device__ __forceinline__ void clusterTileOrigin(int u, int tilesM, int tilesN,
   m0 += (int)rank * kGemmBM;
 }
 
-/// Releases a stage: one arrival on its `empty` barrier in every block of the cluster (their
-/// producers multicast into this block's stage too).
+/// A consumer warpgroup releases a stage: one arrival on its `empty` barrier in every block
+/// of the cluster (their producers multicast into this block's stage too). Called by the
+/// warpgroup's threads t < CL (t = its thread index): thread t arrives at block t's barrier,
+/// so the CL arrivals go out at once (CUTLASS's consumer_release spreads them the same way).
 template <int CL>
-__device__ __forceinline__ void releaseStage(uint64_t* empty) {
-  if (CL == 1) {
+__device__ __forceinline__ void releaseStage(uint64_t* empty, int t) {
+  if (CL == 1)
     mbarArrive(empty);
-  } else {
-#pragma unroll
-    for (int r = 0; r < CL; ++r) mbarArriveCluster(empty, (unsigned)r);
-  }
+  else
+    mbarArriveCluster(empty, (unsigned)t);
 }
 
 /// Shared memory a kernel with BN-wide tiles and STAGES stages asks for: the stages, the
@@ -381,7 +383,8 @@ __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t
                                             const uint16_t* sB, uint64_t* full, uint64_t* empty,
                                             int wg, int i, int kTiles) {
   constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
-  const bool leader = threadIdx.x % 128 == 0;
+  const int t = (int)threadIdx.x % 128;
+  const bool releaser = t < CL; // releaseStage
 #pragma unroll
   for (int x = 0; x < BN / 2; ++x) acc[x] = 0.0f;
   int pos = i * kTiles;
@@ -398,11 +401,11 @@ __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t
     wgCommit();
     wgWait<1>(); // the previous stage's MMAs are done: hand it back to the producer
     fenceAcc(acc);
-    if (kt > 0 && leader) releaseStage<CL>(&empty[(pos - 1) % STAGES]);
+    if (kt > 0 && releaser) releaseStage<CL>(&empty[(pos - 1) % STAGES], t);
   }
   wgWait0();
   fenceAcc(acc);
-  if (leader) releaseStage<CL>(&empty[(pos - 1) % STAGES]);
+  if (releaser) releaseStage<CL>(&empty[(pos - 1) % STAGES], t);
 }
 
 /// out [M, N] = alpha A B^T (+ bias) (GELU: pre too); see the file comment. EPI: 0 none,
@@ -833,6 +836,12 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
             "cudaOccupancyMaxActiveClusters(gemm_bf16_epiwg_kernel)");
       if (nc <= 0) fail(loc, "gemm_bf16: no cluster of %d blocks of this kernel fits the GPU", CL);
 #endif
+      if (const char* env = std::getenv("TGRT_GEMM_CLUSTERS")) { // experiments: the grid
+        const int v = std::atoi(env);
+        if (v > 0) nc = v;
+      }
+      std::fprintf(stderr, "tgrt: gemm_bf16: %d clusters of %d blocks (%d SMs)\n", nc, CL,
+                   ctx->sm_count);
       return nc;
     }();
     const int64_t units = (tilesM + CL - 1) / CL * tilesN;

@@ -181,15 +181,17 @@ __device__ __forceinline__ void clusterSync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 #endif
 }
-/// One arrival (release, cluster scope) on the mbarrier at bar's offset in the shared memory
-/// of the cluster's block `rank` (this block's own too): mapa, then the remote arrive.
+/// One arrival on the mbarrier at bar's offset in the shared memory of the cluster's block
+/// `rank` (this block's own too): mapa, then the remote arrive (the default .release.cta
+/// semantics, as CUTLASS's ClusterBarrier::arrive; a consumer's wgmma reads it releases are
+/// complete by its wait_group).
 __device__ __forceinline__ void mbarArriveCluster(uint64_t* bar, unsigned rank) {
 #ifdef TGRT_CUDA_EMULATE
   emu::mbarArriveCluster(bar, rank);
 #elif TGRT_HOPPER_OPS
   asm volatile("{\n.reg .b32 remote;\n"
                "mapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(
                    smemAddr(bar)),
                "r"(rank)
                : "memory");
