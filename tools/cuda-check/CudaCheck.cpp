@@ -75,9 +75,11 @@
 //             float32 files plus DIR/manifest.txt, for bench/cuda/sdpa_check.py (PyTorch)
 #include "runtime/cuda/CudaRuntime.h"
 #include "runtime/cuda/Device.h"
+#include "runtime/cuda/Power.h"
 #include "runtime/tgrt.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdarg>
 #include <cmath>
@@ -3273,12 +3275,20 @@ void benchKernels(Contexts& c, int reps) {
 /// median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median). The own
 /// outputs' largest relative difference from cuBLASLt's is printed beside them.
 /// TGRT_GEMM_BENCH_ONLY=TEXT: only the shapes whose name holds TEXT (for profilers).
+/// TGRT_GEMM_BENCH_REPS=N: N calls per timing instead of `reps`. TGRT_GEMM_BENCH_POWER=1: a
+/// second line per shape with each column's energy per call (NVML's energy counter over the
+/// median round's calls, J) and the SM clock at that round's end (MHz): at the board's power
+/// limit a kernel that spends more energy per call runs at a lower clock.
 void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::Context* g = c.gpu;
   if (!tgrt_cuda::ownGemmAvailable(g)) {
     std::printf("gemm bench: skipped (needs compute capability 9.0)\n");
     return;
   }
+  if (const char* env = std::getenv("TGRT_GEMM_BENCH_REPS"))
+    if (std::atoi(env) > 0) reps = std::atoi(env);
+  const char* powerEnv = std::getenv("TGRT_GEMM_BENCH_POWER");
+  const bool power = powerEnv && std::strcmp(powerEnv, "1") == 0;
   tgrt_cuda::setOwnGemm(g, 0); // the cuBLASLt columns are cuBLASLt's
   using E = tgrt_cuda::GemmEpilogue;
   using S = tgrt_cuda::GemmSchedule;
@@ -3338,8 +3348,17 @@ void benchOwnGemm(Contexts& c, int reps) {
       if (cols[v].own) diff = std::max(diff, relErr(out2.f(), out.f()));
     }
     std::vector<float> t[kCols];
+    // Per column and round: (ms, J per call, MHz at the end) when TGRT_GEMM_BENCH_POWER=1.
+    std::vector<std::array<double, 3>> pw[kCols];
+    std::string why;
     for (int round = 0; round < kRounds; ++round)
-      for (int v = 0; v < kCols; ++v) t[v].push_back(timeMs(g, reps, [&] { run(cols[v]); }));
+      for (int v = 0; v < kCols; ++v) {
+        tgrt_cuda::PowerSample p0, p1;
+        const bool sampled = power && tgrt_cuda::powerSample(0, p0, why);
+        t[v].push_back(timeMs(g, reps, [&] { run(cols[v]); }));
+        if (sampled && tgrt_cuda::powerSample(0, p1, why))
+          pw[v].push_back({t[v].back(), (p1.energyJ - p0.energyJ) / reps, p1.smMhz});
+      }
     const double flop = 2.0 * (double)sh.m * (double)sh.n * (double)sh.k;
     std::printf("%-20s %-17s", sh.what,
                 fmt("%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k).c_str());
@@ -3352,6 +3371,19 @@ void benchOwnGemm(Contexts& c, int reps) {
       std::printf(" %-21s", cell);
     }
     std::printf(" %9.2e\n", diff);
+    if (power) {
+      std::printf("%-20s %-17s", "  J/call, SM MHz", "");
+      for (int v = 0; v < kCols; ++v) {
+        std::sort(pw[v].begin(), pw[v].end());
+        char cell[48] = "-";
+        if (!pw[v].empty()) {
+          const auto& m = pw[v][pw[v].size() / 2];
+          std::snprintf(cell, sizeof cell, "%.4f J %4.0f MHz", m[1], m[2]);
+        }
+        std::printf(" %-21s", cell);
+      }
+      std::printf("%s\n", pw[0].empty() ? (" (no NVML: " + why + ")").c_str() : "");
+    }
     std::fflush(stdout);
   }
   tgrt_cuda::setOwnGemm(g, 1);
