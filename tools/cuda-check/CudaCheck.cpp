@@ -2883,6 +2883,32 @@ float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
   return ms[ms.size() / 2];
 }
 
+/// The GPU's ms per call of fn when `reps` calls are queued back to back (events around all
+/// of them, after 2 warm-up calls), as in a training step's stream or graph: unlike timeMs,
+/// the host's work per call (argument setup, driver calls before the launch) overlaps the
+/// previous call's kernel instead of being timed, unless the host is the slower of the two.
+/// hostMs (optional): the host's wall-clock ms per call of the queuing loop.
+template <typename Fn>
+float timeQueuedMs(tgrt_cuda::Context* ctx, int reps, Fn fn, double* hostMs = nullptr) {
+  cudaStream_t s = static_cast<cudaStream_t>(tgrt_cuda::stream(ctx));
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "cudaEventCreate");
+  ck(cudaEventCreate(&b), "cudaEventCreate");
+  for (int i = 0; i < 2; ++i) fn();
+  ck(cudaEventRecord(a, s), "cudaEventRecord");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  const auto t1 = std::chrono::steady_clock::now();
+  ck(cudaEventRecord(b, s), "cudaEventRecord");
+  ck(cudaEventSynchronize(b), "cudaEventSynchronize");
+  float x = 0.0f;
+  ck(cudaEventElapsedTime(&x, a, b), "cudaEventElapsedTime");
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (hostMs) *hostMs = std::chrono::duration<double, std::milli>(t1 - t0).count() / reps;
+  return x / (float)reps;
+}
+
 /// fp32 fwd + bwd ms per window of the last benchAttention (for the bf16 rows' ratio).
 float g_fp32TotalMs[3] = {0.0f, 0.0f, 0.0f};
 
@@ -3271,9 +3297,12 @@ void benchKernels(Contexts& c, int reps) {
 /// without the epilogue warpgroup and 2-block clusters, b [n, k] and [k, n]) against the
 /// runtime's cuBLASLt path (tuned algorithms, TGRT_OWN_GEMM off; matmul, matmulBias,
 /// matmulBiasGelu) at the forward GEMMs of GPT-2 small and of the head-dim-128 example, bf16.
-/// Each of 5 rounds times every variant (median of `reps` calls), in turn; a cell gives the
-/// median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median). The own
-/// outputs' largest relative difference from cuBLASLt's is printed beside them.
+/// Each of 5 rounds times every variant (`reps` calls queued back to back, timeQueuedMs: the
+/// GPU's time per call, host work overlapped as in a training step), in turn; a cell gives
+/// the median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median); the
+/// last column the own GEMM's host ms per call (the tensor maps and the launch: what a step
+/// run call by call, TGRT_CUDA_GRAPH=0, would wait for when it exceeds the kernel's time).
+/// The own outputs' largest relative difference from cuBLASLt's is printed beside them.
 /// TGRT_GEMM_BENCH_ONLY=TEXT: only the shapes whose name holds TEXT (for profilers).
 /// TGRT_GEMM_BENCH_REPS=N: N calls per timing instead of `reps`. TGRT_GEMM_BENCH_POWER=1: a
 /// second line per shape with each column's energy per call (NVML's energy counter over the
@@ -3311,13 +3340,14 @@ void benchOwnGemm(Contexts& c, int reps) {
                       {"cluster t00", true, S::ClusterEpilogue, 0}};
   constexpr int kCols = (int)(sizeof cols / sizeof cols[0]);
   constexpr int kRounds = 5;
-  std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s) spread: median of %d "
-              "calls, median of %d alternating rounds, (max - min) / median of the rounds; max "
-              "diff: the own outputs against cuBLASLt's, same layout\n",
+  std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s) spread: GPU time per "
+              "call of %d calls queued back to back, median of %d alternating rounds, (max - "
+              "min) / median of the rounds; max diff: the own outputs against cuBLASLt's, same "
+              "layout; own host ms: host time per own call (max over its columns)\n",
               reps, kRounds);
   std::printf("%-20s %-17s", "shape", "m x n x k");
   for (const Col& col : cols) std::printf(" %-21s", col.name);
-  std::printf(" %9s\n", "max diff");
+  std::printf(" %9s %12s\n", "max diff", "own host ms");
   const int32_t dt = TGRT_BF16;
   const char* only = std::getenv("TGRT_GEMM_BENCH_ONLY"); // a shape name's substring
   for (const Shape& sh : shapes) {
@@ -3351,11 +3381,14 @@ void benchOwnGemm(Contexts& c, int reps) {
     // Per column and round: (ms, J per call, MHz at the end) when TGRT_GEMM_BENCH_POWER=1.
     std::vector<std::array<double, 3>> pw[kCols];
     std::string why;
+    double ownHostMs = 0.0;
     for (int round = 0; round < kRounds; ++round)
       for (int v = 0; v < kCols; ++v) {
         tgrt_cuda::PowerSample p0, p1;
         const bool sampled = power && tgrt_cuda::powerSample(0, p0, why);
-        t[v].push_back(timeMs(g, reps, [&] { run(cols[v]); }));
+        double hostMs = 0.0;
+        t[v].push_back(timeQueuedMs(g, reps, [&] { run(cols[v]); }, &hostMs));
+        if (cols[v].own) ownHostMs = std::max(ownHostMs, hostMs);
         if (sampled && tgrt_cuda::powerSample(0, p1, why))
           pw[v].push_back({t[v].back(), (p1.energyJ - p0.energyJ) / reps, p1.smMhz});
       }
@@ -3370,7 +3403,7 @@ void benchOwnGemm(Contexts& c, int reps) {
                     100.0 * (t[v].back() - t[v].front()) / med);
       std::printf(" %-21s", cell);
     }
-    std::printf(" %9.2e\n", diff);
+    std::printf(" %9.2e %12.4f\n", diff, ownHostMs);
     if (power) {
       std::printf("%-20s %-17s", "  J/call, SM MHz", "");
       for (int v = 0; v < kCols; ++v) {
