@@ -8,7 +8,8 @@
 # arguments instead of --bench-only (e.g. "--bench-gemm" with TGRT_GEMM_BENCH_ONLY=qkv for
 # the own GEMM's kernels). NCU_NAME_BASE=mangled: the regexes match mangled names (template
 # arguments, e.g. "pingpong_kernelILi6ELi2E"). NCU_SECTIONS: ncu's section options instead
-# (e.g. "--set full"); NCU_SKIP=N: profile the launch after the first N that match.
+# (e.g. "--set full"); NCU_SKIP=N: profile the launch after the first N that match;
+# NCU_CLOCK=base: ncu locks the clocks at base (default none: left alone).
 set -u -o pipefail
 OUT=${OUT:-/tmp/gpu-ncu}; mkdir -p "$OUT"
 source "$(dirname "$0")/gpu-lib.sh"
@@ -20,7 +21,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 n=0
 for k in "$@"; do
   n=$((n + 1))
-  timeout 240 "$NCU" --clock-control none --kernel-name-base "${NCU_NAME_BASE:-function}" \
+  timeout 240 "$NCU" --clock-control ${NCU_CLOCK:-none} --kernel-name-base "${NCU_NAME_BASE:-function}" \
     -k "regex:$k" -c 1 ${NCU_SKIP:+--launch-skip $NCU_SKIP} ${NCU_SECTIONS:---section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis} \
