@@ -244,13 +244,19 @@ __device__ __forceinline__ void storeTile(const float (&acc)[BN / 2], int r0, in
   }
 }
 
-/// storeTile through shared memory and TMA (the persistent cooperative kernel): the
-/// warpgroup writes its 64 x BN block, rounded as storeTile does, into `stage` (64 x BN bf16,
-/// BN / 64 boxes of 64 x 64 in the 128-byte swizzle: conflict-free 4-byte writes), then one
-/// thread stores the boxes with cp.async.bulk.tensor (rows >= M, columns >= N clipped by TMA).
-/// GELU: pre first, then out through the same buffer (the out pairs wait in the accumulator
-/// registers). Named barrier `bar` (128 threads) orders the warpgroup; the first wait_group
-/// keeps the previous tile's stores from reading a buffer being rewritten.
+/// Bytes of a warpgroup's staging buffer in storeTileStaged: two 64 x 64 bf16 boxes.
+constexpr int kStagedBoxBytes = 64 * 64 * 2;
+constexpr int kStagedBytes = 2 * kStagedBoxBytes;
+
+/// storeTile through shared memory and TMA (the persistent cooperative kernel), one 64 x 64
+/// box at a time (the subtiled epilogue of CUTLASS's sm90 collective epilogues): the
+/// warpgroup writes the box, rounded as storeTile does, into one of the two 8 KB halves of
+/// `stage` (kStagedBytes; the 128-byte swizzle: conflict-free 4-byte writes), then one thread
+/// stores it with cp.async.bulk.tensor (rows >= M, columns >= N clipped by TMA) while the
+/// warpgroup writes the next box into the other half. GELU: each box's pre, then its out.
+/// Named barrier `bar` (128 threads) orders the warpgroup; before a half is written again
+/// its previous store must have read it (wait_group.read 1: all but the newest group).
+/// Small staging leaves shared memory for a fourth pipeline stage.
 template <int EPI, int BN>
 __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* stage, int r0,
                                                 int n0, const TensorMap* mapOut,
@@ -261,50 +267,49 @@ __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* 
   const int g = lane / 4, q = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
   unsigned char* st = reinterpret_cast<unsigned char*>(stage);
-  auto at = [&](int j, int h) { // byte offset of (row 16 w + g + 8 h, column 8 j + 2 q)
-    const int r = 16 * w + g + 8 * h, c = 8 * (j % 8) + 2 * q;
-    return (j / 8) * 64 * 128 + r * 128 + ((c * 2) ^ ((r & 7) << 4));
-  };
-  auto flush = [&](const TensorMap* map) {
+  int half = 0; // the half the next box goes into
+  // Writes the box's pairs (pair(j, h): the u32 of columns 8 j + 2 q of row 16 w + g + 8 h,
+  // j within the box) into the free half and stores it at column c0 of `map`.
+  auto emit = [&](const TensorMap* map, int c0, auto&& pair) {
+    unsigned char* box = st + half * kStagedBoxBytes;
+    if (leader) bulkWaitRead<1>();
+    namedBarrierSync(bar, 128);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 16 * w + g + 8 * h, c = 8 * j + 2 * q;
+        *reinterpret_cast<uint32_t*>(box + r * 128 + ((c * 2) ^ ((r & 7) << 4))) = pair(j, h);
+      }
     fenceProxyAsync();
     namedBarrierSync(bar, 128);
     if (leader) {
-#pragma unroll
-      for (int box = 0; box < BN / 64; ++box)
-        if (n0 + 64 * box < N) hopper::tmaStore2d(map, stage + box * 64 * 64, n0 + 64 * box, r0);
+      if (c0 < N) hopper::tmaStore2d(map, box, c0, r0);
       bulkCommit();
     }
+    half ^= 1;
   };
-  if (leader) bulkWaitRead<0>();
-  namedBarrierSync(bar, 128);
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int col = n0 + 8 * j + 2 * q;
-    float b0 = 0.0f, b1 = 0.0f;
-    if (EPI >= 1 && col < N) {
-      b0 = bf16ToFloat(bias[col]);
-      b1 = bf16ToFloat(bias[col + 1]);
+  for (int b = 0; b < BN / 64; ++b) {
+    auto sum = [&](int j, int h) { // the bias pair loaded here: no registers held across
+      const int x = 4 * (8 * b + j) + 2 * h, col = n0 + 64 * b + 8 * j + 2 * q;
+      float b0 = 0.0f, b1 = 0.0f;
+      if (EPI >= 1 && col < N) {
+        b0 = bf16ToFloat(bias[col]);
+        b1 = bf16ToFloat(bias[col + 1]);
+      }
+      return packBf16(alpha * acc[x] + b0, alpha * acc[x + 1] + b1);
+    };
+    if (EPI == 2) {
+      emit(mapPre, n0 + 64 * b, sum);
+      emit(mapOut, n0 + 64 * b, [&](int j, int h) {
+        const uint32_t p = sum(j, h);
+        return packBf16(geluFast(bf16ToFloat((uint16_t)(p & 0xffffu))),
+                        geluFast(bf16ToFloat((uint16_t)(p >> 16))));
+      });
+    } else {
+      emit(mapOut, n0 + 64 * b, sum);
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t p =
-          packBf16(alpha * acc[4 * j + 2 * h] + b0, alpha * acc[4 * j + 2 * h + 1] + b1);
-      *reinterpret_cast<uint32_t*>(st + at(j, h)) = p;
-      if (EPI == 2) // the out pair, kept in the accumulator's register until pass 2
-        acc[4 * j + 2 * h] = bitsFloat(packBf16(geluFast(bf16ToFloat((uint16_t)(p & 0xffffu))),
-                                                geluFast(bf16ToFloat((uint16_t)(p >> 16)))));
-    }
-  }
-  flush(EPI == 2 ? mapPre : mapOut);
-  if (EPI == 2) {
-    if (leader) bulkWaitRead<0>();
-    namedBarrierSync(bar, 128);
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<uint32_t*>(st + at(j, h)) = floatBits(acc[4 * j + 2 * h]);
-    flush(mapOut);
   }
 }
 
@@ -343,9 +348,8 @@ __device__ __forceinline__ void releaseStage(uint64_t* empty, int t) {
 
 /// Shared memory a kernel with BN-wide tiles and STAGES stages asks for: the stages, the
 /// 2 x STAGES + 2 mbarriers and 1024 bytes to align the swizzled tiles.
-constexpr size_t gemmSmemBytes(int bn, int stages, bool staged) {
-  return (size_t)stages * (kGemmBM + bn) * kGemmBK * 2 +
-         (staged ? (size_t)kGemmConsumers * 64 * bn * 2 : 0) + (2 * stages + 2) * 8 + 1024;
+constexpr size_t gemmSmemBytes(int bn, int stages, size_t staging) {
+  return (size_t)stages * (kGemmBM + bn) * kGemmBK * 2 + staging + (2 * stages + 2) * 8 + 1024;
 }
 
 /// The producer's loop (its one thread): tiles first, + grid, ... (myTiles of them; with
@@ -426,10 +430,10 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
   unsigned char* smem = alignSmem1024(raw);
   uint16_t* sA = reinterpret_cast<uint16_t*>(smem);
   uint16_t* sB = reinterpret_cast<uint16_t*>(smem + STAGES * kABytes);
-  // PERSIST: each consumer warpgroup's 64 x BN staging buffer for the TMA stores.
+  // PERSIST: each consumer warpgroup's staging buffer for the TMA stores (storeTileStaged).
   uint16_t* sOut = reinterpret_cast<uint16_t*>(smem + STAGES * (kABytes + kBBytes));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * (kABytes + kBBytes) +
-                                               (PERSIST ? kGemmConsumers * 64 * BN * 2 : 0));
+                                               (PERSIST ? kGemmConsumers * kStagedBytes : 0));
   uint64_t* empty = full + STAGES;
 
   const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
@@ -461,7 +465,7 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
     float acc[BN / 2];
     consumeTile<BN, TB, STAGES>(acc, sA, sB, full, empty, wg, i, kTiles);
     if (PERSIST)
-      storeTileStaged<EPI, BN>(acc, sOut + wg * 64 * BN, m0 + wg * 64, n0, &mapOut, &mapPre, bias,
+      storeTileStaged<EPI, BN>(acc, sOut + wg * (kStagedBytes / 2), m0 + wg * 64, n0, &mapOut, &mapPre, bias,
                                N, alpha, 1 + wg);
     else
       storeTile<EPI, BN>(acc, m0 + wg * 64, n0, out, pre, bias, M, N, alpha);
@@ -792,10 +796,12 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
                              SCHED == (int)GemmSchedule::Persistent256 || kEpiWg
                          ? 256
                          : 128;
+  // Persistent256 has 4 stages beside its 32 KB of box staging; the epilogue-warpgroup
+  // kernels 3 beside their 64 KB tile buffer (227 KB of shared memory per block).
   constexpr int STAGES = SCHED == (int)GemmSchedule::PingPong ? kPingPongStages
-                         : SCHED == (int)GemmSchedule::Persistent256 || kEpiWg ? 3
-                         : BN == 256                                           ? 4
-                                                                               : 3;
+                         : kEpiWg                             ? 3
+                         : BN == 256                          ? 4
+                                                              : 3;
   using Kernel = void (*)(const TensorMap, const TensorMap, const TensorMap, const TensorMap,
                           uint16_t*, uint16_t*, const uint16_t*, int, int, int, float);
   const Kernel kernel =
@@ -807,7 +813,10 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
           ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
           : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
   const size_t smem =
-      gemmSmemBytes(BN, STAGES, SCHED == (int)GemmSchedule::Persistent256 || kEpiWg);
+      gemmSmemBytes(BN, STAGES,
+                    SCHED == (int)GemmSchedule::Persistent256 ? kGemmConsumers * kStagedBytes
+                    : kEpiWg                                  ? kGemmBM * BN * 2
+                                                              : 0);
   static bool attrSet = false; // per instantiation, i.e. per kernel
   if (!attrSet) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),

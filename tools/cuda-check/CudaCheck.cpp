@@ -3333,9 +3333,11 @@ void benchOwnGemm(Contexts& c, int reps) {
   // persistent schedule with b [k, n] (t00, the layout of tgc's compiled forward GEMMs).
   struct Col { const char* name; bool own; S sched; int32_t tb; };
   const Col cols[] = {{"cuBLASLt t01", false, S::PingPong, 1},
+                      {"persist t01", true, S::Persistent256, 1},
                       {"epi wg t01", true, S::PersistentEpilogue, 1},
                       {"cluster t01", true, S::ClusterEpilogue, 1},
                       {"cuBLASLt t00", false, S::PingPong, 0},
+                      {"persist t00", true, S::Persistent256, 0},
                       {"epi wg t00", true, S::PersistentEpilogue, 0},
                       {"cluster t00", true, S::ClusterEpilogue, 0}};
   constexpr int kCols = (int)(sizeof cols / sizeof cols[0]);
