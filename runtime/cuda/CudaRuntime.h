@@ -231,7 +231,8 @@ enum class GemmSchedule {
 /// (RNE). Bias: + bias [n] (bf16) in f32 first. BiasGelu: pre [m, n] = the biased sum rounded
 /// to bf16, out = GELU(pre) (tanh form as x sigmoid(2u), Gelu.cuh geluFast: within a bf16
 /// unit in the last place of tgrt_gelu_fwd of that pre). Fails (located) unless n and k
-/// are multiples of 8, pointers 16-byte aligned and the device has compute capability 9.0.
+/// are multiples of 8, pointers 16-byte aligned (the bias 4-byte) and the device has compute
+/// capability 9.0.
 /// blocks (the persistent schedules): the grid, 0 = one block per SM (tests pass 1 or 2 so
 /// that each block walks many tiles). The bias / GELU epilogue GEMMs take it where it is
 /// timed faster than cuBLASLt (Kernels.cu ownGemmChoice, TGRT_OWN_GEMM).

@@ -251,7 +251,7 @@ constexpr int kStagedBytes = 2 * kStagedBoxBytes;
 /// storeTile through shared memory and TMA (the persistent cooperative kernel), one 64 x 64
 /// box at a time (the subtiled epilogue of CUTLASS's sm90 collective epilogues): the
 /// warpgroup writes the box, rounded as storeTile does, into one of the two 8 KB halves of
-/// `stage` (kStagedBytes; the 128-byte swizzle: conflict-free 4-byte writes), then one thread
+/// `stage` (kStagedBytes; stmatrix into the 128-byte swizzle, conflict-free), then one thread
 /// stores it with cp.async.bulk.tensor (rows >= M, columns >= N clipped by TMA) while the
 /// warpgroup writes the next box into the other half. GELU: each box's pre, then its out.
 /// Named barrier `bar` (128 threads) orders the warpgroup; before a half is written again
@@ -274,13 +274,16 @@ __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* 
     unsigned char* box = st + half * kStagedBoxBytes;
     if (leader) bulkWaitRead<1>();
     namedBarrierSync(bar, 128);
+    // stmatrix x4 of the 8 x 8 matrices (j, h), (j, h + 1), (j + 1, h), (j + 1, h + 1):
+    // matrix (j, h) is the warp's rows 16 w + 8 h .. + 7, the box's columns 8 j .. + 7; lane
+    // 8 i + r gives the address of row r of the i-th (its 16 bytes at chunk j ^ r: the swizzle).
+    const int mi = lane / 8, mr = lane % 8;
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = 16 * w + g + 8 * h, c = 8 * j + 2 * q;
-        *reinterpret_cast<uint32_t*>(box + r * 128 + ((c * 2) ^ ((r & 7) << 4))) = pair(j, h);
-      }
+    for (int j = 0; j < 8; j += 2) {
+      const int jj = j + mi / 2, hh = mi % 2;
+      unsigned char* row = box + (16 * w + 8 * hh + mr) * 128 + ((jj ^ mr) << 4);
+      stmatrixX4(row, pair(j, 0), pair(j, 1), pair(j + 1, 0), pair(j + 1, 1));
+    }
     fenceProxyAsync();
     namedBarrierSync(bar, 128);
     if (leader) {
@@ -291,14 +294,12 @@ __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* 
   };
 #pragma unroll
   for (int b = 0; b < BN / 64; ++b) {
-    auto sum = [&](int j, int h) { // the bias pair loaded here: no registers held across
+    auto sum = [&](int j, int h) { // the bias pair (columns 8 j + 2 q, + 1): one word
       const int x = 4 * (8 * b + j) + 2 * h, col = n0 + 64 * b + 8 * j + 2 * q;
-      float b0 = 0.0f, b1 = 0.0f;
-      if (EPI >= 1 && col < N) {
-        b0 = bf16ToFloat(bias[col]);
-        b1 = bf16ToFloat(bias[col + 1]);
-      }
-      return packBf16(alpha * acc[x] + b0, alpha * acc[x + 1] + b1);
+      const uint32_t bp =
+          EPI >= 1 && col < N ? __ldg(reinterpret_cast<const uint32_t*>(bias + col)) : 0u;
+      return packBf16(alpha * acc[x] + bitsFloat(bp << 16),
+                      alpha * acc[x + 1] + bitsFloat(bp & 0xffff0000u));
     };
     if (EPI == 2) {
       emit(mapPre, n0 + 64 * b, sum);
@@ -389,6 +390,8 @@ __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t
   constexpr int kABytes = kGemmBM * kGemmBK * 2, kBBytes = BN * kGemmBK * 2;
   const int t = (int)threadIdx.x % 128;
   const bool releaser = t < CL; // releaseStage
+  // (wgmma's scale-d 0 on the tile's first MMA instead of zeroing: more spills, 12 -> 40
+  // bytes in Persistent256.)
 #pragma unroll
   for (int x = 0; x < BN / 2; ++x) acc[x] = 0.0f;
   int pos = i * kTiles;
@@ -914,7 +917,8 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
   for (const void* p : ptrs)
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       fail(loc, "gemm_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
-  if (epi != GemmEpilogue::None && !bias) fail(loc, "gemm_bf16: the epilogue needs a bias");
+  if (epi != GemmEpilogue::None && (!bias || reinterpret_cast<uintptr_t>(bias) % 4 != 0))
+    fail(loc, "gemm_bf16: the epilogue needs a 4-byte aligned bias (its pairs are read as words)");
   if (!trans_b && !gemmScheduleTakesKN(sched))
     fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the persistent 128 x 256 schedules");
   if (!ownGemmAvailable(ctx))

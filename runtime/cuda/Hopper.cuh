@@ -98,6 +98,24 @@ __device__ __forceinline__ void checkSwizzleBase(const void* smem) {
 #endif
 }
 
+/// stmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA "Warp-level matrix store"): the warp
+/// stores four 8 x 8 b16 matrices; lanes 8 i .. 8 i + 7 give the 16-byte-aligned addresses of
+/// the rows of matrix i, and r_i is this lane's fragment of matrix i (row lane / 4, columns
+/// 2 (lane % 4) and + 1: an mma / wgmma accumulator pair packed). One instruction where
+/// 4-byte stores take four.
+__device__ __forceinline__ void stmatrixX4(void* rowAddr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                           uint32_t r3) {
+#ifdef TGRT_CUDA_EMULATE
+  const uint32_t r[4] = {r0, r1, r2, r3};
+  emu::stmatrix(r, 4, rowAddr);
+#elif TGRT_HOPPER_OPS
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                   smemAddr(rowAddr)),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#endif
+}
+
 // -------------------------------------------------------------------- mbarrier --
 // An mbarrier is an 8-byte word of shared memory (PTX ISA "mbarrier"): phases that complete
 // when `count` arrivals and every byte announced by expect_tx (and landed by TMA's

@@ -81,8 +81,10 @@ struct MatmulPlan {
   /// The plan's line key in the tuning cache (Kernels.cu tuneKey; empty without a cache).
   std::string tune_key;
   /// The bias / GELU epilogue plans (bf16, b transposed): the own GEMM (Gemm.cu) runs the
-  /// call instead: -1 not decided yet, 0 no, 1 yes (Kernels.cu ownGemmChoice).
+  /// call instead: -1 not decided yet, 0 no, 1 yes (Kernels.cu ownGemmChoice), with schedule
+  /// own_sched (a GemmSchedule, CudaRuntime.h).
   int own = -1;
+  int own_sched = 3; ///< GemmSchedule::Persistent256
 };
 
 /// tgrt_run_graph's slots per context (0 = the driver's micro-step).

@@ -2313,24 +2313,32 @@ bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const
 /// with `bias` written with the column sums of C (CUBLASLT_EPILOGUE_DGELU_BGRAD) or, bias
 /// NULL, without (CUBLASLT_EPILOGUE_DGELU).
 /// Whether plan p's call (the bias or GELU epilogue of ltMatmulEpilogue) runs on the own GEMM
-/// (Gemm.cu, its PersistentEpilogue schedule): with TGRT_OWN_GEMM=1 both are timed once per plan
-/// (cuBLASLt's tuned algorithm and the own kernel, 3 rounds of 5 calls, medians) at the
-/// first call outside a stream capture, the faster kept (p.own); a capture before that runs
-/// cuBLASLt. Only bf16, a [m, k] (not transposed) times b [k, n] or b [n, k]^T, n and k
-/// multiples of 8, 16-byte aligned operands, on a device with the sm_90a kernels.
+/// (Gemm.cu): with TGRT_OWN_GEMM=1 cuBLASLt's tuned algorithm and the own kernel's two
+/// persistent 128 x 256 schedules (Persistent256: 4 stages, the consumers store; and
+/// PersistentEpilogue: 3 stages, epilogue warps) are timed once per plan (3 rounds of 5
+/// calls, medians) at the first call outside a stream capture, the fastest kept (p.own,
+/// p.own_sched); a capture before that runs cuBLASLt. TGRT_OWN_GEMM=2 takes Persistent256
+/// for the bias epilogue and PersistentEpilogue for GELU (the faster of the two at these
+/// shapes in bench/results/2026-11-30-h200/cluster, call8) without timing. Only bf16, a [m, k] (not transposed) times b [k, n] or b [n, k]^T, n and k
+/// multiples of 8, 16-byte aligned operands (the bias 4-byte), on a device with the sm_90a
+/// kernels.
 bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, const void* a,
                    const void* b, const void* bias, void* aux, void* c, int64_t m, int64_t n,
                    int64_t k, int32_t ta, int32_t tb, float alpha) {
   if (p.own >= 0) return p.own == 1;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  if (ctx->own_gemm == 0 || dt != TGRT_BF16 || ta || !bias || n % 8 != 0 ||
+  if (ctx->own_gemm == 0 || dt != TGRT_BF16 || ta || !bias ||
+      reinterpret_cast<uintptr_t>(bias) % 4 != 0 || n % 8 != 0 ||
       k % 8 != 0 || !aligned(a) || !aligned(b) || !aligned(c) || (aux && !aligned(aux)) ||
       !ownGemmAvailable(ctx)) {
     p.own = 0;
     return false;
   }
   const GemmEpilogue epi = aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias;
-  if (ctx->own_gemm == 2) return (p.own = 1) == 1;
+  if (ctx->own_gemm == 2) {
+    p.own_sched = (int)(aux ? GemmSchedule::PersistentEpilogue : GemmSchedule::Persistent256);
+    return (p.own = 1) == 1;
+  }
   if (ctx->capturing) return false; // decided at the first call outside a capture
   ensureTuned(ctx, p, alpha, a, b, 0.0f, c, c);
   const float zero = 0.0f;
@@ -2340,10 +2348,11 @@ bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, con
                           (size_t)ctx->region_bytes[TGRT_WORKSPACE],
                           ctx->stream) == CUBLAS_STATUS_SUCCESS;
   };
-  auto own = [&] {
-    gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha, epi,
-             GemmSchedule::PersistentEpilogue);
-    return true;
+  auto own = [&](GemmSchedule sched) {
+    return [=] {
+      gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha, epi, sched);
+      return true;
+    };
   };
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), loc, "cudaEventCreate");
@@ -2362,10 +2371,13 @@ bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, con
     std::sort(ms, ms + 3);
     return ms[1];
   };
-  const float tLt = timed(lt), tOwn = timed(own);
+  const float tLt = timed(lt), tStore = timed(own(GemmSchedule::Persistent256)),
+              tEpi = timed(own(GemmSchedule::PersistentEpilogue));
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaGetLastError();
+  const float tOwn = std::min(tStore, tEpi);
+  p.own_sched = (int)(tStore <= tEpi ? GemmSchedule::Persistent256 : GemmSchedule::PersistentEpilogue);
   p.own = tOwn < tLt ? 1 : 0;
   ++ctx->own_gemm_timed;
   ctx->own_gemm_chosen += p.own;
@@ -2395,7 +2407,7 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
   if (!dgelu &&
       ownGemmChoice(ctx, loc, p, dt, a, b, bias, aux, c, m, n, k, ta, tb, alpha)) {
     gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha,
-             aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, GemmSchedule::PersistentEpilogue);
+             aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, (GemmSchedule)p.own_sched);
     return true;
   }
   ltRun(ctx, loc, p, alpha, a, b, 0.0f, c, c,

@@ -647,6 +647,25 @@ void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr) {
   }
 }
 
+void stmatrix(const uint32_t* r, int n, const void* rowAddr) {
+  if (n != 1 && n != 2 && n != 4) die("stmatrix: .x1, .x2 or .x4");
+  void* ptrs[32];
+  uint32_t frags[32][4] = {};
+  uint32_t mine[4] = {};
+  for (int i = 0; i < n; ++i) mine[i] = r[i];
+  warpGather(&rowAddr, ptrs, sizeof(void*));
+  warpGather(mine, frags, sizeof mine);
+  const int lane = laneId();
+  if (lane >= 8 * n) return;
+  const int i = lane / 8, row = lane % 8; // this lane writes row `row` of matrix i
+  uint16_t* dst = static_cast<uint16_t*>(ptrs[lane]);
+  for (int q = 0; q < 4; ++q) {
+    const uint32_t v = frags[4 * row + q][i];
+    dst[2 * q] = (uint16_t)(v & 0xffffu);
+    dst[2 * q + 1] = (uint16_t)(v >> 16);
+  }
+}
+
 } // namespace emu
 
 // ---------------------------------------------------------------------- runtime API --

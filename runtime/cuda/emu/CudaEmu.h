@@ -118,6 +118,10 @@ void mmaTf32m16n8k8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2
 /// of matrix i (16 bytes each); r[i] gets matrix i's fragment (row lane/4, columns 2(lane%4)
 /// and +1; transposed with trans).
 void ldmatrix(uint32_t* r, int n, bool trans, const void* rowAddr);
+/// stmatrix.sync.aligned.m8n8.x{n}.shared.b16 (no .trans): the inverse of ldmatrix: lanes
+/// 8i..8i+7 give the row addresses of matrix i (16 bytes each); r[i] is this lane's fragment
+/// of matrix i (row lane/4, columns 2(lane%4) and +1), written there.
+void stmatrix(const uint32_t* r, int n, const void* rowAddr);
 /// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} (AttentionBf16.cu): this
 /// thread's accumulators d[N / 2] += A B for the 16 rows 16 w .. of its warp w (the warpgroup's
 /// 4 warps are the 64 rows), done at once (the async wait that follows is a no-op here).
