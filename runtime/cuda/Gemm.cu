@@ -833,17 +833,10 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
 #ifdef TGRT_CUDA_EMULATE
       nc = std::max(1, ctx->sm_count / CL);
 #else
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3((unsigned)(std::max(1, ctx->sm_count) / CL * CL));
-      cfg.blockDim = dim3(kEpiThreads);
-      cfg.dynamicSmemBytes = smem;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = CL;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg =
+          clusterLaunchConfig(dim3((unsigned)(std::max(1, ctx->sm_count) / CL * CL)),
+                              dim3(kEpiThreads), smem, ctx->stream, CL, attr);
       check(cudaOccupancyMaxActiveClusters(&nc, kernel, &cfg), loc,
             "cudaOccupancyMaxActiveClusters(gemm_bf16_epiwg_kernel)");
       if (nc <= 0) fail(loc, "gemm_bf16: no cluster of %d blocks of this kernel fits the GPU", CL);

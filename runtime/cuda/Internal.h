@@ -245,6 +245,28 @@ void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArg
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
 }
 
+#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDACC__)
+/// A launch configuration in clusters of `clusterX` consecutive blocks along x (the one
+/// attribute lives in `attr`, which must outlive the configuration): for cudaLaunchKernelEx
+/// and cudaOccupancyMaxActiveClusters.
+inline cudaLaunchConfig_t clusterLaunchConfig(dim3 grid, dim3 block, size_t smem,
+                                              cudaStream_t stream, unsigned clusterX,
+                                              cudaLaunchAttribute& attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = clusterX;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+#endif
+
 /// launch() with thread block clusters of `clusterX` consecutive blocks along x (grid.x a
 /// multiple of clusterX): cudaLaunchKernelEx with cudaLaunchAttributeClusterDimension.
 template <typename... KArgs, typename... Args>
@@ -253,18 +275,8 @@ void launchCluster(Context* ctx, const char* loc, const char* name, void (*kerne
 #ifdef TGRT_CUDA_EMULATE
   emu::launch(grid, block, smem, [=] { kernel(static_cast<KArgs>(args)...); }, clusterX);
 #elif defined(__CUDACC__)
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = ctx->stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = clusterX;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = clusterLaunchConfig(grid, block, smem, ctx->stream, clusterX, attr);
   check(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...), loc, name);
 #else
   static_assert(sizeof...(KArgs) != sizeof...(KArgs), "launchCluster() needs nvcc");
