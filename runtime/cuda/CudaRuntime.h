@@ -209,12 +209,13 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
                     int32_t trans_a, int32_t trans_b, float alpha);
 /// The own Hopper GEMM's epilogue (Gemm.cu): none, + bias, + bias then GELU (pre stored).
 enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
-/// The own Hopper GEMM's schedule (Gemm.cu): PingPong (the default: persistent, one block per
-/// SM, its two consumer warpgroups on alternate 128 x 128 tiles), Cooperative256 (a block per
-/// 128 x 256 tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two
-/// blocks per SM), Persistent256 (Cooperative256's tiles walked by one block per SM, stores
-/// through shared memory and TMA), PersistentEpilogue (Persistent256 with the stores and GELU
-/// done by a third warpgroup while the consumers run the next tile), ClusterEpilogue
+/// The own Hopper GEMM's schedule (Gemm.cu): PingPong (persistent, one block per SM, its two
+/// consumer warpgroups on alternate 128 x 128 tiles), Cooperative256 (a block per 128 x 256
+/// tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two blocks per
+/// SM), Persistent256 (gemmBf16's default: Cooperative256's tiles walked by one block per SM,
+/// 4 stages, stores through two 64 x 64 boxes of shared memory and TMA), PersistentEpilogue
+/// (3 stages, the stores and GELU done by a third warpgroup while the consumers run the next
+/// tile), ClusterEpilogue
 /// (PersistentEpilogue in clusters of 2 blocks on vertically adjacent tiles, sharing each
 /// stage's tile of b by TMA multicast: half of b's L2 reads).
 enum class GemmSchedule {

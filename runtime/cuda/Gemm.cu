@@ -1,9 +1,10 @@
 // Gemm.cu — tgc's own GEMM on Hopper (sm_90a): out [m, n] = alpha a [m, k] op(b), b [n, k]
 // (trans_b) or [k, n], bf16 operands, f32 accumulators, bf16 out, with its epilogue (none,
 // + bias, + bias then GELU with the pre-activation stored too). docs/design-notes.md "A GEMM
-// with its own epilogue" says why and what it measured: 0.85-1.0x cuBLASLt's speed without
-// GELU, ~0.8x with it (H200, 2026-11-30), so the runtime, which times both per shape
-// (Kernels.cu ownGemmChoice, TGRT_OWN_GEMM), still runs cuBLASLt at the examples' shapes.
+// with its own epilogue" says why and what it measured: 0.985x cuBLASLt's speed at 8192^3,
+// 0.85-0.89x at the examples' K 768-1024 and ~0.8x with GELU (H200, 2026-11-30), so the
+// runtime, which times cuBLASLt and the two persistent schedules per shape (Kernels.cu
+// ownGemmChoice, TGRT_OWN_GEMM), still runs cuBLASLt at the examples' shapes.
 //
 // Structure (the Hopper warp-specialized GEMM of CUTLASS's sm90 kernels and of
 // FlashAttention-3, Shah et al. 2024, section 3.1; written from the PTX ISA, no code taken):
@@ -20,18 +21,21 @@
 //   always in flight.
 // - The schedules (GemmSchedule, CudaRuntime.h): a block per 128 x 128 or 128 x 256 tile
 //   (Cooperative*), the persistent ping-pong over 128 x 128 tiles, the persistent cooperative
-//   128 x 256 (stores through shared memory and TMA), and that with the epilogue on its own
-//   warps. Tiles are visited in groups of 8 tile rows per column sweep, so a group's rows of
-//   a stay in L2 while b's columns stream by.
+//   128 x 256 (4 stages; stores through two 64 x 64 boxes of shared memory and TMA), that
+//   with the epilogue on its own warps (3 stages beside a whole-tile buffer), and that in
+//   2-block clusters sharing b's tile by TMA multicast. Tiles are visited in groups of 8
+//   tile rows per column sweep, so a group's rows of a stay in L2 while b's columns stream by.
 // - The epilogue: alpha, + bias (f32 add), rounded to bf16 (RNE); with GELU the rounded sum is
 //   stored as `pre` and out = GELU(pre) rounded, GELU as x sigmoid(2u) with the hardware
 //   exponential (Gelu.cuh geluFast: within a bf16 unit in the last place of the exact value).
 //
 // Limits (checked, located errors): n and k multiples of 8 (TMA's 16-byte row pitch), all
-// pointers 16-byte aligned, a compute capability 9.0 device (the sm_90a cubin).
+// pointers 16-byte aligned (the bias 4-byte), a compute capability 9.0 device (the sm_90a
+// cubin).
 //
-// The CPU emulator runs every schedule (tgrt-cuda-emu-check --gemm): TMA loads and stores,
-// mbarriers, named barriers and the spin waits are emulated in runtime/cuda/emu.
+// The CPU emulator runs every schedule (tgrt-cuda-emu-check --gemm): TMA loads (multicast
+// too) and stores, mbarriers (remote arrivals too), named barriers, stmatrix, clusters and
+// the spin waits are emulated in runtime/cuda/emu.
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Hopper.cuh"
