@@ -217,14 +217,16 @@ enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
 /// (3 stages, the stores and GELU done by a third warpgroup while the consumers run the next
 /// tile), ClusterEpilogue
 /// (PersistentEpilogue in clusters of 2 blocks on vertically adjacent tiles, sharing each
-/// stage's tile of b by TMA multicast: half of b's L2 reads).
+/// stage's tile of b by TMA multicast: half of b's L2 reads), Cluster256 (Persistent256 in
+/// such clusters).
 enum class GemmSchedule {
   PingPong = 0,
   Cooperative256 = 1,
   Cooperative128 = 2,
   Persistent256 = 3,
   PersistentEpilogue = 4,
-  ClusterEpilogue = 5
+  ClusterEpilogue = 5,
+  Cluster256 = 6
 };
 /// tgc's own GEMM (Gemm.cu; TMA + mbarrier + wgmma, warp-specialized): out [m, n] = alpha a
 /// [m, k] op(b), every matrix bf16 row-major: b [n, k] with trans_b (nn.Linear's [out, in]

@@ -423,8 +423,10 @@ __device__ __forceinline__ void consumeTile(float (&acc)[BN / 2], const uint16_t
 /// 1 bias, 2 bias + GELU. A through mapA (box 64 x 128), B through mapB (box 64 x BN). Both
 /// consumer warpgroups work on one tile (rows 64 c ..) and consume every stage. PERSIST: one
 /// block per SM walks the tiles blockIdx.x, + gridDim.x, ... (the producer loads the next
-/// tile's first stages during the epilogue); else a block per tile.
-template <int BN, int STAGES, int MINB, int EPI, bool PERSIST, int TB>
+/// tile's first stages during the epilogue); else a block per tile. CL 2 (PERSIST only,
+/// Cluster256): clusters of 2 blocks on vertically adjacent tiles sharing B by multicast, as
+/// gemm_bf16_epiwg_kernel's CL 2 (cluster barriers after the inits and before exit).
+template <int BN, int STAGES, int MINB, int EPI, bool PERSIST, int TB, int CL = 1>
 __global__ void __launch_bounds__(kGemmThreads, MINB)
     gemm_tn_bf16_kernel(const __grid_constant__ TensorMap mapA,
                         const __grid_constant__ TensorMap mapB,
@@ -443,41 +445,46 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
                                                (PERSIST ? kGemmConsumers * kStagedBytes : 0));
   uint64_t* empty = full + STAGES;
 
+  static_assert(CL == 1 || PERSIST, "clusters only in the persistent schedule");
   const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
-  const int tiles = tilesM * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
-  const int grid = PERSIST ? (int)gridDim.x : 1, first = (int)blockIdx.x;
-  const int myTiles = PERSIST ? (first < tiles ? (tiles - first + grid - 1) / grid : 0) : 1;
+  const int units = (tilesM + CL - 1) / CL * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int grid = PERSIST ? (int)gridDim.x / CL : 1, first = (int)blockIdx.x / CL;
+  const int myTiles = PERSIST ? (first < units ? (units - first + grid - 1) / grid : 0) : 1;
+  const unsigned rank = CL > 1 ? clusterCtaRank() : 0u;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kGemmConsumers);
+      mbarInit(&empty[s], kGemmConsumers * CL);
     }
     fenceBarrierInit();
   }
-  __syncthreads();
+  if (CL > 1)
+    clusterSync();
+  else
+    __syncthreads();
 
   const int wg = (int)threadIdx.x / 128;
+  const bool leader = threadIdx.x % 128 == 0;
   if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
     if (threadIdx.x == kGemmConsumers * 128)
-      produceTiles<BN, TB, STAGES>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
-                                   tilesM, tilesN, kTiles);
-    return;
+      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
+                                       tilesM, tilesN, kTiles, rank);
+  } else {
+    for (int i = 0; i < myTiles; ++i) {
+      int m0, n0;
+      clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
+      float acc[BN / 2];
+      consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, kTiles);
+      if (PERSIST)
+        storeTileStaged<EPI, BN>(acc, sOut + wg * (kStagedBytes / 2), m0 + wg * 64, n0, &mapOut,
+                                 &mapPre, bias, N, alpha, 1 + wg);
+      else
+        storeTile<EPI, BN>(acc, m0 + wg * 64, n0, out, pre, bias, M, N, alpha);
+    }
+    if (PERSIST && leader) bulkWaitRead<0>(); // shared memory stays until the stores read it
   }
-
-  const bool leader = threadIdx.x % 128 == 0;
-  for (int i = 0; i < myTiles; ++i) {
-    int m0, n0;
-    tileOrigin<kGemmBM, BN>(first + i * grid, tilesM, tilesN, m0, n0);
-    float acc[BN / 2];
-    consumeTile<BN, TB, STAGES>(acc, sA, sB, full, empty, wg, i, kTiles);
-    if (PERSIST)
-      storeTileStaged<EPI, BN>(acc, sOut + wg * (kStagedBytes / 2), m0 + wg * 64, n0, &mapOut, &mapPre, bias,
-                               N, alpha, 1 + wg);
-    else
-      storeTile<EPI, BN>(acc, m0 + wg * 64, n0, out, pre, bias, M, N, alpha);
-  }
-  if (PERSIST && leader) bulkWaitRead<0>(); // shared memory stays until the stores read it
+  if (CL > 1) clusterSync(); // the other block's multicasts and arrivals are done
 }
 
 /// The persistent ping-pong schedule (CUTLASS's sm90 "pingpong" kernels; FlashAttention-3's
@@ -784,7 +791,7 @@ bool encodeBf16Map(TensorMap* map, const void* base, int64_t rows, int64_t cols,
 /// True for the schedules with a b [k, n] (MN-major) path: the persistent 128 x 256 ones.
 constexpr bool gemmScheduleTakesKN(GemmSchedule s) {
   return s == GemmSchedule::Persistent256 || s == GemmSchedule::PersistentEpilogue ||
-         s == GemmSchedule::ClusterEpilogue;
+         s == GemmSchedule::ClusterEpilogue || s == GemmSchedule::Cluster256;
 }
 
 /// The ping-pong kernel's stages: 6 x 32 KB.
@@ -795,14 +802,13 @@ template <int SCHED, int EPI, int TB>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
                 const TensorMap& mapOut, const TensorMap& mapPre, void* out, void* pre,
                 const void* bias, int64_t m, int64_t n, int64_t k, float alpha, int maxBlocks) {
-  constexpr int CL = SCHED == (int)GemmSchedule::ClusterEpilogue ? 2 : 1;
-  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue || CL > 1;
-  constexpr bool kPersist = SCHED == (int)GemmSchedule::PingPong ||
-                            SCHED == (int)GemmSchedule::Persistent256 || kEpiWg;
-  constexpr int BN = SCHED == (int)GemmSchedule::Cooperative256 ||
-                             SCHED == (int)GemmSchedule::Persistent256 || kEpiWg
-                         ? 256
-                         : 128;
+  constexpr bool kCluster256 = SCHED == (int)GemmSchedule::Cluster256;
+  constexpr int CL = SCHED == (int)GemmSchedule::ClusterEpilogue || kCluster256 ? 2 : 1;
+  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue ||
+                          SCHED == (int)GemmSchedule::ClusterEpilogue;
+  constexpr bool kStore256 = SCHED == (int)GemmSchedule::Persistent256 || kCluster256;
+  constexpr bool kPersist = SCHED == (int)GemmSchedule::PingPong || kStore256 || kEpiWg;
+  constexpr int BN = SCHED == (int)GemmSchedule::Cooperative256 || kStore256 || kEpiWg ? 256 : 128;
   // Persistent256 has 4 stages beside its 32 KB of box staging; the epilogue-warpgroup
   // kernels 3 beside their 64 KB tile buffer (227 KB of shared memory per block).
   constexpr int STAGES = SCHED == (int)GemmSchedule::PingPong ? kPingPongStages
@@ -814,16 +820,13 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
   const Kernel kernel =
       SCHED == (int)GemmSchedule::PingPong ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
       : kEpiWg                             ? gemm_bf16_epiwg_kernel<STAGES, EPI, TB, CL>
-      : SCHED == (int)GemmSchedule::Persistent256
-          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB>
+      : kStore256                          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB, CL>
       : SCHED == (int)GemmSchedule::Cooperative256
           ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
           : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
   const size_t smem =
       gemmSmemBytes(BN, STAGES,
-                    SCHED == (int)GemmSchedule::Persistent256 ? kGemmConsumers * kStagedBytes
-                    : kEpiWg                                  ? kGemmBM * BN * 2
-                                                              : 0);
+                    kStore256 ? kGemmConsumers * kStagedBytes : kEpiWg ? kGemmBM * BN * 2 : 0);
   static bool attrSet = false; // per instantiation, i.e. per kernel
   if (!attrSet) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
@@ -840,7 +843,8 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
       cudaLaunchAttribute attr;
       const cudaLaunchConfig_t cfg =
           clusterLaunchConfig(dim3((unsigned)(std::max(1, ctx->sm_count) / CL * CL)),
-                              dim3(kEpiThreads), smem, ctx->stream, CL, attr);
+                              dim3(kEpiWg ? kEpiThreads : kGemmThreads), smem, ctx->stream, CL,
+                              attr);
       check(cudaOccupancyMaxActiveClusters(&nc, kernel, &cfg), loc,
             "cudaOccupancyMaxActiveClusters(gemm_bf16_epiwg_kernel)");
       if (nc <= 0) fail(loc, "gemm_bf16: no cluster of %d blocks of this kernel fits the GPU", CL);
@@ -857,7 +861,8 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
     const int64_t clusters =
         std::min<int64_t>(units, maxBlocks > 0 ? std::max(1, maxBlocks / CL) : maxClusters);
     launchCluster(ctx, loc, "gemm_bf16_kernel", kernel, dim3((unsigned)(clusters * CL)),
-                  dim3(kEpiThreads), smem, (unsigned)CL, mapA, mapB, mapOut, mapPre,
+                  dim3(kEpiWg ? kEpiThreads : kGemmThreads), smem, (unsigned)CL, mapA, mapB,
+                  mapOut, mapPre,
                   static_cast<uint16_t*>(out), static_cast<uint16_t*>(pre),
                   static_cast<const uint16_t*>(bias), (int)m, (int)n, (int)k, alpha);
     return;
@@ -927,7 +932,7 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
       sched == GemmSchedule::Cooperative256 || sched == GemmSchedule::Persistent256 ||
               sched == GemmSchedule::PersistentEpilogue
           ? 256
-          : 128; // PingPong, Cooperative128, ClusterEpilogue (256 / 2)
+          : 128; // PingPong, Cooperative128, the clusters' (256 / 2)
   if (!encodeBf16Map(&mapA, a, m, k, kGemmBM, &why) ||
       !(trans_b ? encodeBf16Map(&mapB, b, n, k, tileN, &why)
                 : encodeBf16Map(&mapB, b, k, n, 64, &why)) ||
@@ -945,6 +950,7 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
     TGRT_GEMM_SCHED(Persistent256);
     TGRT_GEMM_SCHED(PersistentEpilogue);
     TGRT_GEMM_SCHED(ClusterEpilogue);
+    TGRT_GEMM_SCHED(Cluster256);
   }
 #undef TGRT_GEMM_SCHED
   fail(loc, "gemm_bf16: unknown schedule %d", (int)sched);

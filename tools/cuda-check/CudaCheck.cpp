@@ -1313,10 +1313,12 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
                           {S::PersistentEpilogue, 0, "persist epi wg"},
                           {S::PersistentEpilogue, 1, "persist epi wg 1 block"},
                           {S::ClusterEpilogue, 0, "cluster epi wg"},
-                          {S::ClusterEpilogue, 2, "cluster epi wg 1 cluster"}};
+                          {S::ClusterEpilogue, 2, "cluster epi wg 1 cluster"},
+                          {S::Cluster256, 0, "cluster 256"},
+                          {S::Cluster256, 2, "cluster 256 1 cluster"}};
       for (const Run& run : runs) {
         if (!tb && run.sched != S::Persistent256 && run.sched != S::PersistentEpilogue &&
-            run.sched != S::ClusterEpilogue)
+            run.sched != S::ClusterEpilogue && run.sched != S::Cluster256)
           continue; // b [k, n]: the persistent 128 x 256 kernels only
         for (E epi : {E::None, E::Bias, E::BiasGelu}) {
           gpre.poison();
@@ -3335,11 +3337,11 @@ void benchOwnGemm(Contexts& c, int reps) {
   const Col cols[] = {{"cuBLASLt t01", false, S::PingPong, 1},
                       {"persist t01", true, S::Persistent256, 1},
                       {"epi wg t01", true, S::PersistentEpilogue, 1},
-                      {"cluster t01", true, S::ClusterEpilogue, 1},
+                      {"cluster 256 t01", true, S::Cluster256, 1},
                       {"cuBLASLt t00", false, S::PingPong, 0},
                       {"persist t00", true, S::Persistent256, 0},
                       {"epi wg t00", true, S::PersistentEpilogue, 0},
-                      {"cluster t00", true, S::ClusterEpilogue, 0}};
+                      {"cluster 256 t00", true, S::Cluster256, 0}};
   constexpr int kCols = (int)(sizeof cols / sizeof cols[0]);
   constexpr int kRounds = 5;
   std::printf("\nown GEMM (gemm_bf16) against cuBLASLt, bf16; ms (TFLOP/s) spread: GPU time per "
