@@ -1,5 +1,5 @@
 # call12: Cluster256 (Persistent256, 4 stages, in 2-block clusters sharing B by multicast)
-# both own schedules. The own GEMM's checks, memcheck and bench; then the whole quick kernel
+# The own GEMM's checks, memcheck and bench; then the whole quick kernel
 # check (every runtime kernel against the CPU).
 set -u
 cd runs/gemm && xz -d -k -f tgrt-cuda-check.xz && chmod +x tgrt-cuda-check && cd ../..
