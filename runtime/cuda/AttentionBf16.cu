@@ -128,15 +128,7 @@ struct Bf16 {
   static __device__ __forceinline__ float toFloat(uint16_t h) { return bf16ToFloat(h); }
   /// Two floats rounded to bf16 (RNE) in one 32-bit word: lo in bits 0-15 (the lower column /
   /// address), hi in bits 16-31.
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-#ifdef TGRT_CUDA_EMULATE
-    return (uint32_t)tgrt_bf16_from_float(lo) | ((uint32_t)tgrt_bf16_from_float(hi) << 16);
-#else
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-#endif
-  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return packBf16(lo, hi); }
   /// d += a b: one m16n8k16 bf16 tensor-core product with fp32 accumulators.
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {

@@ -64,6 +64,19 @@ __device__ __forceinline__ uint16_t bf16FromFloat(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+/// Two floats rounded to bf16 (RNE) in one word: lo in bits 0-15 (the lower column or
+/// address), hi in bits 16-31. One cvt.rn.bf16x2.f32 on the GPU: the bits of bf16FromFloat
+/// for every non-NaN input (the tensor-core kernels' accumulator pairs, Gemm.cu and
+/// AttentionBf16.cu).
+__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
+#ifdef TGRT_CUDA_EMULATE
+  return (uint32_t)bf16FromFloat(lo) | ((uint32_t)bf16FromFloat(hi) << 16);
+#else
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
 /// tgrt_f16_to_float (exact).
 __device__ __forceinline__ float f16ToFloat(uint16_t h) {
 #ifdef TGRT_CUDA_EMULATE

@@ -200,18 +200,6 @@ __device__ __forceinline__ void fenceAcc(float (&x)[N]) {
 #endif
 }
 
-/// Two floats rounded to bf16 (RNE) in one word: lo in bits 0-15 (the lower column). One
-/// cvt.rn.bf16x2.f32 on the GPU: the bits of bf16FromFloat for every non-NaN input.
-__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
-#ifdef TGRT_CUDA_EMULATE
-  return (uint32_t)bf16FromFloat(lo) | ((uint32_t)bf16FromFloat(hi) << 16);
-#else
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-#endif
-}
-
 /// The epilogue of one warpgroup's 64 x BN accumulator block (rows r0 .., columns n0 ..):
 /// alpha, + bias (f32), rounded to bf16 (RNE) and stored (EPI 0 none, 1 bias, 2 bias + GELU:
 /// pre = the rounded sum, out = GELU(pre) rounded). Rows >= M and columns >= N are skipped

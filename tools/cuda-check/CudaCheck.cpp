@@ -3426,6 +3426,29 @@ void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::setOwnGemm(g, 1);
 }
 
+/// The end of a check run: the failed rows again (a "failures:" list, when any), then
+/// "<label>N passed, M failed" (label "sweep: ", "gemm: ", ...; "" for the whole check).
+/// Returns the count of failed rows.
+int reportRows(const char* label) {
+  int failed = 0;
+  for (const Row& r : g_rows) failed += !r.pass;
+  if (failed) {
+    std::printf("\nfailures:\n");
+    for (const Row& r : g_rows)
+      if (!r.pass)
+        std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
+  }
+  std::printf("\n%s%d passed, %d failed\n", label, (int)g_rows.size() - failed, failed);
+  std::fflush(stdout);
+  return failed;
+}
+
+/// Destroys both contexts of the run (the end-of-run memory lines come from here).
+void destroyContexts(Contexts& c) {
+  tgrt_cuda::destroyContext(c.gpu);
+  tgrt_ctx_destroy(c.cpu);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -3488,24 +3511,15 @@ int main(int argc, char** argv) {
   Rng rng(seed);
   if (sweep) {
     sweepAttention(c, rng, !quick);
-    int failed = 0;
-    for (const Row& r : g_rows) failed += !r.pass;
-    std::printf("\nsweep: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
-    tgrt_cuda::destroyContext(c.gpu);
-    tgrt_ctx_destroy(c.cpu);
+    const int failed = reportRows("sweep: ");
+    destroyContexts(c);
     return failed ? 1 : 0;
   }
   if (!checks) {
-    if (gemmOnly) {
-      benchOwnGemm(c, 20);
-      tgrt_cuda::destroyContext(c.gpu);
-      tgrt_ctx_destroy(c.cpu);
-      return 0;
-    }
-    if (kernelsOnly) {
-      benchKernels(c, 20);
-      tgrt_cuda::destroyContext(c.gpu);
-      tgrt_ctx_destroy(c.cpu);
+    if (gemmOnly || kernelsOnly) {
+      if (gemmOnly) benchOwnGemm(c, 20);
+      else benchKernels(c, 20);
+      destroyContexts(c);
       return 0;
     }
     benchAttention(c, rng, 1024, 64, 16 * 12, 20);
@@ -3516,8 +3530,7 @@ int main(int argc, char** argv) {
     benchAttentionCudnn(c, rng, 20);
 #endif
     benchKernels(c, 20);
-    tgrt_cuda::destroyContext(c.gpu);
-    tgrt_ctx_destroy(c.cpu);
+    destroyContexts(c);
     return 0;
   }
   std::printf("%-34s %-42s %11s  %s\n", "kernel", "shape", "max rel err", "result");
@@ -3529,47 +3542,25 @@ int main(int argc, char** argv) {
 #else
     std::printf("this tgrt-cuda-check was built without cuDNN (TGRT_HAVE_CUDNN)\n");
 #endif
-    int failed = 0;
-    for (const Row& r : g_rows) failed += !r.pass;
-    if (failed) {
-      std::printf("\nfailures:\n");
-      for (const Row& r : g_rows)
-        if (!r.pass)
-          std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
-    }
-    std::printf("\ncudnn: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
-    std::fflush(stdout);
+    const int failed = reportRows("cudnn: ");
 #ifdef TGRT_HAVE_CUDNN
     if (bench) benchAttentionCudnn(c, own, 20);
 #endif
-    tgrt_cuda::destroyContext(c.gpu);
-    tgrt_ctx_destroy(c.cpu);
+    destroyContexts(c);
     return failed ? 1 : 0;
   }
   if (gemmChecks) { // the same data as the own GEMM's checks of a full run with this seed
     Rng own(seed ^ 0x3c6ef372fe94f82bull);
     checkOwnGemm(c, own, quick);
-    int failed = 0;
-    for (const Row& r : g_rows) failed += !r.pass;
-    std::printf("\ngemm: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
-    tgrt_cuda::destroyContext(c.gpu);
-    tgrt_ctx_destroy(c.cpu);
+    const int failed = reportRows("gemm: ");
+    destroyContexts(c);
     return failed ? 1 : 0;
   }
   if (llamaOnly) { // the same data as the Llama checks of a full run with this seed
     Rng own(seed ^ 0x4c6c616d61ull);
     checkLlama(c, own, quick);
-    int failed = 0;
-    for (const Row& r : g_rows) failed += !r.pass;
-    if (failed) {
-      std::printf("\nfailures:\n");
-      for (const Row& r : g_rows)
-        if (!r.pass)
-          std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
-    }
-    std::printf("\nllama: %d passed, %d failed\n", (int)g_rows.size() - failed, failed);
-    tgrt_cuda::destroyContext(c.gpu);
-    tgrt_ctx_destroy(c.cpu);
+    const int failed = reportRows("llama: ");
+    destroyContexts(c);
     return failed ? 1 : 0;
   }
   checkContext(c, rng);
@@ -3656,16 +3647,7 @@ int main(int argc, char** argv) {
   }
 #endif
 
-  int passed = 0, failed = 0;
-  for (const Row& r : g_rows) (r.pass ? passed : failed)++;
-  if (failed) {
-    std::printf("\nfailures:\n");
-    for (const Row& r : g_rows)
-      if (!r.pass)
-        std::printf("%-34s %-42s %11.3e  FAIL\n", r.kernel.c_str(), r.shape.c_str(), r.err);
-  }
-  std::printf("\n%d passed, %d failed\n", passed, failed);
-  std::fflush(stdout);
+  const int failed = reportRows("");
 
   if (bench && !quick) {
     benchAttention(c, rng, 1024, 64, 16 * 12, 10);
@@ -3677,8 +3659,6 @@ int main(int argc, char** argv) {
 #endif
     benchKernels(c, 10);
   }
-
-  tgrt_cuda::destroyContext(c.gpu);
-  tgrt_ctx_destroy(c.cpu);
+  destroyContexts(c);
   return failed ? 1 : 0;
 }
