@@ -2,7 +2,7 @@
 // (trans_b) or [k, n], bf16 operands, f32 accumulators, bf16 out, with its epilogue (none,
 // + bias, + bias then GELU with the pre-activation stored too). docs/design-notes.md "A GEMM
 // with its own epilogue" says why and what it measured: 0.985x cuBLASLt's speed at 8192^3,
-// 0.85-0.89x at the examples' K 768-1024 and ~0.8x with GELU (H200, 2026-11-30), so the
+// 0.80-0.89x at the examples' K 768-1024 and 0.74-0.81x with GELU (H200, 2026-11-30), so the
 // runtime, which times cuBLASLt and the two persistent schedules per shape (Kernels.cu
 // ownGemmChoice, TGRT_OWN_GEMM), still runs cuBLASLt at the examples' shapes.
 //
@@ -256,7 +256,7 @@ __device__ __forceinline__ void storeTileStaged(float (&acc)[BN / 2], uint16_t* 
                                                 const uint16_t* __restrict__ bias, int N,
                                                 float alpha, int bar) {
   const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
-  const int g = lane / 4, q = lane % 4;
+  const int q = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
   unsigned char* st = reinterpret_cast<unsigned char*>(stage);
   int half = 0; // the half the next box goes into
