@@ -9,21 +9,15 @@
 //===----------------------------------------------------------------------------===//
 #ifndef TGRT_CUDA_ATTENTIONSTEPS_CUH
 #define TGRT_CUDA_ATTENTIONSTEPS_CUH
+#include "runtime/cuda/Dtype.cuh"
+
 #include <cstdint>
 // Include after runtime/cuda/Internal.h and AttentionMask.cuh.
 namespace tgrt_cuda {
 namespace attn {
 
-/// 2^x (x = -inf gives 0).
-__device__ __forceinline__ float fastExp2(float x) {
-#ifdef TGRT_CUDA_EMULATE
-  return exp2f(x);
-#else
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-#endif
-}
+/// 2^x (x = -inf gives 0): Dtype.cuh's.
+using tgrt_cuda::fastExp2;
 
 /// One key tile of the forward's online softmax for this lane's two query rows (row0, row0 +
 /// 8): the scores s (16 rows x NS * 8 keys from k0, C fragments) go to log2 units and are

@@ -16,6 +16,7 @@
 #include "runtime/cuda/Internal.h"
 #include "runtime/tgrt.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +54,19 @@ __device__ __forceinline__ float bitsFloat(uint32_t u) {
 /// True unless f is +-inf or NaN (no libm: the same on the device and in the emulator).
 __device__ __forceinline__ bool finiteF(float f) {
   return (floatBits(f) & 0x7f800000u) != 0x7f800000u;
+}
+
+/// 2^x by the SFU (ex2.approx.ftz.f32: relative error about 2^-22, subnormal results flushed
+/// to 0; x = -inf gives 0): what the flash kernels' softmax and the 16-bit cross-entropy use
+/// (one MUFU.EX2 where expf takes eight instructions). exp2f under the emulator.
+__device__ __forceinline__ float fastExp2(float x) {
+#ifdef TGRT_CUDA_EMULATE
+  return exp2f(x);
+#else
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
 }
 
 // ---------------------------------------------------------------- conversions --

@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -1404,6 +1405,48 @@ __device__ __forceinline__ float packExpSum(const float (&f)[W], float m) {
   return s;
 }
 
+/// The 16-bit logits' cross-entropy ("fast" path, TGRT_CE_FAST, the default): exp(z - m) as
+/// 2^(z log2(e) - m log2(e)), one FFMA and one MUFU.EX2 (fastExp2) per element where expf takes
+/// eight instructions; the kernels issue-bound on expf (two per element, about 27 instructions
+/// per logit in all) become bound by memory. The argument's rounding (|m| log2(e) 2^-24) and
+/// ex2.approx's error (about 2^-22) stay far below a bf16 or f16 unit in the last place of the
+/// stored gradient. As the flash kernels' softmax (FlashAttention-2, Dao 2023, section 3.1).
+constexpr float kLog2e = 1.4426950408889634f;
+/// The fast path's variants (TGRT_CE_FAST): the packs each thread loads before it uses any
+/// (memory-level parallelism) and the blocks per SM that the registers allow: 2 packs with 3
+/// blocks of 512 threads, 4 packs with 2 blocks of 512 (the default; about 26 MB of rows in
+/// flight on 132 SMs, so the second read of a row finds it in L2), or (variant 5) 4 packs
+/// with 4 blocks of 256 threads.
+constexpr int kCeFastDefault = 4;
+/// Packs per load batch of variant `fast` (0: the expf path, 1).
+__host__ __device__ constexpr int ceUnroll(int fast) { return fast == 5 ? 4 : fast > 0 ? fast : 1; }
+/// Threads per block of variant `fast`.
+__host__ __device__ constexpr int ceThreads(int fast) { return fast == 5 ? 256 : 512; }
+/// Blocks per SM variant `fast` is compiled for (the expf path: 4 of 512, 32 registers).
+__host__ __device__ constexpr int ceMinBlocks(int fast) {
+  return fast == 4 ? 2 : fast == 2 ? 3 : 4;
+}
+
+/// onlineAdd in the log2 domain (the fast path's leading / trailing elements).
+__device__ __forceinline__ void onlineAdd2(float z, float& m, float& s) {
+  if (z > m) {
+    s = s * fastExp2((m - z) * kLog2e) + 1.0f;
+    m = z;
+  } else {
+    s += fastExp2(fmaf(z, kLog2e, -m * kLog2e));
+  }
+}
+/// sum 2^(f log2(e) - mL) over a pack (mL = m log2(e)).
+template <int W>
+__device__ __forceinline__ float packExp2Sum(const float (&f)[W], float mL) {
+  float e[W];
+#pragma unroll
+  for (int j = 0; j < W; ++j) e[j] = fastExp2(fmaf(f[j], kLog2e, -mL));
+  float t = (e[0] + e[1]) + (e[2] + e[3]);
+  if (W == 8) t = t + ((e[4 % W] + e[5 % W]) + (e[6 % W] + e[7 % W]));
+  return t;
+}
+
 /// A row of `vocab` elements of T at z cut at 16-byte boundaries: h leading elements, np whole
 /// packs of W (16-byte aligned) from z + h, then tl trailing elements. So every row takes
 /// 16-byte loads, whatever its length and offset (the logits' rows of GPT-2's vocabulary 50257
@@ -1429,12 +1472,51 @@ __device__ __forceinline__ RowSplit rowSplit(const T* z, int64_t vocab) {
 /// few leading / trailing elements; else single elements), then the block combines them.
 /// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
 /// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
-template <typename T>
+template <typename T, int FAST>
 __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratch,
                              double* dscratch, float& M, float& S) {
   constexpr int W = packWidth<T>();
   float m = -INFINITY, s = 0.0f;
-  if (vec) {
+  constexpr int kU = ceUnroll(FAST);
+  if (FAST > 0 && vec) {
+    // kU packs loaded (as raw 16-byte words) before any is used; then per pack its max, a
+    // rescale when it exceeds the running max (rare after a row's first packs), its sum.
+    const RowSplit sp = rowSplit(z, vocab);
+    const T* zp = z + sp.h;
+    const int np = (int)sp.np; // vocab < 2^31 (the host's withCeFast)
+    float mL = -INFINITY;      // m log2(e)
+    for (int c0 = threadIdx.x; c0 < np; c0 += kU * (int)blockDim.x) {
+      uint4 raw[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int c = c0 + u * (int)blockDim.x;
+        if (c < np) raw[u] = load16(zp + c * W);
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        if (c0 + u * (int)blockDim.x >= np) break;
+        float q[W];
+        unpack16(raw[u], q, T{});
+        const float qm = packMax(q);
+        if (qm == -INFINITY) continue;
+        if (qm > m) {
+          s *= fastExp2((m - qm) * kLog2e); // m = -inf: 0
+          m = qm;
+          mL = m * kLog2e;
+        }
+        s += packExp2Sum(q, mL);
+      }
+    }
+    const int c = threadIdx.x;
+    if (c < sp.h) {
+      const float zc = toF(z[c]);
+      if (zc != -INFINITY) onlineAdd2(zc, m, s);
+    }
+    if (c < sp.tl) {
+      const float zc = toF(zp[sp.np * W + c]);
+      if (zc != -INFINITY) onlineAdd2(zc, m, s);
+    }
+  } else if (vec) {
     const RowSplit sp = rowSplit(z, vocab);
     const T* zp = z + sp.h;
     for (int64_t c = threadIdx.x; c < sp.np; c += blockDim.x) {
@@ -1473,12 +1555,11 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
 // Cross-entropy forward, first stage, one block per row r of logits [rows, vocab]:
 //   rowLoss[r] = logsumexp(z_r) - z_r[target_r] = M + log(S) - z_r[t]  (0 when ignored).
 // Targets outside [0, vocab) (and != ignore_index) are reported.
-template <typename T>
-__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits,
-                                          const int32_t* __restrict__ targets,
-                                          double* __restrict__ rowLoss, int64_t rows,
-                                          int64_t vocab, int64_t ignore, DeviceState* st,
-                                          int32_t loc, bool vec) {
+template <typename T, int FAST>
+__global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
+    cross_entropy_rows_kernel(const T* __restrict__ logits, const int32_t* __restrict__ targets,
+                              double* __restrict__ rowLoss, int64_t rows, int64_t vocab,
+                              int64_t ignore, DeviceState* st, int32_t loc, bool vec) {
   __shared__ float fs[33];
   __shared__ double ds[33];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -1492,7 +1573,7 @@ __global__ void cross_entropy_rows_kernel(const T* __restrict__ logits,
     }
     const T* z = logits + r * vocab;
     float M, S;
-    rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
+    rowMaxSumExp<T, FAST>(z, vocab, vec, fs, ds, M, S);
     if (threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)toF(z[t]);
   }
 }
@@ -1545,13 +1626,13 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
 // rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
 // by every thread before rowMaxSumExp's barriers, so before any element is overwritten.
-template <typename T>
-__global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
-                                         const float* __restrict__ dloss,
-                                         const double* __restrict__ valid, T* dlogits,
-                                         int64_t rows, int64_t vocab, int64_t ignore,
-                                         DeviceState* st, int32_t loc, bool vec,
-                                         double* __restrict__ rowLoss) {
+template <typename T, int FAST>
+__global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
+    cross_entropy_bwd_kernel(const T* logits, const int32_t* __restrict__ targets,
+                             const float* __restrict__ dloss, const double* __restrict__ valid,
+                             T* dlogits, int64_t rows, int64_t vocab, int64_t ignore,
+                             DeviceState* st, int32_t loc, bool vec,
+                             double* __restrict__ rowLoss) {
   constexpr int W = packWidth<T>();
   __shared__ float fs[33];
   __shared__ double ds[33];
@@ -1569,10 +1650,53 @@ __global__ void cross_entropy_bwd_kernel(const T* logits, const int32_t* __restr
     }
     const float zt = rowLoss ? toF(z[t]) : 0.0f;
     float M, S;
-    rowMaxSumExp(z, vocab, vec, fs, ds, M, S);
+    rowMaxSumExp<T, FAST>(z, vocab, vec, fs, ds, M, S);
     if (rowLoss && threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)zt;
     const float invS = 1.0f / S;
-    if (vec) {
+    constexpr int kU = ceUnroll(FAST);
+    if (FAST > 0 && vec) {
+      // dz = 2^(z log2(e) - M log2(e)) (scale / S), the target's element scale (p - 1).
+      const RowSplit sp = rowSplit(z, vocab);
+      const T* zp = z + sp.h;
+      T* dzp = dz + sp.h;
+      const int np = (int)sp.np; // vocab < 2^31 (the host's withCeFast)
+      const int tp = (int)(t - sp.h), tPack = tp >= 0 ? tp / W : -1;
+      const float mL = M * kLog2e, c1 = scale * invS;
+      for (int c0 = threadIdx.x; c0 < np; c0 += kU * (int)blockDim.x) {
+        uint4 raw[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          const int c = c0 + u * (int)blockDim.x;
+          if (c < np) raw[u] = load16(zp + c * W);
+        }
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          const int c = c0 + u * (int)blockDim.x;
+          if (c >= np) break;
+          float q[W], o[W];
+          unpack16(raw[u], q, T{});
+#pragma unroll
+          for (int j = 0; j < W; ++j) o[j] = fastExp2(fmaf(q[j], kLog2e, -mL)) * c1;
+          if (c == tPack) {
+            const int jt = tp - tPack * W;
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+              if (j == jt) o[j] = scale * (fastExp2(fmaf(q[j], kLog2e, -mL)) * invS - 1.0f);
+          }
+          stPack(dzp, c, o);
+        }
+      }
+      const int c = threadIdx.x;
+      if (c < sp.h) {
+        const float p = fastExp2(fmaf(toF(z[c]), kLog2e, -mL)) * invS;
+        dz[c] = fromF<T>(scale * (p - (c == t ? 1.0f : 0.0f)));
+      }
+      if (c < sp.tl) {
+        const int64_t e = sp.h + sp.np * W + c;
+        const float p = fastExp2(fmaf(toF(z[e]), kLog2e, -mL)) * invS;
+        dz[e] = fromF<T>(scale * (p - (e == t ? 1.0f : 0.0f)));
+      }
+    } else if (vec) {
       // z and dz have the same offset within 16 bytes (the host checks): one split for both.
       const RowSplit sp = rowSplit(z, vocab);
       const T* zp = z + sp.h;
@@ -3517,6 +3641,33 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
   });
 }
 
+namespace {
+/// TGRT_CE_FAST: 0 = the 16-bit cross-entropy kernels take expf (the path before
+/// 2026-11-30, kept for comparison); 2, 4 or 5 = fastExp2 in that variant (ceUnroll,
+/// ceThreads; kCeFastDefault when unset). Read at every call (a step records its calls once, in its
+/// CUDA graph).
+int ceFast() {
+  const char* e = std::getenv("TGRT_CE_FAST");
+  for (int v : {0, 2, 4, 5})
+    if (e && e[0] == '0' + v && e[1] == 0) return v;
+  return kCeFastDefault;
+}
+/// fn(std::integral_constant<int, FAST>) with ceFast()'s variant; f32 logits and rows of
+/// 2^31 elements or more (the fast loops count in 32 bits) always take expf.
+template <typename T, typename Fn>
+void withCeFast(int64_t vocab, Fn&& fn) {
+  if constexpr (std::is_same<T, float>::value) {
+    fn(std::integral_constant<int, 0>{});
+  } else {
+    const int f = vocab < ((int64_t)1 << 31) ? ceFast() : 0;
+    if (f == 2) fn(std::integral_constant<int, 2>{});
+    else if (f == 4) fn(std::integral_constant<int, 4>{});
+    else if (f == 5) fn(std::integral_constant<int, 5>{});
+    else fn(std::integral_constant<int, 0>{});
+  }
+}
+} // namespace
+
 void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
                      const int32_t* targets, float* loss, int64_t rows, int64_t vocab,
                      int64_t ignore_index) {
@@ -3531,9 +3682,12 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
   double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   withDtype(loc, "cross_entropy_fwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T>,
-           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, rowLoss, rows,
-           vocab, ignore_index, ctx->state, locIndex(ctx, loc), true);
+    withCeFast<T>(vocab, [&](auto fast) {
+      launch(ctx, loc, "cross_entropy_rows_kernel",
+             cross_entropy_rows_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
+             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, rowLoss, rows, vocab, ignore_index,
+             ctx->state, locIndex(ctx, loc), true);
+    });
   });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
@@ -3554,10 +3708,12 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     using T = decltype(tag);
     // 16-byte loads need logits and dlogits at the same offset within 16 bytes (rowSplit).
     const bool vec = ((uintptr_t)logits & 15u) == ((uintptr_t)dlogits & 15u);
-    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
-           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
-           (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
-           locIndex(ctx, loc), vec, (double*)nullptr);
+    withCeFast<T>(vocab, [&](auto fast) {
+      launch(ctx, loc, "cross_entropy_bwd_kernel",
+             cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
+             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, dloss, (const double*)valid, mp<T>(dlogits),
+             rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), vec, (double*)nullptr);
+    });
   });
 }
 
@@ -3583,10 +3739,12 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
          ignore_index, valid);
   withDtype(loc, "cross_entropy_fwd_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
-           dim3(gridFor(rows, 1, 65535)), dim3(512), 0, cp<T>(logits), targets, dloss,
-           (const double*)valid, mp<T>(dlogits), rows, vocab, ignore_index, ctx->state,
-           locIndex(ctx, loc), true, rowLoss);
+    withCeFast<T>(vocab, [&](auto fast) {
+      launch(ctx, loc, "cross_entropy_bwd_kernel",
+             cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
+             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, dloss, (const double*)valid, mp<T>(dlogits),
+             rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true, rowLoss);
+    });
   });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
@@ -3629,10 +3787,13 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
     matmul(ctx, loc, dt, xc, w, logits, 1, n, vocab, d, 0, 1, 0, 0, 0, 1.0f, 0.0f);
     withDtype(loc, "linear_cross_entropy", dt, [&](auto tag) {
       using T = decltype(tag);
-      launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T>,
-             dim3(gridFor(n, 1, 65535)), dim3(512), 0, cp<T>(logits), targets + r0, dloss,
-             (const double*)valid, mp<T>(logits), n, vocab, ignore_index, ctx->state,
-             locIndex(ctx, loc), true, rowLoss + r0);
+      withCeFast<T>(vocab, [&](auto fast) {
+        launch(ctx, loc, "cross_entropy_bwd_kernel",
+               cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(n, 1, 65535)),
+               dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets + r0, dloss, (const double*)valid,
+               mp<T>(logits), n, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true,
+               rowLoss + r0);
+      });
     });
     matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0, 0, 0,
            0, 0, 1.0f, 0.0f);

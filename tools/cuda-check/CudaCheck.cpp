@@ -1644,6 +1644,15 @@ void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
   // of bf16, many passes of the block's threads per row).
   checkCrossEntropyV(c, rng, dt, 50304, 24);
   checkCrossEntropyV(c, rng, dt, 128256, 12);
+  if (dt == TGRT_F32) return;
+  // The 16-bit kernels' other variants: 2 packs per load batch, blocks of 256 threads and the
+  // expf path (TGRT_CE_FAST=2, 5 and 0; the default takes the SFU's ex2, 4 packs per batch).
+  for (const char* fast : {"2", "5", "0"}) {
+    setenv("TGRT_CE_FAST", fast, 1);
+    for (int64_t vocab : {int64_t(5001), int64_t(50304)})
+      checkCrossEntropyV(c, rng, dt, vocab, 40);
+  }
+  unsetenv("TGRT_CE_FAST");
 }
 
 /// Sets the loss scale on both backends.
@@ -3171,13 +3180,20 @@ void benchKernels(Contexts& c, int reps) {
   std::printf("\nkernel timing at GPT-2 small shapes (16 x 1024 tokens, d 768, MLP 3072, vocab "
               "50304, 124M params; median of %d; GB/s of the bytes the call must move)\n",
               reps);
+  // TGRT_KERNEL_BENCH_ONLY: only the rows whose "name dtype" contains it (for Nsight Compute).
+  const char* only = std::getenv("TGRT_KERNEL_BENCH_ONLY");
+  auto skip = [&](const char* what, int32_t dt) {
+    return only && (std::string(what) + " " + dtName(dt)).find(only) == std::string::npos;
+  };
   auto row = [&](const char* what, int32_t dt, double bytesPerElemF32, double bytesPerElemLp,
                  double elems, const std::function<void()>& fn) {
+    if (skip(what, dt)) return;
     const float ms = timeMs(g, reps, fn);
     const double bytes = (dt == F ? bytesPerElemF32 : bytesPerElemLp) * elems;
     std::printf("%-52s %-5s %9.4f ms %8.0f GB/s\n", what, dtName(dt), ms, bytes / ms / 1e6);
   };
   auto flops = [&](const char* what, int32_t dt, double f, const std::function<void()>& fn) {
+    if (skip(what, dt)) return;
     const float ms = timeMs(g, reps, fn);
     std::printf("%-52s %-5s %9.4f ms %8.1f TFLOP/s\n", what, dtName(dt), ms, f / ms / 1e9);
   };
@@ -3206,20 +3222,30 @@ void benchKernels(Contexts& c, int reps) {
     const double es = (double)tgrt_dtype_size(dt);
     // Cross entropy over T rows of `vocab` logits (50257: rows at every offset; 50304: whole
     // packs, GPT-2's padded vocabulary): the forward, the backward in place, the two in one.
+    // 16-bit logits also with TGRT_CE_FAST=5 (blocks of 256 threads, suffix "ex2 256") and 0
+    // (expf instead of the SFU's ex2, suffix "expf").
     auto ceRows = [&](int64_t vocab) {
-      const std::string v = std::to_string(vocab), n = "cross_entropy_";
-      row((n + "fwd 16384 x " + v).c_str(), dt, 4, 2, (double)T * vocab, [&] {
-        tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T,
-                                   vocab, -100);
-      });
-      row((n + "bwd 16384 x " + v + " (in place)").c_str(), dt, 8, 4, (double)T * vocab, [&] {
-        tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p, logits->p, T,
-                                   vocab, -100);
-      });
-      row((n + "fwd_bwd 16384 x " + v + " (in place)").c_str(), dt, 8, 4, (double)T * vocab, [&] {
-        tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p,
-                                      dloss.p, logits->p, T, vocab, -100);
-      });
+      for (const char* fast : dt == F ? std::vector<const char*>{"4"}
+                                      : std::vector<const char*>{"4", "5", "0"}) {
+        setenv("TGRT_CE_FAST", fast, 1);
+        const std::string v = std::to_string(vocab), n = "cross_entropy_",
+                          sfx = fast[0] == '0' ? " expf" : fast[0] == '5' ? " ex2 256" : "";
+        row((n + "fwd 16384 x " + v + sfx).c_str(), dt, 4, 2, (double)T * vocab, [&] {
+          tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T,
+                                     vocab, -100);
+        });
+        row((n + "bwd 16384 x " + v + " (in place)" + sfx).c_str(), dt, 8, 4, (double)T * vocab,
+            [&] {
+              tgrt_cuda::crossEntropyBwd(g, "bench", dt, logits->p, targets.p, dloss.p,
+                                         logits->p, T, vocab, -100);
+            });
+        row((n + "fwd_bwd 16384 x " + v + " (in place)" + sfx).c_str(), dt, 8, 4,
+            (double)T * vocab, [&] {
+              tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p,
+                                            (float*)loss->p, dloss.p, logits->p, T, vocab, -100);
+            });
+      }
+      unsetenv("TGRT_CE_FAST");
     };
     // dout read, the whole table written (zeroed, then the used rows).
     for (bool skewed : {false, true})
