@@ -1377,6 +1377,42 @@ __global__ void softmax_bwd_kernel(const T* y, const T* dy, T* dx, int64_t rows,
   }
 }
 
+/// 16-byte loads and stores with streaming cache hints (ld.global.cs / st.global.cs: the
+/// lines are evicted first), for data touched once: load16 / store16's values; the emulator
+/// has no caches.
+__device__ __forceinline__ uint4 load16Cs(const void* p) {
+#ifdef TGRT_CUDA_EMULATE
+  return load16(p);
+#else
+  return __ldcs(reinterpret_cast<const uint4*>(p));
+#endif
+}
+__device__ __forceinline__ void store16Cs(void* p, uint4 v) {
+#ifdef TGRT_CUDA_EMULATE
+  store16(p, v);
+#else
+  __stcs(reinterpret_cast<uint4*>(p), v);
+#endif
+}
+
+/// ldPack / stPack with streaming cache hints (AdamW reads and writes every byte of its
+/// tensors once per step, so keeping them in L2 only pushes out what the next step's first
+/// kernels read). The same values as ldPack / stPack.
+template <int W, typename T>
+__device__ __forceinline__ void ldPackCs(const T* p, int64_t iv, float (&f)[W]) {
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  const T* base = p + iv * W;
+#pragma unroll
+  for (int u = 0; u < kWords; ++u) unpack16(load16Cs(base + u * kPer), f + u * kPer, T{});
+}
+template <int W, typename T>
+__device__ __forceinline__ void stPackCs(T* p, int64_t iv, const float (&f)[W]) {
+  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
+  T* base = p + iv * W;
+#pragma unroll
+  for (int u = 0; u < kWords; ++u) store16Cs(base + u * kPer, pack16(f + u * kPer, T{}));
+}
+
 // --------------------------------------------------------------- cross entropy --
 
 /// Online (max, sum of exp) update: (m, s) with s = sum exp(z - m) absorbs one z.
@@ -1412,20 +1448,21 @@ __device__ __forceinline__ float packExpSum(const float (&f)[W], float m) {
 /// ex2.approx's error (about 2^-22) stay far below a bf16 or f16 unit in the last place of the
 /// stored gradient. As the flash kernels' softmax (FlashAttention-2, Dao 2023, section 3.1).
 constexpr float kLog2e = 1.4426950408889634f;
-/// The fast path's variants (TGRT_CE_FAST): the packs each thread loads before it uses any
-/// (memory-level parallelism) and the blocks per SM that the registers allow: 2 packs with 3
-/// blocks of 512 threads, 4 packs with 2 blocks of 512 (the default; about 26 MB of rows in
-/// flight on 132 SMs, so the second read of a row finds it in L2), or (variant 5) 4 packs
-/// with 4 blocks of 256 threads.
-constexpr int kCeFastDefault = 4;
-/// Packs per load batch of variant `fast` (0: the expf path, 1).
-__host__ __device__ constexpr int ceUnroll(int fast) { return fast == 5 ? 4 : fast > 0 ? fast : 1; }
-/// Threads per block of variant `fast`.
-__host__ __device__ constexpr int ceThreads(int fast) { return fast == 5 ? 256 : 512; }
+/// The fast path's variants (TGRT_CE_FAST; numbered as measured, docs/results.md "The
+/// cross-entropy on the SFU"): each thread loads kCeUnroll packs (raw 16-byte words) before it
+/// uses any, the second pass's loads and the gradient's stores stream (load16Cs, store16Cs: a
+/// row's lines leave L2 first once read the second time, and the gradient's lines do not push
+/// out rows still waiting for their second read); 6 (the default) runs blocks of 512 threads,
+/// 2 per SM at 63 registers (about 26 MB of rows in flight on 132 SMs, so most second reads
+/// hit L2), 7 blocks of 256, 4 per SM. Dropped after measuring (H200, 16384 x 50304 bf16 in
+/// place, 1.11 ms for 6): the same without the streaming hints (1.14-1.15; 1.19-1.20 with 256
+/// threads) and 2 packs per batch at 3 blocks of 512 (1.41, spilling at 40 registers).
+constexpr int kCeFastDefault = 6;
+constexpr int kCeUnroll = 4;
+/// Threads per block of variant `fast` (0: the expf path).
+__host__ __device__ constexpr int ceThreads(int fast) { return fast == 7 ? 256 : 512; }
 /// Blocks per SM variant `fast` is compiled for (the expf path: 4 of 512, 32 registers).
-__host__ __device__ constexpr int ceMinBlocks(int fast) {
-  return fast == 4 ? 2 : fast == 2 ? 3 : 4;
-}
+__host__ __device__ constexpr int ceMinBlocks(int fast) { return fast == 6 ? 2 : 4; }
 
 /// onlineAdd in the log2 domain (the fast path's leading / trailing elements).
 __device__ __forceinline__ void onlineAdd2(float z, float& m, float& s) {
@@ -1477,7 +1514,7 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
                              double* dscratch, float& M, float& S) {
   constexpr int W = packWidth<T>();
   float m = -INFINITY, s = 0.0f;
-  constexpr int kU = ceUnroll(FAST);
+  constexpr int kU = kCeUnroll;
   if (FAST > 0 && vec) {
     // kU packs loaded (as raw 16-byte words) before any is used; then per pack its max, a
     // rescale when it exceeds the running max (rare after a row's first packs), its sum.
@@ -1621,8 +1658,13 @@ __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
 // thread) in flight while the block reduces and writes the current one, read once: 1.69 ms
 // with these expf at 512 threads, 1.35 / 1.34 / 1.55 ms with __expf at 1024 threads, against
 // 1.35 ms here, the forward alone 0.59-0.71 against 0.49; and __expf here made this kernel
-// slower, 1.47 against 1.35 ms: the SFU is not what bounds it. H200, 2026-11-29, "A
-// cross-entropy read once" in docs/results.md.)
+// slower, 1.47 against 1.35 ms. H200, 2026-11-29, "A cross-entropy read once" in
+// docs/results.md. What bounded the kernel was the issue of instructions, not the SFU: expf
+// is eight of them, two per logit, about 27 per logit in all; Nsight Compute had the issue
+// slots 79% busy and DRAM at 71% (2026-11-30). The 16-bit fast path (FAST > 0, kLog2e) takes
+// one FFMA and one MUFU.EX2 per exponential, loads kCeUnroll packs at a time and streams its
+// second pass: 1.11 against 1.41 ms at 16384 x 50304 bf16 in place on the H200, issue slots
+// 62%, "The cross-entropy on the SFU" in docs/results.md.)
 // With rowLoss (tgrt_cross_entropy_fwd_bwd) it also writes the forward's first stage,
 // rowLoss[r] = M + log(S) - z_r[t] (0 when ignored), from the same M and S: z_r[t] is read
 // by every thread before rowMaxSumExp's barriers, so before any element is overwritten.
@@ -1653,7 +1695,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
     rowMaxSumExp<T, FAST>(z, vocab, vec, fs, ds, M, S);
     if (rowLoss && threadIdx.x == 0) rowLoss[r] = (double)M + log((double)S) - (double)zt;
     const float invS = 1.0f / S;
-    constexpr int kU = ceUnroll(FAST);
+    constexpr int kU = kCeUnroll;
     if (FAST > 0 && vec) {
       // dz = 2^(z log2(e) - M log2(e)) (scale / S), the target's element scale (p - 1).
       const RowSplit sp = rowSplit(z, vocab);
@@ -1667,7 +1709,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           const int c = c0 + u * (int)blockDim.x;
-          if (c < np) raw[u] = load16(zp + c * W);
+          if (c < np) raw[u] = load16Cs(zp + c * W);
         }
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
@@ -1683,7 +1725,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
             for (int j = 0; j < W; ++j)
               if (j == jt) o[j] = scale * (fastExp2(fmaf(q[j], kLog2e, -mL)) * invS - 1.0f);
           }
-          stPack(dzp, c, o);
+          stPackCs(dzp, c, o);
         }
       }
       const int c = threadIdx.x;
@@ -1842,35 +1884,6 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
   mf = mi;
   vf = vi;
   pf = pf - a.lr * ((mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps) + a.wd * pf);
-}
-
-/// ldPack / stPack with streaming cache hints (ld.global.cs / st.global.cs: the lines are
-/// evicted first; AdamW reads and writes every byte of its tensors once per step, so keeping
-/// them in L2 only pushes out what the next step's first kernels read). The same values as
-/// ldPack / stPack; the emulator has no caches.
-template <int W, typename T>
-__device__ __forceinline__ void ldPackCs(const T* p, int64_t iv, float (&f)[W]) {
-#ifdef TGRT_CUDA_EMULATE
-  ldPack(p, iv, f);
-#else
-  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-  const T* base = p + iv * W;
-#pragma unroll
-  for (int u = 0; u < kWords; ++u)
-    unpack16(__ldcs(reinterpret_cast<const uint4*>(base + u * kPer)), f + u * kPer, T{});
-#endif
-}
-template <int W, typename T>
-__device__ __forceinline__ void stPackCs(T* p, int64_t iv, const float (&f)[W]) {
-#ifdef TGRT_CUDA_EMULATE
-  stPack(p, iv, f);
-#else
-  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-  T* base = p + iv * W;
-#pragma unroll
-  for (int u = 0; u < kWords; ++u)
-    __stcs(reinterpret_cast<uint4*>(base + u * kPer), pack16(f + u * kPer, T{}));
-#endif
 }
 
 // AdamW (Loshchilov & Hutter 2019), in double like the CPU reference when every tensor is
@@ -3643,12 +3656,12 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
 
 namespace {
 /// TGRT_CE_FAST: 0 = the 16-bit cross-entropy kernels take expf (the path before
-/// 2026-11-30, kept for comparison); 2, 4 or 5 = fastExp2 in that variant (ceUnroll,
-/// ceThreads; kCeFastDefault when unset). Read at every call (a step records its calls once, in its
+/// 2026-11-30, kept for comparison); 6 (the default) or 7 = fastExp2 in that variant
+/// (kCeFastDefault, ceThreads). Read at every call (a step records its calls once, in its
 /// CUDA graph).
 int ceFast() {
   const char* e = std::getenv("TGRT_CE_FAST");
-  for (int v : {0, 2, 4, 5})
+  for (int v : {0, 6, 7})
     if (e && e[0] == '0' + v && e[1] == 0) return v;
   return kCeFastDefault;
 }
@@ -3660,11 +3673,25 @@ void withCeFast(int64_t vocab, Fn&& fn) {
     fn(std::integral_constant<int, 0>{});
   } else {
     const int f = vocab < ((int64_t)1 << 31) ? ceFast() : 0;
-    if (f == 2) fn(std::integral_constant<int, 2>{});
-    else if (f == 4) fn(std::integral_constant<int, 4>{});
-    else if (f == 5) fn(std::integral_constant<int, 5>{});
+    if (f == 6) fn(std::integral_constant<int, 6>{});
+    else if (f == 7) fn(std::integral_constant<int, 7>{});
     else fn(std::integral_constant<int, 0>{});
   }
+}
+/// cross_entropy_bwd_kernel over `rows` rows (one block each) in ceFast()'s variant; rowLoss
+/// null for the backward alone.
+template <typename T>
+void launchCrossEntropyBwd(Context* ctx, const char* loc, const void* logits,
+                           const int32_t* targets, const float* dloss, const double* valid,
+                           void* dlogits, int64_t rows, int64_t vocab, int64_t ignore, bool vec,
+                           double* rowLoss) {
+  withCeFast<T>(vocab, [&](auto fast) {
+    constexpr int F = decltype(fast)::value;
+    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T, F>,
+           dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets, dloss,
+           valid, mp<T>(dlogits), rows, vocab, ignore, ctx->state, locIndex(ctx, loc), vec,
+           rowLoss);
+  });
 }
 } // namespace
 
@@ -3683,10 +3710,10 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
   withDtype(loc, "cross_entropy_fwd", dt, [&](auto tag) {
     using T = decltype(tag);
     withCeFast<T>(vocab, [&](auto fast) {
-      launch(ctx, loc, "cross_entropy_rows_kernel",
-             cross_entropy_rows_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
-             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, rowLoss, rows, vocab, ignore_index,
-             ctx->state, locIndex(ctx, loc), true);
+      constexpr int F = decltype(fast)::value;
+      launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T, F>,
+             dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets,
+             rowLoss, rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true);
     });
   });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
@@ -3708,12 +3735,8 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     using T = decltype(tag);
     // 16-byte loads need logits and dlogits at the same offset within 16 bytes (rowSplit).
     const bool vec = ((uintptr_t)logits & 15u) == ((uintptr_t)dlogits & 15u);
-    withCeFast<T>(vocab, [&](auto fast) {
-      launch(ctx, loc, "cross_entropy_bwd_kernel",
-             cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
-             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, dloss, (const double*)valid, mp<T>(dlogits),
-             rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), vec, (double*)nullptr);
-    });
+    launchCrossEntropyBwd<T>(ctx, loc, logits, targets, dloss, valid, dlogits, rows, vocab,
+                             ignore_index, vec, nullptr);
   });
 }
 
@@ -3739,12 +3762,8 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
          ignore_index, valid);
   withDtype(loc, "cross_entropy_fwd_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    withCeFast<T>(vocab, [&](auto fast) {
-      launch(ctx, loc, "cross_entropy_bwd_kernel",
-             cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(rows, 1, 65535)),
-             dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets, dloss, (const double*)valid, mp<T>(dlogits),
-             rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true, rowLoss);
-    });
+    launchCrossEntropyBwd<T>(ctx, loc, logits, targets, dloss, valid, dlogits, rows, vocab,
+                             ignore_index, true, rowLoss);
   });
   launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
          dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
@@ -3787,13 +3806,8 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
     matmul(ctx, loc, dt, xc, w, logits, 1, n, vocab, d, 0, 1, 0, 0, 0, 1.0f, 0.0f);
     withDtype(loc, "linear_cross_entropy", dt, [&](auto tag) {
       using T = decltype(tag);
-      withCeFast<T>(vocab, [&](auto fast) {
-        launch(ctx, loc, "cross_entropy_bwd_kernel",
-               cross_entropy_bwd_kernel<T, decltype(fast)::value>, dim3(gridFor(n, 1, 65535)),
-               dim3(ceThreads(decltype(fast)::value)), 0, cp<T>(logits), targets + r0, dloss, (const double*)valid,
-               mp<T>(logits), n, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true,
-               rowLoss + r0);
-      });
+      launchCrossEntropyBwd<T>(ctx, loc, logits, targets + r0, dloss, valid, logits, n, vocab,
+                               ignore_index, true, rowLoss + r0);
     });
     matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0, 0, 0,
            0, 0, 1.0f, 0.0f);

@@ -5,6 +5,7 @@
   calibrated TABLE.json                    a table tgc calibrate wrote is well formed
   accuracy PLAN.json RUN.jsonl LO HI       predicted / measured step time within [LO, HI]
   nullargs GPT.jsonl LLAMA.jsonl           the weight-gradient GEMMs' bias gradients in the trace
+  only TABLE.json COPY.json GROUP KERNELS  tgc calibrate --only GROUP --into TABLE wrote COPY
 """
 import json
 import statistics
@@ -102,7 +103,25 @@ def nullargs(gpt_calls, llama_calls):
     print("nullargs: PASS", len(with_bias), "with a bias,", len(without) + len(llama), "without")
 
 
+def only(table, copy, group, kernels):
+    """COPY (tgc calibrate --only GROUP --into TABLE) has TABLE's kernels, KERNELS (of GROUP)
+    measured again and named in its note, every other kernel's points TABLE's own."""
+    a, b = json.load(open(table)), json.load(open(copy))
+    again = kernels.split(",")
+    assert set(a["kernels"]) == set(b["kernels"]), set(a["kernels"]) ^ set(b["kernels"])
+    assert b["note"].startswith(a["note"]) and b["note"].endswith("(--only %s)" % group), b["note"]
+    for k in again:
+        assert k in b["note"] and b["kernels"][k], (k, b["note"])
+        assert all(p["ms"] > 0 for v in b["kernels"][k].values() for p in v), k
+    kept = [k for k in a["kernels"] if k not in b["note"]]
+    assert kept and all(a["kernels"][k] == b["kernels"][k] for k in kept), kept
+    assert (a["peak"], a["device"], a["call_overhead_ms"]) == (b["peak"], b["device"],
+                                                               b["call_overhead_ms"])
+    print("only: PASS", len(kept), "kernels kept")
+
+
 if __name__ == "__main__":
     {"fixed": lambda a: fixed(a[0], a[1], int(a[2])), "tradeoff": lambda a: tradeoff(a[0]),
      "calibrated": lambda a: calibrated(a[0], a[1]),
-     "accuracy": lambda a: accuracy(*a), "nullargs": lambda a: nullargs(*a)}[sys.argv[1]](sys.argv[2:])
+     "accuracy": lambda a: accuracy(*a), "nullargs": lambda a: nullargs(*a),
+     "only": lambda a: only(*a)}[sys.argv[1]](sys.argv[2:])

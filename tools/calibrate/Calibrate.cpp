@@ -3,6 +3,8 @@
 //   tgc-calibrate-cpu  --out FILE [--quick]    (links the CPU runtime, tgrt_cpu)
 //   tgc-calibrate-cuda --out FILE [--quick]    (links the CUDA runtime, tgrt_cuda)
 //   tgc-calibrate-cuda --out FILE --power-only TABLE   (TABLE with a new power section)
+//   tgc-calibrate-<target> --out FILE [--quick] --only GROUP TABLE   (TABLE with GROUP's
+//                                        kernels timed again, e.g. after a kernel change)
 //
 // Usually started by `tgc calibrate --out FILE --target cpu|cuda [--quick]`. Times the
 // runtime's own kernels, through the extern "C" tgrt_* functions of runtime/tgrt.h that
@@ -63,7 +65,12 @@ struct Options {
   std::string out;
   bool quick = false;
   std::string powerInto; ///< --power-only TABLE: only the power section, into a copy of TABLE
+  /// --only GROUP TABLE: GROUP's kernels (on the grid --quick selects), into a copy of TABLE.
+  std::string onlyGroup, onlyInto;
 };
+
+/// The groups of `--only` (each one calibrate* function of the full grid).
+const char *const kGroups = "rows, gemms, batched-gemms, attention, loss";
 
 const char *dtName(int32_t dt) { return dt == TGRT_F32 ? "f32" : dt == TGRT_BF16 ? "bf16" : "f16"; }
 int64_t esz(int32_t dt) { return tgrt_dtype_size(dt); }
@@ -995,8 +1002,10 @@ int usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s --out FILE [--quick]\n"
                "       %s --out FILE --power-only TABLE   (cuda: TABLE with its power section "
-               "measured again, ~8 s)\n",
-               argv0, argv0);
+               "measured again, ~8 s)\n"
+               "       %s --out FILE [--quick] --only GROUP TABLE   (TABLE with GROUP's kernels "
+               "measured again; GROUP: %s)\n",
+               argv0, argv0, argv0, kGroups);
   return 2;
 }
 
@@ -1012,6 +1021,10 @@ int main(int argc, char **argv) {
       o.quick = true;
     else if (a == "--power-only" && i + 1 < argc)
       o.powerInto = argv[++i];
+    else if (a == "--only" && i + 2 < argc) {
+      o.onlyGroup = argv[++i];
+      o.onlyInto = argv[++i];
+    }
     else
       return usage(argv[0]);
   }
@@ -1063,6 +1076,49 @@ int main(int argc, char **argv) {
 #else
   t.device = cpuName();
 #endif
+  if (!o.onlyInto.empty()) {
+    // One group (on the grid --quick selects) into a fresh table; its kernels replace TABLE's.
+    CalibrationTable into;
+    std::string err;
+    if (!mlir::tg::loadCalibrationTable(o.onlyInto, into, err)) {
+      std::fprintf(stderr, "tgc-calibrate: --only: %s\n", err.c_str());
+      tgrt_ctx_destroy(b.ctx);
+      return 1;
+    }
+    if (into.target != t.target || into.device != t.device) {
+      std::fprintf(stderr,
+                   "tgc-calibrate: --only: %s was measured on '%s' (target %s), this is '%s' "
+                   "(target %s): its other kernels would not match\n",
+                   o.onlyInto.c_str(), into.device.c_str(), into.target.c_str(),
+                   t.device.c_str(), t.target.c_str());
+      tgrt_ctx_destroy(b.ctx);
+      return 1;
+    }
+    const Grid g = makeGrid(cuda, o.quick);
+    const std::string &grp = o.onlyGroup;
+    if (grp == "rows") calibrateRows(b, g);
+    else if (grp == "gemms") calibrateGemms(b, g);
+    else if (grp == "batched-gemms") calibrateBatchedGemms(b, g);
+    else if (grp == "attention") calibrateAttention(b, g, cuda);
+    else if (grp == "loss") calibrateEmbeddingAndLoss(b, g);
+    else {
+      std::fprintf(stderr, "tgc-calibrate: --only: unknown group '%s' (groups: %s)\n",
+                   grp.c_str(), kGroups);
+      tgrt_ctx_destroy(b.ctx);
+      return 2;
+    }
+    tgrt_synchronize(b.ctx);
+    tgrt_ctx_destroy(b.ctx);
+    std::string names;
+    for (const auto &[kernel, byDtype] : t.kernels) {
+      into.kernels[kernel] = byDtype;
+      names += (names.empty() ? "" : ", ") + kernel;
+    }
+    into.note += "; " + names + " measured again " + today() + " (--only " + grp + ")";
+    std::fprintf(stderr, "tgc-calibrate: --only %s: %d points of %zu kernels into a copy of %s\n",
+                 grp.c_str(), b.cases, t.kernels.size(), o.onlyInto.c_str());
+    return writeTable(into, o.out) ? 0 : 1;
+  }
   t.measured = today();
   const Grid g = makeGrid(cuda, o.quick);
   auto t0 = std::chrono::steady_clock::now();

@@ -1645,9 +1645,8 @@ void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
   checkCrossEntropyV(c, rng, dt, 50304, 24);
   checkCrossEntropyV(c, rng, dt, 128256, 12);
   if (dt == TGRT_F32) return;
-  // The 16-bit kernels' other variants: 2 packs per load batch, blocks of 256 threads and the
-  // expf path (TGRT_CE_FAST=2, 5 and 0; the default takes the SFU's ex2, 4 packs per batch).
-  for (const char* fast : {"2", "5", "0"}) {
+  // The 16-bit kernels' other variant (TGRT_CE_FAST=7) and the expf path (0).
+  for (const char* fast : {"7", "0"}) {
     setenv("TGRT_CE_FAST", fast, 1);
     for (int64_t vocab : {int64_t(5001), int64_t(50304)})
       checkCrossEntropyV(c, rng, dt, vocab, 40);
@@ -3222,14 +3221,14 @@ void benchKernels(Contexts& c, int reps) {
     const double es = (double)tgrt_dtype_size(dt);
     // Cross entropy over T rows of `vocab` logits (50257: rows at every offset; 50304: whole
     // packs, GPT-2's padded vocabulary): the forward, the backward in place, the two in one.
-    // 16-bit logits also with TGRT_CE_FAST=5 (blocks of 256 threads, suffix "ex2 256") and 0
-    // (expf instead of the SFU's ex2, suffix "expf").
+    // 16-bit logits also with TGRT_CE_FAST=7 (blocks of 256, suffix " v7") and 0 (expf
+    // instead of the SFU's ex2, suffix "expf").
     auto ceRows = [&](int64_t vocab) {
-      for (const char* fast : dt == F ? std::vector<const char*>{"4"}
-                                      : std::vector<const char*>{"4", "5", "0"}) {
+      for (const char* fast : dt == F ? std::vector<const char*>{"6"}
+                                      : std::vector<const char*>{"6", "7", "0"}) {
         setenv("TGRT_CE_FAST", fast, 1);
         const std::string v = std::to_string(vocab), n = "cross_entropy_",
-                          sfx = fast[0] == '0' ? " expf" : fast[0] == '5' ? " ex2 256" : "";
+                          sfx = fast[0] == '0' ? " expf" : fast[0] == '7' ? " v7" : "";
         row((n + "fwd 16384 x " + v + sfx).c_str(), dt, 4, 2, (double)T * vocab, [&] {
           tgrt_cuda::crossEntropyFwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p, T,
                                      vocab, -100);

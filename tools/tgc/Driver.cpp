@@ -1672,6 +1672,16 @@ int runCalibrate(const CalibrateOptions &opts) {
                     "section is read from the GPU's NVML)\n";
     return 2;
   }
+  if (opts.onlyGroup.empty() != opts.into.empty()) {
+    llvm::errs() << "tgc: error: calibrate: --only GROUP and --into TABLE go together (the "
+                    "group's kernels are measured again into a copy of TABLE)\n";
+    return 2;
+  }
+  if (!opts.onlyGroup.empty() && !opts.powerOnly.empty()) {
+    llvm::errs() << "tgc: error: calibrate: --only and --power-only do not go together (one "
+                    "measures a group of kernels, the other the power section)\n";
+    return 2;
+  }
   if (!opts.powerOnly.empty() && opts.quick) {
     llvm::errs() << "tgc: error: calibrate: --power-only and --quick do not go together (the "
                     "power section has no grid)\n";
@@ -1696,8 +1706,15 @@ int runCalibrate(const CalibrateOptions &opts) {
     args.push_back("--power-only");
     args.push_back(opts.powerOnly);
   }
+  if (!opts.onlyGroup.empty()) {
+    args.push_back("--only");
+    args.push_back(opts.onlyGroup);
+    args.push_back(opts.into);
+  }
   llvm::errs() << "tgc: calibrate: running " << exe << (opts.quick ? " --quick" : "")
-               << (opts.powerOnly.empty() ? "" : " --power-only " + opts.powerOnly) << "\n";
+               << (opts.powerOnly.empty() ? "" : " --power-only " + opts.powerOnly)
+               << (opts.onlyGroup.empty() ? "" : " --only " + opts.onlyGroup + " " + opts.into)
+               << "\n";
   llvm::SmallVector<llvm::StringRef> refs(args.begin(), args.end());
   std::string err;
   int rc = llvm::sys::ExecuteAndWait(args[0], refs, std::nullopt, {}, 0, 0, &err);

@@ -50,6 +50,10 @@ struct CalibrateOptions {
   bool quick = false;
   /// --power-only TABLE (cuda): only the power section, into a copy of TABLE written to out.
   std::string powerOnly;
+  /// --only GROUP --into TABLE: one group of kernels (rows, gemms, batched-gemms, attention,
+  /// loss) timed again (on the --quick grid or the full one), replacing those kernels' points
+  /// in a copy of TABLE written to out.
+  std::string onlyGroup, into;
 };
 int runCalibrate(const CalibrateOptions &opts);
 

@@ -7,7 +7,8 @@
 //   tgc advise  [SPEC] --memory BYTES [--target cuda|cpu] [--calibration FILE]
 //               [--tokens-per-step T] [--precisions a,b] [--policies a,b] [--top N]
 //               [-o OUT.json] [--json FILE]
-//   tgc calibrate --out FILE [--target cpu|cuda] [--quick | --power-only TABLE]
+//   tgc calibrate --out FILE [--target cpu|cuda] [--quick | --power-only TABLE |
+//                                                   --only GROUP --into TABLE]
 //   tgc data prepare [--input PATH]... [--vocab N | --tokenizer FILE.json] --out DIR
 //               [--text-field NAME] [--threads N] [--shard-tokens N] [--python PY]
 //   tgc experiment MATRIX.json --out DIR [--only a,b] [--skip a,b] [--stage compile|all] ...
@@ -59,6 +60,7 @@ cl::SubCommand calibrateCmd(
     "Time the runtime's kernels on this machine and write the cost model's calibration "
     "table:\n  tgc calibrate --out FILE [--target cpu|cuda] [--quick]\n"
     "  tgc calibrate --out FILE --target cuda --power-only TABLE\n"
+    "  tgc calibrate --out FILE [--target cpu|cuda] [--quick] --only GROUP --into TABLE\n"
     "Runs tgc-calibrate-<target> (next to tgc), which links that runtime; see "
     "docs/cost-model.md.");
 cl::SubCommand exportCmd("export",
@@ -252,6 +254,16 @@ cl::opt<std::string> calPowerOnly(
              "bandwidth-bound kernel, two GEMMs; ~8 s) into a copy of this table, written to "
              "--out"),
     cl::value_desc("table"), cl::init(""), cl::sub(calibrateCmd), cl::cat(calibrateCat));
+cl::opt<std::string> calOnly(
+    "only",
+    cl::desc("Measure one group of kernels again (rows, gemms, batched-gemms, attention, "
+             "loss; the full grid, or --quick's), e.g. after a kernel change; their points "
+             "replace those of the --into table in a copy written to --out"),
+    cl::value_desc("group"), cl::init(""), cl::sub(calibrateCmd), cl::cat(calibrateCat));
+cl::opt<std::string> calInto("into",
+                             cl::desc("With --only: the table whose other kernels are kept"),
+                             cl::value_desc("table"), cl::init(""), cl::sub(calibrateCmd),
+                             cl::cat(calibrateCat));
 cl::OptionCategory exportCat("Export options");
 cl::opt<std::string> exportCheckpoint(cl::Positional, cl::desc("CHECKPOINT.safetensors"),
                                       cl::init(""), cl::sub(exportCmd), cl::cat(exportCat));
@@ -401,6 +413,8 @@ int main(int argc, char **argv) {
     c.target = calTarget;
     c.quick = calQuick;
     c.powerOnly = calPowerOnly;
+    c.onlyGroup = calOnly;
+    c.into = calInto;
     return tgc::runCalibrate(c);
   }
   if (exportCmd) {
