@@ -46,6 +46,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -339,6 +340,49 @@ __device__ __forceinline__ void releaseStage(uint64_t* empty, int t) {
     mbarArriveCluster(empty, (unsigned)t);
 }
 
+/// The work of one block of a (persistent) grid: the tiles of out, the k tiles, and the units
+/// it walks, first, first + grid, ... (with clusters of CL blocks: its cluster's units, tile
+/// stacks of CL x 128 rows, of which it takes row block `rank`).
+struct TileWalk {
+  int tilesM, tilesN, kTiles, grid, first, myTiles;
+  unsigned rank;
+};
+/// The walk of this block: every unit when PERSIST, else its one tile (blockIdx.x).
+template <int BN, int CL, bool PERSIST>
+__device__ __forceinline__ TileWalk tileWalk(int M, int N, int K) {
+  static_assert(CL == 1 || PERSIST, "clusters only in the persistent schedules");
+  TileWalk w;
+  w.tilesM = (M + kGemmBM - 1) / kGemmBM;
+  w.tilesN = (N + BN - 1) / BN;
+  w.kTiles = (K + kGemmBK - 1) / kGemmBK;
+  const int units = (w.tilesM + CL - 1) / CL * w.tilesN;
+  w.grid = PERSIST ? (int)gridDim.x / CL : 1;
+  w.first = (int)blockIdx.x / CL;
+  w.myTiles = PERSIST ? (w.first < units ? (units - w.first + w.grid - 1) / w.grid : 0) : 1;
+  w.rank = CL > 1 ? clusterCtaRank() : 0u;
+  return w;
+}
+
+/// Thread 0 initialises the ring's barriers (`full`: the producer's one arrival; `empty`:
+/// one per consumer warpgroup of each of the CL blocks) and runs more() (a kernel's own
+/// barriers), then the block (with clusters: the cluster, before any remote arrival or
+/// multicast) meets.
+template <int STAGES, int CL, typename More>
+__device__ __forceinline__ void initRing(uint64_t* full, uint64_t* empty, More more) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kGemmConsumers * CL);
+    }
+    more();
+    fenceBarrierInit();
+  }
+  if (CL > 1)
+    clusterSync();
+  else
+    __syncthreads();
+}
+
 /// Shared memory a kernel with BN-wide tiles and STAGES stages asks for: the stages, the
 /// 2 x STAGES + 2 mbarriers and 1024 bytes to align the swizzled tiles.
 constexpr size_t gemmSmemBytes(int bn, int stages, size_t staging) {
@@ -433,37 +477,21 @@ __global__ void __launch_bounds__(kGemmThreads, MINB)
                                                (PERSIST ? kGemmConsumers * kStagedBytes : 0));
   uint64_t* empty = full + STAGES;
 
-  static_assert(CL == 1 || PERSIST, "clusters only in the persistent schedule");
-  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
-  const int units = (tilesM + CL - 1) / CL * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
-  const int grid = PERSIST ? (int)gridDim.x / CL : 1, first = (int)blockIdx.x / CL;
-  const int myTiles = PERSIST ? (first < units ? (units - first + grid - 1) / grid : 0) : 1;
-  const unsigned rank = CL > 1 ? clusterCtaRank() : 0u;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kGemmConsumers * CL);
-    }
-    fenceBarrierInit();
-  }
-  if (CL > 1)
-    clusterSync();
-  else
-    __syncthreads();
+  const TileWalk tw = tileWalk<BN, CL, PERSIST>(M, N, K);
+  initRing<STAGES, CL>(full, empty, [] {});
 
   const int wg = (int)threadIdx.x / 128;
   const bool leader = threadIdx.x % 128 == 0;
   if (wg == kGemmConsumers) { // the producer warp: one thread issues every copy
     if (threadIdx.x == kGemmConsumers * 128)
-      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
-                                       tilesM, tilesN, kTiles, rank);
+      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, tw.first, tw.grid,
+                                       tw.myTiles, tw.tilesM, tw.tilesN, tw.kTiles, tw.rank);
   } else {
-    for (int i = 0; i < myTiles; ++i) {
+    for (int i = 0; i < tw.myTiles; ++i) {
       int m0, n0;
-      clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
+      clusterTileOrigin<BN, CL>(tw.first + i * tw.grid, tw.tilesM, tw.tilesN, tw.rank, m0, n0);
       float acc[BN / 2];
-      consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, kTiles);
+      consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, tw.kTiles);
       if (PERSIST)
         storeTileStaged<EPI, BN>(acc, sOut + wg * (kStagedBytes / 2), m0 + wg * 64, n0, &mapOut,
                                  &mapPre, bias, N, alpha, 1 + wg);
@@ -620,36 +648,22 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
   uint64_t* stFree = stFull + 1;     // the epilogue is done with it (1 arrival)
 
   // The tiles (with clusters: the cluster's tile pairs) this block walks.
-  const int tilesM = (M + kGemmBM - 1) / kGemmBM, tilesN = (N + BN - 1) / BN;
-  const int units = (tilesM + CL - 1) / CL * tilesN, kTiles = (K + kGemmBK - 1) / kGemmBK;
-  const int grid = (int)gridDim.x / CL, first = (int)blockIdx.x / CL;
-  const int myTiles = first < units ? (units - first + grid - 1) / grid : 0;
-  const unsigned rank = CL > 1 ? clusterCtaRank() : 0u;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kGemmConsumers * CL);
-    }
+  const TileWalk tw = tileWalk<BN, CL, true>(M, N, K);
+  initRing<STAGES, CL>(full, empty, [&] {
     mbarInit(stFull, kGemmConsumers * 128);
     mbarInit(stFree, 1);
-    fenceBarrierInit();
-  }
-  if (CL > 1)
-    clusterSync();
-  else
-    __syncthreads();
+  });
 
   const int wg = (int)threadIdx.x / 128;
   if (wg == kGemmConsumers) {
     const int t = (int)threadIdx.x - kGemmConsumers * 128;
     if (t == 0) // the producer
-      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, first, grid, myTiles,
-                                       tilesM, tilesN, kTiles, rank);
+      produceTiles<BN, TB, STAGES, CL>(&mapA, &mapB, sA, sB, full, empty, tw.first, tw.grid,
+                                       tw.myTiles, tw.tilesM, tw.tilesN, tw.kTiles, tw.rank);
     const int e = t - 32; // epilogue thread 0..95 (the producer warp's lanes: < 0)
-    for (int i = 0; e >= 0 && i < myTiles; ++i) {
+    for (int i = 0; e >= 0 && i < tw.myTiles; ++i) {
       int m0, n0;
-      clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
+      clusterTileOrigin<BN, CL>(tw.first + i * tw.grid, tw.tilesM, tw.tilesN, tw.rank, m0, n0);
       mbarWait(stFull, (unsigned)i & 1u);
       if (e == 0) {
         // Rows 64 h .. of the tile: warpgroup h's 64 x 256 block, four 64 x 64 boxes.
@@ -703,11 +717,11 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
   const int lane = (int)threadIdx.x % 32, w = ((int)threadIdx.x / 32) % 4;
   const int g = lane / 4, q = lane % 4;
   unsigned char* st = reinterpret_cast<unsigned char*>(sOut) + wg * 4 * 64 * 128;
-  for (int i = 0; i < myTiles; ++i) {
+  for (int i = 0; i < tw.myTiles; ++i) {
     int m0, n0;
-    clusterTileOrigin<BN, CL>(first + i * grid, tilesM, tilesN, rank, m0, n0);
+    clusterTileOrigin<BN, CL>(tw.first + i * tw.grid, tw.tilesM, tw.tilesN, tw.rank, m0, n0);
     float acc[BN / 2];
-    consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, kTiles);
+    consumeTile<BN, TB, STAGES, CL>(acc, sA, sB, full, empty, wg, i, tw.kTiles);
     if (i > 0) mbarWait(stFree, (unsigned)(i - 1) & 1u); // the previous tile's buffer is free
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -785,6 +799,16 @@ constexpr bool gemmScheduleTakesKN(GemmSchedule s) {
 /// The ping-pong kernel's stages: 6 x 32 KB.
 constexpr int kPingPongStages = 6;
 
+/// Says on stderr how many clusters the cluster schedules launch: once per process and grid
+/// (each kernel instantiation asks the occupancy API once; they mostly agree).
+void noteClusterGrid(int clusters, int blocksPerCluster, int sms) {
+  static std::atomic<long long> last{-1};
+  const long long key = (long long)clusters * 1000 + blocksPerCluster;
+  if (last.exchange(key) != key)
+    std::fprintf(stderr, "tgrt: gemm_bf16: %d clusters of %d blocks (%d SMs)\n", clusters,
+                 blocksPerCluster, sms);
+}
+
 /// Launches schedule SCHED's kernel with epilogue EPI and b's layout TB (see gemmBf16).
 template <int SCHED, int EPI, int TB>
 void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const TensorMap& mapB,
@@ -841,8 +865,7 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
         const int v = std::atoi(env);
         if (v > 0) nc = v;
       }
-      std::fprintf(stderr, "tgrt: gemm_bf16: %d clusters of %d blocks (%d SMs)\n", nc, CL,
-                   ctx->sm_count);
+      noteClusterGrid(nc, CL, ctx->sm_count);
       return nc;
     }();
     const int64_t units = (tilesM + CL - 1) / CL * tilesN;

@@ -1509,6 +1509,37 @@ __device__ __forceinline__ RowSplit rowSplit(const T* z, int64_t vocab) {
 /// few leading / trailing elements; else single elements), then the block combines them.
 /// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
 /// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
+/// The row's leading and trailing elements around its packs (sp) into the online (m, s): in
+/// the log2 domain on the fast path (onlineAdd2), else with expf (onlineAdd).
+template <typename T, bool FAST>
+__device__ __forceinline__ void addRowEdges(const T* z, const RowSplit& sp, float& m, float& s) {
+  constexpr int W = packWidth<T>();
+  const int c = threadIdx.x;
+  const T* at[2] = {c < sp.h ? z + c : nullptr, c < sp.tl ? z + sp.h + sp.np * W + c : nullptr};
+  for (const T* p : at) {
+    if (!p) continue;
+    const float zc = toF(*p);
+    if (zc == -INFINITY) continue;
+    if (FAST) onlineAdd2(zc, m, s);
+    else onlineAdd(zc, m, s);
+  }
+}
+/// The gradient of the row's leading and trailing elements around its packs (sp):
+///   dz_e = scale (p_e - [e == t]),  p_e = exp(z_e - M) / S  (fast path: 2^(z_e log2(e) - mL)).
+template <typename T, bool FAST>
+__device__ __forceinline__ void writeRowEdges(const T* z, T* dz, const RowSplit& sp, int64_t t,
+                                              float M, float mL, float invS, float scale) {
+  constexpr int W = packWidth<T>();
+  const int c = threadIdx.x;
+  const int64_t at[2] = {c < sp.h ? (int64_t)c : -1, c < sp.tl ? sp.h + sp.np * W + c : -1};
+  for (const int64_t e : at) {
+    if (e < 0) continue;
+    const float ze = toF(z[e]);
+    const float p = (FAST ? fastExp2(fmaf(ze, kLog2e, -mL)) : expf(ze - M)) * invS;
+    dz[e] = fromF<T>(scale * (p - (e == t ? 1.0f : 0.0f)));
+  }
+}
+
 template <typename T, int FAST>
 __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratch,
                              double* dscratch, float& M, float& S) {
@@ -1544,15 +1575,7 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
         s += packExp2Sum(q, mL);
       }
     }
-    const int c = threadIdx.x;
-    if (c < sp.h) {
-      const float zc = toF(z[c]);
-      if (zc != -INFINITY) onlineAdd2(zc, m, s);
-    }
-    if (c < sp.tl) {
-      const float zc = toF(zp[sp.np * W + c]);
-      if (zc != -INFINITY) onlineAdd2(zc, m, s);
-    }
+    addRowEdges<T, true>(z, sp, m, s);
   } else if (vec) {
     const RowSplit sp = rowSplit(z, vocab);
     const T* zp = z + sp.h;
@@ -1568,15 +1591,7 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
       }
       s += packExpSum(q, m);
     }
-    const int c = threadIdx.x;
-    if (c < sp.h) {
-      const float zc = toF(z[c]);
-      if (zc != -INFINITY) onlineAdd(zc, m, s);
-    }
-    if (c < sp.tl) {
-      const float zc = toF(zp[sp.np * W + c]);
-      if (zc != -INFINITY) onlineAdd(zc, m, s);
-    }
+    addRowEdges<T, false>(z, sp, m, s);
   } else {
     for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
       const float zc = toF(z[c]);
@@ -1728,16 +1743,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
           stPackCs(dzp, c, o);
         }
       }
-      const int c = threadIdx.x;
-      if (c < sp.h) {
-        const float p = fastExp2(fmaf(toF(z[c]), kLog2e, -mL)) * invS;
-        dz[c] = fromF<T>(scale * (p - (c == t ? 1.0f : 0.0f)));
-      }
-      if (c < sp.tl) {
-        const int64_t e = sp.h + sp.np * W + c;
-        const float p = fastExp2(fmaf(toF(z[e]), kLog2e, -mL)) * invS;
-        dz[e] = fromF<T>(scale * (p - (e == t ? 1.0f : 0.0f)));
-      }
+      writeRowEdges<T, true>(z, dz, sp, t, M, mL, invS, scale);
     } else if (vec) {
       // z and dz have the same offset within 16 bytes (the host checks): one split for both.
       const RowSplit sp = rowSplit(z, vocab);
@@ -1754,16 +1760,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
         }
         stPack(dzp, c, o);
       }
-      const int c = threadIdx.x;
-      if (c < sp.h) {
-        const float p = expf(toF(z[c]) - M) * invS;
-        dz[c] = fromF<T>(scale * (p - (c == t ? 1.0f : 0.0f)));
-      }
-      if (c < sp.tl) {
-        const int64_t e = sp.h + sp.np * W + c;
-        const float p = expf(toF(z[e]) - M) * invS;
-        dz[e] = fromF<T>(scale * (p - (e == t ? 1.0f : 0.0f)));
-      }
+      writeRowEdges<T, false>(z, dz, sp, t, M, 0.0f, invS, scale);
     } else {
       for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
         const float p = expf(toF(z[c]) - M) * invS;
