@@ -1509,6 +1509,17 @@ __device__ __forceinline__ RowSplit rowSplit(const T* z, int64_t vocab) {
 /// few leading / trailing elements; else single elements), then the block combines them.
 /// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
 /// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
+/// The fast path's load batch: packs c0, c0 + blockDim.x, ... (kU of them, those below np) of
+/// zp as raw 16-byte words, all issued before any is used; STREAM: with the evict-first hint.
+template <bool STREAM, typename T, int kU>
+__device__ __forceinline__ void loadPacks(const T* zp, int c0, int np, uint4 (&raw)[kU]) {
+  constexpr int W = packWidth<T>();
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int c = c0 + u * (int)blockDim.x;
+    if (c < np) raw[u] = STREAM ? load16Cs(zp + c * W) : load16(zp + c * W);
+  }
+}
 /// The row's leading and trailing elements around its packs (sp) into the online (m, s): in
 /// the log2 domain on the fast path (onlineAdd2), else with expf (onlineAdd).
 template <typename T, bool FAST>
@@ -1555,11 +1566,7 @@ __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratc
     float mL = -INFINITY;      // m log2(e)
     for (int c0 = threadIdx.x; c0 < np; c0 += kU * (int)blockDim.x) {
       uint4 raw[kU];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int c = c0 + u * (int)blockDim.x;
-        if (c < np) raw[u] = load16(zp + c * W);
-      }
+      loadPacks<false>(zp, c0, np, raw);
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         if (c0 + u * (int)blockDim.x >= np) break;
@@ -1721,11 +1728,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
       const float mL = M * kLog2e, c1 = scale * invS;
       for (int c0 = threadIdx.x; c0 < np; c0 += kU * (int)blockDim.x) {
         uint4 raw[kU];
-#pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          const int c = c0 + u * (int)blockDim.x;
-          if (c < np) raw[u] = load16Cs(zp + c * W);
-        }
+        loadPacks<true>(zp, c0, np, raw);
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           const int c = c0 + u * (int)blockDim.x;
