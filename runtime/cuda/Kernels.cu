@@ -1504,11 +1504,6 @@ __device__ __forceinline__ RowSplit rowSplit(const T* z, int64_t vocab) {
   return rs;
 }
 
-/// The block's (M, S) with S = sum_c exp(z_c - M) over a row, in one pass: each thread keeps
-/// an online (max, sum) over its strided slice (with `vec`: the row's packs (rowSplit) and its
-/// few leading / trailing elements; else single elements), then the block combines them.
-/// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
-/// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
 /// The fast path's load batch: packs c0, c0 + blockDim.x, ... (kU of them, those below np) of
 /// zp as raw 16-byte words, all issued before any is used; STREAM: with the evict-first hint.
 template <bool STREAM, typename T, int kU>
@@ -1551,6 +1546,13 @@ __device__ __forceinline__ void writeRowEdges(const T* z, T* dz, const RowSplit&
   }
 }
 
+/// The block's (M, S) with S = sum_c exp(z_c - M) over a row, in one pass: each thread keeps
+/// an online (max, sum) over its strided slice (with `vec`: the row's packs (rowSplit) and its
+/// few leading / trailing elements; else single elements), then the block combines them.
+/// `fscratch` / `dscratch`: 33 floats / 33 doubles. A row of -inf only gives M = -inf (S then
+/// unused). z is read in its own type (bf16 / f16 logits are never copied to float32).
+/// FAST > 0 (a TGRT_CE_FAST variant; 16-bit logits): the packs in the log2 domain with
+/// fastExp2, kCeUnroll of them per load batch.
 template <typename T, int FAST>
 __device__ void rowMaxSumExp(const T* z, int64_t vocab, bool vec, float* fscratch,
                              double* dscratch, float& M, float& S) {
