@@ -69,8 +69,6 @@ struct Options {
   std::string onlyGroup, onlyInto;
 };
 
-/// The groups of `--only` (each one calibrate* function of the full grid).
-const char *const kGroups = "rows, gemms, batched-gemms, attention, loss";
 
 const char *dtName(int32_t dt) { return dt == TGRT_F32 ? "f32" : dt == TGRT_BF16 ? "bf16" : "f16"; }
 int64_t esz(int32_t dt) { return tgrt_dtype_size(dt); }
@@ -727,6 +725,34 @@ void calibrateEmbeddingAndLoss(Bench &b, const Grid &g) {
     }
 }
 
+/// The grid's groups of kernels, in the order the full calibration runs them; `--only GROUP`
+/// runs one.
+struct Group {
+  const char *name;
+  void (*run)(Bench &, const Grid &, bool cuda);
+};
+const Group kGroupList[] = {
+    {"rows", [](Bench &b, const Grid &g, bool) { calibrateRows(b, g); }},
+    {"gemms", [](Bench &b, const Grid &g, bool) { calibrateGemms(b, g); }},
+    {"batched-gemms", [](Bench &b, const Grid &g, bool) { calibrateBatchedGemms(b, g); }},
+    {"attention", [](Bench &b, const Grid &g, bool cuda) { calibrateAttention(b, g, cuda); }},
+    {"loss", [](Bench &b, const Grid &g, bool) { calibrateEmbeddingAndLoss(b, g); }},
+};
+/// The group called `name`; nullptr when there is none.
+const Group *findGroup(const std::string &name) {
+  for (const Group &gr : kGroupList)
+    if (name == gr.name)
+      return &gr;
+  return nullptr;
+}
+/// "rows, gemms, ...": the groups' names for messages.
+std::string groupNames() {
+  std::string s;
+  for (const Group &gr : kGroupList)
+    s += (s.empty() ? "" : ", ") + std::string(gr.name);
+  return s;
+}
+
 /// The per-call overhead: the median time of a call that does (almost) nothing.
 double calibrateOverhead(Bench &b) {
   b.next = 0;
@@ -1005,7 +1031,7 @@ int usage(const char *argv0) {
                "measured again, ~8 s)\n"
                "       %s --out FILE [--quick] --only GROUP TABLE   (TABLE with GROUP's kernels "
                "measured again; GROUP: %s)\n",
-               argv0, argv0, argv0, kGroups);
+               argv0, argv0, argv0, groupNames().c_str());
   return 2;
 }
 
@@ -1030,6 +1056,12 @@ int main(int argc, char **argv) {
   }
   if (o.out.empty())
     return usage(argv[0]);
+  const Group *only = nullptr;
+  if (!o.onlyInto.empty() && !(only = findGroup(o.onlyGroup))) {
+    std::fprintf(stderr, "tgc-calibrate: --only: unknown group '%s' (groups: %s)\n",
+                 o.onlyGroup.c_str(), groupNames().c_str());
+    return 2;
+  }
 #ifdef TGC_CALIBRATE_CUDA
   const bool cuda = true;
   const int64_t arena = 12LL << 30, workspace = 256LL << 20;
@@ -1094,19 +1126,8 @@ int main(int argc, char **argv) {
       tgrt_ctx_destroy(b.ctx);
       return 1;
     }
-    const Grid g = makeGrid(cuda, o.quick);
+    only->run(b, makeGrid(cuda, o.quick), cuda);
     const std::string &grp = o.onlyGroup;
-    if (grp == "rows") calibrateRows(b, g);
-    else if (grp == "gemms") calibrateGemms(b, g);
-    else if (grp == "batched-gemms") calibrateBatchedGemms(b, g);
-    else if (grp == "attention") calibrateAttention(b, g, cuda);
-    else if (grp == "loss") calibrateEmbeddingAndLoss(b, g);
-    else {
-      std::fprintf(stderr, "tgc-calibrate: --only: unknown group '%s' (groups: %s)\n",
-                   grp.c_str(), kGroups);
-      tgrt_ctx_destroy(b.ctx);
-      return 2;
-    }
     tgrt_synchronize(b.ctx);
     tgrt_ctx_destroy(b.ctx);
     std::string names;
@@ -1125,11 +1146,8 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "tgc-calibrate: %s backend on %s, %s grid\n", tgrt_backend_name(),
                t.device.c_str(), o.quick ? "quick" : "full");
   double overhead = calibrateOverhead(b);
-  calibrateRows(b, g);
-  calibrateGemms(b, g);
-  calibrateBatchedGemms(b, g);
-  calibrateAttention(b, g, cuda);
-  calibrateEmbeddingAndLoss(b, g);
+  for (const Group &gr : kGroupList)
+    gr.run(b, g, cuda);
 #ifdef TGC_CALIBRATE_CUDA
   b.next = 0;
   if (!o.quick && !calibratePower(b, t))
