@@ -776,6 +776,19 @@ inline int64_t lnBwdBlocks(int64_t rows) {
   return b < kLnBwdMaxBlocks ? b : kLnBwdMaxBlocks;
 }
 
+/// Asks L2 for the `bytes` bytes at p: the warp's lanes take every 32nd 128-byte line
+/// (prefetch.global.L2: no register waits for it, no value changes). Nothing under the
+/// emulator, which has no caches.
+__device__ __forceinline__ void warpPrefetchL2(const void* p, int64_t bytes, int lane) {
+#ifndef TGRT_CUDA_EMULATE
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = (int64_t)lane * 128; o < bytes; o += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
+#else
+  (void)p, (void)bytes, (void)lane;
+#endif
+}
+
 // Layer norm backward in one pass over dy and x, for the dtype combinations with a 2-byte
 // type (all-f32 keeps layer_norm_bwd_dx_vec_kernel + column sums: the fp32-only backend's
 // summation order, bit for bit):
@@ -800,6 +813,7 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // (lanes contiguous: conflict-free 16-byte accesses), not in NV x W more registers: at NV 3
 // with RELOAD those spilled 36 bytes and the call took 0.0775 ms against 0.0750 (H200, GPT-2
 // small's 16384 x 768, 2026-11-29; 0.0668 without the third sum).
+// prefetch (Context::ln_bwd_prefetch, bits): L2 prefetches that change no value (below).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX, bool RELOAD = false, bool DB = false>
 __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
@@ -808,7 +822,7 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
                                 const float* __restrict__ rstd, TX* __restrict__ dx,
                                 TL* __restrict__ low, float* __restrict__ part0,
                                 float* __restrict__ part1, float* __restrict__ part2,
-                                int64_t rows, int64_t d) {
+                                int64_t rows, int64_t d, int prefetch) {
   static_assert(!DB || ACC, "the bias-gradient sum is of the accumulating form's output");
   static_assert(!DB || W % 4 == 0, "float4 sums");
   __shared__ float s0[8][32 * W];
@@ -829,6 +843,17 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     }
   }
   for (int64_t r = blockIdx.x * 8 + warp; r < rows; r += warpsPerGrid) {
+    // PREFETCH (Context::ln_bwd_prefetch): bit 1 this row's residual gradient, which RELOAD
+    // loads only after the row's reductions; bit 2 the warp's next row, so that its loads at
+    // the next iteration find L2 (more bytes in flight without registers).
+    if (ACC && RELOAD && (prefetch & 1) && (!(prefetch & 2) || r < warpsPerGrid))
+      warpPrefetchL2(dx + r * d, d * (int64_t)sizeof(TX), lane);
+    if ((prefetch & 2) && r + warpsPerGrid < rows) {
+      const int64_t rn = r + warpsPerGrid;
+      warpPrefetchL2(x + rn * d, d * (int64_t)sizeof(TX), lane);
+      warpPrefetchL2(dy + rn * d, d * (int64_t)sizeof(TDY), lane);
+      if (ACC) warpPrefetchL2(dx + rn * d, d * (int64_t)sizeof(TX), lane);
+    }
     const float mu = mean[r], rs = rstd[r];
     // ACC: the residual gradient's row is loaded with x and dy (one memory latency per row;
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
@@ -1456,8 +1481,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 /// 2 per SM at 63 registers (about 26 MB of rows in flight on 132 SMs, so most second reads
 /// hit L2), 7 blocks of 256, 4 per SM. Dropped after measuring (H200, 16384 x 50304 bf16 in
 /// place, 1.11 ms for 6): the same without the streaming hints (1.14-1.15; 1.19-1.20 with 256
-/// threads) and 2 packs per batch at 3 blocks of 512 (1.41, spilling at 40 registers).
-constexpr int kCeFastDefault = 6;
+/// threads) and 2 packs per batch at 3 blocks of 512 (1.41, spilling at 40 registers). The
+/// default is Context::ce_fast's initial value.
 constexpr int kCeUnroll = 4;
 /// Threads per block of variant `fast` (0: the expf path).
 __host__ __device__ constexpr int ceThreads(int fast) { return fast == 7 ? 256 : 512; }
@@ -3099,7 +3124,7 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
              layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R,              \
                                          DB && NV <= kLnBwdBiasNV>,                        \
              grid, block, 0, dy, x, gamma, mean, rstd, dx, low, part0, part1, part2, rows, \
-             d);                                                                           \
+             d, ctx->ln_bwd_prefetch);                                                     \
       return true;                                                                         \
     }                                                                                      \
     return false;
@@ -3416,6 +3441,18 @@ void setBgradChunks(Context* ctx, int chunks) {
 }
 
 void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
+int setLnBwdPrefetch(Context* ctx, int bits) {
+  const int before = ctx->ln_bwd_prefetch;
+  ctx->ln_bwd_prefetch = bits & 3;
+  return before;
+}
+int setCeFast(Context* ctx, int variant) {
+  if (variant != 0 && variant != 6 && variant != 7)
+    fail("setCeFast", "cross-entropy variant %d is not 0, 6 or 7", variant);
+  const int before = ctx->ce_fast;
+  ctx->ce_fast = variant;
+  return before;
+}
 
 void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                  int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
@@ -3657,37 +3694,29 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
 }
 
 namespace {
-/// TGRT_CE_FAST: 0 = the 16-bit cross-entropy kernels take expf (the path before
-/// 2026-11-30, kept for comparison); 6 (the default) or 7 = fastExp2 in that variant
-/// (kCeFastDefault, ceThreads). Read at every call (a step records its calls once, in its
-/// CUDA graph).
-int ceFast() {
-  const char* e = std::getenv("TGRT_CE_FAST");
-  for (int v : {0, 6, 7})
-    if (e && e[0] == '0' + v && e[1] == 0) return v;
-  return kCeFastDefault;
-}
-/// fn(std::integral_constant<int, FAST>) with ceFast()'s variant; f32 logits and rows of
-/// 2^31 elements or more (the fast loops count in 32 bits) always take expf.
+/// fn(std::integral_constant<int, FAST>) with the context's variant (Context::ce_fast,
+/// TGRT_CE_FAST: 0 = expf, the path before 2026-11-30; 6, the default, or 7 = fastExp2 in that
+/// variant, ceThreads); f32 logits and rows of 2^31 elements or more (the fast loops count in
+/// 32 bits) always take expf.
 template <typename T, typename Fn>
-void withCeFast(int64_t vocab, Fn&& fn) {
+void withCeFast(const Context* ctx, int64_t vocab, Fn&& fn) {
   if constexpr (std::is_same<T, float>::value) {
     fn(std::integral_constant<int, 0>{});
   } else {
-    const int f = vocab < ((int64_t)1 << 31) ? ceFast() : 0;
+    const int f = vocab < ((int64_t)1 << 31) ? ctx->ce_fast : 0;
     if (f == 6) fn(std::integral_constant<int, 6>{});
     else if (f == 7) fn(std::integral_constant<int, 7>{});
     else fn(std::integral_constant<int, 0>{});
   }
 }
-/// cross_entropy_bwd_kernel over `rows` rows (one block each) in ceFast()'s variant; rowLoss
+/// cross_entropy_bwd_kernel over `rows` rows (one block each) in the context's variant; rowLoss
 /// null for the backward alone.
 template <typename T>
 void launchCrossEntropyBwd(Context* ctx, const char* loc, const void* logits,
                            const int32_t* targets, const float* dloss, const double* valid,
                            void* dlogits, int64_t rows, int64_t vocab, int64_t ignore, bool vec,
                            double* rowLoss) {
-  withCeFast<T>(vocab, [&](auto fast) {
+  withCeFast<T>(ctx, vocab, [&](auto fast) {
     constexpr int F = decltype(fast)::value;
     launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T, F>,
            dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets, dloss,
@@ -3711,7 +3740,7 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
   double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   withDtype(loc, "cross_entropy_fwd", dt, [&](auto tag) {
     using T = decltype(tag);
-    withCeFast<T>(vocab, [&](auto fast) {
+    withCeFast<T>(ctx, vocab, [&](auto fast) {
       constexpr int F = decltype(fast)::value;
       launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T, F>,
              dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets,
