@@ -673,8 +673,6 @@ Context* createContext(const tgrt_model* model) {
   }
   const char* lnReload = std::getenv("TGRT_LN_BWD_RELOAD");
   ctx->ln_bwd_reload = !(lnReload && std::strcmp(lnReload, "0") == 0);
-  if (const char* pf = std::getenv("TGRT_LN_BWD_PREFETCH"); pf && pf[0] >= '0' && pf[0] <= '3' && !pf[1])
-    ctx->ln_bwd_prefetch = pf[0] - '0';
   if (const char* ce = std::getenv("TGRT_CE_FAST"))
     for (int v : {0, 6, 7})
       if (ce[0] == '0' + v && ce[1] == 0) ctx->ce_fast = v;

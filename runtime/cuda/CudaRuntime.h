@@ -190,9 +190,6 @@ void setBgradEpilogue(Context* ctx, bool on);
 void setBgradChunks(Context* ctx, int chunks);
 /// The fused layer-norm backward's RELOAD variant (tests, TGRT_LN_BWD_RELOAD; default on).
 void setLnBwdReload(Context* ctx, bool on);
-/// The fused layer-norm backward's L2 prefetches (Context::ln_bwd_prefetch, bits 0-3; tests and
-/// the bench, TGRT_LN_BWD_PREFETCH); returns the setting before. The same bits either way.
-int setLnBwdPrefetch(Context* ctx, int bits);
 /// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7; tests and the bench,
 /// TGRT_CE_FAST); returns the variant before. Aborts (fail) on another value.
 int setCeFast(Context* ctx, int variant);

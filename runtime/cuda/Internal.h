@@ -136,11 +136,6 @@ struct Context {
   /// (TGRT_LN_BWD_RELOAD=0 turns it off): x and the residual gradient reloaded at the store,
   /// two blocks per SM. The same bits either way.
   bool ln_bwd_reload = true;
-  /// layer_norm_bwd_fused_kernel's L2 prefetches (TGRT_LN_BWD_PREFETCH, bits; no effect on
-  /// values): 1 the row's residual gradient at the top of the row (the RELOAD variant reads it
-  /// only at the store, after the row's reductions), 2 the warp's next row (x, dy and the
-  /// residual gradient) while it works on this one. 0 none.
-  int ln_bwd_prefetch = 3;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// (default) or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before
   /// 2026-11-30). Kernels.cu withCeFast; f32 logits always take expf.

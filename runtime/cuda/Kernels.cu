@@ -776,19 +776,6 @@ inline int64_t lnBwdBlocks(int64_t rows) {
   return b < kLnBwdMaxBlocks ? b : kLnBwdMaxBlocks;
 }
 
-/// Asks L2 for the `bytes` bytes at p: the warp's lanes take every 32nd 128-byte line
-/// (prefetch.global.L2: no register waits for it, no value changes). Nothing under the
-/// emulator, which has no caches.
-__device__ __forceinline__ void warpPrefetchL2(const void* p, int64_t bytes, int lane) {
-#ifndef TGRT_CUDA_EMULATE
-  const char* c = static_cast<const char*>(p);
-  for (int64_t o = (int64_t)lane * 128; o < bytes; o += 32 * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
-#else
-  (void)p, (void)bytes, (void)lane;
-#endif
-}
-
 // Layer norm backward in one pass over dy and x, for the dtype combinations with a 2-byte
 // type (all-f32 keeps layer_norm_bwd_dx_vec_kernel + column sums: the fp32-only backend's
 // summation order, bit for bit):
@@ -813,7 +800,6 @@ __device__ __forceinline__ void warpPrefetchL2(const void* p, int64_t bytes, int
 // (lanes contiguous: conflict-free 16-byte accesses), not in NV x W more registers: at NV 3
 // with RELOAD those spilled 36 bytes and the call took 0.0775 ms against 0.0750 (H200, GPT-2
 // small's 16384 x 768, 2026-11-29; 0.0668 without the third sum).
-// prefetch (Context::ln_bwd_prefetch, bits): L2 prefetches that change no value (below).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX, bool RELOAD = false, bool DB = false>
 __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
@@ -822,7 +808,7 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
                                 const float* __restrict__ rstd, TX* __restrict__ dx,
                                 TL* __restrict__ low, float* __restrict__ part0,
                                 float* __restrict__ part1, float* __restrict__ part2,
-                                int64_t rows, int64_t d, int prefetch) {
+                                int64_t rows, int64_t d) {
   static_assert(!DB || ACC, "the bias-gradient sum is of the accumulating form's output");
   static_assert(!DB || W % 4 == 0, "float4 sums");
   __shared__ float s0[8][32 * W];
@@ -843,17 +829,6 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     }
   }
   for (int64_t r = blockIdx.x * 8 + warp; r < rows; r += warpsPerGrid) {
-    // PREFETCH (Context::ln_bwd_prefetch): bit 1 this row's residual gradient, which RELOAD
-    // loads only after the row's reductions; bit 2 the warp's next row, so that its loads at
-    // the next iteration find L2 (more bytes in flight without registers).
-    if (ACC && RELOAD && (prefetch & 1) && (!(prefetch & 2) || r < warpsPerGrid))
-      warpPrefetchL2(dx + r * d, d * (int64_t)sizeof(TX), lane);
-    if ((prefetch & 2) && r + warpsPerGrid < rows) {
-      const int64_t rn = r + warpsPerGrid;
-      warpPrefetchL2(x + rn * d, d * (int64_t)sizeof(TX), lane);
-      warpPrefetchL2(dy + rn * d, d * (int64_t)sizeof(TDY), lane);
-      if (ACC) warpPrefetchL2(dx + rn * d, d * (int64_t)sizeof(TX), lane);
-    }
     const float mu = mean[r], rs = rstd[r];
     // ACC: the residual gradient's row is loaded with x and dy (one memory latency per row;
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
@@ -3124,7 +3099,7 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
              layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R,              \
                                          DB && NV <= kLnBwdBiasNV>,                        \
              grid, block, 0, dy, x, gamma, mean, rstd, dx, low, part0, part1, part2, rows, \
-             d, ctx->ln_bwd_prefetch);                                                     \
+             d);                                                                           \
       return true;                                                                         \
     }                                                                                      \
     return false;
@@ -3441,11 +3416,6 @@ void setBgradChunks(Context* ctx, int chunks) {
 }
 
 void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
-int setLnBwdPrefetch(Context* ctx, int bits) {
-  const int before = ctx->ln_bwd_prefetch;
-  ctx->ln_bwd_prefetch = bits & 3;
-  return before;
-}
 int setCeFast(Context* ctx, int variant) {
   if (variant != 0 && variant != 6 && variant != 7)
     fail("setCeFast", "cross-entropy variant %d is not 0, 6 or 7", variant);

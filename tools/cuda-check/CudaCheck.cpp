@@ -817,25 +817,6 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
                (double)diffs, 0.0);
         record("layer_norm_bwd_acc_bgrad dbias" + types, shape, relErr(gbias.raw(), biasRef),
                std::max(tolFor(x_dt), tolFor(y_dt)));
-        // Without the L2 prefetches (TGRT_LN_BWD_PREFETCH=0; and with each bit alone): the
-        // same bits as the default's call above.
-        for (int pf : {0, 1, 2}) {
-          DevT gres5(dres), glow5(y_dt, low.n()), gdg5(p_dt, (size_t)d), gdb5(p_dt, (size_t)d),
-              gbias5(TGRT_F32, (size_t)d);
-          glow5.poison();
-          gbias5.poison();
-          const int before = tgrt_cuda::setLnBwdPrefetch(c.gpu, pf);
-          tgrt_cuda::layerNormBwdAcc(c.gpu, "check", false, y_dt, gdy.p, x_dt, gx.p, p_dt, gg.p,
-                                     gmean.p, grstd.p, gres5.p, y_dt,
-                                     withLow ? glow5.p : nullptr, gdg5.p, gdb5.p, rows, d,
-                                     TGRT_F32, gbias5.p);
-          tgrt_cuda::setLnBwdPrefetch(c.gpu, before);
-          size_t d5 = bitDiffs(gres5.raw(), gres4.raw()) + bitDiffs(gdg5.raw(), gdg4.raw()) +
-                      bitDiffs(gdb5.raw(), gdb4.raw()) + bitDiffs(gbias5.raw(), gbias.raw());
-          if (withLow) d5 += bitDiffs(glow5.raw(), glow4.raw());
-          record("layer_norm_bwd_acc_bgrad prefetch " + std::to_string(pf) + " == default" + types,
-                 shape + ", bitwise", (double)d5, 0.0);
-        }
       }
     }
   }
@@ -3277,21 +3258,6 @@ void benchKernels(Contexts& c, int reps) {
           tgrt_cuda::layerNormBwdAcc(g, "bench", false, dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p,
                                      dx->p, dt, o->p, dg->p, db->p, T, d);
         });
-    // The form the mixed-precision step runs (the projection's bias summed too) at GPT-2's
-    // d 768 and head-dim-128's d 1024 (rows of 16384 x 1024 in the buffers sized for 16384 x
-    // 3072), in each L2-prefetch setting (TGRT_LN_BWD_PREFETCH, suffix " pfN"; the default
-    // without a suffix). Bytes: dy and low in dt, x and the residual gradient (read, written) f32.
-    for (int64_t dn : {d, int64_t(1024)})
-      for (int pf : {-1, 0, 1, 2}) {
-        const int before = pf < 0 ? 0 : tgrt_cuda::setLnBwdPrefetch(g, pf);
-        const std::string what = "layer_norm_bwd_acc_bgrad 16384 x " + std::to_string(dn) +
-                                 (pf < 0 ? std::string() : " pf" + std::to_string(pf));
-        row(what.c_str(), dt, 20, 16, (double)(T * dn), [&] {
-          tgrt_cuda::layerNormBwdAcc(g, "bench", false, dt, h1->p, F, h2->p, F, w->p, mean.p,
-                                     rstd.p, logits->p, dt, pm->p, dg->p, db->p, T, dn, F, bias->p);
-        });
-        if (pf >= 0) tgrt_cuda::setLnBwdPrefetch(g, before);
-      }
     for (int64_t n : {int64_t(768), int64_t(2304)})
       row(n == 768 ? "bias_grad 16384 x 768" : "bias_grad 16384 x 2304", dt, 4, 2,
           (double)(T * n), [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, n); });
