@@ -2,7 +2,8 @@
 # context creation, the check and bench switch it on the context). 1. the whole quick kernel
 # check; 2. where the time goes: torch.compile's kernel profile (bench/torch_gpt2_step.py
 # --profile, 3 steps after the timed ones) and tgc's (TGRT_PROFILE=1) at head dim 128 and
-# GPT-2 small; 3. tgc against torch.compile, 3 alternating repetitions of 20 steps, both shapes.
+# GPT-2 small; 3. tgc against torch.compile, 3 alternating repetitions of 20 steps, both shapes;
+# 4. hd 128 with TGRT_LN_BWD_RELOAD=0.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 B=/tmp/lnk; rm -rf $B; mkdir -p $B; tar -C $B -xJf runs/llama/llama.tar.xz; B=$B/llama
@@ -26,5 +27,7 @@ TGRT_PROFILE=1 $B/gpt2s --data $B/data-50304 --steps 8 --eval-every 0 --eval-bat
 grep -A30 "tgrt profile" $L/profile-gpt2s.log | cut -c1-130
 echo "== 3. tgc against torch.compile"
 steps_ab $B $L 3 "hd128 gpt2s" "- torch"
+echo "== 4. hd 128 with TGRT_LN_BWD_RELOAD=0 (d 1024: the reload form spills 24-84 bytes)"
+steps_ab $B $L 3 "hd128" "TGRT_LN_BWD_RELOAD=0"
 steps_summary $L
 cd $L && tar -cJf $OUT/logs.tar.xz . && ls -la $OUT
