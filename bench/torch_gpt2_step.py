@@ -90,6 +90,9 @@ def main():
                      batch=16, window=0, steps=20, warmup=5).items():
         p.add_argument("--" + k.replace("_", "-"), type=int, default=v)
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile's mode (e.g. reduce-overhead: the compiled forward and "
+                        "backward replayed as CUDA graphs); default: torch.compile's default")
     p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
     p.add_argument("--checkpoint", action="store_true",
                    help="torch.utils.checkpoint per transformer block (activation recomputation)")
@@ -119,12 +122,15 @@ def main():
         fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
                             fused=not a.fsdp, foreach=True if a.fsdp else None)
-    step_fn = torch.compile(model) if a.compile else model
+    step_fn = (torch.compile(model, mode=a.compile_mode) if a.compile_mode else
+               torch.compile(model)) if a.compile else model
     idx = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     times = []
     torch.cuda.reset_peak_memory_stats()
     def step():
+        if a.compile and a.compile_mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()  # a new iteration of the graphs
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
             loss = step_fn(idx, tgt)
         loss.backward()
@@ -141,7 +147,9 @@ def main():
             times.append((time.perf_counter() - t0) * 1e3)
     if a.profile:
         write_profile(a.profile, step, n=3)
-    mode = (("compile" if a.compile else "eager") + ("+bf16" if a.bf16 else "+fp32/tf32")
+    mode = (("compile" if a.compile else "eager")
+            + (f"({a.compile_mode})" if a.compile and a.compile_mode else "")
+            + ("+bf16" if a.bf16 else "+fp32/tf32")
             + ("+checkpoint" if a.checkpoint else "") + ("+ddp" if a.ddp else "")
             + ("+fsdp" if a.fsdp else ""))
     res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window, world=world,

@@ -55,18 +55,19 @@ PY
 # steps_ab B L REPS "MODELS" "VARIANTS": alternating repetitions of 20 training steps of the
 # executables B/MODEL (gpt2s, gpt2m, gpt2l: vocab 50304; hd128: 32000; llama1b, smollm2,
 # tiny: 128256 / 49152 / per meta) on synthetic data made once under B/data-VOCAB, each under
-# each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), and "torch" for
+# each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), "torch" for
 # torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16; GPT-2
-# shapes only). Order per repetition: models outer, variants inner. Logs:
-# L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = and , turned into -) and
-# L/torch-MODEL-REP.json. steps_summary L prints the table.
+# shapes only) and "torch-ro" for the same with --compile-mode reduce-overhead (its forward
+# and backward as CUDA graphs). Order per repetition: models outer, variants inner. Logs:
+# L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = and , turned into -),
+# L/torch-MODEL-REP.json and L/torchro-MODEL-REP.json. steps_summary L prints the table.
 steps_ab() { # B L REPS MODELS VARIANTS
   local B=$1 L=$2 reps=$3 models=$4 variants=$5 r m v V tag
   for r in $(seq 1 "$reps"); do for m in $models; do
     case $m in gpt2*) V=50304 ;; hd128) V=32000 ;; llama1b) V=128256 ;; smollm2) V=49152 ;; *) V=50304 ;; esac
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
-      if [ "$v" = torch ]; then
+      if [ "$v" = torch ] || [ "$v" = torch-ro ]; then
         local shape
         case $m in
           gpt2s) shape="--batch 16" ;;
@@ -75,8 +76,10 @@ steps_ab() { # B L REPS MODELS VARIANTS
           hd128) shape="--batch 8 --layers 8 --d-model 1024 --heads 8 --d-ff 4096 --vocab 32000 --context 2048" ;;
           *) echo "steps_ab: no torch.compile shape for $m"; continue ;;
         esac
-        timeout 200 python3 bench/torch_gpt2_step.py --compile --bf16 $shape --steps 20 \
-          > "$L/torch-$m-$r.json" 2> "$L/torch-$m-$r.err" || echo "torch.compile $m rep $r failed"
+        local tn=torch extra=""
+        [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
+        timeout 240 python3 bench/torch_gpt2_step.py --compile --bf16 $extra $shape --steps 20 \
+          > "$L/$tn-$m-$r.json" 2> "$L/$tn-$m-$r.err" || echo "torch.compile ($v) $m rep $r failed"
         continue
       fi
       tag=$(echo "$v" | tr '=,' '--')
@@ -102,17 +105,20 @@ for f in sorted(glob.glob(f"{o}/tgc-*.jsonl")):
     g = re.search(r"plan (\d+) bytes.*used (\d+) bytes", open(f[:-6] + ".log").read())
     mem = f"{int(g[1])/2**30:.2f} / {int(g[2])/2**30:.2f}" if g else "-"
     runs[(m[1], m[2])].append((statistics.median(r["ms"] for r in rows[2:]), round(rows[-1]["loss"], 5), mem))
-for f in sorted(glob.glob(f"{o}/torch-*.json")):
-    m = re.match(r"torch-([^-]+)-(\d+)\.json$", f.split("/")[-1])
+ro = collections.defaultdict(list)
+for f in sorted(glob.glob(f"{o}/torch*-*.json")):
+    m = re.match(r"(torch|torchro)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
     txt = open(f).read().strip()
-    if m and txt: torch[m[1]].append(json.loads(txt.splitlines()[-1])["ms_per_step"])
-print("\n| model | variant | ms/step median (min-max) | / torch.compile | last loss per rep | plan / used GiB |")
-print("|---|---|---|---|---|---|")
+    if m and txt:
+        (torch if m[1] == "torch" else ro)[m[2]].append(json.loads(txt.splitlines()[-1])["ms_per_step"])
+print("\n| model | variant | ms/step median (min-max) | / torch.compile | / torch.compile (reduce-overhead) | last loss per rep | plan / used GiB |")
+print("|---|---|---|---|---|---|---|")
+rat = lambda med, ref, m: f"{med / statistics.median(ref[m]):.3f}" if ref.get(m) else "-"
 for (m, v), rs in sorted(runs.items()):
     t = [r[0] for r in rs]; med = statistics.median(t)
-    ratio = f"{med / statistics.median(torch[m]):.3f}" if torch.get(m) else "-"
-    print(f"| {m} | {v} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {ratio} | {[r[1] for r in rs]} | {rs[-1][2]} |")
-for m, t in sorted(torch.items()):
-    print(f"| {m} | torch.compile | {statistics.median(t):.2f} ({min(t):.2f}-{max(t):.2f}) | 1 | - | - |")
+    print(f"| {m} | {v} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m)} | {rat(med, ro, m)} | {[r[1] for r in rs]} | {rs[-1][2]} |")
+for name, ref in (("torch.compile", torch), ("torch.compile (reduce-overhead)", ro)):
+    for m, t in sorted(ref.items()):
+        print(f"| {m} | {name} | {statistics.median(t):.2f} ({min(t):.2f}-{max(t):.2f}) | - | - | - | - |")
 PY
 }
