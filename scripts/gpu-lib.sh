@@ -59,7 +59,7 @@ PY
 # torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16; GPT-2
 # shapes only) and "torch-ro" for the same with --compile-mode reduce-overhead (its forward
 # and backward as CUDA graphs). Order per repetition: models outer, variants inner. Logs:
-# L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = and , turned into -),
+# L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = , / : turned into -),
 # L/torch-MODEL-REP.json and L/torchro-MODEL-REP.json. steps_summary L prints the table.
 steps_ab() { # B L REPS MODELS VARIANTS
   local B=$1 L=$2 reps=$3 models=$4 variants=$5 r m v V tag
@@ -82,7 +82,7 @@ steps_ab() { # B L REPS MODELS VARIANTS
           > "$L/$tn-$m-$r.json" 2> "$L/$tn-$m-$r.err" || echo "torch.compile ($v) $m rep $r failed"
         continue
       fi
-      tag=$(echo "$v" | tr '=,' '--')
+      tag=$(echo "$v" | tr '=,/:' '----')
       ( [ "$v" = - ] || { IFS=, ; for a in $v; do export "$a"; done; }
         "$B/$m" --data "$B/data-$V" --steps 20 --eval-every 0 --eval-batches 1 \
           --log "$L/tgc-$m-$tag-$r.jsonl" > "$L/tgc-$m-$tag-$r.log" 2>&1 ) || echo "$m $v rep $r failed"
