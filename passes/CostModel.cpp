@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cassert>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -230,6 +232,39 @@ double rooflineMs(const CalibrationTable &t, double flops, double bytes,
 static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
                                bool *calibrated);
 
+int kernelParamIndex(const std::string &kernel, const std::string &param) {
+  // Each kernel's parameter list as written in the kernel list: "(tgrt_ctx* ctx, ...)".
+  static const std::map<std::string, std::string> kParams = {
+#define TGRT_KERNEL(ret, name, access, params) {#name, #params},
+#include "runtime/tgrt_kernels.def"
+#undef TGRT_KERNEL
+  };
+  auto it = kParams.find(kernel);
+  if (it == kParams.end())
+    return -1;
+  const std::string &list = it->second;
+  const size_t open = list.find('('), close = list.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return -1;
+  int index = 0;
+  size_t start = open + 1;
+  while (start <= close) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos || end > close)
+      end = close;
+    std::string p = list.substr(start, end - start);
+    while (!p.empty() && std::isspace((unsigned char)p.back()))
+      p.pop_back();
+    const size_t cut = p.find_last_of(" *&");
+    const std::string name = cut == std::string::npos ? p : p.substr(cut + 1);
+    if (index >= 2 && name == param) // after (ctx, loc)
+      return index - 2;
+    ++index;
+    start = end + 1;
+  }
+  return -1;
+}
+
 /// The bias gradient a GEMM call writes beside its product, as a tgrt_bias_grad_acc call
 /// (the column sums of a [rows, n] operand): tgrt_matmul_wgrad's of B = dy [k, n], in c_dt
 /// (2 or 4 bytes), and tgrt_matmul_dgelu_bgrad's of its output dx [m, n], in its dtype.
@@ -244,10 +279,11 @@ static std::optional<RuntimeCall> biasSumsOf(const RuntimeCall &call) {
   const int64_t m = call.ints[0], n = call.ints[1], k = call.ints[2];
   const std::string dt = dtypeKey(call.dtype);
   const int64_t e = dt == "bf16" || dt == "f16" ? 2 : 4;
-  // The dbias argument (tgrt_kernels.def: after the dtype, a, b, C's dtype, C and five ints
-  // for the weight gradient; after the dtype, a, b, pre and dx for dGELU) passed NULL: no
-  // bias gradient in this call.
-  const int dbiasArg = wgrad ? 11 : 5;
+  // The dbias argument passed NULL: no bias gradient in this call.
+  static const int kWgradDbias = kernelParamIndex("tgrt_matmul_wgrad", "dbias");
+  static const int kDgeluDbias = kernelParamIndex("tgrt_matmul_dgelu_bgrad", "dbias");
+  const int dbiasArg = wgrad ? kWgradDbias : kDgeluDbias;
+  assert(dbiasArg >= 0 && "tgrt_kernels.def names the bias gradient dbias");
   const bool noBias =
       std::find(call.nullArgs.begin(), call.nullArgs.end(), dbiasArg) != call.nullArgs.end();
   if (noBias || n <= 0 || (wgrad ? k : m) <= 0)

@@ -217,6 +217,12 @@ double peakFlopsOf(const CalibrationTable &table, const std::string &dtype);
 double rooflineMs(const CalibrationTable &table, double flops, double bytes,
                   const std::string &dtype);
 
+/// The position of the parameter named `param` among runtime kernel `kernel`'s parameters
+/// after (ctx, loc), as the kernel list declares them (runtime/tgrt_kernels.def): the
+/// position RuntimeCall::nullArgs and the access strings use. -1 when the kernel is not in
+/// the list or has no such parameter.
+int kernelParamIndex(const std::string &kernel, const std::string &param);
+
 /// The predicted time of one call, ms (see the file comment). `calibrated` (if given) is
 /// set to whether measured points priced it.
 double predictCallMs(const CalibrationTable &table, const RuntimeCall &call,

@@ -54,8 +54,9 @@ struct RuntimeCall {
   int64_t bytesWritten = 0; ///< tensor arguments it writes ('W' and 'M')
   std::vector<int64_t> ints; ///< its integer arguments in order (sizes in elements, flags)
   /// Positions (among the arguments after (ctx, loc), as the kernel's access string in
-  /// runtime/tgrt_kernels.def counts them) of tensor arguments passed NULL: an optional output not computed, e.g. the bias gradient
-  /// of a tgrt_matmul_wgrad (position 11) or tgrt_matmul_dgelu_bgrad (5).
+  /// runtime/tgrt_kernels.def counts them) of tensor arguments passed NULL: an optional
+  /// output not computed, e.g. the bias gradient `dbias` of a tgrt_matmul_wgrad or a
+  /// tgrt_matmul_dgelu_bgrad (CostModel.h kernelParamIndex(kernel, "dbias")).
   std::vector<int> nullArgs;
   std::string dtype;         ///< its first TGRT_* dtype argument, "" if none
 };

@@ -210,7 +210,8 @@ TEST(CostModel, WeightGradientWritesArePricedAsAccumulations) {
   RuntimeCall w = matmul(1000, 1000, 1000, 1, 0);
   w.kernel = "tgrt_matmul_wgrad";
   w.ints = {1000, 1000, 1000, 1, 0};
-  w.nullArgs = {11}; // no bias gradient (BiasGradientsOfGemmsArePricedApart prices one)
+  w.nullArgs = {kernelParamIndex("tgrt_matmul_wgrad", "dbias")}; // no bias gradient
+  // (BiasGradientsOfGemmsArePricedApart prices one)
   bool cal = false;
   EXPECT_NEAR(predictCallMs(t, w, &cal), 3.01, 1e-9);
   EXPECT_TRUE(cal);
@@ -258,6 +259,19 @@ TEST(CostModel, NormsAndAttentionArePricedByThePointsOfTheirCodePath) {
   EXPECT_NEAR(predictCallMs(t, fwd), 0.01 + 2000.0 / 0.8, 1e-6);
 }
 
+TEST(CostModel, KernelParameterPositionsComeFromTheKernelList) {
+  // Positions after (ctx, loc), as runtime/tgrt_kernels.def declares the parameters.
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_wgrad", "ab_dt"), 0);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_wgrad", "c"), 4);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_wgrad", "dbias"), 11);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_dgelu_bgrad", "pre"), 3);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_dgelu_bgrad", "dbias"), 5);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_dgelu_bgrad", "alpha"), 11);
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_wgrad", "ctx"), -1); // (ctx, loc) are not counted
+  EXPECT_EQ(kernelParamIndex("tgrt_matmul_wgrad", "nope"), -1);
+  EXPECT_EQ(kernelParamIndex("tgrt_no_such_kernel", "dbias"), -1);
+}
+
 TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
   // A weight-gradient or dGELU GEMM that also writes a bias gradient (its dbias argument not
   // NULL: RuntimeCall::nullArgs) costs its GEMM's points plus a tgrt_bias_grad_acc of the
@@ -274,18 +288,20 @@ TEST(CostModel, BiasGradientsOfGemmsArePricedApart) {
   w.ints = {1000, 1000, 1000, 1, 0};
   w.bytesRead = 8000000;
   w.bytesWritten = 4 * 1000 * 1000; // C alone
-  w.nullArgs = {11};                // dbias NULL
+  const int wDbias = kernelParamIndex("tgrt_matmul_wgrad", "dbias");
+  const int gDbias = kernelParamIndex("tgrt_matmul_dgelu_bgrad", "dbias");
+  w.nullArgs = {wDbias};            // dbias NULL
   EXPECT_NEAR(predictCallMs(t, w), 3.01, 1e-9);
   w.bytesWritten = 4 * 1000 * 1001; // C and dbias (f32)
   w.nullArgs = {};
   EXPECT_NEAR(predictCallMs(t, w), 3.01 + 0.51 - 0.01, 1e-9);
-  w.nullArgs = {5}; // another argument NULL: the weight gradient's dbias is set
+  w.nullArgs = {gDbias}; // another argument NULL: the weight gradient's dbias is set
   EXPECT_NEAR(predictCallMs(t, w), 3.01 + 0.51 - 0.01, 1e-9);
   RuntimeCall g = w;
   g.kernel = "tgrt_matmul_dgelu_bgrad";
   g.ints = {1000, 1000, 1000, 0, 1};
   g.bytesWritten = 4 * 1000 * 1000;
-  g.nullArgs = {5};
+  g.nullArgs = {gDbias};
   EXPECT_NEAR(predictCallMs(t, g), 5.01, 1e-9);
   g.bytesWritten = 4 * 1000 * 1001;
   g.nullArgs = {};
