@@ -800,6 +800,10 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // (lanes contiguous: conflict-free 16-byte accesses), not in NV x W more registers: at NV 3
 // with RELOAD those spilled 36 bytes and the call took 0.0775 ms against 0.0750 (H200, GPT-2
 // small's 16384 x 768, 2026-11-29; 0.0668 without the third sum).
+// Bound by its loads' latency (16 warps per SM, one row each; the per-lane column sums are
+// what limits the warps). L2 prefetches of the next row and a shared-memory ring of rows
+// filled by bulk copies were measured slower (docs/results.md "The layer-norm backward's
+// bytes in flight", 2026-11-30; the code in bench/results/2026-11-30-h200/lnpf).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX, bool RELOAD = false, bool DB = false>
 __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
