@@ -48,6 +48,16 @@ class GPT(nn.Module):
         s.lnf = nn.LayerNorm(a.d_model)
         s.window = a.window
         s.checkpoint = a.checkpoint
+        # tgc's initialisation (frontend/Spec.cpp; GPT-2, Radford et al. 2019): weights and
+        # embeddings N(0, 0.02), the residual projections N(0, 0.02 / sqrt(2 layers)), biases
+        # 0. (PyTorch's defaults, N(0, 1) embeddings tied to the output layer, start the loss
+        # near 70 instead of ln(vocab).)
+        for n, m in s.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                std = 0.02 / math.sqrt(2 * a.layers) if n.endswith(("proj", "mproj")) else 0.02
+                nn.init.normal_(m.weight, 0.0, std)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
 
     def forward(s, idx, tgt):
         x = s.wte(idx) + s.wpe.weight[: idx.shape[1]]
