@@ -54,7 +54,7 @@ class GPT(nn.Module):
         # near 70 instead of ln(vocab).)
         for n, m in s.named_modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
-                std = 0.02 / math.sqrt(2 * a.layers) if n.endswith(("proj", "mproj")) else 0.02
+                std = 0.02 / math.sqrt(2 * a.layers) if n.endswith("proj") else 0.02  # proj, mproj
                 nn.init.normal_(m.weight, 0.0, std)
                 if getattr(m, "bias", None) is not None:
                     nn.init.zeros_(m.bias)
@@ -132,8 +132,7 @@ def main():
         fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
                             fused=not a.fsdp, foreach=True if a.fsdp else None)
-    step_fn = (torch.compile(model, mode=a.compile_mode) if a.compile_mode else
-               torch.compile(model)) if a.compile else model
+    step_fn = torch.compile(model, mode=a.compile_mode) if a.compile else model  # mode None: default
     idx = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
     times = []
