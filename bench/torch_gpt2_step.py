@@ -104,6 +104,9 @@ def main():
                    help="torch.compile's mode (e.g. reduce-overhead: the compiled forward and "
                         "backward replayed as CUDA graphs); default: torch.compile's default")
     p.add_argument("--bf16", action="store_true", help="autocast bf16 (default: fp32 + TF32)")
+    p.add_argument("--same-batch", action="store_true",
+                   help="repeat one random batch every step (before 2026-11-30; default: a "
+                        "fresh batch per step, as tgc's synthetic data)")
     p.add_argument("--checkpoint", action="store_true",
                    help="torch.utils.checkpoint per transformer block (activation recomputation)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel (under torchrun)")
@@ -133,15 +136,20 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
                             fused=not a.fsdp, foreach=True if a.fsdp else None)
     step_fn = torch.compile(model, mode=a.compile_mode) if a.compile else model  # mode None: default
-    idx = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
-    tgt = torch.randint(0, a.vocab, (a.batch, a.context), device=dev)
+    # A fresh uniform random batch per step, as tgc's synthetic stream draws one (the loss
+    # then stays near ln V; one repeated batch is memorised, its loss falls to 4-8 in 25
+    # steps). All drawn before the first step: (warmup + steps) x 2 x batch x context int64
+    # (6.6 MB at GPT-2 small's 25 steps), counted in the peak below. --same-batch: one batch.
+    n_batches = 1 if a.same_batch else a.warmup + a.steps
+    idx = torch.randint(0, a.vocab, (n_batches, a.batch, a.context), device=dev)
+    tgt = torch.randint(0, a.vocab, (n_batches, a.batch, a.context), device=dev)
     times = []
     torch.cuda.reset_peak_memory_stats()
-    def step():
+    def step(i=0):
         if a.compile and a.compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()  # a new iteration of the graphs
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16):
-            loss = step_fn(idx, tgt)
+            loss = step_fn(idx[i % n_batches], tgt[i % n_batches])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -150,7 +158,7 @@ def main():
     for i in range(a.warmup + a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        loss = step()
+        loss = step(i)
         torch.cuda.synchronize()
         if i >= a.warmup:
             times.append((time.perf_counter() - t0) * 1e3)
@@ -162,6 +170,7 @@ def main():
             + ("+checkpoint" if a.checkpoint else "") + ("+ddp" if a.ddp else "")
             + ("+fsdp" if a.fsdp else ""))
     res = dict(mode=mode, batch=a.batch, context=a.context, window=a.window, world=world,
+               batches=n_batches,
                ms_per_step=statistics.median(times),
                tokens_per_s=a.batch * a.context / (statistics.median(times) / 1e3),
                peak_bytes=torch.cuda.max_memory_allocated(), loss=float(loss))

@@ -97,6 +97,9 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--eager", action="store_true", help="no torch.compile")
+    ap.add_argument("--same-batch", action="store_true",
+                    help="repeat one random batch every step (before 2026-11-30; default: a "
+                         "fresh batch per step)")
     a = ap.parse_args()
     m = json.load(open(a.spec))["model"]
     torch.manual_seed(0)
@@ -108,12 +111,19 @@ def main():
                             fused=True)
     step_model = model if a.eager else torch.compile(model)
     V, T = m["vocab_size"], m["context"]
-    x = torch.randint(0, V, (a.batch, T), device=dev)
-    y = torch.randint(0, V, (a.batch, T), device=dev)
+    # A fresh uniform random batch per step, as tgc's synthetic stream draws one (one
+    # repeated batch is memorised and its loss falls); all drawn before the first step.
+    # --same-batch: one batch.
+    n = 1 if a.same_batch else a.warmup + a.steps
+    x = torch.randint(0, V, (n, a.batch, T), device=dev)
+    y = torch.randint(0, V, (n, a.batch, T), device=dev)
+    calls = [0]
 
     def step():
+        i = calls[0] % n
+        calls[0] += 1
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = step_model(x, y)
+            loss = step_model(x[i], y[i])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

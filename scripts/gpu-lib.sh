@@ -11,6 +11,15 @@ unpack() {
   else echo ""; fi
 }
 
+# gpu_unpack TAG: the call scripts' preamble. Puts the CUDA toolkit's libraries on the loader
+# path, unpacks runs/llama/llama.tar.xz (scripts/gpu-llama-artifacts.sh) into /tmp/TAG-bin and
+# makes an empty /tmp/TAG-logs; sets B (the executables' folder) and L (the logs' folder).
+gpu_unpack() {
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  B=/tmp/$1-bin; rm -rf "$B"; mkdir -p "$B"; tar -C "$B" -xJf runs/llama/llama.tar.xz; B=$B/llama
+  L=/tmp/$1-logs; rm -rf "$L"; mkdir -p "$L"
+}
+
 # step_table OUT: the table of the tgc-*.jsonl runs under OUT (median ms/step after 2 steps,
 # first and last loss, plan and used memory from the run's log) and torch-compile-bf16.json.
 step_table() {
@@ -60,14 +69,16 @@ PY
 # shapes only) and "torch-ro" for the same with --compile-mode reduce-overhead (its forward
 # and backward as CUDA graphs). Order per repetition: models outer, variants inner. Logs:
 # L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = , / : turned into -),
-# L/torch-MODEL-REP.json and L/torchro-MODEL-REP.json. steps_summary L prints the table.
+# L/torch-MODEL-REP.json, L/torchro-MODEL-REP.json and L/torchsame-MODEL-REP.json ("torch-same":
+# torch.compile on one repeated batch, the harness before 2026-11-30). steps_summary L prints
+# the table.
 steps_ab() { # B L REPS MODELS VARIANTS
   local B=$1 L=$2 reps=$3 models=$4 variants=$5 r m v V tag
   for r in $(seq 1 "$reps"); do for m in $models; do
     case $m in gpt2*) V=50304 ;; hd128) V=32000 ;; llama1b) V=128256 ;; smollm2) V=49152 ;; *) V=50304 ;; esac
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
-      if [ "$v" = torch ] || [ "$v" = torch-ro ]; then
+      if [ "$v" = torch ] || [ "$v" = torch-ro ] || [ "$v" = torch-same ]; then
         local shape
         case $m in
           gpt2s) shape="--batch 16" ;;
@@ -78,6 +89,7 @@ steps_ab() { # B L REPS MODELS VARIANTS
         esac
         local tn=torch extra=""
         [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
+        [ "$v" = torch-same ] && tn=torchsame extra="--same-batch"
         timeout 240 python3 bench/torch_gpt2_step.py --compile --bf16 $extra $shape --steps 20 \
           > "$L/$tn-$m-$r.json" 2> "$L/$tn-$m-$r.err" || echo "torch.compile ($v) $m rep $r failed"
         continue
@@ -105,20 +117,25 @@ for f in sorted(glob.glob(f"{o}/tgc-*.jsonl")):
     g = re.search(r"plan (\d+) bytes.*used (\d+) bytes", open(f[:-6] + ".log").read())
     mem = f"{int(g[1])/2**30:.2f} / {int(g[2])/2**30:.2f}" if g else "-"
     runs[(m[1], m[2])].append((statistics.median(r["ms"] for r in rows[2:]), round(rows[-1]["loss"], 5), mem))
-ro = collections.defaultdict(list)
+ro, same = collections.defaultdict(list), collections.defaultdict(list)
+losses = collections.defaultdict(list)
 for f in sorted(glob.glob(f"{o}/torch*-*.json")):
-    m = re.match(r"(torch|torchro)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
+    m = re.match(r"(torch|torchro|torchsame)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
     txt = open(f).read().strip()
     if m and txt:
-        (torch if m[1] == "torch" else ro)[m[2]].append(json.loads(txt.splitlines()[-1])["ms_per_step"])
+        r = json.loads(txt.splitlines()[-1])
+        {"torch": torch, "torchro": ro, "torchsame": same}[m[1]][m[2]].append(r["ms_per_step"])
+        losses[(m[1], m[2])].append(round(r["loss"], 3))
 print("\n| model | variant | ms/step median (min-max) | / torch.compile | / torch.compile (reduce-overhead) | last loss per rep | plan / used GiB |")
 print("|---|---|---|---|---|---|---|")
 rat = lambda med, ref, m: f"{med / statistics.median(ref[m]):.3f}" if ref.get(m) else "-"
 for (m, v), rs in sorted(runs.items()):
     t = [r[0] for r in rs]; med = statistics.median(t)
     print(f"| {m} | {v} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m)} | {rat(med, ro, m)} | {[r[1] for r in rs]} | {rs[-1][2]} |")
-for name, ref in (("torch.compile", torch), ("torch.compile (reduce-overhead)", ro)):
+for key, name, ref in (("torch", "torch.compile", torch), ("torchro", "torch.compile (reduce-overhead)", ro),
+                       ("torchsame", "torch.compile, one batch repeated", same)):
     for m, t in sorted(ref.items()):
-        print(f"| {m} | {name} | {statistics.median(t):.2f} ({min(t):.2f}-{max(t):.2f}) | - | - | - | - |")
+        med = statistics.median(t)
+        print(f"| {m} | {name} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m) if ref is not torch else '-'} | - | {losses[(key, m)]} | - |")
 PY
 }

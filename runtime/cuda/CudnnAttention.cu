@@ -14,6 +14,10 @@
 // Graphs. One cudnn-frontend graph per (direction, dtype, deterministic, batch, heads,
 // kv_heads, t, hd, the in / kv / out strides, causal, window, scale), built on first use
 // (operation graph, heuristics mode A, the first supported plan) and cached in the context.
+// Plans (TGRT_ATTN_TUNE, default 1): at a graph's first call outside a stream capture the
+// other plans of mode A's list are built and timed on that call's tensors, and the fastest
+// whose workspace is at most the first plan's runs from then on (tunePlans); 0 keeps the
+// heuristic's first, 2 also prints each plan's time.
 // Tensors are described in place, as tgrt.h lays them out: q, dq [batch, heads, t, hd] with
 // the in strides; k, v, dk, dv [batch, kv_heads, t, hd] with the kv strides (query head h
 // reads kv head h / (heads / kv_heads): cuDNN's grouped-query SDPA); out, dout with the out
@@ -41,14 +45,17 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring> // before cudnn_frontend.h, whose shim uses std::strlen without it
 #include <exception>
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
 #define CUDNN_FRONTEND_SKIP_JSON_LIB
@@ -69,7 +76,11 @@ using CudnnGraphKey = std::array<int64_t, 20>;
 
 struct CudnnGraph {
   std::shared_ptr<fe::graph::Graph> graph; ///< NULL: cuDNN refused this key (own kernels)
-  int64_t workspace = 0;                   ///< bytes (get_workspace_size)
+  int64_t workspace = 0;                   ///< bytes (get_workspace_size of the heuristic's plan)
+  /// The execution plan every call runs (execute_plan_at_index): -1 until the first call
+  /// outside a capture, which times the candidates (tunePlans) or takes the heuristic's.
+  int64_t plan = -1;
+  bool tuned = false; ///< tunePlans ran (or was not asked for): never again for this graph
 };
 
 /// Context::cudnn: the handle, the graph cache and the workspace beside the plan.
@@ -81,6 +92,10 @@ struct CudnnState {
   std::map<CudnnGraphKey, CudnnGraph> graphs;
   void* ws = nullptr;  ///< device buffer when a graph needs more than the workspace region
   int64_t ws_bytes = 0;
+  /// TGRT_ATTN_TUNE (read when the library opens, once per context): 0 runs the heuristic's
+  /// first plan; 1 (default) times every plan the heuristic offers (at most kTunePlans) at a
+  /// graph's first call outside a capture and keeps the fastest; 2 also prints the times.
+  int tune = 1;
 };
 
 namespace {
@@ -130,6 +145,8 @@ bool openCudnn(Context* ctx, const char* loc) {
   CudnnState& s = *ctx->cudnn;
   if (s.tried) return s.ok;
   s.tried = true;
+  if (const char* tune = std::getenv("TGRT_ATTN_TUNE"))
+    if (tune[0] >= '0' && tune[0] <= '2' && tune[1] == 0) s.tune = tune[0] - '0';
   std::string why;
   try {
     if (!libraryHandle(why)) {
@@ -290,7 +307,7 @@ std::shared_ptr<fe::graph::Graph> build(CudnnState& st, bool backward, bool dete
 
 /// The cached graph for (backward, deterministic, s), built on first use; NULL when cuDNN
 /// refuses it (noted on stderr once per key) or the workspace cannot be had.
-const CudnnGraph* graphFor(Context* ctx, const char* loc, bool backward, bool deterministic,
+CudnnGraph* graphFor(Context* ctx, const char* loc, bool backward, bool deterministic,
                            const Shape& s) {
   if (!openCudnn(ctx, loc)) return nullptr;
   CudnnState& st = *ctx->cudnn;
@@ -344,15 +361,107 @@ const CudnnGraph* graphFor(Context* ctx, const char* loc, bool backward, bool de
   return ins.first->second.graph ? &ins.first->second : nullptr;
 }
 
-/// Runs entry's graph on ctx's stream; false (the key then refused, noted) on failure.
+/// Execution-plan tuning (CudnnState::tune; the attention's counterpart of Kernels.cu's
+/// ltTune for GEMMs). Builds the engine configurations heuristics mode A offered for e's
+/// graph (at most kTunePlans that build), keeps those whose workspace is at most the
+/// heuristic plan's (e.workspace: the bytes the compiler planned stay exact), and times
+/// each on this call's tensors: one warm-up, then 3 rounds alternating over the plans of
+/// kTuneCalls back-to-back executions each; the median round decides, ties to the
+/// heuristic's order. The heuristic's plan is the first index that builds (build_plans'
+/// HEURISTICS_CHOICE takes the same). Repeating a call is harmless: attention's outputs
+/// never alias its inputs (no in-place operand in dialect/TgOps.td) and each call
+/// overwrites them. Sets e.plan; a plan that fails to build or run is skipped, and when
+/// none runs e.plan stays the heuristic's.
+void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic, const Shape& s,
+               CudnnGraph& e, std::unordered_map<int64_t, void*>& pack, void* ws) {
+  constexpr size_t kTunePlans = 8;
+  constexpr int kTuneCalls = 3;
+  CudnnState& st = *ctx->cudnn;
+  std::vector<int64_t> plans;
+  const int64_t count = e.graph->get_execution_plan_count();
+  for (int64_t i = 0; i < count && plans.size() < kTunePlans; ++i) {
+    int64_t w = 0;
+    try {
+      if (e.graph->build_plan_at_index(i).is_bad() ||
+          e.graph->get_workspace_size_plan_at_index(i, w).is_bad())
+        continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (e.plan < 0) e.plan = i; // the heuristic's plan
+    if (w <= e.workspace) plans.push_back(i);
+  }
+  if (plans.size() < 2) {
+    if (st.tune == 2)
+      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: %lld engine configurations, %zu plan(s) "
+                   "within the workspace: nothing to time\n", loc,
+                   describe(backward, deterministic, s).c_str(), (long long)count, plans.size());
+    return;
+  }
+  auto once = [&](int64_t i) {
+    try {
+      return e.graph->execute_plan_at_index(st.handle, pack, ws, i).is_good();
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  cudaEvent_t e0, e1;
+  if (cudaEventCreate(&e0) != cudaSuccess) return;
+  if (cudaEventCreate(&e1) != cudaSuccess) {
+    cudaEventDestroy(e0);
+    return;
+  }
+  std::vector<int64_t> ok;
+  for (int64_t i : plans)
+    if (once(i) && cudaStreamSynchronize(ctx->stream) == cudaSuccess) ok.push_back(i);
+  (void)cudaGetLastError(); // a failed plan's launch error is not the next call's
+  std::vector<std::array<float, 3>> ms(ok.size());
+  for (int r = 0; r < 3; ++r)
+    for (size_t j = 0; j < ok.size(); ++j) {
+      bool good = true;
+      cudaEventRecord(e0, ctx->stream);
+      for (int c = 0; c < kTuneCalls; ++c) good = once(ok[j]) && good;
+      cudaEventRecord(e1, ctx->stream);
+      cudaEventSynchronize(e1);
+      float t = 0.0f;
+      cudaEventElapsedTime(&t, e0, e1);
+      ms[j][r] = good ? t / (float)kTuneCalls : 1e30f;
+    }
+  (void)cudaGetLastError();
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  const int64_t heuristic = e.plan;
+  float best = 1e30f;
+  for (size_t j = 0; j < ok.size(); ++j) {
+    std::sort(ms[j].begin(), ms[j].end());
+    if (ms[j][1] < best) best = ms[j][1], e.plan = ok[j];
+  }
+  if (st.tune == 2)
+    for (size_t j = 0; j < ok.size(); ++j) {
+      std::string name;
+      e.graph->get_plan_name_at_index(ok[j], name);
+      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: plan %lld (%s) %.4f ms%s%s\n", loc,
+                   describe(backward, deterministic, s).c_str(), (long long)ok[j], name.c_str(),
+                   ms[j][1], ok[j] == heuristic ? " [heuristic]" : "",
+                   ok[j] == e.plan ? " [chosen]" : "");
+    }
+}
+
+/// Runs entry's graph on ctx's stream (its tuned plan, see tunePlans); false (the key then
+/// refused, noted) on failure.
 bool run(Context* ctx, const char* loc, bool backward, bool deterministic, const Shape& s,
-         const CudnnGraph& e, std::unordered_map<int64_t, void*>& pack) {
+         CudnnGraph& e, std::unordered_map<int64_t, void*>& pack) {
   CudnnState& st = *ctx->cudnn;
   void* ws = e.workspace <= ctx->region_bytes[TGRT_WORKSPACE] ? ctx->regions[TGRT_WORKSPACE]
                                                                 : st.ws;
   std::string why;
   try {
-    fe::error_t r = e.graph->execute(st.handle, pack, ws);
+    if (!e.tuned && (st.tune == 0 || !ctx->capturing)) {
+      e.tuned = true;
+      if (st.tune > 0) tunePlans(ctx, loc, backward, deterministic, s, e, pack, ws);
+    }
+    fe::error_t r = e.plan >= 0 ? e.graph->execute_plan_at_index(st.handle, pack, ws, e.plan)
+                                : e.graph->execute(st.handle, pack, ws);
     if (r.is_good()) {
       check(cudaGetLastError(), loc, backward ? "cuDNN attention backward"
                                               : "cuDNN attention forward");
@@ -406,7 +515,7 @@ bool cudnnAttentionFwd(Context* ctx, const char* loc, int32_t dt, const void* q,
                           in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b,
                           out_stride_h, out_stride_t, causal, window, scale);
   if (!eligible(s, {q, k, v, out, lse})) return false;
-  const CudnnGraph* e = graphFor(ctx, loc, false, false, s);
+  CudnnGraph* e = graphFor(ctx, loc, false, false, s);
   if (!e) return false;
   std::unordered_map<int64_t, void*> pack = {
       {kQ, const_cast<void*>(q)}, {kK, const_cast<void*>(k)}, {kV, const_cast<void*>(v)},
@@ -427,7 +536,7 @@ bool cudnnAttentionBwd(Context* ctx, const char* loc, int32_t dt, const void* q,
                           in_stride_t, kv_stride_b, kv_stride_h, kv_stride_t, out_stride_b,
                           out_stride_h, out_stride_t, causal, window, scale);
   if (!eligible(s, {q, k, v, out, lse, dout, dq, dk, dv})) return false;
-  const CudnnGraph* e = graphFor(ctx, loc, true, deterministic, s);
+  CudnnGraph* e = graphFor(ctx, loc, true, deterministic, s);
   if (!e) return false;
   std::unordered_map<int64_t, void*> pack = {
       {kQ, const_cast<void*>(q)},     {kK, const_cast<void*>(k)},
