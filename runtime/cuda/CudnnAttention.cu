@@ -17,7 +17,8 @@
 // Plans (TGRT_ATTN_TUNE, default 1): at a graph's first call outside a stream capture the
 // other plans of mode A's list are built and timed on that call's tensors, and the fastest
 // whose workspace is at most the first plan's runs from then on (tunePlans); 0 keeps the
-// heuristic's first, 2 also prints each plan's time.
+// heuristic's first; 2 also tries every kernel configuration of the listed engines;
+// TGRT_ATTN_TUNE_LOG=1 prints the times and checks each plan's outputs against the first's.
 // Tensors are described in place, as tgrt.h lays them out: q, dq [batch, heads, t, hd] with
 // the in strides; k, v, dk, dv [batch, kv_heads, t, hd] with the kv strides (query head h
 // reads kv head h / (heads / kv_heads): cuDNN's grouped-query SDPA); out, dout with the out
@@ -47,6 +48,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring> // before cudnn_frontend.h, whose shim uses std::strlen without it
@@ -93,9 +96,13 @@ struct CudnnState {
   void* ws = nullptr;  ///< device buffer when a graph needs more than the workspace region
   int64_t ws_bytes = 0;
   /// TGRT_ATTN_TUNE (read when the library opens, once per context): 0 runs the heuristic's
-  /// first plan; 1 (default) times every plan the heuristic offers (at most kTunePlans) at a
-  /// graph's first call outside a capture and keeps the fastest; 2 also prints the times.
+  /// first plan; 1 (default) times the plans of the heuristic's list (at most kTunePlans) at
+  /// a graph's first call outside a capture and keeps the fastest; 2 also every kernel
+  /// configuration (knob KERNEL_CFG) of the engines that list uses (tunePlans).
   int tune = 1;
+  /// TGRT_ATTN_TUNE_LOG=1: tunePlans prints each plan's time, also times the plans that need
+  /// more workspace than planned, and compares each plan's outputs with the heuristic's.
+  bool tune_log = false;
 };
 
 namespace {
@@ -147,6 +154,7 @@ bool openCudnn(Context* ctx, const char* loc) {
   s.tried = true;
   if (const char* tune = std::getenv("TGRT_ATTN_TUNE"))
     if (tune[0] >= '0' && tune[0] <= '2' && tune[1] == 0) s.tune = tune[0] - '0';
+  if (const char* log = std::getenv("TGRT_ATTN_TUNE_LOG")) s.tune_log = std::strcmp(log, "1") == 0;
   std::string why;
   try {
     if (!libraryHandle(why)) {
@@ -361,89 +369,255 @@ CudnnGraph* graphFor(Context* ctx, const char* loc, bool backward, bool determin
   return ins.first->second.graph ? &ins.first->second : nullptr;
 }
 
-/// Execution-plan tuning (CudnnState::tune; the attention's counterpart of Kernels.cu's
-/// ltTune for GEMMs). Builds the engine configurations heuristics mode A offered for e's
-/// graph (at most kTunePlans that build), keeps those whose workspace is at most the
-/// heuristic plan's (e.workspace: the bytes the compiler planned stay exact), and times
-/// each on this call's tensors: one warm-up, then 3 rounds alternating over the plans of
-/// kTuneCalls back-to-back executions each; the median round decides, ties to the
-/// heuristic's order. The heuristic's plan is the first index that builds (build_plans'
-/// HEURISTICS_CHOICE takes the same). Repeating a call is harmless: attention's outputs
-/// never alias its inputs (no in-place operand in dialect/TgOps.td) and each call
-/// overwrites them. Sets e.plan; a plan that fails to build or run is skipped, and when
-/// none runs e.plan stays the heuristic's.
-void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic, const Shape& s,
-               CudnnGraph& e, std::unordered_map<int64_t, void*>& pack, void* ws) {
-  constexpr size_t kTunePlans = 8;
-  constexpr int kTuneCalls = 3;
-  CudnnState& st = *ctx->cudnn;
-  std::vector<int64_t> plans;
-  const int64_t count = e.graph->get_execution_plan_count();
-  for (int64_t i = 0; i < count && plans.size() < kTunePlans; ++i) {
-    int64_t w = 0;
+/// One output of an attention call as device bytes (TGRT_ATTN_TUNE_LOG's comparison).
+struct OutputSpan {
+  const void* p;
+  size_t bytes;
+  bool f32; ///< float32 (the softmax statistics); else 16-bit of the call's dtype
+};
+
+/// The byte ranges the call writes: the forward's out and lse, the backward's dq, dk, dv
+/// (each from its first to one past its last element, strides as in the Shape).
+std::vector<OutputSpan> outputSpans(bool backward, const Shape& s,
+                                    std::unordered_map<int64_t, void*>& pack) {
+  auto span16 = [&](const int64_t* st, int64_t heads) {
+    return (size_t)2 * (size_t)((s.batch - 1) * st[0] + (heads - 1) * st[1] + (s.t - 1) * st[2] + s.hd);
+  };
+  if (!backward)
+    return {{pack[kO], span16(s.out, s.heads), false},
+            {pack[kStats], (size_t)4 * (size_t)(s.batch * s.heads * s.t), true}};
+  return {{pack[kDQ], span16(s.in, s.heads), false},
+          {pack[kDK], span16(s.kv, s.kv_heads), false},
+          {pack[kDV], span16(s.kv, s.kv_heads), false}};
+}
+
+/// The outputs' values on the host as floats (one vector per span).
+std::vector<std::vector<float>> outputValues(Context* ctx, int32_t dt,
+                                             const std::vector<OutputSpan>& spans) {
+  std::vector<std::vector<float>> v;
+  cudaStreamSynchronize(ctx->stream);
+  for (const OutputSpan& o : spans) {
+    std::vector<unsigned char> raw(o.bytes);
+    cudaMemcpy(raw.data(), o.p, o.bytes, cudaMemcpyDeviceToHost);
+    std::vector<float> f(o.f32 ? o.bytes / 4 : o.bytes / 2);
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (o.f32) {
+        std::memcpy(&f[i], &raw[4 * i], 4);
+        continue;
+      }
+      uint16_t h;
+      std::memcpy(&h, &raw[2 * i], 2);
+      if (dt == TGRT_BF16) {
+        const uint32_t u = (uint32_t)h << 16;
+        std::memcpy(&f[i], &u, 4);
+      } else { // IEEE half
+        const int e = (h >> 10) & 31, m = h & 1023;
+        const float mag = e == 0 ? std::ldexp((float)m, -24)
+                          : e == 31 ? (m ? NAN : INFINITY)
+                                    : std::ldexp((float)(m | 1024), e - 25);
+        f[i] = (h & 0x8000) ? -mag : mag;
+      }
+    }
+    v.push_back(std::move(f));
+  }
+  return v;
+}
+
+/// max over outputs of max |a - b| / max |a| (NaN anywhere: NaN).
+double relativeDifference(const std::vector<std::vector<float>>& a,
+                          const std::vector<std::vector<float>>& b) {
+  double worst = 0.0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < a[k].size(); ++i) {
+      if (std::isnan(a[k][i]) != std::isnan(b[k][i])) return NAN;
+      if (std::isnan(a[k][i])) continue;
+      num = std::max(num, (double)std::fabs(a[k][i] - b[k][i]));
+      den = std::max(den, (double)std::fabs(a[k][i]));
+    }
+    worst = std::max(worst, den > 0.0 ? num / den : num);
+  }
+  return worst;
+}
+
+/// Appends to e's graph (create_execution_plan: engine id and knobs) every value of the
+/// KERNEL_CFG knob of the engines whose plans the heuristic listed (their names read
+/// "eng<id>_k24=<value>"), except those listed, at most kExtraConfigs. TGRT_ATTN_TUNE=2.
+void addKernelConfigs(CudnnGraph& e) {
+  constexpr int kExtraConfigs = 48;
+  const int64_t listed = e.graph->get_execution_plan_count();
+  std::map<int64_t, std::vector<int64_t>> seen; // engine -> KERNEL_CFG values listed
+  for (int64_t i = 0; i < listed; ++i) {
+    std::string name;
     try {
       if (e.graph->build_plan_at_index(i).is_bad() ||
-          e.graph->get_workspace_size_plan_at_index(i, w).is_bad())
+          e.graph->get_plan_name_at_index(i, name).is_bad())
         continue;
     } catch (const std::exception&) {
       continue;
     }
-    if (e.plan < 0) e.plan = i; // the heuristic's plan
-    if (w <= e.workspace) plans.push_back(i);
+    long long eng = -1, value = -1;
+    if (std::sscanf(name.c_str(), "eng%lld_k24=%lld", &eng, &value) >= 1 && eng >= 0)
+      seen[eng].push_back(value);
   }
-  if (plans.size() < 2) {
-    if (st.tune == 2)
-      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: %lld engine configurations, %zu plan(s) "
-                   "within the workspace: nothing to time\n", loc,
-                   describe(backward, deterministic, s).c_str(), (long long)count, plans.size());
-    return;
-  }
-  auto once = [&](int64_t i) {
+  int added = 0;
+  for (auto& [eng, values] : seen) {
+    std::vector<fe::Knob> knobs;
     try {
-      return e.graph->execute_plan_at_index(st.handle, pack, ws, i).is_good();
+      if (e.graph->get_knobs_for_engine(eng, knobs).is_bad()) continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (const fe::Knob& k : knobs) {
+      if (k.type != fe::KnobType_t::KERNEL_CFG || k.stride <= 0) continue;
+      for (int64_t v = k.minValue; v <= k.maxValue && added < kExtraConfigs; v += k.stride) {
+        if (std::find(values.begin(), values.end(), v) != values.end()) continue;
+        try {
+          if (e.graph->create_execution_plan(eng, {{fe::KnobType_t::KERNEL_CFG, v}}).is_good())
+            ++added;
+        } catch (const std::exception&) {
+        }
+      }
+    }
+  }
+}
+
+/// Execution-plan tuning (CudnnState::tune; the attention's counterpart of Kernels.cu's
+/// ltTune for GEMMs). Builds the engine configurations heuristics mode A offered for e's
+/// graph (with TGRT_ATTN_TUNE=2 also addKernelConfigs'), at most kTunePlans that build,
+/// keeps those whose workspace is at most the heuristic plan's (e.workspace: the bytes the
+/// compiler planned stay exact), and times each on this call's tensors: one warm-up, then 3
+/// rounds alternating over the plans of kTuneCalls back-to-back executions each; the median
+/// round decides, ties to the list's order. The heuristic's plan is the first index that
+/// builds (build_plans' HEURISTICS_CHOICE takes the same). Repeating a call is harmless:
+/// attention's outputs never alias its inputs (no in-place operand in dialect/TgOps.td) and
+/// each call overwrites them. Sets e.plan; a plan that fails to build or run is skipped, and
+/// when none runs e.plan stays the heuristic's. With TGRT_ATTN_TUNE_LOG=1 it prints every
+/// plan's time and its outputs' largest difference from the heuristic plan's (relative to
+/// the largest magnitude), and also times the plans that need more workspace than planned
+/// (never chosen) on a buffer allocated for the timing and freed after it.
+void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic, const Shape& s,
+               CudnnGraph& e, std::unordered_map<int64_t, void*>& pack, void* ws) {
+  const size_t kTunePlans = ctx->cudnn->tune >= 2 ? 64 : 8;
+  constexpr int kTuneCalls = 3;
+  CudnnState& st = *ctx->cudnn;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (st.tune >= 2) addKernelConfigs(e);
+  struct Plan {
+    int64_t index, workspace;
+    float ms = 1e30f;  ///< median round; 1e30: did not run
+    double diff = -1.0; ///< TGRT_ATTN_TUNE_LOG: outputs against the heuristic plan's
+  };
+  std::vector<Plan> within, over;
+  const int64_t count = e.graph->get_execution_plan_count();
+  int64_t unbuilt = 0;
+  for (int64_t i = 0; i < count && within.size() + over.size() < kTunePlans; ++i) {
+    int64_t w = 0;
+    try {
+      if (e.graph->build_plan_at_index(i).is_bad() ||
+          e.graph->get_workspace_size_plan_at_index(i, w).is_bad()) {
+        ++unbuilt;
+        continue;
+      }
+    } catch (const std::exception&) {
+      ++unbuilt;
+      continue;
+    }
+    if (e.plan < 0) e.plan = i; // the heuristic's plan
+    (w <= e.workspace ? within : over).push_back({i, w});
+  }
+  const int64_t heuristic = e.plan;
+  const std::string what = describe(backward, deterministic, s);
+  void* big = nullptr; // the over-workspace plans' buffer (TGRT_ATTN_TUNE_LOG only)
+  if (st.tune_log && !over.empty()) {
+    int64_t need = 0;
+    for (const Plan& p : over) need = std::max(need, p.workspace);
+    if (cudaMalloc(&big, (size_t)need) != cudaSuccess) {
+      (void)cudaGetLastError();
+      big = nullptr;
+    }
+  }
+  auto once = [&](int64_t i, void* w) {
+    try {
+      return e.graph->execute_plan_at_index(st.handle, pack, w, i).is_good();
     } catch (const std::exception&) {
       return false;
     }
   };
-  cudaEvent_t e0, e1;
-  if (cudaEventCreate(&e0) != cudaSuccess) return;
-  if (cudaEventCreate(&e1) != cudaSuccess) {
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  if ((within.size() >= 2 || big) && cudaEventCreate(&e0) == cudaSuccess &&
+      cudaEventCreate(&e1) != cudaSuccess) {
     cudaEventDestroy(e0);
-    return;
+    e0 = nullptr;
   }
-  std::vector<int64_t> ok;
-  for (int64_t i : plans)
-    if (once(i) && cudaStreamSynchronize(ctx->stream) == cudaSuccess) ok.push_back(i);
-  (void)cudaGetLastError(); // a failed plan's launch error is not the next call's
-  std::vector<std::array<float, 3>> ms(ok.size());
-  for (int r = 0; r < 3; ++r)
+  std::vector<OutputSpan> spans;
+  std::vector<std::vector<float>> reference;
+  if (st.tune_log && e0 && once(heuristic, ws)) {
+    spans = outputSpans(backward, s, pack);
+    reference = outputValues(ctx, s.dt, spans);
+  }
+  // Times plans (each with workspace w): warm-up (and the comparison), then 3 alternating
+  // rounds.
+  auto timeAll = [&](std::vector<Plan>& plans, void* w) {
+    std::vector<Plan*> ok;
+    for (Plan& p : plans)
+      if (once(p.index, w) && cudaStreamSynchronize(ctx->stream) == cudaSuccess) {
+        ok.push_back(&p);
+        if (!reference.empty()) p.diff = relativeDifference(reference, outputValues(ctx, s.dt, spans));
+      }
+    (void)cudaGetLastError(); // a failed plan's launch error is not the next call's
+    std::vector<std::array<float, 3>> ms(ok.size());
+    for (int r = 0; r < 3; ++r)
+      for (size_t j = 0; j < ok.size(); ++j) {
+        bool good = true;
+        cudaEventRecord(e0, ctx->stream);
+        for (int c = 0; c < kTuneCalls; ++c) good = once(ok[j]->index, w) && good;
+        cudaEventRecord(e1, ctx->stream);
+        cudaEventSynchronize(e1);
+        float t = 0.0f;
+        cudaEventElapsedTime(&t, e0, e1);
+        ms[j][r] = good ? t / (float)kTuneCalls : 1e30f;
+      }
+    (void)cudaGetLastError();
     for (size_t j = 0; j < ok.size(); ++j) {
-      bool good = true;
-      cudaEventRecord(e0, ctx->stream);
-      for (int c = 0; c < kTuneCalls; ++c) good = once(ok[j]) && good;
-      cudaEventRecord(e1, ctx->stream);
-      cudaEventSynchronize(e1);
-      float t = 0.0f;
-      cudaEventElapsedTime(&t, e0, e1);
-      ms[j][r] = good ? t / (float)kTuneCalls : 1e30f;
+      std::sort(ms[j].begin(), ms[j].end());
+      ok[j]->ms = ms[j][1];
     }
-  (void)cudaGetLastError();
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  const int64_t heuristic = e.plan;
-  float best = 1e30f;
-  for (size_t j = 0; j < ok.size(); ++j) {
-    std::sort(ms[j].begin(), ms[j].end());
-    if (ms[j][1] < best) best = ms[j][1], e.plan = ok[j];
+  };
+  if (e0) {
+    if (within.size() >= 2) {
+      timeAll(within, ws);
+      float best = 1e30f;
+      for (const Plan& p : within)
+        if (p.ms < best) best = p.ms, e.plan = p.index;
+    }
+    if (big) timeAll(over, big);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
   }
-  if (st.tune == 2)
-    for (size_t j = 0; j < ok.size(); ++j) {
+  if (big) {
+    cudaStreamSynchronize(ctx->stream);
+    cudaFree(big);
+  }
+  if (!st.tune_log) return;
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: %lld engine configurations, %lld not "
+               "built, %zu plan(s) within the planned workspace (%lld bytes); tuning took %.3f s\n",
+               loc, what.c_str(), (long long)count, (long long)unbuilt, within.size(),
+               (long long)e.workspace, secs);
+  for (const std::vector<Plan>* list : {&within, &over})
+    for (const Plan& p : *list) {
       std::string name;
-      e.graph->get_plan_name_at_index(ok[j], name);
-      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: plan %lld (%s) %.4f ms%s%s\n", loc,
-                   describe(backward, deterministic, s).c_str(), (long long)ok[j], name.c_str(),
-                   ms[j][1], ok[j] == heuristic ? " [heuristic]" : "",
-                   ok[j] == e.plan ? " [chosen]" : "");
+      if (e.graph->get_plan_name_at_index(p.index, name).is_bad()) name = "?";
+      char extra[96] = "";
+      if (list == &over)
+        std::snprintf(extra, sizeof extra, " [needs %lld bytes of workspace: not eligible]",
+                      (long long)p.workspace);
+      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: plan %lld (%s) %.4f ms, outputs %.2e "
+                   "from the heuristic's%s%s%s\n", loc, what.c_str(), (long long)p.index,
+                   name.c_str(), p.ms, p.diff, p.index == heuristic ? " [heuristic]" : "",
+                   p.index == e.plan ? " [chosen]" : "", extra);
     }
 }
 
