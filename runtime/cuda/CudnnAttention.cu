@@ -17,8 +17,10 @@
 // Plans (TGRT_ATTN_TUNE, default 1): at a graph's first call outside a stream capture the
 // other plans of mode A's list are built and timed on that call's tensors, and the fastest
 // whose workspace is at most the first plan's runs from then on (tunePlans); 0 keeps the
-// heuristic's first; 2 also tries every kernel configuration of the listed engines;
-// TGRT_ATTN_TUNE_LOG=1 prints the times and checks each plan's outputs against the first's.
+// heuristic's first. TGRT_ATTN_TUNE_LOG=1 prints the times and each plan's outputs against
+// the first's. Only the heuristic's list is a candidate: the other KERNEL_CFG values of its
+// engines build without complaint but some compute wrong results (inf, 20% off) at shapes
+// they do not cover (docs/results.md, 2026-11-30 fifth session), and none was faster.
 // Tensors are described in place, as tgrt.h lays them out: q, dq [batch, heads, t, hd] with
 // the in strides; k, v, dk, dv [batch, kv_heads, t, hd] with the kv strides (query head h
 // reads kv head h / (heads / kv_heads): cuDNN's grouped-query SDPA); out, dout with the out
@@ -97,8 +99,7 @@ struct CudnnState {
   int64_t ws_bytes = 0;
   /// TGRT_ATTN_TUNE (read when the library opens, once per context): 0 runs the heuristic's
   /// first plan; 1 (default) times the plans of the heuristic's list (at most kTunePlans) at
-  /// a graph's first call outside a capture and keeps the fastest; 2 also every kernel
-  /// configuration (knob KERNEL_CFG) of the engines that list uses (tunePlans).
+  /// a graph's first call outside a capture and keeps the fastest (tunePlans).
   int tune = 1;
   /// TGRT_ATTN_TUNE_LOG=1: tunePlans prints each plan's time, also times the plans that need
   /// more workspace than planned, and compares each plan's outputs with the heuristic's.
@@ -153,7 +154,7 @@ bool openCudnn(Context* ctx, const char* loc) {
   if (s.tried) return s.ok;
   s.tried = true;
   if (const char* tune = std::getenv("TGRT_ATTN_TUNE"))
-    if (tune[0] >= '0' && tune[0] <= '2' && tune[1] == 0) s.tune = tune[0] - '0';
+    if ((tune[0] == '0' || tune[0] == '1') && tune[1] == 0) s.tune = tune[0] - '0';
   if (const char* log = std::getenv("TGRT_ATTN_TUNE_LOG")) s.tune_log = std::strcmp(log, "1") == 0;
   std::string why;
   try {
@@ -440,51 +441,9 @@ double relativeDifference(const std::vector<std::vector<float>>& a,
   return worst;
 }
 
-/// Appends to e's graph (create_execution_plan: engine id and knobs) every value of the
-/// KERNEL_CFG knob of the engines whose plans the heuristic listed (their names read
-/// "eng<id>_k24=<value>"), except those listed, at most kExtraConfigs. TGRT_ATTN_TUNE=2.
-void addKernelConfigs(CudnnGraph& e) {
-  constexpr int kExtraConfigs = 48;
-  const int64_t listed = e.graph->get_execution_plan_count();
-  std::map<int64_t, std::vector<int64_t>> seen; // engine -> KERNEL_CFG values listed
-  for (int64_t i = 0; i < listed; ++i) {
-    std::string name;
-    try {
-      if (e.graph->build_plan_at_index(i).is_bad() ||
-          e.graph->get_plan_name_at_index(i, name).is_bad())
-        continue;
-    } catch (const std::exception&) {
-      continue;
-    }
-    long long eng = -1, value = -1;
-    if (std::sscanf(name.c_str(), "eng%lld_k24=%lld", &eng, &value) >= 1 && eng >= 0)
-      seen[eng].push_back(value);
-  }
-  int added = 0;
-  for (auto& [eng, values] : seen) {
-    std::vector<fe::Knob> knobs;
-    try {
-      if (e.graph->get_knobs_for_engine(eng, knobs).is_bad()) continue;
-    } catch (const std::exception&) {
-      continue;
-    }
-    for (const fe::Knob& k : knobs) {
-      if (k.type != fe::KnobType_t::KERNEL_CFG || k.stride <= 0) continue;
-      for (int64_t v = k.minValue; v <= k.maxValue && added < kExtraConfigs; v += k.stride) {
-        if (std::find(values.begin(), values.end(), v) != values.end()) continue;
-        try {
-          if (e.graph->create_execution_plan(eng, {{fe::KnobType_t::KERNEL_CFG, v}}).is_good())
-            ++added;
-        } catch (const std::exception&) {
-        }
-      }
-    }
-  }
-}
-
 /// Execution-plan tuning (CudnnState::tune; the attention's counterpart of Kernels.cu's
 /// ltTune for GEMMs). Builds the engine configurations heuristics mode A offered for e's
-/// graph (with TGRT_ATTN_TUNE=2 also addKernelConfigs'), at most kTunePlans that build,
+/// graph, at most kTunePlans that build,
 /// keeps those whose workspace is at most the heuristic plan's (e.workspace: the bytes the
 /// compiler planned stay exact), and times each on this call's tensors: one warm-up, then 3
 /// rounds alternating over the plans of kTuneCalls back-to-back executions each; the median
@@ -498,11 +457,10 @@ void addKernelConfigs(CudnnGraph& e) {
 /// (never chosen) on a buffer allocated for the timing and freed after it.
 void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic, const Shape& s,
                CudnnGraph& e, std::unordered_map<int64_t, void*>& pack, void* ws) {
-  const size_t kTunePlans = ctx->cudnn->tune >= 2 ? 64 : 8;
+  constexpr size_t kTunePlans = 8;
   constexpr int kTuneCalls = 3;
   CudnnState& st = *ctx->cudnn;
   const auto t0 = std::chrono::steady_clock::now();
-  if (st.tune >= 2) addKernelConfigs(e);
   struct Plan {
     int64_t index, workspace;
     float ms = 1e30f;  ///< median round; 1e30: did not run
@@ -545,7 +503,8 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
     }
   };
   cudaEvent_t e0 = nullptr, e1 = nullptr;
-  if ((within.size() >= 2 || big) && cudaEventCreate(&e0) == cudaSuccess &&
+  const bool timeWithin = within.size() >= 2 || st.tune_log;
+  if ((timeWithin || big) && cudaEventCreate(&e0) == cudaSuccess &&
       cudaEventCreate(&e1) != cudaSuccess) {
     cudaEventDestroy(e0);
     e0 = nullptr;
@@ -585,7 +544,7 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
     }
   };
   if (e0) {
-    if (within.size() >= 2) {
+    if (timeWithin) {
       timeAll(within, ws);
       float best = 1e30f;
       for (const Plan& p : within)
@@ -614,9 +573,13 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
       if (list == &over)
         std::snprintf(extra, sizeof extra, " [needs %lld bytes of workspace: not eligible]",
                       (long long)p.workspace);
-      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: plan %lld (%s) %.4f ms, outputs %.2e "
-                   "from the heuristic's%s%s%s\n", loc, what.c_str(), (long long)p.index,
-                   name.c_str(), p.ms, p.diff, p.index == heuristic ? " [heuristic]" : "",
+      char ms[32] = "did not run", diff[48] = "";
+      if (p.ms < 1e30f) std::snprintf(ms, sizeof ms, "%.4f ms", p.ms);
+      if (p.diff >= 0.0 || std::isnan(p.diff))
+        std::snprintf(diff, sizeof diff, ", outputs %.2e from the heuristic's", p.diff);
+      std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: plan %lld (%s) %s%s%s%s%s\n", loc,
+                   what.c_str(), (long long)p.index, name.c_str(), ms, diff,
+                   p.index == heuristic ? " [heuristic]" : "",
                    p.index == e.plan ? " [chosen]" : "", extra);
     }
 }
