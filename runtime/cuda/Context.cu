@@ -449,7 +449,28 @@ bool nvmlFailed(const Nvml& n, const char* what, int r, std::string& why) {
         std::to_string(r) + ")";
   return false;
 }
+
+/// NVML's handle of CUDA device `device`, matched by PCI bus id (written to busId), after
+/// n.init(); false (dev null, `why` set) when CUDA or NVML cannot say.
+bool nvmlHandleOf(const Nvml& n, int device, NvmlDevice*& dev, char (&busId)[64],
+                  std::string& why) {
+  dev = nullptr;
+  const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
+  if (ce != cudaSuccess) {
+    why = std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce);
+    return false;
+  }
+  const int r = n.byPciBusId(busId, &dev);
+  if (r == kNvmlSuccess) return true;
+  dev = nullptr;
+  return nvmlFailed(n, (std::string("nvmlDeviceGetHandleByPciBusId_v2(") + busId + ")").c_str(),
+                    r, why);
+}
 #endif
+
+/// The reason every NVML reading gives under the CPU emulator.
+[[maybe_unused]] constexpr const char* kEmulatorHasNoNvml =
+    "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
 
 /// The device memory of this whole process on CUDA device `device` as nvidia-smi shows it
 /// (plan, CUDA context, library handles, workspaces: NVML's usedGpuMemory of getpid()'s
@@ -461,29 +482,21 @@ bool processDeviceMemory(int device, unsigned long long& bytes, std::string& why
 #ifdef TGRT_CUDA_EMULATE
   (void)device;
   (void)bytes;
-  why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
+  why = kEmulatorHasNoNvml;
   return false;
 #else
   const Nvml* loaded = loadedNvml(why);
   if (!loaded) return false;
   const Nvml& n = *loaded;
   auto nvmlError = [&](const char* what, int r) { return nvmlFailed(n, what, r, why); };
-  char busId[64] = {0};
-  const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
-  if (ce != cudaSuccess) {
-    why = std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce);
-    return false;
-  }
   int r = n.init();
   if (r != kNvmlSuccess) return nvmlError("nvmlInit_v2", r);
   bool found = false;
   NvmlDevice* dev = nullptr;
+  char busId[64] = {0};
   std::vector<NvmlProcessInfo> procs(64);
   unsigned int count = (unsigned int)procs.size();
-  r = n.byPciBusId(busId, &dev);
-  if (r != kNvmlSuccess) {
-    nvmlError((std::string("nvmlDeviceGetHandleByPciBusId_v2(") + busId + ")").c_str(), r);
-  } else {
+  if (nvmlHandleOf(n, device, dev, busId, why)) {
     for (int attempt = 0; attempt < 4; ++attempt) { // the list may grow between the calls
       count = (unsigned int)procs.size();
       r = n.processes(dev, &count, procs.data());
@@ -554,7 +567,7 @@ bool powerSample(int device, PowerSample& s, std::string& why) {
 #ifdef TGRT_CUDA_EMULATE
   (void)device;
   (void)s;
-  why = "the CPU emulator (TGRT_CUDA_EMULATE) has no NVML device";
+  why = kEmulatorHasNoNvml;
   return false;
 #else
   const Nvml* loaded = loadedNvml(why);
@@ -577,19 +590,8 @@ bool powerSample(int device, PowerSample& s, std::string& why) {
     initialised = true;
   }
   NvmlDevice*& dev = handles[device];
-  if (!dev) {
-    char busId[64] = {0};
-    const cudaError_t ce = cudaDeviceGetPCIBusId(busId, (int)sizeof busId, device);
-    if (ce != cudaSuccess) {
-      why = std::string("cudaDeviceGetPCIBusId: ") + cudaGetErrorString(ce);
-      return false;
-    }
-    const int r = n.byPciBusId(busId, &dev);
-    if (r != kNvmlSuccess) {
-      dev = nullptr;
-      return fail("nvmlDeviceGetHandleByPciBusId_v2", r);
-    }
-  }
+  char busId[64] = {0};
+  if (!dev && !nvmlHandleOf(n, device, dev, busId, why)) return false;
   unsigned long long mj = 0;
   unsigned int mhz = 0, maxMhz = 0, limit = 0, usage = 0;
   int r = n.energy(dev, &mj);
