@@ -16,8 +16,8 @@
 // (operation graph, heuristics mode A, the first supported plan) and cached in the context.
 // Plans (TGRT_ATTN_TUNE, default 1): at a graph's first call outside a stream capture the
 // other plans of mode A's list are built and timed on that call's tensors, and the fastest
-// whose workspace is at most the first plan's runs from then on (tunePlans); 0 keeps the
-// heuristic's first. TGRT_ATTN_TUNE_LOG=1 prints the times and each plan's outputs against
+// whose workspace is at most the first plan's runs from then on (tunePlans); 0, and
+// TGRT_ATTN=cudnn-det (the same bits run after run), keep the heuristic's first. TGRT_ATTN_TUNE_LOG=1 prints the times and each plan's outputs against
 // the first's. Only the heuristic's list is a candidate: the other KERNEL_CFG values of its
 // engines build without complaint but some compute wrong results (inf, 20% off) at shapes
 // they do not cover (docs/results.md, 2026-11-30 fifth session), and none was faster.
@@ -593,9 +593,14 @@ bool run(Context* ctx, const char* loc, bool backward, bool deterministic, const
                                                                 : st.ws;
   std::string why;
   try {
-    if (!e.tuned && (st.tune == 0 || !ctx->capturing)) {
+    // TGRT_ATTN=cudnn-det promises the same bits run after run: a plan chosen by timing
+    // could differ between runs (the listed plans' outputs differ by bf16 roundings), so
+    // that mode keeps the heuristic's first plan, forward and backward.
+    const bool tune =
+        st.tune > 0 && ctx->attn_impl != (int)AttentionImpl::CudnnDeterministic;
+    if (!e.tuned && (!tune || !ctx->capturing)) {
       e.tuned = true;
-      if (st.tune > 0) tunePlans(ctx, loc, backward, deterministic, s, e, pack, ws);
+      if (tune) tunePlans(ctx, loc, backward, deterministic, s, e, pack, ws);
     }
     fe::error_t r = e.plan >= 0 ? e.graph->execute_plan_at_index(st.handle, pack, ws, e.plan)
                                 : e.graph->execute(st.handle, pack, ws);
