@@ -65,9 +65,10 @@ PY
 # executables B/MODEL (gpt2s, gpt2m, gpt2l: vocab 50304; hd128: 32000; llama1b, smollm2,
 # tiny: 128256 / 49152 / per meta) on synthetic data made once under B/data-VOCAB, each under
 # each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), "torch" for
-# torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16; GPT-2
-# shapes only) and "torch-ro" for the same with --compile-mode reduce-overhead (its forward
-# and backward as CUDA graphs). Order per repetition: models outer, variants inner. Logs:
+# torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16 for the GPT-2
+# shapes and hd128; bench/torch_llama_step.py on examples/llama3.2-1b.json (batch 4) or
+# smollm2-135m.json (8) for llama1b and smollm2) and "torch-ro" for the same with
+# --compile-mode reduce-overhead (its forward and backward as CUDA graphs; GPT-2 harness only). Order per repetition: models outer, variants inner. Logs:
 # L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = , / : turned into -),
 # L/torch-MODEL-REP.json, L/torchro-MODEL-REP.json and L/torchsame-MODEL-REP.json ("torch-same":
 # torch.compile on one repeated batch, the harness before 2026-11-30). steps_summary L prints
@@ -79,7 +80,17 @@ steps_ab() { # B L REPS MODELS VARIANTS
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
       if [ "$v" = torch ] || [ "$v" = torch-ro ] || [ "$v" = torch-same ]; then
-        local shape
+        local shape tn=torch extra=""
+        [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
+        [ "$v" = torch-same ] && tn=torchsame extra="--same-batch"
+        case $m in llama1b|smollm2) # the Llama family: bench/torch_llama_step.py on the example
+          local spec=examples/llama3.2-1b.json b=4
+          [ "$m" = smollm2 ] && spec=examples/smollm2-135m.json b=8
+          if [ "$v" = torch-ro ]; then echo "steps_ab: no reduce-overhead mode for $m"; continue; fi
+          timeout 300 python3 bench/torch_llama_step.py --spec $spec --batch $b $extra --steps 20 \
+            > "$L/$tn-$m-$r.json" 2> "$L/$tn-$m-$r.err" || echo "torch.compile ($v) $m rep $r failed"
+          continue ;;
+        esac
         case $m in
           gpt2s) shape="--batch 16" ;;
           gpt2m) shape="--batch 8 --layers 24 --d-model 1024 --heads 16 --d-ff 4096" ;;
@@ -87,9 +98,6 @@ steps_ab() { # B L REPS MODELS VARIANTS
           hd128) shape="--batch 8 --layers 8 --d-model 1024 --heads 8 --d-ff 4096 --vocab 32000 --context 2048" ;;
           *) echo "steps_ab: no torch.compile shape for $m"; continue ;;
         esac
-        local tn=torch extra=""
-        [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
-        [ "$v" = torch-same ] && tn=torchsame extra="--same-batch"
         timeout 240 python3 bench/torch_gpt2_step.py --compile --bf16 $extra $shape --steps 20 \
           > "$L/$tn-$m-$r.json" 2> "$L/$tn-$m-$r.err" || echo "torch.compile ($v) $m rep $r failed"
         continue
@@ -123,8 +131,8 @@ for f in sorted(glob.glob(f"{o}/torch*-*.json")):
     m = re.match(r"(torch|torchro|torchsame)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
     txt = open(f).read().strip()
     if m and txt:
-        r = json.loads(txt.splitlines()[-1])
-        {"torch": torch, "torchro": ro, "torchsame": same}[m[1]][m[2]].append(r["ms_per_step"])
+        r = json.loads(txt.splitlines()[-1])  # torch_gpt2_step.py: ms_per_step; torch_llama_step.py: ms
+        {"torch": torch, "torchro": ro, "torchsame": same}[m[1]][m[2]].append(r.get("ms_per_step", r.get("ms")))
         losses[(m[1], m[2])].append(round(r["loss"], 3))
 print("\n| model | variant | ms/step median (min-max) | / torch.compile | / torch.compile (reduce-overhead) | last loss per rep | plan / used GiB |")
 print("|---|---|---|---|---|---|---|")
