@@ -117,27 +117,24 @@ def main():
     n = 1 if a.same_batch else a.warmup + a.steps
     x = torch.randint(0, V, (n, a.batch, T), device=dev)
     y = torch.randint(0, V, (n, a.batch, T), device=dev)
-    calls = [0]
 
-    def step():
-        i = calls[0] % n
-        calls[0] += 1
+    def step(i):
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = step_model(x[i], y[i])
+            loss = step_model(x[i % n], y[i % n])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss
 
-    for _ in range(a.warmup):
-        step()
+    for i in range(a.warmup):
+        step(i)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     times = []
-    for _ in range(a.steps):
+    for i in range(a.warmup, a.warmup + a.steps):
         t0 = time.perf_counter()
-        loss = step()
+        loss = step(i)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     med = statistics.median(times)

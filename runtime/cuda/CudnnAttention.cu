@@ -408,16 +408,7 @@ std::vector<std::vector<float>> outputValues(Context* ctx, int32_t dt,
       }
       uint16_t h;
       std::memcpy(&h, &raw[2 * i], 2);
-      if (dt == TGRT_BF16) {
-        const uint32_t u = (uint32_t)h << 16;
-        std::memcpy(&f[i], &u, 4);
-      } else { // IEEE half
-        const int e = (h >> 10) & 31, m = h & 1023;
-        const float mag = e == 0 ? std::ldexp((float)m, -24)
-                          : e == 31 ? (m ? NAN : INFINITY)
-                                    : std::ldexp((float)(m | 1024), e - 25);
-        f[i] = (h & 0x8000) ? -mag : mag;
-      }
+      f[i] = dt == TGRT_BF16 ? tgrt_bf16_to_float(h) : tgrt_f16_to_float(h);
     }
     v.push_back(std::move(f));
   }
