@@ -460,11 +460,20 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
   std::vector<Plan> within, over;
   const int64_t count = e.graph->get_execution_plan_count();
   int64_t unbuilt = 0;
-  for (int64_t i = 0; i < count && within.size() + over.size() < kTunePlans; ++i) {
+  // Only the log times the plans over the planned workspace; otherwise cuDNN (>= 9.2) refuses
+  // them at the engine configuration, before a plan is built (build_plan_at_index checks
+  // support first), so the start-up does not build plans it would drop. They count as unbuilt
+  // and, as when they were built, towards the kTunePlans listed (`refused`): the candidates
+  // stay the list's first plans.
+  if (!st.tune_log) e.graph->deselect_workspace_greater_than(e.workspace);
+  size_t refused = 0;
+  for (int64_t i = 0; i < count && within.size() + over.size() + refused < kTunePlans; ++i) {
     int64_t w = 0;
     try {
-      if (e.graph->build_plan_at_index(i).is_bad() ||
-          e.graph->get_workspace_size_plan_at_index(i, w).is_bad()) {
+      const fe::error_t built = e.graph->build_plan_at_index(i);
+      if (built.is_bad() && built.err_msg.find("workspace") != std::string::npos)
+        ++refused;
+      if (built.is_bad() || e.graph->get_workspace_size_plan_at_index(i, w).is_bad()) {
         ++unbuilt;
         continue;
       }
