@@ -79,6 +79,15 @@ class Llama(nn.Module):
         ang = t[:, None] * inv_freq(hd, m.get("rope_theta", 10000.0), m.get("rope_scaling"))[None, :]
         s.register_buffer("cos", ang.cos(), persistent=False)
         s.register_buffer("sin", ang.sin(), persistent=False)
+        # tgc's initialisation (frontend/Spec.cpp): weights and the (tied) embedding N(0, 0.02),
+        # the residual projections (attention output, MLP down) N(0, 0.02 / sqrt(2 layers)),
+        # norms 1. (PyTorch's defaults, an N(0, 1) embedding tied to the output layer, start the
+        # loss near 65 instead of ln(vocab).)
+        L = m["n_layers"]
+        for n, mod in s.named_modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                std = 0.02 / math.sqrt(2 * L) if n.endswith(("proj", "down")) else 0.02
+                nn.init.normal_(mod.weight, 0.0, std)
 
     def forward(s, idx, targets):
         T = idx.shape[1]
@@ -143,7 +152,7 @@ def main():
                       "ms_min": round(min(times), 3), "ms_max": round(max(times), 3),
                       "tokens_per_s": round(a.batch * T / med * 1e3),
                       "peak_bytes": torch.cuda.max_memory_allocated(),
-                      "params": nparams, "loss": float(loss)}))
+                      "params": nparams, "loss": float(loss.detach())}))
 
 
 if __name__ == "__main__":
