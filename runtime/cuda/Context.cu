@@ -727,6 +727,7 @@ Context* createContext(const tgrt_model* model) {
   }
   std::snprintf(ctx->device_name, sizeof ctx->device_name, "%s", prop.name);
   ctx->sm_count = prop.multiProcessorCount;
+  ctx->l2_bytes = prop.l2CacheSize;
   // The wgmma kernels are compiled for sm_90a only (CMakeLists.txt): Hopper.
   ctx->attn_wgmma_ok = prop.major == 9 && prop.minor == 0;
   ctx->attn_wgmma = ctx->attn_wgmma && ctx->attn_wgmma_ok;

@@ -190,8 +190,9 @@ void setBgradEpilogue(Context* ctx, bool on);
 void setBgradChunks(Context* ctx, int chunks);
 /// The fused layer-norm backward's RELOAD variant (tests, TGRT_LN_BWD_RELOAD; default on).
 void setLnBwdReload(Context* ctx, bool on);
-/// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7; tests and the bench,
-/// TGRT_CE_FAST); returns the variant before. Aborts (fail) on another value.
+/// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7, or -1 per vocabulary, the
+/// default; tests and the bench, TGRT_CE_FAST); returns the variant before. Aborts (fail) on
+/// another value.
 int setCeFast(Context* ctx, int variant);
 /// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).
 void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,

@@ -137,9 +137,10 @@ struct Context {
   /// two blocks per SM. The same bits either way.
   bool ln_bwd_reload = true;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
-  /// (default) or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before
-  /// 2026-11-30). Kernels.cu withCeFast; f32 logits always take expf.
-  int ce_fast = 6;
+  /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
+  /// (default) per vocabulary: 7 when four rows per SM fit in three quarters of L2, else 6
+  /// (Kernels.cu ceAutoVariant). Kernels.cu withCeFast; f32 logits always take expf.
+  int ce_fast = -1;
   /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the
   /// heuristic's algorithms (up to kGemmCandidates) at its first repeatable call, keeps the
   /// fastest and records it in the tuning cache (gemm_tune_path), and a plan whose shape is
@@ -181,6 +182,7 @@ struct Context {
   int32_t micro_batch = 0;
   char device_name[256] = {0};
   int sm_count = 0;
+  int64_t l2_bytes = 0; ///< the device's L2 cache (cudaDeviceProp::l2CacheSize)
   AttentionTiles attn_tiles = {0, 0, 0, 0, 0, 0}; ///< 0: defaults (Attention.cu)
   std::vector<std::string> locs; ///< locations that device-side errors refer to
   std::unordered_map<MatmulKey, MatmulPlan, MatmulKeyHash> plans;

@@ -1456,12 +1456,13 @@ constexpr float kLog2e = 1.4426950408889634f;
 /// cross-entropy on the SFU"): each thread loads kCeUnroll packs (raw 16-byte words) before it
 /// uses any, the second pass's loads and the gradient's stores stream (load16Cs, store16Cs: a
 /// row's lines leave L2 first once read the second time, and the gradient's lines do not push
-/// out rows still waiting for their second read); 6 (the default) runs blocks of 512 threads,
+/// out rows still waiting for their second read); 6 runs blocks of 512 threads,
 /// 2 per SM at 63 registers (about 26 MB of rows in flight on 132 SMs, so most second reads
 /// hit L2), 7 blocks of 256, 4 per SM. Dropped after measuring (H200, 16384 x 50304 bf16 in
 /// place, 1.11 ms for 6): the same without the streaming hints (1.14-1.15; 1.19-1.20 with 256
-/// threads) and 2 packs per batch at 3 blocks of 512 (1.41, spilling at 40 registers). The
-/// default is Context::ce_fast's initial value.
+/// threads) and 2 packs per batch at 3 blocks of 512 (1.41, spilling at 40 registers). By
+/// default each vocabulary takes ceAutoVariant's (6 at GPT-2's and the Llama examples', 7 at
+/// 32000 on an H200).
 constexpr int kCeUnroll = 4;
 /// Threads per block of variant `fast` (0: the expf path).
 __host__ __device__ constexpr int ceThreads(int fast) { return fast == 7 ? 256 : 512; }
@@ -3421,8 +3422,8 @@ void setBgradChunks(Context* ctx, int chunks) {
 
 void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
 int setCeFast(Context* ctx, int variant) {
-  if (variant != 0 && variant != 6 && variant != 7)
-    fail("setCeFast", "cross-entropy variant %d is not 0, 6 or 7", variant);
+  if (variant != -1 && variant != 0 && variant != 6 && variant != 7)
+    fail("setCeFast", "cross-entropy variant %d is not -1 (per vocabulary), 0, 6 or 7", variant);
   const int before = ctx->ce_fast;
   ctx->ce_fast = variant;
   return before;
@@ -3668,16 +3669,31 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
 }
 
 namespace {
+/// The 16-bit cross-entropy's variant by default (Context::ce_fast -1), a function of the
+/// vocabulary and the device: 7 (blocks of 256, 4 per SM) when those four rows per SM, read
+/// twice, fit in three quarters of L2 (4 x vocab x elemBytes x SMs <= 3/4 L2), so the second
+/// pass hits L2; else 6 (blocks of 512, 2 per SM: half the rows in flight). Measured on the
+/// H200 (132 SMs, 50 MB of L2), 3 alternating repetitions of 20 steps: at V 32000 bf16 (34
+/// MB in flight with 7) the head-dim-128 step took 29.31 (29.28-29.35) ms with 7 against
+/// 29.70 (29.63-29.77) with 6 (bench/results/2026-11-30-h200/side, call3); at V 50304 (53
+/// MB) GPT-2 small's 30.69 against 30.71, no difference (lnpf call1), and Nsight Compute had
+/// 7's L2 hit rate at 37% against 62% (ce-ex2 call2): its second reads miss there.
+int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes) {
+  const int64_t inFlight = 4 * vocab * elemBytes * (int64_t)ctx->sm_count;
+  return ctx->l2_bytes > 0 && 4 * inFlight <= 3 * ctx->l2_bytes ? 7 : 6;
+}
+
 /// fn(std::integral_constant<int, FAST>) with the context's variant (Context::ce_fast,
-/// TGRT_CE_FAST: 0 = expf, the path before 2026-11-30; 6, the default, or 7 = fastExp2 in that
-/// variant, ceThreads); f32 logits and rows of 2^31 elements or more (the fast loops count in
-/// 32 bits) always take expf.
+/// TGRT_CE_FAST: 0 = expf, the path before 2026-11-30; 6 or 7 = fastExp2 in that variant,
+/// ceThreads; -1, the default, ceAutoVariant's for this vocabulary); f32 logits and rows of
+/// 2^31 elements or more (the fast loops count in 32 bits) always take expf.
 template <typename T, typename Fn>
 void withCeFast(const Context* ctx, int64_t vocab, Fn&& fn) {
   if constexpr (std::is_same<T, float>::value) {
     fn(std::integral_constant<int, 0>{});
   } else {
-    const int f = vocab < ((int64_t)1 << 31) ? ctx->ce_fast : 0;
+    const int chosen = ctx->ce_fast >= 0 ? ctx->ce_fast : ceAutoVariant(ctx, vocab, sizeof(T));
+    const int f = vocab < ((int64_t)1 << 31) ? chosen : 0;
     if (f == 6) fn(std::integral_constant<int, 6>{});
     else if (f == 7) fn(std::integral_constant<int, 7>{});
     else fn(std::integral_constant<int, 0>{});

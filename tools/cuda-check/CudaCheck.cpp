@@ -1645,8 +1645,9 @@ void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
   checkCrossEntropyV(c, rng, dt, 50304, 24);
   checkCrossEntropyV(c, rng, dt, 128256, 12);
   if (dt == TGRT_F32) return;
-  // The 16-bit kernels' other variant (TGRT_CE_FAST=7) and the expf path (0).
-  for (int fast : {7, 0}) {
+  // The 16-bit kernels' two variants whatever the default picked for these vocabularies
+  // (TGRT_CE_FAST=6 and 7; ceAutoVariant) and the expf path (0).
+  for (int fast : {6, 7, 0}) {
     const int before = tgrt_cuda::setCeFast(c.gpu, fast);
     for (int64_t vocab : {int64_t(5001), int64_t(50304)})
       checkCrossEntropyV(c, rng, dt, vocab, 40);

@@ -710,6 +710,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   p->totalGlobalMem = (size_t)80 << 30;
   p->sharedMemPerBlockOptin = emu::kMaxSmem;
   p->multiProcessorCount = 4;
+  p->l2CacheSize = 50 << 20; // an H100's
   p->major = 9;
   p->minor = 0;
   return cudaSuccess;

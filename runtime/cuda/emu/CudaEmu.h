@@ -282,6 +282,7 @@ struct cudaDeviceProp {
   size_t totalGlobalMem;
   size_t sharedMemPerBlockOptin;
   int multiProcessorCount;
+  int l2CacheSize;
   int major, minor;
 };
 
