@@ -50,6 +50,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -471,8 +472,12 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
     int64_t w = 0;
     try {
       const fe::error_t built = e.graph->build_plan_at_index(i);
-      if (built.is_bad() && built.err_msg.find("workspace") != std::string::npos)
-        ++refused;
+      // The frontend says "workspace violation" (cuDNN >= 9.2, the engine configuration) or
+      // "Workspace size is too large" (older, the built plan).
+      std::string why = built.err_msg;
+      std::transform(why.begin(), why.end(), why.begin(),
+                     [](unsigned char ch) { return (char)std::tolower(ch); });
+      if (built.is_bad() && why.find("workspace") != std::string::npos) ++refused;
       if (built.is_bad() || e.graph->get_workspace_size_plan_at_index(i, w).is_bad()) {
         ++unbuilt;
         continue;

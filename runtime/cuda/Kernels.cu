@@ -3679,7 +3679,8 @@ namespace {
 /// MB) GPT-2 small's 30.69 against 30.71, no difference (lnpf call1), and Nsight Compute had
 /// 7's L2 hit rate at 37% against 62% (ce-ex2 call2): its second reads miss there.
 int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes) {
-  const int64_t inFlight = 4 * vocab * elemBytes * (int64_t)ctx->sm_count;
+  // One row per block: variant 7's blocks per SM are its rows per SM.
+  const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * (int64_t)ctx->sm_count;
   return ctx->l2_bytes > 0 && 4 * inFlight <= 3 * ctx->l2_bytes ? 7 : 6;
 }
 
