@@ -11,12 +11,14 @@
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/Power.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <new>
 #include <string>
@@ -560,6 +562,44 @@ bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
+/// The runtime's switch `name` (an environment variable) as one of `values` (the spellings
+/// it takes, each with its setting); unset or empty: `dflt`. Any other value: `dflt`, with a
+/// line on stderr naming the variable, its value and the values it takes (a mistyped switch
+/// neither stops a training run nor passes unnoticed). Read once, at context creation.
+int envChoice(const char* name, std::initializer_list<std::pair<const char*, int>> values,
+              int dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  std::string takes;
+  for (const auto& [spelling, setting] : values) {
+    if (std::strcmp(v, spelling) == 0) return setting;
+    takes += takes.empty() ? "" : ", ";
+    takes += spelling;
+  }
+  std::fprintf(stderr, "tgrt: ctx_create: %s=%s is not one of %s; the default runs\n", name, v,
+               takes.c_str());
+  return dflt;
+}
+
+/// A 0 / 1 switch (envChoice): true for "1", false for "0".
+bool envFlag(const char* name, bool dflt) {
+  return envChoice(name, {{"0", 0}, {"1", 1}}, dflt ? 1 : 0) == 1;
+}
+
+/// The runtime's switch `name` as a decimal integer in [lo, hi]; unset or empty: `dflt`;
+/// anything else (not a whole number, or outside the range): `dflt`, with a line on stderr.
+int envInt(const char* name, int lo, int hi, int dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (errno == 0 && end && *end == 0 && x >= lo && x <= hi) return (int)x;
+  std::fprintf(stderr, "tgrt: ctx_create: %s=%s is not a whole number in [%d, %d]; the default "
+               "runs\n", name, v, lo, hi);
+  return dflt;
+}
+
 } // namespace
 
 /// Power.h.
@@ -632,34 +672,24 @@ Context* createContext(const tgrt_model* model) {
   ctx->model = model;
   ctx->lr = model->lr;
   tgrt_values_range(model, &ctx->values_lo, &ctx->values_hi);
-  const char* tf32 = std::getenv("TGRT_TF32");
-  ctx->tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  ctx->tf32 = envFlag("TGRT_TF32", false);
   // TGRT_GELU_EPILOGUE=1/0 forces the fused GELU epilogue on or off for every dtype; unset:
   // on for f32 only with TF32, on for bf16 / f16.
-  const char* geluEpilogue = std::getenv("TGRT_GELU_EPILOGUE");
-  ctx->gelu_epilogue = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : ctx->tf32;
-  ctx->gelu_epilogue_low = geluEpilogue ? std::strcmp(geluEpilogue, "1") == 0 : true;
-  const char* ownGemm = std::getenv("TGRT_OWN_GEMM");
+  const int geluEpilogue = envChoice("TGRT_GELU_EPILOGUE", {{"0", 0}, {"1", 1}}, -1);
+  ctx->gelu_epilogue = geluEpilogue >= 0 ? geluEpilogue == 1 : ctx->tf32;
+  ctx->gelu_epilogue_low = geluEpilogue >= 0 ? geluEpilogue == 1 : true;
 #ifdef TGRT_CUDA_EMULATE
   const int ownGemmDefault = 0; // timing emulated kernels tells nothing; tests force it (2)
 #else
   const int ownGemmDefault = 1;
 #endif
-  ctx->own_gemm =
-      ownGemm && ownGemm[0] >= '0' && ownGemm[0] <= '2' ? ownGemm[0] - '0' : ownGemmDefault;
-  const char* dgelu = std::getenv("TGRT_DGELU_EPILOGUE");
-  ctx->dgelu_epilogue = dgelu && dgelu[0] >= '0' && dgelu[0] <= '2' ? dgelu[0] - '0' : 1;
-  const char* autotune = std::getenv("TGRT_GEMM_AUTOTUNE");
+  ctx->own_gemm = envChoice("TGRT_OWN_GEMM", {{"0", 0}, {"1", 1}, {"2", 2}}, ownGemmDefault);
+  ctx->dgelu_epilogue = envChoice("TGRT_DGELU_EPILOGUE", {{"0", 0}, {"1", 1}, {"2", 2}}, 1);
   // 0: the heuristic's first; 1 (default): its candidates timed; 2: also the tile
   // configurations of addTileCandidates (Kernels.cu; opt-in: docs/results.md 2026-11-29,
   // night, measured it 0.4% faster at GPT-2 small, 0.6% slower at head dim 128).
-  ctx->gemm_autotune = autotune && (std::strcmp(autotune, "0") == 0 || std::strcmp(autotune, "2") == 0)
-                           ? autotune[0] - '0'
-                           : 1;
-  if (const char* calls = std::getenv("TGRT_GEMM_TUNE_CALLS")) {
-    const int c = std::atoi(calls);
-    ctx->gemm_tune_calls = c >= 1 && c <= 1000 ? c : 1;
-  }
+  ctx->gemm_autotune = envChoice("TGRT_GEMM_AUTOTUNE", {{"0", 0}, {"1", 1}, {"2", 2}}, 1);
+  ctx->gemm_tune_calls = envInt("TGRT_GEMM_TUNE_CALLS", 1, 1000, ctx->gemm_tune_calls);
   if (const char* cache = std::getenv("TGRT_GEMM_TUNE_CACHE")) {
     ctx->gemm_tune_path = cache;
   } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
@@ -667,23 +697,15 @@ Context* createContext(const tgrt_model* model) {
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     ctx->gemm_tune_path = std::string(home) + "/.cache/tgc/gemm-tune.txt";
   }
-  const char* bgrad = std::getenv("TGRT_BGRAD_EPILOGUE");
-  ctx->bgrad_epilogue = bgrad && std::strcmp(bgrad, "1") == 0;
-  if (const char* chunks = std::getenv("TGRT_BGRAD_CHUNKS")) {
-    const int c = std::atoi(chunks);
-    ctx->bgrad_chunks = c >= 1 && c <= 256 ? c : 0;
-  }
-  const char* lnReload = std::getenv("TGRT_LN_BWD_RELOAD");
-  ctx->ln_bwd_reload = !(lnReload && std::strcmp(lnReload, "0") == 0);
-  if (const char* ce = std::getenv("TGRT_CE_FAST"))
-    for (int v : {0, 6, 7})
-      if (ce[0] == '0' + v && ce[1] == 0) ctx->ce_fast = v;
-  const char* graph = std::getenv("TGRT_CUDA_GRAPH");
-  ctx->graphs_enabled = !(graph && std::strcmp(graph, "0") == 0);
-  const char* syncEach = std::getenv("TGRT_CUDA_SYNC");
-  ctx->sync_each = syncEach && std::strcmp(syncEach, "1") == 0;
-  const char* attnWg = std::getenv("TGRT_ATTN_WGMMA");
-  ctx->attn_wgmma = !(attnWg && std::strcmp(attnWg, "0") == 0);
+  ctx->bgrad_epilogue = envFlag("TGRT_BGRAD_EPILOGUE", false);
+  ctx->bgrad_chunks = envInt("TGRT_BGRAD_CHUNKS", 1, 256, 0);
+  ctx->ln_bwd_reload = envFlag("TGRT_LN_BWD_RELOAD", true);
+  ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
+  ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
+  ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
+  ctx->attn_wgmma = envFlag("TGRT_ATTN_WGMMA", true);
+  ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true) ? 1 : 0;
+  ctx->attn_tune_log = envFlag("TGRT_ATTN_TUNE_LOG", false);
   // The bf16 / f16 attention's implementation: the compiler's choice (tgrt_model.
   // attention_impl: training.attention.impl, whose workspace the plan holds), unless
   // TGRT_ATTN=own | cudnn | cudnn-det says otherwise.
@@ -785,8 +807,7 @@ Context* createContext(const tgrt_model* model) {
     destroyContext(ctx);
     return nullptr;
   }
-  const char* profile = std::getenv("TGRT_PROFILE");
-  if (profile && std::strcmp(profile, "1") == 0) {
+  if (envFlag("TGRT_PROFILE", false)) {
     ctx->prof = new Profile();
     ctx->prof->device = ctx->device_name;
     static bool hooked = false;

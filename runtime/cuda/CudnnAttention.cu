@@ -17,8 +17,9 @@
 // Plans (TGRT_ATTN_TUNE, default 1): at a graph's first call outside a stream capture the
 // other plans of mode A's list are built and timed on that call's tensors, and the fastest
 // whose workspace is at most the first plan's runs from then on (tunePlans); 0, and
-// TGRT_ATTN=cudnn-det (the same bits run after run), keep the heuristic's first. TGRT_ATTN_TUNE_LOG=1 prints the times and each plan's outputs against
-// the first's. Only the heuristic's list is a candidate: the other KERNEL_CFG values of its
+// TGRT_ATTN=cudnn-det (the same bits run after run), keep the heuristic's first (both read at
+// context creation, Context::attn_tune). TGRT_ATTN_TUNE_LOG=1 prints the times and each
+// plan's outputs against the first's. Only the heuristic's list is a candidate: the other KERNEL_CFG values of its
 // engines build without complaint but some compute wrong results (inf, 20% off) at shapes
 // they do not cover (docs/results.md, 2026-11-30 fifth session), and none was faster.
 // Tensors are described in place, as tgrt.h lays them out: q, dq [batch, heads, t, hd] with
@@ -98,13 +99,6 @@ struct CudnnState {
   std::map<CudnnGraphKey, CudnnGraph> graphs;
   void* ws = nullptr;  ///< device buffer when a graph needs more than the workspace region
   int64_t ws_bytes = 0;
-  /// TGRT_ATTN_TUNE (read when the library opens, once per context): 0 runs the heuristic's
-  /// first plan; 1 (default) times the plans of the heuristic's list (at most kTunePlans) at
-  /// a graph's first call outside a capture and keeps the fastest (tunePlans).
-  int tune = 1;
-  /// TGRT_ATTN_TUNE_LOG=1: tunePlans prints each plan's time, also times the plans that need
-  /// more workspace than planned, and compares each plan's outputs with the heuristic's.
-  bool tune_log = false;
 };
 
 namespace {
@@ -154,9 +148,6 @@ bool openCudnn(Context* ctx, const char* loc) {
   CudnnState& s = *ctx->cudnn;
   if (s.tried) return s.ok;
   s.tried = true;
-  if (const char* tune = std::getenv("TGRT_ATTN_TUNE"))
-    if ((tune[0] == '0' || tune[0] == '1') && tune[1] == 0) s.tune = tune[0] - '0';
-  if (const char* log = std::getenv("TGRT_ATTN_TUNE_LOG")) s.tune_log = std::strcmp(log, "1") == 0;
   std::string why;
   try {
     if (!libraryHandle(why)) {
@@ -466,7 +457,7 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
   // support first), so the start-up does not build plans it would drop. They count as unbuilt
   // and, as when they were built, towards the kTunePlans listed (`refused`): the candidates
   // stay the list's first plans.
-  if (!st.tune_log) e.graph->deselect_workspace_greater_than(e.workspace);
+  if (!ctx->attn_tune_log) e.graph->deselect_workspace_greater_than(e.workspace);
   size_t refused = 0;
   for (int64_t i = 0; i < count && within.size() + over.size() + refused < kTunePlans; ++i) {
     int64_t w = 0;
@@ -492,7 +483,7 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
   const int64_t heuristic = e.plan;
   const std::string what = describe(backward, deterministic, s);
   void* big = nullptr; // the over-workspace plans' buffer (TGRT_ATTN_TUNE_LOG only)
-  if (st.tune_log && !over.empty()) {
+  if (ctx->attn_tune_log && !over.empty()) {
     int64_t need = 0;
     for (const Plan& p : over) need = std::max(need, p.workspace);
     if (cudaMalloc(&big, (size_t)need) != cudaSuccess) {
@@ -508,7 +499,7 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
     }
   };
   cudaEvent_t e0 = nullptr, e1 = nullptr;
-  const bool timeWithin = within.size() >= 2 || st.tune_log;
+  const bool timeWithin = within.size() >= 2 || ctx->attn_tune_log;
   if ((timeWithin || big) && cudaEventCreate(&e0) == cudaSuccess &&
       cudaEventCreate(&e1) != cudaSuccess) {
     cudaEventDestroy(e0);
@@ -516,19 +507,27 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
   }
   std::vector<OutputSpan> spans;
   std::vector<std::vector<float>> reference;
-  if (st.tune_log && e0 && once(heuristic, ws)) {
+  bool heuristicWarm = false; // the log's reference run is the heuristic plan's warm-up
+  if (ctx->attn_tune_log && e0 && once(heuristic, ws)) {
     spans = outputSpans(backward, s, pack);
     reference = outputValues(ctx, s.dt, spans);
+    heuristicWarm = cudaStreamSynchronize(ctx->stream) == cudaSuccess;
   }
   // Times plans (each with workspace w): warm-up (and the comparison), then 3 alternating
   // rounds.
   auto timeAll = [&](std::vector<Plan>& plans, void* w) {
     std::vector<Plan*> ok;
-    for (Plan& p : plans)
+    for (Plan& p : plans) {
+      if (heuristicWarm && p.index == heuristic && w == ws) { // warmed and compared above
+        ok.push_back(&p);
+        p.diff = 0.0;
+        continue;
+      }
       if (once(p.index, w) && cudaStreamSynchronize(ctx->stream) == cudaSuccess) {
         ok.push_back(&p);
         if (!reference.empty()) p.diff = relativeDifference(reference, outputValues(ctx, s.dt, spans));
       }
+    }
     (void)cudaGetLastError(); // a failed plan's launch error is not the next call's
     std::vector<std::array<float, 3>> ms(ok.size());
     for (int r = 0; r < 3; ++r)
@@ -563,7 +562,7 @@ void tunePlans(Context* ctx, const char* loc, bool backward, bool deterministic,
     cudaStreamSynchronize(ctx->stream);
     cudaFree(big);
   }
-  if (!st.tune_log) return;
+  if (!ctx->attn_tune_log) return;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "tgrt: %s: cuDNN attention %s: %lld engine configurations, %lld not "
@@ -602,7 +601,7 @@ bool run(Context* ctx, const char* loc, bool backward, bool deterministic, const
     // could differ between runs (the listed plans' outputs differ by bf16 roundings), so
     // that mode keeps the heuristic's first plan, forward and backward.
     const bool tune =
-        st.tune > 0 && ctx->attn_impl != (int)AttentionImpl::CudnnDeterministic;
+        ctx->attn_tune > 0 && ctx->attn_impl != (int)AttentionImpl::CudnnDeterministic;
     if (!e.tuned && (!tune || !ctx->capturing)) {
       e.tuned = true;
       if (tune) tunePlans(ctx, loc, backward, deterministic, s, e, pack, ws);

@@ -174,6 +174,13 @@ struct Context {
   /// bf16 / f16 attention implementation (enum AttentionImpl): TGRT_ATTN=own (default),
   /// cudnn or cudnn-det at context creation; setAttentionImpl.
   int attn_impl = 0;
+  /// cuDNN attention's plans (TGRT_ATTN_TUNE, read at context creation): 1 (default) times
+  /// the plans of cuDNN's heuristic list at a graph's first call outside a capture and keeps
+  /// the fastest; 0 runs the heuristic's first (CudnnAttention.cu tunePlans).
+  int attn_tune = 1;
+  /// TGRT_ATTN_TUNE_LOG=1: tunePlans prints each plan's time, also times the plans that need
+  /// more workspace than planned, and compares each plan's outputs with the heuristic's.
+  bool attn_tune_log = false;
   /// cuDNN's state, created on first use (TGRT_HAVE_CUDNN builds only; CudnnAttention.cu).
   CudnnState* cudnn = nullptr;
   int64_t step = 1;

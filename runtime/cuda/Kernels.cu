@@ -3668,20 +3668,26 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
   });
 }
 
-namespace {
-/// The 16-bit cross-entropy's variant by default (Context::ce_fast -1), a function of the
-/// vocabulary and the device: 7 (blocks of 256, 4 per SM) when those four rows per SM, read
-/// twice, fit in three quarters of L2 (4 x vocab x elemBytes x SMs <= 3/4 L2), so the second
-/// pass hits L2; else 6 (blocks of 512, 2 per SM: half the rows in flight). Measured on the
-/// H200 (132 SMs, 50 MB of L2), 3 alternating repetitions of 20 steps: at V 32000 bf16 (34
-/// MB in flight with 7) the head-dim-128 step took 29.31 (29.28-29.35) ms with 7 against
-/// 29.70 (29.63-29.77) with 6 (bench/results/2026-11-30-h200/side, call3); at V 50304 (53
-/// MB) GPT-2 small's 30.69 against 30.71, no difference (lnpf call1), and Nsight Compute had
-/// 7's L2 hit rate at 37% against 62% (ce-ex2 call2): its second reads miss there.
-int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes) {
+/// CudaRuntime.h. Measured on the H200 (132 SMs, 50 MB of L2), 3 alternating repetitions of
+/// 20 steps: at V 32000 bf16 (34 MB in flight with 7) the head-dim-128 step took 29.31
+/// (29.28-29.35) ms with 7 against 29.70 (29.63-29.77) with 6 (bench/results/2026-11-30-h200/
+/// side, call3); at V 50304 (53 MB) GPT-2 small's 30.69 against 30.71, no difference (lnpf
+/// call1), and Nsight Compute had 7's L2 hit rate at 37% against 62% (ce-ex2 call2): its
+/// second reads miss there.
+int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes) {
   // One row per block: variant 7's blocks per SM are its rows per SM.
-  const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * (int64_t)ctx->sm_count;
-  return ctx->l2_bytes > 0 && 4 * inFlight <= 3 * ctx->l2_bytes ? 7 : 6;
+  const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * smCount;
+  return l2Bytes > 0 && vocab > 0 && elemBytes > 0 && smCount > 0 &&
+                 4 * inFlight <= 3 * l2Bytes
+             ? 7
+             : 6;
+}
+
+namespace {
+/// The 16-bit cross-entropy's variant by default (Context::ce_fast -1): ceVariantFor on the
+/// context's device.
+int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes) {
+  return ceVariantFor(vocab, elemBytes, ctx->sm_count, ctx->l2_bytes);
 }
 
 /// fn(std::integral_constant<int, FAST>) with the context's variant (Context::ce_fast,

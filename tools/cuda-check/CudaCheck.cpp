@@ -3177,6 +3177,10 @@ void benchKernels(Contexts& c, int reps) {
   Dev<float> dloss(Vec{1.0f}), clip(Vec{1.0f, 1.0f});
   Dev<int32_t> targets(IVec((size_t)T, 5)), ids(IVec((size_t)T, 3));
   ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  int device = 0;
+  cudaDeviceProp prop;
+  ck(cudaGetDevice(&device), "cudaGetDevice");
+  ck(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   std::printf("\nkernel timing at GPT-2 small shapes (16 x 1024 tokens, d 768, MLP 3072, vocab "
               "50304, 124M params; median of %d; GB/s of the bytes the call must move)\n",
               reps);
@@ -3281,7 +3285,31 @@ void benchKernels(Contexts& c, int reps) {
         [&] { tgrt_cuda::geluBwd(g, "bench", dt, h1->p, h2->p, h2->p, T * H); });
     row("bias_grad 16384 x 3072", dt, 4, 2, (double)(T * H),
         [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, H); });
+    // The head-dim-128 shape's MLP (d_ff 4096; h1 holds T x 4 d of f32, so 4096 bf16 fit).
+    if (dt == B)
+      row("bias_grad 16384 x 4096", dt, 4, 2, (double)(T * 4096),
+          [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, 4096); });
     ceRows(V);
+    // The 16-bit cross-entropy's two variants across vocabularies (the default's rule,
+    // tgrt_cuda::ceVariantFor: 7 while 4 rows per SM fit in 3/4 of L2; on an H100 / H200
+    // up to V 37236): fwd_bwd in place, the form a training step runs. Rows "... sweep ...";
+    // TGRT_KERNEL_BENCH_ONLY=sweep runs only them.
+    if (dt == B)
+      for (int64_t vocab : {int64_t(16384), int64_t(24576), int64_t(32000), int64_t(36864),
+                            int64_t(40960), int64_t(45056), int64_t(49152), int64_t(65536)})
+        for (int fast : {6, 7}) {
+          const int before = tgrt_cuda::setCeFast(g, fast);
+          const std::string name = "cross_entropy_fwd_bwd sweep 16384 x " +
+                                   std::to_string(vocab) + " v" + std::to_string(fast) +
+                                   (tgrt_cuda::ceVariantFor(vocab, 2, prop.multiProcessorCount, prop.l2CacheSize) == fast
+                                        ? " (default)"
+                                        : "");
+          row(name.c_str(), dt, 8, 4, (double)T * vocab, [&] {
+            tgrt_cuda::crossEntropyFwdBwd(g, "bench", dt, logits->p, targets.p, (float*)loss->p,
+                                          dloss.p, logits->p, T, vocab, -100);
+          });
+          tgrt_cuda::setCeFast(g, before);
+        }
     row("cast f32 -> dt 124M (weights)", dt, 8, 6, (double)P,
         [&] { tgrt_cuda::cast(g, "bench", F, p->p, dt, pg->p, P); });
     row("grad_norm_sq 124M", dt, 4, 2, (double)P,

@@ -1,0 +1,113 @@
+// CudaRuntimeRulesTest.cpp — the CUDA runtime's host-side rules, checked on the CPU
+// emulator's build of the runtime (tgrt_cuda_emu): the cross-entropy's variant per vocabulary
+// (ceVariantFor, the rule the default takes) and the TGRT_* switches read at context
+// creation (a value the switch does not take is reported on stderr and the default runs).
+#include <gtest/gtest.h>
+
+#include "runtime/cuda/CudaRuntime.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr int64_t kHopperSms = 132;           // H100 SXM / H200
+constexpr int64_t kHopperL2 = 52428800;       // their cudaDeviceProp::l2CacheSize
+
+TEST(CeVariant, VocabulariesOfTheExamplesOnAHopper) {
+  // bf16 rows: 4 x V x 2 x 132 against 3/4 of 50 MiB.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, kHopperSms, kHopperL2), 7);  // head dim 128 shape
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(49152, 2, kHopperSms, kHopperL2), 6);  // SmolLM2
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, kHopperSms, kHopperL2), 6);  // GPT-2 (padded)
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(128256, 2, kHopperSms, kHopperL2), 6); // Llama 3
+}
+
+TEST(CeVariant, TheBoundaryIsThreeQuartersOfL2) {
+  // 4 x 37236 x 2 x 132 = 39,321,216 <= 39,321,600 = 3/4 x 52,428,800; one more row element
+  // is 2,112 bytes over.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(37236, 2, kHopperSms, kHopperL2), 7);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(37237, 2, kHopperSms, kHopperL2), 6);
+  // Element bytes count: 4-byte rows of 32000 are over it.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 4, kHopperSms, kHopperL2), 6);
+  // Fewer SMs keep fewer rows in flight (the emulator's 4 SMs: GPT-2's vocabulary fits).
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, 4, kHopperL2), 7);
+}
+
+TEST(CeVariant, AnUnknownSizeTakesTheBlocksOf512) {
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, kHopperSms, 0), 6);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, 0, kHopperL2), 6);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(0, 2, kHopperSms, kHopperL2), 6);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 0, kHopperSms, kHopperL2), 6);
+}
+
+/// A context over small regions with `name`=`value` in the environment (unset after), and
+/// what ctx_create wrote on stderr.
+struct EnvContext {
+  tgrt_cuda::Context* ctx = nullptr;
+  std::string err;
+  tgrt_model model{};
+  EnvContext(const char* name, const char* value) {
+    std::memset(&model, 0, sizeof model);
+    model.name = "rules-test";
+    model.persistent_bytes = 1 << 16;
+    model.arena_bytes = 1 << 16;
+    model.workspace_bytes = 1 << 16;
+    model.lr = 1e-3f;
+    setenv(name, value, 1);
+    testing::internal::CaptureStderr();
+    ctx = tgrt_cuda::createContext(&model);
+    err = testing::internal::GetCapturedStderr();
+    unsetenv(name);
+  }
+  ~EnvContext() {
+    if (ctx) tgrt_cuda::destroyContext(ctx);
+  }
+};
+
+TEST(RuntimeSwitches, ACrossEntropyVariantItTakes) {
+  for (const auto& [value, want] :
+       {std::pair<const char*, int>{"7", 7}, {"6", 6}, {"0", 0}, {"auto", -1}}) {
+    EnvContext c("TGRT_CE_FAST", value);
+    ASSERT_NE(c.ctx, nullptr) << c.err;
+    EXPECT_EQ(c.err.find("TGRT_CE_FAST"), std::string::npos) << c.err;
+    // setCeFast returns the variant before it.
+    EXPECT_EQ(tgrt_cuda::setCeFast(c.ctx, -1), want) << "TGRT_CE_FAST=" << value;
+  }
+}
+
+TEST(RuntimeSwitches, AValueASwitchDoesNotTakeIsNamedAndTheDefaultRuns) {
+  EnvContext c("TGRT_CE_FAST", "5");
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  EXPECT_NE(c.err.find("TGRT_CE_FAST=5 is not one of auto, 0, 6, 7; the default runs"),
+            std::string::npos)
+      << c.err;
+  EXPECT_EQ(tgrt_cuda::setCeFast(c.ctx, -1), -1);
+}
+
+TEST(RuntimeSwitches, AnIntegerSwitchOutsideItsRangeIsNamed) {
+  for (const char* value : {"0", "1001", "3x", "-2"}) {
+    EnvContext c("TGRT_GEMM_TUNE_CALLS", value);
+    ASSERT_NE(c.ctx, nullptr) << c.err;
+    EXPECT_NE(c.err.find(std::string("TGRT_GEMM_TUNE_CALLS=") + value +
+                         " is not a whole number in [1, 1000]"),
+              std::string::npos)
+        << c.err;
+  }
+  EnvContext good("TGRT_GEMM_TUNE_CALLS", "3");
+  ASSERT_NE(good.ctx, nullptr) << good.err;
+  EXPECT_EQ(good.err.find("TGRT_GEMM_TUNE_CALLS"), std::string::npos) << good.err;
+}
+
+TEST(RuntimeSwitches, TheAttentionTuningSwitchesAreReadAtCreation) {
+  EnvContext bad("TGRT_ATTN_TUNE", "yes");
+  ASSERT_NE(bad.ctx, nullptr) << bad.err;
+  EXPECT_NE(bad.err.find("TGRT_ATTN_TUNE=yes is not one of 0, 1"), std::string::npos) << bad.err;
+  EnvContext log("TGRT_ATTN_TUNE_LOG", "2");
+  ASSERT_NE(log.ctx, nullptr) << log.err;
+  EXPECT_NE(log.err.find("TGRT_ATTN_TUNE_LOG=2 is not one of 0, 1"), std::string::npos)
+      << log.err;
+}
+
+} // namespace
