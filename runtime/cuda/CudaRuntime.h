@@ -197,9 +197,9 @@ int setCeFast(Context* ctx, int variant);
 /// The 16-bit cross-entropy's variant by default (Context::ce_fast -1) for rows of `vocab`
 /// logits of `elemBytes` bytes (2: bf16 / f16) on a device with `smCount` SMs and `l2Bytes`
 /// bytes of L2: 7 (blocks of 256 threads, 4 rows per SM) when those rows, each read twice,
-/// fit in three quarters of L2 (4 x vocab x elemBytes x smCount <= 3/4 l2Bytes), so the second
+/// fit in seven eighths of L2 (4 x vocab x elemBytes x smCount <= 7/8 l2Bytes), so the second
 /// read hits L2; else 6 (blocks of 512, 2 rows per SM), also when a size is 0 (unknown). On
-/// an H100 or H200 (132 SMs, l2CacheSize 52428800): 7 up to V 37236 in bf16. Kernels.cu has the
+/// an H100 or H200 (132 SMs, l2CacheSize 52428800): 7 up to V 43442 in bf16. Kernels.cu has the
 /// measurements it rests on; never fails.
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes);
 /// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).

@@ -138,7 +138,7 @@ struct Context {
   bool ln_bwd_reload = true;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
-  /// (default) per vocabulary: 7 when four rows per SM fit in three quarters of L2, else 6
+  /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6
   /// (Kernels.cu ceAutoVariant). Kernels.cu withCeFast; f32 logits always take expf.
   int ce_fast = -1;
   /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the

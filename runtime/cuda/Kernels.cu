@@ -3668,17 +3668,21 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
   });
 }
 
-/// CudaRuntime.h. Measured on the H200 (132 SMs, 50 MB of L2), 3 alternating repetitions of
+/// CudaRuntime.h. Measured on the H200 (132 SMs, 50 MiB of L2), 3 alternating repetitions of
 /// 20 steps: at V 32000 bf16 (34 MB in flight with 7) the head-dim-128 step took 29.31
 /// (29.28-29.35) ms with 7 against 29.70 (29.63-29.77) with 6 (bench/results/2026-11-30-h200/
 /// side, call3); at V 50304 (53 MB) GPT-2 small's 30.69 against 30.71, no difference (lnpf
 /// call1), and Nsight Compute had 7's L2 hit rate at 37% against 62% (ce-ex2 call2): its
-/// second reads miss there.
+/// second reads miss there. The fwd_bwd kernel alone across vocabularies (16384 rows, bf16,
+/// ms 6 / 7; s7 call1): 16384 0.459 / 0.350, 32000 0.743 / 0.619, 36864 0.869 / 0.744, 40960
+/// (0.83 of L2 in flight with 7) 0.931 / 0.839, 45056 (0.91) 0.991 / 0.976, 49152 (0.99)
+/// 1.061 / 1.061, 65536 (1.32) 1.341 / 1.473: 7/8 of L2 keeps every vocabulary where 7 was
+/// clearly faster and no example's default changes (GPT-2, SmolLM2, Llama 3 stay on 6).
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes) {
   // One row per block: variant 7's blocks per SM are its rows per SM.
   const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * smCount;
   return l2Bytes > 0 && vocab > 0 && elemBytes > 0 && smCount > 0 &&
-                 4 * inFlight <= 3 * l2Bytes
+                 8 * inFlight <= 7 * l2Bytes
              ? 7
              : 6;
 }

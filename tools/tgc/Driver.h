@@ -32,8 +32,9 @@ struct DriverOptions {
   bool tradeoff = false; ///< tgc plan --tradeoff: checkpointing policies side by side
   int64_t ranks = 0;     ///< tgc plan --ranks N: one rank's memory per ZeRO stage
   bool ranksGiven = false; ///< --ranks was given (then N must be in [1, 64])
-  /// tgc plan --calibration FILE: the cost model's calibration table ("" = the shipped
-  /// table of the target, findCalibration).
+  /// tgc plan / compile --calibration FILE: the cost model's calibration table ("" = the
+  /// shipped table of the target, findCalibration); compile uses it only to resolve
+  /// training.checkpointing auto:<memory>.
   std::string calibration;
   /// tgc plan --tradeoff --sort: "" (policy order) or "time" (predicted step time).
   std::string sortBy;

@@ -103,9 +103,11 @@ cl::opt<std::string> planCalibration(
     cl::desc("The cost model's calibration table (tgc calibrate) for the predicted step time "
              "(default: the shipped table of the target: for cuda the one whose device is this "
              "machine's GPU per nvidia-smi, else calibration/h100.json; calibration/cpu-*.json "
-             "for cpu; none: a roofline of stated peaks)"),
+             "for cpu; none: a roofline of stated peaks); compile: the table "
+             "training.checkpointing auto:<memory> predicts with (build for another machine's "
+             "GPU: its table)"),
     cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::sub(adviseCmd),
-    cl::sub(experimentCmd), cl::cat(planCat));
+    cl::sub(experimentCmd), cl::sub(compileCmd), cl::cat(planCat));
 cl::opt<std::string> planCalls(
     "calls",
     cl::desc("Write every runtime call of the step with its FLOPs, bytes and predicted ms "
@@ -149,7 +151,7 @@ cl::opt<std::string> contextBytes(
              "handles), counted against --memory, e.g. 537MiB, 1GiB, 0 (default: 537MiB = "
              "563085312 for target cuda, measured with nvidia-smi on an H100; 0 for cpu)"),
     cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd), cl::sub(experimentCmd),
-    cl::sub(adviseCmd), cl::cat(planCat));
+    cl::sub(adviseCmd), cl::sub(compileCmd), cl::cat(planCat));
 
 cl::OptionCategory adviseCat("Advise options");
 cl::opt<std::string> adviseMemory(
@@ -371,6 +373,8 @@ int main(int argc, char **argv) {
     opts.emit = emit;
     opts.target = target;
     opts.output = output;
+    opts.calibration = planCalibration; // training.checkpointing auto:<memory>
+    opts.contextBytes = contextBytes;
     return tgc::runCompile(opts);
   }
   if (summaryCmd)

@@ -11,7 +11,7 @@
 set -u
 source scripts/gpu-lib.sh
 gpu_unpack s7c1
-timeout 120 runs/cal/tgc-calibrate-cuda --out $OUT/h200.json --only loss calibration/h200.json \
+timeout 120 $B/tgc-calibrate-cuda --out $OUT/h200.json --only loss calibration/h200.json \
   > $L/calibrate.log 2>&1; echo "calibrate rc $?"; tail -3 $L/calibrate.log | cut -c1-200
 TGRT_KERNEL_BENCH_ONLY=sweep timeout 120 $B/tgrt-cuda-check --bench-kernels > $L/ce-sweep.log 2>&1
 echo "sweep rc $?"; grep sweep $L/ce-sweep.log
