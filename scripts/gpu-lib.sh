@@ -62,7 +62,7 @@ PY
 }
 
 # steps_ab B L REPS "MODELS" "VARIANTS": alternating repetitions of 20 training steps of the
-# executables B/MODEL (gpt2s, gpt2m, gpt2l: vocab 50304; hd128: 32000; llama1b, smollm2,
+# executables B/MODEL (gpt2s, gpt2m, gpt2l: vocab 50304; hd128*: 32000; llama1b*, smollm2*,
 # tiny: 128256 / 49152 / per meta) on synthetic data made once under B/data-VOCAB, each under
 # each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), "torch" for
 # torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16 for the GPT-2
@@ -76,7 +76,7 @@ PY
 steps_ab() { # B L REPS MODELS VARIANTS
   local B=$1 L=$2 reps=$3 models=$4 variants=$5 r m v V tag
   for r in $(seq 1 "$reps"); do for m in $models; do
-    case $m in gpt2*) V=50304 ;; hd128) V=32000 ;; llama1b) V=128256 ;; smollm2) V=49152 ;; *) V=50304 ;; esac
+    case $m in gpt2*) V=50304 ;; hd128*) V=32000 ;; llama1b*) V=128256 ;; smollm2*) V=49152 ;; *) V=50304 ;; esac
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
       if [ "$v" = torch ] || [ "$v" = torch-ro ] || [ "$v" = torch-same ]; then

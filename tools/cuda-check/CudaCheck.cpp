@@ -1453,22 +1453,33 @@ void checkMatmulMisaligned(Contexts& c, Rng& rng, int32_t dt) {
          "40x24x36", relErr(got, decode(ref)), tolFor(dt));
 }
 
-void checkBiasN(Contexts& c, Rng& rng, int32_t dt, int64_t n) {
-  const int64_t rows = 1000;
+void checkBiasN(Contexts& c, Rng& rng, int32_t dt, int64_t n, int64_t rows = 1000) {
   Raw x = rng.tensor(dt, (size_t)(rows * n)), bias = rng.tensor(dt, (size_t)n);
   Raw ref = zerosOf(dt, x.n());
   tgrt_bias_add(c.cpu, "check", dt, x.data(), bias.data(), ref.data(), rows, n);
   DevT gx(x), gb(bias);
   tgrt_cuda::biasAdd(c.gpu, "check", dt, gx.p, gb.p, gx.p, rows, n); // in place
-  record(named("bias_add (out aliases x)", dt), fmt("rows1000 n%lld", (long long)n),
+  record(named("bias_add (out aliases x)", dt), fmt("rows%lld n%lld", (long long)rows, (long long)n),
          relErr(gx.raw(), ref), exactTol(dt));
   Raw dref = zerosOf(dt, (size_t)n);
   tgrt_bias_grad(c.cpu, "check", dt, x.data(), dref.data(), rows, n);
   DevT gdy(x), gdb(dt, (size_t)n);
   gdb.poison();
   tgrt_cuda::biasGrad(c.gpu, "check", dt, gdy.p, gdb.p, rows, n);
-  record(named("bias_grad", dt), fmt("rows1000 n%lld", (long long)n), relErr(gdb.raw(), dref),
+  record(named("bias_grad", dt), fmt("rows%lld n%lld", (long long)rows, (long long)n), relErr(gdb.raw(), dref),
          tolFor(dt));
+  // The same dy one element off its 16-byte alignment takes the scalar first stage
+  // (column_partials_kernel): the packed one's sums must be the same bits (Kernels.cu).
+  {
+    const size_t es = (size_t)tgrt_dtype_size(dt);
+    DevT shifted(dt, x.n() + 1), sdb(dt, (size_t)n);
+    ck(cudaMemcpy(shifted.p + es, x.data(), x.b.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after H2D)");
+    sdb.poison();
+    tgrt_cuda::biasGrad(c.gpu, "check", dt, shifted.p + es, sdb.p, rows, n);
+    record(named("bias_grad packed = scalar (bits)", dt), fmt("rows%lld n%lld", (long long)rows, (long long)n),
+           (double)bitDiffs(gdb.raw(), sdb.raw()), 0.0);
+  }
   // Added into an f32 slot (tgrt_bias_grad_acc): the same sums, no rounding to dt first.
   // Its own generator, so the later checks see the same data as before this check existed.
   Rng own(0x5107 + (uint64_t)n);
@@ -1476,13 +1487,18 @@ void checkBiasN(Contexts& c, Rng& rng, int32_t dt, int64_t n) {
   tgrt_bias_grad_acc(c.cpu, "check", dt, x.data(), TGRT_F32, aref.data(), rows, n);
   DevT gslot(slot);
   tgrt_cuda::biasGradAcc(c.gpu, "check", dt, gdy.p, TGRT_F32, gslot.p, rows, n);
-  record(named("bias_grad_acc (into f32)", dt), fmt("rows1000 n%lld", (long long)n),
+  record(named("bias_grad_acc (into f32)", dt), fmt("rows%lld n%lld", (long long)rows, (long long)n),
          relErr(gslot.raw(), aref), tolFor(TGRT_F32));
 }
 
 void checkBias(Contexts& c, Rng& rng, int32_t dt) {
   // 304: packs for every dtype; 300: packs of 4 only (f32); 301: scalar.
   for (int64_t n : {int64_t(304), int64_t(300), int64_t(301)}) checkBiasN(c, rng, dt, n);
+  // Row chunks longer than one batch of the packed first stage (167 rows per chunk at 4096
+  // columns: 21 rows per thread, a batch of 16 then 5); its own generator, so the later
+  // checks see the same data as before this case existed.
+  Rng own(0xb1a5);
+  checkBiasN(c, own, dt, 4096, 2000);
 }
 
 void checkSoftmax(Contexts& c, Rng& rng, int32_t dt) {
