@@ -2518,6 +2518,10 @@ bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, con
     std::sort(ms, ms + 3);
     return ms[1];
   };
+  // cuBLASLt's tuned algorithm is timed again here, though ensureTuned may just have timed it
+  // (or taken it from the tuning cache, untimed): both sides of this choice are then measured
+  // by the same rounds, on the same operands, moments apart (the GPU's clock under its power
+  // limit moves between the two timings otherwise).
   const float tLt = timed(lt), tStore = timed(own(GemmSchedule::Persistent256)),
               tEpi = timed(own(GemmSchedule::PersistentEpilogue));
   cudaEventDestroy(e0);
