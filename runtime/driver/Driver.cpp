@@ -642,7 +642,9 @@ const char* kUsage =
     "                        batches, windows and targets)\n"
     "  --log FILE.jsonl      one JSON line per optimizer step and per eval (appended on\n"
     "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
-    "                        the step ran with) and skipped_steps (skips so far)\n"
+    "                        the step ran with) and skipped_steps (skips so far); host_gap_ms:\n"
+    "                        the host's time from the previous step's end to this step's\n"
+    "                        first launch, with no work queued on the GPU but the batch copies\n"
     "  --save FILE           safetensors checkpoint at the end (and every --save-every steps);\n"
     "                        written to FILE.tmp, fsynced and renamed, so FILE is always a\n"
     "                        complete checkpoint even if the run is killed; if a save fails\n"
@@ -1688,9 +1690,14 @@ int Trainer::run() {
     return known && epoch_steps_ > 0 ? (total_steps_ + epoch_steps_ - 1) / epoch_steps_ : 0;
   };
   tgrt_take_loss(ctx_, &cnt);
+  // The previous step's end (its last synchronisation): from then until this step's first
+  // launch the GPU has nothing queued but the batch's copies (host_gap_ms of the --log line).
+  clock::time_point last_sync{};
+  bool synced = false;
   while (step < last_step) {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
+    double host_gap_s = 0.0;
     if (shuffle_ && (s - 1) / epoch_steps_ != cur_epoch) {
       cur_epoch = (s - 1) / epoch_steps_;
       epoch_steps_run = 0;
@@ -1708,6 +1715,8 @@ int Trainer::run() {
       tgrt_set_micro_batch(ctx_, k);
       sampleBatch(&batch, s, k);
       uploadBatch(batch);
+      if (k == 0)
+        host_gap_s = std::chrono::duration<double>(clock::now() - (synced ? last_sync : t0)).count();
       // From this process's second step on, the micro-step may run as a CUDA graph (captured
       // once, replayed; the runtime refuses work that would not replay right): its launches
       // then cost one graph launch. The first step makes the library plans a capture needs.
@@ -1732,6 +1741,8 @@ int Trainer::run() {
     if (!opt_.find_nonfinite) sum = tgrt_take_loss(ctx_, &cnt);
     const float norm = tgrt_last_grad_norm(ctx_);
     tgrt_synchronize(ctx_);
+    last_sync = clock::now();
+    synced = true;
     double loss = cnt > 0 ? sum / (double)cnt : std::numeric_limits<double>::quiet_NaN();
     meanOverRanks("driver.loss", &loss, 1); // the loss of the global batch
     beat("step " + std::to_string(s));
@@ -1745,7 +1756,8 @@ int Trainer::run() {
     const bool skipped = scaler_.enabled() && !std::isfinite(norm);
     scaler_.update(std::isfinite(norm));
     nlohmann::json rec = {{"step", s},         {"loss", loss},         {"lr", lr},
-                          {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3}};
+                          {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3},
+                          {"host_gap_ms", host_gap_s * 1e3}};
     if (scaler_.enabled()) {
       rec["loss_scale"] = loss_scale;
       rec["skipped_steps"] = scaler_.skippedSteps();
