@@ -644,7 +644,8 @@ const char* kUsage =
     "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
     "                        the step ran with) and skipped_steps (skips so far); host_gap_ms:\n"
     "                        the host's time from the previous step's end to this step's\n"
-    "                        first launch, with no work queued on the GPU but the batch copies\n"
+    "                        first launch, with no work queued on the GPU but the batch copies;\n"
+    "                        batch_ms: the host's time sampling and uploading the step's batches\n"
     "  --save FILE           safetensors checkpoint at the end (and every --save-every steps);\n"
     "                        written to FILE.tmp, fsynced and renamed, so FILE is always a\n"
     "                        complete checkpoint even if the run is killed; if a save fails\n"
@@ -1697,7 +1698,7 @@ int Trainer::run() {
   while (step < last_step) {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
-    double host_gap_s = 0.0;
+    double host_gap_s = 0.0, batch_s = 0.0;
     if (shuffle_ && (s - 1) / epoch_steps_ != cur_epoch) {
       cur_epoch = (s - 1) / epoch_steps_;
       epoch_steps_run = 0;
@@ -1713,8 +1714,10 @@ int Trainer::run() {
     if (opt_.find_nonfinite) step_rng_ = data_rng_; // the step's batches can be drawn again
     for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
       tgrt_set_micro_batch(ctx_, k);
+      const auto tb = clock::now();
       sampleBatch(&batch, s, k);
       uploadBatch(batch);
+      batch_s += std::chrono::duration<double>(clock::now() - tb).count();
       if (k == 0)
         host_gap_s = std::chrono::duration<double>(clock::now() - (synced ? last_sync : t0)).count();
       // From this process's second step on, the micro-step may run as a CUDA graph (captured
@@ -1757,7 +1760,7 @@ int Trainer::run() {
     scaler_.update(std::isfinite(norm));
     nlohmann::json rec = {{"step", s},         {"loss", loss},         {"lr", lr},
                           {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3},
-                          {"host_gap_ms", host_gap_s * 1e3}};
+                          {"host_gap_ms", host_gap_s * 1e3}, {"batch_ms", batch_s * 1e3}};
     if (scaler_.enabled()) {
       rec["loss_scale"] = loss_scale;
       rec["skipped_steps"] = scaler_.skippedSteps();
