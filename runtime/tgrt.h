@@ -164,6 +164,13 @@ char* tgrt_region(tgrt_ctx* ctx, int32_t region);
 /* Host <-> region copies; offsets and sizes in bytes. */
 void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
 void tgrt_download(tgrt_ctx* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes);
+/* tgrt_upload without waiting for the device: `bytes` bytes of src are copied at once (the
+ * caller may reuse src when it returns) and land in region at `offset` stream-ordered, after
+ * every call already launched on the context and before every call launched after it, so the
+ * host can stage the next batch while the device still runs the step that reads the current
+ * one. The CPU backend copies at once (its calls run when launched). Errors as tgrt_upload. */
+void tgrt_upload_async(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src,
+                       int64_t bytes);
 void tgrt_synchronize(tgrt_ctx* ctx);
 /* 1 when parameter values may have changed outside the compiled steps since the last call
  * (the context was created, or tgrt_upload wrote into the persistent region's range of

@@ -141,6 +141,12 @@ void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src,
     ctx->weights_stale = true;
 }
 
+/// tgrt_upload_async: on the CPU every call runs when launched, so the copy is made at once.
+void tgrt_upload_async(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src,
+                       int64_t bytes) {
+  tgrt_upload(ctx, region, offset, src, bytes);
+}
+
 /// 1 once after the host wrote parameter values (tgrt.h), then 0 until the next write.
 int32_t tgrt_take_weights_stale(tgrt_ctx* ctx) {
   tgrt_cpu::checkCtx(ctx, "take_weights_stale");

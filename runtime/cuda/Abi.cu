@@ -207,6 +207,11 @@ void tgrt_upload(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src,
   tgrt_cuda::upload(C(ctx), region, offset, src, bytes);
 }
 
+void tgrt_upload_async(tgrt_ctx* ctx, int32_t region, int64_t offset, const void* src,
+                       int64_t bytes) {
+  tgrt_cuda::uploadAsync(C(ctx), region, offset, src, bytes);
+}
+
 void tgrt_download(tgrt_ctx* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes) {
   tgrt_cuda::download(C(ctx), region, offset, dst, bytes);
 }

@@ -704,7 +704,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
   ctx->attn_wgmma = envFlag("TGRT_ATTN_WGMMA", true);
-  ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true) ? 1 : 0;
+  ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true);
   ctx->attn_tune_log = envFlag("TGRT_ATTN_TUNE_LOG", false);
   // The bf16 / f16 attention's implementation: the compiler's choice (tgrt_model.
   // attention_impl: training.attention.impl, whose workspace the plan holds), unless
@@ -899,6 +899,11 @@ void destroyContext(Context* ctx) {
     if (p.desc) cublasLtMatmulDescDestroy(p.desc);
   }
   if (ctx->lt) cublasLtDestroy(ctx->lt);
+  if (ctx->stream) cudaStreamSynchronize(ctx->stream); // staged copies still in flight
+  for (Context::Staging& s : ctx->staging) {
+    if (s.buf) cudaFreeHost(s.buf);
+    if (s.done) cudaEventDestroy(s.done);
+  }
   if (ctx->stream) cudaStreamDestroy(ctx->stream);
   for (int r = 0; r < 3; ++r)
     if (ctx->regions[r]) cudaFree(ctx->regions[r]);
@@ -924,6 +929,38 @@ void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t by
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
+  if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
+    ctx->weights_stale = true;
+}
+
+void uploadAsync(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t bytes) {
+  char* base = checkedRange(ctx, "upload_async", r, offset, bytes);
+  if (ctx->capturing) // a graph would replay the staging buffer's later contents
+    fail("upload_async", "called while tgrt_run_graph captures the step; stage the batch "
+                         "before or after the graph's call");
+  if (bytes == 0 || r == TGRT_HOST) { // host memory is written by the host: in stream order
+    upload(ctx, r, offset, src, bytes);
+    return;
+  }
+  Context::Staging& s = ctx->staging[ctx->staging_next];
+  ctx->staging_next = (ctx->staging_next + 1) % Context::kStagingSlots;
+  if (s.done) // the buffer's previous copy must have left it
+    check(cudaEventSynchronize(s.done), "upload_async", "cudaEventSynchronize");
+  else
+    check(cudaEventCreate(&s.done), "upload_async", "cudaEventCreate");
+  if (s.bytes < bytes) {
+    if (s.buf) check(cudaFreeHost(s.buf), "upload_async", "cudaFreeHost");
+    s.buf = nullptr;
+    s.bytes = 0;
+    void* p = nullptr;
+    check(cudaMallocHost(&p, (size_t)bytes), "upload_async", "cudaMallocHost");
+    s.buf = static_cast<char*>(p);
+    s.bytes = bytes;
+  }
+  std::memcpy(s.buf, src, (size_t)bytes);
+  check(cudaMemcpyAsync(base + offset, s.buf, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
+        "upload_async", "cudaMemcpyAsync");
+  check(cudaEventRecord(s.done, ctx->stream), "upload_async", "cudaEventRecord");
   if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
     ctx->weights_stale = true;
 }

@@ -83,6 +83,10 @@ void destroyContext(Context* ctx);
 char* region(Context* ctx, int32_t region);
 void upload(Context* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
 void download(Context* ctx, int32_t region, int64_t offset, void* dst, int64_t bytes);
+/// tgrt_upload_async: src copied into a pinned staging buffer (Context::staging), then
+/// cudaMemcpyAsync on the context's stream; returns without waiting for the device (it waits
+/// only when the staging buffer it reuses is still being copied from). Errors as upload.
+void uploadAsync(Context* ctx, int32_t region, int64_t offset, const void* src, int64_t bytes);
 void synchronize(Context* ctx);
 /// tgrt_take_weights_stale: 1 once after upload wrote parameter values, then 0.
 int32_t takeWeightsStale(Context* ctx);

@@ -601,7 +601,7 @@ bool run(Context* ctx, const char* loc, bool backward, bool deterministic, const
     // could differ between runs (the listed plans' outputs differ by bf16 roundings), so
     // that mode keeps the heuristic's first plan, forward and backward.
     const bool tune =
-        ctx->attn_tune > 0 && ctx->attn_impl != (int)AttentionImpl::CudnnDeterministic;
+        ctx->attn_tune && ctx->attn_impl != (int)AttentionImpl::CudnnDeterministic;
     if (!e.tuned && (!tune || !ctx->capturing)) {
       e.tuned = true;
       if (tune) tunePlans(ctx, loc, backward, deterministic, s, e, pack, ws);

@@ -177,10 +177,21 @@ struct Context {
   /// cuDNN attention's plans (TGRT_ATTN_TUNE, read at context creation): 1 (default) times
   /// the plans of cuDNN's heuristic list at a graph's first call outside a capture and keeps
   /// the fastest; 0 runs the heuristic's first (CudnnAttention.cu tunePlans).
-  int attn_tune = 1;
+  bool attn_tune = true;
   /// TGRT_ATTN_TUNE_LOG=1: tunePlans prints each plan's time, also times the plans that need
   /// more workspace than planned, and compares each plan's outputs with the heuristic's.
   bool attn_tune_log = false;
+  /// tgrt_upload_async's pinned staging buffers (Context.cu uploadAsync), used in turn: each
+  /// holds a copy of the host's bytes until the device has read them (`done`, recorded after
+  /// its cudaMemcpyAsync); grown on demand, freed with the context.
+  struct Staging {
+    char* buf = nullptr;
+    int64_t bytes = 0;
+    cudaEvent_t done = nullptr;
+  };
+  static constexpr int kStagingSlots = 4;
+  Staging staging[kStagingSlots];
+  int staging_next = 0;
   /// cuDNN's state, created on first use (TGRT_HAVE_CUDNN builds only; CudnnAttention.cu).
   CudnnState* cudnn = nullptr;
   int64_t step = 1;

@@ -644,8 +644,12 @@ const char* kUsage =
     "                        --resume); with loss scaling, steps carry loss_scale (the scale\n"
     "                        the step ran with) and skipped_steps (skips so far); host_gap_ms:\n"
     "                        the host's time from the previous step's end to this step's\n"
-    "                        first launch, with no work queued on the GPU but the batch copies;\n"
-    "                        batch_ms: the host's time sampling and uploading the step's batches\n"
+    "                        first launch, when the GPU has no work queued; batch_ms: the\n"
+    "                        host's time sampling and uploading batches during the step. By\n"
+    "                        default the next micro-batch is sampled and staged (copied in\n"
+    "                        stream order, after the running step's reads) while the step\n"
+    "                        runs; TGRT_PREFETCH=0 samples and uploads each when its step\n"
+    "                        starts (the same batches, losses and checkpoints either way)\n"
     "  --save FILE           safetensors checkpoint at the end (and every --save-every steps);\n"
     "                        written to FILE.tmp, fsynced and renamed, so FILE is always a\n"
     "                        complete checkpoint even if the run is killed; if a save fails\n"
@@ -872,6 +876,9 @@ struct Split {
 struct Batch {
   std::vector<int32_t> tokens, targets;
   std::vector<int32_t> window; ///< one window of context + 1 tokens, as read from the split
+  /// TGRT_LOG_WINDOWS: the batch's line, written when the batch is trained (logWindows), not
+  /// when it is sampled (a prefetched batch may never be trained); empty when off.
+  std::string window_line;
 };
 
 /// The hint every non-finite stop gives without --find-nonfinite.
@@ -916,10 +923,22 @@ private:
   /// of epoch (step - 1) / S's permutation (S steps of G windows an epoch), rows
   /// [rank * B, (rank + 1) * B) for this rank. Appends the line of TGRT_LOG_WINDOWS.
   void sampleBatch(Batch* b, int64_t step, int32_t micro);
+  /// Writes b's TGRT_LOG_WINDOWS line (nothing when off or empty); throws on a failed write.
+  void logWindows(const Batch& b);
   /// Chooses the sampling mode (after resume()) and sets windows_, step_windows_ and
   /// epoch_steps_ for shuffle; throws when shuffle has less than one step of windows.
   void setupSampling();
   void uploadBatch(const Batch& b);
+  /// The micro-batch (step, micro) into the token slot for the step's micro-step: the staged
+  /// one when it is that batch, else sampled and uploaded now; logs its windows.
+  void takeBatch(Batch* b, int64_t step, int32_t micro);
+  /// The prefetch (TGRT_PREFETCH=1, the default): samples micro-batch (step, micro) and
+  /// stages it in the token slot with tgrt_upload_async, stream-ordered after the calls
+  /// already launched (which read the slot's current batch), so the host's sampling and the
+  /// copies overlap the running step instead of leaving the GPU idle between steps. The data
+  /// RNG's state before the draws is kept (rng_before_stage_): checkpoints and
+  /// --find-nonfinite see the state of a run without the prefetch.
+  void stageBatch(int64_t step, int32_t micro);
   /// What an evaluation covered: micro-batches run, windows of context + 1 tokens evaluated
   /// and left out, and the targets the loss averages over (not ignore_index).
   struct EvalCount {
@@ -979,6 +998,17 @@ private:
   Split train_{"train"}, val_{"val"}, test_{"test"}; // DIR/<name>.npy
   std::mt19937_64 data_rng_;
   std::mt19937_64 step_rng_; ///< --find-nonfinite: data_rng_ before the current step
+  /// The prefetch (stageBatch): on unless TGRT_PREFETCH=0; the staged micro-batch (host copy)
+  /// and which it is (staged_step_ 0: none staged); data_rng_ before its draws.
+  bool prefetch_ = true;
+  Batch staged_;
+  int64_t staged_step_ = 0;
+  int32_t staged_micro_ = 0;
+  std::mt19937_64 rng_before_stage_;
+  /// data_rng_ as a run without the prefetch has it between steps.
+  const std::mt19937_64& dataRngUnstaged() const {
+    return staged_step_ > 0 ? rng_before_stage_ : data_rng_;
+  }
   /// --sampling shuffle (else random): W windows of context + 1 tokens in the train split,
   /// G = batch * grad_accum * ranks windows a step, S = floor(W / G) steps an epoch.
   bool shuffle_ = false;
@@ -1205,6 +1235,7 @@ void Trainer::sampleBatch(Batch* b, int64_t step, int32_t micro) {
       fill(g - (int64_t)rank_ * B, (int64_t)s);
     }
   }
+  b->window_line.clear();
   if (window_log_ && !replaying_) {
     nlohmann::json rec = {{"step", step}, {"micro", micro}, {"rank", rank_}};
     if (shuffle_) {
@@ -1213,13 +1244,40 @@ void Trainer::sampleBatch(Batch* b, int64_t step, int32_t micro) {
     } else {
       rec["offsets"] = taken;
     }
-    const std::string line = rec.dump() + "\n";
-    static std::mutex mu; // the ranks are threads: one line at a time
-    std::lock_guard<std::mutex> lock(mu);
-    if (std::fwrite(line.data(), 1, line.size(), window_log_) != line.size() ||
-        std::fflush(window_log_) != 0)
-      throw DriverError(std::string("TGRT_LOG_WINDOWS: write failed: ") + std::strerror(errno));
+    b->window_line = rec.dump() + "\n";
   }
+}
+
+void Trainer::logWindows(const Batch& b) {
+  if (!window_log_ || b.window_line.empty()) return;
+  static std::mutex mu; // the ranks are threads: one line at a time
+  std::lock_guard<std::mutex> lock(mu);
+  if (std::fwrite(b.window_line.data(), 1, b.window_line.size(), window_log_) !=
+          b.window_line.size() ||
+      std::fflush(window_log_) != 0)
+    throw DriverError(std::string("TGRT_LOG_WINDOWS: write failed: ") + std::strerror(errno));
+}
+
+void Trainer::takeBatch(Batch* b, int64_t step, int32_t micro) {
+  if (staged_step_ == step && staged_micro_ == micro) {
+    logWindows(staged_);
+    staged_step_ = 0; // consumed: the slot holds it (stream-ordered)
+    return;
+  }
+  staged_step_ = 0;
+  sampleBatch(b, step, micro);
+  logWindows(*b);
+  uploadBatch(*b);
+}
+
+void Trainer::stageBatch(int64_t step, int32_t micro) {
+  rng_before_stage_ = data_rng_;
+  sampleBatch(&staged_, step, micro);
+  const int64_t bytes = (int64_t)staged_.tokens.size() * 4;
+  tgrt_upload_async(ctx_, TGRT_PERSISTENT, m_.tokens_offset, staged_.tokens.data(), bytes);
+  tgrt_upload_async(ctx_, TGRT_PERSISTENT, m_.targets_offset, staged_.targets.data(), bytes);
+  staged_step_ = step;
+  staged_micro_ = micro;
 }
 
 void Trainer::setupSampling() {
@@ -1430,7 +1488,7 @@ void Trainer::save(int64_t step) {
   meta["step"] = std::to_string(step);
   meta["total_steps"] = std::to_string(total_steps_);
   meta["seed"] = std::to_string(seed_);
-  meta["data_rng"] = rngState(data_rng_);
+  meta["data_rng"] = rngState(dataRngUnstaged());
   if (shuffle_) { // (random: no key, as in checkpoints saved before --sampling existed)
     meta["sampling"] = "shuffle";
     meta["epoch_windows"] = std::to_string(windows_);
@@ -1614,6 +1672,13 @@ int Trainer::run() {
   if (!opt_.init_from.empty()) initFrom();
   beat("the parameters' loading");
   setupSampling();
+  if (const char* pf = std::getenv("TGRT_PREFETCH"); pf && *pf) {
+    if (std::strcmp(pf, "0") != 0 && std::strcmp(pf, "1") != 0)
+      throw DriverError(std::string("TGRT_PREFETCH=") + pf + " is not 0 (sample and upload each "
+                        "batch when its step starts) or 1 (stage it while the step before "
+                        "runs; the default)");
+    prefetch_ = pf[0] == '1';
+  }
   if (const char* wl = std::getenv("TGRT_LOG_WINDOWS"); wl && *wl) {
     window_log_ = std::fopen(wl, "a"); // every rank appends its lines (sampleBatch)
     if (!window_log_)
@@ -1711,12 +1776,12 @@ int Trainer::run() {
     tgrt_set_lr(ctx_, (float)lr);
     const float loss_scale = scaler_.scale(); // the scale this step runs with
     if (scaler_.enabled()) tgrt_set_loss_scale(ctx_, loss_scale);
-    if (opt_.find_nonfinite) step_rng_ = data_rng_; // the step's batches can be drawn again
-    for (int32_t k = 0; k < std::max(1, m_.grad_accum); ++k) {
+    if (opt_.find_nonfinite) step_rng_ = dataRngUnstaged(); // the step's batches, again
+    const int32_t micros = std::max(1, m_.grad_accum);
+    for (int32_t k = 0; k < micros; ++k) {
       tgrt_set_micro_batch(ctx_, k);
-      const auto tb = clock::now();
-      sampleBatch(&batch, s, k);
-      uploadBatch(batch);
+      auto tb = clock::now();
+      takeBatch(&batch, s, k);
       batch_s += std::chrono::duration<double>(clock::now() - tb).count();
       if (k == 0)
         host_gap_s = std::chrono::duration<double>(clock::now() - (synced ? last_sync : t0)).count();
@@ -1727,6 +1792,16 @@ int Trainer::run() {
         tgrt_run_graph(ctx_, 0, hooks_.micro_step);
       else
         hooks_.micro_step(ctx_);
+      // The next micro-batch (of this step, or the next step's first) staged while this one
+      // runs: it lands in the token slot after this micro-step's reads. Up to the schedule's
+      // end, not --stop-after's: an interrupted run has the next batch staged, as the
+      // checkpoint test of the prefetch needs (test/e2e/prefetch.test).
+      if (prefetch_ && (k + 1 < micros || s < total_steps_)) {
+        tb = clock::now();
+        if (k + 1 < micros) stageBatch(s, k + 1);
+        else stageBatch(s + 1, 0);
+        batch_s += std::chrono::duration<double>(clock::now() - tb).count();
+      }
     }
     double sum = 0.0;
     if (opt_.find_nonfinite) {
@@ -1818,6 +1893,7 @@ int Trainer::run() {
     if (periodic_eval) {
       EvalCount ec;
       const double vl = evaluate(val_, opt_.eval_batches, &ec);
+      if (staged_step_ > 0) uploadBatch(staged_); // the evaluation wrote the token slot
       const int64_t used = ec.batches;
       if (used > 0) {
         say("eval  step %lld | val loss %.4f | ppl %.2f (%lld batches)\n", (long long)s, vl,

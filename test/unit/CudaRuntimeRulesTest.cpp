@@ -1,7 +1,8 @@
 // CudaRuntimeRulesTest.cpp — the CUDA runtime's host-side rules, checked on the CPU
 // emulator's build of the runtime (tgrt_cuda_emu): the cross-entropy's variant per vocabulary
 // (ceVariantFor, the rule the default takes) and the TGRT_* switches read at context
-// creation (a value the switch does not take is reported on stderr and the default runs).
+// creation (a value the switch does not take is reported on stderr and the default runs);
+// tgrt_upload_async's staging (the caller's buffer is free when it returns).
 #include <gtest/gtest.h>
 
 #include "runtime/cuda/CudaRuntime.h"
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -111,6 +113,34 @@ TEST(RuntimeSwitches, TheAttentionTuningSwitchesAreReadAtCreation) {
   ASSERT_NE(log.ctx, nullptr) << log.err;
   EXPECT_NE(log.err.find("TGRT_ATTN_TUNE_LOG=2 is not one of 0, 1"), std::string::npos)
       << log.err;
+}
+
+TEST(UploadAsync, TheCallersBufferIsFreeWhenItReturns) {
+  EnvContext c("TGRT_CE_FAST", "auto");
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  // More uploads than staging buffers (4), growing in size, each source overwritten at once:
+  // what lands is what the source held at the call.
+  std::vector<int32_t> src;
+  int64_t offset = 0;
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> want;
+  for (int i = 0; i < 9; ++i) {
+    const int64_t n = 64 << (i % 4);
+    src.assign((size_t)n, 0);
+    for (int64_t j = 0; j < n; ++j) src[(size_t)j] = (int32_t)(i * 100000 + j);
+    tgrt_cuda::uploadAsync(c.ctx, TGRT_ARENA, offset, src.data(), n * 4);
+    want.push_back({offset, src});
+    std::fill(src.begin(), src.end(), -1);
+    offset += n * 4;
+  }
+  ASSERT_LE(offset, c.model.arena_bytes);
+  tgrt_cuda::synchronize(c.ctx);
+  for (const auto& [off, bytes] : want) {
+    std::vector<int32_t> got(bytes.size(), 0);
+    tgrt_cuda::download(c.ctx, TGRT_ARENA, off, got.data(), (int64_t)got.size() * 4);
+    EXPECT_EQ(got, bytes) << "upload at offset " << off;
+  }
+  // Zero bytes is no copy; the host region takes the synchronous path.
+  tgrt_cuda::uploadAsync(c.ctx, TGRT_ARENA, 0, nullptr, 0);
 }
 
 } // namespace
