@@ -52,6 +52,10 @@ c llama1b-budget examples/llama3.2-1b.json cuda --set training.checkpointing=bud
 c shards-r1 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=2
 c shards-r2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.distributed.ranks=2
 c tiny-cpu examples/tiny-llama.json cpu --set training.attention.kernel=flash
+# The driver's batch prefetch on CUDA (test/e2e/prefetch.py with a CUDA trainer for 1 rank;
+# the 2-rank trainer on the CPU): grad_accum 2, so a micro-batch is staged inside the step too.
+c pf-r1 examples/tiny.json cuda "${EVW[@]}" --set training.batch_size=2 --set training.grad_accum=2
+c pf-r2-cpu examples/tiny.json cpu "${EVW[@]}" --set training.batch_size=2 --set training.grad_accum=2 --set training.distributed.ranks=2
 # BASE="DIR": executables of an earlier build (DIR/NAME, e.g. an unpacked earlier llama.tar.xz)
 # carried as NAME-base, the before of an A/B in the same call.
 for e in ${BASE_NAMES:-gpt2s llama1b}; do
