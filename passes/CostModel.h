@@ -141,6 +141,12 @@ struct CalibrationTable {
   bool roofline = false;
   /// Free text carried in the file ("note"), e.g. how it was measured.
   std::string note;
+  /// The device memory a training process holds outside its plan on this GPU
+  /// ("context_bytes": CUDA context, library handles, their workspaces), bytes, measured
+  /// with NVML from the trainers' own report at the end of their runs; 0 when the table has
+  /// none (then --context-bytes defaults to the H100's kCudaContextBytes). tgc takes it as
+  /// the default --context-bytes with this table (tools/tgc/Driver.cpp contextBytesOption).
+  int64_t contextBytes = 0;
   /// The probes of the GPU's power limit ("power"; empty when the table has none: then
   /// no clock is predicted and every call keeps its burst time).
   PowerTable power;

@@ -345,6 +345,12 @@ TEST(CostModel, TableRoundTrips) {
   ASSERT_EQ(u.kernels["tgrt_matmul"]["f32"].size(), 2u);
   EXPECT_EQ(u.kernels["tgrt_matmul"]["f32"][1].variant, "tn");
   EXPECT_EQ(predictCallMs(u, add(3e7)), predictCallMs(t, add(3e7)));
+  // The reserve outside the plan: absent stays absent (0), a value round-trips.
+  EXPECT_EQ(u.contextBytes, 0);
+  EXPECT_EQ(calibrationTableJson(u).find("context_bytes"), std::string::npos);
+  t.contextBytes = 571473920;
+  ASSERT_TRUE(parseCalibrationTable(calibrationTableJson(t), "again.json", u, err)) << err;
+  EXPECT_EQ(u.contextBytes, 571473920);
 }
 
 TEST(CostModel, MalformedTablesNameFileAndPath) {
@@ -374,6 +380,12 @@ TEST(CostModel, MalformedTablesNameFileAndPath) {
             "bad.json: $.peak.flops_per_s.f32: expected a number > 0, got string");
   EXPECT_EQ(error(replaced("\"tgrt_add\":", "\"add\":")),
             "bad.json: $.kernels.add: a kernel name starts with tgrt_ (runtime/tgrt.h)");
+  EXPECT_EQ(error(replaced("\"call_overhead_ms\": 0.01,",
+                           "\"call_overhead_ms\": 0.01, \"context_bytes\": -5,")),
+            "bad.json: $.context_bytes: expected a whole number of bytes > 0, got -5");
+  EXPECT_EQ(error(replaced("\"call_overhead_ms\": 0.01,",
+                           "\"call_overhead_ms\": 0.01, \"context_bytes\": \"545MiB\",")),
+            "bad.json: $.context_bytes: expected a whole number of bytes > 0, got \"545MiB\"");
   EXPECT_EQ(error("[1, 2]"), "bad.json: $: expected an object, got array");
   EXPECT_EQ(error("{").rfind("bad.json: not valid JSON: ", 0), 0u);
   CalibrationTable t;

@@ -461,7 +461,23 @@ long long defaultContextBytes(const std::string &target) {
   return target == "cuda" ? kCudaContextBytes : 0;
 }
 
-long long contextBytesOption(const std::string &target, const std::string &text) {
+static bool findCalibration(const std::string &option, const std::string &target,
+                            tg::CalibrationTable &table, std::string &origin);
+
+long long contextBytesOption(const std::string &target, const std::string &text,
+                             const std::string &calibration) {
+  if (text.empty() && target == "cuda") {
+    tg::CalibrationTable table;
+    std::string origin, error;
+    // Quietly: a table that cannot be read is reported by the command's own load.
+    bool found = false;
+    if (!calibration.empty())
+      found = tg::loadCalibrationTable(calibration, table, error);
+    else
+      found = findCalibration("", target, table, origin);
+    if (found && table.contextBytes > 0)
+      return table.contextBytes;
+  }
   if (text.empty())
     return defaultContextBytes(target);
   long long bytes = parseBytes(text);
@@ -848,7 +864,7 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
   if (!parseCheckpointAuto(spec.training.checkpointing, memory))
     return true;
   const std::string policy = spec.training.checkpointing, target = opts.target;
-  const long long context = contextBytesOption(target, opts.contextBytes);
+  const long long context = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (context < 0)
     return false;
   if (context >= memory) {
@@ -1157,7 +1173,7 @@ int runPlan(const DriverOptions &opts) {
     return 2;
   }
   std::string target = opts.target.empty() ? "cuda" : opts.target;
-  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (contextBytes < 0)
     return 2;
   // --memory is the device's whole memory: a plan fits when plan + reserve <= memory.
@@ -1336,7 +1352,7 @@ int runAdvise(const AdviseOptions &opts) {
                  << "' (expected e.g. 80GiB, 24GB, 1073741824)\n";
     return 2;
   }
-  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (contextBytes < 0)
     return 2;
   if (contextBytes >= memory) {

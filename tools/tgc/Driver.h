@@ -139,9 +139,13 @@ constexpr long long kCudaContextBytes = 537LL << 20;
 /// CPU target's plan is host memory; nothing else is counted against --memory).
 long long defaultContextBytes(const std::string &target);
 
-/// --context-bytes as given (`text`, "" = not given: defaultContextBytes(target)), in bytes;
-/// -1 after printing "tgc: error: --context-bytes: cannot parse '...'" for an unparsable value.
-long long contextBytesOption(const std::string &target, const std::string &text);
+/// --context-bytes as given (`text`), in bytes; when not given ("") for target cuda, the
+/// "context_bytes" of the calibration table the command uses (`calibration`: --calibration,
+/// "" = the shipped table for this machine's GPU, else the H100's), else
+/// defaultContextBytes(target). -1 after printing "tgc: error: --context-bytes: cannot parse
+/// '...'" for an unparsable value (an unreadable table is left to the command's own load).
+long long contextBytesOption(const std::string &target, const std::string &text,
+                             const std::string &calibration = "");
 
 /// The cost model's prediction of one optimizer step of `spec` (docs/cost-model.md).
 struct StepEstimate {

@@ -1044,7 +1044,7 @@ int runExperiment(const ExperimentOptions &opts) {
   });
   // The device memory outside the plan (CUDA context, library handles), counted against
   // "memory": plan + contextBytes <= memory.
-  const long long contextBytes = contextBytesOption(target, opts.contextBytes);
+  const long long contextBytes = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (contextBytes < 0)
     return 2;
   long long memory = -1;

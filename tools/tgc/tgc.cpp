@@ -148,8 +148,9 @@ cl::opt<std::string> memory("memory",
 cl::opt<std::string> contextBytes(
     "context-bytes",
     cl::desc("Device memory the process holds outside the plan (CUDA context, library "
-             "handles), counted against --memory, e.g. 537MiB, 1GiB, 0 (default: 537MiB = "
-             "563085312 for target cuda, measured with nvidia-smi on an H100; 0 for cpu)"),
+             "handles), counted against --memory, e.g. 537MiB, 1GiB, 0 (default for target "
+             "cuda: the calibration table's context_bytes (calibration/h200.json: 545MiB), "
+             "else 537MiB = 563085312, measured with nvidia-smi on an H100; 0 for cpu)"),
     cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd), cl::sub(experimentCmd),
     cl::sub(adviseCmd), cl::sub(compileCmd), cl::cat(planCat));
 
