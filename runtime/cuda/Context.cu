@@ -719,26 +719,20 @@ Context* createContext(const tgrt_model* model) {
                    "attention kernels run\n");
 #endif
   }
-  if (const char* attn = std::getenv("TGRT_ATTN")) {
-    if (std::strcmp(attn, "own") == 0)
-      ctx->attn_impl = (int)AttentionImpl::Own;
-    else if (std::strcmp(attn, "cudnn") == 0)
-      ctx->attn_impl = (int)AttentionImpl::Cudnn;
-    else if (std::strcmp(attn, "cudnn-det") == 0)
-      ctx->attn_impl = (int)AttentionImpl::CudnnDeterministic;
-    else if (attn[0] != '\0') {
-      std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s is not own, cudnn or cudnn-det; the "
-                   "own attention kernels run\n", attn);
-      ctx->attn_impl = (int)AttentionImpl::Own;
-    }
+  // TGRT_ATTN as every switch (envChoice): a value it does not take is named and the
+  // compiled choice runs (before 2026-11-30 such a value fell back to the own kernels).
+  ctx->attn_impl = envChoice("TGRT_ATTN",
+                             {{"own", (int)AttentionImpl::Own},
+                              {"cudnn", (int)AttentionImpl::Cudnn},
+                              {"cudnn-det", (int)AttentionImpl::CudnnDeterministic}},
+                             ctx->attn_impl);
 #ifndef TGRT_HAVE_CUDNN
-    if (ctx->attn_impl != (int)AttentionImpl::Own) {
-      std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s: this runtime was built without "
-                   "cuDNN; the own attention kernels run\n", attn);
-      ctx->attn_impl = (int)AttentionImpl::Own;
-    }
-#endif
+  if (ctx->attn_impl != (int)AttentionImpl::Own) {
+    std::fprintf(stderr, "tgrt: ctx_create: TGRT_ATTN=%s: this runtime was built without "
+                 "cuDNN; the own attention kernels run\n", std::getenv("TGRT_ATTN"));
+    ctx->attn_impl = (int)AttentionImpl::Own;
   }
+#endif
 
   int device = 0;
   cudaDeviceProp prop;

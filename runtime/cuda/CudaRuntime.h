@@ -206,6 +206,10 @@ int setCeFast(Context* ctx, int variant);
 /// an H100 or H200 (132 SMs, l2CacheSize 52428800): 7 up to V 43442 in bf16. Kernels.cu has the
 /// measurements it rests on; never fails.
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes);
+/// ceVariantFor on the context's device (its SMs and L2, read at creation): the variant the
+/// 16-bit cross-entropy takes by default (Context::ce_fast -1) for rows of `vocab` logits of
+/// `elemBytes` bytes. Never fails.
+int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes);
 /// dx = alpha op(A) op(B) * GELU'(pre), dbias = column sums of dx (tgrt_matmul_dgelu_bgrad).
 void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* pre, void* dx, void* dbias, int64_t m, int64_t n, int64_t k,

@@ -3694,12 +3694,11 @@ int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2By
              : 6;
 }
 
-namespace {
-/// The 16-bit cross-entropy's variant by default (Context::ce_fast -1): ceVariantFor on the
-/// context's device.
 int ceAutoVariant(const Context* ctx, int64_t vocab, int64_t elemBytes) {
   return ceVariantFor(vocab, elemBytes, ctx->sm_count, ctx->l2_bytes);
 }
+
+namespace {
 
 /// fn(std::integral_constant<int, FAST>) with the context's variant (Context::ce_fast,
 /// TGRT_CE_FAST: 0 = expf, the path before 2026-11-30; 6 or 7 = fastExp2 in that variant,

@@ -115,6 +115,28 @@ TEST(RuntimeSwitches, TheAttentionTuningSwitchesAreReadAtCreation) {
       << log.err;
 }
 
+TEST(RuntimeSwitches, AnAttentionImplementationItDoesNotTakeKeepsTheCompiledOne) {
+  // The emulator's build has no cuDNN: the compiled choice is the own kernels.
+  EnvContext bad("TGRT_ATTN", "flash");
+  ASSERT_NE(bad.ctx, nullptr) << bad.err;
+  EXPECT_NE(bad.err.find("TGRT_ATTN=flash is not one of own, cudnn, cudnn-det; the default runs"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(tgrt_cuda::attentionImpl(bad.ctx), tgrt_cuda::AttentionImpl::Own);
+  EnvContext own("TGRT_ATTN", "own");
+  ASSERT_NE(own.ctx, nullptr) << own.err;
+  EXPECT_EQ(own.err.find("TGRT_ATTN"), std::string::npos) << own.err;
+}
+
+TEST(CeVariant, TheContextsDefaultIsTheRuleOnItsDevice) {
+  EnvContext c("TGRT_CE_FAST", "auto");
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  // The emulator's device: 4 SMs; GPT-2's vocabulary fits its L2 (the rule's test above).
+  EXPECT_EQ(tgrt_cuda::ceAutoVariant(c.ctx, 50304, 2), 7);
+  EXPECT_EQ(tgrt_cuda::ceAutoVariant(c.ctx, 50304, 2),
+            tgrt_cuda::ceVariantFor(50304, 2, 4, 52428800));
+}
+
 TEST(UploadAsync, TheCallersBufferIsFreeWhenItReturns) {
   EnvContext c("TGRT_CE_FAST", "auto");
   ASSERT_NE(c.ctx, nullptr) << c.err;

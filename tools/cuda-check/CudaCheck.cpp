@@ -3193,10 +3193,6 @@ void benchKernels(Contexts& c, int reps) {
   Dev<float> dloss(Vec{1.0f}), clip(Vec{1.0f, 1.0f});
   Dev<int32_t> targets(IVec((size_t)T, 5)), ids(IVec((size_t)T, 3));
   ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  int device = 0;
-  cudaDeviceProp prop;
-  ck(cudaGetDevice(&device), "cudaGetDevice");
-  ck(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   std::printf("\nkernel timing at GPT-2 small shapes (16 x 1024 tokens, d 768, MLP 3072, vocab "
               "50304, 124M params; median of %d; GB/s of the bytes the call must move)\n",
               reps);
@@ -3317,7 +3313,7 @@ void benchKernels(Contexts& c, int reps) {
           const int before = tgrt_cuda::setCeFast(g, fast);
           const std::string name = "cross_entropy_fwd_bwd sweep 16384 x " +
                                    std::to_string(vocab) + " v" + std::to_string(fast) +
-                                   (tgrt_cuda::ceVariantFor(vocab, 2, prop.multiProcessorCount, prop.l2CacheSize) == fast
+                                   (tgrt_cuda::ceAutoVariant(g, vocab, 2) == fast
                                         ? " (default)"
                                         : "");
           row(name.c_str(), dt, 8, 4, (double)T * vocab, [&] {
