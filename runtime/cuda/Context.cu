@@ -705,6 +705,8 @@ Context* createContext(const tgrt_model* model) {
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
   ctx->attn_wgmma = envFlag("TGRT_ATTN_WGMMA", true);
   ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true);
+  // Off with TGRT_PROFILE (its own events time every call) and without GEMM tuning.
+  ctx->step_tune = envFlag("TGRT_GEMM_STEP_TUNE", false) && ctx->gemm_autotune > 0;
   ctx->attn_tune_log = envFlag("TGRT_ATTN_TUNE_LOG", false);
   // The bf16 / f16 attention's implementation: the compiler's choice (tgrt_model.
   // attention_impl: training.attention.impl, whose workspace the plan holds), unless
@@ -802,6 +804,7 @@ Context* createContext(const tgrt_model* model) {
     return nullptr;
   }
   if (envFlag("TGRT_PROFILE", false)) {
+    ctx->step_tune = false;
     ctx->prof = new Profile();
     ctx->prof->device = ctx->device_name;
     static bool hooked = false;
@@ -894,6 +897,11 @@ void destroyContext(Context* ctx) {
   }
   if (ctx->lt) cublasLtDestroy(ctx->lt);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream); // staged copies still in flight
+  for (Context::StepTiming& t : ctx->step_pending) {
+    cudaEventDestroy(t.e0);
+    cudaEventDestroy(t.e1);
+  }
+  for (cudaEvent_t e : ctx->step_events) cudaEventDestroy(e);
   for (Context::Staging& s : ctx->staging) {
     if (s.buf) cudaFreeHost(s.buf);
     if (s.done) cudaEventDestroy(s.done);
@@ -986,6 +994,7 @@ void synchronize(Context* ctx) {
   if (ctx->prof) closeStep(ctx);
   check(cudaStreamSynchronize(ctx->stream), "synchronize", "cudaStreamSynchronize");
   if (ctx->prof) harvest(ctx->prof);
+  stepTuneHarvest(ctx);
   checkDeviceErrors(ctx);
 }
 
@@ -1057,7 +1066,10 @@ int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
   // Call by call: a refused slot; parameter values the host wrote while the compiled steps
   // keep working copies (the step's first part refreshes them, the captured work does not);
   // checking mode.
-  if (g.state == 2 || (ctx->weights_stale && ctx->reads_stale) || tgrt_check_enabled(c)) {
+  // checking mode; GEMM candidates still timed in the step (TGRT_GEMM_STEP_TUNE: the slot is
+  // captured once they are decided).
+  if (g.state == 2 || (ctx->weights_stale && ctx->reads_stale) || tgrt_check_enabled(c) ||
+      ctx->step_tune_active) {
     fn(c);
     return 0;
   }

@@ -103,6 +103,10 @@ int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*));
 void setGemmAutotune(Context* ctx, int mode, const char* cachePath);
 /// GEMM plans whose algorithm was timed this run, and taken from the tuning cache.
 void gemmTuneCounts(Context* ctx, int* timed, int* cached);
+/// TGRT_GEMM_STEP_TUNE=1 (Context::step_tune): GEMM plans decided by their times in the
+/// step, how many of them took another algorithm than the fastest alone, and whether a plan
+/// is still being timed (1: the steps run call by call).
+void gemmStepTuneCounts(Context* ctx, int* decided, int* changed, int* active);
 /// Sets TGRT_CUDA_SYNC's mode (synchronise after every launch; tests); returns the old one.
 bool setSyncEach(Context* ctx, bool on);
 float lastGradNorm(Context* ctx);

@@ -68,6 +68,11 @@ struct MatmulKeyHash {
   }
 };
 /// Descriptors and the heuristic's algorithm for one MatmulKey (ok = an algorithm exists).
+/// TGRT_GEMM_STEP_TUNE: the candidates a plan times in the step (its fastest alone) and the
+/// steps each is timed in (Context::step_tune).
+constexpr size_t kStepTuneCandidates = 4;
+constexpr int kStepTuneRounds = 3;
+
 struct MatmulPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -85,6 +90,15 @@ struct MatmulPlan {
   /// own_sched (a GemmSchedule, CudaRuntime.h).
   int own = -1;
   int own_sched = 3; ///< GemmSchedule::Persistent256
+  /// TGRT_GEMM_STEP_TUNE=1 (Kernels.cu stepTune*): the candidates timed again inside the
+  /// training steps (indices into `candidates`, the fastest alone first, at most
+  /// kStepTuneCandidates), each call's time per candidate (ms, event-timed in place), and the
+  /// step-tuning round of the plan's first timed call (-1: none yet). step_done: decided (or
+  /// nothing to decide).
+  std::vector<size_t> step_order;
+  std::vector<std::vector<float>> step_ms;
+  int step_first_round = -1;
+  bool step_done = true;
 };
 
 /// tgrt_run_graph's slots per context (0 = the driver's micro-step).
@@ -161,6 +175,24 @@ struct Context {
   bool gemm_tune_loaded = false;
   std::unordered_map<std::string, cublasLtMatmulAlgo_t> gemm_tune_cache;
   int gemm_timed = 0, gemm_cached = 0; ///< plans timed this run / taken from the cache
+  /// TGRT_GEMM_STEP_TUNE=1 (opt-in; Kernels.cu stepTune*): each tuned plan's fastest
+  /// candidates (timed alone, as above) are timed again where the step runs them, one
+  /// candidate per step in turn, kStepTuneRounds steps each, every call event-timed in
+  /// place (the L2 contents and clocks of the real step, not of one GEMM repeated); the
+  /// candidate with the lowest median call time becomes the plan's algorithm and is recorded
+  /// under the plan's key + "|step". tgrt_run_graph runs the step call by call while a plan
+  /// is still being timed (step_tune_active). Rounds advance at each synchronize().
+  bool step_tune = false;
+  bool step_tune_active = false;
+  int step_tune_round = -1; ///< synchronize() calls since the context's first; -1 before it
+  int step_tuned = 0, step_tune_changed = 0; ///< plans decided in the step / on another algorithm
+  struct StepTiming {
+    MatmulPlan* plan;
+    int cand;
+    cudaEvent_t e0, e1;
+  };
+  std::vector<StepTiming> step_pending; ///< recorded this round, read at synchronize()
+  std::vector<cudaEvent_t> step_events; ///< free events for step_pending
   /// TGRT_OWN_GEMM: the own GEMM (Gemm.cu) for the bf16 bias / GELU epilogue GEMMs it covers:
   /// 0 never, 1 where timed faster than the tuned cuBLASLt algorithm (default; 0 in the CPU
   /// emulator), 2 always.
@@ -223,6 +255,13 @@ struct Context {
 };
 
 /// Prints "tgrt: <loc>: <message>" to stderr and exits with status 1.
+/// TGRT_GEMM_STEP_TUNE (Kernels.cu): reads the step's GEMM call times recorded since the last
+/// call into their plans' candidates, advances the round, and decides the plans whose
+/// candidates all have kStepTuneRounds steps (the lowest median call time; recorded in the
+/// tuning cache under "KEY|step"); prints one line when the last plan is decided. Called by
+/// synchronize() after the stream is idle; nothing without the switch.
+void stepTuneHarvest(Context* ctx);
+
 [[noreturn]] void fail(const char* loc, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /// Fails with "<what>: <CUDA error string>" unless e == cudaSuccess.

@@ -2197,6 +2197,11 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
       cublasLtMatrixLayoutDestroy(e.second.lc);
       cublasLtMatmulDescDestroy(e.second.desc);
     }
+    for (Context::StepTiming& t : ctx->step_pending) { // their plans go
+      ctx->step_events.push_back(t.e0);
+      ctx->step_events.push_back(t.e1);
+    }
+    ctx->step_pending.clear();
     ctx->plans.clear();
   }
   MatmulPlan& p = ctx->plans[key];
@@ -2304,6 +2309,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     // device and inputs give the same candidates).
     loadTuneCache(ctx);
     p.tune_key = tuneKey(ctx, key, ws, p.candidates.size());
+    if (ctx->step_tune) p.tune_key += "|step"; // a choice timed in the step, not alone
     auto hit = ctx->gemm_tune_cache.find(p.tune_key);
     if (hit != ctx->gemm_tune_cache.end())
       for (const cublasLtMatmulAlgo_t& a : p.candidates)
@@ -2378,6 +2384,15 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
               [](const Time& x, const Time& y) { return x.ms < y.ms; });
   }
   if (!times.empty()) p.algo = p.candidates[times[0].index];
+  if (ctx->step_tune && times.size() >= 2) { // the fastest alone, timed again in the step
+    p.step_order.clear();
+    for (size_t i = 0; i < times.size() && i < kStepTuneCandidates; ++i)
+      p.step_order.push_back(times[i].index);
+    p.step_ms.assign(p.step_order.size(), {});
+    p.step_first_round = -1;
+    p.step_done = false;
+    ctx->step_tune_active = true;
+  }
   cudaGetLastError(); // a failed candidate's launch error is not the next call's
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -2394,19 +2409,108 @@ void ensureTuned(Context* ctx, MatmulPlan& p, float alpha, const void* a, const 
     ltTune(ctx, p, alpha, a, b, beta, c, d);
     p.tuned = true;
     ++ctx->gemm_timed;
-    saveTuned(ctx, p);
+    if (p.step_done) saveTuned(ctx, p); // else when the step's timing decides (stepTuneHarvest)
   }
+}
+
+/// A timing event of the step tuning (pooled; NULL when none can be created).
+cudaEvent_t stepEvent(Context* ctx) {
+  if (!ctx->step_events.empty()) {
+    cudaEvent_t e = ctx->step_events.back();
+    ctx->step_events.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  return cudaEventCreate(&e) == cudaSuccess ? e : nullptr;
 }
 
 void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void* a,
            const void* b, float beta, const void* c, void* d, const char* what) {
   ensureTuned(ctx, p, alpha, a, b, beta, c, d);
+  // The step tuning (Context::step_tune): this round's candidate, its call event-timed.
+  const cublasLtMatmulAlgo_t* algo = &p.algo;
+  Context::StepTiming timing{nullptr, 0, nullptr, nullptr};
+  if (!p.step_done && ctx->step_tune_round >= 0 && !ctx->capturing) {
+    if (p.step_first_round < 0) p.step_first_round = ctx->step_tune_round;
+    const int cand =
+        (ctx->step_tune_round - p.step_first_round) % (int)p.step_order.size();
+    algo = &p.candidates[p.step_order[(size_t)cand]];
+    timing = {&p, cand, stepEvent(ctx), stepEvent(ctx)};
+    if (timing.e0 && timing.e1) check(cudaEventRecord(timing.e0, ctx->stream), loc, "cudaEventRecord");
+  }
   checkBlas(cublasLtMatmul(ctx->lt, p.desc, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, d, p.lc,
-                           &p.algo, ctx->regions[TGRT_WORKSPACE],
+                           algo, ctx->regions[TGRT_WORKSPACE],
                            (size_t)ctx->region_bytes[TGRT_WORKSPACE], ctx->stream),
             loc, what);
+  if (timing.plan) {
+    if (timing.e0 && timing.e1) {
+      check(cudaEventRecord(timing.e1, ctx->stream), loc, "cudaEventRecord");
+      ctx->step_pending.push_back(timing);
+    } else { // no events: this call goes untimed
+      if (timing.e0) ctx->step_events.push_back(timing.e0);
+      if (timing.e1) ctx->step_events.push_back(timing.e1);
+    }
+  }
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, "cublasLtMatmul");
 }
+} // namespace
+
+void stepTuneHarvest(Context* ctx) {
+  if (!ctx->step_tune) return;
+  for (Context::StepTiming& t : ctx->step_pending) {
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, t.e0, t.e1) == cudaSuccess)
+      t.plan->step_ms[(size_t)t.cand].push_back(ms);
+    ctx->step_events.push_back(t.e0);
+    ctx->step_events.push_back(t.e1);
+  }
+  ctx->step_pending.clear();
+  (void)cudaGetLastError();
+  ++ctx->step_tune_round;
+  if (!ctx->step_tune_active) return;
+  bool active = false;
+  for (auto& entry : ctx->plans) {
+    MatmulPlan& p = entry.second;
+    if (p.step_done) continue;
+    const int n = (int)p.step_order.size();
+    if (p.step_first_round < 0 || ctx->step_tune_round - p.step_first_round < kStepTuneRounds * n) {
+      active = true;
+      continue;
+    }
+    // The lowest median call time; a candidate without a time (its calls failed to time)
+    // is not chosen.
+    size_t best = 0;
+    float bestMs = 1e30f;
+    for (size_t j = 0; j < p.step_ms.size(); ++j) {
+      std::vector<float>& v = p.step_ms[j];
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      const float med = v[v.size() / 2];
+      if (med < bestMs) bestMs = med, best = j;
+    }
+    const cublasLtMatmulAlgo_t chosen = p.candidates[p.step_order[best]];
+    if (std::memcmp(&chosen, &p.algo, sizeof chosen) != 0) ++ctx->step_tune_changed;
+    p.algo = chosen;
+    p.step_done = true;
+    ++ctx->step_tuned;
+    saveTuned(ctx, p);
+  }
+  ctx->step_tune_active = active;
+  if (!active)
+    std::fprintf(stderr, "tgrt: GEMM tuning in the step (TGRT_GEMM_STEP_TUNE=1): %d shape(s) "
+                 "decided after %d steps (synchronisations), %d on another algorithm than the "
+                 "fastest alone\n",
+                 ctx->step_tuned, ctx->step_tune_round + 1, ctx->step_tune_changed);
+}
+
+void gemmStepTuneCounts(Context* ctx, int* decided, int* changed, int* active) {
+  checkCtx(ctx, "gemm_step_tune_counts");
+  if (decided) *decided = ctx->step_tuned;
+  if (changed) *changed = ctx->step_tune_changed;
+  if (active) *active = ctx->step_tune_active ? 1 : 0;
+}
+
+namespace {
 
 /// One cuBLASLt call for the (already validated) batched GEMM; false when cuBLASLt has no
 /// algorithm for this shape.

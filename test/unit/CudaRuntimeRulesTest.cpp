@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -47,25 +48,26 @@ TEST(CeVariant, AnUnknownSizeTakesTheBlocksOf512) {
   EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 0, kHopperSms, kHopperL2), 6);
 }
 
-/// A context over small regions with `name`=`value` in the environment (unset after), and
-/// what ctx_create wrote on stderr.
+/// A context over small regions with the environment variables `vars` set (unset after),
+/// and what ctx_create wrote on stderr.
 struct EnvContext {
   tgrt_cuda::Context* ctx = nullptr;
   std::string err;
   tgrt_model model{};
-  EnvContext(const char* name, const char* value) {
+  EnvContext(std::initializer_list<std::pair<const char*, const char*>> vars) {
     std::memset(&model, 0, sizeof model);
     model.name = "rules-test";
     model.persistent_bytes = 1 << 16;
     model.arena_bytes = 1 << 16;
     model.workspace_bytes = 1 << 16;
     model.lr = 1e-3f;
-    setenv(name, value, 1);
+    for (const auto& [name, value] : vars) setenv(name, value, 1);
     testing::internal::CaptureStderr();
     ctx = tgrt_cuda::createContext(&model);
     err = testing::internal::GetCapturedStderr();
-    unsetenv(name);
+    for (const auto& [name, value] : vars) unsetenv(name);
   }
+  EnvContext(const char* name, const char* value) : EnvContext({{name, value}}) {}
   ~EnvContext() {
     if (ctx) tgrt_cuda::destroyContext(ctx);
   }
@@ -135,6 +137,66 @@ TEST(CeVariant, TheContextsDefaultIsTheRuleOnItsDevice) {
   EXPECT_EQ(tgrt_cuda::ceAutoVariant(c.ctx, 50304, 2), 7);
   EXPECT_EQ(tgrt_cuda::ceAutoVariant(c.ctx, 50304, 2),
             tgrt_cuda::ceVariantFor(50304, 2, 4, 52428800));
+}
+
+TEST(GemmStepTune, EachCandidateIsTimedInTheStepThenOneIsKept) {
+  // The emulator's cuBLASLt offers two algorithms per shape (the same arithmetic): both are
+  // timed alone at the first call, then each in kStepTuneRounds steps of its own, in turn.
+  EnvContext c({{"TGRT_GEMM_STEP_TUNE", "1"}, {"TGRT_GEMM_TUNE_CACHE", ""}});
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  const int64_t m = 8, n = 16, k = 32;
+  std::vector<float> a((size_t)(m * k)), b((size_t)(k * n)), want((size_t)(m * n), 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = (float)((i * 7) % 11) - 5.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = (float)((i * 5) % 13) - 6.0f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < k; ++q)
+        want[(size_t)(i * n + j)] += a[(size_t)(i * k + q)] * b[(size_t)(q * n + j)];
+  const int64_t offA = 0, offB = 4096, offC = 8192;
+  tgrt_cuda::upload(c.ctx, TGRT_ARENA, offA, a.data(), (int64_t)a.size() * 4);
+  tgrt_cuda::upload(c.ctx, TGRT_ARENA, offB, b.data(), (int64_t)b.size() * 4);
+  char* base = tgrt_cuda::region(c.ctx, TGRT_ARENA);
+  int decided = -1, changed = -1, active = -1;
+  int steps = 0;
+  testing::internal::CaptureStderr();
+  for (; steps < 20; ++steps) { // a "step": the GEMM twice, then the step's synchronisation
+    for (int call = 0; call < 2; ++call)
+      tgrt_cuda::matmul(c.ctx, "test", TGRT_F32, base + offA, base + offB, base + offC, 1, m, n,
+                        k, 0, 0, 0, 0, 0, 1.0f, 0.0f);
+    tgrt_cuda::synchronize(c.ctx);
+    std::vector<float> got((size_t)(m * n));
+    tgrt_cuda::download(c.ctx, TGRT_ARENA, offC, got.data(), (int64_t)got.size() * 4);
+    ASSERT_EQ(got, want) << "step " << steps;
+    tgrt_cuda::gemmStepTuneCounts(c.ctx, &decided, &changed, &active);
+    if (!active) break;
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  // Step 1 tunes alone; then 2 candidates x 3 rounds.
+  EXPECT_EQ(active, 0);
+  EXPECT_EQ(decided, 1);
+  EXPECT_EQ(steps + 1, 1 + 2 * 3);
+  EXPECT_GE(changed, 0);
+  EXPECT_NE(err.find("GEMM tuning in the step (TGRT_GEMM_STEP_TUNE=1): 1 shape(s) decided "
+                     "after 7 steps"),
+            std::string::npos)
+      << err;
+}
+
+TEST(GemmStepTune, OffByDefault) {
+  EnvContext c("TGRT_GEMM_TUNE_CACHE", ""); // (no file written)
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  std::vector<float> x(64, 1.0f);
+  tgrt_cuda::upload(c.ctx, TGRT_ARENA, 0, x.data(), 256);
+  char* base = tgrt_cuda::region(c.ctx, TGRT_ARENA);
+  for (int s = 0; s < 3; ++s) {
+    tgrt_cuda::matmul(c.ctx, "test", TGRT_F32, base, base, base + 4096, 1, 8, 8, 8, 0, 0, 0, 0,
+                      0, 1.0f, 0.0f);
+    tgrt_cuda::synchronize(c.ctx);
+  }
+  int decided = -1, changed = -1, active = -1;
+  tgrt_cuda::gemmStepTuneCounts(c.ctx, &decided, &changed, &active);
+  EXPECT_EQ(decided, 0);
+  EXPECT_EQ(active, 0);
 }
 
 TEST(UploadAsync, TheCallersBufferIsFreeWhenItReturns) {
