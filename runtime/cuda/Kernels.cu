@@ -3788,7 +3788,9 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
 /// ms 6 / 7; s7 call1): 16384 0.459 / 0.350, 32000 0.743 / 0.619, 36864 0.869 / 0.744, 40960
 /// (0.83 of L2 in flight with 7) 0.931 / 0.839, 45056 (0.91) 0.991 / 0.976, 49152 (0.99)
 /// 1.061 / 1.061, 65536 (1.32) 1.341 / 1.473: 7/8 of L2 keeps every vocabulary where 7 was
-/// clearly faster and no example's default changes (GPT-2, SmolLM2, Llama 3 stay on 6).
+/// clearly faster and, with the 50 MiB an H100 reports, no example's default changes (GPT-2,
+/// SmolLM2, Llama 3 stay on 6). An H200 host reporting 60 MiB (s8 call4) puts GPT-2 and
+/// SmolLM2 on 7, where the two timed within 2% on both hosts.
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes) {
   // One row per block: variant 7's blocks per SM are its rows per SM.
   const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * smCount;

@@ -3304,7 +3304,7 @@ void benchKernels(Contexts& c, int reps) {
     ceRows(V);
     // The 16-bit cross-entropy's two variants across vocabularies (the default's rule,
     // tgrt_cuda::ceVariantFor: 7 while 4 rows per SM fit in 7/8 of L2; on an H100 / H200
-    // up to V 43442): fwd_bwd in place, the form a training step runs. Rows "... sweep ...";
+    // reporting 50 MiB of L2 up to V 43442, 60 MiB up to 52130): fwd_bwd in place, the form a training step runs. Rows "... sweep ...";
     // TGRT_KERNEL_BENCH_ONLY=sweep runs only them.
     if (dt == B)
       for (int64_t vocab : {int64_t(16384), int64_t(24576), int64_t(32000), int64_t(36864),
