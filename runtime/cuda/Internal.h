@@ -91,13 +91,15 @@ struct MatmulPlan {
   int own = -1;
   int own_sched = 3; ///< GemmSchedule::Persistent256
   /// TGRT_GEMM_STEP_TUNE=1 (Kernels.cu stepTune*): the candidates timed again inside the
-  /// training steps (indices into `candidates`, the fastest alone first, at most
+  /// training steps (the k-th call of a round takes candidate (round + k) mod n, so the
+  /// layers of one step spread over the candidates at one clock) (indices into `candidates`, the fastest alone first, at most
   /// kStepTuneCandidates), each call's time per candidate (ms, event-timed in place), and the
   /// step-tuning round of the plan's first timed call (-1: none yet). step_done: decided (or
   /// nothing to decide).
   std::vector<size_t> step_order;
   std::vector<std::vector<float>> step_ms;
   int step_first_round = -1;
+  int step_calls = 0; ///< the plan's calls in this round (the candidates alternate within it)
   bool step_done = true;
 };
 

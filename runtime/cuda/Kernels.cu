@@ -2432,8 +2432,10 @@ void ltRun(Context* ctx, const char* loc, MatmulPlan& p, float alpha, const void
   Context::StepTiming timing{nullptr, 0, nullptr, nullptr};
   if (!p.step_done && ctx->step_tune_round >= 0 && !ctx->capturing) {
     if (p.step_first_round < 0) p.step_first_round = ctx->step_tune_round;
-    const int cand =
-        (ctx->step_tune_round - p.step_first_round) % (int)p.step_order.size();
+    // Within a round the calls alternate over the candidates (the same clock and power
+    // state for all of them; round-robin across steps alone followed the clock's drift).
+    const int cand = (ctx->step_tune_round - p.step_first_round + p.step_calls++) %
+                     (int)p.step_order.size();
     algo = &p.candidates[p.step_order[(size_t)cand]];
     timing = {&p, cand, stepEvent(ctx), stepEvent(ctx)};
     if (timing.e0 && timing.e1) check(cudaEventRecord(timing.e0, ctx->stream), loc, "cudaEventRecord");
@@ -2467,6 +2469,7 @@ void stepTuneHarvest(Context* ctx) {
   ctx->step_pending.clear();
   (void)cudaGetLastError();
   ++ctx->step_tune_round;
+  for (auto& entry : ctx->plans) entry.second.step_calls = 0;
   if (!ctx->step_tune_active) return;
   bool active = false;
   for (auto& entry : ctx->plans) {
