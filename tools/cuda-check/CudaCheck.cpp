@@ -131,6 +131,20 @@ void die(const char* what, const char* detail) {
   std::exit(2);
 }
 
+/// A CUDA context for `model` created with the environment variable `var` unset (restored
+/// after): for checks of the default behaviour that an opt-in switch read at creation changes
+/// (TGRT_GEMM_STEP_TUNE=1 defers the tuning cache's line and the graph capture until its
+/// GEMMs are decided). Dies when no context can be created.
+tgrt_cuda::Context* contextWithout(const tgrt_model* model, const char* var) {
+  const char* v = std::getenv(var);
+  const std::string saved = v ? v : "";
+  if (v) ::unsetenv(var);
+  tgrt_cuda::Context* g = tgrt_cuda::createContext(model);
+  if (v) ::setenv(var, saved.c_str(), 1);
+  if (!g) die("context", "could not create a CUDA context");
+  return g;
+}
+
 void ck(cudaError_t e, const char* what) {
   if (e != cudaSuccess) die(what, cudaGetErrorString(e));
 }
@@ -891,8 +905,8 @@ void checkGemmTune(Contexts& c, Rng& rng) {
               0, 1.0f, 0.0f);
   DevT ga(a), gb(b), gc(TGRT_BF16, (size_t)(m * n));
   auto run = [&](int expectTimed, int expectCached, const char* what) {
-    tgrt_cuda::Context* g = tgrt_cuda::createContext(&c.model);
-    if (!g) die("context", "could not create a CUDA context");
+    // Without TGRT_GEMM_STEP_TUNE, which writes the cache line when the step decides.
+    tgrt_cuda::Context* g = contextWithout(&c.model, "TGRT_GEMM_STEP_TUNE");
     tgrt_cuda::setGemmAutotune(g, 2, path.c_str());
     gc.poison();
     tgrt_cuda::matmul(g, "check", TGRT_BF16, ga.p, gb.p, gc.p, 1, m, n, k, 0, 1, 0, 0, 0, 1.0f,
@@ -1100,6 +1114,9 @@ void graphDropout(tgrt_ctx* ctx) {
 /// of the same work run call by call; work that would not replay right (dropout's per-step
 /// key) runs call by call, correctly, and stays so.
 void checkRunGraph(Contexts& c, Rng& rng) {
+  // Its own context, without TGRT_GEMM_STEP_TUNE (which runs the step call by call until its
+  // GEMMs are decided): the capture's default behaviour is what this checks.
+  tgrt_cuda::Context* gpu = contextWithout(&c.model, "TGRT_GEMM_STEP_TUNE");
   const int64_t rows = 96, d = 64, vocab = 136;
   GraphBufs& b = g_graph;
   b.rows = rows;
@@ -1132,7 +1149,7 @@ void checkRunGraph(Contexts& c, Rng& rng) {
   b.targets = gt.p;
   b.loss = gloss.p;
   b.dloss = gdloss.p;
-  tgrt_ctx* ctx = reinterpret_cast<tgrt_ctx*>(c.gpu);
+  tgrt_ctx* ctx = reinterpret_cast<tgrt_ctx*>(gpu);
   const DevT* outs[] = {&gy1, &gy2, &gpre, &gh, &gdl, &gz};
   auto snapshot = [&] {
     std::vector<Raw> r;
@@ -1156,14 +1173,14 @@ void checkRunGraph(Contexts& c, Rng& rng) {
   };
   // Synchronising after every launch (TGRT_CUDA_SYNC=1, as the GPU scripts run this) refuses
   // a capture: off for this check.
-  const bool syncEach = tgrt_cuda::setSyncEach(c.gpu, false);
+  const bool syncEach = tgrt_cuda::setSyncEach(gpu, false);
   // Call by call on the first inputs (this also makes the plans a capture needs).
   poison();
   graphWork(ctx);
   const std::vector<Raw> eager1 = snapshot();
   // Captured and launched.
   poison();
-  const int32_t ran1 = tgrt_cuda::runGraph(c.gpu, 0, graphWork);
+  const int32_t ran1 = tgrt_cuda::runGraph(gpu, 0, graphWork);
   record("run_graph capture (ran as a graph)", "slot 0", ran1 == 1 ? 0.0 : 1.0, 0.0);
   record("run_graph capture == call by call", "bits of 7 outputs", diffs(snapshot(), eager1), 0.0);
   // New inputs at the same addresses: call by call, then the replay.
@@ -1173,35 +1190,36 @@ void checkRunGraph(Contexts& c, Rng& rng) {
   graphWork(ctx);
   const std::vector<Raw> eager2 = snapshot();
   poison();
-  const int32_t ran2 = tgrt_cuda::runGraph(c.gpu, 0, graphWork);
+  const int32_t ran2 = tgrt_cuda::runGraph(gpu, 0, graphWork);
   const std::vector<Raw> replay2 = snapshot();
   record("run_graph replay (ran as a graph)", "slot 0", ran2 == 1 ? 0.0 : 1.0, 0.0);
   record("run_graph replay == call by call", "new x, targets", diffs(replay2, eager2), 0.0);
   record("run_graph replay reads new inputs", "outputs differ from the first",
          diffs(replay2, eager1) > 0 ? 0.0 : 1.0, 0.0);
   // Dropout (its key changes every step): the capture is refused, the work runs call by call.
-  tgrt_cuda::setStep(c.gpu, 3);
+  tgrt_cuda::setStep(gpu, 3);
   graphDropout(ctx); // the ordinary first call
   gz.poison();
   graphDropout(ctx);
   const Raw dropEager = gz.raw();
   gz.poison();
   std::fprintf(stderr, "(expected message follows)\n");
-  const int32_t ran4 = tgrt_cuda::runGraph(c.gpu, 1, graphDropout);
+  const int32_t ran4 = tgrt_cuda::runGraph(gpu, 1, graphDropout);
   record("run_graph refuses dropout", "slot 1 call by call", ran4 == 0 ? 0.0 : 1.0, 0.0);
   record("run_graph refused == call by call", "dropout bits", (double)bitDiffs(gz.raw(), dropEager),
          0.0);
-  tgrt_cuda::setStep(c.gpu, 4);
+  tgrt_cuda::setStep(gpu, 4);
   gz.poison();
   graphDropout(ctx);
   const Raw drop4 = gz.raw();
   gz.poison();
-  const int32_t ran5 = tgrt_cuda::runGraph(c.gpu, 1, graphDropout);
+  const int32_t ran5 = tgrt_cuda::runGraph(gpu, 1, graphDropout);
   record("run_graph refused slot stays call by call", "step 4 mask",
          ran5 == 0 && bitDiffs(gz.raw(), drop4) == 0 && bitDiffs(drop4, dropEager) > 0 ? 0.0 : 1.0,
          0.0);
-  tgrt_cuda::setStep(c.gpu, 1);
-  tgrt_cuda::setSyncEach(c.gpu, syncEach);
+  tgrt_cuda::setStep(gpu, 1);
+  tgrt_cuda::setSyncEach(gpu, syncEach);
+  tgrt_cuda::destroyContext(gpu);
 }
 
 /// tgrt_matmul_bias_residual (a linear layer added into the f32 residual stream: one cuBLASLt
