@@ -705,7 +705,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
   ctx->attn_wgmma = envFlag("TGRT_ATTN_WGMMA", true);
   ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true);
-  // Off with TGRT_PROFILE (its own events time every call) and without GEMM tuning.
+  // Off without GEMM tuning, and with TGRT_PROFILE (below: its own events time every call).
   ctx->step_tune = envFlag("TGRT_GEMM_STEP_TUNE", false) && ctx->gemm_autotune > 0;
   ctx->attn_tune_log = envFlag("TGRT_ATTN_TUNE_LOG", false);
   // The bf16 / f16 attention's implementation: the compiler's choice (tgrt_model.
@@ -1065,7 +1065,6 @@ int32_t runGraph(Context* ctx, int32_t slot, void (*fn)(tgrt_ctx*)) {
   Context::GraphSlot& g = ctx->graph_slots[slot];
   // Call by call: a refused slot; parameter values the host wrote while the compiled steps
   // keep working copies (the step's first part refreshes them, the captured work does not);
-  // checking mode.
   // checking mode; GEMM candidates still timed in the step (TGRT_GEMM_STEP_TUNE: the slot is
   // captured once they are decided).
   if (g.state == 2 || (ctx->weights_stale && ctx->reads_stale) || tgrt_check_enabled(c) ||

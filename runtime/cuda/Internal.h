@@ -67,12 +67,12 @@ struct MatmulKeyHash {
     return (size_t)h;
   }
 };
-/// Descriptors and the heuristic's algorithm for one MatmulKey (ok = an algorithm exists).
 /// TGRT_GEMM_STEP_TUNE: the candidates a plan times in the step (its fastest alone) and the
-/// steps each is timed in (Context::step_tune).
+/// rounds (steps) each is timed in (Context::step_tune).
 constexpr size_t kStepTuneCandidates = 4;
 constexpr int kStepTuneRounds = 3;
 
+/// Descriptors and the heuristic's algorithm for one MatmulKey (ok = an algorithm exists).
 struct MatmulPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -90,12 +90,12 @@ struct MatmulPlan {
   /// own_sched (a GemmSchedule, CudaRuntime.h).
   int own = -1;
   int own_sched = 3; ///< GemmSchedule::Persistent256
-  /// TGRT_GEMM_STEP_TUNE=1 (Kernels.cu stepTune*): the candidates timed again inside the
-  /// training steps (the k-th call of a round takes candidate (round + k) mod n, so the
-  /// layers of one step spread over the candidates at one clock) (indices into `candidates`, the fastest alone first, at most
-  /// kStepTuneCandidates), each call's time per candidate (ms, event-timed in place), and the
-  /// step-tuning round of the plan's first timed call (-1: none yet). step_done: decided (or
-  /// nothing to decide).
+  /// TGRT_GEMM_STEP_TUNE=1 (Kernels.cu ltRun, stepTuneHarvest): the candidates timed again
+  /// inside the training steps (indices into `candidates`, the fastest alone first, at most
+  /// kStepTuneCandidates; the k-th call of a round takes candidate (round + k) mod n, so one
+  /// step's layers spread over them at one clock), each call's time per candidate (ms,
+  /// event-timed in place), and the round of the plan's first timed call (-1: none yet).
+  /// step_done: decided (or nothing to decide).
   std::vector<size_t> step_order;
   std::vector<std::vector<float>> step_ms;
   int step_first_round = -1;
@@ -178,8 +178,8 @@ struct Context {
   std::unordered_map<std::string, cublasLtMatmulAlgo_t> gemm_tune_cache;
   int gemm_timed = 0, gemm_cached = 0; ///< plans timed this run / taken from the cache
   /// TGRT_GEMM_STEP_TUNE=1 (opt-in; Kernels.cu stepTune*): each tuned plan's fastest
-  /// candidates (timed alone, as above) are timed again where the step runs them, one
-  /// candidate per step in turn, kStepTuneRounds steps each, every call event-timed in
+  /// candidates (timed alone, as above) are timed again where the step runs them, alternating
+  /// within each step, over kStepTuneRounds x n steps, every call event-timed in
   /// place (the L2 contents and clocks of the real step, not of one GEMM repeated); the
   /// candidate with the lowest median call time becomes the plan's algorithm and is recorded
   /// under the plan's key + "|step". tgrt_run_graph runs the step call by call while a plan
@@ -256,7 +256,6 @@ struct Context {
   Profile* prof = nullptr; ///< non-NULL with TGRT_PROFILE=1 (see CudaRuntime.h)
 };
 
-/// Prints "tgrt: <loc>: <message>" to stderr and exits with status 1.
 /// TGRT_GEMM_STEP_TUNE (Kernels.cu): reads the step's GEMM call times recorded since the last
 /// call into their plans' candidates, advances the round, and decides the plans whose
 /// candidates all have kStepTuneRounds steps (the lowest median call time; recorded in the
@@ -264,6 +263,7 @@ struct Context {
 /// synchronize() after the stream is idle; nothing without the switch.
 void stepTuneHarvest(Context* ctx);
 
+/// Prints "tgrt: <loc>: <message>" to stderr and exits with status 1.
 [[noreturn]] void fail(const char* loc, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /// Fails with "<what>: <CUDA error string>" unless e == cudaSuccess.

@@ -921,14 +921,17 @@ private:
   /// --sampling random the next draws of data_rng_ (step and micro only name the log line);
   /// with shuffle the windows at positions ((step - 1) mod S) * G + micro * ranks * B + row
   /// of epoch (step - 1) / S's permutation (S steps of G windows an epoch), rows
-  /// [rank * B, (rank + 1) * B) for this rank. Appends the line of TGRT_LOG_WINDOWS.
+  /// [rank * B, (rank + 1) * B) for this rank. Sets b->window_line (TGRT_LOG_WINDOWS's line,
+  /// written by logWindows when the batch trains).
   void sampleBatch(Batch* b, int64_t step, int32_t micro);
   /// Writes b's TGRT_LOG_WINDOWS line (nothing when off or empty); throws on a failed write.
   void logWindows(const Batch& b);
   /// Chooses the sampling mode (after resume()) and sets windows_, step_windows_ and
   /// epoch_steps_ for shuffle; throws when shuffle has less than one step of windows.
   void setupSampling();
-  void uploadBatch(const Batch& b);
+  /// b's tokens and targets into the token slot: tgrt_upload, or with `staged`
+  /// tgrt_upload_async (stream-ordered after the calls already launched).
+  void uploadBatch(const Batch& b, bool staged = false);
   /// The micro-batch (step, micro) into the token slot for the step's micro-step: the staged
   /// one when it is that batch, else sampled and uploaded now; logs its windows.
   void takeBatch(Batch* b, int64_t step, int32_t micro);
@@ -1273,9 +1276,7 @@ void Trainer::takeBatch(Batch* b, int64_t step, int32_t micro) {
 void Trainer::stageBatch(int64_t step, int32_t micro) {
   rng_before_stage_ = data_rng_;
   sampleBatch(&staged_, step, micro);
-  const int64_t bytes = (int64_t)staged_.tokens.size() * 4;
-  tgrt_upload_async(ctx_, TGRT_PERSISTENT, m_.tokens_offset, staged_.tokens.data(), bytes);
-  tgrt_upload_async(ctx_, TGRT_PERSISTENT, m_.targets_offset, staged_.targets.data(), bytes);
+  uploadBatch(staged_, /*staged=*/true);
   staged_step_ = step;
   staged_micro_ = micro;
 }
@@ -1316,10 +1317,11 @@ void Trainer::setupSampling() {
                  (long long)windows_, (long long)step_windows_);
 }
 
-void Trainer::uploadBatch(const Batch& b) {
+void Trainer::uploadBatch(const Batch& b, bool staged) {
   const int64_t bytes = (int64_t)b.tokens.size() * 4;
-  tgrt_upload(ctx_, TGRT_PERSISTENT, m_.tokens_offset, b.tokens.data(), bytes);
-  tgrt_upload(ctx_, TGRT_PERSISTENT, m_.targets_offset, b.targets.data(), bytes);
+  auto put = staged ? tgrt_upload_async : tgrt_upload;
+  put(ctx_, TGRT_PERSISTENT, m_.tokens_offset, b.tokens.data(), bytes);
+  put(ctx_, TGRT_PERSISTENT, m_.targets_offset, b.targets.data(), bytes);
 }
 
 double Trainer::evaluate(const Split& s, int64_t max_batches, EvalCount* c) {
@@ -1680,7 +1682,7 @@ int Trainer::run() {
     prefetch_ = pf[0] == '1';
   }
   if (const char* wl = std::getenv("TGRT_LOG_WINDOWS"); wl && *wl) {
-    window_log_ = std::fopen(wl, "a"); // every rank appends its lines (sampleBatch)
+    window_log_ = std::fopen(wl, "a"); // every rank appends its lines (logWindows)
     if (!window_log_)
       throw DriverError(std::string("TGRT_LOG_WINDOWS=") + wl + ": cannot open for appending: " +
                         std::strerror(errno));

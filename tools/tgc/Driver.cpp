@@ -577,7 +577,7 @@ static std::string calibrationDir() {
 /// "tgc: error: FILE: $.path: ..." printed, when the table cannot be read or is malformed.
 /// The name of GPU 0 as nvidia-smi prints it ("NVIDIA H200"), or "" when nvidia-smi is
 /// absent or fails (no GPU here: the usual case for `tgc plan`).
-static std::string localGpuName() {
+static std::string queryGpuName() {
   auto smi = llvm::sys::findProgramByName("nvidia-smi");
   if (!smi)
     return "";
@@ -592,6 +592,13 @@ static std::string localGpuName() {
   if (auto buf = llvm::MemoryBuffer::getFile(tmp); rc == 0 && buf)
     name = (*buf)->getBuffer().trim().str();
   llvm::sys::fs::remove(tmp);
+  return name;
+}
+
+/// queryGpuName, asked once per process (contextBytesOption and the command's own table
+/// lookup both need it).
+static std::string localGpuName() {
+  static const std::string name = queryGpuName();
   return name;
 }
 
