@@ -64,7 +64,9 @@ PY
 # steps_ab B L REPS "MODELS" "VARIANTS": alternating repetitions of 20 training steps of the
 # executables B/MODEL (gpt2s, gpt2m, gpt2l: vocab 50304; hd128*: 32000; llama1b*, smollm2*,
 # tiny: 128256 / 49152 / per meta) on synthetic data made once under B/data-VOCAB, each under
-# each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), "torch" for
+# each variant: "-" (the default) or NAME=VALUE[,NAME=VALUE] (environment), "llmc-r0",
+# "llmc-r1" or "llmc-r0ge2" for llm.c (gpt2s only: runs/llmc carried, bench/llmc_step.sh,
+# logs L/VARIANT-MODEL-REP.json / .out), "torch" for
 # torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16 for the GPT-2
 # shapes and hd128; bench/torch_llama_step.py on examples/llama3.2-1b.json (batch 4) or
 # smollm2-135m.json (8) for llama1b and smollm2) and "torch-ro" for the same with
@@ -79,6 +81,15 @@ steps_ab() { # B L REPS MODELS VARIANTS
     case $m in gpt2*) V=50304 ;; hd128*) V=32000 ;; llama1b*) V=128256 ;; smollm2*) V=49152 ;; *) V=50304 ;; esac
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
+      case $v in llmc-*) # llm.c (gpt2s only; carried runs/llmc, docs/llmc.md): llmc-r0, llmc-r1, llmc-r0ge2
+        [ "$m" = gpt2s ] && [ -x runs/llmc/train_gpt2cu ] || { echo "steps_ab: no llm.c for $m"; continue; }
+        [ -f /tmp/llmc-data/llmc_train.bin ] || python3 bench/llmc_data.py /tmp/llmc-data > "$L/llmc-data.log" 2>&1
+        local lf=(-r 0); case $v in llmc-r1) lf=(-r 1) ;; llmc-r0ge2) lf=(-r 0 -ge 2) ;; esac
+        LLMC_LOG_DIR="$L/llmc" timeout 120 bash bench/llmc_step.sh runs/llmc/train_gpt2cu /tmp/llmc-data 20 "${lf[@]}" \
+          > "$L/$v-$m-$r.out" 2>&1 || echo "llm.c $v rep $r failed"
+        tail -1 "$L/$v-$m-$r.out" > "$L/$v-$m-$r.json"
+        continue ;;
+      esac
       if [ "$v" = torch ] || [ "$v" = torch-ro ] || [ "$v" = torch-same ]; then
         local shape tn=torch extra=""
         [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
@@ -127,6 +138,12 @@ for f in sorted(glob.glob(f"{o}/tgc-*.jsonl")):
     runs[(m[1], m[2])].append((statistics.median(r["ms"] for r in rows[2:]), round(rows[-1]["loss"], 5), mem))
 ro, same = collections.defaultdict(list), collections.defaultdict(list)
 losses = collections.defaultdict(list)
+llmc = collections.defaultdict(list)
+for f in sorted(glob.glob(f"{o}/llmc-*-*.json")):
+    m = re.match(r"(llmc-[a-z0-9]+)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
+    try: r = json.loads(open(f).read().strip().splitlines()[-1])
+    except Exception: continue
+    if m and r.get("ms"): llmc[(m[2], m[1])].append((r["ms"], r.get("llmc_alloc_mib")))
 for f in sorted(glob.glob(f"{o}/torch*-*.json")):
     m = re.match(r"(torch|torchro|torchsame)-([^-]+)-(\d+)\.json$", f.split("/")[-1])
     txt = open(f).read().strip()
@@ -145,5 +162,14 @@ for key, name, ref in (("torch", "torch.compile", torch), ("torchro", "torch.com
     for m, t in sorted(ref.items()):
         med = statistics.median(t)
         print(f"| {m} | {name} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m) if ref is not torch else '-'} | - | {losses[(key, m)]} | - |")
+# llm.c: its own per-step event time (median of steps 4-20 per run); tgc's variants against it.
+for (m, v), rs in sorted(llmc.items()):
+    t = [r[0] for r in rs]; med = statistics.median(t)
+    alloc = rs[-1][1]
+    print(f"| {m} | llm.c {v[5:]} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m)} | - | - | allocations {alloc/1024:.2f} |" if alloc else
+          f"| {m} | llm.c {v[5:]} | {med:.2f} ({min(t):.2f}-{max(t):.2f}) | {rat(med, torch, m)} | - | - | - |")
+    for (tm, tv), trs in sorted(runs.items()):
+        if tm == m:
+            print(f"|  | tgc {tv} / llm.c {v[5:]} | {statistics.median(r[0] for r in trs) / med:.3f} |  |  |  |  |")
 PY
 }

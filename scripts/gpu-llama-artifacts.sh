@@ -34,6 +34,10 @@ if [ "${GPT_SHAPES:-1}" = 1 ]; then
   c hd128 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
     --set model.context=2048 --set training.batch_size=8
+  # The same with the fused loss in one chunk (1 GiB of logits: 16384 x 32000 bf16) instead of two.
+  c hd128-c1 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
+    --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
+    --set model.context=2048 --set training.batch_size=8 --set training.loss_chunk_bytes=1073741824
 fi
 # The final evaluation over every window on CUDA (test/e2e/eval-windows.test's shapes): micro-
 # batches 2 and 5, with and without a real ignore_index, against the CPU backend.
