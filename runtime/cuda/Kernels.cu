@@ -3552,14 +3552,6 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
   const int64_t ces = elemBytes(loc, "matmul_wgrad (c, dbias)", c_dt);
   if (dbias && trans_b)
     fail(loc, "matmul_wgrad: a bias gradient needs trans_b = 0 (B stored [k, n]), got 1");
-  // TGRT_BGRAD_FIRST=1 (experiment): the bias sums before the GEMM, while the rows of dy the
-  // previous call (the dX GEMM) read last may still be in L2.
-  static const bool bgradFirst = [] {
-    const char* v = std::getenv("TGRT_BGRAD_FIRST");
-    return v && std::strcmp(v, "1") == 0;
-  }();
-  const bool first = bgradFirst && dbias && n > 0 && k > 0 && !ctx->bgrad_epilogue;
-  if (first) biasGradSums(ctx, loc, ab_dt, b, c_dt, dbias, k, n, /*add=*/false);
   if (m > 0 && n > 0 && k > 0) {
     // alpha 1 only: whether the epilogue scales its sums by alpha is not documented.
     if (dbias && ctx->bgrad_epilogue && alpha == 1.0f &&
@@ -3577,7 +3569,7 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
   } else if (m > 0 && n > 0) { // k = 0: C = 0
     check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
   }
-  if (!dbias || n == 0 || first) return;
+  if (!dbias || n == 0) return;
   biasGradSums(ctx, loc, ab_dt, b, c_dt, dbias, k, n, /*add=*/false); // stored: no zero first
 }
 
