@@ -656,13 +656,16 @@ void checkSemantics(const Spec &s) {
        " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
        "suffix KiB, MiB or GiB (budget:512MiB)"},
       {"auto", parseCheckpointAuto,
-       " is not a valid auto policy: expected auto:<the device's whole memory in bytes>, with "
-       "an optional suffix KiB, MiB or GiB (auto:80GiB)"}};
+       " is not a valid auto policy: expected auto (the memory tgc knows) or auto:<the "
+       "device's whole memory in bytes>, with an optional suffix KiB, MiB or GiB (auto:80GiB)"}};
   const Sized *form = nullptr;
   for (const Sized &f : sized)
     if (t.checkpointing.rfind(f.word, 0) == 0)
       form = &f;
-  if (form) {
+  if (t.checkpointing == "auto") {
+    // The default: auto:<the device's memory> with the memory tgc knows (--memory, the
+    // calibration table's memory_bytes), else none (tools/tgc Driver.cpp).
+  } else if (form) {
     int64_t bytes = 0;
     if (!form->parse(t.checkpointing, bytes))
       fail("training.checkpointing", json(t.checkpointing).dump() + form->expected);
@@ -671,7 +674,7 @@ void checkSemantics(const Spec &s) {
     checkEnum<mlir::tg::Checkpointing>(
         "training.checkpointing", t.checkpointing, [](mlir::tg::Checkpointing c) {
           // auto:<memory> is no enum case (tgc resolves it to one); listed with budget.
-          return c == mlir::tg::Checkpointing::budget ? std::string("budget:<bytes>, auto:<memory>")
+          return c == mlir::tg::Checkpointing::budget ? std::string("budget:<bytes>, auto, auto:<memory>")
                                                       : mlir::tg::stringifyEnum(c).str();
         });
   }

@@ -99,7 +99,10 @@ struct TrainingSpec {
   int64_t grad_accum = 1;       ///< micro-batches per optimizer step
   std::string precision = "fp32"; ///< fp32 | bf16-mixed | fp16-mixed | bf16
   AttentionSpec attention;
-  std::string checkpointing = "none"; ///< none | layer | selective | budget:<bytes>
+  /// none | gelu | selective | layer-attn | layer | budget:<bytes> | auto:<memory> | auto
+  /// (the default: the fastest policy whose plan fits the device memory tgc knows, else
+  /// none; tools/tgc Driver.cpp resolveAutoCheckpointing, docs/spec.md).
+  std::string checkpointing = "auto";
   /// Bytes of logits one chunk of the fused output layer + loss may hold (tg-fuse-loss's
   /// max-logits-bytes); 0 = no fusion (the whole [B*T, V] logits are planned).
   int64_t loss_chunk_bytes = 512LL << 20;

@@ -592,13 +592,17 @@ bool parseCalibrationTable(const std::string &textIn, const std::string &path,
     if (peak.contains("link_bytes_per_s"))
       t.linkBytesPerS = positive(peak["link_bytes_per_s"], "$.peak.link_bytes_per_s", true);
     t.callOverheadMs = positive(member(j, "call_overhead_ms", "$"), "$.call_overhead_ms", true);
-    if (j.contains("context_bytes")) {
-      const nlohmann::json &cb = j["context_bytes"];
-      if (!cb.is_number_integer() || cb.get<int64_t>() <= 0)
-        throw BadTable{"$.context_bytes",
-                       "expected a whole number of bytes > 0, got " + cb.dump()};
-      t.contextBytes = cb.get<int64_t>();
-    }
+    auto wholeBytes = [&](const char *key, int64_t &out) {
+      if (!j.contains(key))
+        return;
+      const nlohmann::json &v = j[key];
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+        throw BadTable{std::string("$.") + key,
+                       "expected a whole number of bytes > 0, got " + v.dump()};
+      out = v.get<int64_t>();
+    };
+    wholeBytes("context_bytes", t.contextBytes);
+    wholeBytes("memory_bytes", t.memoryBytes);
     if (j.contains("kernels")) {
       const nlohmann::json &ks = j["kernels"];
       if (!ks.is_object())
@@ -716,6 +720,8 @@ std::string calibrationTableJson(const CalibrationTable &t) {
   j["call_overhead_ms"] = t.callOverheadMs;
   if (t.contextBytes > 0)
     j["context_bytes"] = t.contextBytes;
+  if (t.memoryBytes > 0)
+    j["memory_bytes"] = t.memoryBytes;
   nlohmann::ordered_json ks = nlohmann::ordered_json::object();
   for (const auto &[kernel, dtypes] : t.kernels)
     for (const auto &[dtype, pts] : dtypes) {

@@ -147,6 +147,12 @@ struct CalibrationTable {
   /// none (then --context-bytes defaults to the H100's kCudaContextBytes). tgc takes it as
   /// the default --context-bytes with this table (tools/tgc/Driver.cpp contextBytesOption).
   int64_t contextBytes = 0;
+  /// The device memory CUDA allocations draw from on this GPU ("memory_bytes": cudaMemGetInfo's
+  /// total, which the CUDA context's own memory also comes out of), bytes; 0 when the table
+  /// has none. With this table it is the memory training.checkpointing "auto" fits a plan +
+  /// the reserve into when no --memory is given (tools/tgc/Driver.cpp
+  /// resolveAutoCheckpointing; docs/spec.md).
+  int64_t memoryBytes = 0;
   /// The probes of the GPU's power limit ("power"; empty when the table has none: then
   /// no clock is predicted and every call keeps its burst time).
   PowerTable power;

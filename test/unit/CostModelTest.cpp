@@ -351,6 +351,12 @@ TEST(CostModel, TableRoundTrips) {
   t.contextBytes = 571473920;
   ASSERT_TRUE(parseCalibrationTable(calibrationTableJson(t), "again.json", u, err)) << err;
   EXPECT_EQ(u.contextBytes, 571473920);
+  // The device's memory: absent stays absent (0), a value round-trips.
+  EXPECT_EQ(u.memoryBytes, 0);
+  EXPECT_EQ(calibrationTableJson(u).find("\"memory_bytes\""), std::string::npos);
+  t.memoryBytes = 150108446720;
+  ASSERT_TRUE(parseCalibrationTable(calibrationTableJson(t), "again.json", u, err)) << err;
+  EXPECT_EQ(u.memoryBytes, 150108446720);
 }
 
 TEST(CostModel, MalformedTablesNameFileAndPath) {
@@ -386,6 +392,9 @@ TEST(CostModel, MalformedTablesNameFileAndPath) {
   EXPECT_EQ(error(replaced("\"call_overhead_ms\": 0.01,",
                            "\"call_overhead_ms\": 0.01, \"context_bytes\": \"545MiB\",")),
             "bad.json: $.context_bytes: expected a whole number of bytes > 0, got \"545MiB\"");
+  EXPECT_EQ(error(replaced("\"call_overhead_ms\": 0.01,",
+                           "\"call_overhead_ms\": 0.01, \"memory_bytes\": 1.5e11,")),
+            "bad.json: $.memory_bytes: expected a whole number of bytes > 0, got 150000000000.0");
   EXPECT_EQ(error("[1, 2]"), "bad.json: $: expected an object, got array");
   EXPECT_EQ(error("{").rfind("bad.json: not valid JSON: ", 0), 0u);
   CalibrationTable t;

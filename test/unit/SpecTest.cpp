@@ -106,7 +106,7 @@ TEST(SpecDefaults, EmptyObjectGetsStructDefaults) {
   EXPECT_EQ(s.training.precision, "fp32");
   EXPECT_EQ(s.training.attention.kernel, "naive");
   EXPECT_EQ(s.training.attention.window, 0);
-  EXPECT_EQ(s.training.checkpointing, "none");
+  EXPECT_EQ(s.training.checkpointing, "auto");
   EXPECT_EQ(s.training.optimizer.name, "adamw");
   EXPECT_DOUBLE_EQ(s.training.optimizer.lr, 6e-4);
   EXPECT_DOUBLE_EQ(s.training.optimizer.min_lr, 6e-5);
@@ -131,7 +131,7 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["model"]["vocab_size"], 50304);
   EXPECT_EQ(j["training"]["attention"]["kernel"], "naive");
   EXPECT_EQ(j["training"]["optimizer"]["betas"], json::array({0.9, 0.95}));
-  EXPECT_EQ(j["training"]["checkpointing"], "none");
+  EXPECT_EQ(j["training"]["checkpointing"], "auto");
   EXPECT_EQ(j["training"]["ignore_index"], -1);
   EXPECT_EQ(j["model"].size(), 19u); // GPT-2's 13 and the Llama family's 6
   EXPECT_EQ(j["model"]["norm"], "layernorm");
@@ -510,10 +510,10 @@ TEST(SpecRules, Checkpointing) {
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "full"}})"),
             "training.checkpointing: \"full\" is not one of none, gelu, layer, layer-attn, selective, "
-            "budget:<bytes>, auto:<memory>");
+            "budget:<bytes>, auto, auto:<memory>");
   EXPECT_EQ(errorOf(R"({"training": {"checkpointing": "layers"}})"),
             "training.checkpointing: \"layers\" is not one of none, gelu, layer, layer-attn, selective, "
-            "budget:<bytes>, auto:<memory> (did you mean 'layer'?)");
+            "budget:<bytes>, auto, auto:<memory> (did you mean 'layer'?)");
   const std::string budgetMsg =
       " is not a valid budget: expected budget:<positive integer bytes>, with an optional "
       "suffix KiB, MiB or GiB (budget:512MiB)";
@@ -531,12 +531,14 @@ TEST(SpecRules, Checkpointing) {
   EXPECT_FALSE(parseCheckpointBudget("layer", bytes));
   // auto:<memory>: the device's whole memory, the same syntax; tgc resolves it to a policy
   // (test/e2e/checkpoint-auto.test).
-  for (const char *ok : {"auto:80GiB", "auto:24000000000", "auto:512MiB"})
+  // Bare auto (the memory tgc knows) is the default.
+  for (const char *ok : {"auto", "auto:80GiB", "auto:24000000000", "auto:512MiB"})
     parseOk(std::string(R"({"training": {"checkpointing": ")") + ok + "\"}}");
+  EXPECT_EQ(Spec().training.checkpointing, "auto");
   const std::string autoMsg =
-      " is not a valid auto policy: expected auto:<the device's whole memory in bytes>, with an "
-      "optional suffix KiB, MiB or GiB (auto:80GiB)";
-  for (const char *bad : {"auto", "auto:", "auto:0", "auto:80GB", "auto:budget:1GiB"})
+      " is not a valid auto policy: expected auto (the memory tgc knows) or auto:<the device's "
+      "whole memory in bytes>, with an optional suffix KiB, MiB or GiB (auto:80GiB)";
+  for (const char *bad : {"automatic", "auto:", "auto:0", "auto:80GB", "auto:budget:1GiB"})
     EXPECT_EQ(errorOf(std::string(R"({"training": {"checkpointing": ")") + bad + "\"}}"),
               std::string("training.checkpointing: \"") + bad + "\"" + autoMsg);
   EXPECT_TRUE(parseCheckpointAuto("auto:80GiB", bytes));

@@ -1108,6 +1108,13 @@ int main(int argc, char **argv) {
   t.target = cuda ? "cuda" : "cpu";
 #ifdef TGC_CALIBRATE_CUDA
   t.device = tgrt_cuda::deviceName(reinterpret_cast<tgrt_cuda::Context *>(b.ctx));
+  {
+    // The memory training.checkpointing "auto" fits plans into (CostModel.h memoryBytes):
+    // cudaMemGetInfo's total, which the CUDA context's own memory also comes out of.
+    size_t freeB = 0, totalB = 0;
+    if (cudaMemGetInfo(&freeB, &totalB) == cudaSuccess)
+      t.memoryBytes = (int64_t)totalB;
+  }
 #else
   t.device = cpuName();
 #endif

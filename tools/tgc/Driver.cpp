@@ -168,7 +168,9 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   o.commBytes = tg::commBytesFor(target, spec.training.distributed.ranks);
-  const std::string &ck = spec.training.checkpointing;
+  const std::string &ck = spec.training.checkpointing == "auto"
+                             ? std::string("none") // unresolved: no device memory known here
+                             : spec.training.checkpointing;
   if (ck.rfind("auto", 0) == 0) {
     // loadSpec resolves auto:<memory> to a policy; a spec built otherwise must do the same.
     llvm::errs() << "tgc: error: training.checkpointing: " << ck
@@ -856,33 +858,73 @@ static void parallelFor(size_t n, const std::function<void(size_t)> &fn) {
     t.join();
 }
 
-/// training.checkpointing "auto:<memory>" (the device's whole memory, bytes): plans every
+/// Replaces training.checkpointing by `policy` (the spec's JSON re-parsed with it). False,
+/// printed, when the spec does not take it (it always should: a policy tgc planned).
+static bool setCheckpointing(Spec &spec, const std::string &policy) {
+  SpecError err;
+  Spec resolved;
+  if (!parseSpec(spec.json, {"training.checkpointing=" + policy}, resolved, err, "<spec>")) {
+    llvm::errs() << "tgc: error: " << err.str() << "\n";
+    return false;
+  }
+  spec = std::move(resolved);
+  return true;
+}
+
+/// training.checkpointing "auto:<memory>" (the device's whole memory, bytes) or "auto" (the
+/// default: the memory of --memory, else the calibration table's memory_bytes): plans every
 /// policy (none, gelu, selective, layer-attn, layer) and the budget that gives the arena
 /// what a budget plan's persistent region, workspace and NCCL reserve leave of memory -
-/// context
-/// reserve (--context-bytes, default for the target), predicts each plan's step time with
-/// the target's calibration table (--calibration; docs/cost-model.md), and replaces the
-/// policy with the fastest whose plan fits (ties: the smaller plan), printing the choice on
-/// stderr. Returns true when the spec has no auto policy. Errors (false, printed): no policy
-/// fits (naming the smallest plan), a reserve not below the memory, a calibration table
-/// that cannot be read.
+/// context reserve (--context-bytes, default for the target), predicts each plan's step
+/// time with the target's calibration table (--calibration; docs/cost-model.md), and
+/// replaces the policy with the fastest whose plan fits (ties: the smaller plan), printing
+/// the choice on stderr (for "auto", only a choice other than none). "auto" is none when no
+/// memory is known (target cpu; a table without memory_bytes and no --memory) and for
+/// `tgc plan --max-batch / --tradeoff / --ranks`, which search the fit themselves. Returns
+/// true when the spec has no auto policy. Errors (false, printed): no policy fits (naming
+/// the smallest plan), a reserve not below the memory, a calibration table that cannot be
+/// read, an unreadable --memory.
 static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
   int64_t memory = 0;
-  if (!parseCheckpointAuto(spec.training.checkpointing, memory))
+  const std::string target = opts.target; // "" (tgc summary, advise): auto -> none
+  tg::CalibrationTable table;
+  std::string origin, memoryFrom;
+  bool haveTable = false;
+  if (spec.training.checkpointing == "auto") {
+    if (target != "cuda" || opts.maxBatch || opts.tradeoff || opts.ranksGiven)
+      return setCheckpointing(spec, "none");
+    if (!opts.memory.empty()) {
+      memory = parseBytes(opts.memory);
+      if (memory <= 0) {
+        llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
+        return false;
+      }
+      memoryFrom = "--memory " + opts.memory;
+    } else {
+      if (!findCalibration(opts.calibration, target, table, origin))
+        return false;
+      haveTable = true;
+      if (table.memoryBytes <= 0)
+        return setCheckpointing(spec, "none"); // no device memory known
+      memory = table.memoryBytes;
+      memoryFrom = "memory_bytes of " + origin;
+    }
+  } else if (!parseCheckpointAuto(spec.training.checkpointing, memory)) {
     return true;
-  const std::string policy = spec.training.checkpointing, target = opts.target;
+  }
+  const bool bare = spec.training.checkpointing == "auto";
+  const std::string policy = spec.training.checkpointing;
   const long long context = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (context < 0)
     return false;
   if (context >= memory) {
     llvm::errs() << "tgc: error: training.checkpointing: " << policy << ": the reserve of "
                  << context << " bytes outside the plan (--context-bytes) is not below the "
-                 << memory << " bytes of memory\n";
+                 << memory << " bytes of memory" << (bare ? " (" + memoryFrom + ")" : "")
+                 << "\n";
     return false;
   }
-  tg::CalibrationTable table;
-  std::string origin;
-  if (!findCalibration(opts.calibration, target, table, origin))
+  if (!haveTable && !findCalibration(opts.calibration, target, table, origin))
     return false;
   struct Candidate {
     std::string policy;
@@ -902,8 +944,12 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
     if (c.ok)
       c.ms = predictPlan(spec, table, calls).step.stepMs;
   };
-  llvm::errs() << "tgc: checkpointing " << policy << ": planning " << cands.size() + 1
-               << " policies...\n";
+  // What the messages call the policy: auto's memory and where it came from.
+  const std::string named =
+      bare ? "auto (" + std::to_string(memory) + " bytes of memory: " + memoryFrom + ")" : policy;
+  if (!bare)
+    llvm::errs() << "tgc: checkpointing " << policy << ": planning " << cands.size() + 1
+                 << " policies...\n";
   parallelFor(cands.size(), [&](size_t i) { plan(cands[i]); });
   const long long limit = memory - context;
   if (cands[0].ok && cands[0].r.totalBytes() > limit) {
@@ -945,7 +991,7 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
                                                     : ", " + fmt3(c.ms) + " ms")
                     : std::string("refused"));
   if (!best) {
-    llvm::errs() << "tgc: error: training.checkpointing: " << policy
+    llvm::errs() << "tgc: error: training.checkpointing: " << named
                  << ": no checkpointing policy fits " << memory << " bytes ("
                  << context << " of them reserved outside the plan)";
     if (smallest)
@@ -954,19 +1000,12 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
     llvm::errs() << " (" << others.substr(2) << ")\n";
     return false;
   }
-  llvm::errs() << "tgc: checkpointing " << policy << " -> " << best->policy << " (plan "
-               << best->r.totalBytes() << " bytes + reserve " << context << " <= " << memory
-               << "; predicted " << fmt3(best->ms) << " ms a step, calibration " << origin
-               << "; " << others.substr(2) << ")\n";
-  SpecError err;
-  Spec resolved;
-  if (!parseSpec(spec.json, {"training.checkpointing=" + best->policy}, resolved, err,
-                 "<spec>")) {
-    llvm::errs() << "tgc: error: " << err.str() << "\n";
-    return false;
-  }
-  spec = std::move(resolved);
-  return true;
+  if (!bare || best->policy != "none")
+    llvm::errs() << "tgc: checkpointing " << named << " -> " << best->policy << " (plan "
+                 << best->r.totalBytes() << " bytes + reserve " << context << " <= " << memory
+                 << "; predicted " << fmt3(best->ms) << " ms a step, calibration " << origin
+                 << "; " << others.substr(2) << ")\n";
+  return setCheckpointing(spec, best->policy);
 }
 
 /// `tgc plan --tradeoff`: none / gelu / selective / layer and a sweep of budgets between the

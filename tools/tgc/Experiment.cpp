@@ -436,8 +436,16 @@ void checkConfig(const Matrix &m, Config &c) {
   if (c.batchRequest.is_number_integer())
     overrides.push_back("training.batch_size=" + c.batchRequest.dump());
   SpecError err;
-  if (parseSpec(m.specText, overrides, c.spec, err, m.specFile))
+  if (parseSpec(m.specText, overrides, c.spec, err, m.specFile)) {
+    // The default checkpointing "auto" needs a device memory at load time; the matrix names
+    // its policies as axes, so a configuration that sets none runs none.
+    if (c.spec.training.checkpointing == "auto") {
+      overrides.push_back("training.checkpointing=none");
+      if (!parseSpec(m.specText, overrides, c.spec, err, m.specFile))
+        fail(c.origin, err.str());
+    }
     return;
+  }
   // "--set P: ..." names the override (or the known prefix of an unknown path).
   if (err.path.rfind("--set ", 0) == 0) {
     std::string p = err.path.substr(6);

@@ -142,9 +142,11 @@ cl::opt<std::string> memory("memory",
                             cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824: "
                                      "a plan fits when plan + --context-bytes <= it "
                                      "(required by --max-batch; --tradeoff and --ranks "
-                                     "assume 80GiB)"),
+                                     "assume 80GiB); the memory the default "
+                                     "training.checkpointing auto fits (else the calibration "
+                                     "table's memory_bytes)"),
                             cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd),
-                            cl::cat(planCat));
+                            cl::sub(compileCmd), cl::cat(planCat));
 cl::opt<std::string> contextBytes(
     "context-bytes",
     cl::desc("Device memory the process holds outside the plan (CUDA context, library "
@@ -374,8 +376,9 @@ int main(int argc, char **argv) {
     opts.emit = emit;
     opts.target = target;
     opts.output = output;
-    opts.calibration = planCalibration; // training.checkpointing auto:<memory>
+    opts.calibration = planCalibration; // training.checkpointing auto, auto:<memory>
     opts.contextBytes = contextBytes;
+    opts.memory = memory;               // training.checkpointing auto
     return tgc::runCompile(opts);
   }
   if (summaryCmd)
