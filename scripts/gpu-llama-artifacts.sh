@@ -39,6 +39,13 @@ if [ "${GPT_SHAPES:-1}" = 1 ]; then
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
     --set model.context=2048 --set training.batch_size=8 --set training.loss_chunk_bytes=1073741824
 fi
+# The default checkpointing "auto" on an H200 (calibration/h200.json's memory_bytes): GPT-2 small
+# at micro-batch 448, where none's plan (148.5 GiB) does not fit; auto's choice, gelu (the
+# next fastest predicted) and none (refused at start) side by side.
+B448=(--calibration calibration/h200.json --set training.batch_size=448)
+c gpt2s-b448 examples/gpt2-small.json cuda "${B448[@]}"
+c gpt2s-b448-gelu examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=gelu
+c gpt2s-b448-none examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=none
 # The final evaluation over every window on CUDA (test/e2e/eval-windows.test's shapes): micro-
 # batches 2 and 5, with and without a real ignore_index, against the CPU backend.
 EVW=(--set model.n_layers=1 --set model.vocab_size=512 --set model.context=16 --set model.d_model=32
