@@ -759,9 +759,13 @@ Context* createContext(const tgrt_model* model) {
   if ((uint64_t)need + sizeof(DeviceState) > (uint64_t)freeBytes) {
     std::fprintf(stderr,
                  "tgrt: plan needs %lld bytes (persistent %lld + arena %lld + workspace %lld) "
-                 "but only %llu bytes are free on %s\n",
+                 "but only %llu bytes are free on %s (of %llu): compile with a smaller "
+                 "micro-batch (tgc plan SPEC --max-batch --memory %llu) or with "
+                 "training.checkpointing \"auto\" and --memory %llu, which picks the fastest "
+                 "policy that fits\n",
                  (long long)need, (long long)sizes[0], (long long)sizes[1], (long long)sizes[2],
-                 (unsigned long long)freeBytes, ctx->device_name);
+                 (unsigned long long)freeBytes, ctx->device_name, (unsigned long long)totalBytes,
+                 (unsigned long long)totalBytes, (unsigned long long)totalBytes);
     delete ctx;
     return nullptr;
   }
