@@ -39,6 +39,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 using namespace mlir;
@@ -463,6 +464,32 @@ long long defaultContextBytes(const std::string &target) {
   return target == "cuda" ? kCudaContextBytes : 0;
 }
 
+/// tg::loadCalibrationTable, each file parsed once per process (a command asks for the same
+/// table several times: the reserve, auto's memory and prediction, the command's own; the
+/// shipped tables hold ~1500 points). Same results, errors included.
+static bool loadCalibrationCached(const std::string &path, tg::CalibrationTable &table,
+                                  std::string &error) {
+  struct Entry {
+    bool ok;
+    tg::CalibrationTable table;
+    std::string error;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Entry> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it == cache.end()) {
+    Entry e;
+    e.ok = tg::loadCalibrationTable(path, e.table, e.error);
+    it = cache.emplace(path, std::move(e)).first;
+  }
+  if (it->second.ok)
+    table = it->second.table;
+  else
+    error = it->second.error;
+  return it->second.ok;
+}
+
 static bool findCalibration(const std::string &option, const std::string &target,
                             tg::CalibrationTable &table, std::string &origin);
 
@@ -474,7 +501,7 @@ long long contextBytesOption(const std::string &target, const std::string &text,
     // Quietly: a table that cannot be read is reported by the command's own load.
     bool found = false;
     if (!calibration.empty())
-      found = tg::loadCalibrationTable(calibration, table, error);
+      found = loadCalibrationCached(calibration, table, error);
     else
       found = findCalibration("", target, table, origin);
     if (found && table.contextBytes > 0)
@@ -608,7 +635,7 @@ static bool findCalibration(const std::string &option, const std::string &target
                             tg::CalibrationTable &table, std::string &origin) {
   std::string error;
   if (!option.empty()) {
-    if (!tg::loadCalibrationTable(option, table, error)) {
+    if (!loadCalibrationCached(option, table, error)) {
       llvm::errs() << "tgc: error: --calibration: " << error << "\n";
       return false;
     }
@@ -636,7 +663,7 @@ static bool findCalibration(const std::string &option, const std::string &target
     for (const std::string &t : tables) {
       tg::CalibrationTable candidate;
       std::string ignored;
-      if (tg::loadCalibrationTable(t, candidate, ignored) && candidate.target == "cuda" &&
+      if (loadCalibrationCached(t, candidate, ignored) && candidate.target == "cuda" &&
           candidate.device == gpu) {
         path = t;
         break;
@@ -655,7 +682,7 @@ static bool findCalibration(const std::string &option, const std::string &target
     path = found.empty() ? dir + "/cpu-*.json" : found.front();
   }
   if (llvm::sys::fs::exists(path)) {
-    if (!tg::loadCalibrationTable(path, table, error)) {
+    if (!loadCalibrationCached(path, table, error)) {
       llvm::errs() << "tgc: error: calibration table: " << error << "\n";
       return false;
     }
