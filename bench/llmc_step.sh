@@ -144,6 +144,9 @@ COMMIT=""
 
 # shared libraries: the toolkit's, else the ones in python's nvidia-* wheels (torch's)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# LLMC_LIB_FIRST=DIR: DIR before the toolkit (e.g. torch's wheel's newer cuDNN, as a tgc run
+# with that DIR first on LD_LIBRARY_PATH loads it).
+[ -n "${LLMC_LIB_FIRST:-}" ] && export LD_LIBRARY_PATH=$LLMC_LIB_FIRST:$LD_LIBRARY_PATH
 if ldd "$EXE" 2>/dev/null | grep -q "not found"; then
   more=$("$PY" - <<'PY' 2>/dev/null
 import glob, os, site

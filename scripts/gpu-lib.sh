@@ -77,7 +77,8 @@ PY
 # the table.
 steps_ab() { # B L REPS MODELS VARIANTS
   local B=$1 L=$2 reps=$3 models=$4 variants=$5 r m v V tag
-  for r in $(seq 1 "$reps"); do for m in $models; do
+  # REP_FROM=K numbers the repetitions K.. (one repetition per call, alternating with other work).
+  for r in $(seq "${REP_FROM:-1}" $(( ${REP_FROM:-1} + reps - 1 ))); do for m in $models; do
     case $m in gpt2*) V=50304 ;; hd128*) V=32000 ;; llama1b*) V=128256 ;; smollm2*) V=49152 ;; *) V=50304 ;; esac
     [ -d "$B/data-$V" ] || mkdata "$B/data-$V" "$V" 4000000
     for v in $variants; do
