@@ -16,6 +16,6 @@ for r in 1 2 3; do
     echo "rep $r $lib rc $?"
   done
 done
-grep -h -m1 cudnn $L/*/llmc/*.head 2>/dev/null | sort | uniq -c
+for lib in tk tl; do echo "$lib: $(grep -h "libcudnn.so.9 =>" $L/$lib/llmc/*.log | sort | uniq -c)"; done
 for lib in tk tl; do echo "== cuDNN: $lib"; steps_summary $L/$lib; done
 cd $L && tar -cJf $OUT/logs.tar.xz . && ls -la $OUT
