@@ -515,6 +515,24 @@ long long contextBytesOption(const std::string &target, const std::string &text,
   return bytes < 0 ? -1 : bytes;
 }
 
+/// The device's whole memory when no --memory is given: for target cuda the memory_bytes of
+/// the calibration table (`calibration`, else the shipped table of the GPU nvidia-smi names,
+/// else h100.json), and `from` names it ("memory_bytes of FILE"); 0 when none is known (target
+/// cpu, a table without it, a table that cannot be read: the command's own load reports that).
+static long long tableMemoryBytes(const std::string &target, const std::string &calibration,
+                                  std::string &from) {
+  if (target != "cuda")
+    return 0;
+  tg::CalibrationTable table;
+  std::string origin, error;
+  const bool found = calibration.empty() ? findCalibration("", target, table, origin)
+                                         : loadCalibrationCached(calibration, table, error);
+  if (!found || table.memoryBytes <= 0)
+    return 0;
+  from = "memory_bytes of " + (calibration.empty() ? origin : calibration);
+  return table.memoryBytes;
+}
+
 int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
                       const std::string &target, long long memory, long long contextBytes,
                       int64_t *bytes, bool progress) {
@@ -1226,10 +1244,22 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
   return 0;
 }
 
-int runPlan(const DriverOptions &opts) {
+int runPlan(const DriverOptions &given) {
+  DriverOptions opts = given;
+  const bool fits = opts.maxBatch || opts.tradeoff || opts.ranksGiven;
+  if (fits && opts.memory.empty()) {
+    // No --memory: the GPU's, from its calibration table, when the table states it.
+    std::string from;
+    const std::string t = opts.target.empty() ? "cuda" : opts.target;
+    if (long long m = tableMemoryBytes(t, opts.calibration, from); m > 0) {
+      opts.memory = std::to_string(m);
+      llvm::errs() << "tgc: plan: no --memory given: " << m << " bytes, the " << from << "\n";
+    }
+  }
   if (opts.maxBatch && opts.memory.empty()) {
     llvm::errs() << "tgc: error: --max-batch needs --memory BYTES, the device memory the plan "
-                    "must fit (e.g. --memory 80GiB, 24GB, 1073741824)\n";
+                    "must fit (e.g. --memory 80GiB, 24GB, 1073741824), or a calibration table "
+                    "with memory_bytes (--calibration)\n";
     return 2;
   }
   if (opts.ranksGiven && (opts.ranks < 1 || opts.ranks > 64)) {
@@ -1407,7 +1437,8 @@ std::vector<std::string> splitList(const std::string &text) {
 }
 } // namespace
 
-int runAdvise(const AdviseOptions &opts) {
+int runAdvise(const AdviseOptions &given) {
+  AdviseOptions opts = given;
   const std::string &target = opts.target;
   if (target != "cpu" && target != "cuda") {
     llvm::errs() << "tgc: error: advise: --target: unknown backend '" << target
@@ -1415,8 +1446,17 @@ int runAdvise(const AdviseOptions &opts) {
     return 2;
   }
   if (opts.memory.empty()) {
+    // No --memory: the GPU's, from its calibration table, when the table states it.
+    std::string from;
+    if (long long m = tableMemoryBytes(target, opts.calibration, from); m > 0) {
+      opts.memory = std::to_string(m);
+      llvm::errs() << "tgc: advise: no --memory given: " << m << " bytes, the " << from << "\n";
+    }
+  }
+  if (opts.memory.empty()) {
     llvm::errs() << "tgc: error: advise: --memory BYTES is required (the device's whole "
-                    "memory, e.g. 80GiB, 24GB, 1073741824)\n";
+                    "memory, e.g. 80GiB, 24GB, 1073741824) unless the calibration table "
+                    "states it (memory_bytes; --calibration)\n";
     return 2;
   }
   const long long memory = parseBytes(opts.memory);

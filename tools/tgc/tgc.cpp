@@ -141,10 +141,10 @@ cl::opt<int64_t> planRanks(
 cl::opt<std::string> memory("memory",
                             cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824: "
                                      "a plan fits when plan + --context-bytes <= it "
-                                     "(required by --max-batch; --tradeoff and --ranks "
+                                     "(without it: the calibration table's memory_bytes, "
+                                     "else --max-batch refuses and --tradeoff and --ranks "
                                      "assume 80GiB); the memory the default "
-                                     "training.checkpointing auto fits (else the calibration "
-                                     "table's memory_bytes)"),
+                                     "training.checkpointing auto fits"),
                             cl::value_desc("bytes"), cl::init(""), cl::sub(planCmd),
                             cl::sub(compileCmd), cl::cat(planCat));
 cl::opt<std::string> contextBytes(
@@ -159,8 +159,9 @@ cl::opt<std::string> contextBytes(
 cl::OptionCategory adviseCat("Advise options");
 cl::opt<std::string> adviseMemory(
     "memory",
-    cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824 (required): a "
-             "configuration fits when its plan + --context-bytes <= it"),
+    cl::desc("The device's whole memory, e.g. 80GiB, 24GB, 1073741824 (default: the "
+             "calibration table's memory_bytes; required when it has none): a configuration "
+             "fits when its plan + --context-bytes <= it"),
     cl::value_desc("bytes"), cl::init(""), cl::sub(adviseCmd), cl::cat(adviseCat));
 cl::opt<long long> adviseTokens(
     "tokens-per-step",
