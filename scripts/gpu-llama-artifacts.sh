@@ -46,6 +46,9 @@ B448=(--calibration calibration/h200.json --set training.batch_size=448)
 c gpt2s-b448 examples/gpt2-small.json cuda "${B448[@]}"
 c gpt2s-b448-gelu examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=gelu
 c gpt2s-b448-none examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=none
+# `tgc plan --max-batch` with the H200's table (no --memory): 419 at none. Its boundary on the GPU.
+c gpt2s-b419 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=419 --set training.checkpointing=none
+c gpt2s-b420 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=420 --set training.checkpointing=none
 # The final evaluation over every window on CUDA (test/e2e/eval-windows.test's shapes): micro-
 # batches 2 and 5, with and without a real ignore_index, against the CPU backend.
 EVW=(--set model.n_layers=1 --set model.vocab_size=512 --set model.context=16 --set model.d_model=32
