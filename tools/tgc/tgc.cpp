@@ -104,7 +104,8 @@ cl::opt<std::string> planCalibration(
              "(default: the shipped table of the target: for cuda the one whose device is this "
              "machine's GPU per nvidia-smi, else calibration/h100.json; calibration/cpu-*.json "
              "for cpu; none: a roofline of stated peaks); compile: the table "
-             "training.checkpointing auto:<memory> predicts with (build for another machine's "
+             "training.checkpointing auto (the default) and auto:<memory> predict with, and "
+             "whose memory_bytes auto fits without --memory (build for another machine's "
              "GPU: its table)"),
     cl::value_desc("file"), cl::init(""), cl::sub(planCmd), cl::sub(adviseCmd),
     cl::sub(experimentCmd), cl::sub(compileCmd), cl::cat(planCat));
