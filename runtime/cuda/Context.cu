@@ -924,6 +924,15 @@ char* region(Context* ctx, int32_t r) {
   return ctx->regions[r];
 }
 
+namespace {
+/// An upload into the persistent region's parameter values: the weights' low-precision
+/// copies are stale until the next step recasts them (tgrt_take_weights_stale).
+void noteUploaded(Context* ctx, int32_t r, int64_t offset, int64_t bytes) {
+  if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
+    ctx->weights_stale = true;
+}
+} // namespace
+
 void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t bytes) {
   char* base = checkedRange(ctx, "upload", r, offset, bytes);
   if (bytes == 0) return;
@@ -935,8 +944,7 @@ void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t by
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
-  if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
-    ctx->weights_stale = true;
+  noteUploaded(ctx, r, offset, bytes);
 }
 
 void uploadAsync(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t bytes) {
@@ -967,8 +975,7 @@ void uploadAsync(Context* ctx, int32_t r, int64_t offset, const void* src, int64
   check(cudaMemcpyAsync(base + offset, s.buf, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload_async", "cudaMemcpyAsync");
   check(cudaEventRecord(s.done, ctx->stream), "upload_async", "cudaEventRecord");
-  if (r == TGRT_PERSISTENT && offset < ctx->values_hi && offset + bytes > ctx->values_lo)
-    ctx->weights_stale = true;
+  noteUploaded(ctx, r, offset, bytes);
 }
 
 int32_t takeWeightsStale(Context* ctx) {
