@@ -169,11 +169,10 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   o.commBytes = tg::commBytesFor(target, spec.training.distributed.ranks);
-  const std::string &ck = spec.training.checkpointing == "auto"
-                             ? std::string("none") // unresolved: no device memory known here
-                             : spec.training.checkpointing;
+  const std::string &ck = spec.training.checkpointing;
   if (ck.rfind("auto", 0) == 0) {
-    // loadSpec resolves auto:<memory> to a policy; a spec built otherwise must do the same.
+    // loadSpec resolves auto and auto:<memory> to a policy (tgc experiment: an unset policy
+    // is none); a spec built otherwise must do the same.
     llvm::errs() << "tgc: error: training.checkpointing: " << ck
                  << " must be resolved to a policy before planning (tgc resolves it when it "
                     "loads the spec)\n";
@@ -531,6 +530,21 @@ static long long tableMemoryBytes(const std::string &target, const std::string &
     return 0;
   from = "memory_bytes of " + (calibration.empty() ? origin : calibration);
   return table.memoryBytes;
+}
+
+/// No --memory (`memory` empty): the GPU's, tableMemoryBytes, when its table states it; the
+/// command `cmd` says so on stderr ("tgc: plan: no --memory given: N bytes, the memory_bytes
+/// of FILE"). `memory` stays empty otherwise.
+static void memoryFromTable(const char *cmd, const std::string &target,
+                            const std::string &calibration, std::string &memory) {
+  std::string from;
+  if (!memory.empty())
+    return;
+  if (long long m = tableMemoryBytes(target, calibration, from); m > 0) {
+    memory = std::to_string(m);
+    llvm::errs() << "tgc: " << cmd << ": no --memory given: " << m << " bytes, the " << from
+                 << "\n";
+  }
 }
 
 int64_t maxMicroBatch(const Spec &spec, std::vector<std::string> overrides,
@@ -932,9 +946,7 @@ static bool setCheckpointing(Spec &spec, const std::string &policy) {
 static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
   int64_t memory = 0;
   const std::string target = opts.target; // "" (tgc summary, advise): auto -> none
-  tg::CalibrationTable table;
-  std::string origin, memoryFrom;
-  bool haveTable = false;
+  std::string memoryFrom;
   if (spec.training.checkpointing == "auto") {
     if (target != "cuda" || opts.maxBatch || opts.tradeoff || opts.ranksGiven)
       return setCheckpointing(spec, "none");
@@ -946,13 +958,13 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
       }
       memoryFrom = "--memory " + opts.memory;
     } else {
-      if (!findCalibration(opts.calibration, target, table, origin))
-        return false;
-      haveTable = true;
-      if (table.memoryBytes <= 0)
+      tg::CalibrationTable probe;
+      std::string where;
+      if (!findCalibration(opts.calibration, target, probe, where))
+        return false; // an unreadable --calibration is an error, not "no memory known"
+      memory = tableMemoryBytes(target, opts.calibration, memoryFrom);
+      if (memory <= 0)
         return setCheckpointing(spec, "none"); // no device memory known
-      memory = table.memoryBytes;
-      memoryFrom = "memory_bytes of " + origin;
     }
   } else if (!parseCheckpointAuto(spec.training.checkpointing, memory)) {
     return true;
@@ -969,7 +981,9 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
                  << "\n";
     return false;
   }
-  if (!haveTable && !findCalibration(opts.calibration, target, table, origin))
+  tg::CalibrationTable table; // parsed once per process (loadCalibrationCached)
+  std::string origin;
+  if (!findCalibration(opts.calibration, target, table, origin))
     return false;
   struct Candidate {
     std::string policy;
@@ -1247,15 +1261,9 @@ static int runTradeoff(const DriverOptions &opts, const Spec &spec, const std::s
 int runPlan(const DriverOptions &given) {
   DriverOptions opts = given;
   const bool fits = opts.maxBatch || opts.tradeoff || opts.ranksGiven;
-  if (fits && opts.memory.empty()) {
-    // No --memory: the GPU's, from its calibration table, when the table states it.
-    std::string from;
-    const std::string t = opts.target.empty() ? "cuda" : opts.target;
-    if (long long m = tableMemoryBytes(t, opts.calibration, from); m > 0) {
-      opts.memory = std::to_string(m);
-      llvm::errs() << "tgc: plan: no --memory given: " << m << " bytes, the " << from << "\n";
-    }
-  }
+  if (fits)
+    memoryFromTable("plan", opts.target.empty() ? "cuda" : opts.target, opts.calibration,
+                    opts.memory);
   if (opts.maxBatch && opts.memory.empty()) {
     llvm::errs() << "tgc: error: --max-batch needs --memory BYTES, the device memory the plan "
                     "must fit (e.g. --memory 80GiB, 24GB, 1073741824), or a calibration table "
@@ -1445,14 +1453,7 @@ int runAdvise(const AdviseOptions &given) {
                  << "' (expected cpu or cuda)\n";
     return 2;
   }
-  if (opts.memory.empty()) {
-    // No --memory: the GPU's, from its calibration table, when the table states it.
-    std::string from;
-    if (long long m = tableMemoryBytes(target, opts.calibration, from); m > 0) {
-      opts.memory = std::to_string(m);
-      llvm::errs() << "tgc: advise: no --memory given: " << m << " bytes, the " << from << "\n";
-    }
-  }
+  memoryFromTable("advise", target, opts.calibration, opts.memory);
   if (opts.memory.empty()) {
     llvm::errs() << "tgc: error: advise: --memory BYTES is required (the device's whole "
                     "memory, e.g. 80GiB, 24GB, 1073741824) unless the calibration table "
