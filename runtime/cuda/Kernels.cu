@@ -898,17 +898,25 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
           packAccRound<TX>(pv, o);
         }
         stPack(dx + r * d, c, o);
-        if constexpr (LOW) stPack(low + r * d, c, o);
+        // The low copy rounded once (one 16-byte word of TL): stored, and with DB its values
+        // summed (what the stored copy holds).
+        float ol[LOW ? W : 1];
+        if constexpr (LOW) {
+          static_assert(!LOW || W * sizeof(TL) == 16, "a pack of the low copy is one word");
+          const uint4 lw = pack16(o, TL{});
+          store16(low + r * d + c * W, lw);
+          if constexpr (DB) unpack16(lw, ol, TL{});
+        }
         if constexpr (DB) {
 #pragma unroll
           for (int q = 0; q < W / 4; ++q) {
             float4& a = sb[DB ? warp : 0][DB ? k : 0][DB ? q : 0][lane];
             float4 v = a;
-            const float* oq = o + 4 * q;
-            v.x += LOW ? toF(fromF<TL>(oq[0])) : oq[0];
-            v.y += LOW ? toF(fromF<TL>(oq[1])) : oq[1];
-            v.z += LOW ? toF(fromF<TL>(oq[2])) : oq[2];
-            v.w += LOW ? toF(fromF<TL>(oq[3])) : oq[3];
+            const float* oq = (LOW ? ol : o) + 4 * q;
+            v.x += oq[0];
+            v.y += oq[1];
+            v.z += oq[2];
+            v.w += oq[3];
             a = v;
           }
         }

@@ -3293,6 +3293,17 @@ void benchKernels(Contexts& c, int reps) {
           tgrt_cuda::layerNormBwdAcc(g, "bench", false, dt, y->p, F, x->p, F, gam->p, mean.p, rstd.p,
                                      dx->p, dt, o->p, dg->p, db->p, T, d);
         });
+    // The step's form (tgrt_layer_norm_bwd_acc_bgrad: dy and the low copy bf16, x and the
+    // residual gradient f32, the projection's bias summed too) at GPT-2 small's d 768 and the
+    // head-dim-128 shape's d 1024: 16 bytes per element.
+    if (dt == B)
+      for (int64_t n : {int64_t(768), int64_t(1024)})
+        row(n == 768 ? "layer_norm_bwd_acc_bgrad 16384 x 768 (step's form)"
+                     : "layer_norm_bwd_acc_bgrad 16384 x 1024 (step's form)",
+            dt, 16, 16, (double)(T * n), [&] {
+              tgrt_cuda::layerNormBwdAcc(g, "bench", false, B, y->p, F, h1->p, F, bias->p, mean.p,
+                                         rstd.p, h2->p, B, o->p, dg->p, db->p, T, n, F, w->p);
+            });
     for (int64_t n : {int64_t(768), int64_t(2304)})
       row(n == 768 ? "bias_grad 16384 x 768" : "bias_grad 16384 x 2304", dt, 4, 2,
           (double)(T * n), [&] { tgrt_cuda::biasGrad(g, "bench", dt, h1->p, db->p, T, n); });
