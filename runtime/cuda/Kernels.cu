@@ -838,36 +838,29 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
     constexpr bool kPre = ACC && NV <= 4 && !RELOAD;
     constexpr bool kKeepXh = !RELOAD;
-    // RELOAD reloads dy at the store too (an L1 hit, 16 bytes a pack): NV x W registers
-    // fewer across the row's reductions (ptxas: 84 -> 0 bytes spilled at 4 packs, d 1024).
-    constexpr bool kKeepDy = !RELOAD;
-    float xh[kKeepXh ? NV : 1][W], dv[kKeepDy ? NV : 1][W];
+    float xh[kKeepXh ? NV : 1][W], dv[NV][W];
     float prev[kPre ? NV : 1][W] = {};
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
-      float g[W], xk[W], dk[W];
+      float g[W], xk[W];
       if (c < dW) {
         float xv[W], gm[W];
         ldPack(x + r * d, c, xv);
-        ldPack(dy + r * d, c, dk);
+        ldPack(dy + r * d, c, dv[k]);
         if constexpr (kPre) ldPack(dx + r * d, c, prev[k]);
         ldPack(gamma, c, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
           xk[j] = (xv[j] - mu) * rs;
-          g[j] = dk[j] * gm[j];
-          db[k][j] += dk[j];
-          dg[k][j] += dk[j] * xk[j];
+          g[j] = dv[k][j] * gm[j];
+          db[k][j] += dv[k][j];
+          dg[k][j] += dv[k][j] * xk[j];
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < W; ++j) xk[j] = dk[j] = g[j] = 0.0f;
-      }
-      if constexpr (kKeepDy) {
-#pragma unroll
-        for (int j = 0; j < W; ++j) dv[kKeepDy ? k : 0][j] = dk[j];
+        for (int j = 0; j < W; ++j) xk[j] = dv[k][j] = g[j] = 0.0f;
       }
       if constexpr (kKeepXh) {
 #pragma unroll
@@ -892,15 +885,8 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
 #pragma unroll
           for (int j = 0; j < W; ++j) xk[j] = (xk[j] - mu) * rs;
         }
-        float dk[W];
-        if constexpr (kKeepDy) {
 #pragma unroll
-          for (int j = 0; j < W; ++j) dk[j] = dv[kKeepDy ? k : 0][j];
-        } else {
-          ldPack(dy + r * d, c, dk);
-        }
-#pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = rs * (dk[j] * gm[j] - meanG - xk[j] * meanGX);
+        for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xk[j] * meanGX);
         if constexpr (ACC) {
           float pv[W];
           if constexpr (kPre) {
