@@ -223,9 +223,10 @@ __device__ __forceinline__ uint4 pack16(const float* f, float) {
 }
 /// bf16 / f16: a pack without NaN (every pack of a finite step) rounds by four paired cvt
 /// (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32: the scalar helpers' bits for every non-NaN input);
-/// a pack with a NaN takes the scalar helpers, which keep tgrt.h's NaN patterns. On the
-/// H200 the integer formula was most of the instructions of the store-heavy kernels (the
-/// cross-entropy's gradient, the layer-norm backward's bf16 copy: 2026-12-01).
+/// a pack with a NaN takes the scalar helpers, which keep tgrt.h's NaN patterns. The integer
+/// formula had been about 8 instructions per element, most of the 16-bit cross-entropy's
+/// gradient pass: with the cvt it took 0.855x its time on the H200 (docs/results.md,
+/// 2026-12-01 "bf16 rounding by the hardware").
 __device__ __forceinline__ uint4 pack16(const float* f, bf16_t) {
 #ifndef TGRT_CUDA_EMULATE
   if (!anyNaN<8>(f))
