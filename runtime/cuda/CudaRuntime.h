@@ -205,11 +205,11 @@ int setCeFast(Context* ctx, int variant);
 /// The 16-bit cross-entropy's variant by default (Context::ce_fast -1) for rows of `vocab`
 /// logits of `elemBytes` bytes (2: bf16 / f16) on a device with `smCount` SMs and `l2Bytes`
 /// bytes of L2: 7 (blocks of 256 threads, 4 rows per SM) when those rows, each read twice,
-/// fit in seven eighths of L2 (4 x vocab x elemBytes x smCount <= 7/8 l2Bytes), so the second
-/// read hits L2; else 6 (blocks of 512, 2 rows per SM), also when a size is 0 (unknown). On
-/// an H100 (132 SMs, l2CacheSize 52428800): 7 up to V 43442 in bf16; H200s report 52428800 or
-/// 62914560 (60 MiB, driver 580.159.04, 2026-11-30), the latter 7 up to V 52130. Kernels.cu has the
-/// measurements it rests on; never fails.
+/// fit in half of L2 (4 x vocab x elemBytes x smCount <= l2Bytes / 2), so the second read
+/// hits L2; else 6 (blocks of 512, 2 rows per SM), also when a size is 0 (unknown). On an
+/// H100 (132 SMs, l2CacheSize 52428800): 7 up to V 24824 in bf16; H200s report 52428800 or
+/// 62914560 (60 MiB, driver 580.159.04, 2026-11-30), the latter 7 up to V 29789 (7/8 of L2
+/// before 2026-12-01). Kernels.cu has the measurements it rests on; never fails.
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes);
 /// ceVariantFor on the context's device (its SMs and L2, read at creation): the variant the
 /// 16-bit cross-entropy takes by default (Context::ce_fast -1) for rows of `vocab` logits of

@@ -3802,11 +3802,18 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
 /// clearly faster and, with the 50 MiB an H100 reports, no example's default changes (GPT-2,
 /// SmolLM2, Llama 3 stay on 6). An H200 host reporting 60 MiB (s8 call4) puts GPT-2 and
 /// SmolLM2 on 7, where the two timed within 2% on both hosts.
+/// Since 2026-12-01 half of L2: the bf16 stores rounded by cvt (Dtype.cuh pack16) took 6 to
+/// 0.85x its time and 7 to 0.97x, and the sweep on an H200 reporting 60 MiB (s10 calls 1 and
+/// 5, ms 6 / 7) became 16384 0.382 / 0.313, 24576 0.541 / 0.446, 32000 (0.54 of L2 in flight
+/// with 7) 0.629 / 0.637, 36864 0.741 / 0.754, 40960 0.800 / 0.811, 45056 0.855 / 0.918,
+/// 49152 0.909 / 1.008, 65536 1.224 / 1.450; in the steps (s10 call5, 3 repetitions) GPT-2
+/// small took 29.22 (29.14-29.25) ms with 6 against 29.29 (29.26-29.39) with 7, head dim 128
+/// 29.59 (29.59-29.77) against 29.77 (29.68-29.96). 7 keeps the vocabularies up to 24824 (50
+/// MiB) / 29789 (60 MiB), where it is 18% faster.
 int ceVariantFor(int64_t vocab, int64_t elemBytes, int64_t smCount, int64_t l2Bytes) {
   // One row per block: variant 7's blocks per SM are its rows per SM.
   const int64_t inFlight = ceMinBlocks(7) * vocab * elemBytes * smCount;
-  return l2Bytes > 0 && vocab > 0 && elemBytes > 0 && smCount > 0 &&
-                 8 * inFlight <= 7 * l2Bytes
+  return l2Bytes > 0 && vocab > 0 && elemBytes > 0 && smCount > 0 && 2 * inFlight <= l2Bytes
              ? 7
              : 6;
 }

@@ -21,28 +21,29 @@ constexpr int64_t kHopperL2 = 52428800;       // their cudaDeviceProp::l2CacheSi
                                               // some H200 hosts report 62914560, below)
 
 TEST(CeVariant, VocabulariesOfTheExamplesOnAHopper) {
-  // bf16 rows: 4 x V x 2 x 132 against 7/8 of 50 MiB.
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, kHopperSms, kHopperL2), 7);  // head dim 128 shape
+  // bf16 rows: 4 x V x 2 x 132 against half of 50 MiB: every example takes 6.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, kHopperSms, kHopperL2), 6);  // head dim 128 shape
   EXPECT_EQ(tgrt_cuda::ceVariantFor(49152, 2, kHopperSms, kHopperL2), 6);  // SmolLM2
   EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, kHopperSms, kHopperL2), 6);  // GPT-2 (padded)
   EXPECT_EQ(tgrt_cuda::ceVariantFor(128256, 2, kHopperSms, kHopperL2), 6); // Llama 3
+  // ... also on an H200 that reports 60 MiB (before 2026-12-01 GPT-2 and SmolLM2 took 7 there).
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 2, kHopperSms, 62914560), 6);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, kHopperSms, 62914560), 6);
 }
 
-TEST(CeVariant, TheBoundaryIsSevenEighthsOfL2) {
-  // 4 x 43442 x 2 x 132 = 45,874,752 <= 45,875,200 = 7/8 x 52,428,800; one more row element
-  // is 608 bytes over.
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(43442, 2, kHopperSms, kHopperL2), 7);
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(43443, 2, kHopperSms, kHopperL2), 6);
-  // The sweep's vocabularies (Kernels.cu): 7 where it was faster by 10% or more.
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(40960, 2, kHopperSms, kHopperL2), 7);
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(45056, 2, kHopperSms, kHopperL2), 6);
-  // Element bytes count: 4-byte rows of 32000 are over it.
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(32000, 4, kHopperSms, kHopperL2), 6);
-  // An H200 that reports 60 MiB of L2 (s8 call4): the boundary moves to V 52130, so GPT-2's
-  // and SmolLM2's vocabularies take 7 there (where the two variants measured within 2%).
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(52130, 2, kHopperSms, 62914560), 7);
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(52131, 2, kHopperSms, 62914560), 6);
-  EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, kHopperSms, 62914560), 7);
+TEST(CeVariant, TheBoundaryIsHalfOfL2) {
+  // 4 x 24824 x 2 x 132 = 26,214,144 <= 26,214,400 = 52,428,800 / 2; one more row element
+  // makes it 26,215,200, 800 bytes over.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(24824, 2, kHopperSms, kHopperL2), 7);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(24825, 2, kHopperSms, kHopperL2), 6);
+  // The sweep's vocabularies (Kernels.cu, s10 calls 1 and 5): 7 where it was 18% faster.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(16384, 2, kHopperSms, kHopperL2), 7);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(24576, 2, kHopperSms, kHopperL2), 7);
+  // Element bytes count: 4-byte rows of 16384 are over it.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(16384, 4, kHopperSms, kHopperL2), 6);
+  // An H200 that reports 60 MiB of L2: the boundary moves to V 29789.
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(29789, 2, kHopperSms, 62914560), 7);
+  EXPECT_EQ(tgrt_cuda::ceVariantFor(29790, 2, kHopperSms, 62914560), 6);
   // Fewer SMs keep fewer rows in flight (the emulator's 4 SMs: GPT-2's vocabulary fits).
   EXPECT_EQ(tgrt_cuda::ceVariantFor(50304, 2, 4, kHopperL2), 7);
 }
