@@ -165,15 +165,7 @@ struct F16 {
   static constexpr const char* kDqWgName = "attention_bwd_dq_wg_f16_kernel";
   static __device__ __forceinline__ float toFloat(uint16_t h) { return f16ToFloat(h); }
   /// Two floats rounded to f16 (RNE; overflow to inf) in one word, lo in bits 0-15.
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-#ifdef TGRT_CUDA_EMULATE
-    return (uint32_t)tgrt_f16_from_float(lo) | ((uint32_t)tgrt_f16_from_float(hi) << 16);
-#else
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-#endif
-  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return packF16(lo, hi); }
   /// d += a b: one m16n8k16 f16 tensor-core product with fp32 accumulators.
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {

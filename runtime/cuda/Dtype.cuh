@@ -133,6 +133,19 @@ __device__ __forceinline__ uint16_t f16FromFloat(float f) {
 #endif
 }
 
+/// Two floats rounded to f16 (RNE, overflow to inf) in one word, lo in bits 0-15: one
+/// cvt.rn.f16x2.f32 on the GPU, the bits of f16FromFloat for every non-NaN input (the f16
+/// tensor-core kernels' accumulator pairs, pack16).
+__device__ __forceinline__ uint32_t packF16(float lo, float hi) {
+#ifdef TGRT_CUDA_EMULATE
+  return (uint32_t)f16FromFloat(lo) | ((uint32_t)f16FromFloat(hi) << 16);
+#else
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+
 __device__ __forceinline__ float toF(float x) { return x; }
 __device__ __forceinline__ float toF(bf16_t x) { return bf16ToFloat(x.bits); }
 __device__ __forceinline__ float toF(f16_t x) { return f16ToFloat(x.bits); }
@@ -228,11 +241,9 @@ __device__ __forceinline__ uint4 pack16(const float* f, float) {
 /// gradient pass: with the cvt it took 0.855x its time on the H200 (docs/results.md,
 /// 2026-12-01 "bf16 rounding by the hardware").
 __device__ __forceinline__ uint4 pack16(const float* f, bf16_t) {
-#ifndef TGRT_CUDA_EMULATE
   if (!anyNaN<8>(f))
     return make_uint4(packBf16(f[0], f[1]), packBf16(f[2], f[3]), packBf16(f[4], f[5]),
                       packBf16(f[6], f[7]));
-#endif
   uint32_t w[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
@@ -240,15 +251,9 @@ __device__ __forceinline__ uint4 pack16(const float* f, bf16_t) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 __device__ __forceinline__ uint4 pack16(const float* f, f16_t) {
-#ifndef TGRT_CUDA_EMULATE
-  if (!anyNaN<8>(f)) {
-    uint32_t w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(f[2 * i + 1]), "f"(f[2 * i]));
-    return make_uint4(w[0], w[1], w[2], w[3]);
-  }
-#endif
+  if (!anyNaN<8>(f))
+    return make_uint4(packF16(f[0], f[1]), packF16(f[2], f[3]), packF16(f[4], f[5]),
+                      packF16(f[6], f[7]));
   uint32_t w[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)

@@ -947,29 +947,32 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
   int64_t memory = 0;
   const std::string target = opts.target; // "" (tgc summary, advise): auto -> none
   std::string memoryFrom;
-  if (spec.training.checkpointing == "auto") {
+  const bool bare = spec.training.checkpointing == "auto";
+  if (bare) {
     if (target != "cuda" || opts.maxBatch || opts.tradeoff || opts.ranksGiven)
       return setCheckpointing(spec, "none");
-    if (!opts.memory.empty()) {
-      memory = parseBytes(opts.memory);
-      if (memory <= 0) {
-        llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
-        return false;
-      }
-      memoryFrom = "--memory " + opts.memory;
-    } else {
-      tg::CalibrationTable probe;
-      std::string where;
-      if (!findCalibration(opts.calibration, target, probe, where))
-        return false; // an unreadable --calibration is an error, not "no memory known"
-      memory = tableMemoryBytes(target, opts.calibration, memoryFrom);
-      if (memory <= 0)
-        return setCheckpointing(spec, "none"); // no device memory known
-    }
   } else if (!parseCheckpointAuto(spec.training.checkpointing, memory)) {
     return true;
   }
-  const bool bare = spec.training.checkpointing == "auto";
+  // The table the candidates are predicted with, loaded once (an unreadable --calibration is
+  // an error, not "no memory known"); bare auto without --memory fits its memory_bytes.
+  tg::CalibrationTable table;
+  std::string origin;
+  if (!findCalibration(opts.calibration, target, table, origin))
+    return false;
+  if (bare && !opts.memory.empty()) {
+    memory = parseBytes(opts.memory);
+    if (memory <= 0) {
+      llvm::errs() << "tgc: error: --memory: cannot parse '" << opts.memory << "'\n";
+      return false;
+    }
+    memoryFrom = "--memory " + opts.memory;
+  } else if (bare) {
+    if (table.memoryBytes <= 0)
+      return setCheckpointing(spec, "none"); // no device memory known
+    memory = table.memoryBytes;
+    memoryFrom = "memory_bytes of " + origin;
+  }
   const std::string policy = spec.training.checkpointing;
   const long long context = contextBytesOption(target, opts.contextBytes, opts.calibration);
   if (context < 0)
@@ -981,10 +984,6 @@ static bool resolveAutoCheckpointing(const DriverOptions &opts, Spec &spec) {
                  << "\n";
     return false;
   }
-  tg::CalibrationTable table; // parsed once per process (loadCalibrationCached)
-  std::string origin;
-  if (!findCalibration(opts.calibration, target, table, origin))
-    return false;
   struct Candidate {
     std::string policy;
     bool ok = false;
