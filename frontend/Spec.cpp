@@ -182,6 +182,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     });
     v.string("checkpointing", t.checkpointing);
     v.integer("loss_chunk_bytes", t.loss_chunk_bytes, Kind::NonNegInt);
+    v.boolean("bias_rows", t.bias_rows);
     v.string("gradients", t.gradients);
     v.object("loss_scaling", [&] {
       v.number("init", t.loss_scale_init);

@@ -320,6 +320,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   // A kernel no table measures yet is priced by the points of the kernel it varies
   // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
   // instead of writing, moves about the same bytes.
+  //   tgrt_layer_norm_fwd_ones: the same kernel writing TGRT_ONES_COLUMNS more columns per
+  //     row (1% more bytes at d 768; not priced apart).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
@@ -336,6 +338,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //     reading dw (one vocab x d read fewer, not priced apart).
   static const std::pair<const char *, const char *> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
+      {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},

@@ -563,7 +563,8 @@ private:
         // padding included, which must read as zeros (the plan reserves it with the slot).
         for (const ParamSlot *s : z->second)
           if (failed(call(&op, "tgrt_zero",
-                          {gradSlot(s), (dtypeBytes(s->dtype) * s->numel + kBufferAlignment - 1) /
+                          {gradSlot(s), (dtypeBytes(s->dtype) * s->numel * (1 + s->padRows) +
+                                         kBufferAlignment - 1) /
                                             kBufferAlignment * kBufferAlignment},
                           "zero_grad." + s->name)))
             return failure();
@@ -950,7 +951,9 @@ private:
         })
         .Case([&](LayerNormOp o) {
           int64_t d = dim(o.getX(), -1);
-          return call(op, "tgrt_layer_norm_fwd",
+          // tg-bias-rows: y [rows, d + kOnesColumns], its last columns 1, 0, ...
+          return call(op, o->hasAttr("tg.ones_column") ? "tgrt_layer_norm_fwd_ones"
+                                                       : "tgrt_layer_norm_fwd",
                       {dt(o.getX()), Arg(o.getX()), dt(o.getGamma()), Arg(o.getGamma()),
                        Arg(o.getBeta()), dt(o.getY()), Arg(o.getY()),
                        Arg(o.getMean()), Arg(o.getRstd()), numel(o.getX()) / d, d,
@@ -1035,16 +1038,22 @@ private:
         })
         .Case([&](MatmulBiasOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
+          FailureOr<Arg> bias = biasRowsOperands(o, o.getBias(), k);
+          if (failed(bias))
+            return failure();
           return call(op, "tgrt_matmul_bias",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), *bias,
                        Arg(o.getOut()), numel(o.getOut()) / n, n, k, int64_t(0),
                        int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
         })
         .Case([&](MatmulDgeluBgradOp o) { return emitDgeluBgrad(o); })
         .Case([&](MatmulBiasGeluOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
+          FailureOr<Arg> bias = biasRowsOperands(o, o.getBias(), k);
+          if (failed(bias))
+            return failure();
           return call(op, "tgrt_matmul_bias_gelu",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), *bias,
                        Arg(o.getPre()), Arg(o.getOut()), numel(o.getOut()) / n, n, k,
                        int64_t(0), int64_t(o.getTransposeB() ? 1 : 0),
                        flt(o.getAlpha().convertToFloat())});
@@ -1411,7 +1420,11 @@ private:
   };
   /// Elements of a slot this rank holds: the ZeRO-2/3 chunk, else the whole tensor. (runs()
   /// groups gradient slots, and values only where they are chunks too: ZeRO-3, or unsharded.)
-  static int64_t held(const ParamSlot *s) { return s->shard > 0 ? s->shard : s->numel; }
+  /// A tg-bias-rows bias's zero rows belong to its run (zeros in every slot: AdamW and the
+  /// gradient norm leave them zero), so the runs stay as long as without them.
+  static int64_t held(const ParamSlot *s) {
+    return s->shard > 0 ? s->shard : s->numel * (1 + s->padRows);
+  }
   /// Groups `slots` into runs by `offsetOf` (sorted), contiguous and `compatible`.
   template <typename OffsetFn, typename CompatFn>
   std::vector<Run> runs(SmallVector<const ParamSlot *> slots, OffsetFn offsetOf,
@@ -1949,6 +1962,20 @@ private:
         }
         if (wgradWrites.contains(o)) {
           const ParamSlot *bias = wgradBias.lookup(o);
+          // tg-bias-rows: A = [y 1 0] [k, m + 8], C = [dW; db; 0] over W's slot and b's
+          // (right after it, 8 rows): the GEMM's row m is the bias gradient.
+          if (o->hasAttr("tg.bias_rows")) {
+            if (!bias || bias->gradOffset != s->gradOffset + dtypeBytes(s->dtype) * s->numel ||
+                bias->padRows != kBiasPadRows || bias->numel != n || !ta ||
+                !throughReshape(o.getA()).getDefiningOp<LayerNormOp>() ||
+                !throughReshape(o.getA()).getDefiningOp()->hasAttr("tg.ones_column"))
+              return o->emitOpError()
+                     << "lower-to-emitc: tg.bias_rows, but the weight gradient does not write "
+                        "its bias's slot, or that slot does not follow the weight's with "
+                     << kBiasPadRows << " zero rows (run tg-bias-rows before tg-plan-memory)";
+            m += kOnesColumns;
+            bias = nullptr;
+          }
           return call(o, "tgrt_matmul_wgrad",
                       {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
                        m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
@@ -2189,6 +2216,35 @@ private:
       lossSlotWrites.insert(o);
       noteWhole(s);
     });
+  }
+
+  /// The bias argument of a forward GEMM with its bias (tg.matmul_bias / _gelu): the bias
+  /// itself, or with tg.bias_rows (tg-bias-rows) the first of the zero rows after it (its
+  /// slot's padding: the GEMM adds the bias through its K = d + kOnesColumns, and its bias
+  /// epilogue adds zeros); `k` then becomes d + kOnesColumns. Errors: tg.bias_rows on a GEMM
+  /// whose A is not a tg.ones_column layer norm's output or whose bias slot has no zero rows.
+  FailureOr<Arg> biasRowsOperands(Operation *o, Value bias, int64_t &k) {
+    if (!o->hasAttr("tg.bias_rows"))
+      return Arg(bias);
+    Operation *ln = o->getOperand(0).getDefiningOp();
+    Value param = bias;
+    if (auto c = bias.getDefiningOp<CastOp>())
+      param = c.getX();
+    const ParamSlot *s = slotOf(param);
+    if (!ln || !isa<LayerNormOp>(ln) || !ln->hasAttr("tg.ones_column") || !s ||
+        s->padRows != kBiasPadRows)
+      return o->emitOpError() << "lower-to-emitc: tg.bias_rows needs a tg.ones_column layer "
+                                 "norm's output as A and a bias slot with "
+                              << kBiasPadRows << " zero rows (run tg-bias-rows before "
+                                                 "tg-plan-memory)";
+    FailureOr<PtrRef> p = ptrOf(bias);
+    if (failed(p))
+      return failure();
+    const int64_t n = dim(bias, -1);
+    p->byteOffset += n * elemBytes(bias);
+    k += kOnesColumns;
+    return Arg(*p).view(s->name + " (zero row)", "[" + std::to_string(n) + "]",
+                        tgrtDtype(rt(bias).getElementType()), -1, n, n);
   }
 
   /// The bias-gradient op o whose slot sum a tgrt_matmul_wgrad computes (biasInWgrad): its

@@ -128,6 +128,12 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       if (isa<CastOp>(op) && op.hasAttr(kWorkingCopyAttr))
         continue; // the parameter's persistent working copy: no arena buffer
       int64_t bytes = tensorBytes(r.getType());
+      // tg-bias-rows: the layer norm's output gains kOnesColumns columns per row.
+      if (bytes > 0 && r.getResultNumber() == 0 && isa<LayerNormOp>(op) &&
+          op.hasAttr("tg.ones_column")) {
+        const int64_t d = cast<RankedTensorType>(r.getType()).getShape().back();
+        bytes = bytes / d * (d + kOnesColumns);
+      }
       if (bytes < 0)
         return op.emitOpError() << "result #" << r.getResultNumber()
                                 << " needs a static shape and a known element type to be planned";
@@ -333,6 +339,7 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.vOffset = getI64(d, "v_offset");
       if (d.get("work_offset"))
         s.workOffset = getI64(d, "work_offset");
+      s.padRows = getI64(d, "pad_rows");
       if (auto t = d.getAs<StringAttr>("dtype"))
         s.dtype = t.str();
       if (auto t = d.getAs<StringAttr>("state_dtype"))
@@ -473,8 +480,9 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
         writes = gradientFirstWrites(fn);
       for (const ParamSlot &s : r.params) {
         PlanBuffer g;
-        g.bytes = (dtypeBytes(s.dtype) * s.numel + kBufferAlignment - 1) / kBufferAlignment *
-                  kBufferAlignment; // the slot with its padding (zeroed with it)
+        g.bytes = (dtypeBytes(s.dtype) * s.numel * (1 + s.padRows) + kBufferAlignment - 1) /
+                  kBufferAlignment * kBufferAlignment; // the slot with its padding
+
         g.offset = s.gradOffset;
         g.first = fn.getSymName() == "micro_step" ? writes.lookup(s.name) : 0;
         g.last = end;
@@ -605,6 +613,8 @@ std::string planReportJson(const PlanReport &r) {
                                         {"work_offset", p.workOffset},
                                         {"dtype", p.dtype},
                                         {"state_dtype", p.stateDtype}});
+    if (p.padRows > 0)
+      params.back().getAsObject()->insert({"pad_rows", p.padRows});
     if (p.shard > 0)
       params.back().getAsObject()->insert({"shard", p.shard});
   }

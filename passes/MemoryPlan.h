@@ -26,6 +26,11 @@ namespace mlir::tg {
 
 /// Byte alignment of every buffer offset (a GPU-friendly 256 B).
 inline constexpr int64_t kBufferAlignment = 256;
+/// tg-bias-rows (docs/design-notes.md "Bias rows"): the columns a layer norm's output gains
+/// (TGRT_ONES_COLUMNS, runtime/tgrt.h: a 1, then zeros) and the zero rows that follow a
+/// paired bias in each of its slots.
+inline constexpr int64_t kOnesColumns = 8;
+inline constexpr int64_t kBiasPadRows = kOnesColumns - 1;
 
 /// One arena buffer of a function.
 struct BufferInfo {
@@ -98,6 +103,9 @@ struct ParamSlot {
   std::vector<int64_t> shape;
   int64_t numel = 0, offset = 0, gradOffset = 0, mOffset = 0, vOffset = 0;
   int64_t workOffset = -1; ///< the low-precision working copy (PlanReport::workDtype), or -1
+  /// Zero rows of numel elements after the value in each slot (tg-bias-rows' biases: 7),
+  /// part of the slot as its alignment padding is.
+  int64_t padRows = 0;
   std::string dtype = "f32";      ///< value and gradient element type
   std::string stateDtype = "f32"; ///< AdamW m, v element type
   std::string init = "normal";    ///< normal | zeros | ones (driver initialisation)

@@ -58,6 +58,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> checkpointBudget{*this, "checkpoint-budget",
                                    llvm::cl::desc("checkpointing=budget: arena bytes allowed"),
                                    llvm::cl::init(0)};
+  Option<bool> biasRows{*this, "bias-rows",
+                        llvm::cl::desc("tg-bias-rows: carry the biases of layer-norm-fed "
+                                       "linear layers in their GEMMs (a ones column)"),
+                        llvm::cl::init(false)};
   Option<int64_t> lossChunkBytes{*this, "loss-chunk-bytes",
                                  llvm::cl::desc("tg-fuse-loss: bytes of logits per chunk (0: "
                                                 "the loss is not fused)"),

@@ -234,6 +234,32 @@ def TgFuse : Pass<"tg-fuse", "mlir::ModuleOp"> {
   ];
 }
 
+def TgBiasRows : Pass<"tg-bias-rows", "mlir::ModuleOp"> {
+  let summary = "Carry a linear layer's bias and bias gradient inside its GEMMs (ones column)";
+  let description = [{
+    Runs after tg-fuse, before tg-plan-memory, on @micro_step. A linear layer whose input y
+    is a layer norm's output read only by its forward GEMM (tg.matmul_bias or
+    tg.matmul_bias_gelu) and its weight gradient (tg.matmul with transpose_a into the
+    weight's one accumulation), and whose bias gradient is dh's column sum
+    (tg.bias_grad or tg.matmul_dgelu_bgrad) computed before that weight gradient, gets
+    ```mlir
+    %y, %mean, %rstd = tg.layer_norm %x, %g, %b {tg.ones_column}   // y planned [.., d + 8]
+    %h = tg.matmul_bias %y, %w, %bias {tg.bias_rows}               // K = d + 8
+    %dw = tg.matmul %yr, %dhr {transpose_a = true, tg.bias_rows}   // M = d + 8: dW, db
+    ```
+    and the module `tg.bias_rows = [["layers.0.attn.qkv.weight", "layers.0.attn.qkv.bias"]]`:
+    tg-plan-memory places each bias right after its weight, its slot 8 rows of n (the zero
+    rows), and the lowering runs the layer norm with a ones column
+    (tgrt_layer_norm_fwd_ones), the forward GEMM over [y 1 0] and [W; b; 0], and the weight
+    gradient into W's and b's slots at once, with no column sums of dh. Only with
+    tg.grad_accum 1, one rank, no ZeRO, d and n multiples of 8, W's slots 256-byte
+    multiples, and under mixed precision persistent working copies. The tgc pipeline runs
+    it when `training.bias_rows` is on. Errors: a module already marked.
+  }];
+  let dependentDialects = ["mlir::tg::TgDialect"];
+  let statistics = [Statistic<"numPaired", "num-paired", "linear layers given bias rows">];
+}
+
 def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
   let summary = "Plan all device memory statically: persistent region, arena, workspace";
   let description = [{

@@ -62,6 +62,8 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     return;
   // Fusions as ops, on the step as it will run (after recomputation and distribution).
   pm.addPass(createTgFuse());
+  if (o.biasRows)
+    pm.addPass(createTgBiasRows());
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
   plan.commBytes = o.commBytes;

@@ -95,6 +95,38 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t c) { return !decays(a) && decays(c); });
+    // tg-bias-rows' pairs: each bias right after its weight in every slot group, its slots
+    // 1 + kBiasPadRows rows of n (the zero rows the forward GEMM reads after the bias row
+    // and the weight gradient writes), so [W; b; 0] is one [d + 8, n] matrix everywhere.
+    SmallVector<int64_t> padRows(params.size(), 0);
+    if (auto pairs = module->getAttrOfType<ArrayAttr>("tg.bias_rows")) {
+      llvm::StringMap<size_t> byName;
+      for (auto [i, p] : llvm::enumerate(params))
+        byName[p.name.getValue()] = i;
+      llvm::DenseMap<size_t, size_t> biasAfter; // weight index -> bias index
+      for (Attribute a : pairs) {
+        auto pair = dyn_cast<ArrayAttr>(a);
+        auto w = pair && pair.size() == 2 ? dyn_cast<StringAttr>(pair[0]) : StringAttr();
+        auto bi = pair && pair.size() == 2 ? dyn_cast<StringAttr>(pair[1]) : StringAttr();
+        if (!w || !bi || !byName.count(w.getValue()) || !byName.count(bi.getValue())) {
+          module.emitError() << "tg-plan-memory: tg.bias_rows names no [weight, bias] pair of "
+                                "parameters: "
+                             << a;
+          return signalPassFailure();
+        }
+        biasAfter[byName[w.getValue()]] = byName[bi.getValue()];
+        padRows[byName[bi.getValue()]] = kBiasPadRows;
+      }
+      SmallVector<size_t> paired;
+      for (size_t i : order) {
+        if (padRows[i])
+          continue;
+        paired.push_back(i);
+        if (auto it = biasAfter.find(i); it != biasAfter.end())
+          paired.push_back(it->second);
+      }
+      order = std::move(paired);
+    }
     // ZeRO-1 (tg.zero = 1 with tg.ranks = N > 1): the parameters, in slot order, are cut
     // into N contiguous ranges of about equal moment bytes (whole parameters; a range may be
     // empty); rank r holds the moments of range r only. Each rank's m (and v) block is the
@@ -117,7 +149,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         chunk[i] = (p.type.getNumElements() + ranks - 1) / ranks;
     auto slotBytes = [&](size_t i, int slot) {
       const Param &p = params[i];
-      int64_t full = slot < 2 ? p.bytes : p.momentBytes;
+      int64_t full = (slot < 2 ? p.bytes : p.momentBytes) * (1 + padRows[i]);
       if (!even || (slot == 0 && zero < 3))
         return full;
       return chunk[i] * (full / p.type.getNumElements());
@@ -261,6 +293,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         slot.push_back({kWorkOffset, b.getI64IntegerAttr(workBase + offs[0][i] / 2)});
       if (owner[i] >= 0)
         slot.push_back({id("owner"), b.getI64IntegerAttr(owner[i])});
+      if (padRows[i])
+        slot.push_back({id("pad_rows"), b.getI64IntegerAttr(padRows[i])});
       if (even)
         slot.push_back({id("shard"), b.getI64IntegerAttr(chunk[i])});
       // The initialisation and decay role the frontend put on the argument travel with

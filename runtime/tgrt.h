@@ -45,6 +45,13 @@ enum tgrt_region { TGRT_PERSISTENT = 0, TGRT_ARENA = 1, TGRT_WORKSPACE = 2, TGRT
  * binary16). */
 enum tgrt_dtype { TGRT_F32 = 0, TGRT_BF16 = 1, TGRT_F16 = 2 };
 
+/* Columns a layer norm's output carries after its d values when a linear layer's bias rides
+ * in its GEMM (tgrt_layer_norm_fwd_ones, docs/design-notes.md "Bias rows"): the first is 1,
+ * the rest 0, so y [rows, d + TGRT_ONES_COLUMNS] times the weight followed by the bias row and
+ * zero rows ([d + TGRT_ONES_COLUMNS, n]) is y W + b, and the weight gradient's GEMM over y's
+ * columns gives the bias gradient as its row d. 8 keeps 2-byte rows 16-byte aligned. */
+#define TGRT_ONES_COLUMNS 8
+
 /* Precision policy of the compiled step (tg-mixed-precision, docs/spec.md). */
 enum tgrt_precision {
   TGRT_PRECISION_FP32 = 0,

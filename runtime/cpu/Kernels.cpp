@@ -714,10 +714,12 @@ void tgrt_transpose4(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, 
 /// y [rows, d] (y_dt), mean, rstd [rows] float32 (outputs). Statistics in double, biased
 /// variance, two passes; each y element rounded once to y_dt. Errors: d == 0 with rows > 0,
 /// unknown dtype.
-void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
-                         int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
-                         void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
-  (void)ctx;
+namespace {
+/// tgrt_layer_norm_fwd (ldy == d) and tgrt_layer_norm_fwd_ones (ldy == d + TGRT_ONES_COLUMNS:
+/// row r of y starts at r * ldy, its columns d.. are 1, 0, ..., 0).
+void layerNormFwdRows(const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                      const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                      float* rstd, int64_t rows, int64_t d, float eps, int64_t ldy) {
   checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
   checkDtype(loc, "layer_norm_fwd (x_dt)", x_dt);
   checkDtype(loc, "layer_norm_fwd (p_dt)", p_dt);
@@ -744,14 +746,34 @@ void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const voi
           var /= (double)d;
           const double rs = 1.0 / std::sqrt(var + (double)eps);
           for (int64_t c = 0; c < d; ++c)
-            Y::st(y, o + c,
+            Y::st(y, r * ldy + c,
                   (float)((X::ld(x, o + c) - mu) * rs * P::ld(gamma, c) + P::ld(beta, c)));
+          for (int64_t c = d; c < ldy; ++c) Y::st(y, r * ldy + c, c == d ? 1.0f : 0.0f);
           mean[r] = (float)mu;
           rstd[r] = (float)rs;
         }
       });
     });
   });
+}
+} // namespace
+
+void tgrt_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                         int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
+                         void* y, float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
+  (void)ctx;
+  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, d);
+}
+
+/// tgrt_layer_norm_fwd into y [rows, d + TGRT_ONES_COLUMNS] whose last columns are 1, 0, ...
+/// (the "bias rows" form, tgrt.h). Errors: as tgrt_layer_norm_fwd.
+void tgrt_layer_norm_fwd_ones(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* x,
+                              int32_t p_dt, const void* gamma, const void* beta, int32_t y_dt,
+                              void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                              float eps) {
+  (void)ctx;
+  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps,
+                   d + TGRT_ONES_COLUMNS);
 }
 
 /// x = a + b (tgrt_add_mixed), then tgrt_layer_norm_fwd of x (tgrt.h): on the CPU the two

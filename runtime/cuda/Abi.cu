@@ -77,6 +77,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_copy2d copy2d
 #define TGRT_CUDA_tgrt_transpose4 transpose4
 #define TGRT_CUDA_tgrt_layer_norm_fwd layerNormFwd
+#define TGRT_CUDA_tgrt_layer_norm_fwd_ones layerNormFwdOnes
 #define TGRT_CUDA_tgrt_add_layer_norm_fwd addLayerNormFwd
 #define TGRT_CUDA_tgrt_layer_norm_bwd layerNormBwd
 #define TGRT_CUDA_tgrt_matmul matmul

@@ -156,6 +156,10 @@ void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
 void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
                   const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
                   float* rstd, int64_t rows, int64_t d, float eps);
+/// tgrt_layer_norm_fwd_ones: y [rows, d + TGRT_ONES_COLUMNS], its last columns 1, 0, ...
+void layerNormFwdOnes(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                  const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                  float* rstd, int64_t rows, int64_t d, float eps);
 /// tgrt_add_layer_norm_fwd: x = a + b (add_mixed), then layerNormFwd(x). One register
 /// kernel for the typed shapes (bit-equal to the two calls); else the two calls.
 void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,

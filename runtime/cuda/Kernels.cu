@@ -42,6 +42,7 @@ namespace tgrt_cuda {
 namespace {
 
 constexpr int kBlock = 256; // threads per block of the simple kernels
+constexpr int kOnesColumns = TGRT_ONES_COLUMNS; // tgrt_layer_norm_fwd_ones
 
 // ------------------------------------------------------------------ small helpers --
 
@@ -593,10 +594,12 @@ void withUnit(int64_t esize, F&& f) {
 //   mean = sum_c x / d;  var = sum_c (x - mean)^2 / d  (two passes, biased);
 //   rstd = 1 / sqrt(var + eps);  y = (x - mean) * rstd * gamma + beta.
 // Scalar form through accessors (any dtypes of x, gamma/beta, y).
+// ldy 0: y [rows, d]; else y's rows are ldy = d + kOnesColumns apart and their last
+// kOnesColumns columns are written 1, 0, ..., 0 (tgrt_layer_norm_fwd_ones).
 template <typename AX, typename AP, typename AY>
 __global__ void layer_norm_fwd_kernel(AX x, AP gamma, AP beta, AY y, float* __restrict__ mean,
                                       float* __restrict__ rstd, int64_t rows, int64_t d,
-                                      float eps) {
+                                      float eps, int64_t ldy = 0) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -612,7 +615,9 @@ __global__ void layer_norm_fwd_kernel(AX x, AP gamma, AP beta, AY y, float* __re
     }
     const float var = warpSum(v) / (float)d;
     const float rs = 1.0f / sqrtf(var + eps);
-    for (int64_t c = lane; c < d; c += 32) y(o + c, (x(o + c) - mu) * rs * gamma(c) + beta(c));
+    const int64_t oy = ldy ? r * ldy : o;
+    for (int64_t c = lane; c < d; c += 32) y(oy + c, (x(o + c) - mu) * rs * gamma(c) + beta(c));
+    if (ldy && lane < kOnesColumns) y(oy + d + lane, lane == 0 ? 1.0f : 0.0f);
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
@@ -660,7 +665,7 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
                                           float* __restrict__ mean, float* __restrict__ rstd,
                                           int64_t rows, int64_t d, float eps,
                                           const TB* __restrict__ b = nullptr,
-                                          TX* __restrict__ sum = nullptr) {
+                                          TX* __restrict__ sum = nullptr, int64_t ldy = 0) {
   const int lane = threadIdx.x & 31;
   const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -694,7 +699,7 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
       if (lane + 32 * k < dW) q += packSqDev(v[k], mu);
     const float var = warpSum(q) / (float)d;
     const float rs = 1.0f / sqrtf(var + eps);
-    TY* yr = y + r * d;
+    TY* yr = y + r * (ldy ? ldy : d);
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
@@ -707,6 +712,7 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
         stPack(yr, c, o);
       }
     }
+    if (ldy && lane < kOnesColumns) yr[d + lane] = fromF<TY>(lane == 0 ? 1.0f : 0.0f);
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
@@ -3096,7 +3102,8 @@ constexpr bool fusedAddTypes() {
 template <typename TX, typename TP, typename TY, typename TB = void>
 bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void* gv,
                        const void* bv, void* yv, float* mean, float* rstd, int64_t rows,
-                       int64_t d, float eps, const void* bres = nullptr, void* sumv = nullptr) {
+                       int64_t d, float eps, const void* bres = nullptr, void* sumv = nullptr,
+                       int64_t ldy = 0) {
   constexpr bool kRes = !std::is_void_v<TB>;
   if constexpr (!fusedAddTypes<TX, TP, TY, TB>()) {
     return false;
@@ -3111,11 +3118,13 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
     if (kRes && !aligned16(b, sum)) return false;
     const char* name = kRes ? "add_layer_norm_fwd_vec_kernel" : "layer_norm_fwd_vec_kernel";
     const dim3 grid(gridFor(rows, 8)), block(kBlock);
-    switch (layerNormNV(d, W, aligned16(x, gamma, beta, y))) {
+    // A pitched y (ldy) keeps the register kernel while its rows stay 16-byte aligned.
+    const bool yRows = ldy == 0 || (ldy * (int64_t)sizeof(TY)) % 16 == 0;
+    switch (layerNormNV(d, W, aligned16(x, gamma, beta, y) && yRows)) {
 #define TGRT_LN_FWD(NV)                                                                          \
   case NV:                                                                                       \
     launch(ctx, loc, name, layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY, TB>, grid, block, 0, x,  \
-           gamma, beta, y, mean, rstd, rows, d, eps, b, sum);                                    \
+           gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);                               \
     return true;
       TGRT_LN_FWD(1)
       TGRT_LN_FWD(2)
@@ -3125,7 +3134,7 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
     case 3:
       if constexpr (W == 8) {
         launch(ctx, loc, name, layer_norm_fwd_vec_kernel<3, W, TX, TP, TY, TB>, grid, block, 0, x,
-               gamma, beta, y, mean, rstd, rows, d, eps, b, sum);
+               gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);
         return true;
       }
       [[fallthrough]];
@@ -3136,7 +3145,7 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
       } else {
         launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>,
                grid, block, 0, Ld<TX>{x}, Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows,
-               d, eps);
+               d, eps, ldy);
         return true;
       }
     }
@@ -3295,9 +3304,11 @@ bool withLayerNormTypes(int32_t x_dt, int32_t p_dt, int32_t y_dt, F&& f) {
 
 } // namespace
 
-void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
-                  const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
-                  float* rstd, int64_t rows, int64_t d, float eps) {
+namespace {
+/// layerNormFwd and layerNormFwdOnes: ldy 0 (y [rows, d]) or d + kOnesColumns.
+void layerNormFwdImpl(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                      const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                      float* rstd, int64_t rows, int64_t d, float eps, int64_t ldy) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "layer_norm_fwd(rows, d)", rows, d);
   elemBytes(loc, "layer_norm_fwd (x)", x_dt);
@@ -3306,13 +3317,27 @@ void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, in
   if (rows == 0) return;
   if (d == 0) fail(loc, "layer_norm_fwd: d must be > 0");
   const bool typed = withLayerNormTypes(x_dt, p_dt, y_dt, [&](auto tx, auto tp, auto ty) {
-    layerNormFwdTyped<decltype(tx), decltype(tp), decltype(ty)>(ctx, loc, x, gamma, beta, y, mean,
-                                                                rstd, rows, d, eps);
+    layerNormFwdTyped<decltype(tx), decltype(tp), decltype(ty)>(
+        ctx, loc, x, gamma, beta, y, mean, rstd, rows, d, eps, nullptr, nullptr, ldy);
   });
   if (!typed)
     launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<LdDyn, LdDyn, StDyn>,
            dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt},
-           LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps);
+           LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps, ldy);
+}
+} // namespace
+
+void layerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                  const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                  float* rstd, int64_t rows, int64_t d, float eps) {
+  layerNormFwdImpl(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, 0);
+}
+
+void layerNormFwdOnes(Context* ctx, const char* loc, int32_t x_dt, const void* x, int32_t p_dt,
+                      const void* gamma, const void* beta, int32_t y_dt, void* y, float* mean,
+                      float* rstd, int64_t rows, int64_t d, float eps) {
+  layerNormFwdImpl(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps,
+                   d + kOnesColumns);
 }
 
 void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,

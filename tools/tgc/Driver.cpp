@@ -165,6 +165,7 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.ranks = spec.training.distributed.ranks;
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
+  o.biasRows = spec.training.bias_rows;
   o.gradients = spec.training.gradients;
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);

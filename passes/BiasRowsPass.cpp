@@ -1,0 +1,205 @@
+//===- BiasRowsPass.cpp - tg-bias-rows: a linear layer's bias inside its GEMMs ----------===//
+//
+// A linear layer h = y W + b whose input y is a layer norm's output has two GEMMs that can
+// carry the bias: the forward one, and the weight gradient dW = y^T dh, whose k is the
+// tokens, the same k as the bias gradient db = 1^T dh (the column sums of dh). With y
+// extended by a column of ones (and zero columns up to TGRT_ONES_COLUMNS, runtime/tgrt.h)
+// and W followed in memory by b and zero rows,
+//   [y 1 0] [W; b; 0] = y W + b           (the forward: K = d + 8),
+//   [y 1 0]^T dh      = [dW; db; 0]       (the weight gradient: M = d + 8),
+// so the bias gradient costs no read of dh of its own (GPT-2 small: 0.07 ms a layer of
+// column sums over [16384, 2304] and [16384, 3072], about 0.8 ms of a 29.4 ms step on an
+// H200, docs/results.md). The ones-column trick is the usual "bias as an extra input"
+// identity of linear models; docs/design-notes.md "Bias rows" says what it changes.
+//
+// Runs after tg-fuse, before tg-plan-memory, on @micro_step. For each tg.layer_norm whose
+// output y is read only by
+//   - one tg.matmul_bias or tg.matmul_bias_gelu (A = y, not transposed; B the weight W
+//     [d, n] and its bias b [n], both parameters or both their casts), and
+//   - reshapes read only by the weight gradient: a tg.matmul with transpose_a of the
+//     reshape and dh, whose result goes (through at most one cast) only into W's one
+//     tg.accumulate_grad,
+// and whose bias b has one tg.accumulate_grad fed (through at most one cast) by a
+// tg.bias_grad of dh or a tg.matmul_dgelu_bgrad's db beside dh, computed before the weight
+// gradient, it marks:
+//   - the layer norm `tg.ones_column` (the plan gives y [.., d + 8]; tgrt_layer_norm_fwd_ones),
+//   - the forward op and the weight gradient `tg.bias_rows` (the lowering runs them with
+//     K, resp. M, = d + 8 and no separate bias or bias gradient),
+// and records the pairs on the module, `tg.bias_rows = [[W name, b name], ...]`, which
+// tg-plan-memory reads to place b right after W in every slot (values, gradients, moments,
+// working copies) with its slot grown to 8 rows of n (the zero rows).
+// Only where the step has one micro-step per optimizer step (tg.grad_accum 1, the weight
+// gradient writing its slot), one rank, parameters whose slots are 256-byte multiples, d and
+// n multiples of 8, and (mixed precision) working copies of the parameters; anything else is
+// left as it is. Errors: a module already marked.
+//
+//===----------------------------------------------------------------------------===//
+#include "dialect/ElementBytes.h"
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGBIASROWS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// v's only user, or null.
+Operation *onlyUser(Value v) { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; }
+
+/// The parameter argument v is, or that v casts (a tg.cast of a parameter); null otherwise.
+/// `cast` is set when v is a cast.
+BlockArgument paramOf(func::FuncOp fn, Value v, bool &cast) {
+  cast = false;
+  if (auto c = v.getDefiningOp<CastOp>()) {
+    cast = true;
+    v = c.getX();
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr))
+    return BlockArgument();
+  return arg;
+}
+
+/// The one tg.accumulate_grad of parameter p in fn, or null when it has none or several.
+AccumulateGradOp onlyAccumulation(func::FuncOp fn, Value p) {
+  AccumulateGradOp found;
+  int count = 0;
+  fn.walk([&](AccumulateGradOp a) {
+    if (a.getParam() == p) {
+      found = a;
+      ++count;
+    }
+  });
+  return count == 1 ? found : AccumulateGradOp();
+}
+
+/// The accumulation v flows into: v's only reader, or a cast whose only reader it is.
+AccumulateGradOp sinkOf(Value v) {
+  Operation *u = onlyUser(v);
+  if (auto c = dyn_cast_or_null<CastOp>(u))
+    u = onlyUser(c.getResult());
+  return dyn_cast_or_null<AccumulateGradOp>(u);
+}
+
+/// Whether t's bytes at minElemBytes per element are a multiple of 256 (a slot boundary).
+bool slotAligned(RankedTensorType t, int64_t minElemBytes) {
+  return t.getNumElements() * minElemBytes % 256 == 0;
+}
+
+struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (module->hasAttr("tg.bias_rows")) {
+      module.emitError() << "tg-bias-rows: the module is already marked (tg.bias_rows)";
+      return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
+    if (!fn || fn.isExternal())
+      return;
+    auto intAttr = [&](StringRef name, int64_t absent) {
+      auto a = module->getAttrOfType<IntegerAttr>(name);
+      return a ? a.getInt() : absent;
+    };
+    if (intAttr("tg.grad_accum", 0) != 1 || intAttr(kRanksAttr, 1) != 1 ||
+        intAttr(kZeroAttr, 0) != 0)
+      return;
+    // Under mixed precision the weight and bias the GEMM reads must be their persistent
+    // working copies (adjacent like the values); tg-plan-memory marks the same casts.
+    const bool workingCopies = (bool)markWorkingCopies(module);
+    llvm::DenseMap<Operation *, int64_t> position;
+    int64_t index = 0;
+    for (Operation &op : fn.getBody().front())
+      position[&op] = index++;
+    Builder b(module.getContext());
+    SmallVector<Attribute> pairs;
+    llvm::DenseSet<Value> pairedParams;
+    fn.walk([&](LayerNormOp ln) {
+      Value y = ln.getY();
+      auto yt = cast<RankedTensorType>(y.getType());
+      const int64_t d = yt.getDimSize(yt.getRank() - 1);
+      if (yt.getRank() < 2 || d % 8 != 0 || ln->hasAttr(kRecomputeAttr))
+        return;
+      Operation *fwd = nullptr;
+      SmallVector<MatmulOp, 1> wgrads;
+      for (Operation *u : y.getUsers()) {
+        if (isa<MatmulBiasOp, MatmulBiasGeluOp>(u) && !fwd && u->getOperand(0) == y) {
+          fwd = u;
+          continue;
+        }
+        auto r = dyn_cast<ReshapeOp>(u);
+        auto g = r ? dyn_cast_or_null<MatmulOp>(onlyUser(r.getResult())) : MatmulOp();
+        if (!g || g.getA() != r.getResult() || !g.getTransposeA() || g.getTransposeB() ||
+            g.getAlpha().convertToFloat() != 1.0f ||
+            cast<RankedTensorType>(r.getResult().getType()).getRank() != 2)
+          return; // another reader of y
+        wgrads.push_back(g);
+      }
+      if (!fwd || wgrads.size() != 1)
+        return;
+      MatmulOp g = wgrads.front();
+      bool transB = false;
+      Value wv, bv;
+      if (auto o = dyn_cast<MatmulBiasOp>(fwd)) {
+        transB = o.getTransposeB();
+        wv = o.getB();
+        bv = o.getBias();
+      } else {
+        auto o2 = cast<MatmulBiasGeluOp>(fwd);
+        transB = o2.getTransposeB();
+        wv = o2.getB();
+        bv = o2.getBias();
+      }
+      if (transB || fwd->hasAttr(kRecomputeAttr))
+        return;
+      bool wCast = false, bCast = false;
+      BlockArgument w = paramOf(fn, wv, wCast), bias = paramOf(fn, bv, bCast);
+      if (!w || !bias || wCast != bCast || (wCast && !workingCopies) ||
+          pairedParams.contains(w) || pairedParams.contains(bias))
+        return;
+      auto wt = cast<RankedTensorType>(w.getType()), bt = cast<RankedTensorType>(bias.getType());
+      if (wt.getRank() != 2 || bt.getRank() != 1 || wt.getDimSize(0) != d ||
+          wt.getDimSize(1) != bt.getDimSize(0) || wt.getElementType() != bt.getElementType())
+        return;
+      const int64_t n = wt.getDimSize(1);
+      // Every slot of W (values, gradients, moments: 2 to 4 bytes an element) a multiple of
+      // 256 bytes, so b's slot starts where W's ends.
+      if (n % 8 != 0 || !slotAligned(wt, 2))
+        return;
+      // The weight gradient goes only into W's slot; b's gradient is dh's column sum.
+      AccumulateGradOp wAcc = onlyAccumulation(fn, w), bAcc = onlyAccumulation(fn, bias);
+      if (!wAcc || !bAcc || sinkOf(g.getResult()) != wAcc)
+        return;
+      Value dh = g.getB();
+      if (auto r = dh.getDefiningOp<ReshapeOp>())
+        dh = r.getX();
+      Operation *bSource = nullptr;
+      for (Operation *u : dh.getUsers()) {
+        if (auto bg = dyn_cast<BiasGradOp>(u); bg && sinkOf(bg.getResult()) == bAcc)
+          bSource = u;
+      }
+      if (auto dg = dh.getDefiningOp<MatmulDgeluBgradOp>();
+          dg && dg.getDx() == dh && sinkOf(dg.getDb()) == bAcc)
+        bSource = dg;
+      if (!bSource || position.lookup(bSource) > position.lookup(g))
+        return;
+      auto wName = fn.getArgAttrOfType<StringAttr>(w.getArgNumber(), kParamNameAttr);
+      auto bName = fn.getArgAttrOfType<StringAttr>(bias.getArgNumber(), kParamNameAttr);
+      ln->setAttr("tg.ones_column", b.getUnitAttr());
+      fwd->setAttr("tg.bias_rows", b.getUnitAttr());
+      g->setAttr("tg.bias_rows", b.getUnitAttr());
+      pairs.push_back(b.getArrayAttr({wName, bName}));
+      pairedParams.insert(w);
+      pairedParams.insert(bias);
+      ++numPaired;
+    });
+    if (!pairs.empty())
+      module->setAttr("tg.bias_rows", b.getArrayAttr(pairs));
+  }
+};
+
+} // namespace
