@@ -705,6 +705,40 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
     record("layer_norm_fwd y" + types, shape, relErr(gy.raw(), y), tolFor(y_dt));
     record("layer_norm_fwd mean,rstd" + types, shape,
            std::max(relErr(gm.get(), mean), relErr(gr.get(), rstd)));
+    // The "bias rows" form (tgrt_layer_norm_fwd_ones): y [rows, d + 8], the last columns 1, 0,
+    // ...: against the CPU's, and its first d columns bit for bit the plain call's on each
+    // side, its tail exactly 1, 0, ..., 0.
+    {
+      const int64_t ld = d + TGRT_ONES_COLUMNS;
+      Raw yo = zerosOf(y_dt, (size_t)(rows * ld));
+      Vec mo((size_t)rows), ro((size_t)rows);
+      tgrt_layer_norm_fwd_ones(c.cpu, "check", x_dt, x.data(), p_dt, gamma.data(), beta.data(),
+                               y_dt, yo.data(), mo.data(), ro.data(), rows, d, 1e-5f);
+      DevT gyo(y_dt, yo.n());
+      Dev<float> gmo((size_t)rows), gro((size_t)rows);
+      gyo.poison();
+      tgrt_cuda::layerNormFwdOnes(c.gpu, "check", x_dt, gx.p, p_dt, gg.p, gb.p, y_dt, gyo.p,
+                                  gmo.p, gro.p, rows, d, 1e-5f);
+      const Raw got = gyo.raw(), plain = gy.raw();
+      const Vec gotF = decode(got), cpuF = decode(yo), cpuPlain = decode(y);
+      size_t diffs = 0, cpuDiffs = 0;
+      const size_t es = (size_t)tgrt_dtype_size(y_dt);
+      for (int64_t r = 0; r < rows; ++r) {
+        diffs += std::memcmp(got.b.data() + (size_t)(r * ld) * es,
+                             plain.b.data() + (size_t)(r * d) * es, (size_t)d * es) != 0;
+        for (int64_t col = 0; col < d; ++col)
+          cpuDiffs += cpuF[(size_t)(r * ld + col)] != cpuPlain[(size_t)(r * d + col)];
+        for (int64_t col = d; col < ld; ++col) {
+          const float want = col == d ? 1.0f : 0.0f;
+          diffs += gotF[(size_t)(r * ld + col)] != want;
+          cpuDiffs += cpuF[(size_t)(r * ld + col)] != want;
+        }
+      }
+      record("layer_norm_fwd_ones y" + types, shape, relErr(got, yo), tolFor(y_dt));
+      record("layer_norm_fwd_ones == layer_norm_fwd + [1 0..]" + types,
+             shape + fmt(", bitwise, %zu rows differ (cpu %zu)", diffs, cpuDiffs),
+             (double)(diffs + cpuDiffs), 0.0);
+    }
     // The residual add fused in front (tgrt_add_layer_norm_fwd), with a branch of x's type
     // and of y's: against the CPU (the two calls), and bit for bit against the GPU's two
     // calls (the register kernel must sum the statistics in the unfused kernel's order).
