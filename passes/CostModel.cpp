@@ -322,6 +322,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   // instead of writing, moves about the same bytes.
   //   tgrt_layer_norm_fwd_ones: the same kernel writing TGRT_ONES_COLUMNS more columns per
   //     row (1% more bytes at d 768; not priced apart).
+  //   tgrt_matmul_bias_lda / _gelu_lda: the same GEMMs reading A's rows lda apart.
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
@@ -339,6 +340,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   static const std::pair<const char *, const char *> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
       {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
+      {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},
+      {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},

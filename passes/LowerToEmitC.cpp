@@ -1038,22 +1038,34 @@ private:
         })
         .Case([&](MatmulBiasOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
-          FailureOr<Arg> bias = biasRowsOperands(o, o.getBias(), k);
-          if (failed(bias))
-            return failure();
+          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + 8]
+            FailureOr<Arg> a = onesColumnOperand(o);
+            if (failed(a))
+              return failure();
+            return call(op, "tgrt_matmul_bias_lda",
+                        {dt(o.getA()), *a, Arg(o.getB()), Arg(o.getBias()), Arg(o.getOut()),
+                         numel(o.getOut()) / n, n, k, k + kOnesColumns,
+                         int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+          }
           return call(op, "tgrt_matmul_bias",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), *bias,
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
                        Arg(o.getOut()), numel(o.getOut()) / n, n, k, int64_t(0),
                        int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
         })
         .Case([&](MatmulDgeluBgradOp o) { return emitDgeluBgrad(o); })
         .Case([&](MatmulBiasGeluOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
-          FailureOr<Arg> bias = biasRowsOperands(o, o.getBias(), k);
-          if (failed(bias))
-            return failure();
+          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + 8]
+            FailureOr<Arg> a = onesColumnOperand(o);
+            if (failed(a))
+              return failure();
+            return call(op, "tgrt_matmul_bias_gelu_lda",
+                        {dt(o.getA()), *a, Arg(o.getB()), Arg(o.getBias()), Arg(o.getPre()),
+                         Arg(o.getOut()), numel(o.getOut()) / n, n, k, k + kOnesColumns,
+                         int64_t(o.getTransposeB() ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+          }
           return call(op, "tgrt_matmul_bias_gelu",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), *bias,
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getBias()),
                        Arg(o.getPre()), Arg(o.getOut()), numel(o.getOut()) / n, n, k,
                        int64_t(0), int64_t(o.getTransposeB() ? 1 : 0),
                        flt(o.getAlpha().convertToFloat())});
@@ -1573,19 +1585,163 @@ private:
              x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
              x.getEps() == y.getEps() && x.getWeightDecay() == y.getWeightDecay();
     };
-    for (const Run &r : runs(slotsOf, [](const ParamSlot *s) { return s->offset; }, same)) {
+    auto offsetOf = [](const ParamSlot *s) { return s->offset; };
+    // tg-bias-rows puts each bias (not decayed) between decayed weights: such a run is one
+    // tgrt_adamw_islands call when its undecayed slots repeat with one period (one or two
+    // per period, as a layer's qkv and MLP biases do), else one call per stretch of equal
+    // decay. Not with ZeRO owners or offloaded moments.
+    const bool islandsOk = ranks == 1 && report.hostBytes == 0;
+    auto sameButDecay = [&](const ParamSlot *a, const ParamSlot *c) {
+      AdamWOp x = opOf[a], y = opOf[c];
+      return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
+             a->dtype == a->stateDtype && a->owner == c->owner && a->owner < 0 &&
+             x.getClip() == y.getClip() && x.getBeta1() == y.getBeta1() &&
+             x.getBeta2() == y.getBeta2() && x.getEps() == y.getEps();
+    };
+    std::vector<Run> plain;
+    auto merged = [&](const ParamSlot *a, const ParamSlot *c) {
+      return islandsOk ? sameButDecay(a, c) : same(a, c);
+    };
+    for (const Run &r : runs(slotsOf, offsetOf, merged)) {
+      SmallVector<const ParamSlot *> members;
+      for (const ParamSlot *s : slotsOf)
+        if (s->offset >= r.first->offset && s->offset < r.first->offset + r.bytes)
+          members.push_back(s);
+      llvm::sort(members, [](const ParamSlot *a, const ParamSlot *c) { return a->offset < c->offset; });
+      float decay = 0.0f;
+      bool mixed = false, twoDecays = false;
+      for (const ParamSlot *s : members) {
+        float wd = opOf[s].getWeightDecay().convertToFloat();
+        if (wd != 0.0f && decay != 0.0f && wd != decay)
+          twoDecays = true;
+        if (wd != 0.0f)
+          decay = wd;
+      }
+      for (const ParamSlot *s : members)
+        mixed |= opOf[s].getWeightDecay().convertToFloat() != decay;
+      if (!mixed) {
+        plain.push_back(r);
+        continue;
+      }
+      // The undecayed slots before the first decayed one (the no-decay group) are a run of
+      // their own; the islands are looked for in the rest.
+      auto undecayed = [&](const ParamSlot *s) {
+        return opOf[s].getWeightDecay().convertToFloat() == 0.0f;
+      };
+      size_t f = 0;
+      while (f < members.size() && undecayed(members[f]))
+        ++f;
+      ArrayRef<const ParamSlot *> rest = ArrayRef<const ParamSlot *>(members).drop_front(f);
+      std::optional<AdamwIslands> isl;
+      Run tail;
+      if (!twoDecays && !rest.empty()) {
+        tail.first = rest.front();
+        tail.count = (int64_t)rest.size();
+        tail.bytes = rest.back()->offset + dtypeBytes(rest.back()->dtype) * held(rest.back()) -
+                     rest.front()->offset;
+        tail.firstName = rest.front()->name;
+        tail.lastName = rest.back()->name;
+        isl = islandsOf(rest, tail, undecayed);
+      }
+      if (!isl) {
+        for (const Run &sub : runs(members, offsetOf, same))
+          plain.push_back(sub);
+        continue;
+      }
+      if (f > 0)
+        for (const Run &sub : runs(SmallVector<const ParamSlot *>(members.begin(), members.begin() + f),
+                                   offsetOf, same))
+          plain.push_back(sub);
+      if (failed(emitAdamWRun(tail, opOf[tail.first], decay, &*isl)))
+        return failure();
+    }
+    for (const Run &r : plain)
+      if (failed(emitAdamWRun(r, opOf[r.first],
+                              opOf[r.first].getWeightDecay().convertToFloat(), nullptr)))
+        return failure();
+    return success();
+  }
+
+  /// Undecayed elements of a run (tgrt_adamw_islands): relative element offsets.
+  struct AdamwIslands {
+    int64_t base = 0, period = 0, reps = 0, s0 = 0, l0 = 0, s1 = 0, l1 = 0;
+  };
+  /// The islands of run r's slots `members` (by offset) for which `undecayed` holds, when
+  /// they repeat with one period, one or two per period; nullopt otherwise.
+  template <typename Pred>
+  std::optional<AdamwIslands> islandsOf(ArrayRef<const ParamSlot *> members, const Run &r,
+                                        Pred undecayed) {
+    const int64_t es = dtypeBytes(r.first->dtype);
+    SmallVector<std::pair<int64_t, int64_t>> isl; // (start, length) in elements
+    for (const ParamSlot *s : members)
+      if (undecayed(s))
+        isl.push_back({(s->offset - r.first->offset) / es, held(s)});
+    if (isl.empty())
+      return std::nullopt;
+    for (int64_t k : {1, 2}) {
+      if ((int64_t)isl.size() % k != 0)
+        continue;
+      const int64_t reps = (int64_t)isl.size() / k;
+      const int64_t period = reps > 1 ? isl[k].first - isl[0].first : r.bytes / es - isl[0].first;
+      bool ok = period > 0;
+      for (size_t i = 0; ok && i < isl.size(); ++i) {
+        const auto &[start, len] = isl[i];
+        const auto &[s0, l0] = isl[i % k];
+        ok = start == s0 + (int64_t)(i / k) * period && len == l0 && start - isl[0].first -
+             (int64_t)(i / k) * period < period;
+      }
+      if (!ok)
+        continue;
+      AdamwIslands out;
+      out.base = isl[0].first;
+      out.period = period;
+      out.reps = reps;
+      out.s0 = 0;
+      out.l0 = isl[0].second;
+      if (k == 2) {
+        out.s1 = isl[1].first - isl[0].first;
+        out.l1 = isl[1].second;
+      }
+      if (out.s1 + out.l1 > period || out.l0 > period ||
+          out.base + (out.reps - 1) * out.period + std::max(out.l0, out.s1 + out.l1) >
+              r.bytes / es)
+        continue;
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  /// One AdamW call over run r (decay `decay`; with `isl`, tgrt_adamw_islands), its zero of
+  /// persistent gradients and (ZeRO-1) its broadcasts.
+  LogicalResult emitAdamWRun(const Run &r, AdamWOp o, float decay, const AdamwIslands *isl) {
+    {
       const ParamSlot *s = r.first;
-      AdamWOp o = opOf[s];
       int64_t n = r.bytes / dtypeBytes(s->dtype);
       std::string where = r.where("optimizer");
-      SmallVector<Arg, 16> args = {
+      SmallVector<Arg, 24> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
           gradRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
           momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
           momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
           flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
-          flt(o.getEps().convertToFloat()), flt(o.getWeightDecay().convertToFloat()),
-          Arg(o.getClip())};
+          flt(o.getEps().convertToFloat()), flt(decay), Arg(o.getClip())};
+      if (isl) {
+        if (s->workOffset >= 0) {
+          args.push_back(dt(report.workDtype));
+          args.push_back(
+              slotRun(s->workOffset, report.workDtype, n, "working copies " + r.names()));
+        } else {
+          args.push_back(Arg(std::string("TGRT_BF16")));
+          args.push_back(Arg(std::string("NULL")));
+        }
+        for (int64_t x : {isl->base, isl->period, isl->reps, isl->s0, isl->l0, isl->s1, isl->l1})
+          args.push_back(Arg(x));
+        if (failed(call(o, "tgrt_adamw_islands", args, where)) ||
+            (!report.gradsInArena &&
+             failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where))))
+          return failure();
+        return success();
+      }
       // With working copies: the same kernel writes the run's copies (mirrored, contiguous).
       if (s->workOffset >= 0) {
         args.push_back(dt(report.workDtype));
@@ -2218,15 +2374,14 @@ private:
     });
   }
 
-  /// The bias argument of a forward GEMM with its bias (tg.matmul_bias / _gelu): the bias
-  /// itself, or with tg.bias_rows (tg-bias-rows) the first of the zero rows after it (its
-  /// slot's padding: the GEMM adds the bias through its K = d + kOnesColumns, and its bias
-  /// epilogue adds zeros); `k` then becomes d + kOnesColumns. Errors: tg.bias_rows on a GEMM
-  /// whose A is not a tg.ones_column layer norm's output or whose bias slot has no zero rows.
-  FailureOr<Arg> biasRowsOperands(Operation *o, Value bias, int64_t &k) {
-    if (!o->hasAttr("tg.bias_rows"))
-      return Arg(bias);
-    Operation *ln = o->getOperand(0).getDefiningOp();
+  /// The A argument of a tg-bias-rows forward GEMM (tg.matmul_bias / _gelu with
+  /// tg.bias_rows): the layer norm's output, planned [rows, d + kOnesColumns] (its ones
+  /// column, which this GEMM does not read: it takes the bias in its epilogue), described
+  /// for the checks with that row pitch. Errors: A is not a tg.ones_column layer norm's
+  /// output, or the bias's slot has no zero rows after it (the weight gradient writes them).
+  FailureOr<Arg> onesColumnOperand(Operation *o) {
+    Value a = o->getOperand(0), bias = o->getOperand(2);
+    Operation *ln = a.getDefiningOp();
     Value param = bias;
     if (auto c = bias.getDefiningOp<CastOp>())
       param = c.getX();
@@ -2237,14 +2392,12 @@ private:
                                  "norm's output as A and a bias slot with "
                               << kBiasPadRows << " zero rows (run tg-bias-rows before "
                                                  "tg-plan-memory)";
-    FailureOr<PtrRef> p = ptrOf(bias);
+    FailureOr<PtrRef> p = ptrOf(a);
     if (failed(p))
       return failure();
-    const int64_t n = dim(bias, -1);
-    p->byteOffset += n * elemBytes(bias);
-    k += kOnesColumns;
-    return Arg(*p).view(s->name + " (zero row)", "[" + std::to_string(n) + "]",
-                        tgrtDtype(rt(bias).getElementType()), -1, n, n);
+    const int64_t d = dim(a, -1);
+    return Arg(*p).view(valueName(a), shapeText(rt(a).getShape()),
+                        tgrtDtype(rt(a).getElementType()), numel(a) / d, d, d + kOnesColumns);
   }
 
   /// The bias-gradient op o whose slot sum a tgrt_matmul_wgrad computes (biasInWgrad): its

@@ -1085,6 +1085,41 @@ void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
   tgrt_gelu_fwd(ctx, loc, dt, pre, out, m * n);
 }
 
+namespace {
+/// A [m, k] whose rows are lda elements apart, gathered into contiguous rows (the CPU's
+/// tgrt_matmul_bias_lda / _gelu_lda then run the contiguous kernels). Errors: lda < k.
+std::vector<uint8_t> gatherRows(const char* loc, const char* what, int32_t dt, const void* a,
+                                int64_t m, int64_t k, int64_t lda) {
+  checkDtype(loc, what, dt);
+  if (lda < k) fail(loc, "%s: lda %lld < k %lld", what, (long long)lda, (long long)k);
+  const size_t es = (size_t)tgrt_dtype_size(dt);
+  std::vector<uint8_t> out((size_t)(m * k) * es);
+  if (m * k > 0) checkPtrs(loc, what, {a});
+  for (int64_t r = 0; r < m; ++r)
+    std::memcpy(out.data() + (size_t)(r * k) * es,
+                static_cast<const uint8_t*>(a) + (size_t)(r * lda) * es, (size_t)k * es);
+  return out;
+}
+} // namespace
+
+/// tgrt_matmul_bias with A's rows lda apart (tgrt.h): the rows gathered, then the kernel.
+void tgrt_matmul_bias_lda(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                          const void* b, const void* bias, void* c, int64_t m, int64_t n,
+                          int64_t k, int64_t lda, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias_lda(m, n, k)", m, n, k);
+  const std::vector<uint8_t> ac = gatherRows(loc, "matmul_bias_lda", dt, a, m, k, lda);
+  tgrt_matmul_bias(ctx, loc, dt, ac.data(), b, bias, c, m, n, k, 0, trans_b, alpha);
+}
+
+/// tgrt_matmul_bias_gelu with A's rows lda apart (tgrt.h): the rows gathered, then the kernel.
+void tgrt_matmul_bias_gelu_lda(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
+                               const void* b, const void* bias, void* pre, void* out, int64_t m,
+                               int64_t n, int64_t k, int64_t lda, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_bias_gelu_lda(m, n, k)", m, n, k);
+  const std::vector<uint8_t> ac = gatherRows(loc, "matmul_bias_gelu_lda", dt, a, m, k, lda);
+  tgrt_matmul_bias_gelu(ctx, loc, dt, ac.data(), b, bias, pre, out, m, n, k, 0, trans_b, alpha);
+}
+
 /// out[r,:] = x[r,:] + bias[:] (float add, rounded to dt); x, out [rows, n]; bias [n]; all
 /// dt. out may alias x.
 void tgrt_bias_add(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, const void* bias,
@@ -1896,6 +1931,41 @@ void tgrt_adamw(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const voi
                 float eps, float weight_decay, const float* clip) {
   tgrt_adamw_wc(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
                 TGRT_F32, nullptr);
+}
+
+/// tgrt_adamw_wc with weight decay 0 on the islands (tgrt.h): each stretch of the run in
+/// turn, the islands at 0, the rest at weight_decay (the update is element by element).
+void tgrt_adamw_islands(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                        int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                        float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
+                        int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0,
+                        int64_t s1, int64_t l1) {
+  if (base < 0 || period < 0 || reps < 0 || s0 < 0 || l0 < 0 || s1 < 0 || l1 < 0 ||
+      s0 + l0 > period || s1 + l1 > period ||
+      (reps > 0 && base + (reps - 1) * period + std::max(s0 + l0, s1 + l1) > n))
+    fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
+              "[%lld, +%lld)) outside the run of %lld elements",
+         (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
+         (long long)s1, (long long)l1, (long long)n);
+  checkDtype(loc, "adamw (p_dt)", p_dt);
+  checkDtype(loc, "adamw (state_dt)", state_dt);
+  const size_t ps = (size_t)tgrt_dtype_size(p_dt), ss = (size_t)tgrt_dtype_size(state_dt);
+  auto island = [&](int64_t i) {
+    if (period == 0 || i < base || i >= base + reps * period) return false;
+    const int64_t r = (i - base) % period;
+    return (r >= s0 && r < s0 + l0) || (r >= s1 && r < s1 + l1);
+  };
+  for (int64_t i = 0; i < n;) {
+    const bool isl = island(i);
+    int64_t j = i + 1;
+    while (j < n && island(j) == isl) ++j;
+    tgrt_adamw_wc(ctx, loc, p_dt, static_cast<char*>(p) + i * ps,
+                  static_cast<const char*>(g) + i * ps, state_dt, static_cast<char*>(m) + i * ss,
+                  static_cast<char*>(v) + i * ss, j - i, beta1, beta2, eps,
+                  isl ? 0.0f : weight_decay, clip, w_dt,
+                  w ? static_cast<char*>(w) + i * 2 : nullptr);
+    i = j;
+  }
 }
 
 /// tgrt_adamw that also writes w[i] = the updated p[i] (as rounded to p_dt) rounded to w_dt,

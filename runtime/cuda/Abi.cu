@@ -78,6 +78,8 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_transpose4 transpose4
 #define TGRT_CUDA_tgrt_layer_norm_fwd layerNormFwd
 #define TGRT_CUDA_tgrt_layer_norm_fwd_ones layerNormFwdOnes
+#define TGRT_CUDA_tgrt_matmul_bias_lda matmulBiasLda
+#define TGRT_CUDA_tgrt_matmul_bias_gelu_lda matmulBiasGeluLda
 #define TGRT_CUDA_tgrt_add_layer_norm_fwd addLayerNormFwd
 #define TGRT_CUDA_tgrt_layer_norm_bwd layerNormBwd
 #define TGRT_CUDA_tgrt_matmul matmul
@@ -115,6 +117,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_clip_scale clipScale
 #define TGRT_CUDA_tgrt_adamw_wc adamw
 #define TGRT_CUDA_tgrt_adamw adamw
+#define TGRT_CUDA_tgrt_adamw_islands adamwIslands
 #define TGRT_CUDA_tgrt_report_loss reportLoss
 
 namespace {

@@ -226,16 +226,25 @@ void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, 
 /// C = alpha op(A) op(B) + bias (tgrt_matmul_bias): cuBLASLt's bias epilogue (bias of C's
 /// dtype), falling back to the GEMM and the bias kernel when no epilogue algorithm exists
 /// for the shape.
+/// lda: a's rows that far apart (0: k; a not transposed).
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                 const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
-                int32_t trans_b, float alpha);
+                int32_t trans_b, float alpha, int64_t lda = 0);
+/// tgrt_matmul_bias_lda: matmulBias with a [m, k] rows lda apart.
+void matmulBiasLda(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                   const void* bias, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+                   int32_t trans_b, float alpha);
+/// tgrt_matmul_bias_gelu_lda: matmulBiasGelu with a [m, k] rows lda apart.
+void matmulBiasGeluLda(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                       const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
+                       int64_t lda, int32_t trans_b, float alpha);
 /// pre = alpha op(A) op(B) + bias, out = GELU(pre) (tgrt_matmul_bias_gelu): one cuBLASLt call
 /// with CUBLASLT_EPILOGUE_GELU_AUX_BIAS (aux = pre, of out's dtype) for bf16 / f16, and for
 /// f32 in TF32 mode; otherwise (TGRT_GELU_EPILOGUE=0, exact f32), or when that epilogue has
 /// no algorithm for the shape, matmulBias then geluFwd.
 void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                     const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
-                    int32_t trans_a, int32_t trans_b, float alpha);
+                    int32_t trans_a, int32_t trans_b, float alpha, int64_t lda = 0);
 /// The own Hopper GEMM's epilogue (Gemm.cu): none, + bias, + bias then GELU (pre stored).
 enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
 /// The own Hopper GEMM's schedule (Gemm.cu): PingPong (persistent, one block per SM, its two
@@ -470,6 +479,13 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip, int32_t w_dt = TGRT_F32, void* w = nullptr);
+/// tgrt_adamw_islands: adamw with weight decay 0 on the islands (tg-bias-rows' biases inside
+/// a run of decayed weights).
+void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                  int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                  float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
+                  int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0, int64_t s1,
+                  int64_t l1);
 /// ctx's data-parallel rank and its communicator's size (tgrt_set_comm; Comm.cu): false, rank
 /// 0 of 1, when ctx has no communicator. rank, ranks may be NULL. For tgrt_adamw_owned.
 bool commRank(const Context* ctx, int32_t* rank, int32_t* ranks);

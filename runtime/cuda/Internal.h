@@ -49,20 +49,22 @@ struct MatmulKey {
   uint32_t align_bias = 0;  ///< alignment of the bias pointer (epilogues 1, 2)
   int32_t dt = TGRT_F32;    ///< element type of A, B, C, D, bias and aux (enum tgrt_dtype)
   int32_t cdt = -1;         ///< element type of C and D when not dt (tgrt_matmul_acc), else -1
+  int64_t lda = 0;          ///< rows of our a this far apart (a [m, k], not transposed), or 0:
+                            ///< k (tgrt_matmul_bias_lda: a bias-rows layer norm's output)
   bool operator==(const MatmulKey& o) const {
     return batch == o.batch && m == o.m && n == o.n && k == o.k && sa == o.sa && sb == o.sb &&
            sc == o.sc && ta == o.ta && tb == o.tb && align_a == o.align_a &&
            align_b == o.align_b && align_c == o.align_c && epilogue == o.epilogue &&
-           align_bias == o.align_bias && dt == o.dt && cdt == o.cdt;
+           align_bias == o.align_bias && dt == o.dt && cdt == o.cdt && lda == o.lda;
   }
 };
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     uint64_t h = 1469598103934665603ull;
-    const int64_t v[16] = {k.batch,   k.m,       k.n,        k.k,          k.sa,
+    const int64_t v[17] = {k.batch,   k.m,       k.n,        k.k,          k.sa,
                            k.sb,      k.sc,      k.ta,       k.tb,         k.align_a,
                            k.align_b, k.align_c, k.epilogue, k.align_bias, k.dt,
-                           k.cdt};
+                           k.cdt,     k.lda};
     for (int64_t x : v) h = (h ^ (uint64_t)x) * 1099511628211ull;
     return (size_t)h;
   }

@@ -1873,6 +1873,20 @@ __global__ void clip_scale_kernel(float* acc, float maxNorm, float lossScale, De
   st->grad_norm = normF;
 }
 
+/// Elements AdamW does not decay inside a run it decays (tgrt_adamw_islands: tg-bias-rows'
+/// biases between their weights): i with base <= i < base + reps * period whose offset r =
+/// (i - base) mod period lies in [s0, s0 + l0) or [s1, s1 + l1). period 0: none.
+struct AdamwIslands {
+  int64_t base = 0, period = 0, reps = 0, s0 = 0, l0 = 0, s1 = 0, l1 = 0;
+  __host__ __device__ bool contains(int64_t i) const {
+    if (period == 0 || i < base) return false;
+    const int64_t q = i - base;
+    if (q >= reps * period) return false;
+    const int64_t r = q % period;
+    return (r >= s0 && r < s0 + l0) || (r >= s1 && r < s1 + l1);
+  }
+};
+
 /// AdamW constants (double, like the CPU reference), see adamw_kernel.
 struct AdamwParams {
   double b1, b2, eps, wd, lr, bc1, bc2;
@@ -1922,9 +1936,11 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // 30 bytes each) took 0.935 ms against 1.050 with plain loads and stores
 // (3.99 against 3.55 TB/s; float arithmetic instead of double: 0.955, so the double math
 // does not bound it; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29, night).
+// isl: elements updated with weight decay 0 (tgrt_adamw_islands); their packs never straddle
+// an island's edge (slot boundaries are 256-byte aligned).
 template <int W, typename TP, typename TS, typename P, typename TW = TP>
 __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
-                             int64_t n, bool vec, TW* w = nullptr) {
+                             int64_t n, bool vec, TW* w = nullptr, AdamwIslands isl = {}) {
   using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -1941,8 +1957,10 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
       const float cf = clip ? clip[1] : 1.0f;
       if (!finiteF(cf)) return;
       const C c = (C)cf;
+      P ai = a;
+      if (isl.contains(i * W)) ai.wd = 0;
 #pragma unroll
-      for (int j = 0; j < W; ++j) adamwOne(a, pv[j], gv[j], mv[j], vv[j], c);
+      for (int j = 0; j < W; ++j) adamwOne(ai, pv[j], gv[j], mv[j], vv[j], c);
       stPackCs(p, i, pv);
       stPackCs(m, i, mv);
       stPackCs(v, i, vv);
@@ -1959,7 +1977,9 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
     if (!finiteF(cf)) return;
     const C c = (C)cf;
     float pf = toF(p[i]), mf = toF(m[i]), vf = toF(v[i]);
-    adamwOne(a, pf, toF(g[i]), mf, vf, c);
+    P ai = a;
+    if (isl.contains(i)) ai.wd = 0;
+    adamwOne(ai, pf, toF(g[i]), mf, vf, c);
     p[i] = fromF<TP>(pf);
     m[i] = fromF<TS>(mf);
     v[i] = fromF<TS>(vf);
@@ -2006,7 +2026,9 @@ std::string tuneKey(Context* ctx, const MatmulKey& k, uint64_t ws, size_t candid
                 (long long)k.k, (long long)k.sa, (long long)k.sb, (long long)k.sc, (int)k.ta,
                 (int)k.tb, (unsigned)k.align_a, (unsigned)k.align_b, (unsigned)k.align_c,
                 (int)k.epilogue, (unsigned)k.align_bias, (int)k.dt, (int)k.cdt);
-  return buf;
+  std::string key = buf;
+  if (k.lda) key += ",lda" + std::to_string((long long)k.lda); // older keys stay valid
+  return key;
 }
 
 /// Reads the tuning cache file once per context: lines "KEY HEX*8" (the algorithm's 8
@@ -2270,7 +2292,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
                                        key.tb ? k : n),
             loc, "cublasLtMatrixLayoutCreate");
   checkBlas(cublasLtMatrixLayoutCreate(&p.lb, type, key.ta ? m : k, key.ta ? k : m,
-                                       key.ta ? m : k),
+                                       key.lda ? key.lda : key.ta ? m : k),
             loc, "cublasLtMatrixLayoutCreate");
   const cudaDataType_t ctype = key.cdt >= 0 ? ltType(key.cdt) : type; // C and D
   checkBlas(cublasLtMatrixLayoutCreate(&p.lc, ctype, n, m, n), loc, "cublasLtMatrixLayoutCreate");
@@ -2658,7 +2680,7 @@ bool ownGemmChoice(Context* ctx, const char* loc, MatmulPlan& p, int32_t dt, con
 
 bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                       const void* bias, void* aux, void* c, int64_t m, int64_t n, int64_t k,
-                      int32_t ta, int32_t tb, float alpha, bool dgelu = false) {
+                      int32_t ta, int32_t tb, float alpha, bool dgelu = false, int64_t lda = 0) {
   const int64_t es = tgrt_dtype_size(dt);
   if (aux && (n % 8 != 0 || alignmentOf(aux, 0, 1, es) < 16)) return false;
   MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
@@ -2666,6 +2688,7 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
   key.dt = dt;
   key.epilogue = dgelu ? (bias ? 3 : 4) : aux ? 2 : 1;
   key.align_bias = alignmentOf(bias, 0, 1, es);
+  key.lda = lda == k ? 0 : lda;
   MatmulPlan& p = getPlan(ctx, loc, key, bias);
   if (!p.ok) return false;
   if (bias)
@@ -2676,7 +2699,7 @@ bool ltMatmulEpilogue(Context* ctx, const char* loc, int32_t dt, const void* a, 
     checkBlas(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                              &aux, sizeof aux),
               loc, "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
-  if (!dgelu &&
+  if (!dgelu && key.lda == 0 &&
       ownGemmChoice(ctx, loc, p, dt, a, b, bias, aux, c, m, n, k, ta, tb, alpha)) {
     gemmBf16(ctx, loc, a, b, bias, aux, c, m, n, k, tb, alpha,
              aux ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias, (GemmSchedule)p.own_sched);
@@ -3541,6 +3564,15 @@ void matmulAcc(Context* ctx, const char* loc, int32_t ab_dt, const void* a, cons
 }
 
 namespace {
+/// An A row pitch (tgrt_matmul_bias_lda): 0 (k) or at least k, a not transposed, its rows
+/// 16-byte aligned at 2-byte types (cuBLASLt's and TMA's requirement) is left to the caller.
+void checkLda(const char* loc, const char* what, int64_t lda, int64_t k, int32_t trans_a) {
+  if (lda == 0) return;
+  if (lda < k || trans_a)
+    fail(loc, "%s: a's rows %lld apart need lda >= k (%lld) and a not transposed", what,
+         (long long)lda, (long long)k);
+}
+
 /// dbias (out_dt) = (add: +=) the column sums of dy [rows, n] (dy_dt), in biasGradChunks
 /// row chunks: the bias gradient of tgrt_matmul_wgrad (stored) and tgrt_bias_grad_acc (added).
 void biasGradSums(Context* ctx, const char* loc, int32_t dy_dt, const void* dy, int32_t out_dt,
@@ -3608,14 +3640,18 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                 const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
-                int32_t trans_b, float alpha) {
+                int32_t trans_b, float alpha, int64_t lda) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "matmul_bias(m, n, k)", m, n, k);
   elemBytes(loc, "matmul_bias", dt);
+  checkLda(loc, "matmul_bias", lda, k, trans_a);
   if (m == 0 || n == 0) return;
-  if (k > 0 &&
-      ltMatmulEpilogue(ctx, loc, dt, a, b, bias, nullptr, c, m, n, k, trans_a, trans_b, alpha))
+  if (k > 0 && ltMatmulEpilogue(ctx, loc, dt, a, b, bias, nullptr, c, m, n, k, trans_a, trans_b,
+                                alpha, false, lda))
     return;
+  if (lda && lda != k)
+    fail(loc, "matmul_bias: cuBLASLt has no bias-epilogue algorithm for a with rows %lld apart "
+              "(m %lld, n %lld, k %lld)", (long long)lda, (long long)m, (long long)n, (long long)k);
   // No epilogue algorithm for this shape (or k == 0): the GEMM, then the bias kernel (for a
   // low-precision dt the GEMM's result is rounded before the bias is added).
   matmul(ctx, loc, dt, a, b, c, 1, m, n, k, trans_a, trans_b, 0, 0, 0, alpha, 0.0f);
@@ -3636,10 +3672,11 @@ void setDgeluEpilogue(Context* ctx, int mode) { ctx->dgelu_epilogue = mode; }
 
 void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                     const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
-                    int32_t trans_a, int32_t trans_b, float alpha) {
+                    int32_t trans_a, int32_t trans_b, float alpha, int64_t lda) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "matmul_bias_gelu(m, n, k)", m, n, k);
   elemBytes(loc, "matmul_bias_gelu", dt);
+  checkLda(loc, "matmul_bias_gelu", lda, k, trans_a);
   if (m == 0 || n == 0) return;
   // cuBLASLt does not document the precision of its GELU: for f32 the fused epilogue by
   // default only in the fast (TF32) mode, the exact mode keeps the own fp32 kernel; for bf16 /
@@ -3647,10 +3684,23 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
   // overrides both (Context.cu).
   const bool epilogue = dt == TGRT_F32 ? ctx->gelu_epilogue : ctx->gelu_epilogue_low;
   if (epilogue && k > 0 &&
-      ltMatmulEpilogue(ctx, loc, dt, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha))
+      ltMatmulEpilogue(ctx, loc, dt, a, b, bias, pre, out, m, n, k, trans_a, trans_b, alpha,
+                       false, lda))
     return;
-  matmulBias(ctx, loc, dt, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha);
+  matmulBias(ctx, loc, dt, a, b, bias, pre, m, n, k, trans_a, trans_b, alpha, lda);
   geluFwd(ctx, loc, dt, pre, out, m * n);
+}
+
+void matmulBiasLda(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                   const void* bias, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+                   int32_t trans_b, float alpha) {
+  matmulBias(ctx, loc, dt, a, b, bias, c, m, n, k, 0, trans_b, alpha, lda);
+}
+
+void matmulBiasGeluLda(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
+                       const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
+                       int64_t lda, int32_t trans_b, float alpha) {
+  matmulBiasGelu(ctx, loc, dt, a, b, bias, pre, out, m, n, k, 0, trans_b, alpha, lda);
 }
 
 void matmulDgeluBgrad(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
@@ -4049,9 +4099,38 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
          ctx->loss_scale, ctx->state);
 }
 
+void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
+               void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+               float weight_decay, const float* clip, int32_t w_dt, void* w,
+               const AdamwIslands& isl);
+
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip, int32_t w_dt, void* w) {
+  adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
+            w, AdamwIslands{});
+}
+
+void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
+                  int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                  float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
+                  int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0, int64_t s1,
+                  int64_t l1) {
+  if (base < 0 || period < 0 || reps < 0 || s0 < 0 || l0 < 0 || s1 < 0 || l1 < 0 ||
+      s0 + l0 > period || s1 + l1 > period ||
+      (reps > 0 && base + (reps - 1) * period + std::max(s0 + l0, s1 + l1) > n))
+    fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
+              "[%lld, +%lld)) outside the run of %lld elements",
+         (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
+         (long long)s1, (long long)l1, (long long)n);
+  adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
+            w, AdamwIslands{base, period, reps, s0, l0, s1, l1});
+}
+
+void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
+               void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+               float weight_decay, const float* clip, int32_t w_dt, void* w,
+               const AdamwIslands& isl) {
   checkCtx(ctx, loc);
   if (w && w_dt != TGRT_BF16 && w_dt != TGRT_F16)
     fail(loc, "adamw_wc: the working copy's dtype %d is not bf16 (1) or f16 (2)", (int)w_dt);
@@ -4072,6 +4151,9 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
     const int64_t ss = elemBytes(loc, "adamw (m, v)", state_dt);
     const int64_t ps = elemBytes(loc, "adamw (p, g)", p_dt);
     const int64_t ws = w ? elemBytes(loc, "adamw (working copy)", w_dt) : 0;
+    if (isl.period != 0)
+      fail(loc, "adamw_islands: offloaded moments are not supported (the lowering splits "
+                "the run instead)");
     const int64_t block = ctx->region_bytes[TGRT_WORKSPACE] / (2 * ss) / 64 * 64;
     if (block <= 0)
       fail(loc, "adamw: offloaded moments are streamed through the workspace, but it holds "
@@ -4114,11 +4196,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
           launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
-                 (TP*)nullptr);
+                 (TP*)nullptr, isl);
         else
           launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
-                 (TP*)nullptr);
+                 (TP*)nullptr, isl);
         return;
       }
       // With the working copy (2-byte TW): packs wide enough for whole 16-byte words of all.
@@ -4130,11 +4212,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
-                 mp<TW>(w));
+                 mp<TW>(w), isl);
         } else
           launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
                  dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
-                 mp<TW>(w));
+                 mp<TW>(w), isl);
       });
     });
   });

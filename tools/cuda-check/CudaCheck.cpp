@@ -1784,6 +1784,43 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
     record("adamw_wc copy = bf16(p)" + types, "n123457 step3" + sc,
            (double)bitDiffs(gw.raw(), want), 0.0);
   }
+  // Islands of no weight decay inside the run (tgrt_adamw_islands, tg-bias-rows' biases):
+  // against the CPU, and bit for bit against the plain kernel called per stretch (decay 0.1
+  // outside the islands, 0 on them). Islands at 64-element boundaries (slot boundaries).
+  {
+    const int64_t base = 1024, period = 40960, reps = 3, s0 = 0, l0 = 1536, s1 = 22016, l1 = 2048;
+    DevT gp3(p), gm3(m), gv3(v), gp4(p), gm4(m), gv4(v);
+    Raw pc = p, mc = m, vc = v;
+    tgrt_adamw_islands(c.cpu, "check", p_dt, pc.data(), g.data(), s_dt, mc.data(), vc.data(), n,
+                       0.9f, 0.95f, 1e-8f, 0.1f, acc.data(), TGRT_BF16, nullptr, base, period,
+                       reps, s0, l0, s1, l1);
+    tgrt_cuda::adamwIslands(c.gpu, "check", p_dt, gp3.p, gg.p, s_dt, gm3.p, gv3.p, n, 0.9f, 0.95f,
+                            1e-8f, 0.1f, gacc.p, TGRT_BF16, nullptr, base, period, reps, s0, l0,
+                            s1, l1);
+    const size_t ps = (size_t)tgrt_dtype_size(p_dt), ss = (size_t)tgrt_dtype_size(s_dt);
+    auto inIsland = [&](int64_t i) {
+      if (i < base || i >= base + reps * period) return false;
+      const int64_t r = (i - base) % period;
+      return (r >= s0 && r < s0 + l0) || (r >= s1 && r < s1 + l1);
+    };
+    for (int64_t i = 0; i < n;) {
+      int64_t j = i + 1;
+      while (j < n && inIsland(j) == inIsland(i)) ++j;
+      tgrt_cuda::adamw(c.gpu, "check", p_dt, static_cast<char*>(gp4.p) + i * ps,
+                       static_cast<const char*>(gg.p) + i * ps, s_dt,
+                       static_cast<char*>(gm4.p) + i * ss, static_cast<char*>(gv4.p) + i * ss,
+                       j - i, 0.9f, 0.95f, 1e-8f, inIsland(i) ? 0.0f : 0.1f, gacc.p);
+      i = j;
+    }
+    record("adamw_islands p" + types, "n123457 step3 3 x 2 islands" + sc, relErr(gp3.raw(), pc),
+           tolFor(p_dt));
+    record("adamw_islands m,v" + types, "n123457 step3 3 x 2 islands" + sc,
+           std::max(relErr(gm3.raw(), mc), relErr(gv3.raw(), vc)), tolFor(s_dt));
+    const size_t diff = bitDiffs(gp3.raw(), gp4.raw()) + bitDiffs(gm3.raw(), gm4.raw()) +
+                        bitDiffs(gv3.raw(), gv4.raw());
+    record("adamw_islands = adamw per stretch" + types, "n123457 step3, bitwise" + sc,
+           (double)diff, 0.0);
+  }
   tgrt_set_step(c.cpu, 1);
   tgrt_cuda::setStep(c.gpu, 1);
   setLossScale(c, 1.0f);
