@@ -1806,9 +1806,8 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
     for (int64_t i = 0; i < n;) {
       int64_t j = i + 1;
       while (j < n && inIsland(j) == inIsland(i)) ++j;
-      tgrt_cuda::adamw(c.gpu, "check", p_dt, static_cast<char*>(gp4.p) + i * ps,
-                       static_cast<const char*>(gg.p) + i * ps, s_dt,
-                       static_cast<char*>(gm4.p) + i * ss, static_cast<char*>(gv4.p) + i * ss,
+      tgrt_cuda::adamw(c.gpu, "check", p_dt, gp4.p + i * ps, gg.p + i * ps, s_dt,
+                       gm4.p + i * ss, gv4.p + i * ss,
                        j - i, 0.9f, 0.95f, 1e-8f, inIsland(i) ? 0.0f : 0.1f, gacc.p);
       i = j;
     }
