@@ -182,7 +182,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     });
     v.string("checkpointing", t.checkpointing);
     v.integer("loss_chunk_bytes", t.loss_chunk_bytes, Kind::NonNegInt);
-    v.boolean("bias_rows", t.bias_rows);
+    v.string("bias_rows", t.bias_rows);
     v.string("gradients", t.gradients);
     v.object("loss_scaling", [&] {
       v.number("init", t.loss_scale_init);
@@ -695,6 +695,7 @@ void checkSemantics(const Spec &s) {
   checkOneOf("training.optimizer.decay", o.decay, {"cosine", "linear", "none"});
   checkEnum<mlir::tg::Offload>("training.optimizer.offload", o.offload);
   checkOneOf("training.gradients", t.gradients, {"auto", "persistent", "arena"});
+  checkOneOf("training.bias_rows", t.bias_rows, {"auto", "on", "off"});
   if (t.gradients == "arena" && (t.grad_accum > 1 || t.distributed.ranks > 1))
     fail("training.gradients",
          "\"arena\" needs one micro-step per optimizer step and one rank (grad_accum is " +

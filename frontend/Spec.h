@@ -108,8 +108,9 @@ struct TrainingSpec {
   int64_t loss_chunk_bytes = 512LL << 20;
   /// A linear layer's bias carried in its GEMMs when its input is a layer norm's output
   /// (tg-bias-rows: a ones column on the layer norm's output, the bias as a row after the
-  /// weight; docs/design-notes.md "Bias rows"). Off by default until measured on a GPU.
-  bool bias_rows = false;
+  /// weight; docs/design-notes.md "Bias rows"): auto | on | off. auto: on for target cuda
+  /// (measured faster on an H200, docs/results.md), off for the CPU backend.
+  std::string bias_rows = "auto";
   /// Where the gradient slots live (tg-plan-memory's gradients): auto | persistent | arena.
   /// arena: from each slot's first write in the backward to the end of the optimizer step
   /// (needs grad_accum 1 and one rank; docs/design-notes.md); auto: arena where it applies.

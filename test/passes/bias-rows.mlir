@@ -1,20 +1,20 @@
 // tg-bias-rows (training.bias_rows): a layer-norm-fed linear layer's bias carried in its
 // GEMMs. tgc's pipeline on examples/tiny.json (d 64, d_ff 256, 8 x 64 tokens), one layer.
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=bf16-mixed \
-// RUN:   --set training.bias_rows=true --emit=planned -o - | FileCheck %s
+// RUN:   --set training.bias_rows=on --emit=planned -o - | FileCheck %s
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=bf16-mixed \
-// RUN:   --set training.bias_rows=true --emit=cpp -o - | FileCheck %s --check-prefix=CPP
+// RUN:   --set training.bias_rows=on --emit=cpp -o - | FileCheck %s --check-prefix=CPP
 // Off by default, and left alone where the weight gradient does not write its slot once
 // (grad_accum 2) or the layer norm is recomputed for the backward (selective checkpointing):
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --emit=planned -o - \
 // RUN:   | FileCheck %s --check-prefix=OFF
-// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.bias_rows=true \
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.bias_rows=on \
 // RUN:   --set training.grad_accum=2 --emit=planned -o - | FileCheck %s --check-prefix=OFF
-// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.bias_rows=true \
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.bias_rows=on \
 // RUN:   --set training.checkpointing=selective --emit=planned -o - | FileCheck %s --check-prefix=OFF
 // fp32 (no working copies: the GEMMs read the values themselves):
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=fp32 \
-// RUN:   --set training.bias_rows=true --emit=cpp -o - | FileCheck %s --check-prefix=F32
+// RUN:   --set training.bias_rows=on --emit=cpp -o - | FileCheck %s --check-prefix=F32
 
 // The pairs, the layer norms with a ones column, the GEMMs that carry the bias:
 // CHECK: tg.bias_rows = {{\[\["layers.0.attn.qkv.weight", "layers.0.attn.qkv.bias"\], \["layers.0.mlp.fc.weight", "layers.0.mlp.fc.bias"\]\]}}

@@ -165,7 +165,8 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
   o.ranks = spec.training.distributed.ranks;
   o.zero = spec.training.distributed.zero;
   o.lossChunkBytes = spec.training.loss_chunk_bytes;
-  o.biasRows = spec.training.bias_rows;
+  o.biasRows = spec.training.bias_rows == "on" ||
+               (spec.training.bias_rows == "auto" && target == "cuda");
   o.gradients = spec.training.gradients;
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
