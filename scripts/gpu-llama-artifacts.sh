@@ -34,13 +34,14 @@ if [ "${GPT_SHAPES:-1}" = 1 ]; then
   c hd128 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
     --set model.context=2048 --set training.batch_size=8
-  # tg-bias-rows (training.bias_rows): the qkv and MLP up-projection biases in their GEMMs.
-  c gpt2s-br examples/gpt2-small.json cuda --set training.bias_rows=on
-  c hd128-br examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
+  # tg-bias-rows off (training.bias_rows, on by default for cuda since 2026-12-01): the qkv
+  # and MLP up-projection biases summed apart, as before it.
+  c gpt2s-off examples/gpt2-small.json cuda --set training.bias_rows=off
+  c hd128-off examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
-    --set model.context=2048 --set training.batch_size=8 --set training.bias_rows=on
-  c gpt2m-br examples/gpt2-small.json cuda --set model.n_layers=24 --set model.d_model=1024 \
-    --set model.n_heads=16 --set model.d_ff=4096 --set training.batch_size=8 --set training.bias_rows=on
+    --set model.context=2048 --set training.batch_size=8 --set training.bias_rows=off
+  c gpt2m-off examples/gpt2-small.json cuda --set model.n_layers=24 --set model.d_model=1024 \
+    --set model.n_heads=16 --set model.d_ff=4096 --set training.batch_size=8 --set training.bias_rows=off
   # The same with the fused loss in one chunk (1 GiB of logits: 16384 x 32000 bf16) instead of two.
   c hd128-c1 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
