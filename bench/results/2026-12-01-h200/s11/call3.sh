@@ -1,4 +1,4 @@
-# call3 (eleventh session): issue 22's reporting form with tg-bias-rows on by default (1b2cd1e's
+# call3 (eleventh session): issue 22's reporting form with tg-bias-rows on by default (24b71b1's
 # default; "-off" = training.bias_rows=off): GPT-2 small both ways against llm.c (-r 0, -r 0 -ge 2) and torch.compile; head dim 128 both ways
 # against torch.compile; 3 alternating repetitions of 20 steps.
 set -u
