@@ -323,6 +323,9 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //   tgrt_layer_norm_fwd_ones: the same kernel writing TGRT_ONES_COLUMNS more columns per
   //     row (1% more bytes at d 768; not priced apart).
   //   tgrt_matmul_bias_lda / _gelu_lda: the same GEMMs reading A's rows lda apart.
+  //   tgrt_adamw_islands: tgrt_adamw_wc's kernel with weight decay 0 on some packs (the
+  //     same bytes; without a working copy the table's tgrt_adamw_wc point prices 2 bytes
+  //     an element more).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
@@ -342,6 +345,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
       {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
       {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},
       {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},
+      {"tgrt_adamw_islands", "tgrt_adamw_wc"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},
