@@ -74,6 +74,7 @@
 //               p -= lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)
 //               (Loshchilov & Hutter 2019)
 #include "runtime/cpu/CpuContext.h"
+#include "runtime/AdamwIslands.h"
 
 #include <cblas.h>
 
@@ -1940,9 +1941,8 @@ void tgrt_adamw_islands(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, c
                         float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
                         int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0,
                         int64_t s1, int64_t l1) {
-  if (base < 0 || period < 0 || reps < 0 || s0 < 0 || l0 < 0 || s1 < 0 || l1 < 0 ||
-      s0 + l0 > period || s1 + l1 > period ||
-      (reps > 0 && base + (reps - 1) * period + std::max(s0 + l0, s1 + l1) > n))
+  const tgrt_adamw_islands_t islands{base, period, reps, s0, l0, s1, l1};
+  if (!islands.fits(n))
     fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
               "[%lld, +%lld)) outside the run of %lld elements",
          (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
@@ -1950,11 +1950,7 @@ void tgrt_adamw_islands(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, c
   checkDtype(loc, "adamw (p_dt)", p_dt);
   checkDtype(loc, "adamw (state_dt)", state_dt);
   const size_t ps = (size_t)tgrt_dtype_size(p_dt), ss = (size_t)tgrt_dtype_size(state_dt);
-  auto island = [&](int64_t i) {
-    if (period == 0 || i < base || i >= base + reps * period) return false;
-    const int64_t r = (i - base) % period;
-    return (r >= s0 && r < s0 + l0) || (r >= s1 && r < s1 + l1);
-  };
+  auto island = [&](int64_t i) { return islands.contains(i); };
   for (int64_t i = 0; i < n;) {
     const bool isl = island(i);
     int64_t j = i + 1;

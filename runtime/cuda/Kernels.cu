@@ -18,6 +18,7 @@
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Internal.h"
+#include "runtime/AdamwIslands.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -1874,18 +1875,8 @@ __global__ void clip_scale_kernel(float* acc, float maxNorm, float lossScale, De
 }
 
 /// Elements AdamW does not decay inside a run it decays (tgrt_adamw_islands: tg-bias-rows'
-/// biases between their weights): i with base <= i < base + reps * period whose offset r =
-/// (i - base) mod period lies in [s0, s0 + l0) or [s1, s1 + l1). period 0: none.
-struct AdamwIslands {
-  int64_t base = 0, period = 0, reps = 0, s0 = 0, l0 = 0, s1 = 0, l1 = 0;
-  __host__ __device__ bool contains(int64_t i) const {
-    if (period == 0 || i < base) return false;
-    const int64_t q = i - base;
-    if (q >= reps * period) return false;
-    const int64_t r = q % period;
-    return (r >= s0 && r < s0 + l0) || (r >= s1 && r < s1 + l1);
-  }
-};
+/// biases between their weights; runtime/AdamwIslands.h).
+using AdamwIslands = tgrt_adamw_islands_t;
 
 /// AdamW constants (double, like the CPU reference), see adamw_kernel.
 struct AdamwParams {
@@ -4116,15 +4107,14 @@ void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const vo
                   float eps, float weight_decay, const float* clip, int32_t w_dt, void* w,
                   int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0, int64_t s1,
                   int64_t l1) {
-  if (base < 0 || period < 0 || reps < 0 || s0 < 0 || l0 < 0 || s1 < 0 || l1 < 0 ||
-      s0 + l0 > period || s1 + l1 > period ||
-      (reps > 0 && base + (reps - 1) * period + std::max(s0 + l0, s1 + l1) > n))
+  const AdamwIslands isl{base, period, reps, s0, l0, s1, l1};
+  if (!isl.fits(n))
     fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
               "[%lld, +%lld)) outside the run of %lld elements",
          (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
          (long long)s1, (long long)l1, (long long)n);
   adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
-            w, AdamwIslands{base, period, reps, s0, l0, s1, l1});
+            w, isl);
 }
 
 void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
