@@ -42,6 +42,8 @@ if [ "${GPT_SHAPES:-1}" = 1 ]; then
     --set model.context=2048 --set training.batch_size=8 --set training.bias_rows=off
   c gpt2m-off examples/gpt2-small.json cuda --set model.n_layers=24 --set model.d_model=1024 \
     --set model.n_heads=16 --set model.d_ff=4096 --set training.batch_size=8 --set training.bias_rows=off
+  c gpt2l-off examples/gpt2-small.json cuda --set model.n_layers=36 --set model.d_model=1280 \
+    --set model.n_heads=20 --set model.d_ff=5120 --set training.batch_size=8 --set training.bias_rows=off
   # The same with the fused loss in one chunk (1 GiB of logits: 16384 x 32000 bf16) instead of two.
   c hd128-c1 examples/gpt2-small.json cuda --set model.n_layers=8 --set model.d_model=1024 \
     --set model.n_heads=8 --set model.d_ff=4096 --set model.vocab_size=32000 \
