@@ -1,5 +1,5 @@
 # call5 (eleventh session): the GPT-2 medium and large shapes of issue 22's table (micro-batch
-# 8 x 1024) with bias rows by default (e02ab5c's executables; "-off" = training.bias_rows=off)
+# 8 x 1024) with bias rows by default (a1cf578's executables; "-off" = training.bias_rows=off)
 # against torch.compile; 3 alternating repetitions for the medium shape, 2 for the large.
 set -u
 source scripts/gpu-lib.sh
