@@ -1,13 +1,13 @@
 //===- BiasRowsPass.cpp - tg-bias-rows: a linear layer's bias inside its GEMMs ----------===//
 //
-// A linear layer h = y W + b whose input y is a layer norm's output has two GEMMs that can
-// carry the bias: the forward one, and the weight gradient dW = y^T dh, whose k is the
-// tokens, the same k as the bias gradient db = 1^T dh (the column sums of dh). With y
-// extended by a column of ones (and zero columns up to TGRT_ONES_COLUMNS, runtime/tgrt.h)
-// and W followed in memory by b and zero rows,
-//   [y 1 0] [W; b; 0] = y W + b           (the forward: K = d + 8),
-//   [y 1 0]^T dh      = [dW; db; 0]       (the weight gradient: M = d + 8),
-// so the bias gradient costs no read of dh of its own (GPT-2 small: 0.07 ms a layer of
+// A linear layer h = y W + b whose input y is a layer norm's output: its weight gradient
+// dW = y^T dh has the tokens as k, the same k as the bias gradient db = 1^T dh (the column
+// sums of dh). With y extended by a column of ones (and zero columns up to
+// TGRT_ONES_COLUMNS, runtime/tgrt.h) and W followed in memory by b and zero rows,
+//   [y 1 0]^T dh = [dW; db; 0]            (the weight gradient: M = d + 8),
+// (and [y 1 0] [W; b; 0] = y W + b, which the forward does not use: it reads y's first d
+// columns with the bias in its epilogue; K = d + 8 cost a 13th k tile at d 768), so the
+// bias gradient costs no read of dh of its own (GPT-2 small: 0.07 ms a layer of
 // column sums over [16384, 2304] and [16384, 3072], about 0.8 ms of a 29.4 ms step on an
 // H200, docs/results.md). The ones-column trick is the usual "bias as an extra input"
 // identity of linear models; docs/design-notes.md "Bias rows" says what it changes.
@@ -23,11 +23,13 @@
 // tg.bias_grad of dh or a tg.matmul_dgelu_bgrad's db beside dh, computed before the weight
 // gradient, it marks:
 //   - the layer norm `tg.ones_column` (the plan gives y [.., d + 8]; tgrt_layer_norm_fwd_ones),
-//   - the forward op and the weight gradient `tg.bias_rows` (the lowering runs them with
-//     K, resp. M, = d + 8 and no separate bias or bias gradient),
+//   - the forward op and the weight gradient `tg.bias_rows` (the lowering runs the forward
+//     on y's first d columns, rows d + 8 apart, and the weight gradient with M = d + 8 into
+//     W's and b's slots, with no separate bias gradient),
 // and records the pairs on the module, `tg.bias_rows = [[W name, b name], ...]`, which
 // tg-plan-memory reads to place b right after W in every slot (values, gradients, moments,
-// working copies) with its slot grown to 8 rows of n (the zero rows).
+// working copies) with its slot grown to 8 rows of n (the zero rows the weight gradient
+// writes), and the lowering runs AdamW over such a run with the biases as no-decay islands.
 // Only where the step has one micro-step per optimizer step (tg.grad_accum 1, the weight
 // gradient writing its slot), one rank, parameters whose slots are 256-byte multiples, d and
 // n multiples of 8, and (mixed precision) working copies of the parameters; anything else is

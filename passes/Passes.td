@@ -250,11 +250,13 @@ def TgBiasRows : Pass<"tg-bias-rows", "mlir::ModuleOp"> {
     and the module `tg.bias_rows = [["layers.0.attn.qkv.weight", "layers.0.attn.qkv.bias"]]`:
     tg-plan-memory places each bias right after its weight, its slot 8 rows of n (the zero
     rows), and the lowering runs the layer norm with a ones column
-    (tgrt_layer_norm_fwd_ones), the forward GEMM over [y 1 0] and [W; b; 0], and the weight
-    gradient into W's and b's slots at once, with no column sums of dh. Only with
+    (tgrt_layer_norm_fwd_ones), the forward GEMM over y's first d columns (rows d + 8
+    apart, tgrt_matmul_bias_lda / _gelu_lda), and the weight gradient over [y 1 0] into W's
+    and b's slots at once ([dW; db; 0]), with no column sums of dh. Only with
     tg.grad_accum 1, one rank, no ZeRO, d and n multiples of 8, W's slots 256-byte
     multiples, and under mixed precision persistent working copies. The tgc pipeline runs
-    it when `training.bias_rows` is on. Errors: a module already marked.
+    it when `training.bias_rows` is on (its default `auto`: for --target cuda). Errors: a
+    module already marked.
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let statistics = [Statistic<"numPaired", "num-paired", "linear layers given bias rows">];
