@@ -6,6 +6,7 @@
 #include "runtime/tgrt.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* Elements i with base <= i < base + reps * period whose offset (i - base) mod period lies
  * in [s0, s0 + l0) or [s1, s1 + l1); period 0: none. */
@@ -25,6 +26,14 @@ struct tgrt_adamw_islands_t {
       return false;
     const int64_t end = s0 + l0 > s1 + l1 ? s0 + l0 : s1 + l1;
     return reps == 0 || base + (reps - 1) * period + end <= n;
+  }
+  /* The backends' error text when !fits(n) (into buf, at most size bytes). */
+  void describe(char* buf, size_t size, int64_t n) const {
+    snprintf(buf, size,
+             "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
+             "[%lld, +%lld)) outside the run of %lld elements",
+             (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
+             (long long)s1, (long long)l1, (long long)n);
   }
 };
 

@@ -1942,11 +1942,11 @@ void tgrt_adamw_islands(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, c
                         int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0,
                         int64_t s1, int64_t l1) {
   const tgrt_adamw_islands_t islands{base, period, reps, s0, l0, s1, l1};
-  if (!islands.fits(n))
-    fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
-              "[%lld, +%lld)) outside the run of %lld elements",
-         (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
-         (long long)s1, (long long)l1, (long long)n);
+  if (!islands.fits(n)) {
+    char why[256];
+    islands.describe(why, sizeof why, n);
+    fail(loc, "%s", why);
+  }
   checkDtype(loc, "adamw (p_dt)", p_dt);
   checkDtype(loc, "adamw (state_dt)", state_dt);
   const size_t ps = (size_t)tgrt_dtype_size(p_dt), ss = (size_t)tgrt_dtype_size(state_dt);

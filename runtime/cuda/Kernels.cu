@@ -4108,11 +4108,11 @@ void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const vo
                   int64_t base, int64_t period, int64_t reps, int64_t s0, int64_t l0, int64_t s1,
                   int64_t l1) {
   const AdamwIslands isl{base, period, reps, s0, l0, s1, l1};
-  if (!isl.fits(n))
-    fail(loc, "adamw_islands: islands (base %lld, period %lld, reps %lld, [%lld, +%lld), "
-              "[%lld, +%lld)) outside the run of %lld elements",
-         (long long)base, (long long)period, (long long)reps, (long long)s0, (long long)l0,
-         (long long)s1, (long long)l1, (long long)n);
+  if (!isl.fits(n)) {
+    char why[256];
+    isl.describe(why, sizeof why, n);
+    fail(loc, "%s", why);
+  }
   adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
             w, isl);
 }
