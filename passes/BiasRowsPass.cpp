@@ -67,17 +67,17 @@ BlockArgument paramOf(func::FuncOp fn, Value v, bool &cast) {
   return arg;
 }
 
-/// The one tg.accumulate_grad of parameter p in fn, or null when it has none or several.
-AccumulateGradOp onlyAccumulation(func::FuncOp fn, Value p) {
-  AccumulateGradOp found;
-  int count = 0;
+/// Each parameter's one tg.accumulate_grad in fn (null when it has several), from one walk.
+llvm::DenseMap<Value, AccumulateGradOp> onlyAccumulations(func::FuncOp fn) {
+  llvm::DenseMap<Value, AccumulateGradOp> out;
+  llvm::DenseSet<Value> several;
   fn.walk([&](AccumulateGradOp a) {
-    if (a.getParam() == p) {
-      found = a;
-      ++count;
-    }
+    if (!out.try_emplace(a.getParam(), a).second)
+      several.insert(a.getParam());
   });
-  return count == 1 ? found : AccumulateGradOp();
+  for (Value p : several)
+    out[p] = AccumulateGradOp();
+  return out;
 }
 
 /// The accumulation v flows into: v's only reader, or a cast whose only reader it is.
@@ -117,6 +117,7 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
     int64_t index = 0;
     for (Operation &op : fn.getBody().front())
       position[&op] = index++;
+    const llvm::DenseMap<Value, AccumulateGradOp> accumulations = onlyAccumulations(fn);
     Builder b(module.getContext());
     SmallVector<Attribute> pairs;
     llvm::DenseSet<Value> pairedParams;
@@ -173,7 +174,7 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
       if (n % 8 != 0 || !slotAligned(wt, 2))
         return;
       // The weight gradient goes only into W's slot; b's gradient is dh's column sum.
-      AccumulateGradOp wAcc = onlyAccumulation(fn, w), bAcc = onlyAccumulation(fn, bias);
+      AccumulateGradOp wAcc = accumulations.lookup(w), bAcc = accumulations.lookup(bias);
       if (!wAcc || !bAcc || sinkOf(g.getResult()) != wAcc)
         return;
       Value dh = g.getB();
