@@ -703,6 +703,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
+  ctx->pdl = envFlag("TGRT_PDL", true);
   ctx->attn_wgmma = envFlag("TGRT_ATTN_WGMMA", true);
   ctx->attn_tune = envFlag("TGRT_ATTN_TUNE", true);
   // Off without GEMM tuning, and with TGRT_PROFILE (below: its own events time every call).
@@ -749,6 +750,7 @@ Context* createContext(const tgrt_model* model) {
   // The wgmma kernels are compiled for sm_90a only (CMakeLists.txt): Hopper.
   ctx->attn_wgmma_ok = prop.major == 9 && prop.minor == 0;
   ctx->attn_wgmma = ctx->attn_wgmma && ctx->attn_wgmma_ok;
+  ctx->pdl = ctx->pdl && prop.major >= 9; // griddepcontrol: sm_90 on
 
   size_t freeBytes = 0, totalBytes = 0;
   if (!ok(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo")) {

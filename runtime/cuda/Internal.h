@@ -203,6 +203,9 @@ struct Context {
   int own_gemm = 1;
   int own_gemm_timed = 0, own_gemm_chosen = 0; ///< shapes timed against cuBLASLt / won
   bool sync_each = false; ///< TGRT_CUDA_SYNC=1: synchronise after every launch (exact loc)
+  /// launchDependent's kernels as programmatic dependents of the kernel before them (Pdl.cuh):
+  /// TGRT_PDL=0 turns it off; off before compute capability 9.0.
+  bool pdl = true;
   /// bf16 / f16 attention at head dim 64 on wgmma (sm_90, AttentionBf16.cu); TGRT_ATTN_WGMMA=0:
   /// the mma.sync kernels.
   bool attn_wgmma = true;
@@ -310,6 +313,35 @@ void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArg
 #endif
   check(cudaGetLastError(), loc, name);
   if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
+}
+
+/// launch() as a programmatic dependent launch (when ctx->pdl: the launch attribute
+/// cudaLaunchAttributeProgrammaticStreamSerialization): the grid may be scheduled while the kernel
+/// before it on the stream drains, which hides its launch behind that kernel's last blocks.
+/// `kernel` must call pdlWait() (Pdl.cuh) before it touches global memory;
+/// test/scripts/pdl-wait.test checks that every kernel of the files that launch this way does so
+/// first. Same errors as launch().
+template <typename... KArgs, typename... Args>
+void launchDependent(Context* ctx, const char* loc, const char* name, void (*kernel)(KArgs...),
+                     dim3 grid, dim3 block, size_t smem, Args... args) {
+#if !defined(TGRT_CUDA_EMULATE) && defined(__CUDACC__)
+  if (ctx->pdl) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = ctx->stream;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...), loc, name);
+    if (ctx->sync_each) check(cudaStreamSynchronize(ctx->stream), loc, name);
+    return;
+  }
+#endif
+  launch(ctx, loc, name, kernel, grid, block, smem, args...);
 }
 
 #if !defined(TGRT_CUDA_EMULATE) && defined(__CUDACC__)

@@ -18,6 +18,7 @@
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/Pdl.cuh"
 #include "runtime/AdamwIslands.h"
 
 #include <algorithm>
@@ -162,6 +163,7 @@ __device__ __forceinline__ float packDot(const float (&f)[W], const float (&g)[W
 /// Each item is read and written by one thread, so outputs may alias inputs.
 template <int W, typename Op>
 __global__ void elementwise_kernel(Op op, int64_t n, bool vec) {
+  pdlWait();
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   int64_t done = 0;
@@ -178,8 +180,8 @@ template <typename Op>
 void launchElementwise(Context* ctx, const char* loc, const char* name, const Op& op, int64_t n,
                        bool vec) {
   constexpr int W = Op::kW;
-  launch(ctx, loc, name, elementwise_kernel<W, Op>, dim3(gridFor(vec ? (n + W - 1) / W : n, kBlock)),
-         dim3(kBlock), 0, op, n, vec);
+  launchDependent(ctx, loc, name, elementwise_kernel<W, Op>,
+                  dim3(gridFor(vec ? (n + W - 1) / W : n, kBlock)), dim3(kBlock), 0, op, n, vec);
 }
 
 // out = a + b across types (TO: a and out; TB: b), float arithmetic, one rounding.
@@ -324,6 +326,7 @@ template <typename U>
 __global__ void embedding_fwd_kernel(const U* __restrict__ table, const int32_t* __restrict__ ids,
                                      U* __restrict__ out, int64_t n, int64_t units, int64_t vocab,
                                      DeviceState* st, int32_t loc) {
+  pdlWait();
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int64_t id = ids[i];
     if (id < 0 || id >= vocab) {
@@ -338,6 +341,7 @@ __global__ void embedding_fwd_kernel(const U* __restrict__ table, const int32_t*
 
 // positions[i] = i: the payload that the radix sort carries along with the ids.
 __global__ void iota_kernel(int32_t* __restrict__ p, int64_t n) {
+  pdlWait();
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     p[i] = (int32_t)i;
@@ -403,6 +407,7 @@ __global__ void embedding_bwd_chunks_kernel(const int32_t* __restrict__ keys,
                                             float* __restrict__ head, float* __restrict__ tail,
                                             int64_t n, int64_t d, int64_t vocab, int64_t C,
                                             DeviceState* st, int32_t loc) {
+  pdlWait();
   const int64_t k = blockIdx.x, p0 = k * C;
   const int64_t m = n - p0 < C ? n - p0 : C;
   const int32_t* kc = keys + p0; // the chunk's sorted ids and their token positions
@@ -453,6 +458,7 @@ __global__ void embedding_bwd_join_kernel(const int32_t* __restrict__ keys,
                                           const float* __restrict__ head,
                                           const float* __restrict__ tail, T* __restrict__ dtable,
                                           int64_t n, int64_t d, int64_t vocab, int64_t C) {
+  pdlWait();
   __shared__ int32_t sFirst;
   const int64_t chunks = (n + C - 1) / C;
   const int64_t k = blockIdx.x;
@@ -512,6 +518,7 @@ __global__ void embedding_bwd_join_kernel(const int32_t* __restrict__ keys,
 template <typename T>
 __global__ void positional_bwd_kernel(const T* __restrict__ dout, T* __restrict__ dwpe,
                                       int64_t batch, int64_t t, int64_t d, int64_t context) {
+  pdlWait();
   const int64_t n = context * d;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -540,6 +547,7 @@ struct Permute4 {
 // several times cheaper than 64-bit).
 template <typename I, typename U>
 __global__ void transpose4_kernel(const U* __restrict__ x, U* __restrict__ y, Permute4 p, I n) {
+  pdlWait();
   const I yd1 = (I)p.ydim[1], yd2 = (I)p.ydim[2], yd3 = (I)p.ydim[3];
   const I s0 = (I)p.xstride[0], s1 = (I)p.xstride[1], s2 = (I)p.xstride[2],
           s3 = (I)p.xstride[3];
@@ -562,6 +570,7 @@ __global__ void transpose4_kernel(const U* __restrict__ x, U* __restrict__ y, Pe
 template <typename I, typename U>
 __global__ void transpose_rows_kernel(const U* __restrict__ x, U* __restrict__ y, I total, I q,
                                       I yd1, I yd2, I s0, I s1, I s2) {
+  pdlWait();
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
        i += (I)gridDim.x * blockDim.x) {
     const I row = i / q, col = i - row * q;
@@ -575,6 +584,7 @@ __global__ void transpose_rows_kernel(const U* __restrict__ x, U* __restrict__ y
 template <typename I, typename U>
 __global__ void copy2d_kernel(const U* __restrict__ src, I sld, U* __restrict__ dst, I dld,
                               I total, I q) {
+  pdlWait();
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
        i += (I)gridDim.x * blockDim.x) {
     const I r = i / q, c = i - r * q;
@@ -601,6 +611,7 @@ template <typename AX, typename AP, typename AY>
 __global__ void layer_norm_fwd_kernel(AX x, AP gamma, AP beta, AY y, float* __restrict__ mean,
                                       float* __restrict__ rstd, int64_t rows, int64_t d,
                                       float eps, int64_t ldy = 0) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -633,6 +644,7 @@ template <typename ADY, typename AX, typename AP, typename ADX>
 __global__ void layer_norm_bwd_dx_kernel(ADY dy, AX x, AP gamma, const float* __restrict__ mean,
                                          const float* __restrict__ rstd, ADX dx, int64_t rows,
                                          int64_t d) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -667,6 +679,7 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
                                           int64_t rows, int64_t d, float eps,
                                           const TB* __restrict__ b = nullptr,
                                           TX* __restrict__ sum = nullptr, int64_t ldy = 0) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -728,6 +741,7 @@ __global__ void layer_norm_bwd_dx_vec_kernel(const TDY* __restrict__ dy, const T
                                              const float* __restrict__ mean,
                                              const float* __restrict__ rstd, TX* __restrict__ dx,
                                              int64_t rows, int64_t d) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t dW = d / W;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -820,6 +834,7 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
                                 TL* __restrict__ low, float* __restrict__ part0,
                                 float* __restrict__ part1, float* __restrict__ part2,
                                 int64_t rows, int64_t d) {
+  pdlWait();
   static_assert(!DB || ACC, "the bias-gradient sum is of the accumulating form's output");
   static_assert(!DB || W % 4 == 0, "float4 sums");
   __shared__ float s0[8][32 * W];
@@ -991,6 +1006,7 @@ __global__ void column_partials_kernel(AD dy, AX x, const float* __restrict__ me
                                        const float* __restrict__ rstd, float* __restrict__ part0,
                                        float* __restrict__ part1, int64_t rows, int64_t d,
                                        int64_t rowsPerChunk) {
+  pdlWait();
   __shared__ float s0[8][33];
   __shared__ float s1[8][33];
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
@@ -1031,6 +1047,7 @@ __global__ void column_partials_vec_kernel(const TD* __restrict__ dy, const TX* 
                                            const float* __restrict__ rstd,
                                            float* __restrict__ part0, float* __restrict__ part1,
                                            int64_t rows, int64_t d, int64_t rowsPerChunk) {
+  pdlWait();
   __shared__ float s0[8][32 * W + 1];
   __shared__ float s1[8][32 * W + 1];
   const int64_t cw = blockIdx.x * 32 + threadIdx.x; // pack index within a row
@@ -1114,6 +1131,7 @@ template <typename AO>
 __global__ void __launch_bounds__(256)
     column_finish_kernel(const float* __restrict__ part0, const float* __restrict__ part1,
                          AO out0, AO out1, int64_t chunks, int64_t d) {
+  pdlWait();
   __shared__ float sp[2][kFinRows][kFinCols + 1];
   const bool two = out1.valid();
   const int64_t c0 = (int64_t)blockIdx.x * kFinCols;
@@ -1200,19 +1218,19 @@ void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, c
     constexpr int W = packWidth<TD, TX>();
     if (d % W == 0 && aligned16(dy.p) && aligned16(x.p)) {
       const int64_t vecBlocks = (d / W + 31) / 32;
-      launch(ctx, loc, "column_partials_vec_kernel", column_partials_vec_kernel<W, TD, TX>,
-             dim3((unsigned)vecBlocks, (unsigned)chunks), dim3(32, 8), 0, dy.p, x.p, mean, rstd,
-             part0, x.p ? part1 : nullptr, rows, d, per);
+      launchDependent(ctx, loc, "column_partials_vec_kernel", column_partials_vec_kernel<W, TD, TX>,
+                      dim3((unsigned)vecBlocks, (unsigned)chunks), dim3(32, 8), 0, dy.p, x.p, mean,
+                      rstd, part0, x.p ? part1 : nullptr, rows, d, per);
       done = true;
     }
   }
   if (!done)
-    launch(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
-           dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd, part0,
-           x.p ? part1 : nullptr, rows, d, per);
-  launch(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>,
-         dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, part0, x.p ? part1 : nullptr, out0,
-         out1, chunks, d);
+    launchDependent(ctx, loc, "column_partials_kernel", column_partials_kernel<AD, AX>,
+                    dim3((unsigned)colBlocks, (unsigned)chunks), dim3(32, 8), 0, dy, x, mean, rstd,
+                    part0, x.p ? part1 : nullptr, rows, d, per);
+  launchDependent(ctx, loc, "column_finish_kernel", column_finish_kernel<AO>,
+                  dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, part0,
+                  x.p ? part1 : nullptr, out0, out1, chunks, d);
 }
 
 // ------------------------------------------------------------------------- bias --
@@ -1224,6 +1242,7 @@ void columnSums(Context* ctx, const char* loc, AD dy, AX x, const float* mean, c
 template <typename T>
 __global__ void row_bias_kernel(const T* x, const T* __restrict__ bias, T* out, int64_t rows,
                                 int64_t n, int64_t period, bool vec) {
+  pdlWait();
   constexpr int W = packWidth<T>();
   const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (vec) {
@@ -1254,9 +1273,9 @@ void rowBias(Context* ctx, const char* loc, const T* x, const T* bias, T* out, i
   const int64_t bx = (cols + 127) / 128;
   if (bx > 0x7fffffff) fail(loc, "bias_add: row too long");
   const int64_t by = std::min<int64_t>(rows, std::max<int64_t>(1, 8192 / bx));
-  launch(ctx, loc, "row_bias_kernel", row_bias_kernel<T>,
-         dim3((unsigned)bx, (unsigned)std::min<int64_t>(by, 65535)), dim3(128), 0, x, bias, out,
-         rows, n, period, vec);
+  launchDependent(ctx, loc, "row_bias_kernel", row_bias_kernel<T>,
+                  dim3((unsigned)bx, (unsigned)std::min<int64_t>(by, 65535)), dim3(128), 0, x, bias,
+                  out, rows, n, period, vec);
 }
 
 // --------------------------------------------------------------------------- GELU --
@@ -1346,6 +1365,7 @@ struct DropoutOp {
 template <typename T>
 __global__ void causal_mask_kernel(const T* x, T* y, int64_t n, int64_t tq, int64_t tk,
                                    int64_t window, T masked) {
+  pdlWait();
   for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < n;
        idx += (int64_t)gridDim.x * blockDim.x) {
     const int64_t j = idx % tk;
@@ -1361,6 +1381,7 @@ __global__ void causal_mask_kernel(const T* x, T* y, int64_t n, int64_t tq, int6
 // A row with M = -inf (all masked) gives zeros. y may alias x.
 template <typename T>
 __global__ void softmax_fwd_kernel(const T* x, T* y, int64_t rows, int64_t n) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -1385,6 +1406,7 @@ __global__ void softmax_fwd_kernel(const T* x, T* y, int64_t rows, int64_t n) {
 // (the dot product reads the whole row before any element is written).
 template <typename T>
 __global__ void softmax_bwd_kernel(const T* y, const T* dy, T* dx, int64_t rows, int64_t n) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -1644,6 +1666,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
     cross_entropy_rows_kernel(const T* __restrict__ logits, const int32_t* __restrict__ targets,
                               double* __restrict__ rowLoss, int64_t rows, int64_t vocab,
                               int64_t ignore, DeviceState* st, int32_t loc, bool vec) {
+  pdlWait();
   __shared__ float fs[33];
   __shared__ double ds[33];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -1665,6 +1688,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
 // Number of rows whose target != ignore_index, into *valid (one block, fixed order).
 __global__ void count_valid_kernel(const int32_t* __restrict__ targets, int64_t rows,
                                    int64_t ignore, double* __restrict__ valid) {
+  pdlWait();
   __shared__ double ds[33];
   double c = 0.0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) c += targets[r] != ignore ? 1.0 : 0.0;
@@ -1676,6 +1700,7 @@ __global__ void count_valid_kernel(const int32_t* __restrict__ targets, int64_t 
 __global__ void cross_entropy_finish_kernel(const double* __restrict__ rowLoss,
                                             const int32_t* __restrict__ targets, int64_t rows,
                                             int64_t ignore, float* __restrict__ loss) {
+  pdlWait();
   __shared__ double ds[33];
   double s = 0.0, c = 0.0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -1722,6 +1747,7 @@ __global__ void __launch_bounds__(ceThreads(FAST), ceMinBlocks(FAST))
                              T* dlogits, int64_t rows, int64_t vocab, int64_t ignore,
                              DeviceState* st, int32_t loc, bool vec,
                              double* __restrict__ rowLoss) {
+  pdlWait();
   constexpr int W = packWidth<T>();
   __shared__ float fs[33];
   __shared__ double ds[33];
@@ -1823,6 +1849,7 @@ __device__ __forceinline__ double packSqD(const float (&f)[W]) {
 template <typename T>
 __global__ void sumsq_partial_kernel(const T* __restrict__ g, int64_t n, double* __restrict__ part,
                                      bool vec) {
+  pdlWait();
   constexpr int W = packWidth<T>();
   __shared__ double ds[33];
   double s = 0.0;
@@ -1849,6 +1876,7 @@ __global__ void sumsq_partial_kernel(const T* __restrict__ g, int64_t n, double*
 // Second stage (one block): acc[0] = acc[0] + sum_b part[b].
 __global__ void sumsq_finish_kernel(const double* __restrict__ part, int64_t parts,
                                     float* __restrict__ acc) {
+  pdlWait();
   __shared__ double ds[33];
   double s = 0.0;
   for (int64_t b = threadIdx.x; b < parts; b += blockDim.x) s += part[b];
@@ -1862,6 +1890,7 @@ __global__ void sumsq_finish_kernel(const double* __restrict__ part, int64_t par
 // context state for tgrt_last_grad_norm. One thread; double like the fp32-only backend (with
 // S = 1 the same values).
 __global__ void clip_scale_kernel(float* acc, float maxNorm, float lossScale, DeviceState* st) {
+  pdlWait();
   const double norm = sqrt((double)acc[0]) / (double)lossScale;
   const float normF = (float)norm;
   if (!finiteF(normF)) {
@@ -1932,6 +1961,7 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 template <int W, typename TP, typename TS, typename P, typename TW = TP>
 __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
                              int64_t n, bool vec, TW* w = nullptr, AdamwIslands isl = {}) {
+  pdlWait();
   using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -1980,6 +2010,7 @@ __global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float*
 
 // loss_sum += loss[0]; loss_count += 1. One thread.
 __global__ void report_loss_kernel(const float* loss, DeviceState* st) {
+  pdlWait();
   st->loss_sum += (double)loss[0];
   st->loss_count += 1;
 }
@@ -2799,16 +2830,16 @@ void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
   const int32_t li = locIndex(ctx, loc);
   if (rowBytes % 16 == 0 && aligned16(table, out)) {
     const int64_t units = rowBytes / 16;
-    launch(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<uint4>, grid,
-           dim3(units >= 256 ? 256 : 128), 0, cp<uint4>(table), ids, mp<uint4>(out), n_tokens,
-           units, vocab, ctx->state, li);
+    launchDependent(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<uint4>, grid,
+                    dim3(units >= 256 ? 256 : 128), 0, cp<uint4>(table), ids, mp<uint4>(out),
+                    n_tokens, units, vocab, ctx->state, li);
     return;
   }
   withUnit(es, [&](auto u) {
     using U = decltype(u);
-    launch(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<U>, grid,
-           dim3(d >= 256 ? 256 : 128), 0, cp<U>(table), ids, mp<U>(out), n_tokens, d, vocab,
-           ctx->state, li);
+    launchDependent(ctx, loc, "embedding_fwd_kernel", embedding_fwd_kernel<U>, grid,
+                    dim3(d >= 256 ? 256 : 128), 0, cp<U>(table), ids, mp<U>(out), n_tokens, d,
+                    vocab, ctx->state, li);
   });
 }
 
@@ -2843,8 +2874,8 @@ void embeddingBwdImpl(Context* ctx, const char* loc, int32_t dt, const int32_t* 
   void* temp = ws + 3 * arr;
   float* head = reinterpret_cast<float*>(ws + 3 * arr + tempAligned);
   float* tail = reinterpret_cast<float*>(ws + 3 * arr + tempAligned + partBytes);
-  launch(ctx, loc, "iota_kernel", iota_kernel, dim3(gridFor(n_tokens, kBlock)), dim3(kBlock), 0,
-         posIn, n_tokens);
+  launchDependent(ctx, loc, "iota_kernel", iota_kernel, dim3(gridFor(n_tokens, kBlock)),
+                  dim3(kBlock), 0, posIn, n_tokens);
   sortIdsStable(ctx, loc, ids, keysOut, posIn, posOut, n_tokens, endBit, temp, tempBytes);
   const int32_t li = locIndex(ctx, loc);
   withDtype(loc, "embedding_bwd", dt, [&](auto tag) {
@@ -2854,12 +2885,13 @@ void embeddingBwdImpl(Context* ctx, const char* loc, int32_t dt, const int32_t* 
       constexpr int U = decltype(wTag)::value;
       const int64_t units = d / U;
       const unsigned threads = (unsigned)std::min<int64_t>(256, (units + 31) / 32 * 32);
-      launch(ctx, loc, "embedding_bwd_chunks_kernel", embedding_bwd_chunks_kernel<U, T, ACC>,
-             dim3((unsigned)chunks), dim3(threads), 0, keysOut, posOut, cp<T>(dout),
-             mp<T>(dtable), head, tail, n_tokens, d, vocab, C, ctx->state, li);
-      launch(ctx, loc, "embedding_bwd_join_kernel", embedding_bwd_join_kernel<U, T, ACC>,
-             dim3((unsigned)chunks), dim3(threads), 0, (const int32_t*)keysOut,
-             (const float*)head, (const float*)tail, mp<T>(dtable), n_tokens, d, vocab, C);
+      launchDependent(ctx, loc, "embedding_bwd_chunks_kernel",
+                      embedding_bwd_chunks_kernel<U, T, ACC>, dim3((unsigned)chunks), dim3(threads),
+                      0, keysOut, posOut, cp<T>(dout), mp<T>(dtable), head, tail, n_tokens, d,
+                      vocab, C, ctx->state, li);
+      launchDependent(ctx, loc, "embedding_bwd_join_kernel", embedding_bwd_join_kernel<U, T, ACC>,
+                      dim3((unsigned)chunks), dim3(threads), 0, (const int32_t*)keysOut,
+                      (const float*)head, (const float*)tail, mp<T>(dtable), n_tokens, d, vocab, C);
     };
     if (d % W == 0 && aligned16(dout, dtable)) run(std::integral_constant<int, W>{});
     else run(std::integral_constant<int, 1>{});
@@ -2896,9 +2928,9 @@ void positionalBwd(Context* ctx, const char* loc, int32_t dt, const void* dout, 
   withDtype(loc, "positional_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
     if (context * d == 0) return;
-    launch(ctx, loc, "positional_bwd_kernel", positional_bwd_kernel<T>,
-           dim3(gridFor(context * d, kBlock)), dim3(kBlock), 0, cp<T>(dout), mp<T>(dwpe), batch,
-           t, d, context);
+    launchDependent(ctx, loc, "positional_bwd_kernel", positional_bwd_kernel<T>,
+                    dim3(gridFor(context * d, kBlock)), dim3(kBlock), 0, cp<T>(dout), mp<T>(dwpe),
+                    batch, t, d, context);
   });
 }
 
@@ -3028,11 +3060,11 @@ void copy2d(Context* ctx, const char* loc, int32_t dt, const void* src, int64_t 
   auto go = [&](auto u) {
     using U = decltype(u);
     if (small)
-      launch(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, U>, grid, block, 0, cp<U>(src),
-             sld, mp<U>(dst), dld, total, q);
+      launchDependent(ctx, loc, "copy2d_kernel", copy2d_kernel<uint32_t, U>, grid, block, 0,
+                      cp<U>(src), sld, mp<U>(dst), dld, total, q);
     else
-      launch(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, U>, grid, block, 0, cp<U>(src),
-             sld, mp<U>(dst), dld, total, q);
+      launchDependent(ctx, loc, "copy2d_kernel", copy2d_kernel<int64_t, U>, grid, block, 0,
+                      cp<U>(src), sld, mp<U>(dst), dld, total, q);
   };
   if (vec) go(uint4{});
   else withUnit(es, go);
@@ -3072,11 +3104,11 @@ void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
     auto go = [&](auto u) {
       using U = decltype(u);
       if (small)
-        launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, U>, grid, block,
-               0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+        launchDependent(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<uint32_t, U>, grid,
+                        block, 0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
       else
-        launch(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, U>, grid, block,
-               0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
+        launchDependent(ctx, loc, "transpose_rows_kernel", transpose_rows_kernel<int64_t, U>, grid,
+                        block, 0, cp<U>(x), mp<U>(y), total, q, pm.ydim[1], pm.ydim[2], s0, s1, s2);
     };
     if (vec) go(uint4{});
     else withUnit(es, go);
@@ -3085,11 +3117,11 @@ void transpose4(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
   withUnit(es, [&](auto u) {
     using U = decltype(u);
     if (small)
-      launch(ctx, loc, "transpose4_kernel", transpose4_kernel<uint32_t, U>,
-             dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
+      launchDependent(ctx, loc, "transpose4_kernel", transpose4_kernel<uint32_t, U>,
+                      dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
     else
-      launch(ctx, loc, "transpose4_kernel", transpose4_kernel<int64_t, U>,
-             dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
+      launchDependent(ctx, loc, "transpose4_kernel", transpose4_kernel<int64_t, U>,
+                      dim3(gridFor(n, kBlock, 65535)), dim3(kBlock), 0, cp<U>(x), mp<U>(y), pm, n);
   });
 }
 
@@ -3135,10 +3167,10 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
     // A pitched y (ldy) keeps the register kernel while its rows stay 16-byte aligned.
     const bool yRows = ldy == 0 || (ldy * (int64_t)sizeof(TY)) % 16 == 0;
     switch (layerNormNV(d, W, aligned16(x, gamma, beta, y) && yRows)) {
-#define TGRT_LN_FWD(NV)                                                                          \
-  case NV:                                                                                       \
-    launch(ctx, loc, name, layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY, TB>, grid, block, 0, x,  \
-           gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);                               \
+#define TGRT_LN_FWD(NV)                                                                            \
+  case NV:                                                                                         \
+    launchDependent(ctx, loc, name, layer_norm_fwd_vec_kernel<NV, W, TX, TP, TY, TB>, grid, block, \
+                    0, x, gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);                  \
     return true;
       TGRT_LN_FWD(1)
       TGRT_LN_FWD(2)
@@ -3147,8 +3179,8 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
       TGRT_LN_FWD(8)
     case 3:
       if constexpr (W == 8) {
-        launch(ctx, loc, name, layer_norm_fwd_vec_kernel<3, W, TX, TP, TY, TB>, grid, block, 0, x,
-               gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);
+        launchDependent(ctx, loc, name, layer_norm_fwd_vec_kernel<3, W, TX, TP, TY, TB>, grid,
+                        block, 0, x, gamma, beta, y, mean, rstd, rows, d, eps, b, sum, ldy);
         return true;
       }
       [[fallthrough]];
@@ -3157,9 +3189,9 @@ bool layerNormFwdTyped(Context* ctx, const char* loc, const void* xv, const void
       if constexpr (kRes) {
         return false;
       } else {
-        launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>,
-               grid, block, 0, Ld<TX>{x}, Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows,
-               d, eps, ldy);
+        launchDependent(ctx, loc, "layer_norm_fwd_kernel",
+                        layer_norm_fwd_kernel<Ld<TX>, Ld<TP>, St<TY>>, grid, block, 0, Ld<TX>{x},
+                        Ld<TP>{gamma}, Ld<TP>{beta}, St<TY>{y}, mean, rstd, rows, d, eps, ldy);
         return true;
       }
     }
@@ -3178,11 +3210,11 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
   TX* dx = mp<TX>(dxv);
   const dim3 grid(gridFor(rows, 8)), block(kBlock);
   switch (layerNormNV(d, W, aligned16(dy, x, gamma, dx))) {
-#define TGRT_LN_BWD(NV)                                                                          \
-  case NV:                                                                                       \
-    launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel",                                             \
-           layer_norm_bwd_dx_vec_kernel<NV, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean, \
-           rstd, dx, rows, d);                                                                   \
+#define TGRT_LN_BWD(NV)                                                                      \
+  case NV:                                                                                   \
+    launchDependent(ctx, loc, "layer_norm_bwd_dx_vec_kernel",                                \
+                    layer_norm_bwd_dx_vec_kernel<NV, W, TDY, TX, TP>, grid, block, 0, dy, x, \
+                    gamma, mean, rstd, dx, rows, d);                                         \
     return;
     TGRT_LN_BWD(1)
     TGRT_LN_BWD(2)
@@ -3191,17 +3223,17 @@ void layerNormBwdDxTyped(Context* ctx, const char* loc, const void* dyv, const v
     TGRT_LN_BWD(8)
   case 3:
     if constexpr (W == 8) {
-      launch(ctx, loc, "layer_norm_bwd_dx_vec_kernel",
-             layer_norm_bwd_dx_vec_kernel<3, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma, mean,
-             rstd, dx, rows, d);
+      launchDependent(ctx, loc, "layer_norm_bwd_dx_vec_kernel",
+                      layer_norm_bwd_dx_vec_kernel<3, W, TDY, TX, TP>, grid, block, 0, dy, x, gamma,
+                      mean, rstd, dx, rows, d);
       return;
     }
     [[fallthrough]];
 #undef TGRT_LN_BWD
   default:
-    launch(ctx, loc, "layer_norm_bwd_dx_kernel",
-           layer_norm_bwd_dx_kernel<Ld<TDY>, Ld<TX>, Ld<TP>, St<TX>>, grid, block, 0, Ld<TDY>{dy},
-           Ld<TX>{x}, Ld<TP>{gamma}, mean, rstd, St<TX>{dx}, rows, d);
+    launchDependent(ctx, loc, "layer_norm_bwd_dx_kernel",
+                    layer_norm_bwd_dx_kernel<Ld<TDY>, Ld<TX>, Ld<TP>, St<TX>>, grid, block, 0,
+                    Ld<TDY>{dy}, Ld<TX>{x}, Ld<TP>{gamma}, mean, rstd, St<TX>{dx}, rows, d);
   }
 }
 
@@ -3242,16 +3274,16 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
   auto run = [&](auto reloadTag) {
     constexpr bool R = decltype(reloadTag)::value;
     switch (nv) {
-#define TGRT_LN_FUSED(NV)                                                                  \
-  case NV:                                                                                 \
-    if constexpr (!R || NV <= 4) {                                                         \
-      launch(ctx, loc, "layer_norm_bwd_fused_kernel",                                      \
-             layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R,              \
-                                         DB && NV <= kLnBwdBiasNV>,                        \
-             grid, block, 0, dy, x, gamma, mean, rstd, dx, low, part0, part1, part2, rows, \
-             d);                                                                           \
-      return true;                                                                         \
-    }                                                                                      \
+#define TGRT_LN_FUSED(NV)                                                                     \
+  case NV:                                                                                    \
+    if constexpr (!R || NV <= 4) {                                                            \
+      launchDependent(ctx, loc, "layer_norm_bwd_fused_kernel",                                \
+                      layer_norm_bwd_fused_kernel<NV, W, TDY, TX, TP, ACC, LOW, TDY, R,       \
+                                                  DB && NV <= kLnBwdBiasNV>,                  \
+                      grid, block, 0, dy, x, gamma, mean, rstd, dx, low, part0, part1, part2, \
+                      rows, d);                                                               \
+      return true;                                                                            \
+    }                                                                                         \
     return false;
       TGRT_LN_FUSED(1)
       TGRT_LN_FUSED(2)
@@ -3269,20 +3301,21 @@ bool layerNormBwdFused(Context* ctx, const char* loc, const void* dyv, const voi
     launched = run(std::false_type{});
   if (!launched) return false;
   if constexpr (SLOTS)
-    launch(ctx, loc, "column_finish_kernel", column_finish_kernel<StAccR<TP>>,
-           dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
-           (const float*)part1, StAccR<TP>{mp<TP>(dbv)}, StAccR<TP>{mp<TP>(dgv)}, blocks, d);
+    launchDependent(ctx, loc, "column_finish_kernel", column_finish_kernel<StAccR<TP>>,
+                    dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
+                    (const float*)part1, StAccR<TP>{mp<TP>(dbv)}, StAccR<TP>{mp<TP>(dgv)}, blocks,
+                    d);
   else
-    launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>,
-           dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
-           (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
+    launchDependent(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TP>>,
+                    dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part0,
+                    (const float*)part1, St<TP>{mp<TP>(dbv)}, St<TP>{mp<TP>(dgv)}, blocks, d);
   if constexpr (DB) {
     if (nv <= kLnBwdBiasNV) {
       withDtype(loc, "layer_norm_bwd_acc_bgrad (dbias)", bias_dt, [&](auto tag) {
         using TB = decltype(tag);
-        launch(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TB>>,
-               dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part2,
-               (const float*)nullptr, St<TB>{mp<TB>(dbias)}, St<TB>{nullptr}, blocks, d);
+        launchDependent(ctx, loc, "column_finish_kernel", column_finish_kernel<St<TB>>,
+                        dim3(gridFor(d, kFinCols, 0x7fffffff)), dim3(256), 0, (const float*)part2,
+                        (const float*)nullptr, St<TB>{mp<TB>(dbias)}, St<TB>{nullptr}, blocks, d);
       });
       *biasDone = true;
     }
@@ -3335,9 +3368,9 @@ void layerNormFwdImpl(Context* ctx, const char* loc, int32_t x_dt, const void* x
         ctx, loc, x, gamma, beta, y, mean, rstd, rows, d, eps, nullptr, nullptr, ldy);
   });
   if (!typed)
-    launch(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<LdDyn, LdDyn, StDyn>,
-           dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt},
-           LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps, ldy);
+    launchDependent(ctx, loc, "layer_norm_fwd_kernel", layer_norm_fwd_kernel<LdDyn, LdDyn, StDyn>,
+                    dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt},
+                    LdDyn{beta, p_dt}, StDyn{y, y_dt}, mean, rstd, rows, d, eps, ldy);
 }
 } // namespace
 
@@ -3385,9 +3418,10 @@ void layerNormBwdGeneric(Context* ctx, const char* loc, int32_t y_dt, const void
                          const float* mean, const float* rstd, ADX dx, void* dgamma,
                          void* dbeta, int64_t pes, int64_t rows, int64_t d) {
   if (rows > 0)
-    launch(ctx, loc, "layer_norm_bwd_dx_kernel", layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, ADX>,
-           dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt},
-           LdDyn{gamma, p_dt}, mean, rstd, dx, rows, d);
+    launchDependent(ctx, loc, "layer_norm_bwd_dx_kernel",
+                    layer_norm_bwd_dx_kernel<LdDyn, LdDyn, LdDyn, ADX>, dim3(gridFor(rows, 8)),
+                    dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, mean,
+                    rstd, dx, rows, d);
   columnSums(ctx, loc, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, mean, rstd, AP{dbeta, p_dt},
              AP{dgamma, p_dt}, pes, rows, d);
 }
@@ -3827,8 +3861,9 @@ void causalMask(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
   withDtype(loc, "causal_mask", dt, [&](auto tag) {
     using T = decltype(tag);
     if (n == 0) return;
-    launch(ctx, loc, "causal_mask_kernel", causal_mask_kernel<T>, dim3(gridFor(n, kBlock)),
-           dim3(kBlock), 0, cp<T>(x), mp<T>(y), n, tq, tk, window, hostFromF<T>(masked_value));
+    launchDependent(ctx, loc, "causal_mask_kernel", causal_mask_kernel<T>, dim3(gridFor(n, kBlock)),
+                    dim3(kBlock), 0, cp<T>(x), mp<T>(y), n, tq, tk, window,
+                    hostFromF<T>(masked_value));
   });
 }
 
@@ -3839,8 +3874,8 @@ void softmaxFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* 
   withDtype(loc, "softmax_fwd", dt, [&](auto tag) {
     using T = decltype(tag);
     if (rows * n == 0) return;
-    launch(ctx, loc, "softmax_fwd_kernel", softmax_fwd_kernel<T>, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, cp<T>(x), mp<T>(y), rows, n);
+    launchDependent(ctx, loc, "softmax_fwd_kernel", softmax_fwd_kernel<T>, dim3(gridFor(rows, 8)),
+                    dim3(kBlock), 0, cp<T>(x), mp<T>(y), rows, n);
   });
 }
 
@@ -3851,8 +3886,8 @@ void softmaxBwd(Context* ctx, const char* loc, int32_t dt, const void* y, const 
   withDtype(loc, "softmax_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
     if (rows * n == 0) return;
-    launch(ctx, loc, "softmax_bwd_kernel", softmax_bwd_kernel<T>, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, cp<T>(y), cp<T>(dy), mp<T>(dx), rows, n);
+    launchDependent(ctx, loc, "softmax_bwd_kernel", softmax_bwd_kernel<T>, dim3(gridFor(rows, 8)),
+                    dim3(kBlock), 0, cp<T>(y), cp<T>(dy), mp<T>(dx), rows, n);
   });
 }
 
@@ -3915,10 +3950,10 @@ void launchCrossEntropyBwd(Context* ctx, const char* loc, const void* logits,
                            double* rowLoss) {
   withCeFast<T>(ctx, vocab, [&](auto fast) {
     constexpr int F = decltype(fast)::value;
-    launch(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T, F>,
-           dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets, dloss,
-           valid, mp<T>(dlogits), rows, vocab, ignore, ctx->state, locIndex(ctx, loc), vec,
-           rowLoss);
+    launchDependent(ctx, loc, "cross_entropy_bwd_kernel", cross_entropy_bwd_kernel<T, F>,
+                    dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets,
+                    dloss, valid, mp<T>(dlogits), rows, vocab, ignore, ctx->state,
+                    locIndex(ctx, loc), vec, rowLoss);
   });
 }
 } // namespace
@@ -3939,13 +3974,13 @@ void crossEntropyFwd(Context* ctx, const char* loc, int32_t dt, const void* logi
     using T = decltype(tag);
     withCeFast<T>(ctx, vocab, [&](auto fast) {
       constexpr int F = decltype(fast)::value;
-      launch(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T, F>,
-             dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets,
-             rowLoss, rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true);
+      launchDependent(ctx, loc, "cross_entropy_rows_kernel", cross_entropy_rows_kernel<T, F>,
+                      dim3(gridFor(rows, 1, 65535)), dim3(ceThreads(F)), 0, cp<T>(logits), targets,
+                      rowLoss, rows, vocab, ignore_index, ctx->state, locIndex(ctx, loc), true);
     });
   });
-  launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
-         dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
+  launchDependent(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
+                  dim3(1024), 0, rowLoss, targets, rows, ignore_index, loss);
 }
 
 void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logits,
@@ -3957,8 +3992,8 @@ void crossEntropyBwd(Context* ctx, const char* loc, int32_t dt, const void* logi
   if (rows == 0 || vocab == 0) return;
   checkWorkspace(ctx, loc, "cross_entropy (valid count)", (int64_t)sizeof(double));
   double* valid = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
-  launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
-         ignore_index, valid);
+  launchDependent(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0,
+                  targets, rows, ignore_index, valid);
   withDtype(loc, "cross_entropy_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
     // 16-byte loads need logits and dlogits at the same offset within 16 bytes (rowSplit).
@@ -3986,15 +4021,15 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
                  256 + rows * (int64_t)sizeof(double));
   double* valid = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   double* rowLoss = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE] + 256);
-  launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
-         ignore_index, valid);
+  launchDependent(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0,
+                  targets, rows, ignore_index, valid);
   withDtype(loc, "cross_entropy_fwd_bwd", dt, [&](auto tag) {
     using T = decltype(tag);
     launchCrossEntropyBwd<T>(ctx, loc, logits, targets, dloss, valid, dlogits, rows, vocab,
                              ignore_index, true, rowLoss);
   });
-  launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
-         dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
+  launchDependent(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
+                  dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
 }
 
 namespace {
@@ -4026,8 +4061,8 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
   double* valid = static_cast<double*>(scratch);
   double* rowLoss = reinterpret_cast<double*>(static_cast<char*>(scratch) + 256);
   void* logits = static_cast<char*>(scratch) + (256 + 8 * rows + 255) / 256 * 256;
-  launch(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0, targets, rows,
-         ignore_index, valid);
+  launchDependent(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0,
+                  targets, rows, ignore_index, valid);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t n = chunk_rows < rows - r0 ? chunk_rows : rows - r0;
     const char* xc = static_cast<const char*>(x) + r0 * d * es;
@@ -4045,8 +4080,8 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
     matmulAcc(ctx, loc, dt, logits, xc, dw_dt, dw, vocab, d, n, 1, 0, 1.0f,
               store && r0 == 0 ? 0.0f : 1.0f);
   }
-  launch(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
-         dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
+  launchDependent(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
+                  dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
 }
 } // namespace
 
@@ -4077,17 +4112,17 @@ void gradNormSq(Context* ctx, const char* loc, int32_t dt, const void* g, int64_
   double* part = reinterpret_cast<double*>(ctx->regions[TGRT_WORKSPACE]);
   withDtype(loc, "grad_norm_sq", dt, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, loc, "sumsq_partial_kernel", sumsq_partial_kernel<T>, dim3((unsigned)blocks),
-           dim3(kBlock), 0, cp<T>(g), n, part, aligned16(g));
+    launchDependent(ctx, loc, "sumsq_partial_kernel", sumsq_partial_kernel<T>,
+                    dim3((unsigned)blocks), dim3(kBlock), 0, cp<T>(g), n, part, aligned16(g));
   });
-  launch(ctx, loc, "sumsq_finish_kernel", sumsq_finish_kernel, dim3(1), dim3(1024), 0, part,
-         blocks, acc);
+  launchDependent(ctx, loc, "sumsq_finish_kernel", sumsq_finish_kernel, dim3(1), dim3(1024), 0,
+                  part, blocks, acc);
 }
 
 void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
   checkCtx(ctx, loc);
-  launch(ctx, loc, "clip_scale_kernel", clip_scale_kernel, dim3(1), dim3(1), 0, acc, max_norm,
-         ctx->loss_scale, ctx->state);
+  launchDependent(ctx, loc, "clip_scale_kernel", clip_scale_kernel, dim3(1), dim3(1), 0, acc,
+                  max_norm, ctx->loss_scale, ctx->state);
 }
 
 void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
@@ -4184,13 +4219,13 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
         const bool vec = aligned16(p, g, m, v);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
-                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
-                 (TP*)nullptr, isl);
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
+                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n,
+                          vec, (TP*)nullptr, isl);
         else
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
-                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
-                 (TP*)nullptr, isl);
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
+                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,
+                          vec, (TP*)nullptr, isl);
         return;
       }
       // With the working copy (2-byte TW): packs wide enough for whole 16-byte words of all.
@@ -4200,13 +4235,13 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
-                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n, vec,
-                 mp<TW>(w), isl);
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
+                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n,
+                          vec, mp<TW>(w), isl);
         } else
-          launch(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
-                 dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec,
-                 mp<TW>(w), isl);
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
+                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,
+                          vec, mp<TW>(w), isl);
       });
     });
   });
@@ -4214,8 +4249,8 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
 
 void reportLoss(Context* ctx, const char* loc, const float* loss) {
   checkCtx(ctx, loc);
-  launch(ctx, loc, "report_loss_kernel", report_loss_kernel, dim3(1), dim3(1), 0, loss,
-         ctx->state);
+  launchDependent(ctx, loc, "report_loss_kernel", report_loss_kernel, dim3(1), dim3(1), 0, loss,
+                  ctx->state);
 }
 
 } // namespace tgrt_cuda

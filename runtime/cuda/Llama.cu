@@ -25,6 +25,7 @@
 // copies the v heads (unless in place).
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/Pdl.cuh"
 
 #include <cmath>
 #include <cstring>
@@ -116,6 +117,7 @@ __global__ void __launch_bounds__(kBlock)
     rms_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __restrict__ gamma,
                             TY* __restrict__ y, float* __restrict__ rstd, int64_t rows,
                             int64_t d, float eps) {
+  pdlWait();
   static_assert(TPR == 32 || TPR == kBlock, "a warp or the block per row");
   __shared__ float red[32];
   constexpr int RPB = kBlock / TPR;
@@ -161,6 +163,7 @@ __global__ void __launch_bounds__(kBlock)
 // alignment): sum of squares, then y.
 __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __restrict__ rstd,
                                     int64_t rows, int64_t d, float eps) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -200,6 +203,7 @@ __global__ void __launch_bounds__(kBlock, 2)
                             const TP* __restrict__ gamma, const float* __restrict__ rstd,
                             TX* __restrict__ dx, float* __restrict__ part, int64_t rows,
                             int64_t d, TL* low = nullptr) {
+  pdlWait();
   static_assert(ACC || !LOW, "the low copy is of the accumulated residual gradient");
   static_assert(TPR == 32 || TPR == kBlock, "a warp or the block per row");
   constexpr int RPB = kBlock / TPR;
@@ -294,6 +298,7 @@ __global__ void __launch_bounds__(kBlock, 2)
 __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
                                        const float* __restrict__ rstd, StDyn dx, int64_t rows,
                                        int64_t d, bool acc, StDyn low) {
+  pdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
@@ -321,6 +326,7 @@ __global__ void rms_norm_bwd_dx_kernel(LdDyn dy, LdDyn x, LdDyn gamma,
 __global__ void rms_norm_col_partials_kernel(LdDyn dy, LdDyn x, const float* __restrict__ rstd,
                                              float* __restrict__ part, int64_t rows, int64_t d,
                                              int64_t rowsPerChunk) {
+  pdlWait();
   __shared__ float s[8][33];
   const int64_t c = (int64_t)blockIdx.x * 32 + threadIdx.x;
   const int64_t chunk = blockIdx.y;
@@ -350,6 +356,7 @@ constexpr int kDgCols = 16, kDgLanes = kBlock / kDgCols;
 __global__ void __launch_bounds__(kBlock)
     rms_norm_dgamma_kernel(const float* __restrict__ part, StDyn dgamma, int64_t nPart,
                            int64_t d) {
+  pdlWait();
   __shared__ float s[kDgLanes][kDgCols + 1];
   const int tx = threadIdx.x % kDgCols, ty = threadIdx.x / kDgCols;
   const int64_t c = (int64_t)blockIdx.x * kDgCols + tx;
@@ -475,6 +482,7 @@ template <int W, typename T>
 __global__ void __launch_bounds__(kBlock)
     rope_vec_kernel(const T* x, T* y, int64_t tokens, int64_t t, int nRot, int nCopy, int hd,
                     float sign, RopeFreqs fr) {
+  pdlWait();
   const int half = hd / 2;
   const int units = half / W; // per head
   const int groups = (nRot + kRopeHeads - 1) / kRopeHeads;
@@ -528,6 +536,7 @@ template <typename T>
 __global__ void __launch_bounds__(kBlock)
     rope_kernel(const T* x, T* y, int64_t tokens, int64_t t, int nRot, int nCopy, int hd,
                 float sign, RopeFreqs fr) {
+  pdlWait();
   __shared__ float cs[kRopeMaxHalf], sn[kRopeMaxHalf];
   const int half = hd / 2;
   const int tid = threadIdx.x;
@@ -572,6 +581,7 @@ __device__ __forceinline__ float sigmoidF(float g) { return 1.0f / (1.0f + expf(
 template <int W, typename T>
 __global__ void swiglu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                   int64_t f, bool vec) {
+  pdlWait();
   const int64_t units = vec ? f / W : f;
   const int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (u >= units) return;
@@ -595,6 +605,7 @@ __global__ void swiglu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, in
 template <int W, typename T>
 __global__ void swiglu_bwd_kernel(const T* __restrict__ x, const T* __restrict__ dy,
                                   T* __restrict__ dx, int64_t rows, int64_t f, bool vec) {
+  pdlWait();
   const int64_t units = vec ? f / W : f;
   const int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (u >= units) return;
@@ -662,16 +673,17 @@ void rmsNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int3
       return;
     withRmsShape<W>(tpr, nv, [&](auto tprC, auto nvC) {
       constexpr int TPR = decltype(tprC)::value, NV = decltype(nvC)::value;
-      launch(ctx, loc, "rms_norm_fwd_vec_kernel", rms_norm_fwd_vec_kernel<TPR, NV, W, TX, TP, TY>,
-             dim3(gridFor(rows, kBlock / TPR)), dim3(kBlock), 0, cp<TX>(x), cp<TP>(gamma),
-             mp<TY>(y), rstd, rows, d, eps);
+      launchDependent(ctx, loc, "rms_norm_fwd_vec_kernel",
+                      rms_norm_fwd_vec_kernel<TPR, NV, W, TX, TP, TY>,
+                      dim3(gridFor(rows, kBlock / TPR)), dim3(kBlock), 0, cp<TX>(x), cp<TP>(gamma),
+                      mp<TY>(y), rstd, rows, d, eps);
       done = true;
     });
   });
   if (!done)
-    launch(ctx, loc, "rms_norm_fwd_kernel", rms_norm_fwd_kernel, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, StDyn{y, y_dt}, rstd, rows, d,
-           eps);
+    launchDependent(ctx, loc, "rms_norm_fwd_kernel", rms_norm_fwd_kernel, dim3(gridFor(rows, 8)),
+                    dim3(kBlock), 0, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, StDyn{y, y_dt}, rstd, rows,
+                    d, eps);
 }
 
 namespace {
@@ -724,18 +736,19 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
       constexpr int TPR = decltype(tprC)::value, NV = decltype(nvC)::value;
       const dim3 grid((unsigned)blocks), block(kBlock);
       if (!acc)
-        launch(ctx, loc, "rms_norm_bwd_vec_kernel", rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP>,
-               grid, block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part,
-               rows, d, (TX*)nullptr);
+        launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
+                        rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP>, grid, block, 0, cp<TY>(dy),
+                        cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d, (TX*)nullptr);
       else if (!low)
-        launch(ctx, loc, "rms_norm_bwd_vec_kernel",
-               rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true>, grid, block, 0, cp<TY>(dy),
-               cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d, (TX*)nullptr);
+        launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
+                        rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true>, grid, block, 0,
+                        cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d,
+                        (TX*)nullptr);
       else
-        launch(ctx, loc, "rms_norm_bwd_vec_kernel",
-               rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true, true, TY>, grid, block, 0,
-               cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part, rows, d,
-               mp<TY>(low));
+        launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
+                        rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true, true, TY>, grid,
+                        block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd, mp<TX>(dx), part,
+                        rows, d, mp<TY>(low));
       nPart = blocks;
     });
   });
@@ -747,17 +760,17 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
                    align256(nPart * d * (int64_t)sizeof(float)));
     if ((d + 31) / 32 > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
     // The partials first: they read dy, which the dx kernel may overwrite (low == dy).
-    launch(ctx, loc, "rms_norm_col_partials_kernel", rms_norm_col_partials_kernel,
-           dim3((unsigned)((d + 31) / 32), (unsigned)nPart), dim3(32, 8), 0, LdDyn{dy, y_dt},
-           LdDyn{x, x_dt}, rstd, part, rows, d, per);
-    launch(ctx, loc, "rms_norm_bwd_dx_kernel", rms_norm_bwd_dx_kernel, dim3(gridFor(rows, 8)),
-           dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt}, LdDyn{gamma, p_dt}, rstd,
-           StDyn{dx, x_dt}, rows, d, acc, StDyn{low, low_dt});
+    launchDependent(ctx, loc, "rms_norm_col_partials_kernel", rms_norm_col_partials_kernel,
+                    dim3((unsigned)((d + 31) / 32), (unsigned)nPart), dim3(32, 8), 0,
+                    LdDyn{dy, y_dt}, LdDyn{x, x_dt}, rstd, part, rows, d, per);
+    launchDependent(ctx, loc, "rms_norm_bwd_dx_kernel", rms_norm_bwd_dx_kernel,
+                    dim3(gridFor(rows, 8)), dim3(kBlock), 0, LdDyn{dy, y_dt}, LdDyn{x, x_dt},
+                    LdDyn{gamma, p_dt}, rstd, StDyn{dx, x_dt}, rows, d, acc, StDyn{low, low_dt});
   }
   if ((d + kDgCols - 1) / kDgCols > 0x7fffffff) fail(loc, "rms_norm_bwd: d too large");
-  launch(ctx, loc, "rms_norm_dgamma_kernel", rms_norm_dgamma_kernel,
-         dim3((unsigned)((d + kDgCols - 1) / kDgCols)), dim3(kBlock), 0, (const float*)part,
-         StDyn{dgamma, p_dt}, nPart, d);
+  launchDependent(ctx, loc, "rms_norm_dgamma_kernel", rms_norm_dgamma_kernel,
+                  dim3((unsigned)((d + kDgCols - 1) / kDgCols)), dim3(kBlock), 0,
+                  (const float*)part, StDyn{dgamma, p_dt}, nPart, d);
 }
 } // namespace
 
@@ -820,13 +833,13 @@ void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int
     if (vec) {
       const int64_t units =
           tokens * ((heads + kv_heads + kRopeHeads - 1) / kRopeHeads) * (half / W);
-      launch(ctx, loc, "rope_vec_kernel", rope_vec_kernel<W, T>,
-             dim3(gridFor(units, kBlock)), dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens,
-             t, (int)(heads + kv_heads), (int)kv_heads, (int)hd, (float)sign, fr);
+      launchDependent(ctx, loc, "rope_vec_kernel", rope_vec_kernel<W, T>,
+                      dim3(gridFor(units, kBlock)), dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t,
+                      (int)(heads + kv_heads), (int)kv_heads, (int)hd, (float)sign, fr);
     } else {
-      launch(ctx, loc, "rope_kernel", rope_kernel<T>, dim3(gridFor(tokens, 1, 8192)),
-             dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t, (int)(heads + kv_heads),
-             (int)kv_heads, (int)hd, (float)sign, fr);
+      launchDependent(ctx, loc, "rope_kernel", rope_kernel<T>, dim3(gridFor(tokens, 1, 8192)),
+                      dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t, (int)(heads + kv_heads),
+                      (int)kv_heads, (int)hd, (float)sign, fr);
     }
   });
 }
@@ -844,8 +857,8 @@ void swigluFwd(Context* ctx, const char* loc, int32_t dt, const void* x, void* y
     const bool vec = f % W == 0 && aligned16(x) && aligned16(y);
     const int64_t units = vec ? f / W : f;
     if ((units + kBlock - 1) / kBlock > 0x7fffffff) fail(loc, "swiglu_fwd: f too large");
-    launch(ctx, loc, "swiglu_fwd_kernel", swiglu_fwd_kernel<W, T>, swigluGrid(units, rows),
-           dim3(kBlock), 0, cp<T>(x), mp<T>(y), rows, f, vec);
+    launchDependent(ctx, loc, "swiglu_fwd_kernel", swiglu_fwd_kernel<W, T>, swigluGrid(units, rows),
+                    dim3(kBlock), 0, cp<T>(x), mp<T>(y), rows, f, vec);
   });
 }
 
@@ -862,8 +875,8 @@ void swigluBwd(Context* ctx, const char* loc, int32_t dt, const void* x, const v
     const bool vec = f % W == 0 && aligned16(x) && aligned16(dy) && aligned16(dx);
     const int64_t units = vec ? f / W : f;
     if ((units + kBlock - 1) / kBlock > 0x7fffffff) fail(loc, "swiglu_bwd: f too large");
-    launch(ctx, loc, "swiglu_bwd_kernel", swiglu_bwd_kernel<W, T>, swigluGrid(units, rows),
-           dim3(kBlock), 0, cp<T>(x), cp<T>(dy), mp<T>(dx), rows, f, vec);
+    launchDependent(ctx, loc, "swiglu_bwd_kernel", swiglu_bwd_kernel<W, T>, swigluGrid(units, rows),
+                    dim3(kBlock), 0, cp<T>(x), cp<T>(dy), mp<T>(dx), rows, f, vec);
   });
 }
 
