@@ -3,8 +3,10 @@
 // A linear layer h = y W + b whose input y is a layer norm's output: its weight gradient
 // dW = y^T dh has the tokens as k, the same k as the bias gradient db = 1^T dh (the column
 // sums of dh). With y extended by a column of ones (and zero columns up to
-// TGRT_ONES_COLUMNS, runtime/tgrt.h) and W followed in memory by b and zero rows,
-//   [y 1 0]^T dh = [dW; db; 0]            (the weight gradient: M = d + 8),
+// TGRT_ONES_COLUMNS = 64, runtime/tgrt.h, so that 2-byte rows stay 128-byte aligned) and W
+// followed in memory by b and zero rows,
+//   [y 1 0]^T dh = [dW; db; 0]            (the weight gradient: M = d + 8, over y's first
+//                                          d + 8 columns, rows d + 64 apart),
 // (and [y 1 0] [W; b; 0] = y W + b, which the forward does not use: it reads y's first d
 // columns with the bias in its epilogue; K = d + 8 cost a 13th k tile at d 768), so the
 // bias gradient costs no read of dh of its own (GPT-2 small: 0.07 ms a layer of
@@ -22,9 +24,9 @@
 // and whose bias b has one tg.accumulate_grad fed (through at most one cast) by a
 // tg.bias_grad of dh or a tg.matmul_dgelu_bgrad's db beside dh, computed before the weight
 // gradient, it marks:
-//   - the layer norm `tg.ones_column` (the plan gives y [.., d + 8]; tgrt_layer_norm_fwd_ones),
+//   - the layer norm `tg.ones_column` (the plan gives y [.., d + 64]; tgrt_layer_norm_fwd_ones),
 //   - the forward op and the weight gradient `tg.bias_rows` (the lowering runs the forward
-//     on y's first d columns, rows d + 8 apart, and the weight gradient with M = d + 8 into
+//     on y's first d columns, rows d + 64 apart, and the weight gradient with M = d + 8 into
 //     W's and b's slots, with no separate bias gradient),
 // and records the pairs on the module, `tg.bias_rows = [[W name, b name], ...]`, which
 // tg-plan-memory reads to place b right after W in every slot (values, gradients, moments,

@@ -321,13 +321,14 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
   // instead of writing, moves about the same bytes.
   //   tgrt_layer_norm_fwd_ones: the same kernel writing TGRT_ONES_COLUMNS more columns per
-  //     row (1% more bytes at d 768; not priced apart).
+  //     row (64: 3% more bytes at d 768 with an f32 input; not priced apart).
   //   tgrt_matmul_bias_lda / _gelu_lda: the same GEMMs reading A's rows lda apart.
   //   tgrt_adamw_islands: tgrt_adamw_wc's kernel with weight decay 0 on some packs (the
   //     same bytes; without a working copy the table's tgrt_adamw_wc point prices 2 bytes
   //     an element more).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
-  //     B are priced apart: biasSumsOf).
+  //     B are priced apart: biasSumsOf); tgrt_matmul_wgrad_lda: the same GEMM reading A's
+  //     rows lda apart (a bias-rows layer norm's output).
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
   //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
   //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the
@@ -342,6 +343,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //     reading dw (one vocab x d read fewer, not priced apart).
   static const std::pair<const char *, const char *> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
+      {"tgrt_matmul_wgrad_lda", "tgrt_matmul_acc"},
       {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
       {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},
       {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},

@@ -1038,7 +1038,7 @@ private:
         })
         .Case([&](MatmulBiasOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
-          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + 8]
+          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + kOnesColumns]
             FailureOr<Arg> a = onesColumnOperand(o);
             if (failed(a))
               return failure();
@@ -1055,7 +1055,7 @@ private:
         .Case([&](MatmulDgeluBgradOp o) { return emitDgeluBgrad(o); })
         .Case([&](MatmulBiasGeluOp o) {
           int64_t n = dim(o.getOut(), -1), k = dim(o.getA(), -1);
-          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + 8]
+          if (o->hasAttr("tg.bias_rows")) { // A: the layer norm's [rows, k + kOnesColumns]
             FailureOr<Arg> a = onesColumnOperand(o);
             if (failed(a))
               return failure();
@@ -2118,8 +2118,9 @@ private:
         }
         if (wgradWrites.contains(o)) {
           const ParamSlot *bias = wgradBias.lookup(o);
-          // tg-bias-rows: A = [y 1 0] [k, m + 8], C = [dW; db; 0] over W's slot and b's
-          // (right after it, 8 rows): the GEMM's row m is the bias gradient.
+          // tg-bias-rows: A = [y 1 0] [k, m + kBiasRows] (the first columns of the layer
+          // norm's [k, m + kOnesColumns]), C = [dW; db; 0] over W's slot and b's (right after
+          // it, kBiasRows rows): the GEMM's row m is the bias gradient.
           if (o->hasAttr("tg.bias_rows")) {
             if (!bias || bias->gradOffset != s->gradOffset + dtypeBytes(s->dtype) * s->numel ||
                 bias->padRows != kBiasPadRows || bias->numel != n || !ta ||
@@ -2129,8 +2130,19 @@ private:
                      << "lower-to-emitc: tg.bias_rows, but the weight gradient does not write "
                         "its bias's slot, or that slot does not follow the weight's with "
                      << kBiasPadRows << " zero rows (run tg-bias-rows before tg-plan-memory)";
-            m += kOnesColumns;
-            bias = nullptr;
+            // A as the checks see it: k rows of the layer norm's output, the first
+            // m + kBiasRows of each row's m + kOnesColumns elements.
+            Value y = throughReshape(o.getA());
+            FailureOr<PtrRef> yp = ptrOf(y);
+            if (failed(yp))
+              return failure();
+            Arg ya = Arg(*yp).view(valueName(y), shapeText(rt(y).getShape()),
+                                   tgrtDtype(rt(y).getElementType()), k, m + kBiasRows,
+                                   m + kOnesColumns);
+            return call(o, "tgrt_matmul_wgrad_lda",
+                        {dt(o.getA()), ya, Arg(o.getB()), dt(s->dtype), gradSlot(s),
+                         m + kBiasRows, n, k, m + kOnesColumns, int64_t(tb ? 1 : 0),
+                         flt(o.getAlpha().convertToFloat())});
           }
           return call(o, "tgrt_matmul_wgrad",
                       {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),

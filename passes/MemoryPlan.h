@@ -27,10 +27,13 @@ namespace mlir::tg {
 /// Byte alignment of every buffer offset (a GPU-friendly 256 B).
 inline constexpr int64_t kBufferAlignment = 256;
 /// tg-bias-rows (docs/design-notes.md "Bias rows"): the columns a layer norm's output gains
-/// (TGRT_ONES_COLUMNS, runtime/tgrt.h: a 1, then zeros) and the zero rows that follow a
-/// paired bias in each of its slots.
-inline constexpr int64_t kOnesColumns = 8;
-inline constexpr int64_t kBiasPadRows = kOnesColumns - 1;
+/// (TGRT_ONES_COLUMNS, runtime/tgrt.h: a 1, then zeros; 64 keeps 2-byte rows 128-byte
+/// aligned), the rows of a paired bias in each of its slots (TGRT_BIAS_ROWS: the bias, then
+/// zero rows; the weight gradient's GEMM reads that many of the ones columns) and the zero
+/// rows among them.
+inline constexpr int64_t kOnesColumns = 64;
+inline constexpr int64_t kBiasRows = 8;
+inline constexpr int64_t kBiasPadRows = kBiasRows - 1;
 
 /// One arena buffer of a function.
 struct BufferInfo {

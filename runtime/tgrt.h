@@ -48,9 +48,16 @@ enum tgrt_dtype { TGRT_F32 = 0, TGRT_BF16 = 1, TGRT_F16 = 2 };
 /* Columns a layer norm's output carries after its d values when a linear layer's bias rides
  * in its GEMM (tgrt_layer_norm_fwd_ones, docs/design-notes.md "Bias rows"): the first is 1,
  * the rest 0, so y [rows, d + TGRT_ONES_COLUMNS] times the weight followed by the bias row and
- * zero rows ([d + TGRT_ONES_COLUMNS, n]) is y W + b, and the weight gradient's GEMM over y's
- * columns gives the bias gradient as its row d. 8 keeps 2-byte rows 16-byte aligned. */
-#define TGRT_ONES_COLUMNS 8
+ * zero rows is y W + b, and the weight gradient's GEMM over y's first d + TGRT_BIAS_ROWS
+ * columns gives the bias gradient as its row d. 64 keeps bf16 / f16 rows of d a multiple of
+ * 64 (GPT-2's 768, 1024, 1280) 128-byte aligned: cuBLASLt's qkv forward GEMM ran 7-10% and
+ * its weight gradient up to 9% slower on rows d + 8 apart (bench/gemm_pitch.cu, H200,
+ * docs/results.md "Bias rows at a 128-byte pitch"). */
+#define TGRT_ONES_COLUMNS 64
+/* Rows the weight gradient of a bias-rows layer writes after the weight's d rows: the bias
+ * gradient, then 7 zero rows (the weight gradient's GEMM has M = d + TGRT_BIAS_ROWS; 8 keeps
+ * the bias slot's 2-byte rows 16-byte aligned). */
+#define TGRT_BIAS_ROWS 8
 
 /* Precision policy of the compiled step (tg-mixed-precision, docs/spec.md). */
 enum tgrt_precision {

@@ -1088,11 +1088,14 @@ void tgrt_matmul_bias_gelu(tgrt_ctx* ctx, const char* loc, int32_t dt, const voi
 
 namespace {
 /// A [m, k] whose rows are lda elements apart, gathered into contiguous rows (the CPU's
-/// tgrt_matmul_bias_lda / _gelu_lda then run the contiguous kernels). Errors: lda < k.
+/// tgrt_matmul_bias_lda / _gelu_lda / tgrt_matmul_wgrad_lda then run the contiguous kernels).
+/// Errors: lda < k (the row's elements).
 std::vector<uint8_t> gatherRows(const char* loc, const char* what, int32_t dt, const void* a,
                                 int64_t m, int64_t k, int64_t lda) {
   checkDtype(loc, what, dt);
-  if (lda < k) fail(loc, "%s: lda %lld < k %lld", what, (long long)lda, (long long)k);
+  if (lda < k)
+    fail(loc, "%s: lda %lld is less than the %lld elements read from each row", what,
+         (long long)lda, (long long)k);
   const size_t es = (size_t)tgrt_dtype_size(dt);
   std::vector<uint8_t> out((size_t)(m * k) * es);
   if (m * k > 0) checkPtrs(loc, what, {a});
@@ -1110,6 +1113,16 @@ void tgrt_matmul_bias_lda(tgrt_ctx* ctx, const char* loc, int32_t dt, const void
   checkNonNegative(loc, "matmul_bias_lda(m, n, k)", m, n, k);
   const std::vector<uint8_t> ac = gatherRows(loc, "matmul_bias_lda", dt, a, m, k, lda);
   tgrt_matmul_bias(ctx, loc, dt, ac.data(), b, bias, c, m, n, k, 0, trans_b, alpha);
+}
+
+/// tgrt_matmul_wgrad with A [k, m] stored with its rows lda apart, read transposed (tgrt.h):
+/// the rows gathered, then the kernel (no bias gradient).
+void tgrt_matmul_wgrad_lda(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                           const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k,
+                           int64_t lda, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_wgrad_lda(m, n, k)", m, n, k);
+  const std::vector<uint8_t> ac = gatherRows(loc, "matmul_wgrad_lda", ab_dt, a, k, m, lda);
+  tgrt_matmul_wgrad(ctx, loc, ab_dt, ac.data(), b, c_dt, c, m, n, k, 1, trans_b, alpha, nullptr);
 }
 
 /// tgrt_matmul_bias_gelu with A's rows lda apart (tgrt.h): the rows gathered, then the kernel.

@@ -629,7 +629,8 @@ __global__ void layer_norm_fwd_kernel(AX x, AP gamma, AP beta, AY y, float* __re
     const float rs = 1.0f / sqrtf(var + eps);
     const int64_t oy = ldy ? r * ldy : o;
     for (int64_t c = lane; c < d; c += 32) y(oy + c, (x(o + c) - mu) * rs * gamma(c) + beta(c));
-    if (ldy && lane < kOnesColumns) y(oy + d + lane, lane == 0 ? 1.0f : 0.0f);
+    if (ldy)
+      for (int c = lane; c < kOnesColumns; c += 32) y(oy + d + c, c == 0 ? 1.0f : 0.0f);
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
@@ -726,7 +727,8 @@ __global__ void layer_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __
         stPack(yr, c, o);
       }
     }
-    if (ldy && lane < kOnesColumns) yr[d + lane] = fromF<TY>(lane == 0 ? 1.0f : 0.0f);
+    if (ldy)
+      for (int c = lane; c < kOnesColumns; c += 32) yr[d + c] = fromF<TY>(c == 0 ? 1.0f : 0.0f);
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
@@ -2595,12 +2597,13 @@ bool ltMatmul(Context* ctx, const char* loc, int32_t dt, const void* a, const vo
 /// for the shape, types and epilogue.
 bool ltMatmulAcc(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                  int32_t cdt, void* c, int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb,
-                 float alpha, float beta = 1.0f, void* dbias = nullptr) {
+                 float alpha, float beta = 1.0f, void* dbias = nullptr, int64_t lda = 0) {
   const int64_t es = tgrt_dtype_size(dt), ces = tgrt_dtype_size(cdt);
   MatmulKey key{1, m, n, k, 0, 0, 0, ta ? 1 : 0, tb ? 1 : 0, alignmentOf(a, 0, 1, es),
                 alignmentOf(b, 0, 1, es), alignmentOf(c, 0, 1, ces)};
   key.dt = dt;
   key.cdt = cdt;
+  key.lda = lda == (ta ? m : k) ? 0 : lda; // A's row pitch (getPlan); 0: its rows packed
   if (dbias) {
     key.epilogue = 5;
     key.align_bias = alignmentOf(dbias, 0, 1, ces);
@@ -3661,6 +3664,30 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
   }
   if (!dbias || n == 0) return;
   biasGradSums(ctx, loc, ab_dt, b, c_dt, dbias, k, n, /*add=*/false); // stored: no zero first
+}
+
+void matmulWgradLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+                    int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+                    int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_wgrad_lda(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_wgrad_lda (a, b)", ab_dt);
+  const int64_t ces = elemBytes(loc, "matmul_wgrad_lda (c)", c_dt);
+  if (lda < m)
+    fail(loc, "matmul_wgrad_lda: a's rows %lld apart need lda >= m (%lld)", (long long)lda,
+         (long long)m);
+  if (m == 0 || n == 0) return;
+  if (k == 0) { // C = 0
+    check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
+    return;
+  }
+  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, 1, trans_b, alpha, 0.0f, nullptr,
+                   lda))
+    fail(loc,
+         "cuBLASLt has no algorithm for matmul_wgrad_lda (a, b dtype %d; c dtype %d) m %lld n "
+         "%lld k %lld lda %lld trans_b %d",
+         (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (long long)lda,
+         (int)trans_b);
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,

@@ -31,19 +31,19 @@
 // CHECK: tg.matmul {{.*}}tg.bias_rows{{.*}}transpose_a = true
 // CHECK: tg.matmul {{.*}}tg.bias_rows{{.*}}transpose_a = true
 
-// The layer norms write y [512, 72]; the forward GEMMs read its first 64 columns (rows 72
-// apart) with the bias in their epilogue; the weight gradients M = 72 into the weight's and
-// bias's slots at once, without a bias-gradient pointer; nothing else writes those bias
-// gradients. AdamW: one call over the decayed run with the biases as islands of no decay
+// The layer norms write y [512, 128] (64 + 64 ones columns); the forward GEMMs read its
+// first 64 columns (rows 128 apart) with the bias in their epilogue; the weight gradients
+// read its first 72 columns (M = 72, the same pitch) into the weight's and bias's slots at
+// once, with no bias-gradient pointer; nothing else writes those bias gradients. AdamW: one call over the decayed run with the biases as islands of no decay
 // (base 12288 = the qkv weight, one period: the rest of the run, [0, 1536) the qkv bias
 // with its zero rows, [22016, +2048) the MLP bias), one over the no-decay group.
 // CPP: tgrt_layer_norm_fwd_ones(v1, "layers.0.ln1", TGRT_F32, {{.*}}, 512, 64,
-// CPP: tgrt_matmul_bias_lda(v1, "layers.0.attn.qkv", TGRT_BF16, {{.*}}, 512, 192, 64, 72, 0,
+// CPP: tgrt_matmul_bias_lda(v1, "layers.0.attn.qkv", TGRT_BF16, {{.*}}, 512, 192, 64, 128, 0,
 // CPP: tgrt_layer_norm_fwd_ones(v1, "layers.0.ln2", TGRT_F32, {{.*}}, 512, 64,
-// CPP: tgrt_matmul_bias_gelu_lda(v1, "layers.0.mlp.fc", TGRT_BF16, {{.*}}, 512, 256, 64, 72, 0,
+// CPP: tgrt_matmul_bias_gelu_lda(v1, "layers.0.mlp.fc", TGRT_BF16, {{.*}}, 512, 256, 64, 128, 0,
 // CPP: tgrt_matmul_dgelu_bgrad(v1, "layers.0.mlp.proj", TGRT_BF16, {{.*}}, NULL, 512, 256, 64,
-// CPP: tgrt_matmul_wgrad(v1, "layers.0.mlp.fc", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 256, 512, 1, 0, {{.*}}, NULL);
-// CPP: tgrt_matmul_wgrad(v1, "layers.0.attn.qkv", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 192, 512, 1, 0, {{.*}}, NULL);
+// CPP: tgrt_matmul_wgrad_lda(v1, "layers.0.mlp.fc", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 256, 512, 128, 0, {{.*}});
+// CPP: tgrt_matmul_wgrad_lda(v1, "layers.0.attn.qkv", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 192, 512, 128, 0, {{.*}});
 // CPP-NOT: tgrt_bias_grad{{.*}}"layers.0.attn.qkv
 // CPP-NOT: tgrt_bias_grad{{.*}}"layers.0.mlp.fc
 // CPP: tgrt_adamw_islands(v1, "optimizer.layers.0.attn.qkv.weight..layers.0.mlp.proj.weight (6 tensors)", TGRT_F32, {{.*}}, 1.000000010e-01f, v5, TGRT_BF16, v{{[0-9]+}}, 12288, 40448, 1, 0, 1536, 22016, 2048);
@@ -57,5 +57,5 @@
 // OFF-NOT: pad_rows
 
 // F32: tgrt_layer_norm_fwd_ones(v1, "layers.0.ln1", TGRT_F32, {{.*}}, TGRT_F32,
-// F32: tgrt_matmul_bias_lda(v1, "layers.0.attn.qkv", TGRT_F32, {{.*}}, 512, 192, 64, 72, 0,
-// F32: tgrt_matmul_wgrad(v1, "layers.0.attn.qkv", TGRT_F32, {{.*}}, 72, 192, 512, 1, 0, {{.*}}, NULL);
+// F32: tgrt_matmul_bias_lda(v1, "layers.0.attn.qkv", TGRT_F32, {{.*}}, 512, 192, 64, 128, 0,
+// F32: tgrt_matmul_wgrad_lda(v1, "layers.0.attn.qkv", TGRT_F32, {{.*}}, 72, 192, 512, 128, 0, {{.*}});

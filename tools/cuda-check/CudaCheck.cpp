@@ -705,7 +705,7 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
     record("layer_norm_fwd y" + types, shape, relErr(gy.raw(), y), tolFor(y_dt));
     record("layer_norm_fwd mean,rstd" + types, shape,
            std::max(relErr(gm.get(), mean), relErr(gr.get(), rstd)));
-    // The "bias rows" form (tgrt_layer_norm_fwd_ones): y [rows, d + 8], the last columns 1, 0,
+    // The "bias rows" form (tgrt_layer_norm_fwd_ones): y [rows, d + TGRT_ONES_COLUMNS], its last columns 1, 0,
     // ...: against the CPU's, and its first d columns bit for bit the plain call's on each
     // side, its tail exactly 1, 0, ..., 0.
     {
@@ -1111,6 +1111,66 @@ void checkMatmulWgrad(Contexts& c, Rng& rng) {
   }
   tgrt_cuda::setBgradEpilogue(c.gpu, false); // the defaults
   tgrt_cuda::setBgradChunks(c.gpu, 0);
+}
+
+/// The bias-rows GEMMs (docs/design-notes.md "Bias rows"), which read a layer norm's output
+/// with its rows d + TGRT_ONES_COLUMNS apart: tgrt_matmul_bias_lda and _gelu_lda (the forward,
+/// the first k of each row) and tgrt_matmul_wgrad_lda (the weight gradient, A read
+/// transposed: the first m = d + TGRT_BIAS_ROWS of each row), against the CPU's (rows
+/// gathered, then the packed kernels). Outputs start as NaN so an element left unwritten shows.
+void checkMatmulLda(Contexts& c, Rng& rng) {
+  struct Case { int32_t dt; int64_t rows, d, n; };
+  const Case cases[] = {{TGRT_BF16, 512, 768, 2304},
+                        {TGRT_BF16, 300, 64, 192},
+                        {TGRT_F16, 128, 128, 256},
+                        {TGRT_F32, 100, 64, 48}};
+  auto nanOf = [](int32_t dt, size_t n) {
+    Raw r = zerosOf(dt, n);
+    std::fill(r.b.begin(), r.b.end(), 0xFF); // all-ones bytes: NaN in every dtype
+    return r;
+  };
+  for (const Case& cs : cases) {
+    const int64_t lda = cs.d + TGRT_ONES_COLUMNS, m = cs.d + TGRT_BIAS_ROWS;
+    const std::string shape = fmt("%s rows%lld d%lld n%lld lda%lld", dtName(cs.dt),
+                                  (long long)cs.rows, (long long)cs.d, (long long)cs.n,
+                                  (long long)lda);
+    Raw y = rng.tensor(cs.dt, (size_t)(cs.rows * lda)),
+        w = rng.tensor(cs.dt, (size_t)(cs.d * cs.n)), bias = rng.tensor(cs.dt, (size_t)cs.n),
+        dh = rng.tensor(cs.dt, (size_t)(cs.rows * cs.n));
+    DevT gy(y), gw(w), gbias(bias), gdh(dh);
+    { // forward, bias epilogue
+      Raw ref = zerosOf(cs.dt, (size_t)(cs.rows * cs.n));
+      tgrt_matmul_bias_lda(c.cpu, "check", cs.dt, y.data(), w.data(), bias.data(), ref.data(),
+                           cs.rows, cs.n, cs.d, lda, 0, 1.0f);
+      DevT gc(nanOf(cs.dt, ref.n()));
+      tgrt_cuda::matmulBiasLda(c.gpu, "check", cs.dt, gy.p, gw.p, gbias.p, gc.p, cs.rows, cs.n,
+                               cs.d, lda, 0, 1.0f);
+      record("matmul_bias_lda", shape, relErr(gc.raw(), ref), tolFor(cs.dt));
+    }
+    { // forward, GELU epilogue
+      Raw pre = zerosOf(cs.dt, (size_t)(cs.rows * cs.n)), out = pre;
+      tgrt_matmul_bias_gelu_lda(c.cpu, "check", cs.dt, y.data(), w.data(), bias.data(),
+                                pre.data(), out.data(), cs.rows, cs.n, cs.d, lda, 0, 1.0f);
+      DevT gpre(nanOf(cs.dt, pre.n())), gout(nanOf(cs.dt, out.n()));
+      tgrt_cuda::matmulBiasGeluLda(c.gpu, "check", cs.dt, gy.p, gw.p, gbias.p, gpre.p, gout.p,
+                                   cs.rows, cs.n, cs.d, lda, 0, 1.0f);
+      record("matmul_bias_gelu_lda (pre)", shape, relErr(gpre.raw(), pre), tolFor(cs.dt));
+      record("matmul_bias_gelu_lda (out)", shape, relErr(gout.raw(), out), tolFor(cs.dt));
+    }
+    // The weight gradient into f32 (the slots of mixed precision) and, 16-bit, into dt.
+    std::vector<int32_t> cdts = {TGRT_F32};
+    if (cs.dt != TGRT_F32) cdts.push_back(cs.dt);
+    for (int32_t cdt : cdts) {
+      Raw ref = zerosOf(cdt, (size_t)(m * cs.n));
+      tgrt_matmul_wgrad_lda(c.cpu, "check", cs.dt, y.data(), dh.data(), cdt, ref.data(), m, cs.n,
+                            cs.rows, lda, 0, 1.0f);
+      DevT gc(nanOf(cdt, ref.n()));
+      tgrt_cuda::matmulWgradLda(c.gpu, "check", cs.dt, gy.p, gdh.p, cdt, gc.p, m, cs.n, cs.rows,
+                                lda, 0, 1.0f);
+      record("matmul_wgrad_lda", shape + fmt(" m%lld ->%s", (long long)m, dtName(cdt)),
+             relErr(gc.raw(), ref), tolFor(cdt));
+    }
+  }
 }
 
 /// The work tgrt_run_graph captures in checkRunGraph: two bias GEMMs of one plan (the bias
@@ -3743,6 +3803,10 @@ int main(int argc, char** argv) {
   checkAddMixed(c, rng);
   checkMatmulAcc(c, rng);
   checkMatmulWgrad(c, rng);
+  {
+    Rng own(seed ^ 0x452821e638d01377ull); // its own stream: the other checks' data unchanged
+    checkMatmulLda(c, own);
+  }
   {
     Rng own(seed ^ 0x13198a2e03707344ull); // its own stream: the other checks' data unchanged
     checkGemmTune(c, own);
