@@ -13,6 +13,7 @@
 #include "dialect/TgDialect.h"
 #include "dialect/ElementBytes.h"
 #include "passes/MemoryPlan.h"
+#include "runtime/tgrt.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,6 +34,10 @@
 #include <tuple>
 
 namespace mlir::tg {
+// The bias-rows layout the plan and the lowering assume is the runtime's.
+static_assert(mlir::tg::kOnesColumns == TGRT_ONES_COLUMNS && mlir::tg::kBiasRows == TGRT_BIAS_ROWS,
+              "passes/MemoryPlan.h's bias-rows constants must be runtime/tgrt.h's");
+
 namespace {
 
 int64_t numel(Value v) { return rt(v).getNumElements(); }

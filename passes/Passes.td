@@ -177,11 +177,13 @@ def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
     recompute layer norms, GELU, casts, head transposes, dropout, softmax); `layer` (keep
     only the layer's input: torch.utils.checkpoint per block); `budget` (the per-layer mix
     with the fewest extra FLOPs whose arena, planned by the real planner, fits
-    `budget-bytes`). The layer's output (the next layer's input) is always kept.
+    `budget-bytes`; each candidate is planned on a copy of the module after the passes of
+    `plan-after`, the ones the pipeline runs before tg-plan-memory, so that the arena
+    searched is the one planned). The layer's output (the next layer's input) is always kept.
     Records `tg.remat = {policy = #tg.checkpointing<...>, extra_flops, step_flops,
     recomputed_ops}` on the module (budget adds `mix = "N layer, N selective, N none"`).
     Errors: unknown policy (at the option), no @micro_step, no tg.layer in the IR, a budget nothing fits
-    (with the smallest achievable arena).
+    (with the smallest achievable arena), a `plan-after` that does not parse or fails.
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let options = [
@@ -189,6 +191,10 @@ def TgRematerialize : Pass<"tg-rematerialize", "mlir::ModuleOp"> {
            "none | gelu | layer | layer-attn | selective | budget (dialect/TgEnums.td)">,
     Option<"budgetBytes", "budget-bytes", "int64_t", "0",
            "policy=budget: the largest planned arena allowed, bytes">,
+    Option<"planAfter", "plan-after", "std::string", "\"\"",
+           "policy=budget: the passes that run between this pass and tg-plan-memory, as a "
+           "textual pipeline on builtin.module (e.g. {tg-fuse,tg-bias-rows}); each "
+           "candidate is planned after them, on a copy of the module">,
   ];
   let statistics = [Statistic<"numRecomputed", "num-recomputed", "ops recomputed">];
 }

@@ -8,6 +8,27 @@
 
 namespace mlir::tg {
 
+namespace {
+
+/// The passes between tg-rematerialize and tg-plan-memory: tg-distribute (ranks > 1), and
+/// unless `until` is Step, tg-fuse and tg-bias-rows.
+void addStepTail(OpPassManager& pm, const TrainingPipelineOptions& o, PipelineStage until) {
+  // Data parallelism: only @optimizer_step changes (an all-reduce of the gradients at its
+  // start), so its place among the step passes does not matter; the plan sees it.
+  if (o.ranks > 1) {
+    TgDistributeOptions dist;
+    dist.ranks = o.ranks;
+    dist.zero = o.zero;
+    pm.addPass(createTgDistribute(dist));
+  }
+  if (until == PipelineStage::Step) return;
+  // Fusions as ops, on the step as it will run (after recomputation and distribution).
+  pm.addPass(createTgFuse());
+  if (o.biasRows) pm.addPass(createTgBiasRows());
+}
+
+} // namespace
+
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
                            PipelineStage until) {
   if (until == PipelineStage::Forward)
@@ -48,22 +69,19 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     TgRematerializeOptions rm;
     rm.policy = o.checkpointing;
     rm.budgetBytes = o.checkpointBudget;
+    // The budget search plans each candidate after the passes that run before
+    // tg-plan-memory (the layer norms' ones columns alone grow the arena, docs/design-notes.md
+    // "Bias rows"), so the arena it bounds is the one planned.
+    if (o.checkpointing == Checkpointing::budget) {
+      OpPassManager tail(ModuleOp::getOperationName());
+      addStepTail(tail, o, PipelineStage::Planned);
+      llvm::raw_string_ostream os(rm.planAfter);
+      llvm::interleave(
+          tail.getPasses(), os, [&](Pass& p) { p.printAsTextualPipeline(os); }, ",");
+    }
     pm.addPass(createTgRematerialize(rm));
   }
-  // Data parallelism: only @optimizer_step changes (an all-reduce of the gradients at its
-  // start), so its place among the step passes does not matter; the plan sees it.
-  if (o.ranks > 1) {
-    TgDistributeOptions dist;
-    dist.ranks = o.ranks;
-    dist.zero = o.zero;
-    pm.addPass(createTgDistribute(dist));
-  }
-  if (until == PipelineStage::Step)
-    return;
-  // Fusions as ops, on the step as it will run (after recomputation and distribution).
-  pm.addPass(createTgFuse());
-  if (o.biasRows)
-    pm.addPass(createTgBiasRows());
+  addStepTail(pm, o, until);
   TgPlanMemoryOptions plan;
   plan.workspaceBytes = o.workspaceBytes;
   plan.commBytes = o.commBytes;

@@ -41,8 +41,10 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassRegistry.h"
 
 #include <map>
+#include <mutex>
 #include <set>
 
 #define DEBUG_TYPE "tg-rematerialize"
@@ -276,6 +278,35 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     numRecomputed = st.recomputedOps;
   }
 
+  /// The arena tg-plan-memory would plan with `modes`: on a copy of the module (nested in
+  /// it while it exists, for runPipeline), @micro_step rewritten by `modes`, then `tail`
+  /// (plan-after) run; the largest planned arena of its step functions (they share the
+  /// arena). With `fitsBytes` >= 0 @micro_step's is only asked whether it is <= fitsBytes
+  /// (plannedArena). Fails where the tail or the planner does (they say why).
+  FailureOr<int64_t> candidateArena(func::FuncOp fn, const ModeMap& modes, OpPassManager& tail,
+                                    int64_t fitsBytes) {
+    ModuleOp module = getOperation();
+    SmallVector<Operation*> ops;
+    for (Operation& op : *module.getBody()) ops.push_back(&op);
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto copy = b.create<ModuleOp>(module.getLoc());
+    copy->setDiscardableAttrs(module->getDiscardableAttrDictionary());
+    b.setInsertionPointToStart(copy.getBody());
+    IRMapping map;
+    for (Operation* op : ops) b.clone(*op, map);
+    auto step = copy.lookupSymbol<func::FuncOp>(fn.getSymName());
+    applyModes(step, modes);
+    FailureOr<int64_t> arena = 0;
+    if (!tail.empty() && failed(runPipeline(tail, copy))) arena = failure();
+    for (auto f : copy.getOps<func::FuncOp>()) {
+      if (failed(arena) || f.isExternal()) continue;
+      FailureOr<int64_t> a = plannedArena(f, f == step ? fitsBytes : -1);
+      arena = failed(a) ? a : FailureOr<int64_t>(std::max(*arena, *a));
+    }
+    copy->erase();
+    return arena;
+  }
+
   /// The per-layer modes with the fewest extra FLOPs whose planned arena fits. Candidates,
   /// in increasing recomputation: the first s layers selective (s = 0..L), then all
   /// selective with the first f layers fully recomputed (f = 1..L). Each is applied to a
@@ -296,15 +327,21 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
         m[ls[i]] = i < f ? Mode::Layer : Mode::Selective;
       candidates.push_back(m);
     }
-    // The other step functions share the arena: the budget covers the largest of them.
-    int64_t others = 0;
-    for (auto f : fn->getParentOfType<ModuleOp>().getOps<func::FuncOp>())
-      if (f != fn && !f.isExternal()) {
-        FailureOr<int64_t> a = plannedArena(f);
-        if (failed(a))
-          return failure();
-        others = std::max(others, *a);
+    // plan-after: the passes the pipeline runs between this pass and tg-plan-memory.
+    OpPassManager tail(ModuleOp::getOperationName());
+    {
+      // The pipeline is parsed by pass name: tgc registers no passes of its own (tg-opt
+      // does); registering the same passes again is a no-op.
+      static std::once_flag registered;
+      std::call_once(registered, [] { registerTgPasses(); });
+      std::string why;
+      llvm::raw_string_ostream os(why);
+      if (failed(parsePassPipeline(planAfter, tail, os))) {
+        fn->getParentOfType<ModuleOp>().emitError()
+            << "tg-rematerialize: plan-after '" << planAfter << "' is no pass pipeline: " << why;
+        return failure();
       }
+    }
     // Extra FLOPs never decrease along the candidates (each adds recomputation), so the
     // fewest-FLOPs candidate that fits is the first one that fits. Its arena does not
     // increase along them either in every case measured (2026-11-28: GPT-2 small, SmolLM2,
@@ -315,13 +352,7 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     // `fitsOnly`: only whether the arena is <= budgetBytes matters (the number returned is
     // then on the same side of the budget as the planned arena, not necessarily equal).
     auto arenaOf = [&](size_t c, bool fitsOnly = false) -> FailureOr<int64_t> {
-      auto clone = cast<func::FuncOp>(fn->clone());
-      applyModes(clone, candidates[c]);
-      FailureOr<int64_t> arena = plannedArena(clone, fitsOnly ? (int64_t)budgetBytes : -1);
-      clone->erase();
-      if (failed(arena))
-        return failure();
-      return std::max(*arena, others);
+      return candidateArena(fn, candidates[c], tail, fitsOnly ? (int64_t)budgetBytes : -1);
     };
     const size_t last = candidates.size() - 1;
     FailureOr<int64_t> smallest = arenaOf(last, /*fitsOnly=*/true);

@@ -51,7 +51,7 @@ enum tgrt_dtype { TGRT_F32 = 0, TGRT_BF16 = 1, TGRT_F16 = 2 };
  * zero rows is y W + b, and the weight gradient's GEMM over y's first d + TGRT_BIAS_ROWS
  * columns gives the bias gradient as its row d. 64 keeps bf16 / f16 rows of d a multiple of
  * 64 (GPT-2's 768, 1024, 1280) 128-byte aligned: cuBLASLt's qkv forward GEMM ran 7-10% and
- * its weight gradient up to 9% slower on rows d + 8 apart (bench/gemm_pitch.cu, H200,
+ * its weight gradient up to 9% slower on rows d + 8 apart (bench/cuda/gemm_pitch.cu, H200,
  * docs/results.md "Bias rows at a 128-byte pitch"). */
 #define TGRT_ONES_COLUMNS 64
 /* Rows the weight gradient of a bias-rows layer writes after the weight's d rows: the bias

@@ -26,6 +26,7 @@ struct Shape {
   bool cF32;   // C, D f32 (weight gradients, the residual stream)
   float beta;  // 1: accumulate into C (= D)
   Epi epi;
+  int64_t lda = 0; // a's rows that far apart (0: packed, k or, with ta, m)
 };
 
 /// The cuBLASLt descriptor and layouts of a Shape, with bias and aux pointers set as its
@@ -66,7 +67,10 @@ struct GemmSetup {
     const int64_t m = s.m, n = s.n, k = s.k;
     ctype = s.cF32 ? CUDA_R_32F : CUDA_R_16BF;
     BK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.tb ? k : n, s.tb ? n : k, s.tb ? k : n));
-    BK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.ta ? m : k, s.ta ? k : m, s.ta ? m : k));
+    BK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, s.ta ? m : k, s.ta ? k : m,
+                                  s.lda  ? s.lda
+                                  : s.ta ? m
+                                         : k));
     BK(cublasLtMatrixLayoutCreate(&lc, ctype, n, m, n));
   }
   ~GemmSetup() {
@@ -95,7 +99,7 @@ struct GemmBuffers {
     size_t maxBytes = 0;
     for (const Shape& s : shapes)
       maxBytes = std::max({maxBytes, (size_t)(s.m * s.k * 2), (size_t)(s.k * s.n * 2),
-                           (size_t)(s.m * s.n * 4)});
+                           (size_t)(s.m * s.n * 4), (size_t)((s.ta ? s.k : s.m) * s.lda * 2)});
     CK(cudaMalloc(&A, maxBytes));
     CK(cudaMalloc(&B, maxBytes));
     CK(cudaMalloc(&C, maxBytes));

@@ -319,7 +319,7 @@ void launch(Context* ctx, const char* loc, const char* name, void (*kernel)(KArg
 /// cudaLaunchAttributeProgrammaticStreamSerialization): the grid may be scheduled while the kernel
 /// before it on the stream drains, which hides its launch behind that kernel's last blocks.
 /// `kernel` must call pdlWait() (Pdl.cuh) before it touches global memory;
-/// test/scripts/pdl-wait.test checks that every kernel of the files that launch this way does so
+/// test/runtime/pdl-wait.test checks that every kernel of the files that launch this way does so
 /// first. Same errors as launch().
 template <typename... KArgs, typename... Args>
 void launchDependent(Context* ctx, const char* loc, const char* name, void (*kernel)(KArgs...),

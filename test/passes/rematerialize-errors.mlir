@@ -14,6 +14,10 @@
 // UNKNOWN: for the --policy option: 'Layer' is not one of none, gelu, layer, layer-attn, selective, budget
 // RUN: tg-opt %t/budget-zero.mlir -tg-rematerialize="policy=budget budget-bytes=0" -verify-diagnostics
 // RUN: tg-opt %t/budget-zero.mlir -tg-rematerialize="policy=budget budget-bytes=-4096" -verify-diagnostics
+// plan-after must parse as a pass pipeline (checked when the budget search starts).
+// RUN: not tg-opt %t/budget.mlir -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=8452 plan-after=tg-fuze" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PLANAFTER
+// PLANAFTER: error: tg-rematerialize: plan-after 'tg-fuze' is no pass pipeline: {{.*}}'tg-fuze' does not refer to a registered pass or pass pipeline
 // The pipeline refuses an unknown word before any pass runs.
 // RUN: not tg-opt %t/unknown-policy.mlir -tg-pipeline="checkpointing=Layer" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PIPELINE
