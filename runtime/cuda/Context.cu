@@ -701,7 +701,6 @@ Context* createContext(const tgrt_model* model) {
   ctx->bgrad_chunks = envInt("TGRT_BGRAD_CHUNKS", 1, 256, 0);
   ctx->ln_bwd_reload = envFlag("TGRT_LN_BWD_RELOAD", true);
   ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
-  const int ceOverlap = envChoice("TGRT_CE_OVERLAP", {{"0", 0}, {"1", 1}, {"2", 2}}, 0);
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
   ctx->pdl = envFlag("TGRT_PDL", true);
@@ -798,7 +797,6 @@ Context* createContext(const tgrt_model* model) {
   }
   good = good && ok(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking),
                     "cudaStreamCreateWithFlags");
-  if (good && ceOverlap) setCeOverlap(ctx, ceOverlap);
   if (good) {
     const cublasStatus_t s = cublasLtCreate(&ctx->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -914,12 +912,6 @@ void destroyContext(Context* ctx) {
     if (s.buf) cudaFreeHost(s.buf);
     if (s.done) cudaEventDestroy(s.done);
   }
-  if (ctx->ce_stream) {
-    cudaStreamSynchronize(ctx->ce_stream);
-    cudaStreamDestroy(ctx->ce_stream);
-  }
-  for (cudaEvent_t e : ctx->ce_events)
-    if (e) cudaEventDestroy(e);
   if (ctx->stream) cudaStreamDestroy(ctx->stream);
   for (int r = 0; r < 3; ++r)
     if (ctx->regions[r]) cudaFree(ctx->regions[r]);

@@ -288,12 +288,6 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
 /// The bias / GELU epilogue GEMMs' use of gemmBf16 (tests; TGRT_OWN_GEMM): 0 never, 1 where
 /// timed faster than cuBLASLt, 2 always where it applies; every plan decides again.
 void setOwnGemm(Context* ctx, int mode);
-/// tgrt_linear_cross_entropy's overlap (TGRT_CE_OVERLAP; Internal.h Context::ce_overlap):
-/// 0 off, 1 the cross-entropy of one half-chunk on a second stream while the GEMMs of the
-/// other run, 2 the same with that stream at the highest priority. Creates or replaces the
-/// second stream (synchronising the old one). A no-op under the CPU emulator. Errors: the
-/// CUDA calls' (fail, loc "ce_overlap").
-void setCeOverlap(Context* ctx, int mode);
 /// True when gemmBf16 runs on ctx's device (compute capability 9.0, the sm_90a cubin).
 bool ownGemmAvailable(const Context* ctx);
 /// Selects matmulBiasGelu's path for every dtype (tests): the GELU_AUX_BIAS epilogue or bias

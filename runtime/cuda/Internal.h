@@ -8,7 +8,6 @@
 #include "runtime/cuda/Device.h"
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -160,21 +159,6 @@ struct Context {
   /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6
   /// (Kernels.cu ceAutoVariant). Kernels.cu withCeFast; f32 logits always take expf.
   int ce_fast = -1;
-  /// tgrt_linear_cross_entropy's overlap (TGRT_CE_OVERLAP, read at context creation;
-  /// setCeOverlap): 0 (default) each planned chunk in turn on `stream` (logits GEMM,
-  /// cross-entropy, dx GEMM, dw GEMM); 1 each planned chunk as two halves in the two halves of
-  /// its logits scratch (the same planned bytes), the memory-bound cross-entropy kernel of one
-  /// half on `ce_stream` while `stream` runs the compute-bound GEMMs of the other (fork and join
-  /// by events, captured into the step's graph like the rest); 2 the same with `ce_stream` at
-  /// the device's highest priority. Off under the CPU emulator (one stream).
-  int ce_overlap = 0;
-  cudaStream_t ce_stream = nullptr;
-  /// The overlap's events: a half's logits written (two, by buffer), its cross-entropy done
-  /// (two).
-  cudaEvent_t ce_events[4] = {nullptr, nullptr, nullptr, nullptr};
-  /// linear_cross_entropy shapes run once: the first call of a shape runs its halves one after
-  /// the other, so the GEMM tuning of the half-chunk shapes times a quiet GPU.
-  std::set<std::string> ce_overlap_seen;
   /// GEMM algorithm choice (TGRT_GEMM_AUTOTUNE): 1 (default) each cuBLASLt plan times the
   /// heuristic's algorithms (up to kGemmCandidates) at its first repeatable call, keeps the
   /// fastest and records it in the tuning cache (gemm_tune_path), and a plan whose shape is

@@ -3710,32 +3710,6 @@ void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const 
   biasAdd(ctx, loc, dt, c, bias, c, m, n);
 }
 
-void setCeOverlap(Context* ctx, int mode) {
-#ifdef TGRT_CUDA_EMULATE
-  (void)mode;
-  ctx->ce_overlap = 0; // one stream: the emulator runs (and captures) calls in order
-#else
-  const char* loc = "ce_overlap";
-  mode = mode < 0 ? 0 : mode > 2 ? 2 : mode;
-  if (ctx->ce_stream) {
-    check(cudaStreamSynchronize(ctx->ce_stream), loc, "cudaStreamSynchronize");
-    check(cudaStreamDestroy(ctx->ce_stream), loc, "cudaStreamDestroy");
-    ctx->ce_stream = nullptr;
-  }
-  ctx->ce_overlap = mode;
-  if (mode == 0) return;
-  // Priorities: lower numbers are higher; the default stream's is the lowest (`least`).
-  int least = 0, greatest = 0;
-  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), loc,
-        "cudaDeviceGetStreamPriorityRange");
-  check(cudaStreamCreateWithPriority(&ctx->ce_stream, cudaStreamNonBlocking,
-                                     mode == 2 ? greatest : least),
-        loc, "cudaStreamCreateWithPriority");
-  for (cudaEvent_t& e : ctx->ce_events)
-    if (!e) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), loc, "cudaEventCreate");
-#endif
-}
-
 void setOwnGemm(Context* ctx, int mode) {
   ctx->own_gemm = mode < 0 ? 0 : mode > 2 ? 2 : mode;
   for (auto& entry : ctx->plans) entry.second.own = -1; // decided again at their next call
@@ -4086,79 +4060,6 @@ void crossEntropyFwdBwd(Context* ctx, const char* loc, int32_t dt, const void* l
 }
 
 namespace {
-#ifndef TGRT_CUDA_EMULATE // one stream there (setCeOverlap)
-/// Runs `fn` with ctx's launches on `ctx->ce_stream`, without PDL (a kernel there depends on
-/// events of the other stream, not only on the kernel before it on its own).
-template <typename Fn>
-void onCeStream(Context* ctx, Fn&& fn) {
-  cudaStream_t main = ctx->stream;
-  const bool pdl = ctx->pdl;
-  ctx->stream = ctx->ce_stream;
-  ctx->pdl = false;
-  fn();
-  ctx->stream = main;
-  ctx->pdl = pdl;
-}
-
-/// linearCrossEntropyImpl's chunks with the cross-entropy beside the GEMMs (TGRT_CE_OVERLAP,
-/// Internal.h Context::ce_overlap): chunks of `half` rows (half the planned chunk) in the two
-/// halves of the logits scratch, used in turn. On `stream`: logits GEMM of chunk c into buffer
-/// c % 2, then the dx and dw GEMMs of chunk c - 1 once its cross-entropy is done; on
-/// `ce_stream`: the cross-entropy (in place: logits -> dlogits, row losses) of chunk c once
-/// its logits are written. So the cross-entropy of chunk c runs while `stream` runs chunk
-/// c - 1's dx / dw GEMMs and chunk c + 1's logits GEMM. Buffer c % 2 is written again (chunk
-/// c + 2) only after chunk c's GEMMs, which follow its cross-entropy: stream order and the
-/// events make every reuse safe. The first call of a shape waits for each cross-entropy at
-/// once (no overlap), so the GEMM tuning times the new shapes on a quiet GPU. Every launch
-/// of `ce_stream` is joined into `stream` before this returns.
-void linearCrossEntropyOverlap(Context* ctx, const char* loc, int32_t dt, const void* x,
-                               const void* w, const int32_t* targets, const float* dloss,
-                               const double* valid, double* rowLoss, void* logits, void* dx,
-                               int32_t dw_dt, void* dw, int64_t rows, int64_t d, int64_t vocab,
-                               int64_t half, int64_t ignore_index, bool store) {
-  const int64_t es = tgrt_dtype_size(dt);
-  void* buf[2] = {logits, static_cast<char*>(logits) + half * vocab * es};
-  cudaEvent_t* ready = ctx->ce_events;    // chunk's logits written, by buffer
-  cudaEvent_t* done = ctx->ce_events + 2; // chunk's cross-entropy done, by buffer
-  char key[160];
-  std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld", (int)dt, (long long)rows, (long long)d,
-                (long long)vocab, (long long)half);
-  const bool serial = ctx->ce_overlap_seen.insert(key).second;
-  const int64_t chunks = (rows + half - 1) / half;
-  auto rowsOf = [&](int64_t c) { return std::min(half, rows - c * half); };
-  auto weightSide = [&](int64_t c) { // chunk c's dx and dw GEMMs, after its cross-entropy
-    const int64_t r0 = c * half, n = rowsOf(c);
-    check(cudaStreamWaitEvent(ctx->stream, done[c & 1], 0), loc, "cudaStreamWaitEvent");
-    matmul(ctx, loc, dt, buf[c & 1], w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0, 0,
-           0, 0, 0, 1.0f, 0.0f);
-    matmulAcc(ctx, loc, dt, buf[c & 1], static_cast<const char*>(x) + r0 * d * es, dw_dt, dw, vocab,
-              d, n, 1, 0, 1.0f, store && c == 0 ? 0.0f : 1.0f);
-  };
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t r0 = c * half, n = rowsOf(c);
-    void* lg = buf[c & 1];
-    matmul(ctx, loc, dt, static_cast<const char*>(x) + r0 * d * es, w, lg, 1, n, vocab, d, 0, 1, 0,
-           0, 0, 1.0f, 0.0f);
-    check(cudaEventRecord(ready[c & 1], ctx->stream), loc, "cudaEventRecord");
-    onCeStream(ctx, [&] {
-      check(cudaStreamWaitEvent(ctx->stream, ready[c & 1], 0), loc, "cudaStreamWaitEvent");
-      withDtype(loc, "linear_cross_entropy", dt, [&](auto tag) {
-        using T = decltype(tag);
-        launchCrossEntropyBwd<T>(ctx, loc, lg, targets + r0, dloss, valid, lg, n, vocab,
-                                 ignore_index, true, rowLoss + r0);
-      });
-      check(cudaEventRecord(done[c & 1], ctx->stream), loc, "cudaEventRecord");
-    });
-    if (serial) {
-      weightSide(c);
-    } else if (c > 0) {
-      weightSide(c - 1);
-    }
-  }
-  if (!serial) weightSide(chunks - 1);
-}
-#endif
-
 /// linearCrossEntropy and linearCrossEntropyStore: `store` runs the first chunk's dw GEMM
 /// with beta 0 (dw written; with no rows, dw zeroed).
 void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const void* x,
@@ -4189,17 +4090,6 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
   void* logits = static_cast<char*>(scratch) + (256 + 8 * rows + 255) / 256 * 256;
   launchDependent(ctx, loc, "count_valid_kernel", count_valid_kernel, dim3(1), dim3(1024), 0,
                   targets, rows, ignore_index, valid);
-#ifndef TGRT_CUDA_EMULATE
-  const int64_t half = chunk_rows / 2;
-  if (ctx->ce_overlap > 0 && ctx->ce_stream && half >= 1 && rows > half &&
-      (half * vocab * es) % 256 == 0) {
-    linearCrossEntropyOverlap(ctx, loc, dt, x, w, targets, dloss, valid, rowLoss, logits, dx, dw_dt,
-                              dw, rows, d, vocab, half, ignore_index, store);
-    launchDependent(ctx, loc, "cross_entropy_finish_kernel", cross_entropy_finish_kernel, dim3(1),
-                    dim3(1024), 0, (const double*)rowLoss, targets, rows, ignore_index, loss);
-    return;
-  }
-#endif
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t n = chunk_rows < rows - r0 ? chunk_rows : rows - r0;
     const char* xc = static_cast<const char*>(x) + r0 * d * es;

@@ -1761,34 +1761,6 @@ void checkLinearCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
                                      TGRT_F32, gdw2.p, gs.p, rows, d, vocab, chunk, ignore);
   record(named("linear_cross_entropy_store dw (= f32)", dt), shape, relErr(gdw2.raw(), dwRef2),
          2 * tolFor(dt));
-  // TGRT_CE_OVERLAP 1 and 2: chunks of 64 rows (64 x 4, 44) in the scratch's two halves, the
-  // cross-entropy on a second stream; each twice (the first call of a shape runs its halves
-  // in turn, the second overlaps them). Against the same CPU results (the dw sums round in
-  // another order: the same tolerance). A no-op under the emulator (one stream).
-  for (int mode : {1, 2}) {
-    tgrt_cuda::setCeOverlap(c.gpu, mode);
-    for (int run = 0; run < 2; ++run) {
-      const std::string tag = fmt("%s ce_overlap %d, call %d", shape.c_str(), mode, run + 1);
-      DevT odw(dw0), odw2(TGRT_F32, dw0.n());
-      gdx.poison();
-      gs.poison();
-      gloss.poison();
-      odw2.poison();
-      tgrt_cuda::linearCrossEntropy(c.gpu, "check", dt, gx.p, gw.p, gt.p, gdl.p, gloss.p, gdx.p,
-                                    TGRT_F32, odw.p, gs.p, rows, d, vocab, chunk, ignore);
-      record(named("linear_cross_entropy loss", dt), tag, relErr(gloss.get(), Vec{lossRef}),
-             tolFor(dt));
-      record(named("linear_cross_entropy dx", dt), tag, relErr(gdx.raw(), dxRef), 2 * tolFor(dt));
-      record(named("linear_cross_entropy dw (+= f32)", dt), tag, relErr(odw.raw(), dwRef),
-             2 * tolFor(dt));
-      tgrt_cuda::linearCrossEntropyStore(c.gpu, "check", dt, gx.p, gw.p, gt.p, gdl.p, gloss.p,
-                                         gdx.p, TGRT_F32, odw2.p, gs.p, rows, d, vocab, chunk,
-                                         ignore);
-      record(named("linear_cross_entropy_store dw (= f32)", dt), tag, relErr(odw2.raw(), dwRef2),
-             2 * tolFor(dt));
-    }
-  }
-  tgrt_cuda::setCeOverlap(c.gpu, 0);
 }
 
 void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
