@@ -205,6 +205,8 @@ FailureOr<int64_t> plannedArena(func::FuncOp fn, int64_t fitsBytes = -1) {
   return tgc::planArena(buffers, options).arenaBytes;
 }
 
+/// "1 layer", "N layers".
+std::string layersWord(size_t n) { return std::to_string(n) + (n == 1 ? " layer" : " layers"); }
 
 struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerializePass> {
   using TgRematerializeBase::TgRematerializeBase;
@@ -337,8 +339,10 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
       std::string why;
       llvm::raw_string_ostream os(why);
       if (failed(parsePassPipeline(planAfter, tail, os))) {
+        // The parser's first line (the rest repeats the text with a caret under it).
         fn->getParentOfType<ModuleOp>().emitError()
-            << "tg-rematerialize: plan-after '" << planAfter << "' is no pass pipeline: " << why;
+            << "tg-rematerialize: plan-after '" << planAfter
+            << "' is no pass pipeline: " << StringRef(why).split('\n').first;
         return failure();
       }
     }
@@ -372,12 +376,12 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
           break;
         --first;
       }
-      fn.emitError() << "tg-rematerialize: no checkpointing fits a budget of " << (int64_t)budgetBytes
-                     << " bytes of arena; the smallest planned arena is " << *smallest
-                     << " bytes ("
-                     << (first <= ls.size() ? std::to_string(first) + " layers selective"
-                                            : "all selective, " + std::to_string(first - ls.size()) +
-                                                  " layers fully recomputed")
+      fn.emitError() << "tg-rematerialize: no checkpointing fits a budget of "
+                     << (int64_t)budgetBytes << " bytes of arena; the smallest planned arena is "
+                     << *smallest << " bytes ("
+                     << (first <= ls.size() ? layersWord(first) + " selective"
+                                            : "all selective, " + layersWord(first - ls.size()) +
+                                                  " fully recomputed")
                      << "): raise the budget, lower the micro-batch "
                         "(training.batch_size) and raise training.grad_accum, or use a lower "
                         "precision";

@@ -17,7 +17,7 @@
 // plan-after must parse as a pass pipeline (checked when the budget search starts).
 // RUN: not tg-opt %t/budget.mlir -tg-autodiff -cse -tg-rematerialize="policy=budget budget-bytes=8452 plan-after=tg-fuze" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PLANAFTER
-// PLANAFTER: error: tg-rematerialize: plan-after 'tg-fuze' is no pass pipeline: {{.*}}'tg-fuze' does not refer to a registered pass or pass pipeline
+// PLANAFTER: error: tg-rematerialize: plan-after 'tg-fuze' is no pass pipeline: {{.*}}'tg-fuze' does not refer to a registered pass or pass pipeline{{$}}
 // The pipeline refuses an unknown word before any pass runs.
 // RUN: not tg-opt %t/unknown-policy.mlir -tg-pipeline="checkpointing=Layer" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PIPELINE
@@ -102,7 +102,7 @@ module {
 // F = 32, f32. Arenas: no recomputation 9220, layer 0 selective 8452, both selective or
 // both recomputed 8452: the smallest is 8452 (the first candidate to reach it).
 // The error is reported at @micro_step, which tg-autodiff builds at @forward's location.
-// expected-error @below {{tg-rematerialize: no checkpointing fits a budget of 8451 bytes of arena; the smallest planned arena is 8452 bytes (1 layers selective): raise the budget, lower the micro-batch (training.batch_size) and raise training.grad_accum, or use a lower precision}}
+// expected-error @below {{tg-rematerialize: no checkpointing fits a budget of 8451 bytes of arena; the smallest planned arena is 8452 bytes (1 layer selective): raise the budget, lower the micro-batch (training.batch_size) and raise training.grad_accum, or use a lower precision}}
 func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte"},
                    %g0: tensor<8xf32> {tg.param = "l0.ln.g"}, %b0: tensor<8xf32> {tg.param = "l0.ln.b"},
                    %w0: tensor<8x32xf32> {tg.param = "l0.fc.w"}, %v0: tensor<32x8xf32> {tg.param = "l0.proj.w"},
