@@ -56,6 +56,10 @@ B448=(--calibration calibration/h200.json --set training.batch_size=448)
 c gpt2s-b448 examples/gpt2-small.json cuda "${B448[@]}"
 c gpt2s-b448-gelu examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=gelu
 c gpt2s-b448-none examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=none
+# checkpointing budget:4GiB at GPT-2 small (the search plans its candidates after tg-fuse and
+# tg-bias-rows since 2026-12-02: 11 layers selective + 1 none, arena 4179493380 bytes): the
+# planned bytes against the device's, the loss against the default's.
+c gpt2s-budget4g examples/gpt2-small.json cuda --set training.checkpointing=budget:4GiB
 # `tgc plan --max-batch` with the H200's table (no --memory): 419 at none. Its boundary on the GPU.
 c gpt2s-b419 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=419 --set training.checkpointing=none
 c gpt2s-b420 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=420 --set training.checkpointing=none
