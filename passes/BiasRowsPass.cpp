@@ -14,20 +14,25 @@
 // H200, docs/results.md). The ones-column trick is the usual "bias as an extra input"
 // identity of linear models; docs/design-notes.md "Bias rows" says what it changes.
 //
-// Runs after tg-fuse, before tg-plan-memory, on @micro_step. For each tg.layer_norm whose
-// output y is read only by
-//   - one tg.matmul_bias or tg.matmul_bias_gelu (A = y, not transposed; B the weight W
-//     [d, n] and its bias b [n], both parameters or both their casts), and
+// Runs after tg-fuse, before tg-plan-memory, on @micro_step. For each layer norm
+// (tg.layer_norm, or tg-fuse's tg.add_layer_norm) whose output y is read only by
+//   - at most one tg.matmul_bias or tg.matmul_bias_gelu (A = y, not transposed; B the weight
+//     W [d, n] and its bias b [n], both parameters or both their casts), and
 //   - reshapes read only by the weight gradient: a tg.matmul with transpose_a of the
 //     reshape and dh, whose result goes (through at most one cast) only into W's one
 //     tg.accumulate_grad,
-// and whose bias b has one tg.accumulate_grad fed (through at most one cast) by a
+// where W and b are named by that forward GEMM or, for a layer norm tg-rematerialize
+// recomputed for the backward alone (selective checkpointing: the clone feeds only the weight
+// gradient), by the GEMM on the output of the forward layer norm it copies (same op, same
+// operands), and whose bias b has one tg.accumulate_grad fed (through at most one cast) by a
 // tg.bias_grad of dh or a tg.matmul_dgelu_bgrad's db beside dh, computed before the weight
 // gradient, it marks:
-//   - the layer norm `tg.ones_column` (the plan gives y [.., d + 64]; tgrt_layer_norm_fwd_ones),
-//   - the forward op and the weight gradient `tg.bias_rows` (the lowering runs the forward
-//     on y's first d columns, rows d + 64 apart, and the weight gradient with M = d + 8 into
-//     W's and b's slots, with no separate bias gradient),
+//   - the layer norm `tg.ones_column` (the plan gives y [.., d + 64]; tgrt_layer_norm_fwd_ones,
+//     tgrt_add_layer_norm_fwd_ones),
+//   - the forward GEMM on y, if any, and the weight gradient `tg.bias_rows` (the lowering runs
+//     the forward on y's first d columns, rows d + 64 apart, and the weight gradient with
+//     M = d + 8 into W's and b's slots, with no separate bias gradient); a selective clone's
+//     forward layer norm and GEMM stay as they are (rows d apart),
 // and records the pairs on the module, `tg.bias_rows = [[W name, b name], ...]`, which
 // tg-plan-memory reads to place b right after W in every slot (values, gradients, moments,
 // working copies) with its slot grown to 8 rows of n (the zero rows the weight gradient
@@ -123,14 +128,40 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
     Builder b(module.getContext());
     SmallVector<Attribute> pairs;
     llvm::DenseSet<Value> pairedParams;
-    fn.walk([&](LayerNormOp ln) {
-      Value y = ln.getY();
+    // The layer norms in block order: tg.layer_norm and tg-fuse's tg.add_layer_norm (the
+    // attention block's residual add in front, kept apart from the projection's GEMM under
+    // selective checkpointing), with the recomputed copies tg-rematerialize made of them.
+    SmallVector<Operation*> norms;
+    for (Operation& op : fn.getBody().front())
+      if (isa<LayerNormOp, AddLayerNormOp>(op)) norms.push_back(&op);
+    // The forward GEMM (tg.matmul_bias / _gelu) whose A is y, when it is y's only such reader.
+    auto forwardGemmOf = [](Value y) -> Operation* {
+      Operation* fwd = nullptr;
+      for (Operation* u : y.getUsers())
+        if (isa<MatmulBiasOp, MatmulBiasGeluOp>(u) && u->getOperand(0) == y) {
+          if (fwd) return nullptr;
+          fwd = u;
+        }
+      return fwd;
+    };
+    // The forward layer norm a recomputed one copies: same op, same operands, not recomputed.
+    auto originalOf = [&](Operation* clone) -> Operation* {
+      for (Operation* op : norms)
+        if (op != clone && !op->hasAttr(kRecomputeAttr) && op->getName() == clone->getName() &&
+            op->getOperands() == clone->getOperands())
+          return op;
+      return nullptr;
+    };
+    for (Operation* ln : norms) {
+      Value y =
+          isa<LayerNormOp>(ln) ? cast<LayerNormOp>(ln).getY() : cast<AddLayerNormOp>(ln).getY();
       auto yt = cast<RankedTensorType>(y.getType());
       const int64_t d = yt.getDimSize(yt.getRank() - 1);
-      if (yt.getRank() < 2 || d % 8 != 0 || ln->hasAttr(kRecomputeAttr))
-        return;
+      if (yt.getRank() < 2 || d % 8 != 0) continue;
+      // y's readers: at most the forward GEMM and the weight gradient's reshape.
       Operation *fwd = nullptr;
       SmallVector<MatmulOp, 1> wgrads;
+      bool otherReader = false;
       for (Operation *u : y.getUsers()) {
         if (isa<MatmulBiasOp, MatmulBiasGeluOp>(u) && !fwd && u->getOperand(0) == y) {
           fwd = u;
@@ -140,45 +171,54 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
         auto g = r ? dyn_cast_or_null<MatmulOp>(onlyUser(r.getResult())) : MatmulOp();
         if (!g || g.getA() != r.getResult() || !g.getTransposeA() || g.getTransposeB() ||
             g.getAlpha().convertToFloat() != 1.0f ||
-            cast<RankedTensorType>(r.getResult().getType()).getRank() != 2)
-          return; // another reader of y
+            cast<RankedTensorType>(r.getResult().getType()).getRank() != 2) {
+          otherReader = true;
+          break;
+        }
         wgrads.push_back(g);
       }
-      if (!fwd || wgrads.size() != 1)
-        return;
+      if (otherReader || wgrads.size() != 1) continue;
       MatmulOp g = wgrads.front();
+      // The GEMM that names W and b: y's own reader (no checkpointing, or a layer recomputed
+      // whole, whose GEMM is recomputed too), or, for a layer norm recomputed for the
+      // backward alone (selective), the forward's GEMM on the original's output, which
+      // keeps its plain [.., d] rows.
+      Operation* named = fwd;
+      if (!named) {
+        Operation* original = ln->hasAttr(kRecomputeAttr) ? originalOf(ln) : nullptr;
+        if (!original) continue;
+        named = forwardGemmOf(original->getResult(isa<LayerNormOp>(original) ? 0 : 1));
+        if (!named) continue;
+      }
       bool transB = false;
       Value wv, bv;
-      if (auto o = dyn_cast<MatmulBiasOp>(fwd)) {
+      if (auto o = dyn_cast<MatmulBiasOp>(named)) {
         transB = o.getTransposeB();
         wv = o.getB();
         bv = o.getBias();
       } else {
-        auto o2 = cast<MatmulBiasGeluOp>(fwd);
+        auto o2 = cast<MatmulBiasGeluOp>(named);
         transB = o2.getTransposeB();
         wv = o2.getB();
         bv = o2.getBias();
       }
-      if (transB || fwd->hasAttr(kRecomputeAttr))
-        return;
+      if (transB) continue;
       bool wCast = false, bCast = false;
       BlockArgument w = paramOf(fn, wv, wCast), bias = paramOf(fn, bv, bCast);
       if (!w || !bias || wCast != bCast || (wCast && !workingCopies) ||
           pairedParams.contains(w) || pairedParams.contains(bias))
-        return;
+        continue;
       auto wt = cast<RankedTensorType>(w.getType()), bt = cast<RankedTensorType>(bias.getType());
       if (wt.getRank() != 2 || bt.getRank() != 1 || wt.getDimSize(0) != d ||
           wt.getDimSize(1) != bt.getDimSize(0) || wt.getElementType() != bt.getElementType())
-        return;
+        continue;
       const int64_t n = wt.getDimSize(1);
       // Every slot of W (values, gradients, moments: 2 to 4 bytes an element) a multiple of
       // 256 bytes, so b's slot starts where W's ends.
-      if (n % 8 != 0 || !slotAligned(wt, 2))
-        return;
+      if (n % 8 != 0 || !slotAligned(wt, 2)) continue;
       // The weight gradient goes only into W's slot; b's gradient is dh's column sum.
       AccumulateGradOp wAcc = accumulations.lookup(w), bAcc = accumulations.lookup(bias);
-      if (!wAcc || !bAcc || sinkOf(g.getResult()) != wAcc)
-        return;
+      if (!wAcc || !bAcc || sinkOf(g.getResult()) != wAcc) continue;
       Value dh = g.getB();
       if (auto r = dh.getDefiningOp<ReshapeOp>())
         dh = r.getX();
@@ -190,18 +230,17 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
       if (auto dg = dh.getDefiningOp<MatmulDgeluBgradOp>();
           dg && dg.getDx() == dh && sinkOf(dg.getDb()) == bAcc)
         bSource = dg;
-      if (!bSource || position.lookup(bSource) > position.lookup(g))
-        return;
+      if (!bSource || position.lookup(bSource) > position.lookup(g)) continue;
       auto wName = fn.getArgAttrOfType<StringAttr>(w.getArgNumber(), kParamNameAttr);
       auto bName = fn.getArgAttrOfType<StringAttr>(bias.getArgNumber(), kParamNameAttr);
       ln->setAttr("tg.ones_column", b.getUnitAttr());
-      fwd->setAttr("tg.bias_rows", b.getUnitAttr());
+      if (fwd) fwd->setAttr("tg.bias_rows", b.getUnitAttr());
       g->setAttr("tg.bias_rows", b.getUnitAttr());
       pairs.push_back(b.getArrayAttr({wName, bName}));
       pairedParams.insert(w);
       pairedParams.insert(bias);
       ++numPaired;
-    });
+    }
     if (!pairs.empty())
       module->setAttr("tg.bias_rows", b.getArrayAttr(pairs));
   }

@@ -320,8 +320,9 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   // A kernel no table measures yet is priced by the points of the kernel it varies
   // (kPricedAs): a call that writes its output instead of adding into it, or adds into it
   // instead of writing, moves about the same bytes.
-  //   tgrt_layer_norm_fwd_ones: the same kernel writing TGRT_ONES_COLUMNS more columns per
-  //     row (64: 3% more bytes at d 768 with an f32 input; not priced apart).
+  //   tgrt_layer_norm_fwd_ones, tgrt_add_layer_norm_fwd_ones: the same kernels writing
+  //     TGRT_ONES_COLUMNS more columns per row (64: 3% more bytes at d 768 with an f32
+  //     input; not priced apart).
   //   tgrt_matmul_bias_lda / _gelu_lda: the same GEMMs reading A's rows lda apart.
   //   tgrt_adamw_islands: tgrt_adamw_wc's kernel with weight decay 0 on some packs (the
   //     same bytes; without a working copy the table's tgrt_adamw_wc point prices 2 bytes
@@ -341,10 +342,11 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //     per element, goes from the trace).
   //   tgrt_linear_cross_entropy_store: the same GEMMs, the first chunk's dw GEMM not
   //     reading dw (one vocab x d read fewer, not priced apart).
-  static const std::pair<const char *, const char *> kPricedAs[] = {
+  static const std::pair<const char*, const char*> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
       {"tgrt_matmul_wgrad_lda", "tgrt_matmul_acc"},
       {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
+      {"tgrt_add_layer_norm_fwd_ones", "tgrt_add_layer_norm_fwd"},
       {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},
       {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},
       {"tgrt_adamw_islands", "tgrt_adamw_wc"},

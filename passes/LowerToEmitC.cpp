@@ -934,7 +934,7 @@ private:
   LogicalResult lowerOp(Operation *op) {
     if (fusedAway.contains(op))
       return success(); // done by an earlier call (e.g. an accumulation into its slot)
-    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+    return llvm::TypeSwitch<Operation*, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
           return call(op, "tgrt_embedding_fwd",
                       {dt(o.getTable()), Arg(o.getTable()), Arg(o.getIds()), Arg(o.getResult()),
@@ -966,12 +966,16 @@ private:
         })
         .Case([&](AddLayerNormOp o) {
           // tg-fuse's add + layer norm: the planner kept every result apart from a and b.
+          // tg-bias-rows (a recomputed one under selective checkpointing): y [rows,
+          // d + kOnesColumns], its last columns 1, 0, ...
           int64_t d = dim(o.getA(), -1);
-          return call(op, "tgrt_add_layer_norm_fwd",
-                      {dt(o.getSum()), Arg(o.getA()), dt(o.getB()), Arg(o.getB()),
-                       Arg(o.getSum()), dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getBeta()),
-                       dt(o.getY()), Arg(o.getY()), Arg(o.getMean()), Arg(o.getRstd()),
-                       numel(o.getA()) / d, d, flt(o.getEps().convertToFloat())});
+          return call(op,
+                      o->hasAttr("tg.ones_column") ? "tgrt_add_layer_norm_fwd_ones"
+                                                   : "tgrt_add_layer_norm_fwd",
+                      {dt(o.getSum()), Arg(o.getA()), dt(o.getB()), Arg(o.getB()), Arg(o.getSum()),
+                       dt(o.getGamma()), Arg(o.getGamma()), Arg(o.getBeta()), dt(o.getY()),
+                       Arg(o.getY()), Arg(o.getMean()), Arg(o.getRstd()), numel(o.getA()) / d, d,
+                       flt(o.getEps().convertToFloat())});
         })
         .Case([&](RmsNormOp o) {
           int64_t d = dim(o.getX(), -1);
@@ -1111,8 +1115,11 @@ private:
                       {dt(o.getX()), Arg(o.getX()), Arg(o.getResult()), d[0], d[1], d[2], d[3],
                        p[0], p[1], p[2], p[3]});
         })
-        .Case([&](SplitOp o) { return emitPieces(op, o.getX(), o.getResults(), o.getAxis(), true); })
-        .Case([&](ConcatOp o) { return emitPieces(op, o.getResult(), o.getInputs(), o.getAxis(), false); })
+        .Case(
+            [&](SplitOp o) { return emitPieces(op, o.getX(), o.getResults(), o.getAxis(), true); })
+        .Case([&](ConcatOp o) {
+          return emitPieces(op, o.getResult(), o.getInputs(), o.getAxis(), false);
+        })
         .Case([&](CausalMaskOp o) {
           int64_t tq = dim(o.getX(), -2), tk = dim(o.getX(), -1);
           return call(op, "tgrt_causal_mask",
@@ -1412,7 +1419,7 @@ private:
             return waitCollectives(op);
           return success();
         })
-        .Default([&](Operation *) {
+        .Default([&](Operation*) {
           return LogicalResult(op->emitOpError() << "lower-to-emitc: no runtime kernel for this op");
         });
   }
@@ -2129,8 +2136,7 @@ private:
           if (o->hasAttr("tg.bias_rows")) {
             if (!bias || bias->gradOffset != s->gradOffset + dtypeBytes(s->dtype) * s->numel ||
                 bias->padRows != kBiasPadRows || bias->numel != n || !ta ||
-                !throughReshape(o.getA()).getDefiningOp<LayerNormOp>() ||
-                !throughReshape(o.getA()).getDefiningOp()->hasAttr("tg.ones_column"))
+                !isOnesColumnOutput(throughReshape(o.getA())))
               return o->emitOpError()
                      << "lower-to-emitc: tg.bias_rows, but the weight gradient does not write "
                         "its bias's slot, or that slot does not follow the weight's with "
@@ -2391,6 +2397,16 @@ private:
     });
   }
 
+  /// Whether y is the normalised output of a tg.ones_column layer norm (tg.layer_norm's y or
+  /// tg.add_layer_norm's y), planned [rows, d + kOnesColumns].
+  static bool isOnesColumnOutput(Value y) {
+    Operation* ln = y.getDefiningOp();
+    if (!ln || !ln->hasAttr("tg.ones_column")) return false;
+    if (auto l = dyn_cast<LayerNormOp>(ln)) return l.getY() == y;
+    if (auto l = dyn_cast<AddLayerNormOp>(ln)) return l.getY() == y;
+    return false;
+  }
+
   /// The A argument of a tg-bias-rows forward GEMM (tg.matmul_bias / _gelu with
   /// tg.bias_rows): the layer norm's output, planned [rows, d + kOnesColumns] (its ones
   /// column, which this GEMM does not read: it takes the bias in its epilogue), described
@@ -2398,13 +2414,11 @@ private:
   /// output, or the bias's slot has no zero rows after it (the weight gradient writes them).
   FailureOr<Arg> onesColumnOperand(Operation *o) {
     Value a = o->getOperand(0), bias = o->getOperand(2);
-    Operation *ln = a.getDefiningOp();
     Value param = bias;
     if (auto c = bias.getDefiningOp<CastOp>())
       param = c.getX();
     const ParamSlot *s = slotOf(param);
-    if (!ln || !isa<LayerNormOp>(ln) || !ln->hasAttr("tg.ones_column") || !s ||
-        s->padRows != kBiasPadRows)
+    if (!isOnesColumnOutput(a) || !s || s->padRows != kBiasPadRows)
       return o->emitOpError() << "lower-to-emitc: tg.bias_rows needs a tg.ones_column layer "
                                  "norm's output as A and a bias slot with "
                               << kBiasPadRows << " zero rows (run tg-bias-rows before "

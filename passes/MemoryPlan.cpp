@@ -128,9 +128,11 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       if (isa<CastOp>(op) && op.hasAttr(kWorkingCopyAttr))
         continue; // the parameter's persistent working copy: no arena buffer
       int64_t bytes = tensorBytes(r.getType());
-      // tg-bias-rows: the layer norm's output gains kOnesColumns columns per row.
-      if (bytes > 0 && r.getResultNumber() == 0 && isa<LayerNormOp>(op) &&
-          op.hasAttr("tg.ones_column")) {
+      // tg-bias-rows: the layer norm's output (y: tg.layer_norm's result 0, tg.add_layer_norm's
+      // result 1) gains kOnesColumns columns per row.
+      if (bytes > 0 && op.hasAttr("tg.ones_column") &&
+          ((isa<LayerNormOp>(op) && r.getResultNumber() == 0) ||
+           (isa<AddLayerNormOp>(op) && r.getResultNumber() == 1))) {
         const int64_t d = cast<RankedTensorType>(r.getType()).getShape().back();
         bytes = bytes / d * (d + kOnesColumns);
       }

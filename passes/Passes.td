@@ -249,7 +249,7 @@ def TgBiasRows : Pass<"tg-bias-rows", "mlir::ModuleOp"> {
     weight's one accumulation), and whose bias gradient is dh's column sum
     (tg.bias_grad or tg.matmul_dgelu_bgrad) computed before that weight gradient, gets
     ```mlir
-    %y, %mean, %rstd = tg.layer_norm %x, %g, %b {tg.ones_column}   // y planned [.., d + 8]
+    %y, %mean, %rstd = tg.layer_norm %x, %g, %b {tg.ones_column}   // y planned [.., d + 64]
     %h = tg.matmul_bias %y, %w, %bias {tg.bias_rows}               // K = d + 8
     %dw = tg.matmul %yr, %dhr {transpose_a = true, tg.bias_rows}   // M = d + 8: dW, db
     ```
@@ -258,7 +258,11 @@ def TgBiasRows : Pass<"tg-bias-rows", "mlir::ModuleOp"> {
     rows), and the lowering runs the layer norm with a ones column
     (tgrt_layer_norm_fwd_ones), the forward GEMM over y's first d columns (rows d + 8
     apart, tgrt_matmul_bias_lda / _gelu_lda), and the weight gradient over [y 1 0] into W's
-    and b's slots at once ([dW; db; 0]), with no column sums of dh. Only with
+    and b's slots at once ([dW; db; 0]), with no column sums of dh. Under checkpointing
+    the recomputed layer norm that feeds the weight gradient gets the ones column (a
+    tg.add_layer_norm one through tgrt_add_layer_norm_fwd_ones); under `selective` the
+    forward's layer norm and GEMM keep their plain rows, and the pair is named by the GEMM
+    on the output of the forward layer norm the clone copies. Only with
     tg.grad_accum 1, one rank, no ZeRO, d and n multiples of 8, W's slots 256-byte
     multiples, and under mixed precision persistent working copies. The tgc pipeline runs
     it when `training.bias_rows` is on (its default `auto`: for --target cuda). Errors: a

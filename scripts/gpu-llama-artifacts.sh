@@ -60,6 +60,13 @@ c gpt2s-b448-none examples/gpt2-small.json cuda "${B448[@]}" --set training.chec
 # tg-bias-rows since 2026-12-02: 11 layers selective + 1 none, arena 4179493380 bytes): the
 # planned bytes against the device's, the loss against the default's.
 c gpt2s-budget4g examples/gpt2-small.json cuda --set training.checkpointing=budget:4GiB
+# selective and layer checkpointing with bias rows on the recomputed layer norms (since
+# 2026-12-02, fifteenth session) and off (what those policies compiled to before: no layer
+# kept its bias rows under them).
+c gpt2s-sel examples/gpt2-small.json cuda --set training.checkpointing=selective
+c gpt2s-sel-off examples/gpt2-small.json cuda --set training.checkpointing=selective --set training.bias_rows=off
+c gpt2s-layer examples/gpt2-small.json cuda --set training.checkpointing=layer
+c gpt2s-layer-off examples/gpt2-small.json cuda --set training.checkpointing=layer --set training.bias_rows=off
 # `tgc plan --max-batch` with the H200's table (no --memory): 419 at none. Its boundary on the GPU.
 c gpt2s-b419 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=419 --set training.checkpointing=none
 c gpt2s-b420 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=420 --set training.checkpointing=none

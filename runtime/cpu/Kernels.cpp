@@ -788,6 +788,17 @@ void tgrt_add_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const
   tgrt_layer_norm_fwd(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
 }
 
+/// tgrt_add_layer_norm_fwd into y [rows, d + TGRT_ONES_COLUMNS] (tgrt_layer_norm_fwd_ones'
+/// rows): on the CPU the two calls in turn. Errors: those of the two calls.
+void tgrt_add_layer_norm_fwd_ones(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* a,
+                                  int32_t b_dt, const void* b, void* x, int32_t p_dt,
+                                  const void* gamma, const void* beta, int32_t y_dt, void* y,
+                                  float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
+  checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
+  tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
+  tgrt_layer_norm_fwd_ones(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
+}
+
 /// Layer norm backward: dy [rows, d] (y_dt); x, dx [rows, d] (x_dt); gamma, dgamma, dbeta [d]
 /// (p_dt); mean, rstd [rows] float32 from the forward. Sums in double; dgamma and dbeta are
 /// overwritten (not accumulated). Errors: unknown dtype.

@@ -81,6 +81,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_matmul_bias_lda matmulBiasLda
 #define TGRT_CUDA_tgrt_matmul_bias_gelu_lda matmulBiasGeluLda
 #define TGRT_CUDA_tgrt_add_layer_norm_fwd addLayerNormFwd
+#define TGRT_CUDA_tgrt_add_layer_norm_fwd_ones addLayerNormFwdOnes
 #define TGRT_CUDA_tgrt_layer_norm_bwd layerNormBwd
 #define TGRT_CUDA_tgrt_matmul matmul
 #define TGRT_CUDA_tgrt_matmul_acc matmulAcc

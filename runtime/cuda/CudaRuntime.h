@@ -166,6 +166,12 @@ void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a,
                      const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
                      int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
                      float eps);
+/// tgrt_add_layer_norm_fwd_ones: addLayerNormFwd with y [rows, d + TGRT_ONES_COLUMNS], its
+/// last columns 1, 0, ... (the register kernel with a row pitch; else the two calls).
+void addLayerNormFwdOnes(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                         const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                         int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                         float eps);
 void layerNormBwd(Context* ctx, const char* loc, int32_t y_dt, const void* dy, int32_t x_dt,
                   const void* x, int32_t p_dt, const void* gamma, const float* mean,
                   const float* rstd, void* dx, void* dgamma, void* dbeta, int64_t rows,

@@ -3390,10 +3390,12 @@ void layerNormFwdOnes(Context* ctx, const char* loc, int32_t x_dt, const void* x
                    d + kOnesColumns);
 }
 
-void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
-                     const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
-                     int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
-                     float eps) {
+namespace {
+/// addLayerNormFwd and addLayerNormFwdOnes: ldy 0 (y [rows, d]) or d + kOnesColumns.
+void addLayerNormFwdImpl(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                         const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                         int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                         float eps, int64_t ldy) {
   checkCtx(ctx, loc);
   checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
   elemBytes(loc, "add_layer_norm_fwd (b)", b_dt);
@@ -3403,13 +3405,30 @@ void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a,
       using TX = decltype(tx);
       withDtype(loc, "add_layer_norm_fwd (b)", b_dt, [&](auto tb) {
         fused = layerNormFwdTyped<TX, decltype(tp), decltype(ty), decltype(tb)>(
-            ctx, loc, a, gamma, beta, y, mean, rstd, rows, d, eps, b, x);
+            ctx, loc, a, gamma, beta, y, mean, rstd, rows, d, eps, b, x, ldy);
       });
     });
   if (fused) return;
   // Any other shape or type: the two calls it stands for (bit-equal by definition).
   addMixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
-  layerNormFwd(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
+  layerNormFwdImpl(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, ldy);
+}
+} // namespace
+
+void addLayerNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                     const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                     int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                     float eps) {
+  addLayerNormFwdImpl(ctx, loc, x_dt, a, b_dt, b, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows,
+                      d, eps, 0);
+}
+
+void addLayerNormFwdOnes(Context* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                         const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                         int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                         float eps) {
+  addLayerNormFwdImpl(ctx, loc, x_dt, a, b_dt, b, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows,
+                      d, eps, d + kOnesColumns);
 }
 
 /// The layer-norm backward for any dtype combination through runtime-typed accessors: dx by

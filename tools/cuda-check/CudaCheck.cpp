@@ -770,6 +770,48 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
                            bitDiffs(encode(gr2.get(), TGRT_F32), encode(gr1.get(), TGRT_F32));
       record("add_layer_norm_fwd == add_mixed+layer_norm_fwd" + types + bt,
              shape + ", bitwise", (double)diffs, 0.0);
+      // Its bias-rows form (tgrt_add_layer_norm_fwd_ones, y [rows, d + TGRT_ONES_COLUMNS]):
+      // against the CPU's, and bit for bit the fused call's sum, statistics and first d
+      // columns of each row, its tail exactly 1, 0, ..., 0.
+      {
+        const int64_t ld = d + TGRT_ONES_COLUMNS;
+        Raw so = zerosOf(x_dt, a.n()), yo = zerosOf(y_dt, (size_t)(rows * ld));
+        Vec mo((size_t)rows), ro((size_t)rows);
+        tgrt_add_layer_norm_fwd_ones(c.cpu, "check", x_dt, a.data(), b_dt, br.data(), so.data(),
+                                     p_dt, gamma.data(), beta.data(), y_dt, yo.data(), mo.data(),
+                                     ro.data(), rows, d, 1e-5f);
+        DevT gso(x_dt, a.n()), gyo(y_dt, yo.n());
+        Dev<float> gmo((size_t)rows), gro((size_t)rows);
+        gso.poison();
+        gyo.poison();
+        tgrt_cuda::addLayerNormFwdOnes(c.gpu, "check", x_dt, ga.p, b_dt, gbr.p, gso.p, p_dt, gg.p,
+                                       gb.p, y_dt, gyo.p, gmo.p, gro.p, rows, d, 1e-5f);
+        const Raw got = gyo.raw(), fused = gy2.raw();
+        const Vec gotF = decode(got), cpuF = decode(yo), cpuPlain = decode(y2);
+        const size_t es = (size_t)tgrt_dtype_size(y_dt);
+        size_t rowDiffs = 0, cpuDiffs = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          rowDiffs += std::memcmp(got.b.data() + (size_t)(r * ld) * es,
+                                  fused.b.data() + (size_t)(r * d) * es, (size_t)d * es) != 0;
+          for (int64_t col = 0; col < d; ++col)
+            cpuDiffs += cpuF[(size_t)(r * ld + col)] != cpuPlain[(size_t)(r * d + col)];
+          for (int64_t col = d; col < ld; ++col) {
+            const float want = col == d ? 1.0f : 0.0f;
+            rowDiffs += gotF[(size_t)(r * ld + col)] != want;
+            cpuDiffs += cpuF[(size_t)(r * ld + col)] != want;
+          }
+        }
+        const size_t sideDiffs =
+            bitDiffs(gso.raw(), gs.raw()) +
+            bitDiffs(encode(gmo.get(), TGRT_F32), encode(gm2.get(), TGRT_F32)) +
+            bitDiffs(encode(gro.get(), TGRT_F32), encode(gr2.get(), TGRT_F32));
+        record("add_layer_norm_fwd_ones sum,y" + types + bt, shape,
+               std::max(relErr(gso.raw(), so), relErr(got, yo)), tolFor(y_dt));
+        record("add_layer_norm_fwd_ones == add_layer_norm_fwd + [1 0..]" + types + bt,
+               shape + fmt(", bitwise, %zu rows differ (cpu %zu), sum/stats %zu", rowDiffs,
+                           cpuDiffs, sideDiffs),
+               (double)(rowDiffs + cpuDiffs + sideDiffs), 0.0);
+      }
       if (b_dt == y_dt) break; // x_dt == y_dt: one branch type
     }
     Raw dx = zerosOf(x_dt, (size_t)(rows * d)), dg = zerosOf(p_dt, (size_t)d),
