@@ -329,7 +329,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //     an element more).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf); tgrt_matmul_wgrad_lda: the same GEMM reading A's
-  //     rows lda apart (a bias-rows layer norm's output).
+  //     rows lda apart (a bias-rows layer norm's output); tgrt_matmul_acc_lda: that GEMM adding
+  //     into C.
   //   tgrt_layer_norm_bwd_acc: _acc_slots' kernel writing dgamma / dbeta (the slots' only
   //     writes, LowerToEmitC planWeightGradWrites): 16 d bytes fewer of ~13 rows d.
   //   tgrt_embedding_bwd_acc: tgrt_embedding_bwd's sort and sums, added into the rows the
@@ -345,6 +346,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   static const std::pair<const char*, const char*> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
       {"tgrt_matmul_wgrad_lda", "tgrt_matmul_acc"},
+      {"tgrt_matmul_acc_lda", "tgrt_matmul_acc"},
       {"tgrt_layer_norm_fwd_ones", "tgrt_layer_norm_fwd"},
       {"tgrt_add_layer_norm_fwd_ones", "tgrt_add_layer_norm_fwd"},
       {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},

@@ -546,6 +546,7 @@ private:
     lossSlotWrites.clear();
     lnBias.clear();
     slotWritten.clear();
+    accBiasRows.clear();
     if (report.gradsInArena && fn.getSymName() == "micro_step") {
       llvm::StringMap<int64_t> firstWrites = gradientFirstWrites(fn);
       planWeightGradWrites(fn, firstWrites);
@@ -558,6 +559,7 @@ private:
           zeroAt[at].push_back(it->second);
       }
     }
+    if (fn.getSymName() == "micro_step") planBiasRowsAccumulations(fn);
     int64_t opIndex = 0;
     for (Operation &op : fn.getBody().front()) {
       if (auto z = zeroAt.find(opIndex++); z != zeroAt.end()) {
@@ -2161,11 +2163,33 @@ private:
                        flt(o.getAlpha().convertToFloat()),
                        bias ? gradSlot(bias) : Arg(std::string("NULL"))});
         }
+        // tg-bias-rows with persistent gradient slots (planBiasRowsAccumulations): the same
+        // [y 1 0]^T dh as tgrt_matmul_wgrad_lda, added into W's slot and b's after it.
+        if (o->hasAttr("tg.bias_rows")) {
+          if (!accBiasRows.contains(o) || viaAdd)
+            return o->emitOpError()
+                   << "lower-to-emitc: tg.bias_rows, but the weight gradient neither writes "
+                      "nor alone adds into its weight's and bias's slots (run tg-bias-rows "
+                      "before tg-plan-memory)";
+          Value y = throughReshape(o.getA());
+          FailureOr<PtrRef> yp = ptrOf(y);
+          if (failed(yp)) return failure();
+          Arg ya =
+              Arg(*yp).view(valueName(y), shapeText(rt(y).getShape()),
+                            tgrtDtype(rt(y).getElementType()), k, m + kBiasRows, m + kOnesColumns);
+          return call(
+              o, "tgrt_matmul_acc_lda",
+              {dt(o.getA()), ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
+               m + kOnesColumns, int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
+        }
         return call(o, "tgrt_matmul_acc",
                     {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
                      m, n, k, int64_t(ta ? 1 : 0),
                      int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
       }
+    if (o->hasAttr("tg.bias_rows"))
+      return o->emitOpError() << "lower-to-emitc: tg.bias_rows, but the weight gradient goes "
+                                 "into no gradient slot (run tg-bias-rows before tg-plan-memory)";
     return call(o, "tgrt_matmul",
                 {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), Arg(o.getResult()), batch, m, n, k,
                  int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0), sa, sb, sc,
@@ -2443,6 +2467,44 @@ private:
       fusedAway.insert(cast);
     return true;
   }
+  /// tg-bias-rows weight gradients that add into persistent gradient slots (the gradients
+  /// outside the arena: training.gradients persistent, a checkpointing budget): lowered to
+  /// tgrt_matmul_acc_lda over W's slot and its bias's right after it; the bias-gradient op
+  /// (tg.bias_grad of dh, or tg.matmul_dgelu_bgrad's db beside it) goes into biasInWgrad and
+  /// emits no sums.
+  llvm::SmallPtrSet<Operation*, 32> accBiasRows;
+  void planBiasRowsAccumulations(func::FuncOp fn) {
+    fn.walk([&](MatmulOp o) {
+      if (!o->hasAttr("tg.bias_rows") || wgradWrites.contains(o) || !o.getTransposeA() ||
+          !isOnesColumnOutput(throughReshape(o.getA())))
+        return;
+      CastOp cast;
+      AddOp add;
+      AccumulateGradOp acc = gradientSink(o, cast, add);
+      const ParamSlot* w = acc ? slotOf(acc.getParam()) : nullptr;
+      if (!w || add) return;
+      const int64_t n = dim(o.getB(), -1);
+      // The bias: the slot right after W's, with the zero rows the GEMM writes.
+      auto biasAfterW = [&](Value db) -> bool {
+        CastOp bc;
+        AccumulateGradOp bacc = biasGradSink(db, bc);
+        const ParamSlot* b = bacc ? slotOf(bacc.getParam()) : nullptr;
+        return b && b->padRows == kBiasPadRows && b->numel == n && b->dtype == w->dtype &&
+               b->gradOffset == w->gradOffset + dtypeBytes(w->dtype) * w->numel;
+      };
+      Value dh = throughReshape(o.getB());
+      Operation* source = nullptr;
+      for (Operation* u : dh.getUsers())
+        if (auto bg = dyn_cast<BiasGradOp>(u); bg && biasAfterW(bg.getResult())) source = u;
+      if (auto dg = dh.getDefiningOp<MatmulDgeluBgradOp>();
+          !source && dg && dg.getDx() == dh && biasAfterW(dg.getDb()))
+        source = dg;
+      if (!source) return;
+      accBiasRows.insert(o);
+      biasInWgrad.insert(source);
+    });
+  }
+
   /// Runtime calls emitted so far (lowerToEmitC's `calls`), or null.
   std::vector<RuntimeCall> *trace = nullptr;
 

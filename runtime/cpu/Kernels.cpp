@@ -1136,6 +1136,16 @@ void tgrt_matmul_wgrad_lda(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const 
   tgrt_matmul_wgrad(ctx, loc, ab_dt, ac.data(), b, c_dt, c, m, n, k, 1, trans_b, alpha, nullptr);
 }
 
+/// tgrt_matmul_acc with A [k, m] stored with its rows lda apart, read transposed (tgrt.h):
+/// the rows gathered, then the kernel.
+void tgrt_matmul_acc_lda(tgrt_ctx* ctx, const char* loc, int32_t ab_dt, const void* a,
+                         const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k,
+                         int64_t lda, int32_t trans_b, float alpha) {
+  checkNonNegative(loc, "matmul_acc_lda(m, n, k)", m, n, k);
+  const std::vector<uint8_t> ac = gatherRows(loc, "matmul_acc_lda", ab_dt, a, k, m, lda);
+  tgrt_matmul_acc(ctx, loc, ab_dt, ac.data(), b, c_dt, c, m, n, k, 1, trans_b, alpha);
+}
+
 /// tgrt_matmul_bias_gelu with A's rows lda apart (tgrt.h): the rows gathered, then the kernel.
 void tgrt_matmul_bias_gelu_lda(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* a,
                                const void* b, const void* bias, void* pre, void* out, int64_t m,

@@ -87,6 +87,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_matmul_acc matmulAcc
 #define TGRT_CUDA_tgrt_matmul_wgrad matmulWgrad
 #define TGRT_CUDA_tgrt_matmul_wgrad_lda matmulWgradLda
+#define TGRT_CUDA_tgrt_matmul_acc_lda matmulAccLda
 #define TGRT_CUDA_tgrt_matmul_dgelu_bgrad matmulDgeluBgrad
 #define TGRT_CUDA_tgrt_matmul_bias matmulBias
 #define TGRT_CUDA_tgrt_matmul_bias_gelu matmulBiasGelu

@@ -241,6 +241,10 @@ void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const 
 void matmulWgradLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                     int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
                     int32_t trans_b, float alpha);
+/// tgrt_matmul_acc_lda: C += alpha a^T op(b) with a [k, m] stored rows lda apart.
+void matmulAccLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+                  int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+                  int32_t trans_b, float alpha);
 /// tgrt_matmul_bias_lda: matmulBias with a [m, k] rows lda apart.
 void matmulBiasLda(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                    const void* bias, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,

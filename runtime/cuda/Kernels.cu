@@ -3709,6 +3709,25 @@ void matmulWgradLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a,
          (int)trans_b);
 }
 
+void matmulAccLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
+                  int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+                  int32_t trans_b, float alpha) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "matmul_acc_lda(m, n, k)", m, n, k);
+  elemBytes(loc, "matmul_acc_lda (a, b)", ab_dt);
+  elemBytes(loc, "matmul_acc_lda (c)", c_dt);
+  if (lda < m)
+    fail(loc, "matmul_acc_lda: a's rows %lld apart need lda >= m (%lld)", (long long)lda,
+         (long long)m);
+  if (m == 0 || n == 0 || k == 0) return; // C += 0
+  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, 1, trans_b, alpha, 1.0f, nullptr, lda))
+    fail(loc,
+         "cuBLASLt has no algorithm for matmul_acc_lda (a, b dtype %d; c dtype %d) m %lld n "
+         "%lld k %lld lda %lld trans_b %d",
+         (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (long long)lda,
+         (int)trans_b);
+}
+
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
                 const void* bias, void* c, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                 int32_t trans_b, float alpha, int64_t lda) {

@@ -22,6 +22,11 @@
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=bf16-mixed \
 // RUN:   --set training.bias_rows=on --set training.checkpointing=layer --emit=planned -o - \
 // RUN:   | FileCheck %s --check-prefix=LAYER
+// Persistent gradient slots (training.gradients=persistent; a checkpointing budget keeps them
+// so too): the weight gradients add into the weight's and bias's slots:
+// RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=bf16-mixed \
+// RUN:   --set training.bias_rows=on --set training.gradients=persistent --emit=cpp -o - \
+// RUN:   | FileCheck %s --check-prefix=PERSIST
 // fp32 (no working copies: the GEMMs read the values themselves):
 // RUN: tgc compile %tg_src/examples/tiny.json --set model.n_layers=1 --set training.precision=fp32 \
 // RUN:   --set training.bias_rows=on --emit=cpp -o - | FileCheck %s --check-prefix=F32
@@ -106,3 +111,10 @@
 // LAYER: tg.layer_norm {{.*}}tg.ones_column, tg.phase = "backward", tg.recompute}
 // LAYER: tg.matmul_bias {{.*}}tg.bias_rows, tg.layer = 0 : i64, {{.*}}tg.phase = "backward", tg.recompute}
 // LAYER: tg.matmul {{.*}}tg.bias_rows{{.*}}transpose_a = true
+
+// PERSIST-LABEL: tg_micro_step
+// PERSIST: tgrt_matmul_acc_lda(v1, "layers.0.mlp.fc", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 256, 512, 128, 0, {{.*}});
+// PERSIST: tgrt_matmul_acc_lda(v1, "layers.0.attn.qkv", TGRT_BF16, {{.*}}, TGRT_F32, {{.*}}, 72, 192, 512, 128, 0, {{.*}});
+// PERSIST-NOT: tgrt_bias_grad{{.*}}"layers.0.attn.qkv
+// PERSIST-NOT: tgrt_bias_grad{{.*}}"layers.0.mlp.fc
+// PERSIST: tg_eval_step

@@ -172,3 +172,16 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     return
   }
 }
+
+// -----
+
+// A tg.bias_rows weight gradient must add or write into its weight's slot (and its bias's
+// after it); one whose result goes elsewhere is refused, not lowered as a plain GEMM over
+// the layer norm's pitched rows.
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {arena_bytes = 4096 : i64, params = []}} {
+  func.func @micro_step(%a: tensor<4x8xf32> {tg.offsets = array<i64: 0>}, %b: tensor<4x8xf32>) {
+    // expected-error @+1 {{'tg.matmul' op lower-to-emitc: tg.bias_rows, but the weight gradient goes into no gradient slot (run tg-bias-rows before tg-plan-memory)}}
+    %0 = tg.matmul %a, %b {transpose_a = true, tg.bias_rows, tg.offsets = array<i64: 1024>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    return
+  }
+}

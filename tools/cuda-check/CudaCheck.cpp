@@ -1211,6 +1211,16 @@ void checkMatmulLda(Contexts& c, Rng& rng) {
                                 lda, 0, 1.0f);
       record("matmul_wgrad_lda", shape + fmt(" m%lld ->%s", (long long)m, dtName(cdt)),
              relErr(gc.raw(), ref), tolFor(cdt));
+      // The accumulating form (persistent gradient slots): C += A^T dh onto a C that holds
+      // values, the same start on both sides.
+      Raw start = rng.tensor(cdt, (size_t)(m * cs.n)), acc = start;
+      tgrt_matmul_acc_lda(c.cpu, "check", cs.dt, y.data(), dh.data(), cdt, acc.data(), m, cs.n,
+                          cs.rows, lda, 0, 1.0f);
+      DevT gacc(start);
+      tgrt_cuda::matmulAccLda(c.gpu, "check", cs.dt, gy.p, gdh.p, cdt, gacc.p, m, cs.n, cs.rows,
+                              lda, 0, 1.0f);
+      record("matmul_acc_lda", shape + fmt(" m%lld ->%s", (long long)m, dtName(cdt)),
+             relErr(gacc.raw(), acc), tolFor(cdt));
     }
   }
 }
