@@ -365,23 +365,30 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     if (*smallest > budgetBytes && failed(smallest = arenaOf(last))) // named below: exact
       return failure();
     if (*smallest > budgetBytes) {
-      // Name the first candidate with that arena (fully recomputing the last layers may
-      // not shrink it further).
-      size_t first = last;
-      while (first > 0) {
-        FailureOr<int64_t> a = arenaOf(first - 1);
+      // The arenas mostly shrink along the candidates, but not always: a fully recomputed
+      // layer's clones (its layer norms with their ones columns, its GEMMs' outputs) are live
+      // together in the backward, and at small shapes that peak is above all-selective's
+      // (test/passes/rematerialize-plan-after.test). So before refusing, every candidate is
+      // planned: the first that fits (the fewest FLOPs) is taken, else the first with the
+      // smallest arena is named.
+      size_t best = last;
+      int64_t bestArena = *smallest;
+      for (size_t c = 0; c < last; ++c) {
+        FailureOr<int64_t> a = arenaOf(c);
         if (failed(a))
           return failure();
-        if (*a != *smallest)
-          break;
-        --first;
+        if (*a <= budgetBytes) return FailureOr<ModeMap>(candidates[c]);
+        if (*a < bestArena || (*a == bestArena && c < best)) {
+          bestArena = *a;
+          best = c;
+        }
       }
       fn.emitError() << "tg-rematerialize: no checkpointing fits a budget of "
                      << (int64_t)budgetBytes << " bytes of arena; the smallest planned arena is "
-                     << *smallest << " bytes ("
-                     << (first <= ls.size() ? layersWord(first) + " selective"
-                                            : "all selective, " + layersWord(first - ls.size()) +
-                                                  " fully recomputed")
+                     << bestArena << " bytes ("
+                     << (best <= ls.size() ? layersWord(best) + " selective"
+                                           : "all selective, " + layersWord(best - ls.size()) +
+                                                 " fully recomputed")
                      << "): raise the budget, lower the micro-batch "
                         "(training.batch_size) and raise training.grad_accum, or use a lower "
                         "precision";
