@@ -3,6 +3,8 @@
 is computed (test/e2e/grad-matrix.test).
 
     grad_matrix.py --tg-src DIR [--only NAME ...] [--keep DIR]
+    grad_matrix.py --tg-src DIR --target cuda --compile-only --keep DIR   (here: no GPU needed)
+    grad_matrix.py --tg-src DIR --libs DIR --device cuda                  (on the GPU machine)
 
 Each row compiles a small spec (`tgc compile --emit=lib`, target cpu) with one combination of
     checkpointing (none, gelu, selective, layer-attn, layer, budget:<bytes>),
@@ -105,16 +107,16 @@ def sets_args(sets):
     return [x for s in sets for x in ("--set", s)]
 
 
-def midpoint_budget(spec, sets):
+def midpoint_budget(spec, sets, target):
     """(budget bytes, note) between the smallest achievable arena and none's arena."""
     base = [s for s in sets if not s.startswith("training.checkpointing=")]
-    r = run(["tgc", "plan", spec, "--target", "cpu", *sets_args(base),
+    r = run(["tgc", "plan", spec, "--target", target, *sets_args(base),
              "--set", "training.checkpointing=none"])
     m = ARENA.search(r.stdout)
     if r.returncode != 0 or not m:
         raise RuntimeError(f"tgc plan (checkpointing none) failed: {r.stderr[-400:]}")
     none = int(m[1])
-    r = run(["tgc", "plan", spec, "--target", "cpu", *sets_args(base),
+    r = run(["tgc", "plan", spec, "--target", target, *sets_args(base),
              "--set", "training.checkpointing=budget:1"])
     m = SMALLEST.search(r.stderr)
     if r.returncode == 0 or not m:
@@ -129,28 +131,48 @@ def main():
     ap.add_argument("--tg-src", required=True, help="the tgc source tree (examples/, test/)")
     ap.add_argument("--only", nargs="*", help="run only these rows")
     ap.add_argument("--keep", help="keep the compiled libraries in this folder")
+    ap.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+                    help="tgc compile --target (cuda: run the libraries with --device cuda "
+                         "on a GPU machine)")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile the rows' libraries into --keep, run nothing")
+    ap.add_argument("--libs", help="run the libraries already in this folder (NAME.so)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="torch_reference.py --device (the float64 reference's device)")
     a = ap.parse_args()
+    if a.compile_only and not a.keep:
+        ap.error("--compile-only needs --keep DIR")
     ref = os.path.join(a.tg_src, "test", "e2e", "torch_reference.py")
-    tmp = a.keep or tempfile.mkdtemp(prefix="grad-matrix-")
+    tmp = a.libs or a.keep or tempfile.mkdtemp(prefix="grad-matrix-")
     os.makedirs(tmp, exist_ok=True)
     rows = [r for r in ROWS if not a.only or r[0] in a.only]
     failed = 0
     for seed, (name, spec, sets, refargs) in enumerate(rows, start=11):
         spec = os.path.join(a.tg_src, "examples", spec)
+        lib = os.path.join(tmp, name + ".so")
         note = ""
-        try:
-            if any("BUDGET" in s for s in sets):
-                budget, note = midpoint_budget(spec, sets)
-                sets = [s.replace("BUDGET", f"budget:{budget}") for s in sets]
-            lib = os.path.join(tmp, name + ".so")
-            r = run(["tgc", "compile", spec, *sets_args(sets), "--emit=lib", "-o", lib])
-            if r.returncode != 0:
-                raise RuntimeError(f"tgc compile failed: {r.stderr[-400:]}")
-        except RuntimeError as e:
+        if not a.libs:
+            try:
+                if any("BUDGET" in s for s in sets):
+                    budget, note = midpoint_budget(spec, sets, a.target)
+                    sets = [s.replace("BUDGET", f"budget:{budget}") for s in sets]
+                r = run(["tgc", "compile", spec, *sets_args(sets), "--target", a.target,
+                         "--emit=lib", "-o", lib])
+                if r.returncode != 0:
+                    raise RuntimeError(f"tgc compile failed: {r.stderr[-400:]}")
+            except RuntimeError as e:
+                failed += 1
+                print(f"{name:48s} FAIL ({e})")
+                continue
+            if a.compile_only:
+                print(f"{name:48s} compiled {lib}{' (' + note + ')' if note else ''}")
+                continue
+        elif not os.path.exists(lib):
             failed += 1
-            print(f"{name:48s} FAIL ({e})")
+            print(f"{name:48s} FAIL (no {lib})")
             continue
-        r = run([sys.executable, ref, "--lib", lib, "--seed", str(seed), *refargs])
+        r = run([sys.executable, ref, "--lib", lib, "--seed", str(seed), "--device", a.device,
+                 *refargs])
         verdict = [l for l in r.stdout.splitlines()
                    if l.startswith(("grad-check:", "steps-check:"))]
         ok = r.returncode == 0 and verdict and all(l.rstrip().endswith("PASS")
@@ -162,6 +184,9 @@ def main():
             for l in r.stdout.splitlines():
                 if "worst" in l or "FAIL" in l:
                     print(f"    {l}")
+    if a.compile_only:
+        print(f"grad-matrix: {len(rows)} rows compiled for {a.target}, {failed} failed")
+        return 1 if failed else 0
     print(f"grad-matrix: {len(rows)} rows, {failed} failed")
     return 1 if failed else 0
 
