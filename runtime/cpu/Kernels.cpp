@@ -785,7 +785,7 @@ void tgrt_add_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const
                              float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
   checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
   tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
-  tgrt_layer_norm_fwd(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
+  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, d);
 }
 
 /// tgrt_add_layer_norm_fwd into y [rows, d + TGRT_ONES_COLUMNS] (tgrt_layer_norm_fwd_ones'
@@ -796,7 +796,8 @@ void tgrt_add_layer_norm_fwd_ones(tgrt_ctx* ctx, const char* loc, int32_t x_dt, 
                                   float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
   checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
   tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
-  tgrt_layer_norm_fwd_ones(ctx, loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps);
+  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps,
+                   d + TGRT_ONES_COLUMNS);
 }
 
 /// Layer norm backward: dy [rows, d] (y_dt); x, dx [rows, d] (x_dt); gamma, dgamma, dbeta [d]

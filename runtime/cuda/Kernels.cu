@@ -3685,47 +3685,43 @@ void matmulWgrad(Context* ctx, const char* loc, int32_t ab_dt, const void* a, co
   biasGradSums(ctx, loc, ab_dt, b, c_dt, dbias, k, n, /*add=*/false); // stored: no zero first
 }
 
+namespace {
+/// matmulWgradLda (beta 0: C written) and matmulAccLda (beta 1: C added to): one cuBLASLt
+/// call over A [k, m] read transposed with its rows lda apart; `what` names the entry.
+void matmulLda(Context* ctx, const char* loc, const char* what, int32_t ab_dt, const void* a,
+               const void* b, int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+               int32_t trans_b, float alpha, float beta) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, what, m, n, k);
+  elemBytes(loc, what, ab_dt);
+  const int64_t ces = elemBytes(loc, what, c_dt);
+  if (lda < m)
+    fail(loc, "%s: a's rows %lld apart need lda >= m (%lld)", what, (long long)lda, (long long)m);
+  if (m == 0 || n == 0) return;
+  if (k == 0) { // C = beta C: written 0, or kept
+    if (beta == 0.0f)
+      check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
+    return;
+  }
+  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, 1, trans_b, alpha, beta, nullptr, lda))
+    fail(loc,
+         "cuBLASLt has no algorithm for %s (a, b dtype %d; c dtype %d) m %lld n %lld k %lld "
+         "lda %lld trans_b %d",
+         what, (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (long long)lda,
+         (int)trans_b);
+}
+} // namespace
+
 void matmulWgradLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                     int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
                     int32_t trans_b, float alpha) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "matmul_wgrad_lda(m, n, k)", m, n, k);
-  elemBytes(loc, "matmul_wgrad_lda (a, b)", ab_dt);
-  const int64_t ces = elemBytes(loc, "matmul_wgrad_lda (c)", c_dt);
-  if (lda < m)
-    fail(loc, "matmul_wgrad_lda: a's rows %lld apart need lda >= m (%lld)", (long long)lda,
-         (long long)m);
-  if (m == 0 || n == 0) return;
-  if (k == 0) { // C = 0
-    check(cudaMemsetAsync(c, 0, (size_t)(m * n * ces), ctx->stream), loc, "cudaMemsetAsync");
-    return;
-  }
-  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, 1, trans_b, alpha, 0.0f, nullptr,
-                   lda))
-    fail(loc,
-         "cuBLASLt has no algorithm for matmul_wgrad_lda (a, b dtype %d; c dtype %d) m %lld n "
-         "%lld k %lld lda %lld trans_b %d",
-         (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (long long)lda,
-         (int)trans_b);
+  matmulLda(ctx, loc, "matmul_wgrad_lda", ab_dt, a, b, c_dt, c, m, n, k, lda, trans_b, alpha, 0.0f);
 }
 
 void matmulAccLda(Context* ctx, const char* loc, int32_t ab_dt, const void* a, const void* b,
                   int32_t c_dt, void* c, int64_t m, int64_t n, int64_t k, int64_t lda,
                   int32_t trans_b, float alpha) {
-  checkCtx(ctx, loc);
-  checkNonNegative(loc, "matmul_acc_lda(m, n, k)", m, n, k);
-  elemBytes(loc, "matmul_acc_lda (a, b)", ab_dt);
-  elemBytes(loc, "matmul_acc_lda (c)", c_dt);
-  if (lda < m)
-    fail(loc, "matmul_acc_lda: a's rows %lld apart need lda >= m (%lld)", (long long)lda,
-         (long long)m);
-  if (m == 0 || n == 0 || k == 0) return; // C += 0
-  if (!ltMatmulAcc(ctx, loc, ab_dt, a, b, c_dt, c, m, n, k, 1, trans_b, alpha, 1.0f, nullptr, lda))
-    fail(loc,
-         "cuBLASLt has no algorithm for matmul_acc_lda (a, b dtype %d; c dtype %d) m %lld n "
-         "%lld k %lld lda %lld trans_b %d",
-         (int)ab_dt, (int)c_dt, (long long)m, (long long)n, (long long)k, (long long)lda,
-         (int)trans_b);
+  matmulLda(ctx, loc, "matmul_acc_lda", ab_dt, a, b, c_dt, c, m, n, k, lda, trans_b, alpha, 1.0f);
 }
 
 void matmulBias(Context* ctx, const char* loc, int32_t dt, const void* a, const void* b,
