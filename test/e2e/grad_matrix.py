@@ -10,7 +10,8 @@ Each row compiles a small spec (`tgc compile --emit=lib`, target cpu) with one c
     checkpointing (none, gelu, selective, layer-attn, layer, budget:<bytes>),
     training.gradients (auto: in the arena where it can live there; persistent),
     training.bias_rows (the ones column on the layer norms, tg-bias-rows),
-    precision, attention kernel and window, grad_accum, dropout, the Llama family,
+    precision, attention kernel and window, grad_accum, dropout, the loss's chunking, tied
+    or untied embeddings, ignore_index, layers without biases, the Llama family,
 and runs test/e2e/torch_reference.py on it: the loss, every gradient and every AdamW update
 against PyTorch in float64 (`--steps 2` rows, which dropout needs: two optimizer steps of
 grad_accum micro-steps on fresh batches).
@@ -87,6 +88,26 @@ ROWS = [
      GPT + ["training.attention.kernel=flash", "training.bias_rows=on",
             "training.precision=fp16-mixed", "training.checkpointing=selective",
             "training.gradients=persistent"], []),
+    # The fused loss in 8 chunks (loss_chunk_bytes 4096: 8 rows of 128 f32 logits each; the
+    # chunks' dw sum into the tied table) under selective; untied embeddings (lm_head its
+    # own weight; the loss is then not fused) under selective; ignore_index with ~30% of
+    # the targets ignored, under a budget with persistent slots; no biases at all
+    # (tg-bias-rows finds nothing) under layer.
+    ("gpt-f32-chunks-selective", "tiny.json",
+     GPT + ["training.attention.kernel=flash", "training.bias_rows=on",
+            "training.loss_chunk_bytes=4096", "training.checkpointing=selective"], []),
+    ("gpt-f32-untied-selective-persistent", "tiny.json",
+     GPT + ["training.attention.kernel=flash", "training.bias_rows=on",
+            "model.tie_embeddings=false", "training.checkpointing=selective",
+            "training.gradients=persistent"], []),
+    ("gpt-f32-ignore-budget-2steps", "tiny.json",
+     GPT + ["training.attention.kernel=flash", "training.bias_rows=on",
+            "training.ignore_index=5", "training.checkpointing=BUDGET"],
+     ["--steps", "2", "--ignore-frac", "0.3"]),
+    ("gpt-f32-nobias-layer-persistent", "tiny.json",
+     GPT + ["training.attention.kernel=flash", "training.bias_rows=on",
+            "model.attention_bias=false", "model.mlp_bias=false",
+            "training.checkpointing=layer", "training.gradients=persistent"], []),
     ("llama-f32-selective-persistent", "tiny-llama.json",
      LLAMA + ["training.checkpointing=selective", "training.gradients=persistent"], []),
     ("llama-f32-layer-arena", "tiny-llama.json",
