@@ -133,7 +133,7 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
     // selective checkpointing), with the recomputed copies tg-rematerialize made of them.
     SmallVector<Operation*> norms;
     for (Operation& op : fn.getBody().front())
-      if (isa<LayerNormOp, AddLayerNormOp>(op)) norms.push_back(&op);
+      if (layerNormOutput(&op)) norms.push_back(&op);
     // The forward GEMM (tg.matmul_bias / _gelu) whose A is y, when it is y's only such reader.
     auto forwardGemmOf = [](Value y) -> Operation* {
       Operation* fwd = nullptr;
@@ -153,8 +153,7 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
       return nullptr;
     };
     for (Operation* ln : norms) {
-      Value y =
-          isa<LayerNormOp>(ln) ? cast<LayerNormOp>(ln).getY() : cast<AddLayerNormOp>(ln).getY();
+      Value y = layerNormOutput(ln);
       auto yt = cast<RankedTensorType>(y.getType());
       const int64_t d = yt.getDimSize(yt.getRank() - 1);
       if (yt.getRank() < 2 || d % 8 != 0) continue;
@@ -187,7 +186,7 @@ struct TgBiasRowsPass : mlir::tg::impl::TgBiasRowsBase<TgBiasRowsPass> {
       if (!named) {
         Operation* original = ln->hasAttr(kRecomputeAttr) ? originalOf(ln) : nullptr;
         if (!original) continue;
-        named = forwardGemmOf(original->getResult(isa<LayerNormOp>(original) ? 0 : 1));
+        named = forwardGemmOf(layerNormOutput(original));
         if (!named) continue;
       }
       bool transB = false;

@@ -2143,19 +2143,12 @@ private:
                      << "lower-to-emitc: tg.bias_rows, but the weight gradient does not write "
                         "its bias's slot, or that slot does not follow the weight's with "
                      << kBiasPadRows << " zero rows (run tg-bias-rows before tg-plan-memory)";
-            // A as the checks see it: k rows of the layer norm's output, the first
-            // m + kBiasRows of each row's m + kOnesColumns elements.
-            Value y = throughReshape(o.getA());
-            FailureOr<PtrRef> yp = ptrOf(y);
-            if (failed(yp))
-              return failure();
-            Arg ya = Arg(*yp).view(valueName(y), shapeText(rt(y).getShape()),
-                                   tgrtDtype(rt(y).getElementType()), k, m + kBiasRows,
-                                   m + kOnesColumns);
-            return call(o, "tgrt_matmul_wgrad_lda",
-                        {dt(o.getA()), ya, Arg(o.getB()), dt(s->dtype), gradSlot(s),
-                         m + kBiasRows, n, k, m + kOnesColumns, int64_t(tb ? 1 : 0),
-                         flt(o.getAlpha().convertToFloat())});
+            FailureOr<Arg> ya = biasRowsWgradA(o, k, m);
+            if (failed(ya)) return failure();
+            return call(
+                o, "tgrt_matmul_wgrad_lda",
+                {dt(o.getA()), *ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
+                 m + kOnesColumns, int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
           }
           return call(o, "tgrt_matmul_wgrad",
                       {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
@@ -2171,15 +2164,11 @@ private:
                    << "lower-to-emitc: tg.bias_rows, but the weight gradient neither writes "
                       "nor alone adds into its weight's and bias's slots (run tg-bias-rows "
                       "before tg-plan-memory)";
-          Value y = throughReshape(o.getA());
-          FailureOr<PtrRef> yp = ptrOf(y);
-          if (failed(yp)) return failure();
-          Arg ya =
-              Arg(*yp).view(valueName(y), shapeText(rt(y).getShape()),
-                            tgrtDtype(rt(y).getElementType()), k, m + kBiasRows, m + kOnesColumns);
+          FailureOr<Arg> ya = biasRowsWgradA(o, k, m);
+          if (failed(ya)) return failure();
           return call(
               o, "tgrt_matmul_acc_lda",
-              {dt(o.getA()), ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
+              {dt(o.getA()), *ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
                m + kOnesColumns, int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
         }
         return call(o, "tgrt_matmul_acc",
@@ -2421,14 +2410,15 @@ private:
     });
   }
 
-  /// Whether y is the normalised output of a tg.ones_column layer norm (tg.layer_norm's y or
-  /// tg.add_layer_norm's y), planned [rows, d + kOnesColumns].
-  static bool isOnesColumnOutput(Value y) {
-    Operation* ln = y.getDefiningOp();
-    if (!ln || !ln->hasAttr("tg.ones_column")) return false;
-    if (auto l = dyn_cast<LayerNormOp>(ln)) return l.getY() == y;
-    if (auto l = dyn_cast<AddLayerNormOp>(ln)) return l.getY() == y;
-    return false;
+  /// The A argument of a tg-bias-rows weight gradient (tgrt_matmul_wgrad_lda / _acc_lda),
+  /// as the checks see it: k rows of the layer norm's output, the first m + kBiasRows of each
+  /// row's m + kOnesColumns elements.
+  FailureOr<Arg> biasRowsWgradA(MatmulOp o, int64_t k, int64_t m) {
+    Value y = throughReshape(o.getA());
+    FailureOr<PtrRef> yp = ptrOf(y);
+    if (failed(yp)) return failure();
+    return Arg(*yp).view(valueName(y), shapeText(rt(y).getShape()),
+                         tgrtDtype(rt(y).getElementType()), k, m + kBiasRows, m + kOnesColumns);
   }
 
   /// The A argument of a tg-bias-rows forward GEMM (tg.matmul_bias / _gelu with

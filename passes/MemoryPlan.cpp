@@ -88,6 +88,17 @@ Type markWorkingCopies(ModuleOp module) {
   return work;
 }
 
+Value layerNormOutput(Operation* op) {
+  if (auto l = dyn_cast<LayerNormOp>(op)) return l.getY();
+  if (auto l = dyn_cast<AddLayerNormOp>(op)) return l.getY();
+  return Value();
+}
+
+bool isOnesColumnOutput(Value v) {
+  Operation* op = v.getDefiningOp();
+  return op && op->hasAttr("tg.ones_column") && layerNormOutput(op) == v;
+}
+
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   out = FunctionLiveness();
   Block &body = fn.getBody().front();
@@ -128,11 +139,8 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       if (isa<CastOp>(op) && op.hasAttr(kWorkingCopyAttr))
         continue; // the parameter's persistent working copy: no arena buffer
       int64_t bytes = tensorBytes(r.getType());
-      // tg-bias-rows: the layer norm's output (y: tg.layer_norm's result 0, tg.add_layer_norm's
-      // result 1) gains kOnesColumns columns per row.
-      if (bytes > 0 && op.hasAttr("tg.ones_column") &&
-          ((isa<LayerNormOp>(op) && r.getResultNumber() == 0) ||
-           (isa<AddLayerNormOp>(op) && r.getResultNumber() == 1))) {
+      // tg-bias-rows: the layer norm's output gains kOnesColumns columns per row.
+      if (bytes > 0 && isOnesColumnOutput(r)) {
         const int64_t d = cast<RankedTensorType>(r.getType()).getShape().back();
         bytes = bytes / d * (d + kOnesColumns);
       }

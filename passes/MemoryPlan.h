@@ -35,6 +35,13 @@ inline constexpr int64_t kOnesColumns = 64;
 inline constexpr int64_t kBiasRows = 8;
 inline constexpr int64_t kBiasPadRows = kBiasRows - 1;
 
+/// The normalised output y of a layer norm tg-bias-rows can widen: tg.layer_norm's y (result
+/// 0) or tg-fuse's tg.add_layer_norm's y (result 1); null for any other op.
+Value layerNormOutput(Operation* op);
+/// Whether v is the layerNormOutput of an op marked tg.ones_column (tg-bias-rows), which the
+/// plan gives rows of d + kOnesColumns elements.
+bool isOnesColumnOutput(Value v);
+
 /// One arena buffer of a function.
 struct BufferInfo {
   Value value;            ///< the SSA value it holds (views share their source's buffer)

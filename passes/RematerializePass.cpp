@@ -43,6 +43,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -371,14 +372,14 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
       // (test/passes/rematerialize-plan-after.test). So before refusing, every candidate is
       // planned: the first that fits (the fewest FLOPs) is taken, else the first with the
       // smallest arena is named.
-      size_t best = last;
-      int64_t bestArena = *smallest;
-      for (size_t c = 0; c < last; ++c) {
-        FailureOr<int64_t> a = arenaOf(c);
+      size_t best = 0;
+      int64_t bestArena = std::numeric_limits<int64_t>::max();
+      for (size_t c = 0; c <= last; ++c) {
+        FailureOr<int64_t> a = c == last ? smallest : arenaOf(c);
         if (failed(a))
           return failure();
         if (*a <= budgetBytes) return FailureOr<ModeMap>(candidates[c]);
-        if (*a < bestArena || (*a == bestArena && c < best)) {
+        if (*a < bestArena) { // the first candidate with the smallest arena
           bestArena = *a;
           best = c;
         }

@@ -777,15 +777,27 @@ void tgrt_layer_norm_fwd_ones(tgrt_ctx* ctx, const char* loc, int32_t x_dt, cons
                    d + TGRT_ONES_COLUMNS);
 }
 
+namespace {
+/// tgrt_add_layer_norm_fwd (ldy == d) and _ones (ldy == d + TGRT_ONES_COLUMNS): the add,
+/// then the layer norm's rows.
+void addLayerNormFwdRows(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* a, int32_t b_dt,
+                         const void* b, void* x, int32_t p_dt, const void* gamma, const void* beta,
+                         int32_t y_dt, void* y, float* mean, float* rstd, int64_t rows, int64_t d,
+                         float eps, int64_t ldy) {
+  checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
+  tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
+  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, ldy);
+}
+} // namespace
+
 /// x = a + b (tgrt_add_mixed), then tgrt_layer_norm_fwd of x (tgrt.h): on the CPU the two
 /// calls in turn. Errors: those of the two calls.
 void tgrt_add_layer_norm_fwd(tgrt_ctx* ctx, const char* loc, int32_t x_dt, const void* a,
                              int32_t b_dt, const void* b, void* x, int32_t p_dt,
                              const void* gamma, const void* beta, int32_t y_dt, void* y,
                              float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
-  checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
-  tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
-  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps, d);
+  addLayerNormFwdRows(ctx, loc, x_dt, a, b_dt, b, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows,
+                      d, eps, d);
 }
 
 /// tgrt_add_layer_norm_fwd into y [rows, d + TGRT_ONES_COLUMNS] (tgrt_layer_norm_fwd_ones'
@@ -794,10 +806,8 @@ void tgrt_add_layer_norm_fwd_ones(tgrt_ctx* ctx, const char* loc, int32_t x_dt, 
                                   int32_t b_dt, const void* b, void* x, int32_t p_dt,
                                   const void* gamma, const void* beta, int32_t y_dt, void* y,
                                   float* mean, float* rstd, int64_t rows, int64_t d, float eps) {
-  checkNonNegative(loc, "add_layer_norm_fwd(rows, d)", rows, d);
-  tgrt_add_mixed(ctx, loc, x_dt, a, b_dt, b, x, TGRT_F32, nullptr, rows * d);
-  layerNormFwdRows(loc, x_dt, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows, d, eps,
-                   d + TGRT_ONES_COLUMNS);
+  addLayerNormFwdRows(ctx, loc, x_dt, a, b_dt, b, x, p_dt, gamma, beta, y_dt, y, mean, rstd, rows,
+                      d, eps, d + TGRT_ONES_COLUMNS);
 }
 
 /// Layer norm backward: dy [rows, d] (y_dt); x, dx [rows, d] (x_dt); gamma, dgamma, dbeta [d]
