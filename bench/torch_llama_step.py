@@ -4,7 +4,8 @@
 The model tgc compiles from a spec with model.norm "rmsnorm", positional "rope", SwiGLU and
 grouped-query attention (examples/smollm2-135m.json, examples/llama3.2-1b.json): RMSNorm,
 rotary embeddings (rotate_half, Llama 3 frequency scaling when the spec has it), SDPA with
-enable_gqa (no repeated k/v), SwiGLU MLP, tied embeddings, no biases. bf16 autocast,
+enable_gqa (no repeated k/v), SwiGLU MLP, tied embeddings (an nn.Linear lm_head when the spec's tie_embeddings
+is false, or with --untied), no biases. bf16 autocast,
 fused AdamW (fp32 master weights and state), torch.compile by default.
 
   python3 bench/torch_llama_step.py --spec examples/llama3.2-1b.json --batch 4 --steps 20
@@ -75,6 +76,8 @@ class Llama(nn.Module):
         s.blocks = nn.ModuleList(
             Block(d, h, kv, hd, m["d_ff"], eps) for _ in range(m["n_layers"]))
         s.ln_f = nn.RMSNorm(d, eps=eps)
+        s.lm_head = None if m.get("tie_embeddings", True) else nn.Linear(d, m["vocab_size"],
+                                                                         bias=False)
         t = torch.arange(m["context"], dtype=torch.float32)
         ang = t[:, None] * inv_freq(hd, m.get("rope_theta", 10000.0), m.get("rope_scaling"))[None, :]
         s.register_buffer("cos", ang.cos(), persistent=False)
@@ -95,7 +98,7 @@ class Llama(nn.Module):
         cos, sin = s.cos[:T].to(x.dtype), s.sin[:T].to(x.dtype)
         for b in s.blocks:
             x = b(x, cos, sin)
-        logits = F.linear(s.ln_f(x), s.wte.weight)  # tied
+        logits = F.linear(s.ln_f(x), s.wte.weight if s.lm_head is None else s.lm_head.weight)
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
@@ -106,11 +109,15 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--eager", action="store_true", help="no torch.compile")
+    ap.add_argument("--untied", action="store_true",
+                    help="an untied lm_head (the spec with model.tie_embeddings=false)")
     ap.add_argument("--same-batch", action="store_true",
                     help="repeat one random batch every step (before 2026-11-30; default: a "
                          "fresh batch per step)")
     a = ap.parse_args()
     m = json.load(open(a.spec))["model"]
+    if a.untied:
+        m["tie_embeddings"] = False
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = "cuda"

@@ -98,13 +98,12 @@ public:
         op->setAttr(kLayerAttr, b.getI64IntegerAttr(i));
     }
     x = norm(x, "ln_f");
-    Value logits;
-    if (m.tie_embeddings)
-      logits = b.create<MatmulOp>(named("lm_head"), act({B, T, m.vocab_size}), x,
-                                  param("wte"), b.getBoolAttr(false), b.getBoolAttr(true),
-                                  b.getF32FloatAttr(1.0f));
-    else
-      logits = linear(x, "lm_head", m.vocab_size, false);
+    // logits = x W^T with W [V, D]: wte when tied, lm_head.weight (same layout) when not;
+    // one pattern for tg-fuse-loss either way.
+    Value head = param(m.tie_embeddings ? "wte" : "lm_head.weight");
+    Value logits =
+        b.create<MatmulOp>(named("lm_head"), act({B, T, m.vocab_size}), x, head,
+                           b.getBoolAttr(false), b.getBoolAttr(true), b.getF32FloatAttr(1.0f));
     Value loss = b.create<CrossEntropyOp>(named("loss"), RankedTensorType::get({}, f32),
                                           logits, targets,
                                           b.getI64IntegerAttr(spec.training.ignore_index));

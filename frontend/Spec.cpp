@@ -1235,8 +1235,10 @@ std::vector<ParamInfo> modelParameters(const ModelSpec &m, bool decay_embeddings
   }
   norm("ln_f", "transformer.ln_f", "model.norm");
   if (!m.tie_embeddings) {
-    ParamInfo &p = add("lm_head.weight", {D, V});
-    if (gpt2 || llama) cols(p, "lm_head.weight", 0, V);
+    // [V, D], wte's (and nn.Linear's) layout, not the [in, out] of the other projections:
+    // the logits are x lm_head^T as for a tied head, so tg-fuse-loss fuses both alike.
+    ParamInfo& p = add("lm_head.weight", {V, D});
+    if (gpt2 || llama) whole(p, "lm_head.weight");
   }
   return ps;
 }

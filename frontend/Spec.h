@@ -216,7 +216,8 @@ struct ParamInfo {
 ///   wte [V,D]; wpe [C,D] (positional learned); per layer i "layers.i.":
 ///   ln1.weight [D] (+ ln1.bias [D] for layernorm), attn.qkv.weight [D,W] (+ .bias [W]),
 ///   attn.proj.weight [Q,D] (+ .bias [D]), ln2 as ln1, mlp.fc.weight [D,F'] (+ .bias [F']),
-///   mlp.proj.weight [F,D] (+ .bias [D]); ln_f as ln1; lm_head.weight [D,V] unless tied.
+///   mlp.proj.weight [F,D] (+ .bias [D]); ln_f as ln1; lm_head.weight [V,D] (wte's layout,
+///   not [in, out]) unless tied.
 /// GPT-2's spec gives GPT-2's list exactly. Each entry carries its HF pieces
 /// (hfArchitecture's names).
 /// Each with its initialisation and weight-decay role (decay_embeddings: wte/wpe decay).

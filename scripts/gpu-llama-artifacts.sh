@@ -17,6 +17,11 @@ c() { # name spec target args...
 c smollm2 examples/smollm2-135m.json cuda
 c llama1b examples/llama3.2-1b.json cuda
 c smollm2-sel examples/smollm2-135m.json cuda --set training.checkpointing=selective
+# SmolLM2 untied (lm_head.weight [V, D] since 2026-12-02, its loss fused as a tied head's) and
+# the same with the loss unfused (loss_chunk_bytes=0: the whole logits planned, as every
+# untied model compiled before): memory and time against torch.compile's untied model.
+c smollm2u examples/smollm2-135m.json cuda --set model.tie_embeddings=false
+c smollm2u-c0 examples/smollm2-135m.json cuda --set model.tie_embeddings=false --set training.loss_chunk_bytes=0
 c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=selective
 # The gradient slots persistent (the layout before training.gradients=auto put them in the
 # arena): the A/B of that change's memory and time.

@@ -529,9 +529,16 @@ bool checkCheckpoint(const tgrt_model& m, const SafetensorsReader& r, std::strin
                                    shapeStr(want));
         continue; // moments are optional (checked by loadParams)
       }
-      if (e->shape != want)
-        return failWith(err, head + name + " has shape " + shapeStr(e->shape) +
-                                 ", this model " + shapeStr(want));
+      if (e->shape != want) {
+        // An untied lm_head was [D, V] in checkpoints before 2026-12-02; it is [V, D] now.
+        const bool oldHead = p.name == std::string("lm_head.weight") && want.size() == 2 &&
+                             e->shape == std::vector<int64_t>{want[1], want[0]};
+        return failWith(err, head + name + " has shape " + shapeStr(e->shape) + ", this model " +
+                                 shapeStr(want) +
+                                 (oldHead ? " (an untied lm_head is stored [vocab, d_model] "
+                                            "since 2026-12-02; transpose it)"
+                                          : ""));
+      }
       if (e->dtype != "F32")
         return failWith(err, head + name + " has dtype " + e->dtype + ", this model F32");
     }

@@ -7,12 +7,18 @@ usage: checkpoint_edit.py flip FILE TENSOR INDEX
            writes SRC without the __metadata__ entries KEY (a KEY ending in '*' is a prefix:
            "crc32.*"), the tensors byte for byte: e.g. a checkpoint from before checksums
            ("checksums crc32.*") or without the spec ("spec")
+       checkpoint_edit.py transpose SRC DST TENSOR
+           writes SRC with the 2-D float32 TENSOR transposed (shape and data; its crc32
+           metadata, if any, recomputed): e.g. an untied lm_head in the [D, V] layout of
+           checkpoints before 2026-12-02
 
 Standard library only.
 """
 import json
+import array
 import struct
 import sys
+import zlib
 
 
 def read(path):
@@ -48,11 +54,35 @@ def strip(src, dst, keys):
         f.write(struct.pack("<Q", len(text)) + text + data)
 
 
+def transpose(src, dst, name):
+    _, header, data = read(src)
+    if name not in header or len(header[name]["shape"]) != 2 or header[name]["dtype"] != "F32":
+        sys.exit(f"{src}: no 2-D F32 tensor {name!r}")
+    rows, cols = header[name]["shape"]
+    begin, end = header[name]["data_offsets"]
+    a = array.array("f", data[begin:end])
+    if sys.byteorder != "little":
+        a.byteswap()
+    t = array.array("f", (a[r * cols + c] for c in range(cols) for r in range(rows)))
+    if sys.byteorder != "little":
+        t.byteswap()
+    header[name]["shape"] = [cols, rows]
+    meta = header.get("__metadata__", {})
+    if "crc32." + name in meta:
+        meta["crc32." + name] = "%08x" % zlib.crc32(t.tobytes())
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data[:begin] + t.tobytes() + data[end:])
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "flip":
         flip(argv[2], argv[3], int(argv[4]))
     elif len(argv) >= 5 and argv[1] == "strip":
         strip(argv[2], argv[3], argv[4:])
+    elif len(argv) == 5 and argv[1] == "transpose":
+        transpose(argv[2], argv[3], argv[4])
     else:
         sys.exit(__doc__.strip())
 

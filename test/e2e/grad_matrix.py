@@ -90,7 +90,7 @@ ROWS = [
             "training.gradients=persistent"], []),
     # The fused loss in 8 chunks (loss_chunk_bytes 4096: 8 rows of 128 f32 logits each; the
     # chunks' dw sum into the tied table) under selective; untied embeddings (lm_head its
-    # own weight; the loss is then not fused) under selective; ignore_index with ~30% of
+    # own [V, D] weight, fused like the tied one) under selective; ignore_index with ~30% of
     # the targets ignored, under a budget with persistent slots; no biases at all
     # (tg-bias-rows finds nothing) under layer.
     ("gpt-f32-chunks-selective", "tiny.json",

@@ -13,7 +13,7 @@ python: transformers, torch).
       relative (default 1e-3). T and B come from the spec stored in CKPT's metadata.
   hf_export.py variants CKPT OUTDIR
       From a tied checkpoint with biases writes OUTDIR/untied.safetensors (lm_head.weight =
-      wte transposed, [D, V] as tgc stores it) and OUTDIR/nobias.safetensors (no attention
+      a copy of wte, [V, D] as tgc and HF store it) and OUTDIR/nobias.safetensors (no attention
       or MLP biases), both without the embedded spec (and its tensor checksums).
   hf_export.py same REFDIR HFDIR [--zero-biases]
       The two exported models give the same logits on random tokens (REFDIR's attention
@@ -93,7 +93,7 @@ def variants(ckpt, outdir):
         meta = {k: v for k, v in f.metadata().items()
                 if k not in ("spec", "checksums") and not k.startswith("crc32.")}
     untied = dict(params)
-    untied["lm_head.weight"] = np.ascontiguousarray(params["wte"].T)
+    untied["lm_head.weight"] = params["wte"].copy()  # [V, D], wte's layout
     save_file(untied, os.path.join(outdir, "untied.safetensors"), metadata=meta)
     nobias = {k: v for k, v in params.items()
               if not (k.endswith("bias") and (".attn." in k or ".mlp." in k))}

@@ -287,7 +287,7 @@ def expected_params(cfg):
             ps.append((l + "mlp.proj.bias", (D,)))
     ps += norm("ln_f")
     if not cfg["tied"]:
-        ps.append(("lm_head.weight", (D, V)))
+        ps.append(("lm_head.weight", (V, D)))  # wte's layout (HF's lm_head.weight)
     return ps
 
 
@@ -498,7 +498,7 @@ def forward(cfg, P, tokens, targets, masks=None):
             f = f * masks[l + "mlp.drop"]
         x = x + f
     x = norm(x, "ln_f")
-    logits = x @ P["wte"].t() if cfg["tied"] else x @ P["lm_head.weight"]
+    logits = x @ (P["wte"] if cfg["tied"] else P["lm_head.weight"]).t()
     return F.cross_entropy(logits.reshape(B * T, -1), targets.long().reshape(-1),
                            ignore_index=cfg["ignore_index"], reduction="mean")
 

@@ -472,7 +472,10 @@ TEST(SpecParams, LlamaTable) {
   EXPECT_EQ(fc.hf[0].name, "model.layers.0.mlp.gate_proj.weight");
   EXPECT_EQ(fc.hf[1].col_begin, 40);
   EXPECT_EQ(ps[6].hf[0].name, "model.layers.0.mlp.down_proj.weight");
+  // The untied head is [V, D], HF's own layout: whole, not transposed.
+  EXPECT_EQ(ps.back().shape, (std::vector<int64_t>{100, 48}));
   EXPECT_EQ(ps.back().hf[0].name, "lm_head.weight");
+  EXPECT_FALSE(ps.back().hf[0].transpose);
   int64_t n = 0;
   for (const auto &p : ps) n += p.numel();
   EXPECT_EQ(parameterCount(s.model), n);
@@ -493,8 +496,11 @@ TEST(SpecParams, Gpt2HfNames) {
   EXPECT_EQ(ps[1].hf[0].name, "transformer.wpe.weight");
   for (const auto &p : ps) {
     ASSERT_EQ(p.hf.size(), 1u) << p.name;
-    EXPECT_EQ(p.hf[0].transpose, p.name == "lm_head.weight") << p.name;
+    EXPECT_FALSE(p.hf[0].transpose) << p.name; // Conv1D [in, out]; lm_head [V, D] as HF's
   }
+  EXPECT_EQ(ps.back().name, "lm_head.weight");
+  EXPECT_EQ(ps.back().shape, (std::vector<int64_t>{50304, 768}));
+  EXPECT_EQ(ps.back().hf[0].name, "lm_head.weight");
 }
 
 TEST(SpecRules, Window) {
@@ -998,7 +1004,7 @@ TEST(SpecParams, UntiedAndBiaslessVariants) {
   auto ps = modelParameters(m);
   ASSERT_FALSE(ps.empty());
   EXPECT_EQ(ps.back().name, "lm_head.weight");
-  EXPECT_EQ(ps.back().shape, (std::vector<int64_t>{768, 50304}));
+  EXPECT_EQ(ps.back().shape, (std::vector<int64_t>{50304, 768})); // [V, D], as wte
   EXPECT_EQ(parameterCount(m), 124475904 + 50304 * 768);
 
   m.attention_bias = false;

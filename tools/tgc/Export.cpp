@@ -8,8 +8,8 @@
 // The tensor names and layouts come from the spec's parameter table (frontend/Spec.h,
 // ParamInfo::hf): each tgc parameter is cut into its Hugging Face pieces (column ranges of
 // the [in, out] weight, transposed to nn.Linear's [out, in] where HF uses nn.Linear:
-// GPT-2 keeps tgc's Conv1D layout except an untied lm_head; Llama's q/k/v_proj are the q | k
-// | v columns of the fused qkv, gate/up_proj the gate | up columns of the gated fc).
+// GPT-2 keeps tgc's Conv1D layout, an untied lm_head is [V, D] in both; Llama's q/k/v_proj are the
+// q | k | v columns of the fused qkv, gate/up_proj the gate | up columns of the gated fc).
 // runtime/driver/Hf.cpp reads the same table the other way (`train --init-from DIR`).
 // GPT-2 always has attention and MLP biases: a spec without them gets zeros (exact).
 //
