@@ -33,6 +33,10 @@ inline constexpr llvm::StringLiteral kParamNameAttr = "tg.param";
 /// result is the parameter's persistent low-precision working copy (written by AdamW, see
 /// tg.plan's work_offset): the lowering emits no cast and reads the copy's slot.
 inline constexpr llvm::StringLiteral kWorkingCopyAttr = "tg.working_copy";
+/// Discardable DenseI64ArrayAttr tg-plan-memory (drop-unread) puts on an op: the numbers
+/// of its results that no lowered call uses (a gradient written straight into its slot,
+/// LowerToEmitC.h traceReadResults); analyzeLiveness gives them no arena buffer.
+inline constexpr llvm::StringLiteral kUnplannedAttr = "tg.unplanned";
 /// Name of the discardable attribute on function arguments marking token inputs
 /// ("tokens" or "targets").
 inline constexpr llvm::StringLiteral kInputAttr = "tg.input";

@@ -178,69 +178,63 @@ StringRef kernelAccess(StringRef fn) {
 
 class Lowering {
 public:
-  Lowering(ModuleOp module, std::vector<RuntimeCall> *trace = nullptr)
-      : module(module), b(module.getContext()), ctx(module.getContext()), trace(trace) {}
+ Lowering(ModuleOp module, std::vector<RuntimeCall>* trace = nullptr,
+          llvm::function_ref<void(Operation*, unsigned)> onOffsetRead = nullptr)
+     : module(module),
+       b(module.getContext()),
+       ctx(module.getContext()),
+       trace(trace),
+       onOffsetRead(onOffsetRead) {}
 
-  LogicalResult run() {
-    if (failed(readPlanReport(module, report)))
-      return failure();
-    for (const ParamSlot &p : report.params)
-      if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
-        return module.emitError() << "lower-to-emitc: parameter \"" << p.name
-                                  << "\" has dtypes " << p.dtype << "/" << p.stateDtype
-                                  << " the runtime does not have";
-    // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
-    // for (e.g. an fp8 type) is refused here, never sized as some other type.
-    WalkResult typed = module.walk([&](Operation *op) {
-      auto known = [](Type t) {
-        auto r = dyn_cast<RankedTensorType>(t);
-        if (!r)
-          return true;
-        return elementBytes(r.getElementType()).has_value();
-      };
-      for (Type t : op->getOperandTypes())
-        if (!known(t)) {
-          op->emitOpError() << "lower-to-emitc: operand type " << t
-                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
-                               "token ids are i32)";
-          return WalkResult::interrupt();
-        }
-      for (Type t : op->getResultTypes())
-        if (!known(t)) {
-          op->emitOpError() << "lower-to-emitc: result type " << t
-                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
-                               "token ids are i32)";
-          return WalkResult::interrupt();
-        }
-      return WalkResult::advance();
-    });
-    if (typed.wasInterrupted())
-      return failure();
-    if (failed(emitHeader()))
-      return failure();
-    for (const ParamSlot &p : report.params)
-      slots[p.name] = &p;
-    // In this order, so that diagnostics come in the order of the C++.
-    SmallVector<func::FuncOp, 3> steps;
-    for (StringRef name : {"micro_step", "optimizer_step", "eval_step"}) {
-      auto fn = module.lookupSymbol<func::FuncOp>(name);
-      if (!fn)
-        return module.emitError() << "lower-to-emitc: missing @" << name;
-      if (failed(lowerFunction(fn)))
-        return failure();
-      steps.push_back(fn);
-    }
-    emitCheckTables();
-    for (func::FuncOp fn : steps)
-      fn.erase();
-    // tg.plan, tg.spec, tg.name, ...: what the C++ needs of them is now in kModel.
-    SmallVector<StringAttr> tgAttrs;
-    for (NamedAttribute a : module->getAttrs())
-      if (a.getName().strref().starts_with("tg."))
-        tgAttrs.push_back(a.getName());
-    for (StringAttr name : tgAttrs)
-      module->removeAttr(name);
-    return success();
+ LogicalResult run() {
+   if (failed(readPlanReport(module, report))) return failure();
+   for (const ParamSlot& p : report.params)
+     if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
+       return module.emitError() << "lower-to-emitc: parameter \"" << p.name << "\" has dtypes "
+                                 << p.dtype << "/" << p.stateDtype << " the runtime does not have";
+   // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
+   // for (e.g. an fp8 type) is refused here, never sized as some other type.
+   WalkResult typed = module.walk([&](Operation* op) {
+     auto known = [](Type t) {
+       auto r = dyn_cast<RankedTensorType>(t);
+       if (!r) return true;
+       return elementBytes(r.getElementType()).has_value();
+     };
+     for (Type t : op->getOperandTypes())
+       if (!known(t)) {
+         op->emitOpError() << "lower-to-emitc: operand type " << t
+                           << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                              "token ids are i32)";
+         return WalkResult::interrupt();
+       }
+     for (Type t : op->getResultTypes())
+       if (!known(t)) {
+         op->emitOpError() << "lower-to-emitc: result type " << t
+                           << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                              "token ids are i32)";
+         return WalkResult::interrupt();
+       }
+     return WalkResult::advance();
+   });
+   if (typed.wasInterrupted()) return failure();
+   if (failed(emitHeader())) return failure();
+   for (const ParamSlot& p : report.params) slots[p.name] = &p;
+   // In this order, so that diagnostics come in the order of the C++.
+   SmallVector<func::FuncOp, 3> steps;
+   for (StringRef name : {"micro_step", "optimizer_step", "eval_step"}) {
+     auto fn = module.lookupSymbol<func::FuncOp>(name);
+     if (!fn) return module.emitError() << "lower-to-emitc: missing @" << name;
+     if (failed(lowerFunction(fn))) return failure();
+     steps.push_back(fn);
+   }
+   emitCheckTables();
+   for (func::FuncOp fn : steps) fn.erase();
+   // tg.plan, tg.spec, tg.name, ...: what the C++ needs of them is now in kModel.
+   SmallVector<StringAttr> tgAttrs;
+   for (NamedAttribute a : module->getAttrs())
+     if (a.getName().strref().starts_with("tg.")) tgAttrs.push_back(a.getName());
+   for (StringAttr name : tgAttrs) module->removeAttr(name);
+   return success();
   }
 
 private:
@@ -377,6 +371,25 @@ private:
     return success();
   }
 
+  /// Where `v` lies, for a check that compares places (in place? disjoint?) and passes no
+  /// pointer: ptrOf without its errors and without telling traceReadResults of a use.
+  /// Empty for a value without a planned place (e.g. tg.unplanned: it has no bytes).
+  std::optional<PtrRef> placeOf(Value v) {
+    if (auto r = dyn_cast<OpResult>(v)) {
+      Operation* def = r.getOwner();
+      if (auto reshape = dyn_cast<ReshapeOp>(def)) return placeOf(reshape.getX());
+      if (!isa<CastOp>(def) || !def->hasAttr(kWorkingCopyAttr)) {
+        auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
+        unsigned idx = r.getResultNumber();
+        if (!offsets || idx >= offsets.size() || offsets[idx] < 0) return std::nullopt;
+        return PtrRef{false, offsets[idx], elemOf(rt(v).getElementType())};
+      }
+    }
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic&) { return success(); });
+    FailureOr<PtrRef> p = ptrOf(v);
+    return succeeded(p) ? std::optional<PtrRef>(*p) : std::nullopt;
+  }
+
   /// The pointer of `v`: a parameter's or input's persistent slot, or the planned arena
   /// offset of a result (a reshape is a view of its source).
   FailureOr<PtrRef> ptrOf(Value v) {
@@ -415,6 +428,7 @@ private:
     unsigned idx = cast<OpResult>(v).getResultNumber();
     if (!offsets || idx >= offsets.size() || offsets[idx] < 0)
       return def->emitOpError() << "has no planned offset (run -tg-plan-memory)", failure();
+    if (onOffsetRead) onOffsetRead(def, idx);
     return PtrRef{false, offsets[idx], e};
   }
 
@@ -1922,19 +1936,16 @@ private:
     Value dres = add.getLhs() == dx ? add.getRhs() : add.getLhs();
     if (rt(dres).getElementType() != rt(dx).getElementType())
       return {};
-    FailureOr<PtrRef> p = ptrOf(dres), q = ptrOf(add.getResult());
-    if (failed(p) || failed(q) || p->region != q->region ||
-        p->byteOffset != q->byteOffset)
-      return {};
+    std::optional<PtrRef> p = placeOf(dres), q = placeOf(add.getResult());
+    if (!p || !q || p->region != q->region || p->byteOffset != q->byteOffset) return {};
     // The low copy is written at the layer norm, two ops early: free of everything the two
     // ops touch, except dx, which the fused call never writes.
     CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
     bool aliasOk = false;
     if (low && inPlace && rt(inPlace).getElementType() == rt(low.getResult()).getElementType() &&
         numel(inPlace) == numel(low.getResult())) {
-      FailureOr<PtrRef> a = ptrOf(inPlace), c = ptrOf(low.getResult());
-      aliasOk = succeeded(a) && succeeded(c) && a->region == c->region &&
-                a->byteOffset == c->byteOffset;
+      std::optional<PtrRef> a = placeOf(inPlace), c = placeOf(low.getResult());
+      aliasOk = a && c && a->region == c->region && a->byteOffset == c->byteOffset;
     }
     SmallVector<Value> touched;
     for (Operation *op : {ln, add.getOperation()}) {
@@ -1951,17 +1962,17 @@ private:
   }
 
   /// Whether v's byte range overlaps none of `others`' (ranges in different regions never
-  /// overlap: a persistent weight or working copy against arena values; an unplanned value
-  /// counts as overlapping).
+  /// overlap: a persistent weight or working copy against arena values; v without a
+  /// planned place counts as overlapping, one of `others` without one (tg.unplanned: no
+  /// bytes) as apart).
   bool disjoint(Value v, ArrayRef<Value> others) {
     struct Range {
       int region; ///< PtrRef::region
       int64_t lo, hi;
     };
     auto range = [&](Value x) -> std::optional<Range> {
-      FailureOr<PtrRef> p = ptrOf(x);
-      if (failed(p))
-        return std::nullopt;
+      std::optional<PtrRef> p = placeOf(x);
+      if (!p) return std::nullopt;
       return Range{p->region, p->byteOffset, p->byteOffset + elemBytes(x) * numel(x)};
     };
     auto mine = range(v);
@@ -2597,6 +2608,8 @@ private:
   int64_t checkTensorCount = 0, checkSiteCount = 0;
   Operation *firstStepFn = nullptr;
   std::map<std::tuple<int, int64_t, int>, Value> ptrCache; /// PtrRef::key() -> pointer
+  /// Told of every arena result whose planned offset an emitted call uses (traceReadResults).
+  llvm::function_ref<void(Operation*, unsigned)> onOffsetRead;
 };
 
 } // namespace
@@ -2610,6 +2623,32 @@ LogicalResult traceRuntimeCalls(ModuleOp module, std::vector<RuntimeCall> &calls
   OwningOpRef<ModuleOp> clone = module.clone();
   calls.clear();
   return lowerToEmitC(*clone, &calls);
+}
+
+LogicalResult traceReadResults(ModuleOp module, llvm::DenseSet<Value>& read) {
+  OwningOpRef<ModuleOp> clone = module.clone();
+  // The clone is the module op for op, in the same walk order.
+  llvm::DenseMap<Operation*, Operation*> original;
+  SmallVector<Operation*> mine;
+  module.walk([&](Operation* op) { mine.push_back(op); });
+  size_t i = 0;
+  bool same = true;
+  clone->walk([&](Operation* op) {
+    if (i < mine.size() && mine[i]->getName() == op->getName())
+      original[op] = mine[i];
+    else
+      same = false;
+    ++i;
+  });
+  if (!same || i != mine.size())
+    return module.emitError() << "lower-to-emitc: internal error, a clone differs from its module";
+  read.clear();
+  module.getContext()->getOrLoadDialect<emitc::EmitCDialect>();
+  return Lowering(*clone, nullptr,
+                  [&](Operation* def, unsigned idx) {
+                    if (Operation* op = original.lookup(def)) read.insert(op->getResult(idx));
+                  })
+      .run();
 }
 
 LogicalResult emitTrainingCpp(ModuleOp module, llvm::raw_ostream &os) {

@@ -30,6 +30,7 @@
 #define TGC_PASSES_LOWERTOEMITC_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -82,6 +83,14 @@ LogicalResult lowerToEmitC(ModuleOp module, std::vector<RuntimeCall> *calls = nu
 /// The runtime calls lowerToEmitC would emit for `module` (lowered on a clone; `module` is
 /// left unchanged). Fails with lowerToEmitC's errors.
 LogicalResult traceRuntimeCalls(ModuleOp module, std::vector<RuntimeCall> &calls);
+
+/// The arena results of `module` whose planned offsets (tg.offsets) the lowered calls
+/// use, in `read` (lowered on a clone; `module` is left unchanged). A planned result not
+/// in it has a buffer no call writes or reads: a gradient the lowering writes straight into
+/// its parameter's gradient slot (a weight-gradient GEMM, a bias or norm gradient, the
+/// fused loss's dw) and the casts and adds on its way there, which tg-plan-memory
+/// (`drop-unread`) then leaves out of the arena. Fails with lowerToEmitC's errors.
+LogicalResult traceReadResults(ModuleOp module, llvm::DenseSet<Value>& read);
 
 /// Lowers a clone of `module` with lowerToEmitC and prints it with
 /// mlir::emitc::translateToCpp to `os`. `module` itself is left unchanged.

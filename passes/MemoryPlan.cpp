@@ -138,6 +138,9 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       }
       if (isa<CastOp>(op) && op.hasAttr(kWorkingCopyAttr))
         continue; // the parameter's persistent working copy: no arena buffer
+      if (auto un = op.getAttrOfType<DenseI64ArrayAttr>(kUnplannedAttr);
+          un && llvm::is_contained(un.asArrayRef(), (int64_t)r.getResultNumber()))
+        continue; // no lowered call uses it (tg-plan-memory drop-unread)
       int64_t bytes = tensorBytes(r.getType());
       // tg-bias-rows: the layer norm's output gains kOnesColumns columns per row.
       if (bytes > 0 && isOnesColumnOutput(r)) {

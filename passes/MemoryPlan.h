@@ -60,7 +60,8 @@ struct FunctionLiveness {
   llvm::DenseMap<Value, size_t> bufferOf; ///< value (or view) -> index into buffers
 };
 
-/// Computes buffers and intervals. Errors: a tensor with a dynamic shape or an unknown
+/// Computes buffers and intervals. Results listed in their op's tg.unplanned (kUnplannedAttr)
+/// get none. Errors: a tensor with a dynamic shape or an unknown
 /// element type (emits a diagnostic on the op and returns failure).
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out);
 

@@ -285,6 +285,14 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
     module attributes {tg.plan = {arena_bytes = 1048576 : i64, persistent_bytes = ...,
                                   params = [ {name = "wte", offset = 0 : i64, ...} ], ...}}
     ```
+    With `drop-unread` (the tgc pipeline's setting) the module is then lowered once on a
+    clone (LowerToEmitC.h traceReadResults) to learn which planned results no emitted
+    call uses: gradients the lowering writes straight into their parameter's gradient
+    slot (weight-gradient GEMMs, bias and norm gradients, the fused loss's dw, an
+    embedding's backward) and the casts and adds on their way there. Their ops get
+    `tg.unplanned` (the result numbers) and the arena is planned again without them
+    (GPT-2 small: the loss's never-written f32 dw, 154 MB, sat at the backward's peak).
+    A module the lowering refuses keeps the first plan (the lowering reports it later).
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let options = [
@@ -307,9 +315,13 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "writes tg.attention_impl = cudnn on the module (the lowering sets "
            "tgrt_model.attention_impl) and the workspace region holds cuDNN's SDPA backward "
            "workspace (dialect/TgOpKnowledge.cpp)">,
+    Option<"dropUnread", "drop-unread", "bool", "false",
+           "plan again without the results no lowered call uses (tg.unplanned; see the "
+           "description)">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,
+    Statistic<"numUnplanned", "num-unplanned", "Results left out of the arena (drop-unread)">,
   ];
 }
 

@@ -27,6 +27,22 @@ void addStepTail(OpPassManager& pm, const TrainingPipelineOptions& o, PipelineSt
   if (o.biasRows) pm.addPass(createTgBiasRows());
 }
 
+/// tg-plan-memory as the pipeline runs it.
+TgPlanMemoryOptions planMemoryOptions(const TrainingPipelineOptions& o) {
+  TgPlanMemoryOptions plan;
+  plan.workspaceBytes = o.workspaceBytes;
+  plan.commBytes = o.commBytes;
+  plan.offload = o.offload;
+  plan.gradients = o.gradients;
+  plan.dropUnread = true; // no arena bytes for gradients written straight into their slots
+  // auto: cuDNN's SDPA on CUDA (faster at every shape measured, docs/results.md 2026-11-27
+  // night; the runtime runs its own kernels where libcudnn is missing or refuses a shape),
+  // the own kernels on a backend without a workspace (the CPU).
+  const std::string impl = o.attentionImpl;
+  plan.attentionImpl = impl == "auto" ? (o.workspaceBytes > 0 ? "cudnn" : "own") : impl;
+  return plan;
+}
+
 } // namespace
 
 void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
@@ -75,6 +91,11 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     if (o.checkpointing == Checkpointing::budget) {
       OpPassManager tail(ModuleOp::getOperationName());
       addStepTail(tail, o, PipelineStage::Planned);
+      // And tg-plan-memory itself (its arena without the gradients written straight into
+      // their slots, drop-unread); a budget plan keeps its gradients persistent.
+      TgPlanMemoryOptions plan = planMemoryOptions(o);
+      plan.gradients = "persistent";
+      tail.addPass(createTgPlanMemory(plan));
       llvm::raw_string_ostream os(rm.planAfter);
       llvm::interleave(
           tail.getPasses(), os, [&](Pass& p) { p.printAsTextualPipeline(os); }, ",");
@@ -82,17 +103,7 @@ void buildTrainingPipeline(OpPassManager &pm, const TrainingPipelineOptions &o,
     pm.addPass(createTgRematerialize(rm));
   }
   addStepTail(pm, o, until);
-  TgPlanMemoryOptions plan;
-  plan.workspaceBytes = o.workspaceBytes;
-  plan.commBytes = o.commBytes;
-  plan.offload = o.offload;
-  plan.gradients = o.gradients;
-  // auto: cuDNN's SDPA on CUDA (faster at every shape measured, docs/results.md 2026-11-27
-  // night; the runtime runs its own kernels where libcudnn is missing or refuses a shape),
-  // the own kernels on a backend without a workspace (the CPU).
-  const std::string impl = o.attentionImpl;
-  plan.attentionImpl = impl == "auto" ? (o.workspaceBytes > 0 ? "cudnn" : "own") : impl;
-  pm.addPass(createTgPlanMemory(plan));
+  pm.addPass(createTgPlanMemory(planMemoryOptions(o)));
 }
 
 bool parsePipelineStage(llvm::StringRef word, PipelineStage &stage) {

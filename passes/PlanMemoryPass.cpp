@@ -1,4 +1,5 @@
 //===- PlanMemoryPass.cpp - static memory planning ---------------------------===//
+#include "passes/LowerToEmitC.h"
 #include "passes/MemoryPlan.h"
 #include "passes/MemoryPlanner.h"
 #include "passes/Passes.h"
@@ -379,28 +380,69 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     };
     auto micro = module.lookupSymbol<func::FuncOp>("micro_step");
     auto opt = module.lookupSymbol<func::FuncOp>("optimizer_step");
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.isExternal() || (gradsInArena && f == opt))
-        continue;
-      SmallVector<func::FuncOp, 2> fns = {f};
-      if (gradsInArena && f == micro)
-        fns.push_back(opt);
-      if (failed(plan1(fns)))
-        return signalPassFailure();
+    auto planArenas = [&]() -> LogicalResult {
+      arena = 0;
+      heuristic.clear();
+      for (auto f : module.getOps<func::FuncOp>()) {
+        if (f.isExternal() || (gradsInArena && f == opt)) continue;
+        SmallVector<func::FuncOp, 2> fns = {f};
+        if (gradsInArena && f == micro) fns.push_back(opt);
+        if (failed(plan1(fns))) return failure();
+      }
+      return success();
+    };
+    if (failed(planArenas())) return signalPassFailure();
+    const size_t fixedAttrs = plan.size();
+    auto finishPlan = [&]() {
+      plan.truncate(fixedAttrs);
+      plan.push_back(b.getNamedAttr("persistent_bytes", b.getI64IntegerAttr(persistent)));
+      plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
+      plan.push_back(b.getNamedAttr("workspace_bytes",
+                                    b.getI64IntegerAttr(workspaceFor(module, workspaceBytes))));
+      if (commBytes > 0)
+        plan.push_back(b.getNamedAttr("comm_bytes", b.getI64IntegerAttr(commBytes)));
+      plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
+      if (gradsInArena) plan.push_back(b.getNamedAttr("gradients", b.getStringAttr("arena")));
+      if (cudnnAttention)
+        plan.push_back(b.getNamedAttr("attention_impl", b.getStringAttr("cudnn")));
+      plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
+      module->setAttr("tg.plan", b.getDictionaryAttr(plan));
+    };
+    finishPlan();
+    if (!dropUnread || !micro) return;
+    // drop-unread: lower a clone, leave out every buffer none of whose values a call uses,
+    // plan again. The trace's diagnostics are not this pass's: a module the lowering
+    // refuses keeps the plan above, and the lowering itself reports why.
+    llvm::DenseSet<Value> read;
+    {
+      ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic&) { return success(); });
+      if (failed(traceReadResults(module, read))) return;
     }
-    plan.push_back(b.getNamedAttr("persistent_bytes", b.getI64IntegerAttr(persistent)));
-    plan.push_back(b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arena)));
-    plan.push_back(b.getNamedAttr("workspace_bytes",
-                                  b.getI64IntegerAttr(workspaceFor(module, workspaceBytes))));
-    if (commBytes > 0)
-      plan.push_back(b.getNamedAttr("comm_bytes", b.getI64IntegerAttr(commBytes)));
-    plan.push_back(b.getNamedAttr("heuristic", b.getStringAttr(heuristic)));
-    if (gradsInArena)
-      plan.push_back(b.getNamedAttr("gradients", b.getStringAttr("arena")));
-    if (cudnnAttention)
-      plan.push_back(b.getNamedAttr("attention_impl", b.getStringAttr("cudnn")));
-    plan.push_back(b.getNamedAttr("params", b.getArrayAttr(paramAttrs)));
-    module->setAttr("tg.plan", b.getDictionaryAttr(plan));
+    int64_t dropped = 0;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal()) continue;
+      FunctionLiveness live;
+      if (failed(analyzeLiveness(f, live))) return signalPassFailure();
+      std::vector<bool> used(live.buffers.size(), false);
+      for (auto& [v, id] : live.bufferOf)
+        if (read.contains(v)) used[id] = true;
+      llvm::DenseMap<Operation*, SmallVector<int64_t, 2>> unplanned;
+      for (auto& [v, id] : live.bufferOf) {
+        auto r = dyn_cast<OpResult>(v);
+        if (used[id] || !r || isa<ReshapeOp>(r.getOwner())) continue; // a view follows its source
+        unplanned[r.getOwner()].push_back(r.getResultNumber());
+      }
+      for (auto& [op, results] : unplanned) {
+        llvm::sort(results);
+        op->setDiscardableAttr(kUnplannedAttr, b.getDenseI64ArrayAttr(results));
+        dropped += (int64_t)results.size();
+      }
+    }
+    numUnplanned += dropped;
+    if (dropped == 0) return;
+    numBuffers = 0;
+    if (failed(planArenas())) return signalPassFailure();
+    finishPlan();
   }
 };
 

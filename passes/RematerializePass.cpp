@@ -285,7 +285,9 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
   /// it while it exists, for runPipeline), @micro_step rewritten by `modes`, then `tail`
   /// (plan-after) run; the largest planned arena of its step functions (they share the
   /// arena). With `fitsBytes` >= 0 @micro_step's is only asked whether it is <= fitsBytes
-  /// (plannedArena). Fails where the tail or the planner does (they say why).
+  /// (plannedArena). When the tail ends in tg-plan-memory (tg-pipeline's plan-after does,
+  /// with drop-unread: the arena without the gradients written straight into their slots),
+  /// the arena that planned. Fails where the tail or the planner does (they say why).
   FailureOr<int64_t> candidateArena(func::FuncOp fn, const ModeMap& modes, OpPassManager& tail,
                                     int64_t fitsBytes) {
     ModuleOp module = getOperation();
@@ -301,6 +303,13 @@ struct TgRematerializePass : mlir::tg::impl::TgRematerializeBase<TgRematerialize
     applyModes(step, modes);
     FailureOr<int64_t> arena = 0;
     if (!tail.empty() && failed(runPipeline(tail, copy))) arena = failure();
+    // A tail that ends in tg-plan-memory (tg-pipeline's) planned the copy already: its arena.
+    if (auto plan = copy->getAttrOfType<DictionaryAttr>("tg.plan"); plan && succeeded(arena)) {
+      auto bytes = plan.getAs<IntegerAttr>("arena_bytes");
+      arena = bytes ? FailureOr<int64_t>(bytes.getInt()) : FailureOr<int64_t>(failure());
+      copy->erase();
+      return arena;
+    }
     for (auto f : copy.getOps<func::FuncOp>()) {
       if (failed(arena) || f.isExternal()) continue;
       FailureOr<int64_t> a = plannedArena(f, f == step ? fitsBytes : -1);

@@ -100,10 +100,11 @@
 // CHECK-NEXT: tg.matmul_bias %[[MV]], %[[PROJW]], %{{[a-z0-9]+}} {tg.layer = 0 : i64, tg.offsets = array<i64: [[$PROJ_OUT:[0-9]+]]>
 // Tied head and loss: one tg.linear_cross_entropy (tg-fuse-loss; 16 rows fit one chunk)
 // after the seed's fill, its scratch planned (256 + 8 x 16 bytes rounded up, then 16 x 64
-// logits: 1152 floats). Its dw goes into wte's slot right after it; the embedding's
+// logits: 1152 floats). Its dw goes into wte's slot right after it, so dw itself has no
+// arena bytes (tg-plan-memory drop-unread: offset -1, tg.unplanned); the embedding's
 // gradient is accumulated on its own, at the end.
 // CHECK: %[[ONE:[0-9]+]] = tg.fill {tg.offsets = array<i64: [[$ONE:[0-9]+]]>
-// CHECK-NEXT: %[[LOSS:loss]], %[[DX:dx]], %[[DW:dw]], %scratch = tg.linear_cross_entropy %{{[a-z_0-9]+}}, %[[WTE]], %[[TGTS]], %[[ONE]] {chunk_rows = 16 : i64, tg.offsets = array<i64: [[$LOSS:[0-9]+]], [[$DX:[0-9]+]], [[$DW:[0-9]+]], [[$SCRATCH:[0-9]+]]>, tg.phase = "backward"} : ({{.*}}) -> (tensor<f32>, tensor<2x8x32xf32>, tensor<64x32xf32>, tensor<1152xf32>)
+// CHECK-NEXT: %[[LOSS:loss]], %[[DX:dx]], %[[DW:dw]], %scratch = tg.linear_cross_entropy %{{[a-z_0-9]+}}, %[[WTE]], %[[TGTS]], %[[ONE]] {chunk_rows = 16 : i64, tg.offsets = array<i64: [[$LOSS:[0-9]+]], [[$DX:[0-9]+]], -1, [[$SCRATCH:[0-9]+]]>, tg.phase = "backward", tg.unplanned = array<i64: 2>} : ({{.*}}) -> (tensor<f32>, tensor<2x8x32xf32>, tensor<64x32xf32>, tensor<1152xf32>)
 // CHECK-NEXT: tg.accumulate_grad %[[WTE]], %[[DW]]
 // CHECK: tg.accumulate_grad %[[WTE]], %{{[0-9]+}}
 // CHECK: return {{.*}}%[[LOSS]] : tensor<f32>
