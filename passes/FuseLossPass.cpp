@@ -127,9 +127,18 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
                          << (int64_t)maxLogitsBytes;
       return signalPassFailure();
     }
+    // The evaluation step's loss (forward only) in chunks too: its [rows, V] logits were the
+    // arena's largest buffer under checkpointing (GPT-2 small x 448, layer: 46 GB of 47).
+    if (auto eval = module.lookupSymbol<func::FuncOp>("eval_step")) {
+      SmallVector<CrossEntropyOp> losses;
+      eval.walk([&](CrossEntropyOp l) { losses.push_back(l); });
+      for (CrossEntropyOp l : losses)
+        if (fuseLossOnly(l))
+          ++numFused;
+    }
     auto fn = module.lookupSymbol<func::FuncOp>("micro_step");
     if (!fn)
-      return; // nothing to fuse (an eval-only module)
+      return; // nothing more to fuse (an eval-only module)
     SmallVector<CrossEntropyGradOp> grads;
     fn.walk([&](CrossEntropyGradOp g) { grads.push_back(g); });
     for (CrossEntropyGradOp g : grads) {
@@ -170,22 +179,64 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
     add.erase();
   }
 
-  void rewrite(LossChain &c) {
-    Value x = c.logits.getA(), w = c.logits.getB();
-    auto xt = rt(x), wt = rt(w);
+  /// Rows of x [..., D], the chunk's rows for logits [rows, V] of x's element type, and the
+  /// scratch result's f32 elements. The fewest chunks whose logits fit maxLogitsBytes, then
+  /// rows split evenly among them (no short last chunk: every chunk's GEMMs run at the same,
+  /// large, shape). In training each chunk re-reads and re-writes dw (f32 for GPT-2's tied
+  /// embedding: 2 x 154 MB), so fewer chunks cost less time and more memory.
+  struct Chunking {
+    int64_t rows, chunk, scratch;
+  };
+  Chunking chunking(Value x, Value w) {
+    auto xt = rt(x);
     int64_t rows = 1;
     for (int64_t d : xt.getShape().drop_back())
       rows *= d;
-    int64_t vocab = wt.getDimSize(0);
-    int64_t es = *elementBytes(xt.getElementType()); // match() checked it has a size
-    // The fewest chunks whose logits fit maxLogitsBytes, then rows split evenly among them
-    // (no short last chunk: every chunk's GEMMs run at the same, large, shape). Each chunk
-    // re-reads and re-writes dw (f32 for GPT-2's tied embedding: 2 x 154 MB), so fewer
-    // chunks cost less time and more memory.
+    int64_t vocab = rt(w).getDimSize(0);
+    int64_t es = *elementBytes(xt.getElementType()); // the callers checked it has a size
     int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(rows, maxLogitsBytes / (vocab * es)));
     int64_t chunks = (rows + maxRows - 1) / maxRows;
     int64_t chunk = (rows + chunks - 1) / chunks;
-    int64_t scratch = (LinearCrossEntropyOp::scratchBytes(rows, vocab, chunk, es) + 3) / 4;
+    return {rows, chunk, (LinearCrossEntropyOp::scratchBytes(rows, vocab, chunk, es) + 3) / 4};
+  }
+
+  /// An evaluation's `loss = CE(x w^T)` whose logits nothing else reads -> one
+  /// tg.linear_cross_entropy whose dx and dw nothing reads (the lowering passes them NULL:
+  /// the loss only, tgrt_linear_cross_entropy) and whose dloss is a tg.fill of 0. False when
+  /// the pattern does not hold.
+  bool fuseLossOnly(CrossEntropyOp l) {
+    auto mm = l.getLogits().getDefiningOp<MatmulOp>();
+    if (!mm || mm.getTransposeA() || !mm.getTransposeB() ||
+        mm.getAlpha().convertToFloat() != 1.0f || !l.getLogits().hasOneUse())
+      return false;
+    Value x = mm.getA(), w = mm.getB();
+    if (rt(w).getRank() != 2 || rt(x).getRank() < 2 || !elementBytes(rt(x).getElementType()))
+      return false;
+    Chunking c = chunking(x, w);
+    OpBuilder b(l);
+    auto f32 = b.getF32Type();
+    Value zero = b.create<FillOp>(l.getLoc(), RankedTensorType::get({}, f32),
+                                  b.getF32FloatAttr(0.0f), UnitAttr());
+    auto op = b.create<LinearCrossEntropyOp>(
+        l.getLoc(),
+        TypeRange{l.getLoss().getType(), x.getType(), w.getType(),
+                  RankedTensorType::get({c.scratch}, f32)},
+        x, w, l.getTargets(), zero, b.getI64IntegerAttr(c.chunk),
+        b.getI64IntegerAttr(l.getIgnoreIndex()));
+    for (Operation *o : {zero.getDefiningOp(), op.getOperation()})
+      for (StringRef a : {StringRef(kPhaseAttr), StringRef(kLayerAttr)})
+        if (Attribute v = l->getAttr(a))
+          o->setAttr(a, v);
+    l.getLoss().replaceAllUsesWith(op.getLoss());
+    l.erase();
+    mm.erase();
+    return true;
+  }
+
+  void rewrite(LossChain &c) {
+    Value x = c.logits.getA(), w = c.logits.getB();
+    auto [rows, chunk, scratch] = chunking(x, w);
+    (void)rows;
     Value dwOut = c.dwCast ? c.dwCast.getResult() : c.dw.getResult();
     OpBuilder b(c.grad);
     auto f32 = b.getF32Type();

@@ -2011,6 +2011,16 @@ private:
   /// gradient's accumulate), else its arena buffer, zeroed first.
   LogicalResult emitLinearCrossEntropy(LinearCrossEntropyOp o) {
     Value dw = o.getDw();
+    int64_t rows = numel(o.getTargets());
+    // Nothing reads dx or dw (tg-fuse-loss's evaluation loss): the loss only, dx and dw NULL.
+    if (o.getDx().use_empty() && dw.use_empty()) {
+      const Arg null(std::string("NULL"));
+      return call(o, "tgrt_linear_cross_entropy",
+                  {dt(o.getX()), Arg(o.getX()), Arg(o.getW()), Arg(o.getTargets()),
+                   Arg(o.getDloss()), Arg(o.getLoss()), null, dt(dw), null,
+                   Arg(o.getScratch()), rows, dim(o.getX(), -1), dim(o.getW(), 0),
+                   (int64_t)o.getChunkRows(), (int64_t)o.getIgnoreIndex()});
+    }
     const ParamSlot *slot = nullptr;
     // dw already has the slot's type (tg-fuse-loss widens it): no cast on the way.
     if (SlotSink sink = slotSink(dw, /*allowAdd=*/true); sink.acc && !sink.cast) {
@@ -2022,7 +2032,6 @@ private:
     Arg dwArg = slot ? gradSlot(slot) : Arg(dw);
     if (!slot && failed(call(o, "tgrt_zero", {Arg(dw), elemBytes(dw) * numel(dw)})))
       return failure();
-    int64_t rows = numel(o.getTargets());
     // The slot's first write (planWeightGradWrites): the call writes it, not zeroed first.
     const bool store = slot && takePlannedWrite(lossSlotWrites, o);
     return call(o, store ? "tgrt_linear_cross_entropy_store" : "tgrt_linear_cross_entropy",

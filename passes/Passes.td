@@ -49,6 +49,10 @@ def TgFuseLoss : Pass<"tg-fuse-loss", "mlir::ModuleOp"> {
     dw sums the chunks' products. Chains that do not match (another reader of the logits or
     of dlogits, a loss read between the forward and its gradient) stay as they are. The tgc
     pipeline runs it after autodiff and CSE, before rematerialization.
+    @eval_step's `loss = tg.cross_entropy(x w^T)` (logits read by nothing else) becomes a
+    `tg.linear_cross_entropy` too, with a `tg.fill` of 0 as dloss and dx, dw read by nothing:
+    the lowering passes them NULL and the runtime computes the loss only, in the same chunks
+    (under checkpointing the evaluation's whole logits were the plan's peak).
   }];
   let dependentDialects = ["mlir::tg::TgDialect"];
   let options = [

@@ -61,6 +61,11 @@ B448=(--calibration calibration/h200.json --set training.batch_size=448)
 c gpt2s-b448 examples/gpt2-small.json cuda "${B448[@]}"
 c gpt2s-b448-gelu examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=gelu
 c gpt2s-b448-none examples/gpt2-small.json cuda "${B448[@]}" --set training.checkpointing=none
+# `layer` at the largest micro-batch `tgc plan --max-batch` gives for the H200 (2071 since the
+# evaluation's loss is fused too, 2026-12-02; 1370 before: the eval step's whole logits were
+# the arena's peak) and one more, which the runtime must refuse at start.
+c gpt2s-layer-b2071 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=2071 --set training.checkpointing=layer
+c gpt2s-layer-b2072 examples/gpt2-small.json cuda --calibration calibration/h200.json --set training.batch_size=2072 --set training.checkpointing=layer
 # checkpointing budget:4GiB at GPT-2 small (the search plans its candidates after tg-fuse and
 # tg-bias-rows since 2026-12-02: 11 layers selective + 1 none, arena 4179493380 bytes): the
 # planned bytes against the device's, the loss against the default's.

@@ -1463,12 +1463,19 @@ void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const
   if (chunk_rows < 1 || chunk_rows > rows)
     fail(loc, "linear_cross_entropy: chunk_rows %lld outside [1, %lld]", (long long)chunk_rows,
          (long long)rows);
-  checkPtrs(loc, "linear_cross_entropy", {x, w, targets, dx, dw, scratch});
+  // dx and dw both NULL: the loss only (an evaluation step's), no backward GEMMs.
+  const bool lossOnly = !dx && !dw;
+  if (lossOnly)
+    checkPtrs(loc, "linear_cross_entropy", {x, w, targets, scratch});
+  else
+    checkPtrs(loc, "linear_cross_entropy", {x, w, targets, dx, dw, scratch});
   const int64_t es = tgrt_dtype_size(dt);
   const int64_t valid = countValid(loc, targets, rows, vocab, ignore_index);
   const double scale = valid > 0 ? (double)dloss[0] / (double)valid : 0.0;
   char* logits = static_cast<char*>(scratch) + (256 + 8 * rows + 255) / 256 * 256;
-  std::vector<float> dwf = widen(loc, "linear_cross_entropy (dw)", dw_dt, dw, vocab * d);
+  std::vector<float> dwf =
+      lossOnly ? std::vector<float>()
+               : widen(loc, "linear_cross_entropy (dw)", dw_dt, dw, vocab * d);
   double sum = 0.0;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, rows - r0);
@@ -1490,6 +1497,8 @@ void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const
         }
       }
     });
+    if (lossOnly)
+      continue;
     tgrt_matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0,
                 0, 0, 0, 0, 1.0f, 0.0f);
     const std::vector<float> gf = widen(loc, "linear_cross_entropy", dt, logits, n * vocab),
@@ -1497,7 +1506,8 @@ void tgrt_linear_cross_entropy(tgrt_ctx* ctx, const char* loc, int32_t dt, const
     tgrt_matmul(ctx, loc, TGRT_F32, gf.data(), xf.data(), dwf.data(), 1, vocab, d, n, 1, 0, 0, 0,
                 0, 1.0f, 1.0f);
   }
-  roundInto(loc, "linear_cross_entropy (dw)", dw_dt, dwf, dw);
+  if (!lossOnly)
+    roundInto(loc, "linear_cross_entropy (dw)", dw_dt, dwf, dw);
   loss[0] = valid > 0 ? (float)(sum / (double)valid) : 0.0f;
 }
 

@@ -4115,7 +4115,9 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
   if (chunk_rows < 1 || chunk_rows > rows)
     fail(loc, "linear_cross_entropy: chunk_rows %lld outside [1, %lld]", (long long)chunk_rows,
          (long long)rows);
-  if (!x || !w || !targets || !dloss || !loss || !dx || !dw || !scratch)
+  // dx and dw both NULL: the loss only (an evaluation step's), no backward GEMMs.
+  const bool lossOnly = !dx && !dw && !store;
+  if (!x || !w || !targets || !dloss || !loss || !scratch || (!lossOnly && (!dx || !dw)))
     fail(loc, "linear_cross_entropy: NULL pointer");
   // Scratch: the valid count (double) at 0, the row losses (double) at 256, the chunk's
   // logits at the next 256-byte boundary. The workspace stays the GEMMs'.
@@ -4133,6 +4135,8 @@ void linearCrossEntropyImpl(Context* ctx, const char* loc, int32_t dt, const voi
       launchCrossEntropyBwd<T>(ctx, loc, logits, targets + r0, dloss, valid, logits, n, vocab,
                                ignore_index, true, rowLoss + r0);
     });
+    if (lossOnly)
+      continue;
     matmul(ctx, loc, dt, logits, w, static_cast<char*>(dx) + r0 * d * es, 1, n, d, vocab, 0, 0, 0,
            0, 0, 1.0f, 0.0f);
     // The first chunk with beta 0 when storing: dw needs no zero before the call, and a

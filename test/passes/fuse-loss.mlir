@@ -103,3 +103,33 @@ func.func @micro_step(%w: tensor<8x4xf32> {tg.param = "w"}, %x: tensor<2x8x4xf32
   tg.accumulate_grad %w, %dw : tensor<8x4xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// The evaluation's loss (forward only, in @eval_step): one tg.linear_cross_entropy whose dx
+// and dw nothing reads (the lowering passes them NULL: the loss only) and whose dloss is a
+// tg.fill of 0; chunks of 3 rows as above; ignore_index kept.
+// CHECK-LABEL: func.func @eval_step
+// CHECK-NOT: tg.matmul
+// CHECK: %[[ZERO:[0-9]+]] = tg.fill {value = 0.000000e+00 : f32} : tensor<f32>
+// CHECK-NEXT: %[[LOSS:loss]], %dx, %dw, %scratch = tg.linear_cross_entropy %arg1, %arg0, %arg2, %[[ZERO]] {chunk_rows = 3 : i64, ignore_index = 7 : i64} : (tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<2x8xi32>, tensor<f32>) -> (tensor<f32>, tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<152xf32>)
+// CHECK-NOT: tg.cross_entropy
+// CHECK: return %[[LOSS]]
+func.func @eval_step(%w: tensor<8x4xf32> {tg.param = "w"}, %x: tensor<2x8x4xf32>, %t: tensor<2x8xi32>) -> tensor<f32> {
+  %logits = tg.matmul %x, %w {transpose_b = true} : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
+  %loss = tg.cross_entropy %logits, %t {ignore_index = 7 : i64} : (tensor<2x8x8xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// An evaluation whose logits something else reads (here: returned) keeps them whole.
+// CHECK-LABEL: func.func @eval_step
+// CHECK: tg.matmul
+// CHECK-NEXT: tg.cross_entropy
+// CHECK-NOT: tg.linear_cross_entropy
+func.func @eval_step(%w: tensor<8x4xf32> {tg.param = "w"}, %x: tensor<2x8x4xf32>, %t: tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8x8xf32>) {
+  %logits = tg.matmul %x, %w {transpose_b = true} : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
+  %loss = tg.cross_entropy %logits, %t : (tensor<2x8x8xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %loss, %logits : tensor<f32>, tensor<2x8x8xf32>
+}

@@ -2106,6 +2106,12 @@ TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
                 std::string("linear_cross_entropy dx ") + dtName(dt));
     VecD want(dwRef.begin(), dwRef.end());
     expectClose(dw, want, 1e-6, 1e-5, std::string("linear_cross_entropy dw ") + dtName(dt));
+    // The loss only (dx, dw NULL: an evaluation step): the same loss, bit for bit.
+    float lossOnly = NAN;
+    tgrt_linear_cross_entropy(ctx_, "loss", dt, x.data(), w.data(), targets.data(), &dloss,
+                              &lossOnly, nullptr, TGRT_F32, nullptr, scratch.data(), rows, d,
+                              vocab, chunk, -1);
+    EXPECT_EQ(lossOnly, loss) << dtName(dt);
   }
   // chunk_rows outside [1, rows] is refused with the call's location.
   const VecF x(rows * d, 0.0f), w(vocab * d, 0.0f);
@@ -2116,6 +2122,11 @@ TEST_F(Cpu, LinearCrossEntropyInChunksEqualsTheUnfusedCalls) {
                                         dw.data(), scratch.data(), rows, d, vocab, 0, -1),
               ::testing::ExitedWithCode(1),
               "tgrt: lm_loss: linear_cross_entropy: chunk_rows 0 outside \\[1, 11\\]");
+  // One of dx, dw NULL is an error (both NULL: the loss only).
+  EXPECT_EXIT(tgrt_linear_cross_entropy(ctx_, "lm_loss", TGRT_F32, x.data(), w.data(),
+                                        targets.data(), &dloss, &loss, nullptr, TGRT_F32,
+                                        dw.data(), scratch.data(), rows, d, vocab, 3, -1),
+              ::testing::ExitedWithCode(1), "tgrt: lm_loss: linear_cross_entropy: .*NULL");
 }
 
 /// tgrt_linear_cross_entropy_store: dw written (its NaN start never read), the bits of

@@ -1813,6 +1813,17 @@ void checkLinearCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
                                      TGRT_F32, gdw2.p, gs.p, rows, d, vocab, chunk, ignore);
   record(named("linear_cross_entropy_store dw (= f32)", dt), shape, relErr(gdw2.raw(), dwRef2),
          2 * tolFor(dt));
+  // The loss only (dx, dw NULL: tgc's evaluation step): the CPU's loss-only call, which is
+  // the full call's loss (RuntimeCpuTest).
+  float lossRef3 = 0.0f;
+  tgrt_linear_cross_entropy(c.cpu, "check", dt, x.data(), w.data(), targets.data(), &dloss,
+                            &lossRef3, nullptr, TGRT_F32, nullptr, scratch.data(), rows, d, vocab,
+                            chunk, ignore);
+  gloss.poison();
+  tgrt_cuda::linearCrossEntropy(c.gpu, "check", dt, gx.p, gw.p, gt.p, gdl.p, gloss.p, nullptr,
+                                TGRT_F32, nullptr, gs.p, rows, d, vocab, chunk, ignore);
+  record(named("linear_cross_entropy loss only", dt), shape, relErr(gloss.get(), Vec{lossRef3}),
+         tolFor(dt));
 }
 
 void checkCrossEntropy(Contexts& c, Rng& rng, int32_t dt) {
