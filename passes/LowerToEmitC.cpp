@@ -178,63 +178,71 @@ StringRef kernelAccess(StringRef fn) {
 
 class Lowering {
 public:
- Lowering(ModuleOp module, std::vector<RuntimeCall>* trace = nullptr,
-          llvm::function_ref<void(Operation*, unsigned)> onOffsetRead = nullptr)
-     : module(module),
-       b(module.getContext()),
-       ctx(module.getContext()),
-       trace(trace),
-       onOffsetRead(onOffsetRead) {}
+  Lowering(ModuleOp module, std::vector<RuntimeCall> *trace = nullptr,
+           llvm::function_ref<void(Operation *, unsigned)> onOffsetRead = nullptr)
+      : module(module), b(module.getContext()), ctx(module.getContext()), trace(trace),
+        onOffsetRead(onOffsetRead) {}
 
- LogicalResult run() {
-   if (failed(readPlanReport(module, report))) return failure();
-   for (const ParamSlot& p : report.params)
-     if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
-       return module.emitError() << "lower-to-emitc: parameter \"" << p.name << "\" has dtypes "
-                                 << p.dtype << "/" << p.stateDtype << " the runtime does not have";
-   // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
-   // for (e.g. an fp8 type) is refused here, never sized as some other type.
-   WalkResult typed = module.walk([&](Operation* op) {
-     auto known = [](Type t) {
-       auto r = dyn_cast<RankedTensorType>(t);
-       if (!r) return true;
-       return elementBytes(r.getElementType()).has_value();
-     };
-     for (Type t : op->getOperandTypes())
-       if (!known(t)) {
-         op->emitOpError() << "lower-to-emitc: operand type " << t
-                           << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
-                              "token ids are i32)";
-         return WalkResult::interrupt();
-       }
-     for (Type t : op->getResultTypes())
-       if (!known(t)) {
-         op->emitOpError() << "lower-to-emitc: result type " << t
-                           << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
-                              "token ids are i32)";
-         return WalkResult::interrupt();
-       }
-     return WalkResult::advance();
-   });
-   if (typed.wasInterrupted()) return failure();
-   if (failed(emitHeader())) return failure();
-   for (const ParamSlot& p : report.params) slots[p.name] = &p;
-   // In this order, so that diagnostics come in the order of the C++.
-   SmallVector<func::FuncOp, 3> steps;
-   for (StringRef name : {"micro_step", "optimizer_step", "eval_step"}) {
-     auto fn = module.lookupSymbol<func::FuncOp>(name);
-     if (!fn) return module.emitError() << "lower-to-emitc: missing @" << name;
-     if (failed(lowerFunction(fn))) return failure();
-     steps.push_back(fn);
-   }
-   emitCheckTables();
-   for (func::FuncOp fn : steps) fn.erase();
-   // tg.plan, tg.spec, tg.name, ...: what the C++ needs of them is now in kModel.
-   SmallVector<StringAttr> tgAttrs;
-   for (NamedAttribute a : module->getAttrs())
-     if (a.getName().strref().starts_with("tg.")) tgAttrs.push_back(a.getName());
-   for (StringAttr name : tgAttrs) module->removeAttr(name);
-   return success();
+  LogicalResult run() {
+    if (failed(readPlanReport(module, report)))
+      return failure();
+    for (const ParamSlot &p : report.params)
+      if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
+        return module.emitError() << "lower-to-emitc: parameter \"" << p.name
+                                  << "\" has dtypes " << p.dtype << "/" << p.stateDtype
+                                  << " the runtime does not have";
+    // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
+    // for (e.g. an fp8 type) is refused here, never sized as some other type.
+    WalkResult typed = module.walk([&](Operation *op) {
+      auto known = [](Type t) {
+        auto r = dyn_cast<RankedTensorType>(t);
+        if (!r)
+          return true;
+        return elementBytes(r.getElementType()).has_value();
+      };
+      for (Type t : op->getOperandTypes())
+        if (!known(t)) {
+          op->emitOpError() << "lower-to-emitc: operand type " << t
+                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                               "token ids are i32)";
+          return WalkResult::interrupt();
+        }
+      for (Type t : op->getResultTypes())
+        if (!known(t)) {
+          op->emitOpError() << "lower-to-emitc: result type " << t
+                            << " has no runtime element type (tgrt_dtype has f32, bf16, f16; "
+                               "token ids are i32)";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (typed.wasInterrupted())
+      return failure();
+    if (failed(emitHeader()))
+      return failure();
+    for (const ParamSlot &p : report.params)
+      slots[p.name] = &p;
+    // In this order, so that diagnostics come in the order of the C++.
+    SmallVector<func::FuncOp, 3> steps;
+    for (StringRef name : {"micro_step", "optimizer_step", "eval_step"}) {
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (!fn)
+        return module.emitError() << "lower-to-emitc: missing @" << name;
+      if (failed(lowerFunction(fn)))
+        return failure();
+      steps.push_back(fn);
+    }
+    emitCheckTables();
+    for (func::FuncOp fn : steps)
+      fn.erase();
+    // tg.plan, tg.spec, tg.name, ...: what the C++ needs of them is now in kModel.
+    SmallVector<StringAttr> tgAttrs;
+    for (NamedAttribute a : module->getAttrs())
+      if (a.getName().strref().starts_with("tg."))
+        tgAttrs.push_back(a.getName());
+    for (StringAttr name : tgAttrs)
+      module->removeAttr(name);
+    return success();
   }
 
 private:
