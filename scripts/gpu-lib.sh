@@ -69,7 +69,7 @@ PY
 # logs L/VARIANT-MODEL-REP.json / .out), "torch" for
 # torch.compile at the model's shape (bench/torch_gpt2_step.py --compile --bf16 for the GPT-2
 # shapes and hd128; bench/torch_llama_step.py on examples/llama3.2-1b.json (batch 4) or
-# smollm2-135m.json (8) for llama1b and smollm2, smollm2u the latter with --untied) and "torch-ro" for the same with
+# smollm2-135m.json (8) for llama1b and smollm2, llama1bu and smollm2u with --untied) and "torch-ro" for the same with
 # --compile-mode reduce-overhead (its forward and backward as CUDA graphs; GPT-2 harness only). Order per repetition: models outer, variants inner. Logs:
 # L/tgc-MODEL-TAG-REP.jsonl / .log (TAG the variant with = , / : turned into -),
 # L/torch-MODEL-REP.json, L/torchro-MODEL-REP.json and L/torchsame-MODEL-REP.json ("torch-same":
@@ -95,8 +95,9 @@ steps_ab() { # B L REPS MODELS VARIANTS
         local shape tn=torch extra=""
         [ "$v" = torch-ro ] && tn=torchro extra="--compile-mode reduce-overhead"
         [ "$v" = torch-same ] && tn=torchsame extra="--same-batch"
-        case $m in llama1b|smollm2|smollm2u) # the Llama family: bench/torch_llama_step.py on the example
+        case $m in llama1b|llama1bu|smollm2|smollm2u) # the Llama family: bench/torch_llama_step.py on the example
           local spec=examples/llama3.2-1b.json b=4
+          [ "$m" = llama1bu ] && extra="$extra --untied"
           [ "$m" = smollm2 ] && spec=examples/smollm2-135m.json b=8
           [ "$m" = smollm2u ] && spec=examples/smollm2-135m.json b=8 extra="$extra --untied"
           if [ "$v" = torch-ro ]; then echo "steps_ab: no reduce-overhead mode for $m"; continue; fi

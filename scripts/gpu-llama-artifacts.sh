@@ -21,6 +21,7 @@ c smollm2-sel examples/smollm2-135m.json cuda --set training.checkpointing=selec
 # the same with the loss unfused (loss_chunk_bytes=0: the whole logits planned, as every
 # untied model compiled before): memory and time against torch.compile's untied model.
 c smollm2u examples/smollm2-135m.json cuda --set model.tie_embeddings=false
+c llama1bu examples/llama3.2-1b.json cuda --set model.tie_embeddings=false
 c smollm2u-c0 examples/smollm2-135m.json cuda --set model.tie_embeddings=false --set training.loss_chunk_bytes=0
 c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=selective
 # The gradient slots persistent (the layout before training.gradients=auto put them in the
