@@ -179,13 +179,13 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
     add.erase();
   }
 
-  /// Rows of x [..., D], the chunk's rows for logits [rows, V] of x's element type, and the
-  /// scratch result's f32 elements. The fewest chunks whose logits fit maxLogitsBytes, then
+  /// For x [..., D] (rows = the leading dims' product) and logits [rows, V] of x's element
+  /// type: the chunk's rows and the scratch result's f32 elements. The fewest chunks whose logits fit maxLogitsBytes, then
   /// rows split evenly among them (no short last chunk: every chunk's GEMMs run at the same,
   /// large, shape). In training each chunk re-reads and re-writes dw (f32 for GPT-2's tied
   /// embedding: 2 x 154 MB), so fewer chunks cost less time and more memory.
   struct Chunking {
-    int64_t rows, chunk, scratch;
+    int64_t chunk, scratch; ///< rows per chunk; the scratch result's f32 elements
   };
   Chunking chunking(Value x, Value w) {
     auto xt = rt(x);
@@ -197,7 +197,7 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
     int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(rows, maxLogitsBytes / (vocab * es)));
     int64_t chunks = (rows + maxRows - 1) / maxRows;
     int64_t chunk = (rows + chunks - 1) / chunks;
-    return {rows, chunk, (LinearCrossEntropyOp::scratchBytes(rows, vocab, chunk, es) + 3) / 4};
+    return {chunk, (LinearCrossEntropyOp::scratchBytes(rows, vocab, chunk, es) + 3) / 4};
   }
 
   /// An evaluation's `loss = CE(x w^T)` whose logits nothing else reads -> one
@@ -235,8 +235,7 @@ struct TgFuseLossPass : mlir::tg::impl::TgFuseLossBase<TgFuseLossPass> {
 
   void rewrite(LossChain &c) {
     Value x = c.logits.getA(), w = c.logits.getB();
-    auto [rows, chunk, scratch] = chunking(x, w);
-    (void)rows;
+    auto [chunk, scratch] = chunking(x, w);
     Value dwOut = c.dwCast ? c.dwCast.getResult() : c.dw.getResult();
     OpBuilder b(c.grad);
     auto f32 = b.getF32Type();

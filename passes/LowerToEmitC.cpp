@@ -383,24 +383,15 @@ private:
   /// pointer: ptrOf without its errors and without telling traceReadResults of a use.
   /// Empty for a value without a planned place (e.g. tg.unplanned: it has no bytes).
   std::optional<PtrRef> placeOf(Value v) {
-    if (auto r = dyn_cast<OpResult>(v)) {
-      Operation* def = r.getOwner();
-      if (auto reshape = dyn_cast<ReshapeOp>(def)) return placeOf(reshape.getX());
-      if (!isa<CastOp>(def) || !def->hasAttr(kWorkingCopyAttr)) {
-        auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("tg.offsets");
-        unsigned idx = r.getResultNumber();
-        if (!offsets || idx >= offsets.size() || offsets[idx] < 0) return std::nullopt;
-        return PtrRef{false, offsets[idx], elemOf(rt(v).getElementType())};
-      }
-    }
-    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic&) { return success(); });
-    FailureOr<PtrRef> p = ptrOf(v);
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    FailureOr<PtrRef> p = ptrOf(v, /*use=*/false);
     return succeeded(p) ? std::optional<PtrRef>(*p) : std::nullopt;
   }
 
   /// The pointer of `v`: a parameter's or input's persistent slot, or the planned arena
-  /// offset of a result (a reshape is a view of its source).
-  FailureOr<PtrRef> ptrOf(Value v) {
+  /// offset of a result (a reshape is a view of its source). `use`: an emitted call takes
+  /// it (onOffsetRead is told; placeOf passes false).
+  FailureOr<PtrRef> ptrOf(Value v, bool use = true) {
     Elem e = elemOf(rt(v).getElementType());
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
@@ -424,7 +415,7 @@ private:
     }
     Operation *def = v.getDefiningOp();
     if (auto reshape = dyn_cast<ReshapeOp>(def))
-      return ptrOf(reshape.getX());
+      return ptrOf(reshape.getX(), use);
     if (auto c = dyn_cast<CastOp>(def); c && c->hasAttr(kWorkingCopyAttr)) {
       const ParamSlot *s = slotOf(c.getX());
       if (!s || s->workOffset < 0)
@@ -436,7 +427,7 @@ private:
     unsigned idx = cast<OpResult>(v).getResultNumber();
     if (!offsets || idx >= offsets.size() || offsets[idx] < 0)
       return def->emitOpError() << "has no planned offset (run -tg-plan-memory)", failure();
-    if (onOffsetRead) onOffsetRead(def, idx);
+    if (use && onOffsetRead) onOffsetRead(def, idx);
     return PtrRef{false, offsets[idx], e};
   }
 
