@@ -154,6 +154,13 @@ struct Context {
   /// (TGRT_LN_BWD_RELOAD=0 turns it off): x and the residual gradient reloaded at the store,
   /// two blocks per SM. The same bits either way.
   bool ln_bwd_reload = true;
+  /// AdamW's arithmetic when p, m and v are all f32 (TGRT_ADAMW_MATH, read at context
+  /// creation): true (f32, the default since 2026-12-02) in float like PyTorch's fused AdamW
+  /// (its opmath is float), false (f64) in double like the CPU reference. On an H200 the
+  /// mixed-precision update of 124M values took 0.932 against 1.023 ms alone and 0.940
+  /// against 1.110 ms per GPT-2 small step (docs/results.md, 2026-12-02, seventeenth
+  /// session); p, m, v within 1e-7 relative of the double update. Kernels.cu adamw_kernel.
+  bool adamw_f32 = true;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
   /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6

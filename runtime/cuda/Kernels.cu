@@ -826,7 +826,9 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // Bound by its loads' latency (16 warps per SM, one row each; the per-lane column sums are
 // what limits the warps). L2 prefetches of the next row and a shared-memory ring of rows
 // filled by bulk copies were measured slower (docs/results.md "The layer-norm backward's
-// bytes in flight", 2026-11-30; the code in bench/results/2026-11-30-h200/lnpf).
+// bytes in flight", 2026-11-30; the code in bench/results/2026-11-30-h200/lnpf). Each pass
+// issues all of a row's loads before using any (below): inside GPT-2 small's step on the
+// H200 0.0668-0.0673 against 0.0731-0.0738 ms per call (2026-12-02, seventeenth session).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX, bool RELOAD = false, bool DB = false>
 __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
@@ -862,29 +864,45 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
     constexpr bool kPre = ACC && NV <= 4 && !RELOAD;
     constexpr bool kKeepXh = !RELOAD;
-    float xh[kKeepXh ? NV : 1][W], dv[NV][W];
+    // RELOAD at up to 3 packs: the residual gradient's packs are all loaded before the first
+    // is used, at the top of the second pass (24 registers at NV 3; at NV 4 they would spill).
+    constexpr bool kHoistPrev = ACC && RELOAD && NV <= 3;
+    // Every pack's loads are issued before any of them is used. A lane's packs past the row
+    // (c >= dW: rows of fewer than 32 NV packs) read the row's first pack and count as zeros.
+    // (Loads guarded by c < dW had put each pack's loads and arithmetic in a branch of its own,
+    // so its memory latency came after the previous pack's: 3 + 3 in a row at d 768, the SASS
+    // of 2026-12-02.) dy stays in its raw 16-byte words (half the registers of floats at 2
+    // bytes), unpacked where used.
+    constexpr int kDyWords = (int)(W * sizeof(TDY) / 16);
+    static_assert(kDyWords * 16 == (int)(W * sizeof(TDY)), "a pack of dy is whole words");
+    uint4 dyw[NV][kDyWords];
+    float xv[NV][W];
     float prev[kPre ? NV : 1][W] = {};
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int64_t c = lane + 32 * k, cl = c < dW ? c : 0;
+      ldPack(x + r * d, cl, xv[k]);
+#pragma unroll
+      for (int u = 0; u < kDyWords; ++u) dyw[k][u] = load16(dy + r * d + cl * W + u * (16 / sizeof(TDY)));
+      if constexpr (kPre) ldPack(dx + r * d, cl, prev[k]);
+    }
+    float xh[kKeepXh ? NV : 1][W];
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const int64_t c = lane + 32 * k;
-      float g[W], xk[W];
-      if (c < dW) {
-        float xv[W], gm[W];
-        ldPack(x + r * d, c, xv);
-        ldPack(dy + r * d, c, dv[k]);
-        if constexpr (kPre) ldPack(dx + r * d, c, prev[k]);
-        ldPack(gamma, c, gm);
+      const bool in = lane + 32 * k < dW;
+      float g[W], xk[W], dv[W], gm[W];
+      ldPack(gamma, in ? lane + 32 * k : 0, gm);
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
-          xk[j] = (xv[j] - mu) * rs;
-          g[j] = dv[k][j] * gm[j];
-          db[k][j] += dv[k][j];
-          dg[k][j] += dv[k][j] * xk[j];
+      for (int u = 0; u < kDyWords; ++u) unpack16(dyw[k][u], dv + u * (16 / sizeof(TDY)), TDY{});
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        xk[j] = in ? (xv[k][j] - mu) * rs : 0.0f;
+        g[j] = in ? dv[j] * gm[j] : 0.0f;
+        if (in) {
+          db[k][j] += dv[j];
+          dg[k][j] += dv[j] * xk[j];
         }
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j) xk[j] = dv[k][j] = g[j] = 0.0f;
       }
       if constexpr (kKeepXh) {
 #pragma unroll
@@ -895,12 +913,22 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     }
     const float meanG = warpSum(sg) / (float)d;
     const float meanGX = warpSum(sgx) / (float)d;
+    float pva[kHoistPrev ? NV : 1][W];
+    if constexpr (kHoistPrev) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int64_t c = lane + 32 * k;
+        ldPack(dx + r * d, c < dW ? c : 0, pva[kHoistPrev ? k : 0]);
+      }
+    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = lane + 32 * k;
       if (c < dW) {
-        float gm[W], o[W], xk[W];
+        float gm[W], o[W], xk[W], dv[W];
         ldPack(gamma, c, gm);
+#pragma unroll
+        for (int u = 0; u < kDyWords; ++u) unpack16(dyw[k][u], dv + u * (16 / sizeof(TDY)), TDY{});
         if constexpr (kKeepXh) {
 #pragma unroll
           for (int j = 0; j < W; ++j) xk[j] = xh[kKeepXh ? k : 0][j];
@@ -910,12 +938,15 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
           for (int j = 0; j < W; ++j) xk[j] = (xk[j] - mu) * rs;
         }
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - meanG - xk[j] * meanGX);
+        for (int j = 0; j < W; ++j) o[j] = rs * (dv[j] * gm[j] - meanG - xk[j] * meanGX);
         if constexpr (ACC) {
           float pv[W];
           if constexpr (kPre) {
 #pragma unroll
             for (int j = 0; j < W; ++j) pv[j] = prev[k][j];
+          } else if constexpr (kHoistPrev) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) pv[j] = pva[kHoistPrev ? k : 0][j];
           } else {
             ldPack(dx + r * d, c, pv);
           }
@@ -1946,8 +1977,9 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
   pf = pf - a.lr * ((mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps) + a.wd * pf);
 }
 
-// AdamW (Loshchilov & Hutter 2019), in double like the CPU reference when every tensor is
-// f32, else in float (see adamwOne):
+// AdamW (Loshchilov & Hutter 2019), in float (see adamwOne); in double like the CPU reference
+// when every tensor is f32 and TGRT_ADAMW_MATH=f64 (Context::adamw_f32; float by default since
+// 2026-12-02, as PyTorch's fused AdamW: 0.932 against 1.023 ms alone on the H200 below):
 //   g' = g * clip[1];  m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
 //   p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p),  bc = 1 - b^step.
 // p, g: TP; m, v: TS. clip[1] is read here on the device: when it is not finite (a skipped,
@@ -1957,7 +1989,9 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // H200 the mixed-precision update (f32 p, g, m, v and the bf16 working copy, 124M values,
 // 30 bytes each) took 0.935 ms against 1.050 with plain loads and stores
 // (3.99 against 3.55 TB/s; float arithmetic instead of double: 0.955, so the double math
-// does not bound it; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29, night).
+// did not bound it alone; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29,
+// night). Inside a step, where the GPU runs at its power cap, it did: GPT-2 small's update
+// took 1.110 ms per step in double and 0.940 in float (2026-12-02, seventeenth session).
 // isl: elements updated with weight decay 0 (tgrt_adamw_islands); their packs never straddle
 // an island's edge (slot boundaries are 256-byte aligned).
 template <int W, typename TP, typename TS, typename P, typename TW = TP>
@@ -3647,6 +3681,7 @@ void setBgradChunks(Context* ctx, int chunks) {
 }
 
 void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
+void setAdamwF32(Context* ctx, bool f32) { ctx->adamw_f32 = f32; }
 int setCeFast(Context* ctx, int variant) {
   if (variant != -1 && variant != 0 && variant != 6 && variant != 7)
     fail("setCeFast", "cross-entropy variant %d is not -1 (per vocabulary), 0, 6 or 7", variant);
@@ -4283,11 +4318,16 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
         constexpr int W = packWidth<TP, TS>();
         const bool vec = aligned16(p, g, m, v);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
-        if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value)
-          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>, grid,
-                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n,
-                          vec, (TP*)nullptr, isl);
-        else
+        if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
+          if (ctx->adamw_f32)
+            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
+                            dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip,
+                            n, vec, (TP*)nullptr, isl);
+          else
+            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>,
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap,
+                            clip, n, vec, (TP*)nullptr, isl);
+        } else
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
                           dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,
                           vec, (TP*)nullptr, isl);
@@ -4300,9 +4340,14 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
         const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
-          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>, grid,
-                          dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip, n,
-                          vec, mp<TW>(w), isl);
+          if (ctx->adamw_f32)
+            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>,
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf,
+                            clip, n, vec, mp<TW>(w), isl);
+          else
+            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>,
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap,
+                            clip, n, vec, mp<TW>(w), isl);
         } else
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
                           dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,

@@ -191,8 +191,9 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 // dx = round_TX(dx + round_TX(dx_norm)), the sum of tgrt_add_mixed (an add the compiler may
 // not contract with dx_norm's last product: with f32 TX an FMA changed its bits, 2026-11-29,
 // kernel check on the H200); with LOW the rounded sum
-// also goes to low (TL), the next GEMM's input. The residual gradient's pack is loaded at the
-// store (kept from the first loop it would take NV * W more registers than the 128 allow).
+// also goes to low (TL), the next GEMM's input. The residual gradient's packs are loaded
+// after the row's sum, all at once up to 3 packs, else each at its store (kept from the first
+// loop they would take NV * W more registers than the 128 allow).
 // low may be dy itself (tgrt_rms_norm_bwd_acc's in-place copy): a thread reads its packs of
 // dy in the first loop and writes the same packs of low after the row's sum; dy and low are
 // therefore not __restrict__ (no dy load may be moved or repeated after a store to low).
@@ -220,20 +221,37 @@ __global__ void __launch_bounds__(kBlock, 2)
     const float rs = rstd[r];
     float xh[NV][W], dv[NV][W];
     float sgx = 0.0f;
+    // Every pack's loads are issued before any of them is used (as layer_norm_bwd_fused_kernel,
+    // Kernels.cu), up to 24 values per thread (kHoist; beyond, the registers spill): a
+    // thread's packs past the row read the row's first pack and count as zeros. Loads guarded
+    // by c < dW had put each pack's latency after the previous pack's.
+    constexpr bool kHoist = NV * W <= 24;
+    if constexpr (kHoist) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int64_t c = tr + (int64_t)TPR * k, cl = c < dW ? c : 0;
+        ldPack(x + r * d, cl, xh[k]);
+        ldPack(dy + r * d, cl, dv[k]);
+      }
+    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = tr + (int64_t)TPR * k;
+      const bool in = c < dW;
       float g[W];
-      if (c < dW) {
-        float xv[W], gm[W];
-        ldPack(x + r * d, c, xv);
-        ldPack(dy + r * d, c, dv[k]);
-        ldPack(gamma, c, gm);
+      if (kHoist || in) {
+        float gm[W];
+        if constexpr (!kHoist) {
+          ldPack(x + r * d, c, xh[k]);
+          ldPack(dy + r * d, c, dv[k]);
+        }
+        ldPack(gamma, in ? c : 0, gm);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-          xh[k][j] = xv[j] * rs;
-          g[j] = dv[k][j] * gm[j];
-          dg[k][j] += dv[k][j] * xh[k][j];
+          xh[k][j] = in ? xh[k][j] * rs : 0.0f;
+          dv[k][j] = in ? dv[k][j] : 0.0f;
+          g[j] = in ? dv[k][j] * gm[j] : 0.0f;
+          if (in) dg[k][j] += dv[k][j] * xh[k][j];
         }
       } else {
 #pragma unroll
@@ -242,6 +260,17 @@ __global__ void __launch_bounds__(kBlock, 2)
       sgx += packDot(g, xh[k]);
     }
     const float meanGX = rowSum<TPR>(sgx, red) / (float)d;
+    // ACC at up to 3 packs: the residual gradient's packs loaded together before the first
+    // store (24 more registers at W 8; more would spill under the 128 of two blocks per SM).
+    constexpr bool kHoistPrev = ACC && NV <= 3;
+    float pva[kHoistPrev ? NV : 1][W];
+    if constexpr (kHoistPrev) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int64_t c = tr + (int64_t)TPR * k;
+        ldPack(dx + r * d, c < dW ? c : 0, pva[kHoistPrev ? k : 0]);
+      }
+    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = tr + (int64_t)TPR * k;
@@ -252,7 +281,12 @@ __global__ void __launch_bounds__(kBlock, 2)
         for (int j = 0; j < W; ++j) o[j] = rs * (dv[k][j] * gm[j] - xh[k][j] * meanGX);
         if constexpr (ACC) {
           float pv[W];
-          ldPack(dx + r * d, c, pv);
+          if constexpr (kHoistPrev) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) pv[j] = pva[kHoistPrev ? k : 0][j];
+          } else {
+            ldPack(dx + r * d, c, pv);
+          }
           packAccRound<TX>(pv, o);
         }
         stPack(dx + r * d, c, o);

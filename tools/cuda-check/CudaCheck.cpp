@@ -1906,6 +1906,20 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
     const Raw want = encode(gp.f(), TGRT_BF16);
     record("adamw_wc copy = bf16(p)" + types, "n123457 step3" + sc,
            (double)bitDiffs(gw.raw(), want), 0.0);
+    // The same call in double arithmetic (TGRT_ADAMW_MATH=f64, the CPU reference's; the
+    // default is float, PyTorch's fused AdamW's opmath): against the CPU, the copy bf16 of
+    // its own p.
+    DevT gp5(p), gm5(m), gv5(v), gw5(TGRT_BF16, (size_t)n);
+    gw5.poison();
+    tgrt_cuda::setAdamwF32(c.gpu, false);
+    tgrt_cuda::adamw(c.gpu, "check", p_dt, gp5.p, gg.p, s_dt, gm5.p, gv5.p, n, 0.9f, 0.95f, 1e-8f,
+                     0.1f, gacc.p, TGRT_BF16, gw5.p);
+    tgrt_cuda::setAdamwF32(c.gpu, true);
+    record("adamw_wc f64 math p,m,v" + types, "n123457 step3" + sc,
+           std::max({relErr(gp5.raw(), pr), relErr(gm5.raw(), mr), relErr(gv5.raw(), vr)}),
+           tolFor(TGRT_F32));
+    record("adamw_wc f64 math copy = bf16(p)" + types, "n123457 step3" + sc,
+           (double)bitDiffs(gw5.raw(), encode(gp5.f(), TGRT_BF16)), 0.0);
   }
   // Islands of no weight decay inside the run (tgrt_adamw_islands, tg-bias-rows' biases):
   // against the CPU, and bit for bit against the plain kernel called per stretch (decay 0.1
@@ -3560,6 +3574,12 @@ void benchKernels(Contexts& c, int reps) {
       row("adamw_wc 124M (f32 p, g, m, v; bf16 copy; nonzero)", dt, 30, 30, (double)P, [&] {
         tgrt_cuda::adamw(g, "bench", F, p->p, pg->p, F, pm->p, pv->p, P, 0.9f, 0.95f, 1e-8f, 0.1f,
                          clip.p, B, logits->p); // (the copy: 249 MB, in the logits' buffer)
+      });
+      row("adamw_wc 124M f64 math (TGRT_ADAMW_MATH=f64)", dt, 30, 30, (double)P, [&] {
+        tgrt_cuda::setAdamwF32(g, false);
+        tgrt_cuda::adamw(g, "bench", F, p->p, pg->p, F, pm->p, pv->p, P, 0.9f, 0.95f, 1e-8f, 0.1f,
+                         clip.p, B, logits->p);
+        tgrt_cuda::setAdamwF32(g, true);
       });
     }
     flops("matmul 16384 x 3072 x 768 (MLP up)", dt, 2.0 * T * H * d, [&] {
