@@ -209,8 +209,8 @@ void setBgradChunks(Context* ctx, int chunks);
 /// The fused layer-norm backward's RELOAD variant (tests, TGRT_LN_BWD_RELOAD; default on).
 void setLnBwdReload(Context* ctx, bool on);
 /// AdamW's arithmetic for all-f32 p, m, v: f32 (true, the default) or f64 (false, the CPU
-/// reference's; TGRT_ADAMW_MATH). The check tool's switch.
-void setAdamwF32(Context* ctx, bool f32);
+/// reference's; TGRT_ADAMW_MATH). The check tool's switch; returns the setting before.
+bool setAdamwF32(Context* ctx, bool f32);
 /// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7, or -1 per vocabulary, the
 /// default; tests and the bench, TGRT_CE_FAST); returns the variant before. Aborts (fail) on
 /// another value.

@@ -3681,7 +3681,11 @@ void setBgradChunks(Context* ctx, int chunks) {
 }
 
 void setLnBwdReload(Context* ctx, bool on) { ctx->ln_bwd_reload = on; }
-void setAdamwF32(Context* ctx, bool f32) { ctx->adamw_f32 = f32; }
+bool setAdamwF32(Context* ctx, bool f32) {
+  const bool before = ctx->adamw_f32;
+  ctx->adamw_f32 = f32;
+  return before;
+}
 int setCeFast(Context* ctx, int variant) {
   if (variant != -1 && variant != 0 && variant != 6 && variant != 7)
     fail("setCeFast", "cross-entropy variant %d is not -1 (per vocabulary), 0, 6 or 7", variant);

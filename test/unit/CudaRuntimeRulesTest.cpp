@@ -100,6 +100,23 @@ TEST(RuntimeSwitches, AValueASwitchDoesNotTakeIsNamedAndTheDefaultRuns) {
   EXPECT_EQ(tgrt_cuda::setCeFast(c.ctx, -1), -1);
 }
 
+TEST(RuntimeSwitches, AdamwArithmeticIsFloatByDefault) {
+  // setAdamwF32 returns the setting before: the one TGRT_ADAMW_MATH gave the context.
+  EnvContext def({});
+  ASSERT_NE(def.ctx, nullptr) << def.err;
+  EXPECT_TRUE(tgrt_cuda::setAdamwF32(def.ctx, true));
+  EnvContext f64("TGRT_ADAMW_MATH", "f64");
+  ASSERT_NE(f64.ctx, nullptr) << f64.err;
+  EXPECT_EQ(f64.err.find("TGRT_ADAMW_MATH"), std::string::npos) << f64.err;
+  EXPECT_FALSE(tgrt_cuda::setAdamwF32(f64.ctx, true));
+  EnvContext bad("TGRT_ADAMW_MATH", "double");
+  ASSERT_NE(bad.ctx, nullptr) << bad.err;
+  EXPECT_NE(bad.err.find("TGRT_ADAMW_MATH=double is not one of f64, f32; the default runs"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_TRUE(tgrt_cuda::setAdamwF32(bad.ctx, true));
+}
+
 TEST(RuntimeSwitches, AnIntegerSwitchOutsideItsRangeIsNamed) {
   for (const char* value : {"0", "1001", "3x", "-2"}) {
     EnvContext c("TGRT_GEMM_TUNE_CALLS", value);
