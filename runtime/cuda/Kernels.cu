@@ -864,44 +864,71 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
     // up to 4 packs per lane: with 6 the registers would spill, so it is loaded at the store).
     constexpr bool kPre = ACC && NV <= 4 && !RELOAD;
     constexpr bool kKeepXh = !RELOAD;
-    // RELOAD at up to 3 packs: the residual gradient's packs are all loaded before the first
-    // is used, at the top of the second pass (24 registers at NV 3; at NV 4 they would spill).
-    constexpr bool kHoistPrev = ACC && RELOAD && NV <= 3;
-    // Every pack's loads are issued before any of them is used. A lane's packs past the row
-    // (c >= dW: rows of fewer than 32 NV packs) read the row's first pack and count as zeros.
-    // (Loads guarded by c < dW had put each pack's loads and arithmetic in a branch of its own,
-    // so its memory latency came after the previous pack's: 3 + 3 in a row at d 768, the SASS
-    // of 2026-12-02.) dy stays in its raw 16-byte words (half the registers of floats at 2
-    // bytes), unpacked where used.
+    // kHoist: every pack's loads are issued before any of them is used; a lane's packs past
+    // the row (c >= dW: rows of fewer than 32 NV packs) read the row's first pack and count as
+    // zeros. Loads guarded by c < dW with the pack's arithmetic inside the guard had put each
+    // pack's loads in a branch of its own, so its memory latency came after the previous
+    // pack's: 3 + 3 in a row at d 768 (the SASS of 2026-12-02). dy stays in its raw 16-byte
+    // words (half the registers of floats), unpacked where used. Only the mixed-precision
+    // step's forms (bf16 dy, the residual gradient and its low copy, RELOAD, up to 4 packs):
+    // in the others (f16, no low copy, 6 packs) ptxas spilled 4-280 bytes more than with the
+    // guarded loads, which they keep.
+    constexpr bool kHoist = std::is_same<TDY, bf16_t>::value && ACC && LOW && RELOAD && NV <= 4;
+    // With kHoist at up to 3 packs the residual gradient's packs are also loaded together, at
+    // the top of the second pass (24 registers at NV 3; at NV 4 they would spill).
+    constexpr bool kHoistPrev = kHoist && NV <= 3;
     constexpr int kDyWords = (int)(W * sizeof(TDY) / 16);
     static_assert(kDyWords * 16 == (int)(W * sizeof(TDY)), "a pack of dy is whole words");
-    uint4 dyw[NV][kDyWords];
-    float xv[NV][W];
+    uint4 dyw[kHoist ? NV : 1][kDyWords];
+    float xv[kHoist ? NV : 1][W];
+    float dvk[kHoist ? 1 : NV][W]; // without kHoist: dy's floats, kept for the second pass
     float prev[kPre ? NV : 1][W] = {};
+    if constexpr (kHoist) {
 #pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t c = lane + 32 * k, cl = c < dW ? c : 0;
-      ldPack(x + r * d, cl, xv[k]);
+      for (int k = 0; k < NV; ++k) {
+        const int64_t c = lane + 32 * k, cl = c < dW ? c : 0;
+        ldPack(x + r * d, cl, xv[k]);
 #pragma unroll
-      for (int u = 0; u < kDyWords; ++u) dyw[k][u] = load16(dy + r * d + cl * W + u * (16 / sizeof(TDY)));
-      if constexpr (kPre) ldPack(dx + r * d, cl, prev[k]);
+        for (int u = 0; u < kDyWords; ++u)
+          dyw[k][u] = load16(dy + r * d + cl * W + u * (16 / sizeof(TDY)));
+      }
     }
     float xh[kKeepXh ? NV : 1][W];
     float sg = 0.0f, sgx = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const bool in = lane + 32 * k < dW;
-      float g[W], xk[W], dv[W], gm[W];
-      ldPack(gamma, in ? lane + 32 * k : 0, gm);
+      const int64_t c = lane + 32 * k;
+      const bool in = c < dW;
+      float g[W], xk[W];
+      if (kHoist || in) {
+        float xr[W], dv[W], gm[W];
+        if constexpr (kHoist) {
 #pragma unroll
-      for (int u = 0; u < kDyWords; ++u) unpack16(dyw[k][u], dv + u * (16 / sizeof(TDY)), TDY{});
+          for (int j = 0; j < W; ++j) xr[j] = xv[kHoist ? k : 0][j];
 #pragma unroll
-      for (int j = 0; j < W; ++j) {
-        xk[j] = in ? (xv[k][j] - mu) * rs : 0.0f;
-        g[j] = in ? dv[j] * gm[j] : 0.0f;
-        if (in) {
-          db[k][j] += dv[j];
-          dg[k][j] += dv[j] * xk[j];
+          for (int u = 0; u < kDyWords; ++u)
+            unpack16(dyw[kHoist ? k : 0][u], dv + u * (16 / sizeof(TDY)), TDY{});
+        } else {
+          ldPack(x + r * d, c, xr);
+          ldPack(dy + r * d, c, dv);
+          if constexpr (kPre) ldPack(dx + r * d, c, prev[k]);
+        }
+        ldPack(gamma, in ? c : 0, gm);
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          xk[j] = in ? (xr[j] - mu) * rs : 0.0f;
+          g[j] = in ? dv[j] * gm[j] : 0.0f;
+          if (in) {
+            db[k][j] += dv[j];
+            dg[k][j] += dv[j] * xk[j];
+          }
+          if constexpr (!kHoist) dvk[kHoist ? 0 : k][j] = dv[j];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          xk[j] = g[j] = 0.0f;
+          if constexpr (!kHoist) dvk[kHoist ? 0 : k][j] = 0.0f;
         }
       }
       if constexpr (kKeepXh) {
@@ -927,8 +954,14 @@ __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
       if (c < dW) {
         float gm[W], o[W], xk[W], dv[W];
         ldPack(gamma, c, gm);
+        if constexpr (kHoist) {
 #pragma unroll
-        for (int u = 0; u < kDyWords; ++u) unpack16(dyw[k][u], dv + u * (16 / sizeof(TDY)), TDY{});
+          for (int u = 0; u < kDyWords; ++u)
+            unpack16(dyw[kHoist ? k : 0][u], dv + u * (16 / sizeof(TDY)), TDY{});
+        } else {
+#pragma unroll
+          for (int j = 0; j < W; ++j) dv[j] = dvk[kHoist ? 0 : k][j];
+        }
         if constexpr (kKeepXh) {
 #pragma unroll
           for (int j = 0; j < W; ++j) xk[j] = xh[kKeepXh ? k : 0][j];
