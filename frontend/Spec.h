@@ -115,6 +115,11 @@ struct TrainingSpec {
   /// arena: from each slot's first write in the backward to the end of the optimizer step
   /// (needs grad_accum 1 and one rank; docs/design-notes.md); auto: arena where it applies.
   std::string gradients = "auto";
+  /// Element type of the weight gradients under mixed precision: auto | f32. auto: a
+  /// weight whose whole gradient one bf16 / f16 GEMM writes keeps that type in its gradient
+  /// slot when the slots live in the arena (PyTorch autocast's gradient of an f32 weight;
+  /// tg-plan-memory low-precision-grads); f32: every gradient slot has its value's type.
+  std::string gradient_dtype = "auto";
   /// Dynamic loss scaling of fp16-mixed (ignored by the other precisions): the initial
   /// scale, and how many clean optimizer steps in a row double it.
   double loss_scale_init = 65536.0;

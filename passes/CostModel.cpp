@@ -326,7 +326,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //   tgrt_matmul_bias_lda / _gelu_lda: the same GEMMs reading A's rows lda apart.
   //   tgrt_adamw_islands: tgrt_adamw_wc's kernel with weight decay 0 on some packs (the
   //     same bytes; without a working copy the table's tgrt_adamw_wc point prices 2 bytes
-  //     an element more).
+  //     an element more). tgrt_adamw_wc_g: that kernel reading 2-byte gradients (its
+  //     roofline has 2 bytes an element fewer).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf); tgrt_matmul_wgrad_lda: the same GEMM reading A's
   //     rows lda apart (a bias-rows layer norm's output); tgrt_matmul_acc_lda: that GEMM adding
@@ -352,6 +353,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
       {"tgrt_matmul_bias_lda", "tgrt_matmul_bias"},
       {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},
       {"tgrt_adamw_islands", "tgrt_adamw_wc"},
+      {"tgrt_adamw_wc_g", "tgrt_adamw_wc"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},

@@ -187,9 +187,11 @@ public:
     if (failed(readPlanReport(module, report)))
       return failure();
     for (const ParamSlot &p : report.params)
-      if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty())
+      if (tgrtDtype(p.dtype).empty() || tgrtDtype(p.stateDtype).empty() ||
+          tgrtDtype(p.gradDtype).empty())
         return module.emitError() << "lower-to-emitc: parameter \"" << p.name
                                   << "\" has dtypes " << p.dtype << "/" << p.stateDtype
+                                  << (p.gradDtype == p.dtype ? "" : " (gradient " + p.gradDtype + ")")
                                   << " the runtime does not have";
     // Element sizes come from the type: a tensor of a type the runtime has no tgrt_dtype
     // for (e.g. an fp8 type) is refused here, never sized as some other type.
@@ -335,7 +337,7 @@ private:
       ps << "}, " << p.numel << ", " << p.offset << ", " << p.gradOffset << ", " << p.mOffset
          << ", " << p.vOffset << ", " << init << ", " << fltText(p.initStd) << ", "
          << (p.decay ? 1 : 0) << ", " << tgrtDtype(p.dtype) << ", " << tgrtDtype(p.stateDtype)
-         << ", " << p.owner << ", " << p.shard << "},\n";
+         << ", " << p.owner << ", " << p.shard << ", " << tgrtDtype(p.gradDtype) << "},\n";
     }
     ps << "}";
     auto paramsType =
@@ -583,7 +585,7 @@ private:
         // padding included, which must read as zeros (the plan reserves it with the slot).
         for (const ParamSlot *s : z->second)
           if (failed(call(&op, "tgrt_zero",
-                          {gradSlot(s), (dtypeBytes(s->dtype) * s->numel * (1 + s->padRows) +
+                          {gradSlot(s), (dtypeBytes(s->gradDtype) * s->numel * (1 + s->padRows) +
                                          kBufferAlignment - 1) /
                                             kBufferAlignment * kBufferAlignment},
                           "zero_grad." + s->name)))
@@ -679,8 +681,8 @@ private:
   /// A parameter's gradient slot as an argument, described for the checks: persistent, or
   /// in the arena when the plan put the gradients there (PlanReport::gradsInArena).
   Arg gradSlot(const ParamSlot *s) const {
-    return Arg(gradPtr(s->gradOffset, s->dtype))
-        .view(s->name + " (gradient)", shapeText(s->shape), tgrtDtype(s->dtype), 1, s->numel,
+    return Arg(gradPtr(s->gradOffset, s->gradDtype))
+        .view(s->name + " (gradient)", shapeText(s->shape), tgrtDtype(s->gradDtype), 1, s->numel,
               s->numel);
   }
   /// A pointer into the gradient slots' region (persistent, or the arena).
@@ -965,7 +967,7 @@ private:
           if (auto it = slotAdds.find(o); it != slotAdds.end()) {
             const ParamSlot *s = it->second.first;
             return call(op, "tgrt_accumulate",
-                        {dt(s->dtype), gradSlot(s), Arg(it->second.second), s->numel});
+                        {dt(s->gradDtype), gradSlot(s), Arg(it->second.second), s->numel});
           }
           return emitAdd(o);
         })
@@ -1251,7 +1253,7 @@ private:
                 slots ? gradSlot(slotOf(sg.acc.getParam())) : Arg(o.getDgamma()),
                 slots ? gradSlot(slotOf(sb.acc.getParam())) : Arg(o.getDbeta())};
             if (bias) {
-              args.push_back(dt(bias->dtype));
+              args.push_back(dt(bias->gradDtype));
               args.push_back(gradSlot(bias));
             }
             args.push_back(numel(o.getX()) / d);
@@ -1351,8 +1353,18 @@ private:
           const ParamSlot *s = slotOf(o.getParam());
           if (!s)
             return LogicalResult(op->emitOpError() << "lower-to-emitc: param has no planned slot");
+          // A slot of the compute type (the plan's grad_dtype) takes only its GEMM's product,
+          // which the matmul's lowering writes into it (gradientSink): never an f32 add.
+          if (s->gradDtype != dtypeName(rt(o.getGrad()).getElementType()))
+            return LogicalResult(op->emitOpError()
+                                 << "lower-to-emitc: the gradient slot of '" << s->name
+                                 << "' holds " << s->gradDtype << " (the plan's grad_dtype), but "
+                                 << "this accumulation adds a "
+                                 << dtypeName(rt(o.getGrad()).getElementType())
+                                 << " gradient that no weight-gradient GEMM writes into it (plan "
+                                    "with tg-plan-memory low-precision-grads=false)");
           return call(op, "tgrt_accumulate",
-                      {dt(s->dtype), gradSlot(s), Arg(o.getGrad()), s->numel});
+                      {dt(s->gradDtype), gradSlot(s), Arg(o.getGrad()), s->numel});
         })
         .Case([&](ClipGradNormOp o) {
           if (failed(call(op, "tgrt_zero", {Arg(o.getResult()), (int64_t)8})))
@@ -1399,7 +1411,7 @@ private:
             return failure();
           scatterPending = true;
           return call(op, "tgrt_reduce_scatter_mean_start",
-                      {dt(s->dtype), Arg(o.getGrad()), gradSlot(s), s->numel, s->shard});
+                      {dt(s->gradDtype), Arg(o.getGrad()), gradSlot(s), s->numel, s->shard});
         })
         .Case([&](GatherParamOp o) {
           // ZeRO-3: this rank's chunk of the value (or working copy) -> the whole tensor.
@@ -1467,16 +1479,20 @@ private:
   /// Groups `slots` into runs by `offsetOf` (sorted), contiguous and `compatible`.
   template <typename OffsetFn, typename CompatFn>
   std::vector<Run> runs(SmallVector<const ParamSlot *> slots, OffsetFn offsetOf,
-                        CompatFn compatible) {
+                        CompatFn compatible, bool gradients = false) {
+    // The element type of the slots offsetOf names: the gradients' or the values'.
+    auto bytesOf = [&](const ParamSlot *s) {
+      return dtypeBytes(gradients ? s->gradDtype : s->dtype) * held(s);
+    };
     llvm::stable_sort(slots, [&](const ParamSlot *a, const ParamSlot *c) {
       return offsetOf(a) < offsetOf(c);
     });
     std::vector<Run> out;
     const ParamSlot *prev = nullptr;
     for (const ParamSlot *s : slots) {
-      int64_t bytes = dtypeBytes(s->dtype) * held(s);
+      int64_t bytes = bytesOf(s);
       int64_t prevEnd =
-          prev ? (offsetOf(prev) + dtypeBytes(prev->dtype) * held(prev) + kBufferAlignment - 1) /
+          prev ? (offsetOf(prev) + bytesOf(prev) + kBufferAlignment - 1) /
                      kBufferAlignment * kBufferAlignment
                : -1;
       if (prev && offsetOf(s) == prevEnd && compatible(out.back().first, s)) {
@@ -1573,12 +1589,15 @@ private:
   LogicalResult callPerSlotRun(Operation *op, SmallVector<const ParamSlot *> slots,
                                StringRef fnName, ArrayRef<Arg> extra, StringRef prefix) {
     for (const Run &r :
-         runs(slots, [](const ParamSlot *s) { return s->gradOffset; },
-              [](const ParamSlot *a, const ParamSlot *c) { return a->dtype == c->dtype; })) {
+         runs(
+             slots, [](const ParamSlot *s) { return s->gradOffset; },
+             [](const ParamSlot *a, const ParamSlot *c) { return a->gradDtype == c->gradDtype; },
+             /*gradients=*/true)) {
       const ParamSlot *s = r.first;
-      const int64_t n = r.bytes / dtypeBytes(s->dtype);
-      SmallVector<Arg> args = {dt(s->dtype),
-                               gradRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), n};
+      const int64_t n = r.bytes / dtypeBytes(s->gradDtype);
+      SmallVector<Arg> args = {dt(s->gradDtype),
+                               gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()),
+                               n};
       args.append(extra.begin(), extra.end());
       if (failed(call(op, fnName, args, r.where(prefix))))
         return failure();
@@ -1608,7 +1627,8 @@ private:
     auto same = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
-             a->dtype == a->stateDtype && a->owner == c->owner && x.getClip() == y.getClip() &&
+             a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
+             x.getClip() == y.getClip() &&
              x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
              x.getEps() == y.getEps() && x.getWeightDecay() == y.getWeightDecay();
     };
@@ -1621,7 +1641,8 @@ private:
     auto sameButDecay = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
-             a->dtype == a->stateDtype && a->owner == c->owner && a->owner < 0 &&
+             a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
+             a->owner < 0 &&
              x.getClip() == y.getClip() && x.getBeta1() == y.getBeta1() &&
              x.getBeta2() == y.getBeta2() && x.getEps() == y.getEps();
     };
@@ -1661,7 +1682,8 @@ private:
       ArrayRef<const ParamSlot *> rest = ArrayRef<const ParamSlot *>(members).drop_front(f);
       std::optional<AdamwIslands> isl;
       Run tail;
-      if (!twoDecays && !rest.empty()) {
+      // tgrt_adamw_islands reads gradients of the values' type only.
+      if (!twoDecays && !rest.empty() && rest.front()->gradDtype == rest.front()->dtype) {
         tail.first = rest.front();
         tail.count = (int64_t)rest.size();
         tail.bytes = rest.back()->offset + dtypeBytes(rest.back()->dtype) * held(rest.back()) -
@@ -1745,9 +1767,12 @@ private:
       const ParamSlot *s = r.first;
       int64_t n = r.bytes / dtypeBytes(s->dtype);
       std::string where = r.where("optimizer");
+      // Gradients of another type than the values (the plan's grad_dtype): tgrt_adamw_wc_g,
+      // which takes their dtype after the values.
+      const bool lowGrads = s->gradDtype != s->dtype;
       SmallVector<Arg, 24> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
-          gradRun(s->gradOffset, s->dtype, n, "gradients " + r.names()), dt(s->stateDtype),
+          gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()), dt(s->stateDtype),
           momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
           momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
           flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
@@ -1777,15 +1802,30 @@ private:
       // ZeRO-1: only the run's owner updates it (its moments live on that rank only), then
       // it broadcasts the new values (and their working copies) to the other ranks.
       std::string fn = s->workOffset >= 0 ? "tgrt_adamw_wc" : "tgrt_adamw";
+      if (lowGrads) {
+        // tgrt_adamw_wc_g: (p_dt, p, g_dt, g, ...), the working copy or (NULL) none. The
+        // plan gives the compute type to gradients in the arena only (no owners, no shards).
+        if (s->owner >= 0)
+          return o->emitOpError() << "lower-to-emitc: '" << s->name << "' has a " << s->gradDtype
+                                  << " gradient slot (grad_dtype) and a ZeRO-1 owner";
+        args.insert(args.begin() + 2, dt(s->gradDtype));
+        if (s->workOffset < 0) {
+          args.push_back(dt(s->gradDtype));
+          args.push_back(Arg(std::string("NULL")));
+        }
+        fn = "tgrt_adamw_wc_g";
+      }
       if (s->owner >= 0) {
         args.push_back(Arg(s->owner));
         fn += "_owned";
       }
       // Persistent gradients are zeroed for the next step's accumulation; gradients in
       // the arena are zeroed where the next micro-step first writes them.
+      const int64_t gradBytes = lowGrads ? n * dtypeBytes(s->gradDtype) : r.bytes;
       if (failed(call(o, fn, args, where)) ||
           (!report.gradsInArena &&
-           failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), r.bytes}, where))))
+           failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->gradDtype), gradBytes},
+                       where))))
         return failure();
       if (s->owner >= 0) {
         if (failed(call(o, "tgrt_broadcast",
@@ -1817,7 +1857,7 @@ private:
       std::string where = "optimizer." + s->name;
       SmallVector<Arg, 18> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name),
-          gradRun(s->gradOffset, s->dtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
+          gradRun(s->gradOffset, s->gradDtype, s->shard, "gradients " + s->name), dt(s->stateDtype),
           momentRun(s->mOffset, s->stateDtype, s->shard, "AdamW m " + s->name),
           momentRun(s->vOffset, s->stateDtype, s->shard, "AdamW v " + s->name), s->numel,
           s->shard, flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
@@ -1828,10 +1868,10 @@ private:
         args.push_back(
             slotRun(s->workOffset, report.workDtype, s->numel, "working copies " + s->name));
       }
-      const int64_t gradBytes = s->shard * dtypeBytes(s->dtype);
+      const int64_t gradBytes = s->shard * dtypeBytes(s->gradDtype);
       if (failed(call(o, s->workOffset >= 0 ? "tgrt_adamw_wc_chunk" : "tgrt_adamw_chunk", args,
                       where)) ||
-          failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->dtype), gradBytes}, where)))
+          failed(call(o, "tgrt_zero", {persistent(s->gradOffset, s->gradDtype), gradBytes}, where)))
         return failure();
       if (failed(call(o, "tgrt_all_gather_start",
                       {dt(s->dtype), Arg(std::string("nullptr")),
@@ -2036,7 +2076,7 @@ private:
     return call(o, store ? "tgrt_linear_cross_entropy_store" : "tgrt_linear_cross_entropy",
                 {dt(o.getX()), Arg(o.getX()), Arg(o.getW()), Arg(o.getTargets()),
                  Arg(o.getDloss()), Arg(o.getLoss()), Arg(o.getDx()),
-                 slot ? dt(slot->dtype) : dt(dw), dwArg, Arg(o.getScratch()), rows,
+                 slot ? dt(slot->gradDtype) : dt(dw), dwArg, Arg(o.getScratch()), rows,
                  dim(o.getX(), -1), dim(o.getW(), 0), (int64_t)o.getChunkRows(),
                  (int64_t)o.getIgnoreIndex()});
   }
@@ -2064,7 +2104,7 @@ private:
       fusedAway.insert(cast);
     int64_t n = dim(dy, -1);
     if (failed(call(o, "tgrt_bias_grad_acc",
-                    {dt(dy), Arg(dy), dt(s->dtype), gradSlot(s), numel(dy) / n, n}, where)))
+                    {dt(dy), Arg(dy), dt(s->gradDtype), gradSlot(s), numel(dy) / n, n}, where)))
       return LogicalResult(o->emitOpError() << "lower-to-emitc: could not emit its gradient slot's sum");
     return success();
   }
@@ -2155,7 +2195,7 @@ private:
           // norm's [k, m + kOnesColumns]), C = [dW; db; 0] over W's slot and b's (right after
           // it, kBiasRows rows): the GEMM's row m is the bias gradient.
           if (o->hasAttr("tg.bias_rows")) {
-            if (!bias || bias->gradOffset != s->gradOffset + dtypeBytes(s->dtype) * s->numel ||
+            if (!bias || bias->gradOffset != s->gradOffset + dtypeBytes(s->gradDtype) * s->numel ||
                 bias->padRows != kBiasPadRows || bias->numel != n || !ta ||
                 !isOnesColumnOutput(throughReshape(o.getA())))
               return o->emitOpError()
@@ -2166,11 +2206,11 @@ private:
             if (failed(ya)) return failure();
             return call(
                 o, "tgrt_matmul_wgrad_lda",
-                {dt(o.getA()), *ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
+                {dt(o.getA()), *ya, Arg(o.getB()), dt(s->gradDtype), gradSlot(s), m + kBiasRows, n, k,
                  m + kOnesColumns, int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
           }
           return call(o, "tgrt_matmul_wgrad",
-                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
+                      {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->gradDtype), gradSlot(s),
                        m, n, k, int64_t(ta ? 1 : 0), int64_t(tb ? 1 : 0),
                        flt(o.getAlpha().convertToFloat()),
                        bias ? gradSlot(bias) : Arg(std::string("NULL"))});
@@ -2187,11 +2227,11 @@ private:
           if (failed(ya)) return failure();
           return call(
               o, "tgrt_matmul_acc_lda",
-              {dt(o.getA()), *ya, Arg(o.getB()), dt(s->dtype), gradSlot(s), m + kBiasRows, n, k,
+              {dt(o.getA()), *ya, Arg(o.getB()), dt(s->gradDtype), gradSlot(s), m + kBiasRows, n, k,
                m + kOnesColumns, int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
         }
         return call(o, "tgrt_matmul_acc",
-                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->dtype), gradSlot(s),
+                    {dt(o.getA()), Arg(o.getA()), Arg(o.getB()), dt(s->gradDtype), gradSlot(s),
                      m, n, k, int64_t(ta ? 1 : 0),
                      int64_t(tb ? 1 : 0), flt(o.getAlpha().convertToFloat())});
       }
@@ -2309,7 +2349,7 @@ private:
     // reads runs of slots with their 256-byte padding, which must hold zeros (a slot of
     // bf16 [64] is 128 bytes of values in 256), so a padded slot keeps its zero.
     auto noteWhole = [&](const ParamSlot *s) {
-      if (dtypeBytes(s->dtype) * s->numel % kBufferAlignment == 0)
+      if (dtypeBytes(s->gradDtype) * s->numel % kBufferAlignment == 0)
         writtenWhole.insert(s);
     };
     llvm::DenseMap<Value, int> accumulations;
@@ -2391,7 +2431,7 @@ private:
       for (MatmulOp w : byB.lookup(dy)) {
         CastOp wc;
         const ParamSlot *weight = slotOf(gradientSink(w, wc).getParam());
-        if (wgradBias.count(w) || weight->dtype != bias->dtype || dim(w.getB(), -1) != n ||
+        if (wgradBias.count(w) || weight->gradDtype != bias->gradDtype || dim(w.getB(), -1) != n ||
             dim(w.getB(), 0) * n != numel(dy))
           continue;
         wgradBias[w] = bias;
@@ -2498,8 +2538,8 @@ private:
         CastOp bc;
         AccumulateGradOp bacc = biasGradSink(db, bc);
         const ParamSlot* b = bacc ? slotOf(bacc.getParam()) : nullptr;
-        return b && b->padRows == kBiasPadRows && b->numel == n && b->dtype == w->dtype &&
-               b->gradOffset == w->gradOffset + dtypeBytes(w->dtype) * w->numel;
+        return b && b->padRows == kBiasPadRows && b->numel == n && b->gradDtype == w->gradDtype &&
+               b->gradOffset == w->gradOffset + dtypeBytes(w->gradDtype) * w->numel;
       };
       Value dh = throughReshape(o.getB());
       Operation* source = nullptr;

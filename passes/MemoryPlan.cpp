@@ -248,6 +248,44 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep) {
   return true;
 }
 
+llvm::StringMap<Type> lowPrecisionGradients(func::FuncOp micro) {
+  auto rt = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  auto through = [](Value v) {
+    while (auto r = v.getDefiningOp<ReshapeOp>())
+      v = r.getX();
+    return v;
+  };
+  llvm::DenseSet<Value> biasSummed; // the values a bias gradient sums over rows
+  micro.walk([&](BiasGradOp o) { biasSummed.insert(through(o.getDy())); });
+  micro.walk([&](MatmulDgeluBgradOp o) { biasSummed.insert(through(o.getDx())); });
+  llvm::DenseMap<Value, int> accumulations;
+  micro.walk([&](AccumulateGradOp a) { ++accumulations[a.getParam()]; });
+  llvm::StringMap<Type> out;
+  micro.walk([&](AccumulateGradOp acc) {
+    auto arg = dyn_cast<BlockArgument>(acc.getParam());
+    if (!arg || arg.getOwner()->getParentOp() != micro.getOperation() ||
+        accumulations.lookup(acc.getParam()) != 1)
+      return;
+    auto name = micro.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr);
+    auto cast = acc.getGrad().getDefiningOp<CastOp>();
+    if (!name || !cast || !cast.getResult().hasOneUse() ||
+        !rt(cast.getResult()).getElementType().isF32())
+      return;
+    auto mm = cast.getX().getDefiningOp<MatmulOp>();
+    if (!mm || !mm.getResult().hasOneUse() || mm->hasAttr("tg.bias_rows") ||
+        rt(mm.getA()).getRank() != 2 || rt(mm.getB()).getRank() != 2 ||
+        biasSummed.contains(through(mm.getB())))
+      return;
+    Type e = rt(mm.getResult()).getElementType();
+    if (!e.isBF16() && !e.isF16())
+      return;
+    if (rt(acc.getGrad()).getNumElements() * 2 % kBufferAlignment != 0)
+      return;
+    out[name.getValue()] = e;
+  });
+  return out;
+}
+
 llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro) {
   llvm::StringMap<int64_t> out;
   llvm::DenseMap<Operation *, int64_t> position;
@@ -355,6 +393,9 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.padRows = getI64(d, "pad_rows");
       if (auto t = d.getAs<StringAttr>("dtype"))
         s.dtype = t.str();
+      s.gradDtype = s.dtype;
+      if (auto t = d.getAs<StringAttr>("grad_dtype"))
+        s.gradDtype = t.str();
       if (auto t = d.getAs<StringAttr>("state_dtype"))
         s.stateDtype = t.str();
       if (auto t = d.getAs<StringAttr>("init"))
@@ -373,7 +414,7 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   auto heldGrad = [&](const ParamSlot &s) { return s.shard ? s.shard : s.numel; };
   for (const ParamSlot &s : r.params) {
     r.paramBytes += dtypeBytes(s.dtype) * heldValue(s);
-    r.gradBytes += dtypeBytes(s.dtype) * heldGrad(s);
+    r.gradBytes += dtypeBytes(s.gradDtype) * heldGrad(s);
     r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * heldGrad(s);
   }
   const bool even = r.zero >= 2 && !r.params.empty() && r.params.front().shard > 0;
@@ -394,8 +435,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
     addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
           dtypeBytes(s.dtype) * heldValue(s));
     if (!r.gradsInArena)
-      addTo(r.persistentByDtype, "gradients " + s.dtype + chunk,
-            dtypeBytes(s.dtype) * heldGrad(s));
+      addTo(r.persistentByDtype, "gradients " + s.gradDtype + chunk,
+            dtypeBytes(s.gradDtype) * heldGrad(s));
     // Offloaded moments are in the host region, reported apart (not persistent).
     if (s.owner < 0 && r.hostBytes == 0)
       addTo(r.persistentByDtype, "AdamW m, v " + s.stateDtype + chunk,
@@ -493,7 +534,7 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
         writes = gradientFirstWrites(fn);
       for (const ParamSlot &s : r.params) {
         PlanBuffer g;
-        g.bytes = (dtypeBytes(s.dtype) * s.numel * (1 + s.padRows) + kBufferAlignment - 1) /
+        g.bytes = (dtypeBytes(s.gradDtype) * s.numel * (1 + s.padRows) + kBufferAlignment - 1) /
                   kBufferAlignment * kBufferAlignment; // the slot with its padding
 
         g.offset = s.gradOffset;
@@ -501,8 +542,8 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
         g.last = end;
         pb.push_back(g);
         r.buffers.push_back({fn.getSymName().str(), s.name + ".gradient",
-                             fn.getSymName() == "micro_step" ? "backward" : "optimizer", s.dtype,
-                             g.bytes, g.offset, g.first, g.last});
+                             fn.getSymName() == "micro_step" ? "backward" : "optimizer",
+                             s.gradDtype, g.bytes, g.offset, g.first, g.last});
       }
     }
     std::vector<int64_t> live_bytes = liveBytesPerOp(pb, (int64_t)live.opPhase.size());
@@ -625,6 +666,7 @@ std::string planReportJson(const PlanReport &r) {
                                         {"v_offset", p.vOffset},
                                         {"work_offset", p.workOffset},
                                         {"dtype", p.dtype},
+                                        {"grad_dtype", p.gradDtype},
                                         {"state_dtype", p.stateDtype}});
     if (p.padRows > 0)
       params.back().getAsObject()->insert({"pad_rows", p.padRows});

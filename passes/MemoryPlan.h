@@ -100,6 +100,21 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep);
 /// Parameters without a tg.accumulate_grad are absent.
 llvm::StringMap<int64_t> gradientFirstWrites(func::FuncOp micro);
 
+/// Parameters whose gradient slot can hold the compute type (tg-plan-memory
+/// low-precision-grads; ParamSlot::gradDtype), by name (tg.param), with that type: under
+/// mixed precision a weight's gradient in @micro_step is a bf16 / f16 GEMM's product that a
+/// tg.cast widens to the f32 slot (tg-autodiff's gradient of the working copy's cast), as
+/// PyTorch's autocast hands an f32 parameter its bf16 GEMM's gradient. Kept in the GEMM's
+/// type, the slot holds exactly the IR's value (the cast widens exactly) in half the bytes,
+/// which the GEMM writes, the gradient norm and AdamW read (Llama 3.2 1B: 6 bytes a weight
+/// element fewer moved per step). A parameter qualifies when its only tg.accumulate_grad
+/// of @micro_step is fed through that cast (its only use) by a rank-2 tg.matmul (its only
+/// use) without tg.bias_rows whose B no bias gradient also sums (a tg.bias_grad's dy or a
+/// tg.matmul_dgelu_bgrad's dx: the lowering may fuse that bias into the weight's call,
+/// which writes both in one type), and its 2-byte slot is a whole number of 256-byte
+/// blocks (no padding, so a run of such slots maps element for element onto the values').
+llvm::StringMap<Type> lowPrecisionGradients(func::FuncOp micro);
+
 /// Bytes of a ranked tensor type (f32/i32: 4, bf16/f16: 2).
 int64_t tensorBytes(Type type);
 
@@ -117,7 +132,11 @@ struct ParamSlot {
   /// Zero rows of numel elements after the value in each slot (tg-bias-rows' biases: 7),
   /// part of the slot as its alignment padding is.
   int64_t padRows = 0;
-  std::string dtype = "f32";      ///< value and gradient element type
+  std::string dtype = "f32";      ///< value element type
+  /// Gradient slot element type: dtype, or under mixed precision the compute type (bf16 /
+  /// f16) when one weight-gradient GEMM writes the whole gradient (the plan's grad_dtype;
+  /// tg-plan-memory low-precision-grads, lowPrecisionGradients).
+  std::string gradDtype = "f32";
   std::string stateDtype = "f32"; ///< AdamW m, v element type
   std::string init = "normal";    ///< normal | zeros | ones (driver initialisation)
   float initStd = 0.02f;

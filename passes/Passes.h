@@ -84,6 +84,11 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
       llvm::cl::desc("auto | persistent | arena: where the gradient slots live "
                      "(tg-plan-memory; auto = arena with grad_accum 1 and one rank)"),
       llvm::cl::init("auto")};
+  Option<bool> lowPrecisionGrads{
+      *this, "low-precision-grads",
+      llvm::cl::desc("tg-plan-memory low-precision-grads: weight gradients written by one "
+                     "bf16 / f16 GEMM keep that type (with the gradients in the arena)"),
+      llvm::cl::init(true)};
   Option<std::string> attentionImpl{
       *this, "attention-impl",
       llvm::cl::desc("auto | own | cudnn: bf16 / f16 flash attention by tgc's own kernels or "

@@ -322,6 +322,11 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
     Option<"dropUnread", "drop-unread", "bool", "false",
            "plan again without the results no lowered call uses (tg.unplanned; see the "
            "description)">,
+    Option<"lowPrecisionGrads", "low-precision-grads", "bool", "false",
+           "with the gradients in the arena: a weight whose whole gradient one bf16 / f16 "
+           "GEMM writes (MemoryPlan.h lowPrecisionGradients) gets a gradient slot of that "
+           "type (grad_dtype in the plan's params; PyTorch autocast's gradient, half the "
+           "bytes)">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

@@ -148,9 +148,15 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     if (even)
       for (auto [i, p] : llvm::enumerate(params))
         chunk[i] = (p.type.getNumElements() + ranks - 1) / ranks;
+    // low-precision-grads: the gradient slot's element type where it is not the value's
+    // (null elsewhere; set below, once the gradients are known to live in the arena).
+    SmallVector<Type> gradType(params.size());
     auto slotBytes = [&](size_t i, int slot) {
       const Param &p = params[i];
-      int64_t full = (slot < 2 ? p.bytes : p.momentBytes) * (1 + padRows[i]);
+      const int64_t bytes = slot == 1 && gradType[i] ? 2 * p.type.getNumElements() // bf16 / f16
+                            : slot < 2                   ? p.bytes
+                                                         : p.momentBytes;
+      int64_t full = bytes * (1 + padRows[i]);
       if (!even || (slot == 0 && zero < 3))
         return full;
       return chunk[i] * (full / p.type.getNumElements());
@@ -210,6 +216,22 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
                               "checkpointing budget and a tg.accumulate_grad for every "
                               "parameter (use gradients=auto or persistent)";
         return signalPassFailure();
+      }
+    }
+    // Weight gradients in the compute type (low-precision-grads; MemoryPlan.h
+    // lowPrecisionGradients): only with the slots in the arena (one micro-step, one rank:
+    // nothing accumulates into them across micro-steps or reduces them across ranks) and the
+    // moments on the device. Those parameters go last (stable), so that their slots form
+    // runs of one gradient type that the optimizer's calls merge.
+    if (lowPrecisionGrads && gradsInArena && !toHost && !sharded && !even) {
+      if (auto micro = module.lookupSymbol<func::FuncOp>("micro_step")) {
+        llvm::StringMap<Type> low = lowPrecisionGradients(micro);
+        for (auto [i, p] : llvm::enumerate(params))
+          if (auto it = low.find(p.name.getValue());
+              it != low.end() && p.type.getElementType().isF32() && !padRows[i])
+            gradType[i] = it->second;
+        std::stable_partition(order.begin(), order.end(),
+                              [&](size_t i) { return !gradType[i]; });
       }
     }
     int64_t cursor = 0, hostCursor = 0, gradCursor = 0, valuesEnd = 0;
@@ -296,6 +318,8 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         slot.push_back({id("owner"), b.getI64IntegerAttr(owner[i])});
       if (padRows[i])
         slot.push_back({id("pad_rows"), b.getI64IntegerAttr(padRows[i])});
+      if (gradType[i])
+        slot.push_back({id("grad_dtype"), b.getStringAttr(dtypeName(gradType[i]))});
       if (even)
         slot.push_back({id("shard"), b.getI64IntegerAttr(chunk[i])});
       // The initialisation and decay role the frontend put on the argument travel with

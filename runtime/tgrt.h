@@ -86,7 +86,7 @@ typedef struct tgrt_param {
   int32_t init;           /* enum tgrt_init                              */
   float init_std;         /* std for TGRT_INIT_NORMAL                    */
   int32_t weight_decay;   /* 1 if AdamW applies decoupled weight decay   */
-  int32_t dtype;          /* enum tgrt_dtype of the value and gradient   */
+  int32_t dtype;          /* enum tgrt_dtype of the value (and gradient) */
   int32_t state_dtype;    /* enum tgrt_dtype of the AdamW moments m, v   */
   /* ZeRO-1 (tgrt_model.zero = 1): the rank that holds m, v and updates the value (its
    * m_offset / v_offset are valid on that rank only); ignored when zero = 0. */
@@ -95,6 +95,11 @@ typedef struct tgrt_param {
    * holds (tgrt_shard_span): grad_offset, m_offset, v_offset name c-element shards, and
    * under ZeRO-3 offset (and the working copy) too; 0 when not sharded. */
   int64_t shard;
+  /* enum tgrt_dtype of the gradient slot: dtype, or under mixed precision the compute type
+   * (bf16 / f16) when one weight-gradient GEMM writes the whole gradient of the step (tgc's
+   * plan `grad_dtype`, training.gradient_dtype auto): the GEMM's rounded product, which is
+   * what PyTorch's autocast hands the f32 parameter as its gradient. */
+  int32_t grad_dtype;
 } tgrt_param;
 
 typedef struct tgrt_model {

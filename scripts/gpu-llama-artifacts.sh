@@ -24,6 +24,11 @@ c smollm2u examples/smollm2-135m.json cuda --set model.tie_embeddings=false
 c llama1bu examples/llama3.2-1b.json cuda --set model.tie_embeddings=false
 c smollm2u-c0 examples/smollm2-135m.json cuda --set model.tie_embeddings=false --set training.loss_chunk_bytes=0
 c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=selective
+# The fused loss in two chunks of 4096 rows (1 GiB of logits) and in one of 8192 (2 GiB)
+# instead of four: each chunk after the first re-reads and re-writes the tied head's f32 weight
+# gradient (128256 x 2048: 1.05 GB) in its dw GEMM.
+c llama1b-c2 examples/llama3.2-1b.json cuda --set training.loss_chunk_bytes=1073741824
+c llama1b-c1 examples/llama3.2-1b.json cuda --set training.loss_chunk_bytes=2147483648
 # The gradient slots persistent (the layout before training.gradients=auto put them in the
 # arena): the A/B of that change's memory and time.
 c llama1b-pg examples/llama3.2-1b.json cuda --set training.gradients=persistent

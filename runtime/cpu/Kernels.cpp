@@ -142,6 +142,13 @@ struct F16Io {
   }
 };
 
+/// Element i of p (dt: f32, bf16 or f16, already checked) widened to float (exact).
+inline float ldAs(int32_t dt, const void* p, int64_t i) {
+  return dt == TGRT_BF16  ? Bf16Io::ld(p, i)
+         : dt == TGRT_F16 ? F16Io::ld(p, i)
+                          : F32Io::ld(p, i);
+}
+
 /// Calls fn(Io{}) with the element access struct of dt (F32Io, Bf16Io or F16Io); fails on an
 /// unknown dtype. fn is a generic lambda, instantiated once per dtype.
 template <class Fn>
@@ -2024,12 +2031,27 @@ void tgrt_adamw_islands(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, c
 void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
                    int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
                    float eps, float weight_decay, const float* clip, int32_t w_dt, void* w) {
+  tgrt_adamw_wc_g(ctx, loc, p_dt, p, p_dt, g, state_dt, m, v, n, beta1, beta2, eps,
+                  weight_decay, clip, w_dt, w);
+}
+
+/// tgrt_adamw_wc with g of g_dt (p_dt, or the working copy's 2-byte type: each g[i] widened
+/// exactly; tgrt.h). Errors: as tgrt_adamw_wc; g_dt neither p_dt nor w_dt / 2-byte.
+void tgrt_adamw_wc_g(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt,
+                     const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1,
+                     float beta2, float eps, float weight_decay, const float* clip, int32_t w_dt,
+                     void* w) {
   checkCtx(ctx, loc);
   if (w && w_dt != TGRT_BF16 && w_dt != TGRT_F16)
     fail(loc, "adamw_wc: the working copy's dtype %d is not bf16 (1) or f16 (2)", (int)w_dt);
   checkNonNegative(loc, "adamw(n)", n);
   checkDtype(loc, "adamw (p_dt)", p_dt);
   checkDtype(loc, "adamw (state_dt)", state_dt);
+  checkDtype(loc, "adamw (g_dt)", g_dt);
+  if (g_dt != p_dt && (w ? g_dt != w_dt : g_dt != TGRT_BF16 && g_dt != TGRT_F16))
+    fail(loc, "adamw_wc_g: the gradients' dtype %d is neither the values' (%d) nor the "
+              "working copy's 2-byte type",
+         (int)g_dt, (int)p_dt);
   if (ctx->step < 1)
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
@@ -2045,7 +2067,7 @@ void tgrt_adamw_wc(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, const 
       using P = decltype(pio);
       using S = decltype(sio);
       for (int64_t i = 0; i < n; ++i) {
-        const double gi = (double)P::ld(g, i) * c;
+        const double gi = (double)ldAs(g_dt, g, i) * c;
         const double mi = b1 * S::ld(m, i) + (1.0 - b1) * gi;
         const double vi = b2 * S::ld(v, i) + (1.0 - b2) * gi * gi;
         S::st(m, i, (float)mi);

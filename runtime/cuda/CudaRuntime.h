@@ -497,6 +497,11 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm);
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip, int32_t w_dt = TGRT_F32, void* w = nullptr);
+/// tgrt_adamw_wc_g: adamw with the gradients in their own dtype g_dt (p_dt, or a 2-byte
+/// type: mixed precision's weight gradients in the compute type, widened exactly).
+void adamwG(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
+            int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+            float weight_decay, const float* clip, int32_t w_dt, void* w);
 /// tgrt_adamw_islands: adamw with weight decay 0 on the islands (tg-bias-rows' biases inside
 /// a run of decayed weights).
 void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g,

@@ -2026,9 +2026,10 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // night). Inside a step, where the GPU runs at its power cap, it did: GPT-2 small's update
 // took 1.110 ms per step in double and 0.940 in float (2026-12-02, seventeenth session).
 // isl: elements updated with weight decay 0 (tgrt_adamw_islands); their packs never straddle
-// an island's edge (slot boundaries are 256-byte aligned).
-template <int W, typename TP, typename TS, typename P, typename TW = TP>
-__global__ void adamw_kernel(TP* p, const TP* g, TS* m, TS* v, P a, const float* clip,
+// an island's edge (slot boundaries are 256-byte aligned). g: TG (TP, or mixed precision's
+// 2-byte weight gradients, tgrt_adamw_wc_g: widened exactly on load).
+template <int W, typename TP, typename TS, typename P, typename TW = TP, typename TG = TP>
+__global__ void adamw_kernel(TP* p, const TG* g, TS* m, TS* v, P a, const float* clip,
                              int64_t n, bool vec, TW* w = nullptr, AdamwIslands isl = {}) {
   pdlWait();
   using C = typename std::conditional<std::is_same<P, AdamwParams>::value, double, float>::type;
@@ -4262,16 +4263,23 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
                   max_norm, ctx->loss_scale, ctx->state);
 }
 
-void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
-               void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
+               int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
                float weight_decay, const float* clip, int32_t w_dt, void* w,
                const AdamwIslands& isl);
 
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
            void* m, void* v, int64_t n, float beta1, float beta2, float eps, float weight_decay,
            const float* clip, int32_t w_dt, void* w) {
-  adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
-            w, AdamwIslands{});
+  adamwImpl(ctx, loc, p_dt, p, p_dt, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
+            w_dt, w, AdamwIslands{});
+}
+
+void adamwG(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
+            int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+            float weight_decay, const float* clip, int32_t w_dt, void* w) {
+  adamwImpl(ctx, loc, p_dt, p, g_dt, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
+            w_dt, w, AdamwIslands{});
 }
 
 void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g,
@@ -4285,12 +4293,12 @@ void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const vo
     isl.describe(why, sizeof why, n);
     fail(loc, "%s", why);
   }
-  adamwImpl(ctx, loc, p_dt, p, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip, w_dt,
-            w, isl);
+  adamwImpl(ctx, loc, p_dt, p, p_dt, g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip,
+            w_dt, w, isl);
 }
 
-void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
-               void* m, void* v, int64_t n, float beta1, float beta2, float eps,
+void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
+               int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
                float weight_decay, const float* clip, int32_t w_dt, void* w,
                const AdamwIslands& isl) {
   checkCtx(ctx, loc);
@@ -4299,6 +4307,12 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
   checkNonNegative(loc, "adamw(n)", n);
   elemBytes(loc, "adamw (p, g)", p_dt);
   elemBytes(loc, "adamw (m, v)", state_dt);
+  // The gradients in their own type (tgrt_adamw_wc_g): the working copy's with one.
+  const bool lowG = g_dt != p_dt;
+  if (lowG && (w ? g_dt != w_dt : g_dt != TGRT_BF16 && g_dt != TGRT_F16))
+    fail(loc, "adamw_wc_g: the gradients' dtype %d is neither the values' (%d) nor the "
+              "working copy's 2-byte type",
+         (int)g_dt, (int)p_dt);
   if (ctx->step < 1)
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
@@ -4312,6 +4326,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
       static_cast<char*>(m) < host + ctx->region_bytes[TGRT_HOST]) {
     const int64_t ss = elemBytes(loc, "adamw (m, v)", state_dt);
     const int64_t ps = elemBytes(loc, "adamw (p, g)", p_dt);
+    const int64_t gs = elemBytes(loc, "adamw (g)", g_dt);
     const int64_t ws = w ? elemBytes(loc, "adamw (working copy)", w_dt) : 0;
     if (isl.period != 0)
       fail(loc, "adamw_islands: offloaded moments are not supported (the lowering splits "
@@ -4333,9 +4348,9 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
       char* hv = static_cast<char*>(v) + i * ss;
       copy(dm, hm, k * ss, cudaMemcpyHostToDevice);
       copy(dv, hv, k * ss, cudaMemcpyHostToDevice);
-      adamw(ctx, loc, p_dt, static_cast<char*>(p) + i * ps,
-            static_cast<const char*>(g) + i * ps, state_dt, dm, dv, k, beta1, beta2, eps,
-            weight_decay, clip, w_dt, w ? static_cast<char*>(w) + i * ws : nullptr);
+      adamwG(ctx, loc, p_dt, static_cast<char*>(p) + i * ps, g_dt,
+             static_cast<const char*>(g) + i * gs, state_dt, dm, dv, k, beta1, beta2, eps,
+             weight_decay, clip, w_dt, w ? static_cast<char*>(w) + i * ws : nullptr);
       copy(hm, dm, k * ss, cudaMemcpyDeviceToHost);
       copy(hv, dv, k * ss, cudaMemcpyDeviceToHost);
     }
@@ -4347,6 +4362,34 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, const void*
   const double bc2 = 1.0 - std::pow(b2, (double)ctx->step);
   const AdamwParams ap{b1, b2, (double)eps, (double)weight_decay, (double)ctx->lr, bc1, bc2};
   const AdamwParamsF apf{beta1, beta2, eps, weight_decay, ctx->lr, (float)bc1, (float)bc2};
+  if (lowG) {
+    // Mixed precision's weight gradients in the compute type (tgrt_adamw_wc_g): f32 values,
+    // g (and the working copy, when there is one) 2-byte; float arithmetic, or double like the
+    // CPU reference with f32 moments and TGRT_ADAMW_MATH=f64, as below.
+    if (p_dt != TGRT_F32)
+      fail(loc, "adamw_wc_g: 2-byte gradients need f32 values, got dtype %d", (int)p_dt);
+    auto launch = [&](auto gtag) {
+      using TG = decltype(gtag);
+      withDtype(loc, "adamw", state_dt, [&](auto stag) {
+        using TS = decltype(stag);
+        constexpr int W = packWidth<float, TS, TG>();
+        const bool vec = aligned16(p, g, m, v) && (!w || aligned16(w));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        TG* wp = w ? mp<TG>(w) : nullptr;
+        if (std::is_same<TS, float>::value && !ctx->adamw_f32)
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParams, TG, TG>,
+                          grid, dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), ap,
+                          clip, n, vec, wp, isl);
+        else
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParamsF, TG, TG>,
+                          grid, dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), apf,
+                          clip, n, vec, wp, isl);
+      });
+    };
+    if (g_dt == TGRT_BF16) launch(bf16_t{});
+    else launch(f16_t{});
+    return;
+  }
   withDtype(loc, "adamw", p_dt, [&](auto ptag) {
     using TP = decltype(ptag);
     withDtype(loc, "adamw", state_dt, [&](auto stag) {

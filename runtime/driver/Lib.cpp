@@ -29,7 +29,7 @@ void uploadBatch(tgrt_ctx *ctx, const int32_t *tokens, const int32_t *targets) {
   tgrt_upload(ctx, TGRT_PERSISTENT, m->targets_offset, targets, bytes);
 }
 
-/// Copies one persistent slot of a parameter (value or gradient, both in p.dtype) to the
+/// Copies one slot of a parameter (value in p.dtype, or gradient in p.grad_dtype) to the
 /// host as float32 (exact): 0, or -1 for an unknown name.
 int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot, float *dst) {
   const tgrt_param *p = findParam(name);
@@ -37,8 +37,9 @@ int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot,
     return -1;
   // Gradients in the arena (tgrt_model.grads_in_arena) are there from the micro-step that
   // wrote them to the end of the next optimizer step.
-  const bool arena = slot == &tgrt_param::grad_offset && tg_model_info()->grads_in_arena;
-  tgrt::downloadFloats(ctx, p->*slot, p->dtype, dst, p->numel,
+  const bool grad = slot == &tgrt_param::grad_offset;
+  const bool arena = grad && tg_model_info()->grads_in_arena;
+  tgrt::downloadFloats(ctx, p->*slot, grad ? p->grad_dtype : p->dtype, dst, p->numel,
                        arena ? TGRT_ARENA : TGRT_PERSISTENT);
   return 0;
 }

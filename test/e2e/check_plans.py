@@ -31,9 +31,17 @@ def check_setting(d, v, arena_none):
         if dts != {(want, want)}:
             return f"parameter dtypes {sorted(dts)}, expected {want}"
         n = sum(q["numel"] for q in d["params"])
+        # Mixed precision: a weight whose whole gradient one bf16 / f16 GEMM writes keeps that
+        # type in its gradient slot (grad_dtype; training.gradient_dtype auto), the others
+        # their value's; the pure and fp32 policies have every gradient in the value's type.
+        low = "f16" if value == "fp16-mixed" else "bf16"
+        gdts = {q["grad_dtype"] for q in d["params"]}
+        if not gdts <= ({want, low} if value.endswith("-mixed") else {want}):
+            return f"gradient dtypes {sorted(gdts)} under {value}"
+        grads = sum(BYTES[q["grad_dtype"]] * q["numel"] for q in d["params"])
         # each slot is padded to 256 bytes at most
-        for what, per in (("param_bytes", 1), ("grad_bytes", 1), ("optimizer_state_bytes", 2)):
-            lo = per * BYTES[want] * n
+        for what, lo, per in (("param_bytes", BYTES[want] * n, 1), ("grad_bytes", grads, 1),
+                              ("optimizer_state_bytes", 2 * BYTES[want] * n, 2)):
             if not lo <= d[what] <= lo + per * 256 * len(d["params"]):
                 return f"{what} {d[what]} for {n} {want} parameters"
     if key == "training.checkpointing":

@@ -36,10 +36,11 @@ class TgrtParam(ctypes.Structure):
         ("init", ctypes.c_int32),
         ("init_std", ctypes.c_float),
         ("weight_decay", ctypes.c_int32),
-        ("dtype", ctypes.c_int32),        # enum tgrt_dtype of the value and gradient
+        ("dtype", ctypes.c_int32),        # enum tgrt_dtype of the value
         ("state_dtype", ctypes.c_int32),  # enum tgrt_dtype of the AdamW moments
         ("owner", ctypes.c_int32),        # ZeRO-1: the rank holding its moments (-1: all)
         ("shard", ctypes.c_int64),        # ZeRO-2/3: elements of each rank's chunk (0: whole)
+        ("grad_dtype", ctypes.c_int32),   # enum tgrt_dtype of the gradient slot
     ]
 
 

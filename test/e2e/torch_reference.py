@@ -176,7 +176,8 @@ class Lib:
             shape = tuple(int(p.shape[j]) for j in range(p.rank))
             out.append(dict(name=p.name.decode(), rank=int(p.rank), shape=shape,
                             numel=int(p.numel), weight_decay=int(p.weight_decay),
-                            dtype=int(p.dtype), state_dtype=int(p.state_dtype)))
+                            dtype=int(p.dtype), state_dtype=int(p.state_dtype),
+                            grad_dtype=int(p.grad_dtype)))
         return out
 
     def create(self, seed):
@@ -686,8 +687,14 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
           f"norm {tols['norm']:.0e} loss after the update {tols['loss2']:.0e}", flush=True)
     if low:
         dts = sorted({(DTYPES[p["dtype"]][0], DTYPES[p["state_dtype"]][0]) for p in lparams})
-        print(f"grad-check: precision {precision}: parameters and gradients "
-              f"{'/'.join(d[0] for d in dts)}, AdamW moments {'/'.join(d[1] for d in dts)}; "
+        # Gradient slots: the values' type, or (mixed precision, training.gradient_dtype auto)
+        # the compute type where one GEMM writes the whole gradient (tgrt_param.grad_dtype).
+        gdts = sorted({DTYPES[p["grad_dtype"]][0] for p in lparams})
+        nlow = sum(1 for p in lparams if p["grad_dtype"] != p["dtype"])
+        print(f"grad-check: precision {precision}: parameters "
+              f"{'/'.join(d[0] for d in dts)}, gradients {'/'.join(gdts)}"
+              + (f" ({nlow} in the compute type)" if nlow else "") + ", "
+              f"AdamW moments {'/'.join(d[1] for d in dts)}; "
               f"loss scale {loss_scale:g}"
               + (" (gradients read back are divided by it)" if scaled else "") + "; "
               "updates: AdamW tolerance as fp32 plus one ulp of each stored parameter; "

@@ -138,6 +138,20 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
 
 // -----
 
+// A gradient slot of the compute type (the plan's grad_dtype, tg-plan-memory
+// low-precision-grads) is written by its weight-gradient GEMM only: an f32 accumulation into
+// it is refused, not added as bf16 bits.
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {persistent_bytes = 64 : i64, arena_bytes = 16 : i64, params = [{name = "w", shape = array<i64: 4>, numel = 4 : i64, offset = 0 : i64, grad_offset = 16 : i64, m_offset = 32 : i64, v_offset = 48 : i64, grad_dtype = "bf16"}]}} {
+  func.func @micro_step(%w: tensor<4xf32> {tg.param = "w"}) {
+    %0 = tg.gelu %w {tg.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    // expected-error @+1 {{'tg.accumulate_grad' op lower-to-emitc: the gradient slot of 'w' holds bf16 (the plan's grad_dtype), but this accumulation adds a f32 gradient that no weight-gradient GEMM writes into it (plan with tg-plan-memory low-precision-grads=false)}}
+    tg.accumulate_grad %w, %0 : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
 // accumulate_grad / adamw / clip_grad_norm address the parameter's persistent slots.
 // The verifier only asks for a function argument; an input argument has no slot.
 module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {}} {

@@ -2230,6 +2230,47 @@ TEST_F(Cpu, AdamWWritesTheWorkingCopy) {
               ::testing::ExitedWithCode(1), "tgrt: opt: adamw_wc: the working copy's dtype 0");
 }
 
+/// tgrt_adamw_wc_g (the plan's grad_dtype: mixed precision's weight gradients in the compute
+/// type): p, m, v and the copy bit-equal to tgrt_adamw_wc's on the same gradients widened to
+/// f32; g_dt = p_dt is tgrt_adamw_wc; a g_dt that is neither p_dt nor the copy's is refused.
+TEST_F(Cpu, AdamWReadsGradientsOfTheComputeType) {
+  const int64_t n = 37;
+  for (int32_t gdt : {TGRT_BF16, TGRT_F16}) {
+    const VecF p = randVec(n, 170), m = randVec(n, 171, -0.1f, 0.1f), v = randVec(n, 172, 0.0f, 0.1f);
+    const VecF g = randVec(n, 173);
+    std::vector<uint16_t> glow(n);
+    VecF wide(n);
+    for (int64_t i = 0; i < n; ++i) {
+      glow[i] = lowOf(gdt, g[i]);
+      wide[i] = gdt == TGRT_BF16 ? tgrt_bf16_to_float(glow[i]) : tgrt_f16_to_float(glow[i]);
+    }
+    ASSERT_NE(wide, g); // the rounding changed some gradients: the test tells the two apart
+    const float clip[2] = {0.0f, 0.5f};
+    tgrt_set_lr(ctx_, 2e-3f);
+    tgrt_set_step(ctx_, 3);
+    VecF pa = p, ma = m, va = v, pb = p, mb = m, vb = v, pc = p, mc = m, vc = v;
+    std::vector<uint16_t> wa(n, 0xffff), wb(n, 0), wc(n, 0);
+    tgrt_adamw_wc_g(ctx_, "opt", TGRT_F32, pa.data(), gdt, glow.data(), TGRT_F32, ma.data(),
+                    va.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip, gdt, wa.data());
+    tgrt_adamw_wc(ctx_, "opt", TGRT_F32, pb.data(), wide.data(), TGRT_F32, mb.data(), vb.data(), n,
+                  0.9f, 0.95f, 1e-8f, 0.1f, clip, gdt, wb.data());
+    tgrt_adamw_wc(ctx_, "opt", TGRT_F32, pc.data(), g.data(), TGRT_F32, mc.data(), vc.data(), n,
+                  0.9f, 0.95f, 1e-8f, 0.1f, clip, gdt, wc.data());
+    EXPECT_EQ(pa, pb) << dtName(gdt);
+    EXPECT_EQ(ma, mb);
+    EXPECT_EQ(va, vb);
+    EXPECT_EQ(wa, wb);
+    EXPECT_NE(ma, mc); // not the f32 gradients' update
+  }
+  VecF a(4);
+  std::vector<uint16_t> h(4);
+  EXPECT_EXIT(tgrt_adamw_wc_g(ctx_, "opt", TGRT_F32, a.data(), TGRT_F16, h.data(), TGRT_F32,
+                              a.data(), a.data(), 4, 0.9f, 0.95f, 1e-8f, 0.0f, nullptr, TGRT_BF16,
+                              h.data()),
+              ::testing::ExitedWithCode(1),
+              "tgrt: opt: adamw_wc_g: the gradients' dtype 2 is neither the values' \\(0\\)");
+}
+
 /// tgrt_take_weights_stale: 1 after the context is created and after an upload that touches
 /// a parameter's value slot; 0 after an upload elsewhere (the tokens) and once taken.
 TEST(CpuWeightsStale, SetByUploadsIntoParameterValues) {

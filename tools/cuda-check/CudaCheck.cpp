@@ -1922,6 +1922,39 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
            0.0);
     record("adamw_wc f64 math copy = bf16(p)" + types, "n123457 step3" + sc,
            (double)bitDiffs(gw5.raw(), encode(gp5.f(), TGRT_BF16)), 0.0);
+    // Mixed precision's weight gradients in the compute type (tgrt_adamw_wc_g, the plan's
+    // grad_dtype): bf16 / f16 g widened exactly, so p, m, v and the copy bit-equal to
+    // tgrt_adamw_wc's on those gradients widened to f32 (on the GPU, float and double math),
+    // and within f32's tolerance of the CPU's tgrt_adamw_wc_g.
+    for (int32_t gdt : {TGRT_BF16, TGRT_F16}) {
+      const Raw glow = encode(gg.f(), gdt);
+      DevT gl(glow), gwide(encode(decode(glow), TGRT_F32));
+      for (bool f32 : {true, false}) {
+        DevT pa(p), ma(m), va(v), wa(gdt, (size_t)n), pb(p), mb(m), vb(v), wb(gdt, (size_t)n);
+        wa.poison();
+        wb.poison();
+        tgrt_cuda::setAdamwF32(c.gpu, f32);
+        tgrt_cuda::adamwG(c.gpu, "check", p_dt, pa.p, gdt, gl.p, s_dt, ma.p, va.p, n, 0.9f, 0.95f,
+                          1e-8f, 0.1f, gacc.p, gdt, wa.p);
+        tgrt_cuda::adamw(c.gpu, "check", p_dt, pb.p, gwide.p, s_dt, mb.p, vb.p, n, 0.9f, 0.95f,
+                         1e-8f, 0.1f, gacc.p, gdt, wb.p);
+        tgrt_cuda::setAdamwF32(c.gpu, true);
+        const size_t d = bitDiffs(pa.raw(), pb.raw()) + bitDiffs(ma.raw(), mb.raw()) +
+                         bitDiffs(va.raw(), vb.raw()) + bitDiffs(wa.raw(), wb.raw());
+        record(fmt("adamw_wc_g %s g = adamw_wc on widened g%s", dtName(gdt),
+                   f32 ? "" : " (f64 math)") + types,
+               "n123457 step3" + sc, (double)d, 0.0);
+      }
+      Raw pc = p, mc = m, vc = v, wc = zerosOf(gdt, (size_t)n);
+      tgrt_adamw_wc_g(c.cpu, "check", p_dt, pc.data(), gdt, glow.data(), s_dt, mc.data(),
+                      vc.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, acc.data(), gdt, wc.data());
+      DevT pa(p), ma(m), va(v), wa(gdt, (size_t)n);
+      tgrt_cuda::adamwG(c.gpu, "check", p_dt, pa.p, gdt, gl.p, s_dt, ma.p, va.p, n, 0.9f, 0.95f,
+                        1e-8f, 0.1f, gacc.p, gdt, wa.p);
+      record(fmt("adamw_wc_g %s g p,m,v", dtName(gdt)) + types, "n123457 step3" + sc,
+             std::max({relErr(pa.raw(), pc), relErr(ma.raw(), mc), relErr(va.raw(), vc)}),
+             tolFor(p_dt));
+    }
   }
   // Islands of no weight decay inside the run (tgrt_adamw_islands, tg-bias-rows' biases):
   // against the CPU, and bit for bit against the plain kernel called per stretch (decay 0.1
