@@ -29,6 +29,10 @@ c llama1b-sel examples/llama3.2-1b.json cuda --set training.checkpointing=select
 # gradient (128256 x 2048: 1.05 GB) in its dw GEMM.
 c llama1b-c2 examples/llama3.2-1b.json cuda --set training.loss_chunk_bytes=1073741824
 c llama1b-c1 examples/llama3.2-1b.json cuda --set training.loss_chunk_bytes=2147483648
+# Every gradient slot f32 (training.gradient_dtype f32, what every model compiled to before
+# 2026-12-02's eighteenth session): the A/B of the weight gradients in the compute type.
+c llama1b-g32 examples/llama3.2-1b.json cuda --set training.gradient_dtype=f32
+c smollm2-g32 examples/smollm2-135m.json cuda --set training.gradient_dtype=f32
 # The gradient slots persistent (the layout before training.gradients=auto put them in the
 # arena): the A/B of that change's memory and time.
 c llama1b-pg examples/llama3.2-1b.json cuda --set training.gradients=persistent
