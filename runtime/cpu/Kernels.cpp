@@ -2052,6 +2052,8 @@ void tgrt_adamw_wc_g(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, int3
     fail(loc, "adamw_wc_g: the gradients' dtype %d is neither the values' (%d) nor the "
               "working copy's 2-byte type",
          (int)g_dt, (int)p_dt);
+  if (g_dt != p_dt && p_dt != TGRT_F32)
+    fail(loc, "adamw_wc_g: 2-byte gradients need f32 values, got dtype %d", (int)p_dt);
   if (ctx->step < 1)
     fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
          (long long)ctx->step);
