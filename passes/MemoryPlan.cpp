@@ -595,6 +595,17 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
   if (r.gradsInArena)
     os << "    (gradients in the arena, " << r.gradBytes
        << " bytes: each live from its first write in the backward to the optimizer step)\n";
+  // Weight gradients kept in the compute type (grad_dtype; low-precision-grads).
+  std::map<std::string, std::pair<int64_t, int64_t>> low; // dtype -> (weights, elements)
+  for (const ParamSlot &p : r.params)
+    if (p.gradDtype != p.dtype) {
+      ++low[p.gradDtype].first;
+      low[p.gradDtype].second += p.numel;
+    }
+  for (const auto &[dtype, n] : low)
+    os << "    (" << n.first << " weights' gradients in " << dtype << ", the compute type: "
+       << n.second << " elements, " << dtypeBytes(dtype) * n.second
+       << " bytes; training.gradient_dtype)\n";
   row("workspace", r.workspaceBytes);
   if (r.commBytes > 0)
     row("NCCL reserve (NCCL's own)", r.commBytes);
