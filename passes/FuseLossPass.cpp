@@ -32,12 +32,6 @@ using namespace mlir::tg;
 namespace {
 
 
-/// v itself or, when v is a tg.reshape, the value it views.
-Value throughReshape(Value v) {
-  if (auto r = v.getDefiningOp<ReshapeOp>())
-    return r.getX();
-  return v;
-}
 
 /// The ops of one matched chain (see the file comment).
 struct LossChain {

@@ -45,12 +45,6 @@ int64_t dim(Value v, int64_t i) {
   auto t = rt(v);
   return t.getDimSize(i < 0 ? t.getRank() + i : i);
 }
-/// v itself or, when v is a tg.reshape, the value it views.
-Value throughReshape(Value v) {
-  if (auto r = v.getDefiningOp<ReshapeOp>())
-    return r.getX();
-  return v;
-}
 int64_t prod(ArrayRef<int64_t> s) {
   int64_t p = 1;
   for (int64_t d : s)

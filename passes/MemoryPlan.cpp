@@ -3,6 +3,8 @@
 
 #include <map>
 #include "passes/MemoryPlanner.h"
+#include "passes/Passes.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Format.h"
@@ -249,15 +251,9 @@ bool gradientsCanLiveInArena(ModuleOp module, bool assumeOneMicroStep) {
 }
 
 llvm::StringMap<Type> lowPrecisionGradients(func::FuncOp micro) {
-  auto rt = [](Value v) { return cast<RankedTensorType>(v.getType()); };
-  auto through = [](Value v) {
-    while (auto r = v.getDefiningOp<ReshapeOp>())
-      v = r.getX();
-    return v;
-  };
   llvm::DenseSet<Value> biasSummed; // the values a bias gradient sums over rows
-  micro.walk([&](BiasGradOp o) { biasSummed.insert(through(o.getDy())); });
-  micro.walk([&](MatmulDgeluBgradOp o) { biasSummed.insert(through(o.getDx())); });
+  micro.walk([&](BiasGradOp o) { biasSummed.insert(throughReshape(o.getDy())); });
+  micro.walk([&](MatmulDgeluBgradOp o) { biasSummed.insert(throughReshape(o.getDx())); });
   llvm::DenseMap<Value, int> accumulations;
   micro.walk([&](AccumulateGradOp a) { ++accumulations[a.getParam()]; });
   llvm::StringMap<Type> out;
@@ -274,7 +270,7 @@ llvm::StringMap<Type> lowPrecisionGradients(func::FuncOp micro) {
     auto mm = cast.getX().getDefiningOp<MatmulOp>();
     if (!mm || !mm.getResult().hasOneUse() || mm->hasAttr("tg.bias_rows") ||
         rt(mm.getA()).getRank() != 2 || rt(mm.getB()).getRank() != 2 ||
-        biasSummed.contains(through(mm.getB())))
+        biasSummed.contains(throughReshape(mm.getB())))
       return;
     Type e = rt(mm.getResult()).getElementType();
     if (!e.isBF16() && !e.isF16())

@@ -20,6 +20,14 @@ namespace mlir::tg {
 /// verifiers guarantee it before a pass runs). Shared by the passes.
 inline RankedTensorType rt(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// v itself or, when v is a tg.reshape, the value it views (one level, as the lowering's
+/// fusions match a weight GEMM's operands). Shared by the passes.
+inline Value throughReshape(Value v) {
+  if (auto r = v.getDefiningOp<ReshapeOp>())
+    return r.getX();
+  return v;
+}
+
 /// How far the pipeline goes.
 enum class PipelineStage { Forward, Fused, Step, Planned };
 
