@@ -1962,18 +1962,15 @@ private:
   /// when the two are the same buffer exactly (the call reads each element of dy before it
   /// writes that element of low).
   std::pair<AddOp, CastOp> residualGradSink(Operation *ln, Value dx, Value inPlace = Value()) {
-    auto add = dyn_cast_or_null<AddOp>(ln->getNextNode());
-    if (!add || !dx.hasOneUse() || add.getLhs() == add.getRhs() ||
-        (add.getLhs() != dx && add.getRhs() != dx))
+    auto [add, low] = residualGradSinkOf(ln, dx);
+    if (!add)
       return {};
     Value dres = add.getLhs() == dx ? add.getRhs() : add.getLhs();
-    if (rt(dres).getElementType() != rt(dx).getElementType())
-      return {};
     std::optional<PtrRef> p = placeOf(dres), q = placeOf(add.getResult());
     if (!p || !q || p->region != q->region || p->byteOffset != q->byteOffset) return {};
     // The low copy is written at the layer norm, two ops early: free of everything the two
-    // ops touch, except dx, which the fused call never writes.
-    CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
+    // ops touch, except dx, which the fused call never writes (tg-plan-memory places it so:
+    // in dy's buffer, or live from the norm on).
     bool aliasOk = false;
     if (low && inPlace && rt(inPlace).getElementType() == rt(low.getResult()).getElementType() &&
         numel(inPlace) == numel(low.getResult())) {
@@ -1989,7 +1986,7 @@ private:
         if (v != dx)
           touched.push_back(v);
     }
-    if (!low || low.getX() != add.getResult() || !disjoint(low.getResult(), touched))
+    if (!low || !disjoint(low.getResult(), touched))
       low = CastOp();
     return {add, low};
   }

@@ -101,6 +101,19 @@ bool isOnesColumnOutput(Value v) {
   return op && op->hasAttr("tg.ones_column") && layerNormOutput(op) == v;
 }
 
+/// When `op` is the cast of the residual gradient's sum that the lowering writes inside an
+/// RMSNorm's backward call (tgrt_rms_norm_bwd_acc; residualGradSinkOf, Passes.h): that
+/// norm's dy, whose buffer the copy may take over (the call reads each element of dy before
+/// it writes that element of the copy). A null value otherwise.
+static Value rmsNormDyOfLowCopy(Operation *op) {
+  auto cast = dyn_cast<CastOp>(op);
+  auto add = cast ? dyn_cast_or_null<AddOp>(op->getPrevNode()) : AddOp();
+  auto rn = add ? dyn_cast_or_null<RmsNormGradOp>(add->getPrevNode()) : RmsNormGradOp();
+  if (rn && residualGradSinkOf(rn, rn.getDx()).low == cast)
+    return rn.getDy();
+  return Value();
+}
+
 LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
   out = FunctionLiveness();
   Block &body = fn.getBody().front();
@@ -173,6 +186,25 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
         }
       if (reused)
         continue;
+      // The residual gradient's low copy after an RMSNorm's backward: the lowering writes it
+      // in the norm's call, two ops before the cast, when its buffer is free from the norm
+      // on. The norm's dy dying there is such a buffer, of the copy's type and size: taken
+      // over, so the fusion holds and the arena does not grow (else, as before, the fusion
+      // holds when the cast's own buffer happens to be free of the norm's operands).
+      if (Value dy = r.getResultNumber() == 0 ? rmsNormDyOfLowCopy(&op) : Value()) {
+        auto it = out.bufferOf.find(dy);
+        if (it != out.bufferOf.end() && bufferLastUse[it->second] == index - 2 &&
+            out.buffers[it->second].bytes == bytes &&
+            out.buffers[it->second].first != index - 2 &&
+            rt(dy).getElementType() == rt(r).getElementType()) {
+          size_t id = it->second;
+          out.bufferOf[r] = id;
+          bufferLastUse[id] = std::max(index, lastUse(r));
+          out.buffers[id].name += " > " + locName(op.getLoc()) +
+                                  (out.opPhase.back() == "backward" ? ".grad" : "");
+          continue;
+        }
+      }
       BufferInfo b;
       b.value = r;
       b.phase = out.opPhase.back();

@@ -28,6 +28,32 @@ inline Value throughReshape(Value v) {
   return v;
 }
 
+/// The residual stream's gradient after a norm's backward (tg.layer_norm_grad,
+/// tg.rms_norm_grad), as the lowering fuses it into one tgrt_*_norm_bwd_acc call: the add
+/// right after the norm that sums the norm's input gradient `dx` (read by nothing else) into
+/// the stream's gradient (the add's other operand, of dx's type), and the cast of that sum
+/// right after the add (the next GEMM's low-precision input), which the same call writes.
+/// Structure only: the lowering also needs the add in place (its result in its other
+/// operand's buffer) and the cast's buffer free from the norm on; tg-plan-memory places the
+/// cast so (analyzeLiveness). Shared by the planner and the lowering.
+struct ResidualGradSink {
+  AddOp add; ///< null when the norm's dx does not go into such an add
+  CastOp low; ///< null when no cast of the sum follows the add
+};
+inline ResidualGradSink residualGradSinkOf(Operation *norm, Value dx) {
+  auto add = dyn_cast_or_null<AddOp>(norm->getNextNode());
+  if (!add || !dx.hasOneUse() || add.getLhs() == add.getRhs() ||
+      (add.getLhs() != dx && add.getRhs() != dx))
+    return {};
+  Value dres = add.getLhs() == dx ? add.getRhs() : add.getLhs();
+  if (rt(dres).getElementType() != rt(dx).getElementType())
+    return {};
+  CastOp low = dyn_cast_or_null<CastOp>(add->getNextNode());
+  if (low && low.getX() != add.getResult())
+    low = CastOp();
+  return {add, low};
+}
+
 /// How far the pipeline goes.
 enum class PipelineStage { Forward, Fused, Step, Planned };
 
