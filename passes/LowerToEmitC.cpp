@@ -1221,7 +1221,7 @@ private:
         })
         .Case([&](LayerNormGradOp o) {
           int64_t d = dim(o.getX(), -1);
-          if (auto [add, low] = residualGradSink(o, o.getDx()); add) {
+          if (auto [add, low] = residualGradSink(o, o.getDx(), o.getDy()); add) {
             fusedAway.insert(add);
             if (low)
               fusedAway.insert(low);
@@ -1958,9 +1958,9 @@ private:
   /// cast of the sum right after the add (the next GEMM's low-precision input) joins when
   /// its buffer is free from the layer norm on.
   /// Likewise an RMSNorm's backward (tgrt_rms_norm_bwd_acc): `ln` is the norm's gradient
-  /// op and `dx` its input gradient; `inPlace` (the RMSNorm's dy) may hold the low copy
-  /// when the two are the same buffer exactly (the call reads each element of dy before it
-  /// writes that element of low).
+  /// op and `dx` its input gradient. `inPlace` (the norm's dy) may hold the low copy when
+  /// the two are the same buffer exactly (both calls read each element of dy before they
+  /// write that element of low; tg-plan-memory puts the copy there when dy dies at the norm).
   std::pair<AddOp, CastOp> residualGradSink(Operation *ln, Value dx, Value inPlace = Value()) {
     auto [add, low] = residualGradSinkOf(ln, dx);
     if (!add)
@@ -2382,7 +2382,7 @@ private:
     // such a bias slot from the layer norm on.
     fn.walk([&](LayerNormGradOp o) {
       const ParamSlot *g = soleSlot(o.getDgamma()), *b = soleSlot(o.getDbeta());
-      auto [add, low] = residualGradSink(o, o.getDx());
+      auto [add, low] = residualGradSink(o, o.getDx(), o.getDy());
       if (!add || !g || !b)
         return;
       lnSlotWrites.insert(o);

@@ -101,16 +101,18 @@ bool isOnesColumnOutput(Value v) {
   return op && op->hasAttr("tg.ones_column") && layerNormOutput(op) == v;
 }
 
-/// When `op` is the cast of the residual gradient's sum that the lowering writes inside an
-/// RMSNorm's backward call (tgrt_rms_norm_bwd_acc; residualGradSinkOf, Passes.h): that
-/// norm's dy, whose buffer the copy may take over (the call reads each element of dy before
-/// it writes that element of the copy). A null value otherwise.
-static Value rmsNormDyOfLowCopy(Operation *op) {
+/// When `op` is the cast of the residual gradient's sum that the lowering writes inside a
+/// norm's backward call (tgrt_layer_norm_bwd_acc*, tgrt_rms_norm_bwd_acc; residualGradSinkOf,
+/// Passes.h): that norm's dy, whose buffer the copy may take over (both calls read each
+/// element of dy before they write that element of the copy). A null value otherwise.
+static Value normDyOfLowCopy(Operation *op) {
   auto cast = dyn_cast<CastOp>(op);
   auto add = cast ? dyn_cast_or_null<AddOp>(op->getPrevNode()) : AddOp();
-  auto rn = add ? dyn_cast_or_null<RmsNormGradOp>(add->getPrevNode()) : RmsNormGradOp();
-  if (rn && residualGradSinkOf(rn, rn.getDx()).low == cast)
-    return rn.getDy();
+  Operation *norm = add ? add->getPrevNode() : nullptr;
+  if (auto ln = dyn_cast_or_null<LayerNormGradOp>(norm))
+    return residualGradSinkOf(ln, ln.getDx()).low == cast ? ln.getDy() : Value();
+  if (auto rn = dyn_cast_or_null<RmsNormGradOp>(norm))
+    return residualGradSinkOf(rn, rn.getDx()).low == cast ? rn.getDy() : Value();
   return Value();
 }
 
@@ -186,12 +188,11 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
         }
       if (reused)
         continue;
-      // The residual gradient's low copy after an RMSNorm's backward: the lowering writes it
-      // in the norm's call, two ops before the cast, when its buffer is free from the norm
-      // on. The norm's dy dying there is such a buffer, of the copy's type and size: taken
+      // The residual gradient's low copy after a norm's backward: the lowering writes it in
+      // the norm's call, two ops before the cast, when its buffer is free from the norm on. The norm's dy dying there is such a buffer, of the copy's type and size: taken
       // over, so the fusion holds and the arena does not grow (else, as before, the fusion
       // holds when the cast's own buffer happens to be free of the norm's operands).
-      if (Value dy = r.getResultNumber() == 0 ? rmsNormDyOfLowCopy(&op) : Value()) {
+      if (Value dy = r.getResultNumber() == 0 ? normDyOfLowCopy(&op) : Value()) {
         auto it = out.bufferOf.find(dy);
         if (it != out.bufferOf.end() && bufferLastUse[it->second] == index - 2 &&
             out.buffers[it->second].bytes == bytes &&

@@ -829,13 +829,17 @@ inline int64_t lnBwdBlocks(int64_t rows) {
 // bytes in flight", 2026-11-30; the code in bench/results/2026-11-30-h200/lnpf). Each pass
 // issues all of a row's loads before using any (below): inside GPT-2 small's step on the
 // H200 0.0668-0.0673 against 0.0731-0.0738 ms per call (2026-12-02, seventeenth session).
+// low may be dy itself (tgrt_layer_norm_bwd_acc's in-place copy, where tg-plan-memory puts
+// it): a lane reads its packs of the row's dy in the first pass and writes the same packs of
+// low in the second; dy and low are therefore not __restrict__ (no dy load may be moved
+// after a store to low).
 template <int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX, bool RELOAD = false, bool DB = false>
 __global__ void __launch_bounds__(256, RELOAD ? 2 : 1)
-    layer_norm_bwd_fused_kernel(const TDY* __restrict__ dy, const TX* __restrict__ x,
+    layer_norm_bwd_fused_kernel(const TDY* dy, const TX* __restrict__ x,
                                 const TP* __restrict__ gamma, const float* __restrict__ mean,
                                 const float* __restrict__ rstd, TX* __restrict__ dx,
-                                TL* __restrict__ low, float* __restrict__ part0,
+                                TL* low, float* __restrict__ part0,
                                 float* __restrict__ part1, float* __restrict__ part2,
                                 int64_t rows, int64_t d) {
   pdlWait();
@@ -3561,6 +3565,14 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
   elemBytes(loc, "layer_norm_bwd_acc (x, dres)", x_dt);
   const int64_t pes = elemBytes(loc, "layer_norm_bwd_acc (gamma, dgamma, dbeta)", p_dt);
   if (low) elemBytes(loc, "layer_norm_bwd_acc (low)", low_dt);
+  if (low && low != dy && rows * d > 0) {
+    const char* lb = static_cast<const char*>(low);
+    const char* yb = static_cast<const char*>(dy);
+    if (lb < yb + rows * d * tgrt_dtype_size(y_dt) && yb < lb + rows * d * tgrt_dtype_size(low_dt))
+      fail(loc, "layer_norm_bwd_acc: low overlaps dy without being equal to it");
+  }
+  if (low && low == dy && low_dt != y_dt)
+    fail(loc, "layer_norm_bwd_acc: low equals dy with another dtype");
   if (dbias) {
     elemBytes(loc, "layer_norm_bwd_acc_bgrad (dbias)", db_dt);
     if (slots) fail(loc, "layer_norm_bwd_acc: a bias gradient with the slots form");

@@ -2197,6 +2197,47 @@ TEST_F(Cpu, LayerNormBackwardAccSumsTheProjectionBias) {
               "tgrt: layers.3.ln1: layer_norm_bwd_acc_bgrad: pointer argument #0 is NULL");
 }
 
+/// tgrt_layer_norm_bwd_acc (and _bgrad) with low in dy's own buffer, where tg-plan-memory
+/// puts the copy when dy dies at the norm: the same dres, low, dgamma, dbeta and dbias bits
+/// as with separate buffers (tgrt_kernels.def: every element of dy is read first).
+TEST_F(Cpu, LayerNormBackwardAccWritesLowOverDy) {
+  const int64_t rows = 5, d = 24;
+  const VecF x = randVec(rows * d, 40, -2.0f, 2.0f), gamma = randVec(d, 41, 0.5f, 1.5f),
+             beta = randVec(d, 42), dres0 = randVec(rows * d, 43);
+  const Typed dy = randTyped(TGRT_BF16, (size_t)(rows * d), 44);
+  VecF y(rows * d), mean(rows), rstd(rows);
+  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
+                      TGRT_F32, y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+  for (bool bgrad : {false, true}) {
+    VecF resRef = dres0, res = dres0, dgRef(d), dbRef(d), dg(d, NAN), db(d, NAN),
+         biasRef(d, NAN), bias(d, NAN);
+    Typed lowRef(TGRT_BF16, VecF(rows * d, 0.0f)), inPlace = dy;
+    if (bgrad) {
+      tgrt_layer_norm_bwd_acc_bgrad(ctx_, "ln2", TGRT_BF16, dy.data(), TGRT_F32, x.data(),
+                                    TGRT_F32, gamma.data(), mean.data(), rstd.data(),
+                                    resRef.data(), TGRT_BF16, lowRef.data(), dgRef.data(),
+                                    dbRef.data(), TGRT_F32, biasRef.data(), rows, d);
+      tgrt_layer_norm_bwd_acc_bgrad(ctx_, "ln2", TGRT_BF16, inPlace.data(), TGRT_F32, x.data(),
+                                    TGRT_F32, gamma.data(), mean.data(), rstd.data(), res.data(),
+                                    TGRT_BF16, inPlace.data(), dg.data(), db.data(), TGRT_F32,
+                                    bias.data(), rows, d);
+      EXPECT_EQ(bias, biasRef);
+    } else {
+      tgrt_layer_norm_bwd_acc(ctx_, "ln2", TGRT_BF16, dy.data(), TGRT_F32, x.data(), TGRT_F32,
+                              gamma.data(), mean.data(), rstd.data(), resRef.data(), TGRT_BF16,
+                              lowRef.data(), dgRef.data(), dbRef.data(), rows, d);
+      tgrt_layer_norm_bwd_acc(ctx_, "ln2", TGRT_BF16, inPlace.data(), TGRT_F32, x.data(),
+                              TGRT_F32, gamma.data(), mean.data(), rstd.data(), res.data(),
+                              TGRT_BF16, inPlace.data(), dg.data(), db.data(), rows, d);
+    }
+    EXPECT_EQ(res, resRef) << bgrad;
+    EXPECT_EQ(dg, dgRef) << bgrad;
+    EXPECT_EQ(db, dbRef) << bgrad;
+    EXPECT_TRUE(inPlace.sameBits(lowRef)) << bgrad;
+    EXPECT_FALSE(inPlace.sameBits(dy)) << bgrad; // the copy did overwrite dy
+  }
+}
+
 /// tgrt_adamw_wc: p, m, v bit-equal to tgrt_adamw's, and the working copy the updated p
 /// rounded to bf16 / f16; a skipped step (clip[1] NaN) leaves the copy alone.
 TEST_F(Cpu, AdamWWritesTheWorkingCopy) {

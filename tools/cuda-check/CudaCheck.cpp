@@ -909,6 +909,53 @@ void checkLayerNorm(Contexts& c, Rng& rng, int32_t x_dt, int32_t p_dt, int32_t y
                std::max(tolFor(x_dt), tolFor(y_dt)));
       }
     }
+    // low in dy's own buffer (where tg-plan-memory puts it when dy dies at the norm), in
+    // the three forms the lowering emits: against the CPU and bit for bit against the call
+    // with separate buffers (the fused kernel, or the scalar path whose cast comes last).
+    for (int form = 0; form < 3; ++form) { // 0: acc, 1: acc_slots, 2: acc_bgrad
+      const char* fname = form == 0 ? "layer_norm_bwd_acc" : form == 1 ? "layer_norm_bwd_acc_slots"
+                                                                        : "layer_norm_bwd_acc_bgrad";
+      const size_t n = (size_t)(rows * d);
+      Raw dres = rng.tensor(x_dt, n), low = zerosOf(y_dt, n);
+      Raw sg = form == 1 ? rng.tensor(p_dt, (size_t)d) : zerosOf(p_dt, (size_t)d);
+      Raw sb = form == 1 ? rng.tensor(p_dt, (size_t)d) : zerosOf(p_dt, (size_t)d);
+      Raw resRef = dres, sgRef = sg, sbRef = sb, biasRef = zerosOf(TGRT_F32, (size_t)d);
+      if (form == 0)
+        tgrt_layer_norm_bwd_acc(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt,
+                                gamma.data(), mean.data(), rstd.data(), resRef.data(), y_dt,
+                                low.data(), sgRef.data(), sbRef.data(), rows, d);
+      else if (form == 1)
+        tgrt_layer_norm_bwd_acc_slots(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt,
+                                      gamma.data(), mean.data(), rstd.data(), resRef.data(), y_dt,
+                                      low.data(), sgRef.data(), sbRef.data(), rows, d);
+      else
+        tgrt_layer_norm_bwd_acc_bgrad(c.cpu, "check", y_dt, dy.data(), x_dt, x.data(), p_dt,
+                                      gamma.data(), mean.data(), rstd.data(), resRef.data(), y_dt,
+                                      low.data(), sgRef.data(), sbRef.data(), TGRT_F32,
+                                      biasRef.data(), rows, d);
+      auto run = [&](DevT& res, DevT& dyBuf, DevT& lowBuf, DevT& g1, DevT& g2, DevT& bias) {
+        tgrt_cuda::layerNormBwdAcc(c.gpu, "check", form == 1, y_dt, dyBuf.p, x_dt, gx.p, p_dt,
+                                   gg.p, gmean.p, grstd.p, res.p, y_dt, lowBuf.p, g1.p, g2.p,
+                                   rows, d, TGRT_F32, form == 2 ? bias.p : nullptr);
+      };
+      DevT gres(dres), galias(dy), ga1(sg), ga2(sb), gab(TGRT_F32, (size_t)d);
+      DevT gres2(dres), gdy2(dy), glow2(y_dt, n), gb1(sg), gb2(sb), gbb(TGRT_F32, (size_t)d);
+      gab.poison();
+      gbb.poison();
+      glow2.poison();
+      run(gres, galias, galias, ga1, ga2, gab);
+      run(gres2, gdy2, glow2, gb1, gb2, gbb);
+      double err = std::max({relErr(gres.raw(), resRef), relErr(galias.raw(), low),
+                             relErr(ga1.raw(), sgRef), relErr(ga2.raw(), sbRef)});
+      if (form == 2) err = std::max(err, relErr(gab.raw(), biasRef));
+      record(std::string(fname) + " low = dy's buffer: dres,low,dgamma,dbeta" + types, shape, err,
+             std::max({tolFor(x_dt), tolFor(y_dt), tolFor(p_dt)}));
+      size_t diffs = bitDiffs(gres.raw(), gres2.raw()) + bitDiffs(galias.raw(), glow2.raw()) +
+                     bitDiffs(ga1.raw(), gb1.raw()) + bitDiffs(ga2.raw(), gb2.raw());
+      if (form == 2) diffs += bitDiffs(gab.raw(), gbb.raw());
+      record(std::string(fname) + " low = dy's buffer == separate buffers" + types,
+             shape + ", bitwise", (double)diffs, 0.0);
+    }
   }
 }
 
