@@ -54,6 +54,19 @@ void checkBlas(cublasStatus_t s, const char* loc, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) fail(loc, "%s: %s", what, cublasLtGetStatusString(s));
 }
 
+void checkLowCopy(const char* loc, const char* what, const void* dy, int32_t y_dt,
+                  const void* low, int32_t low_dt, int64_t n) {
+  if (!low || n <= 0) return;
+  if (low == dy) {
+    if (low_dt != y_dt) fail(loc, "%s: low equals dy with another dtype", what);
+    return;
+  }
+  const char* lb = static_cast<const char*>(low);
+  const char* yb = static_cast<const char*>(dy);
+  if (lb < yb + n * tgrt_dtype_size(y_dt) && yb < lb + n * tgrt_dtype_size(low_dt))
+    fail(loc, "%s: low overlaps dy without being equal to it", what);
+}
+
 void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b, int64_t c,
                       int64_t d) {
   if (a < 0 || b < 0 || c < 0 || d < 0)

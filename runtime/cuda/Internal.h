@@ -285,6 +285,11 @@ void checkBlas(cublasStatus_t s, const char* loc, const char* what);
 /// Fails unless every size is >= 0 (message names the argument list `what`).
 void checkNonNegative(const char* loc, const char* what, int64_t a, int64_t b = 0, int64_t c = 0,
                       int64_t d = 0);
+/// The norms' backwards' low copy (tgrt_layer_norm_bwd_acc*, tgrt_rms_norm_bwd_acc): fails
+/// ("<what>: low ...") when low (low_dt) overlaps dy (y_dt, n elements each) without being
+/// dy itself, or is dy with another dtype. Nothing when low is NULL or n is 0.
+void checkLowCopy(const char* loc, const char* what, const void* dy, int32_t y_dt,
+                  const void* low, int32_t low_dt, int64_t n);
 /// Fails unless ctx is non-NULL.
 void checkCtx(const Context* ctx, const char* loc);
 /// Fails unless the workspace region holds `bytes` bytes.

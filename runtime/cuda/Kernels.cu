@@ -3565,14 +3565,7 @@ void layerNormBwdAcc(Context* ctx, const char* loc, bool slots, int32_t y_dt, co
   elemBytes(loc, "layer_norm_bwd_acc (x, dres)", x_dt);
   const int64_t pes = elemBytes(loc, "layer_norm_bwd_acc (gamma, dgamma, dbeta)", p_dt);
   if (low) elemBytes(loc, "layer_norm_bwd_acc (low)", low_dt);
-  if (low && low != dy && rows * d > 0) {
-    const char* lb = static_cast<const char*>(low);
-    const char* yb = static_cast<const char*>(dy);
-    if (lb < yb + rows * d * tgrt_dtype_size(y_dt) && yb < lb + rows * d * tgrt_dtype_size(low_dt))
-      fail(loc, "layer_norm_bwd_acc: low overlaps dy without being equal to it");
-  }
-  if (low && low == dy && low_dt != y_dt)
-    fail(loc, "layer_norm_bwd_acc: low equals dy with another dtype");
+  checkLowCopy(loc, "layer_norm_bwd_acc", dy, y_dt, low, low_dt, rows * d);
   if (dbias) {
     elemBytes(loc, "layer_norm_bwd_acc_bgrad (dbias)", db_dt);
     if (slots) fail(loc, "layer_norm_bwd_acc: a bias gradient with the slots form");

@@ -734,14 +734,7 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
   elemBytes(loc, "rms_norm_bwd (x, dx)", x_dt);
   const int64_t pes = elemBytes(loc, "rms_norm_bwd (gamma, dgamma)", p_dt);
   if (low) elemBytes(loc, "rms_norm_bwd_acc (low)", low_dt);
-  if (low && low != dy && rows * d > 0) {
-    const char* lb = static_cast<const char*>(low);
-    const char* yb = static_cast<const char*>(dy);
-    if (lb < yb + rows * d * tgrt_dtype_size(y_dt) && yb < lb + rows * d * tgrt_dtype_size(low_dt))
-      fail(loc, "rms_norm_bwd_acc: low overlaps dy without being equal to it");
-  }
-  if (low && low == dy && low_dt != y_dt)
-    fail(loc, "rms_norm_bwd_acc: low equals dy with another dtype");
+  checkLowCopy(loc, "rms_norm_bwd_acc", dy, y_dt, low, low_dt, rows * d);
   if (d == 0) return;
   checkPtrs(loc, what, {dgamma});
   if (rows == 0) { // dgamma = the empty sum

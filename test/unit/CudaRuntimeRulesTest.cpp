@@ -251,4 +251,34 @@ TEST(UploadAsync, TheCallersBufferIsFreeWhenItReturns) {
   tgrt_cuda::uploadAsync(c.ctx, TGRT_ARENA, 0, nullptr, 0);
 }
 
+/// The norms' backwards take their low copy in dy's own buffer (tg-plan-memory puts it there)
+/// but refuse, with the call's location, a copy that overlaps dy without being it, or that is
+/// dy with another dtype (runtime/tgrt_kernels.def); checked before anything runs.
+TEST(NormLowCopy, AnOverlapOrAnotherDtypeInDyIsRefused) {
+  EnvContext c("TGRT_CE_FAST", "auto");
+  ASSERT_NE(c.ctx, nullptr) << c.err;
+  const int64_t rows = 4, d = 64;
+  std::vector<uint16_t> dy((size_t)(rows * d + 8));
+  std::vector<float> x((size_t)(rows * d)), g((size_t)d), stat((size_t)rows), res(x.size()),
+      dg((size_t)d), db((size_t)d);
+  auto ln = [&](void* low, int32_t low_dt) {
+    tgrt_cuda::layerNormBwdAcc(c.ctx, "layers.2.ln1", false, TGRT_BF16, dy.data(), TGRT_F32,
+                               x.data(), TGRT_F32, g.data(), stat.data(), stat.data(),
+                               res.data(), low_dt, low, dg.data(), db.data(), rows, d);
+  };
+  auto rms = [&](void* low, int32_t low_dt) {
+    tgrt_cuda::rmsNormBwdAcc(c.ctx, "layers.2.ln2", TGRT_BF16, dy.data(), TGRT_F32, x.data(),
+                             TGRT_F32, g.data(), stat.data(), res.data(), low_dt, low,
+                             dg.data(), rows, d);
+  };
+  EXPECT_EXIT(ln(dy.data() + 8, TGRT_BF16), ::testing::ExitedWithCode(1),
+              "tgrt: layers.2.ln1: layer_norm_bwd_acc: low overlaps dy without being equal to it");
+  EXPECT_EXIT(ln(dy.data(), TGRT_F16), ::testing::ExitedWithCode(1),
+              "tgrt: layers.2.ln1: layer_norm_bwd_acc: low equals dy with another dtype");
+  EXPECT_EXIT(rms(dy.data() + 8, TGRT_BF16), ::testing::ExitedWithCode(1),
+              "tgrt: layers.2.ln2: rms_norm_bwd_acc: low overlaps dy without being equal to it");
+  EXPECT_EXIT(rms(dy.data(), TGRT_F16), ::testing::ExitedWithCode(1),
+              "tgrt: layers.2.ln2: rms_norm_bwd_acc: low equals dy with another dtype");
+}
+
 } // namespace
