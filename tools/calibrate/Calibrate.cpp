@@ -710,6 +710,14 @@ void calibrateEmbeddingAndLoss(Bench &b, const Grid &g) {
                   tgrt_linear_cross_entropy(b.ctx, "cal", lo, x, w, ids, dloss, loss, dx, F32, dw,
                                             scratch, R, D, V, chunk, -1);
                 });
+      // The form the steps run when the head's gradient slot is written once (the lowering's
+      // planWeightGradWrites): the first chunk's dw GEMM writes dw instead of adding into it
+      // (one vocab x d f32 read fewer); priced before 2026-12-02 by the points above.
+      b.measure("tgrt_linear_cross_entropy_store", lo, 6.0 * R * D * V,
+                e * (2.0 * R * D + V * D) + 4.0 * R + 8 + 4.0 * V * D, s, [&] {
+                  tgrt_linear_cross_entropy_store(b.ctx, "cal", lo, x, w, ids, dloss, loss, dx,
+                                                  F32, dw, scratch, R, D, V, chunk, -1);
+                });
       b.next = 0;
       ids = b.ids(R, V);
       void *logits = b.tensor(lo, R * V);
