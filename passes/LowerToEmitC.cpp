@@ -1969,8 +1969,8 @@ private:
     std::optional<PtrRef> p = placeOf(dres), q = placeOf(add.getResult());
     if (!p || !q || p->region != q->region || p->byteOffset != q->byteOffset) return {};
     // The low copy is written at the layer norm, two ops early: free of everything the two
-    // ops touch, except dx, which the fused call never writes (tg-plan-memory places it so:
-    // in dy's buffer, or live from the norm on).
+    // ops touch, except dx, which the fused call never writes (tg-plan-memory puts it in
+    // dy's buffer when dy dies at the norm: aliasOk below).
     bool aliasOk = false;
     if (low && inPlace && rt(inPlace).getElementType() == rt(low.getResult()).getElementType() &&
         numel(inPlace) == numel(low.getResult())) {

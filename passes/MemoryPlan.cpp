@@ -189,9 +189,10 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
       if (reused)
         continue;
       // The residual gradient's low copy after a norm's backward: the lowering writes it in
-      // the norm's call, two ops before the cast, when its buffer is free from the norm on. The norm's dy dying there is such a buffer, of the copy's type and size: taken
-      // over, so the fusion holds and the arena does not grow (else, as before, the fusion
-      // holds when the cast's own buffer happens to be free of the norm's operands).
+      // the norm's call, two ops before the cast, when its buffer is free from the norm on.
+      // The norm's dy dying there is such a buffer, of the copy's type and size: taken over,
+      // so the fusion holds and the arena does not grow (else, as before, the fusion holds
+      // when the cast's own buffer happens to be free of the norm's operands).
       if (Value dy = r.getResultNumber() == 0 ? normDyOfLowCopy(&op) : Value()) {
         auto it = out.bufferOf.find(dy);
         if (it != out.bufferOf.end() && bufferLastUse[it->second] == index - 2 &&

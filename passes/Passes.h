@@ -34,8 +34,9 @@ inline Value throughReshape(Value v) {
 /// the stream's gradient (the add's other operand, of dx's type), and the cast of that sum
 /// right after the add (the next GEMM's low-precision input), which the same call writes.
 /// Structure only: the lowering also needs the add in place (its result in its other
-/// operand's buffer) and the cast's buffer free from the norm on; tg-plan-memory places the
-/// cast so (analyzeLiveness). Shared by the planner and the lowering.
+/// operand's buffer) and the cast's buffer free from the norm on; tg-plan-memory gives the
+/// cast the norm's dy buffer when dy dies at the norm (analyzeLiveness). Shared by the
+/// planner and the lowering.
 struct ResidualGradSink {
   AddOp add; ///< null when the norm's dx does not go into such an add
   CastOp low; ///< null when no cast of the sum follows the add
