@@ -109,10 +109,13 @@ static Value normDyOfLowCopy(Operation *op) {
   auto cast = dyn_cast<CastOp>(op);
   auto add = cast ? dyn_cast_or_null<AddOp>(op->getPrevNode()) : AddOp();
   Operation *norm = add ? add->getPrevNode() : nullptr;
+  auto dyIfLow = [&](auto n) {
+    return residualGradSinkOf(n, n.getDx()).low == cast ? n.getDy() : Value();
+  };
   if (auto ln = dyn_cast_or_null<LayerNormGradOp>(norm))
-    return residualGradSinkOf(ln, ln.getDx()).low == cast ? ln.getDy() : Value();
+    return dyIfLow(ln);
   if (auto rn = dyn_cast_or_null<RmsNormGradOp>(norm))
-    return residualGradSinkOf(rn, rn.getDx()).low == cast ? rn.getDy() : Value();
+    return dyIfLow(rn);
   return Value();
 }
 
@@ -169,6 +172,13 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
                                 << " needs a static shape and a known element type to be planned";
       // In place: take over an operand's buffer when this op is the last reader of every
       // value living in it (the operand, its views, earlier in-place results).
+      // r takes over buffer id (whose values all die by now): its last use extends.
+      auto takeOver = [&](size_t id) {
+        out.bufferOf[r] = id;
+        bufferLastUse[id] = std::max(index, lastUse(r));
+        out.buffers[id].name += " > " + locName(op.getLoc()) +
+                                (out.opPhase.back() == "backward" ? ".grad" : "");
+      };
       bool reused = false;
       if (r.getResultNumber() == 0)
         for (unsigned idx : inPlaceOperands(&op)) {
@@ -178,11 +188,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
               out.buffers[it->second].bytes != bytes ||
               out.buffers[it->second].first == index)
             continue;
-          size_t id = it->second; // before the insertion below, which may move `it`
-          out.bufferOf[r] = id;
-          bufferLastUse[id] = std::max(index, lastUse(r));
-          out.buffers[id].name += " > " + locName(op.getLoc()) +
-                                  (out.opPhase.back() == "backward" ? ".grad" : "");
+          takeOver(it->second); // by value: the insertion in it may move `it`
           reused = true;
           break;
         }
@@ -199,11 +205,7 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out) {
             out.buffers[it->second].bytes == bytes &&
             out.buffers[it->second].first != index - 2 &&
             rt(dy).getElementType() == rt(r).getElementType()) {
-          size_t id = it->second;
-          out.bufferOf[r] = id;
-          bufferLastUse[id] = std::max(index, lastUse(r));
-          out.buffers[id].name += " > " + locName(op.getLoc()) +
-                                  (out.opPhase.back() == "backward" ? ".grad" : "");
+          takeOver(it->second);
           continue;
         }
       }
