@@ -2154,17 +2154,34 @@ TEST_F(Cpu, LinearCrossEntropyStoreWritesDw) {
   for (float v : dw) ASSERT_TRUE(std::isfinite(v));
 }
 
+/// A mixed-precision layer norm's backward inputs, [rows, d]: f32 x, gamma, beta and the
+/// residual gradient dres0, bf16 dy (random, seeds seed .. seed + 4), and the forward's mean
+/// and rstd of x.
+struct LnBackwardInputs {
+  VecF x, gamma, beta, dres0;
+  Typed dy;
+  VecF mean, rstd;
+};
+LnBackwardInputs lnBackwardInputs(tgrt_ctx* ctx, int64_t rows, int64_t d, unsigned seed) {
+  LnBackwardInputs in{randVec(rows * d, seed, -2.0f, 2.0f), randVec(d, seed + 1, 0.5f, 1.5f),
+                      randVec(d, seed + 2), randVec(rows * d, seed + 3),
+                      randTyped(TGRT_BF16, (size_t)(rows * d), seed + 4), VecF(rows),
+                      VecF(rows)};
+  VecF y(rows * d);
+  tgrt_layer_norm_fwd(ctx, "ln", TGRT_F32, in.x.data(), TGRT_F32, in.gamma.data(),
+                      in.beta.data(), TGRT_F32, y.data(), in.mean.data(), in.rstd.data(), rows,
+                      d, 1e-5f);
+  return in;
+}
+
 /// tgrt_layer_norm_bwd_acc_bgrad: dres, low, dgamma, dbeta bit-equal to
 /// tgrt_layer_norm_bwd_acc; dbias the column sums of what was stored (low when given, else
 /// the updated dres), over a NaN start; a NULL dbias is refused with the call's location.
 TEST_F(Cpu, LayerNormBackwardAccSumsTheProjectionBias) {
   const int64_t rows = 7, d = 16;
-  const VecF x = randVec(rows * d, 30, -2.0f, 2.0f), gamma = randVec(d, 31, 0.5f, 1.5f),
-             beta = randVec(d, 32), dres0 = randVec(rows * d, 33);
-  const Typed dy = randTyped(TGRT_BF16, (size_t)(rows * d), 34);
-  VecF y(rows * d), mean(rows), rstd(rows);
-  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
-                      TGRT_F32, y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+  const LnBackwardInputs in = lnBackwardInputs(ctx_, rows, d, 30);
+  const VecF &x = in.x, &gamma = in.gamma, &dres0 = in.dres0, &mean = in.mean, &rstd = in.rstd;
+  const Typed& dy = in.dy;
   for (bool withLow : {true, false}) {
     VecF resRef = dres0, res = dres0, dgRef(d), dbRef(d), dg(d, NAN), db(d, NAN),
          dbias(d, NAN);
@@ -2202,12 +2219,9 @@ TEST_F(Cpu, LayerNormBackwardAccSumsTheProjectionBias) {
 /// as with separate buffers (tgrt_kernels.def: every element of dy is read first).
 TEST_F(Cpu, LayerNormBackwardAccWritesLowOverDy) {
   const int64_t rows = 5, d = 24;
-  const VecF x = randVec(rows * d, 40, -2.0f, 2.0f), gamma = randVec(d, 41, 0.5f, 1.5f),
-             beta = randVec(d, 42), dres0 = randVec(rows * d, 43);
-  const Typed dy = randTyped(TGRT_BF16, (size_t)(rows * d), 44);
-  VecF y(rows * d), mean(rows), rstd(rows);
-  tgrt_layer_norm_fwd(ctx_, "ln", TGRT_F32, x.data(), TGRT_F32, gamma.data(), beta.data(),
-                      TGRT_F32, y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+  const LnBackwardInputs in = lnBackwardInputs(ctx_, rows, d, 40);
+  const VecF &x = in.x, &gamma = in.gamma, &dres0 = in.dres0, &mean = in.mean, &rstd = in.rstd;
+  const Typed& dy = in.dy;
   for (bool bgrad : {false, true}) {
     VecF resRef = dres0, res = dres0, dgRef(d), dbRef(d), dg(d, NAN), db(d, NAN),
          biasRef(d, NAN), bias(d, NAN);
