@@ -264,7 +264,11 @@ void matmulBiasGelu(Context* ctx, const char* loc, int32_t dt, const void* a, co
                     const void* bias, void* pre, void* out, int64_t m, int64_t n, int64_t k,
                     int32_t trans_a, int32_t trans_b, float alpha, int64_t lda = 0);
 /// The own Hopper GEMM's epilogue (Gemm.cu): none, + bias, + bias then GELU (pre stored).
-enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2 };
+/// SwigluBwd: the product dy = alpha a op(b) [m, n], rounded to bf16, is SwiGLU's output
+/// gradient (tgrt_swiglu_bwd with f = n); `pre` is its input x = [gate | up] [m, 2n] (read)
+/// and `out` its input gradient dx = [dgate | dup] [m, 2n] (written; dy itself is not
+/// stored), the bits of tgrt_swiglu_bwd on that dy. Only the epilogue-warpgroup schedules.
+enum class GemmEpilogue { None = 0, Bias = 1, BiasGelu = 2, SwigluBwd = 3 };
 /// The own Hopper GEMM's schedule (Gemm.cu): PingPong (persistent, one block per SM, its two
 /// consumer warpgroups on alternate 128 x 128 tiles), Cooperative256 (a block per 128 x 256
 /// tile, both warpgroups on it), Cooperative128 (a block per 128 x 128 tile, two blocks per

@@ -40,6 +40,7 @@
 #include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Hopper.cuh"
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/Swiglu.cuh"
 
 #ifndef TGRT_CUDA_EMULATE
 #include <cudaTypedefs.h> // PFN_cuTensorMapEncodeTiled
@@ -611,6 +612,63 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
 constexpr int kEpiThreads = 3 * 128;
 constexpr int kEpiWarpsThreads = 96;
 
+/// The SwiGLU-backward epilogue (EPI 3) of the epilogue warps: the staged tile (the
+/// consumers' rounded alpha a b, 128 x BN in the swizzled 64 x 64 boxes) is dy of SwiGLU at
+/// rows m0 .., columns n0 .. of y [M, N]; x = [gate | up] [M, 2 N] and dx = [dgate | dup]
+/// [M, 2 N] (the layout of tgrt_swiglu_fwd / _bwd, f = N). Each of the kEpiWarpsThreads
+/// threads (e: its index) takes 16-byte chunks of 8 columns, kUnroll at a time: the staged dy,
+/// gate and up loaded first, then swigluGrad (Swiglu.cuh, the elementwise kernel's
+/// arithmetic: the same bits for the same dy) and two 16-byte stores.
+template <int BN>
+__device__ __forceinline__ void swigluBwdFromStage(const unsigned char* st, int e, int m0,
+                                                   int n0, const uint16_t* __restrict__ x,
+                                                   uint16_t* __restrict__ dx, int M, int N) {
+  constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 4;
+  const size_t pitch = 2 * (size_t)N;
+  for (int c0 = e; c0 < kChunks; c0 += kUnroll * kEpiWarpsThreads) {
+    uint4 v[kUnroll], gv[kUnroll], uv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) { // the loads first (one latency for all)
+      const int c = c0 + u * kEpiWarpsThreads;
+      const int row = c / (BN / 8), chunk = c % (BN / 8);
+      const int r = row % 64, cb = chunk % 8;
+      const int gr = m0 + row, gc = n0 + 8 * chunk;
+      const bool in = c < kChunks && gr < M && gc < N;
+      const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+      v[u] = in ? *reinterpret_cast<const uint4*>(st + ((row / 64) * 4 + chunk / 8) * 64 * 128 +
+                                                  r * 128 + ((cb ^ (r & 7)) << 4))
+                : zero;
+      const uint16_t* xr = x + (size_t)gr * pitch + gc;
+      gv[u] = in ? *reinterpret_cast<const uint4*>(xr) : zero;
+      uv[u] = in ? *reinterpret_cast<const uint4*>(xr + N) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kEpiWarpsThreads;
+      const int row = c / (BN / 8), chunk = c % (BN / 8);
+      const int gr = m0 + row, gc = n0 + 8 * chunk;
+      if (c >= kChunks || gr >= M || gc >= N) continue;
+      const uint32_t d[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      const uint32_t g[4] = {gv[u].x, gv[u].y, gv[u].z, gv[u].w};
+      const uint32_t up[4] = {uv[u].x, uv[u].y, uv[u].z, uv[u].w};
+      uint32_t og[4], ou[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float dg0, du0, dg1, du1;
+        swigluGrad(bf16ToFloat((uint16_t)(g[q] & 0xffffu)), bf16ToFloat((uint16_t)(up[q] & 0xffffu)),
+                   bf16ToFloat((uint16_t)(d[q] & 0xffffu)), dg0, du0);
+        swigluGrad(bf16ToFloat((uint16_t)(g[q] >> 16)), bf16ToFloat((uint16_t)(up[q] >> 16)),
+                   bf16ToFloat((uint16_t)(d[q] >> 16)), dg1, du1);
+        og[q] = packBf16(dg0, dg1);
+        ou[q] = packBf16(du0, du1);
+      }
+      uint16_t* dr = dx + (size_t)gr * pitch + gc;
+      *reinterpret_cast<uint4*>(dr) = make_uint4(og[0], og[1], og[2], og[3]);
+      *reinterpret_cast<uint4*>(dr + N) = make_uint4(ou[0], ou[1], ou[2], ou[3]);
+    }
+  }
+}
+
 /// Persistent256 with the epilogue taken off the consumers (PersistentEpilogue): after a
 /// tile's main loop each consumer thread only adds the bias, rounds, writes its pairs into
 /// the tile's staging buffer (128 x 256 bf16, the boxes of storeTileStaged) and arrives on
@@ -665,7 +723,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
       int m0, n0;
       clusterTileOrigin<BN, CL>(tw.first + i * tw.grid, tw.tilesM, tw.tilesN, tw.rank, m0, n0);
       mbarWait(stFull, (unsigned)i & 1u);
-      if (e == 0) {
+      if (EPI != 3 && e == 0) {
         // Rows 64 h .. of the tile: warpgroup h's 64 x 256 block, four 64 x 64 boxes.
         for (int h = 0; h < kGemmConsumers; ++h)
           for (int box = 0; box < BN / 64; ++box)
@@ -706,7 +764,10 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
           }
         }
       }
-      if (e == 0) bulkWaitRead<0>();
+      if (EPI == 3) // dx = SwiGLU's backward with dy = the rounded tile (x = pre, dx = out)
+        swigluBwdFromStage<BN>(reinterpret_cast<const unsigned char*>(sOut), e, m0, n0, pre,
+                               out, M, N);
+      if (EPI != 3 && e == 0) bulkWaitRead<0>();
       namedBarrierSync(3, kEpiWarpsThreads); // every epilogue thread is done reading
       if (e == 0) mbarArrive(stFree);
     }
@@ -727,7 +788,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
     for (int j = 0; j < BN / 8; ++j) {
       const int col = n0 + 8 * j + 2 * q;
       float b0 = 0.0f, b1 = 0.0f;
-      if (EPI >= 1 && col < N) {
+      if ((EPI == 1 || EPI == 2) && col < N) {
         b0 = bf16ToFloat(bias[col]);
         b1 = bf16ToFloat(bias[col + 1]);
       }
@@ -829,13 +890,20 @@ void launchGemm(Context* ctx, const char* loc, const TensorMap& mapA, const Tens
                                                               : 3;
   using Kernel = void (*)(const TensorMap, const TensorMap, const TensorMap, const TensorMap,
                           uint16_t*, uint16_t*, const uint16_t*, int, int, int, float);
-  const Kernel kernel =
-      SCHED == (int)GemmSchedule::PingPong ? gemm_tn_bf16_pingpong_kernel<STAGES, EPI>
-      : kEpiWg                             ? gemm_bf16_epiwg_kernel<STAGES, EPI, TB, CL>
-      : kStore256                          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB, CL>
-      : SCHED == (int)GemmSchedule::Cooperative256
-          ? gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>
-          : gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
+  // Only the schedule's kernel is instantiated (EPI 3, SwiGLU's backward, exists only in the
+  // epilogue-warpgroup kernel).
+  const Kernel kernel = []() -> Kernel {
+    if constexpr (SCHED == (int)GemmSchedule::PingPong)
+      return gemm_tn_bf16_pingpong_kernel<STAGES, EPI>;
+    else if constexpr (kEpiWg)
+      return gemm_bf16_epiwg_kernel<STAGES, EPI, TB, CL>;
+    else if constexpr (kStore256)
+      return gemm_tn_bf16_kernel<256, STAGES, 1, EPI, true, TB, CL>;
+    else if constexpr (SCHED == (int)GemmSchedule::Cooperative256)
+      return gemm_tn_bf16_kernel<256, STAGES, 1, EPI, false, 1>;
+    else
+      return gemm_tn_bf16_kernel<128, STAGES, 2, EPI, false, 1>;
+  }();
   const size_t smem =
       gemmSmemBytes(BN, STAGES,
                     kStore256 ? kGemmConsumers * kStagedBytes : kEpiWg ? kGemmBM * BN * 2 : 0);
@@ -896,19 +964,28 @@ void launchGemmEpi(Context* ctx, const char* loc, GemmEpilogue epi, bool transB,
 #define TGRT_GEMM_LAUNCH(E, T)                                                                     \
   return launchGemm<SCHED, E, T>(ctx, loc, mapA, mapB, mapOut, mapPre, out, pre, bias, m, n, k,  \
                                  alpha, maxBlocks)
+  constexpr bool kEpiWg = SCHED == (int)GemmSchedule::PersistentEpilogue ||
+                          SCHED == (int)GemmSchedule::ClusterEpilogue;
   if (transB || !gemmScheduleTakesKN((GemmSchedule)SCHED)) {
     switch (epi) {
     case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 1);
     case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 1);
     case GemmEpilogue::BiasGelu: TGRT_GEMM_LAUNCH(2, 1);
+    case GemmEpilogue::SwigluBwd:
+      if constexpr (kEpiWg) TGRT_GEMM_LAUNCH(3, 1);
+      break;
     }
   } else {
     switch (epi) {
     case GemmEpilogue::None: TGRT_GEMM_LAUNCH(0, 0);
     case GemmEpilogue::Bias: TGRT_GEMM_LAUNCH(1, 0);
     case GemmEpilogue::BiasGelu: TGRT_GEMM_LAUNCH(2, 0);
+    case GemmEpilogue::SwigluBwd:
+      if constexpr (kEpiWg) TGRT_GEMM_LAUNCH(3, 0);
+      break;
     }
   }
+  fail(loc, "gemm_bf16: the SwiGLU-backward epilogue needs an epilogue-warpgroup schedule");
 #undef TGRT_GEMM_LAUNCH
 }
 
@@ -926,12 +1003,23 @@ void gemmBf16(Context* ctx, const char* loc, const void* a, const void* b, const
   if (n % 8 != 0 || k % 8 != 0)
     fail(loc, "gemm_bf16: n and k must be multiples of 8 (got n %lld, k %lld)", (long long)n,
          (long long)k);
-  const void* ptrs[4] = {a, b, out, epi == GemmEpilogue::BiasGelu ? pre : out};
+  const bool swiglu = epi == GemmEpilogue::SwigluBwd;
+  const void* ptrs[4] = {a, b, out, epi == GemmEpilogue::BiasGelu || swiglu ? pre : out};
   for (const void* p : ptrs)
     if (!p || reinterpret_cast<uintptr_t>(p) % 16 != 0)
-      fail(loc, "gemm_bf16: a, b, out (and pre with GELU) must be 16-byte aligned, non-NULL");
-  if (epi != GemmEpilogue::None && (!bias || reinterpret_cast<uintptr_t>(bias) % 4 != 0))
+      fail(loc, "gemm_bf16: a, b, out (and pre with GELU, x with SwiGLU) must be 16-byte "
+                "aligned, non-NULL");
+  if ((epi == GemmEpilogue::Bias || epi == GemmEpilogue::BiasGelu) &&
+      (!bias || reinterpret_cast<uintptr_t>(bias) % 4 != 0))
     fail(loc, "gemm_bf16: the epilogue needs a 4-byte aligned bias (its pairs are read as words)");
+  if (swiglu && sched != GemmSchedule::PersistentEpilogue && sched != GemmSchedule::ClusterEpilogue)
+    fail(loc, "gemm_bf16: the SwiGLU-backward epilogue needs schedule PersistentEpilogue or "
+              "ClusterEpilogue (got %d)", (int)sched);
+  if (swiglu && (pre == out || (static_cast<const char*>(pre) < static_cast<const char*>(out) +
+                                    2 * m * n * 2 &&
+                                static_cast<const char*>(out) < static_cast<const char*>(pre) +
+                                    2 * m * n * 2)))
+    fail(loc, "gemm_bf16: the SwiGLU-backward epilogue's dx must not overlap x (each [m, 2n])");
   if (!trans_b && !gemmScheduleTakesKN(sched))
     fail(loc, "gemm_bf16: b [k, n] (trans_b 0) only with the persistent 128 x 256 schedules");
   if (!ownGemmAvailable(ctx))

@@ -26,6 +26,7 @@
 #include "runtime/cuda/Dtype.cuh"
 #include "runtime/cuda/Internal.h"
 #include "runtime/cuda/Pdl.cuh"
+#include "runtime/cuda/Swiglu.cuh"
 
 #include <cmath>
 #include <cstring>
@@ -610,7 +611,7 @@ __global__ void __launch_bounds__(kBlock)
 //   dgate = dy * up * s * (1 + gate (1 - s)),  dup = dy * gate * s,  dx = [dgate | dup].
 // Grid: x over the columns (packs when `vec`: 16-byte aligned tensors, f a multiple of the
 // pack width), y over the rows (grid-stride); no per-element division.
-__device__ __forceinline__ float sigmoidF(float g) { return 1.0f / (1.0f + expf(-g)); }
+// sigmoidF and swigluGrad: Swiglu.cuh (shared with the own GEMM's SwiGLU-backward epilogue).
 
 template <int W, typename T>
 __global__ void swiglu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
@@ -653,18 +654,14 @@ __global__ void swiglu_bwd_kernel(const T* __restrict__ x, const T* __restrict__
       ldPack(xr + f, u, up);
       ldPack(dyr, u, d);
 #pragma unroll
-      for (int j = 0; j < W; ++j) {
-        const float s = sigmoidF(g[j]);
-        dg[j] = d[j] * up[j] * s * (1.0f + g[j] * (1.0f - s));
-        du[j] = d[j] * (g[j] * s);
-      }
+      for (int j = 0; j < W; ++j) swigluGrad(g[j], up[j], d[j], dg[j], du[j]);
       stPack(dxr, u, dg);
       stPack(dxr + f, u, du);
     } else {
-      const float g = toF(xr[u]), up = toF(xr[f + u]), d = toF(dyr[u]);
-      const float s = sigmoidF(g);
-      dxr[u] = fromF<T>(d * up * s * (1.0f + g * (1.0f - s)));
-      dxr[f + u] = fromF<T>(d * (g * s));
+      float dg, du;
+      swigluGrad(toF(xr[u]), toF(xr[f + u]), toF(dyr[u]), dg, du);
+      dxr[u] = fromF<T>(dg);
+      dxr[f + u] = fromF<T>(du);
     }
   }
 }

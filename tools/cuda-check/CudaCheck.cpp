@@ -1514,6 +1514,11 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
       tgrt_matmul_bias_gelu(c.cpu, "check", dt, a.data(), b.data(), bias.data(), refPre.data(),
                             refOut.data(), cs.m, cs.n, cs.k, 0, tb, cs.alpha);
       DevT ga(a), gb(b), gbias(bias), gpre(dt, mn), gout(dt, mn);
+      // SwiGLU's backward in the epilogue (E::SwigluBwd): x = [gate | up] [m, 2n]; the CPU's
+      // tgrt_swiglu_bwd of the CPU product is the reference.
+      Raw sx = rng.tensor(dt, 2 * mn), refDx = zerosOf(dt, 2 * mn);
+      tgrt_swiglu_bwd(c.cpu, "check", dt, sx.data(), ref.data(), refDx.data(), cs.m, cs.n);
+      DevT gsx(sx), gdx(dt, 2 * mn), gdxSep(dt, 2 * mn);
       // The persistent schedules also on 1 and 2 blocks: each walks many tiles (the ping-pong
       // order barriers' phases, the ring's wrap across tiles, the staging buffer's reuse).
       struct Run { S sched; int blocks; const char* name; };
@@ -1558,6 +1563,24 @@ void checkOwnGemm(Contexts& c, Rng& rng, bool quick) {
             record("gemm_bf16 gelu(pre) in bf16 ulps", shape,
                    ulpDiff(gout.raw(), encode(exact, dt)), 1.0);
           }
+        }
+        if (run.sched == S::PersistentEpilogue || run.sched == S::ClusterEpilogue) {
+          // dx from the epilogue against tgrt_swiglu_bwd of the same schedule's stored
+          // product (bit for bit: the same rounded dy, the same arithmetic, Swiglu.cuh) and
+          // against the CPU (another summation order: twice the dtype's tolerance).
+          const std::string shape = fmt("%lldx%lldx%lld t0%d a%.2g %s", (long long)cs.m,
+                                        (long long)cs.n, (long long)cs.k, tb, cs.alpha, run.name);
+          gout.poison();
+          gdxSep.poison();
+          tgrt_cuda::gemmBf16(c.gpu, "check", ga.p, gb.p, nullptr, nullptr, gout.p, cs.m, cs.n,
+                              cs.k, tb, cs.alpha, E::None, run.sched, run.blocks);
+          tgrt_cuda::swigluBwd(c.gpu, "check", dt, gsx.p, gout.p, gdxSep.p, cs.m, cs.n);
+          gdx.poison();
+          tgrt_cuda::gemmBf16(c.gpu, "check", ga.p, gb.p, nullptr, gsx.p, gdx.p, cs.m, cs.n, cs.k,
+                              tb, cs.alpha, E::SwigluBwd, run.sched, run.blocks);
+          record("gemm_bf16 +swiglu_bwd = gemm, swiglu_bwd (elements differing)", shape,
+                 (double)bitDiffs(gdx.raw(), gdxSep.raw()), 0.0);
+          record("gemm_bf16 +swiglu_bwd", shape, relErr(gdx.raw(), refDx), 2 * tolFor(dt));
         }
       }
       // The runtime's entries through it (TGRT_OWN_GEMM=2: always where it applies).
@@ -3687,7 +3710,8 @@ void benchKernels(Contexts& c, int reps) {
 /// --bench-gemm: the own Hopper GEMM (gemmBf16: the persistent 128 x 256 schedules, with and
 /// without the epilogue warpgroup and 2-block clusters, b [n, k] and [k, n]) against the
 /// runtime's cuBLASLt path (tuned algorithms, TGRT_OWN_GEMM off; matmul, matmulBias,
-/// matmulBiasGelu) at the forward GEMMs of GPT-2 small and of the head-dim-128 example, bf16.
+/// matmulBiasGelu) at the forward GEMMs of GPT-2 small, of the head-dim-128 example and the MLP
+/// GEMMs of Llama 3.2 1B (4 x 2048 tokens: the SwiGLU projections and the dgrad into d_ff), bf16.
 /// Each of 5 rounds times every variant (`reps` calls queued back to back, timeQueuedMs: the
 /// GPU's time per call, host work overlapped as in a training step), in turn; a cell gives
 /// the median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median); the
@@ -3699,6 +3723,71 @@ void benchKernels(Contexts& c, int reps) {
 /// second line per shape with each column's energy per call (NVML's energy counter over the
 /// median round's calls, J) and the SM clock at that round's end (MHz): at the board's power
 /// limit a kernel that spends more energy per call runs at a lower clock.
+/// --bench-gemm, second table: SwiGLU's backward fused into the GEMM that makes its dy (the
+/// MLP's down projection's input gradient, dy [m, n] = dz [m, k] W [n, k]^T, f = n) against
+/// the separate calls: cuBLASLt's tuned GEMM (or the own epilogue-warpgroup GEMM) storing dy,
+/// then tgrt_swiglu_bwd reading it with x [m, 2n]; bf16, b [n, k] (the layout of the
+/// compiled step's dgrad). Timed as benchOwnGemm (queued calls, 5 alternating rounds, the
+/// median round and the rounds' spread). Shapes: Llama 3.2 1B and SmolLM2-135M at their
+/// examples' micro-batches.
+void benchSwigluEpilogue(Contexts& c, int reps) {
+  tgrt_cuda::Context* g = c.gpu;
+  if (!tgrt_cuda::ownGemmAvailable(g)) return;
+  tgrt_cuda::setOwnGemm(g, 0);
+  using E = tgrt_cuda::GemmEpilogue;
+  using S = tgrt_cuda::GemmSchedule;
+  struct Shape { const char* what; int64_t m, n, k; };
+  const Shape shapes[] = {{"Llama 3.2 1B", 8192, 8192, 2048}, {"SmolLM2-135M", 16384, 1536, 576}};
+  const char* cols[] = {"cuBLASLt + swiglu_bwd", "own epi wg + swiglu_bwd", "own epi wg fused",
+                        "own cluster fused"};
+  constexpr int kCols = 4, kRounds = 5;
+  std::printf("\nSwiGLU backward in the dgrad GEMM's epilogue, bf16, b [n, k]; ms (TFLOP/s of "
+              "the GEMM) spread, as above\n%-14s %-17s", "shape", "m x n x k");
+  for (const char* col : cols) std::printf(" %-25s", col);
+  std::printf(" %12s\n", "fused diffs");
+  const int32_t dt = TGRT_BF16;
+  for (const Shape& sh : shapes) {
+    const size_t mn = (size_t)(sh.m * sh.n);
+    Rng rng(12);
+    DevT a(rng.tensor(dt, (size_t)(sh.m * sh.k))), b(rng.tensor(dt, (size_t)(sh.n * sh.k))),
+        x(rng.tensor(dt, 2 * mn)), dy(dt, mn), dx(dt, 2 * mn), dx2(dt, 2 * mn);
+    auto run = [&](int v) {
+      if (v == 0) {
+        tgrt_cuda::matmul(g, "bench", dt, a.p, b.p, dy.p, 1, sh.m, sh.n, sh.k, 0, 1, 0, 0, 0, 1.0f,
+                          0.0f);
+        tgrt_cuda::swigluBwd(g, "bench", dt, x.p, dy.p, dx.p, sh.m, sh.n);
+      } else if (v == 1) {
+        tgrt_cuda::gemmBf16(g, "bench", a.p, b.p, nullptr, nullptr, dy.p, sh.m, sh.n, sh.k, 1,
+                            1.0f, E::None, S::PersistentEpilogue);
+        tgrt_cuda::swigluBwd(g, "bench", dt, x.p, dy.p, dx.p, sh.m, sh.n);
+      } else {
+        tgrt_cuda::gemmBf16(g, "bench", a.p, b.p, nullptr, x.p, dx2.p, sh.m, sh.n, sh.k, 1, 1.0f,
+                            E::SwigluBwd, v == 2 ? S::PersistentEpilogue : S::ClusterEpilogue);
+      }
+    };
+    run(1); // the separate own calls, then the fused: the same bits
+    run(2);
+    const size_t diffs = bitDiffs(dx.raw(), dx2.raw());
+    run(0);
+    std::vector<float> t[kCols];
+    for (int round = 0; round < kRounds; ++round)
+      for (int v = 0; v < kCols; ++v) t[v].push_back(timeQueuedMs(g, reps, [&] { run(v); }));
+    const double flop = 2.0 * (double)sh.m * (double)sh.n * (double)sh.k;
+    std::printf("%-14s %-17s", sh.what,
+                fmt("%lldx%lldx%lld", (long long)sh.m, (long long)sh.n, (long long)sh.k).c_str());
+    for (int v = 0; v < kCols; ++v) {
+      std::sort(t[v].begin(), t[v].end());
+      const double med = t[v][kRounds / 2];
+      char cell[48];
+      std::snprintf(cell, sizeof cell, "%.4f (%.0f) %.1f%%", med, flop / med / 1e9,
+                    100.0 * (t[v].back() - t[v].front()) / med);
+      std::printf(" %-25s", cell);
+    }
+    std::printf(" %12zu\n", diffs);
+  }
+  tgrt_cuda::setOwnGemm(g, 1);
+}
+
 void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::Context* g = c.gpu;
   if (!tgrt_cuda::ownGemmAvailable(g)) {
@@ -3719,6 +3808,9 @@ void benchOwnGemm(Contexts& c, int reps) {
       {"GPT-2 MLP down", 16384, 768, 3072, E::Bias},  {"GPT-2 lm_head chunk", 8192, 50304, 768, E::None},
       {"hd128 qkv", 16384, 3072, 1024, E::Bias},     {"hd128 MLP up +GELU", 16384, 4096, 1024, E::BiasGelu},
       {"hd128 MLP down", 16384, 1024, 4096, E::Bias}, {"hd128 lm_head chunk", 8192, 32000, 1024, E::None},
+      {"Llama 1B MLP fc", 8192, 16384, 2048, E::None},
+      {"Llama 1B dh (down dgrad)", 8192, 8192, 2048, E::None},
+      {"Llama 1B MLP down", 8192, 2048, 8192, E::None},
       {"square 8192", 8192, 8192, 8192, E::None}};
   // Columns: cuBLASLt and the own schedules with b [n, k] (t01), then cuBLASLt and the
   // persistent schedule with b [k, n] (t00, the layout of tgc's compiled forward GEMMs).
@@ -3906,7 +3998,10 @@ int main(int argc, char** argv) {
   }
   if (!checks) {
     if (gemmOnly || kernelsOnly) {
-      if (gemmOnly) benchOwnGemm(c, 20);
+      if (gemmOnly) {
+        benchOwnGemm(c, 20);
+        benchSwigluEpilogue(c, 20);
+      }
       else benchKernels(c, 20);
       destroyContexts(c);
       return 0;
