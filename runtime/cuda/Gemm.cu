@@ -619,11 +619,32 @@ constexpr int kEpiWarpsThreads = 96;
 /// threads (e: its index) takes 16-byte chunks of 8 columns, kUnroll at a time: the staged dy,
 /// gate and up loaded first, then swigluGrad (Swiglu.cuh, the elementwise kernel's
 /// arithmetic: the same bits for the same dy) and two 16-byte stores.
+/// Brings the tile's gate and up rows of x [M, 2 N] (rows m0 .., columns n0 .. and N + n0 ..,
+/// BN wide) into L2 (prefetch.global.L2, one 128-byte line per instruction), so that
+/// swigluBwdFromStage's loads of them hit L2: issued by the epilogue threads (e) before they
+/// wait for the tile's product, a main loop ahead.
+template <int BN>
+__device__ __forceinline__ void prefetchSwigluTile(const uint16_t* x, int e, int m0, int n0,
+                                                   int M, int N) {
+  constexpr int kLines = BN * 2 / 128; // 128-byte lines per row of gate (and of up)
+  for (int idx = e; idx < kGemmBM * 2 * kLines; idx += kEpiWarpsThreads) {
+    const int row = idx / (2 * kLines), part = idx % (2 * kLines);
+    const int col = n0 + (part % kLines) * 64;
+    if (m0 + row >= M || col >= N) continue;
+    const uint16_t* at = x + (size_t)(m0 + row) * 2 * (size_t)N + (part / kLines) * (size_t)N + col;
+#ifdef TGRT_CUDA_EMULATE
+    (void)at;
+#else
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+#endif
+  }
+}
+
 template <int BN>
 __device__ __forceinline__ void swigluBwdFromStage(const unsigned char* st, int e, int m0,
                                                    int n0, const uint16_t* __restrict__ x,
                                                    uint16_t* __restrict__ dx, int M, int N) {
-  constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 4;
+  constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 8;
   const size_t pitch = 2 * (size_t)N;
   for (int c0 = e; c0 < kChunks; c0 += kUnroll * kEpiWarpsThreads) {
     uint4 v[kUnroll], gv[kUnroll], uv[kUnroll];
@@ -722,6 +743,7 @@ __global__ void __launch_bounds__(kEpiThreads, 1)
     for (int i = 0; e >= 0 && i < tw.myTiles; ++i) {
       int m0, n0;
       clusterTileOrigin<BN, CL>(tw.first + i * tw.grid, tw.tilesM, tw.tilesN, tw.rank, m0, n0);
+      if (EPI == 3) prefetchSwigluTile<BN>(pre, e, m0, n0, M, N);
       mbarWait(stFull, (unsigned)i & 1u);
       if (EPI != 3 && e == 0) {
         // Rows 64 h .. of the tile: warpgroup h's 64 x 256 block, four 64 x 64 boxes.
