@@ -3707,22 +3707,6 @@ void benchKernels(Contexts& c, int reps) {
   }
 }
 
-/// --bench-gemm: the own Hopper GEMM (gemmBf16: the persistent 128 x 256 schedules, with and
-/// without the epilogue warpgroup and 2-block clusters, b [n, k] and [k, n]) against the
-/// runtime's cuBLASLt path (tuned algorithms, TGRT_OWN_GEMM off; matmul, matmulBias,
-/// matmulBiasGelu) at the forward GEMMs of GPT-2 small, of the head-dim-128 example and the MLP
-/// GEMMs of Llama 3.2 1B (4 x 2048 tokens: the SwiGLU projections and the dgrad into d_ff), bf16.
-/// Each of 5 rounds times every variant (`reps` calls queued back to back, timeQueuedMs: the
-/// GPU's time per call, host work overlapped as in a training step), in turn; a cell gives
-/// the median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median); the
-/// last column the own GEMM's host ms per call (the tensor maps and the launch: what a step
-/// run call by call, TGRT_CUDA_GRAPH=0, would wait for when it exceeds the kernel's time).
-/// The own outputs' largest relative difference from cuBLASLt's is printed beside them.
-/// TGRT_GEMM_BENCH_ONLY=TEXT: only the shapes whose name holds TEXT (for profilers).
-/// TGRT_GEMM_BENCH_REPS=N: N calls per timing instead of `reps`. TGRT_GEMM_BENCH_POWER=1: a
-/// second line per shape with each column's energy per call (NVML's energy counter over the
-/// median round's calls, J) and the SM clock at that round's end (MHz): at the board's power
-/// limit a kernel that spends more energy per call runs at a lower clock.
 /// --bench-gemm, second table: SwiGLU's backward fused into the GEMM that makes its dy (the
 /// MLP's down projection's input gradient, dy [m, n] = dz [m, k] W [n, k]^T, f = n) against
 /// the separate calls: cuBLASLt's tuned GEMM (or the own epilogue-warpgroup GEMM) storing dy,
@@ -3788,6 +3772,22 @@ void benchSwigluEpilogue(Contexts& c, int reps) {
   tgrt_cuda::setOwnGemm(g, 1);
 }
 
+/// --bench-gemm: the own Hopper GEMM (gemmBf16: the persistent 128 x 256 schedules, with and
+/// without the epilogue warpgroup and 2-block clusters, b [n, k] and [k, n]) against the
+/// runtime's cuBLASLt path (tuned algorithms, TGRT_OWN_GEMM off; matmul, matmulBias,
+/// matmulBiasGelu) at the forward GEMMs of GPT-2 small, of the head-dim-128 example and the MLP
+/// GEMMs of Llama 3.2 1B (4 x 2048 tokens: the SwiGLU projections and the dgrad into d_ff), bf16.
+/// Each of 5 rounds times every variant (`reps` calls queued back to back, timeQueuedMs: the
+/// GPU's time per call, host work overlapped as in a training step), in turn; a cell gives
+/// the median round's ms, its TFLOP/s and the rounds' spread ((max - min) / median); the
+/// last column the own GEMM's host ms per call (the tensor maps and the launch: what a step
+/// run call by call, TGRT_CUDA_GRAPH=0, would wait for when it exceeds the kernel's time).
+/// The own outputs' largest relative difference from cuBLASLt's is printed beside them.
+/// TGRT_GEMM_BENCH_ONLY=TEXT: only the shapes whose name holds TEXT (for profilers).
+/// TGRT_GEMM_BENCH_REPS=N: N calls per timing instead of `reps`. TGRT_GEMM_BENCH_POWER=1: a
+/// second line per shape with each column's energy per call (NVML's energy counter over the
+/// median round's calls, J) and the SM clock at that round's end (MHz): at the board's power
+/// limit a kernel that spends more energy per call runs at a lower clock.
 void benchOwnGemm(Contexts& c, int reps) {
   tgrt_cuda::Context* g = c.gpu;
   if (!tgrt_cuda::ownGemmAvailable(g)) {
