@@ -644,7 +644,7 @@ template <int BN>
 __device__ __forceinline__ void swigluBwdFromStage(const unsigned char* st, int e, int m0,
                                                    int n0, const uint16_t* __restrict__ x,
                                                    uint16_t* __restrict__ dx, int M, int N) {
-  constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 8;
+  constexpr int kChunks = kGemmBM * BN / 8, kUnroll = 4;
   const size_t pitch = 2 * (size_t)N;
   for (int c0 = e; c0 < kChunks; c0 += kUnroll * kEpiWarpsThreads) {
     uint4 v[kUnroll], gv[kUnroll], uv[kUnroll];
