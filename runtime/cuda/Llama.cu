@@ -182,12 +182,23 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
   }
 }
 
+/// Blocks per SM that rms_norm_bwd_vec_kernel asks for (its __launch_bounds__), by the values
+/// a thread holds per row (NV * W): 4 (at most 64 registers) up to 8 values, else 2 (128).
+/// The grid is at most kRmsMaxParts = 512 blocks, so with 4 per SM (528 on a 132-SM H100 /
+/// H200) every block is resident at once, 4 rows in flight per SM. With 2, Llama 3.2 1B's rows
+/// (d 2048, a block per row, 8 values per thread) ran in two waves of 2 rows per SM, bound by
+/// the latency of a row's loads, its block-wide sum and its stores: 0.077 ms per call (268 MB,
+/// 3.5 TB/s) in the step's profile (H200, 2026-12-02). The same blocks and rows either way:
+/// the same bits.
+constexpr int rmsBwdBlocksPerSm(int valuesPerThread) { return valuesPerThread <= 8 ? 4 : 2; }
+
 // RMSNorm backward, rows in registers (the layout of rms_norm_fwd_vec_kernel):
 //   xhat = x * rstd,  g = dy * gamma,  dx = rstd * (g - xhat * sum_c(g * xhat) / d),
 // and this block's share of dgamma = sum_r dy * xhat: each thread adds dy * xhat of its packs
 // over its rows (in row order) in registers; at the end the block's row groups are added in
 // order (TPR 32: warps 0..7 through shared memory) into part[blockIdx.x, :] (float32).
-// At most 128 registers (2 blocks per SM; the f32 rows of 8 packs per thread asked for 140).
+// At most 128 registers (2 blocks per SM; the f32 rows of 8 packs per thread asked for 140), or
+// 64 (4 blocks per SM) at up to 8 values per thread (rmsBwdBlocksPerSm).
 // ACC (tgrt_rms_norm_bwd_acc): dx is the residual stream's gradient, read and written:
 // dx = round_TX(dx + round_TX(dx_norm)), the sum of tgrt_add_mixed (an add the compiler may
 // not contract with dx_norm's last product: with f32 TX an FMA changed its bits, 2026-11-29,
@@ -200,7 +211,7 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 // therefore not __restrict__ (no dy load may be moved or repeated after a store to low).
 template <int TPR, int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
           bool LOW = false, typename TL = TX>
-__global__ void __launch_bounds__(kBlock, 2)
+__global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     rms_norm_bwd_vec_kernel(const TDY* dy, const TX* __restrict__ x,
                             const TP* __restrict__ gamma, const float* __restrict__ rstd,
                             TX* __restrict__ dx, float* __restrict__ part, int64_t rows,
@@ -534,18 +545,28 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
     for (int j = 0; j < W; ++j) sincosf(p * fr.f[u * W + j], &sv[j], &cv[j]);
     const int64_t row = tok * rowLen;
+    // Every head's loads first, then the rotations and stores: y may be x, so a store may not
+    // be moved above a later head's loads by the compiler, and loads issued head by head
+    // waited one memory latency per head (4 in a row). Each element is read and written by
+    // this thread only, so loading them all before any store is exact in place too.
+    float a[kRopeHeads][W], b[kRopeHeads][W];
+#pragma unroll
+    for (int q = 0; q < kRopeHeads; ++q) {
+      const int n = grp * kRopeHeads + q;
+      const int64_t o = row + (int64_t)(n < nRot ? n : 0) * hd;
+      ldPack(x + o, u, a[q]);
+      ldPack(x + o + half, u, b[q]);
+    }
 #pragma unroll
     for (int q = 0; q < kRopeHeads; ++q) {
       const int n = grp * kRopeHeads + q;
       if (n >= nRot) break;
       const int64_t o = row + (int64_t)n * hd;
-      float a[W], b[W], ya[W], yb[W];
-      ldPack(x + o, u, a);
-      ldPack(x + o + half, u, b);
+      float ya[W], yb[W];
 #pragma unroll
       for (int j = 0; j < W; ++j) {
-        ya[j] = a[j] * cv[j] - sign * (b[j] * sv[j]);
-        yb[j] = b[j] * cv[j] + sign * (a[j] * sv[j]);
+        ya[j] = a[q][j] * cv[j] - sign * (b[q][j] * sv[j]);
+        yb[j] = b[q][j] * cv[j] + sign * (a[q][j] * sv[j]);
       }
       stPack(y + o, u, ya);
       stPack(y + o + half, u, yb);
