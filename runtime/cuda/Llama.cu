@@ -238,12 +238,19 @@ __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     // thread's packs past the row read the row's first pack and count as zeros. Loads guarded
     // by c < dW had put each pack's latency after the previous pack's.
     constexpr bool kHoist = NV * W <= 24;
+    // ACC at up to 8 values per thread (Llama 3.2 1B's rows, 64 registers): the residual
+    // gradient's packs are loaded with x and dy, so a row waits one memory latency, not two
+    // (before and after its sum). dx is this thread's own (read, then written, by it only).
+    constexpr bool kEarlyPrev = ACC && NV * W <= 8 && NV <= 3;
+    constexpr bool kHoistPrev = ACC && NV <= 3;
+    float pva[kHoistPrev ? NV : 1][W];
     if constexpr (kHoist) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int64_t c = tr + (int64_t)TPR * k, cl = c < dW ? c : 0;
         ldPack(x + r * d, cl, xh[k]);
         ldPack(dy + r * d, cl, dv[k]);
+        if constexpr (kEarlyPrev) ldPack(dx + r * d, cl, pva[kHoistPrev ? k : 0]);
       }
     }
 #pragma unroll
@@ -274,9 +281,7 @@ __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     const float meanGX = rowSum<TPR>(sgx, red) / (float)d;
     // ACC at up to 3 packs: the residual gradient's packs loaded together before the first
     // store (24 more registers at W 8; more would spill under the 128 of two blocks per SM).
-    constexpr bool kHoistPrev = ACC && NV <= 3;
-    float pva[kHoistPrev ? NV : 1][W];
-    if constexpr (kHoistPrev) {
+    if constexpr (kHoistPrev && !kEarlyPrev) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int64_t c = tr + (int64_t)TPR * k;
