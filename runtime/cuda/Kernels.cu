@@ -4268,29 +4268,24 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
                   max_norm, ctx->loss_scale, ctx->state);
 }
 
-/// AdamW's grid (TGRT_ADAMW_GRID): "resident" (the default since 2026-12-03) launches at most
-/// the blocks of `kernel` that the device holds at once (SMs x
-/// cudaOccupancyMaxActiveBlocksPerMultiprocessor), each striding over the packs, so that every
-/// block does the same number of packs and no last partial wave runs on part of the GPU;
-/// "waves" the grid of gridFor (up to 16384 blocks: Llama 3.2 1B's 974M-value update ran in
-/// 15.5 waves of 1056 blocks). The same elements get the same arithmetic either way: the same
-/// bits. units: the packs (or scalars) to update. Raises (fail at loc) on another value.
-template <typename K>
-dim3 adamwGrid(Context* ctx, const char* loc, K* kernel, int64_t units) {
-  static const int mode = [] {
+/// AdamW's grid: gridFor's, at most TGRT_ADAMW_GRID blocks (default 16384, gridFor's cap; 0:
+/// one pack per thread, no cap), each thread striding over the packs. The same elements get
+/// the same arithmetic whatever the grid: the same bits. Launching only the blocks the device
+/// holds at once (1056 at Llama 3.2 1B, each striding 115 times) was slower: 7.58 against 7.31
+/// ms per step (H200, 2026-12-03, bench/results/2026-12-03-h200/s21/call2). units: the packs
+/// (or scalars) to update. Raises (fail at loc) on a value that is not a count.
+dim3 adamwGrid(const char* loc, int64_t units) {
+  static const int64_t cap = [] {
     const char* e = std::getenv("TGRT_ADAMW_GRID");
-    if (!e || !*e || std::strcmp(e, "resident") == 0) return 1;
-    return std::strcmp(e, "waves") == 0 ? 0 : -1;
+    if (!e || !*e) return (int64_t)16384;
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    return *end || v < 0 ? (int64_t)-1 : v == 0 ? (int64_t)0x7fffffff : (int64_t)v;
   }();
-  if (mode < 0)
-    fail(loc, "TGRT_ADAMW_GRID=%s: expected resident or waves", std::getenv("TGRT_ADAMW_GRID"));
-  int64_t grid = gridFor(units, kBlock);
-  int perSm = 0;
-  if (mode == 1 && ctx->sm_count > 0 &&
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kBlock, 0) == cudaSuccess &&
-      perSm > 0)
-    grid = std::min<int64_t>(grid, (int64_t)perSm * ctx->sm_count);
-  return dim3((unsigned)grid);
+  if (cap < 0)
+    fail(loc, "TGRT_ADAMW_GRID=%s: expected a block count (0: no cap)",
+         std::getenv("TGRT_ADAMW_GRID"));
+  return dim3(gridFor(units, kBlock, cap));
 }
 
 void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
@@ -4404,17 +4399,15 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TS = decltype(stag);
         constexpr int W = packWidth<float, TS, TG>();
         const bool vec = aligned16(p, g, m, v) && (!w || aligned16(w));
-        const int64_t units = vec ? (n + W - 1) / W : n;
+        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
         TG* wp = w ? mp<TG>(w) : nullptr;
         if (std::is_same<TS, float>::value && !ctx->adamw_f32)
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParams, TG, TG>,
-                          adamwGrid(ctx, loc, adamw_kernel<W, float, TS, AdamwParams, TG, TG>, units),
-                          dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), ap,
+                          grid, dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), ap,
                           clip, n, vec, wp, isl);
         else
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParamsF, TG, TG>,
-                          adamwGrid(ctx, loc, adamw_kernel<W, float, TS, AdamwParamsF, TG, TG>, units),
-                          dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), apf,
+                          grid, dim3(kBlock), 0, mp<float>(p), cp<TG>(g), mp<TS>(m), mp<TS>(v), apf,
                           clip, n, vec, wp, isl);
       });
     };
@@ -4429,21 +4422,18 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
       if (!w) {
         constexpr int W = packWidth<TP, TS>();
         const bool vec = aligned16(p, g, m, v);
-        const int64_t units = vec ? (n + W - 1) / W : n;
+        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
-            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>,
-                            adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParamsF>, units),
+            launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
                             dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip,
                             n, vec, (TP*)nullptr, isl);
           else
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams>,
-                            adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParams>, units),
-                            dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip,
-                            n, vec, (TP*)nullptr, isl);
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap,
+                            clip, n, vec, (TP*)nullptr, isl);
         } else
-          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>,
-                          adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParamsF>, units),
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
                           dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,
                           vec, (TP*)nullptr, isl);
         return;
@@ -4453,21 +4443,18 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TW = decltype(wtag);
         constexpr int W = packWidth<TP, TS, TW>();
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
-        const int64_t units = vec ? (n + W - 1) / W : n;
+        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>,
-                            adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParamsF, TW>, units),
-                            dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip,
-                            n, vec, mp<TW>(w), isl);
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf,
+                            clip, n, vec, mp<TW>(w), isl);
           else
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParams, TW>,
-                            adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParams, TW>, units),
-                            dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap, clip,
-                            n, vec, mp<TW>(w), isl);
+                            grid, dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), ap,
+                            clip, n, vec, mp<TW>(w), isl);
         } else
-          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>,
-                          adamwGrid(ctx, loc, adamw_kernel<W, TP, TS, AdamwParamsF, TW>, units),
+          launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>, grid,
                           dim3(kBlock), 0, mp<TP>(p), cp<TP>(g), mp<TS>(m), mp<TS>(v), apf, clip, n,
                           vec, mp<TW>(w), isl);
       });

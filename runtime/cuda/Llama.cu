@@ -29,7 +29,6 @@
 #include "runtime/cuda/Swiglu.cuh"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
@@ -239,19 +238,12 @@ __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     // thread's packs past the row read the row's first pack and count as zeros. Loads guarded
     // by c < dW had put each pack's latency after the previous pack's.
     constexpr bool kHoist = NV * W <= 24;
-    // ACC at up to 8 values per thread (Llama 3.2 1B's rows, 64 registers): the residual
-    // gradient's packs are loaded with x and dy, so a row waits one memory latency, not two
-    // (before and after its sum). dx is this thread's own (read, then written, by it only).
-    constexpr bool kEarlyPrev = ACC && NV * W <= 8 && NV <= 3;
-    constexpr bool kHoistPrev = ACC && NV <= 3;
-    float pva[kHoistPrev ? NV : 1][W];
     if constexpr (kHoist) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int64_t c = tr + (int64_t)TPR * k, cl = c < dW ? c : 0;
         ldPack(x + r * d, cl, xh[k]);
         ldPack(dy + r * d, cl, dv[k]);
-        if constexpr (kEarlyPrev) ldPack(dx + r * d, cl, pva[kHoistPrev ? k : 0]);
       }
     }
 #pragma unroll
@@ -282,7 +274,9 @@ __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     const float meanGX = rowSum<TPR>(sgx, red) / (float)d;
     // ACC at up to 3 packs: the residual gradient's packs loaded together before the first
     // store (24 more registers at W 8; more would spill under the 128 of two blocks per SM).
-    if constexpr (kHoistPrev && !kEarlyPrev) {
+    constexpr bool kHoistPrev = ACC && NV <= 3;
+    float pva[kHoistPrev ? NV : 1][W];
+    if constexpr (kHoistPrev) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int64_t c = tr + (int64_t)TPR * k;
@@ -529,16 +523,15 @@ struct RopeFreqs {
 // per call for 16384 x 960 bf16; a thread per (token, head, unit) took 0.025 there but
 // 0.045 ms at Llama 3.2 1B's 40 rotated heads, 8192 x 3072, against 0.035, the sincosf
 // recomputed for every head. H200, 2026-11-29, docs/results.md.)
-// kRopeHeads: the heads per thread by default (TGRT_ROPE_HEADS picks 2, 4, 5 or 8 to measure).
 constexpr int kRopeHeads = 4;
-template <int W, typename T, int H = kRopeHeads>
+template <int W, typename T>
 __global__ void __launch_bounds__(kBlock)
     rope_vec_kernel(const T* x, T* y, int64_t tokens, int64_t t, int nRot, int nCopy, int hd,
                     float sign, RopeFreqs fr) {
   pdlWait();
   const int half = hd / 2;
   const int units = half / W; // per head
-  const int groups = (nRot + H - 1) / H;
+  const int groups = (nRot + kRopeHeads - 1) / kRopeHeads;
   const int64_t items = (int64_t)groups * units; // per token
   const int64_t rowLen = (int64_t)(nRot + nCopy) * hd;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -556,17 +549,17 @@ __global__ void __launch_bounds__(kBlock)
     // be moved above a later head's loads by the compiler, and loads issued head by head
     // waited one memory latency per head (4 in a row). Each element is read and written by
     // this thread only, so loading them all before any store is exact in place too.
-    float a[H][W], b[H][W];
+    float a[kRopeHeads][W], b[kRopeHeads][W];
 #pragma unroll
-    for (int q = 0; q < H; ++q) {
-      const int n = grp * H + q;
+    for (int q = 0; q < kRopeHeads; ++q) {
+      const int n = grp * kRopeHeads + q;
       const int64_t o = row + (int64_t)(n < nRot ? n : 0) * hd;
       ldPack(x + o, u, a[q]);
       ldPack(x + o + half, u, b[q]);
     }
 #pragma unroll
-    for (int q = 0; q < H; ++q) {
-      const int n = grp * H + q;
+    for (int q = 0; q < kRopeHeads; ++q) {
+      const int n = grp * kRopeHeads + q;
       if (n >= nRot) break;
       const int64_t o = row + (int64_t)n * hd;
       float ya[W], yb[W];
@@ -841,22 +834,6 @@ void rmsNormBwdAcc(Context* ctx, const char* loc, int32_t y_dt, const void* dy, 
                  d, true);
 }
 
-
-/// Rotated heads per thread of rope_vec_kernel: TGRT_ROPE_HEADS (2, 4, 5 or 8; default
-/// kRopeHeads), read once. The same arithmetic per element whatever the value: the same bits.
-/// Raises (fail at loc) on another value.
-static int ropeHeadsPerThread(const char* loc) {
-  static const int h = [] {
-    const char* e = std::getenv("TGRT_ROPE_HEADS");
-    if (!e || !*e) return kRopeHeads;
-    const int v = std::atoi(e);
-    return v == 2 || v == 4 || v == 5 || v == 8 ? v : -1;
-  }();
-  if (h < 0)
-    fail(loc, "TGRT_ROPE_HEADS=%s: expected 2, 4, 5 or 8", std::getenv("TGRT_ROPE_HEADS"));
-  return h;
-}
-
 void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int64_t batch,
           int64_t t, int64_t heads, int64_t kv_heads, int64_t hd, float theta,
           const float* scaling, int32_t sign) {
@@ -899,19 +876,11 @@ void rope(Context* ctx, const char* loc, int32_t dt, const void* x, void* y, int
     constexpr int W = packWidth<T>();
     const bool vec = half % W == 0 && aligned16(x) && aligned16(y);
     if (vec) {
-      auto go = [&](auto heads_per_thread) {
-        constexpr int H = decltype(heads_per_thread)::value;
-        const int64_t units = tokens * ((heads + kv_heads + H - 1) / H) * (half / W);
-        launchDependent(ctx, loc, "rope_vec_kernel", rope_vec_kernel<W, T, H>,
-                        dim3(gridFor(units, kBlock)), dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens,
-                        t, (int)(heads + kv_heads), (int)kv_heads, (int)hd, (float)sign, fr);
-      };
-      switch (ropeHeadsPerThread(loc)) {
-      case 2: go(std::integral_constant<int, 2>{}); break;
-      case 5: go(std::integral_constant<int, 5>{}); break;
-      case 8: go(std::integral_constant<int, 8>{}); break;
-      default: go(std::integral_constant<int, kRopeHeads>{}); break;
-      }
+      const int64_t units =
+          tokens * ((heads + kv_heads + kRopeHeads - 1) / kRopeHeads) * (half / W);
+      launchDependent(ctx, loc, "rope_vec_kernel", rope_vec_kernel<W, T>,
+                      dim3(gridFor(units, kBlock)), dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t,
+                      (int)(heads + kv_heads), (int)kv_heads, (int)hd, (float)sign, fr);
     } else {
       launchDependent(ctx, loc, "rope_kernel", rope_kernel<T>, dim3(gridFor(tokens, 1, 8192)),
                       dim3(kBlock), 0, cp<T>(x), mp<T>(y), tokens, t, (int)(heads + kv_heads),

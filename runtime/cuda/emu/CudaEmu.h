@@ -355,19 +355,6 @@ inline cudaError_t cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int val
   return cudaSuccess;
 }
 
-/// Blocks of func resident per SM: as many blockSize-thread blocks as 2048 threads hold (the
-/// emulator has no registers or shared memory to count).
-template <typename F>
-inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, F* func,
-                                                                 int blockSize,
-                                                                 size_t dynamicSMemSize) {
-  (void)func;
-  (void)dynamicSMemSize;
-  if (!numBlocks || blockSize <= 0) return cudaErrorInvalidValue;
-  *numBlocks = blockSize > 2048 ? 0 : 2048 / blockSize;
-  return cudaSuccess;
-}
-
 // ---------------------------------------------------------------------------- cuBLASLt --
 // Column-major semantics as documented for cublasLtMatmul: D = alpha op(A) op(B) + beta C,
 // strided batches, C not read when beta == 0. The "algorithm" is a plain triple loop (double
