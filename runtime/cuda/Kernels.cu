@@ -2029,6 +2029,9 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // did not bound it alone; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29,
 // night). Inside a step, where the GPU runs at its power cap, it did: GPT-2 small's update
 // took 1.110 ms per step in double and 0.940 in float (2026-12-02, seventeenth session).
+// The grid is gridFor's (at most 16384 blocks, each thread striding over packs): launching only
+// the blocks the device holds at once (1056 at Llama 3.2 1B, each striding 115 times) was
+// slower, 7.58 against 7.31 ms per step (H200, 2026-12-03, bench/results/2026-12-03-h200/s21).
 // isl: elements updated with weight decay 0 (tgrt_adamw_islands); their packs never straddle
 // an island's edge (slot boundaries are 256-byte aligned). g: TG (TP, or mixed precision's
 // 2-byte weight gradients, tgrt_adamw_wc_g: widened exactly on load).
@@ -4268,26 +4271,6 @@ void clipScale(Context* ctx, const char* loc, float* acc, float max_norm) {
                   max_norm, ctx->loss_scale, ctx->state);
 }
 
-/// AdamW's grid: gridFor's, at most TGRT_ADAMW_GRID blocks (default 16384, gridFor's cap; 0:
-/// one pack per thread, no cap), each thread striding over the packs. The same elements get
-/// the same arithmetic whatever the grid: the same bits. Launching only the blocks the device
-/// holds at once (1056 at Llama 3.2 1B, each striding 115 times) was slower: 7.58 against 7.31
-/// ms per step (H200, 2026-12-03, bench/results/2026-12-03-h200/s21/call2). units: the packs
-/// (or scalars) to update. Raises (fail at loc) on a value that is not a count.
-dim3 adamwGrid(const char* loc, int64_t units) {
-  static const int64_t cap = [] {
-    const char* e = std::getenv("TGRT_ADAMW_GRID");
-    if (!e || !*e) return (int64_t)16384;
-    char* end = nullptr;
-    const long long v = std::strtoll(e, &end, 10);
-    return *end || v < 0 ? (int64_t)-1 : v == 0 ? (int64_t)0x7fffffff : (int64_t)v;
-  }();
-  if (cap < 0)
-    fail(loc, "TGRT_ADAMW_GRID=%s: expected a block count (0: no cap)",
-         std::getenv("TGRT_ADAMW_GRID"));
-  return dim3(gridFor(units, kBlock, cap));
-}
-
 void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
                int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
                float weight_decay, const float* clip, int32_t w_dt, void* w,
@@ -4399,7 +4382,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TS = decltype(stag);
         constexpr int W = packWidth<float, TS, TG>();
         const bool vec = aligned16(p, g, m, v) && (!w || aligned16(w));
-        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         TG* wp = w ? mp<TG>(w) : nullptr;
         if (std::is_same<TS, float>::value && !ctx->adamw_f32)
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParams, TG, TG>,
@@ -4422,7 +4405,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
       if (!w) {
         constexpr int W = packWidth<TP, TS>();
         const bool vec = aligned16(p, g, m, v);
-        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
@@ -4443,7 +4426,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TW = decltype(wtag);
         constexpr int W = packWidth<TP, TS, TW>();
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
-        const dim3 grid(adamwGrid(loc, vec ? (n + W - 1) / W : n));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>,

@@ -1,3 +1,4 @@
+# NOT RUN (no device time left); TGRT_ADAMW_GRID was removed again after 63e6baf.
 # call3 (twenty-first session; cut to the device time left): the final runtime (9ebc277's
 # kernels: call2's "-base"; call2's RMSNorm early residual load and resident AdamW grid
 # reverted) with AdamW's block cap selectable (TGRT_ADAMW_GRID: 16384 the default as before,
