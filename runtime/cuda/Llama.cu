@@ -185,11 +185,11 @@ __global__ void rms_norm_fwd_kernel(LdDyn x, LdDyn gamma, StDyn y, float* __rest
 /// Blocks per SM that rms_norm_bwd_vec_kernel asks for (its __launch_bounds__), by the values
 /// a thread holds per row (NV * W): 4 (at most 64 registers) up to 8 values, else 2 (128).
 /// The grid is at most kRmsMaxParts = 512 blocks, so with 4 per SM (528 on a 132-SM H100 /
-/// H200) every block is resident at once, 4 rows in flight per SM. With 2, Llama 3.2 1B's rows
-/// (d 2048, a block per row, 8 values per thread) ran in two waves of 2 rows per SM, bound by
-/// the latency of a row's loads, its block-wide sum and its stores: 0.077 ms per call (268 MB,
-/// 3.5 TB/s) in the step's profile (H200, 2026-12-02). The same blocks and rows either way:
-/// the same bits.
+/// H200) every block is resident at once; with 2, Llama 3.2 1B's rows (d 2048, a block per
+/// row, 8 values per thread) ran in two waves. Measured no faster: 0.0761 against 0.0770 ms
+/// per call (268 MB, 3.5 TB/s), the step within its spread (H200, 2026-12-03,
+/// bench/results/2026-12-03-h200/s21/call1), so that kernel is not bound by its blocks in
+/// flight. The same blocks and rows either way: the same bits.
 constexpr int rmsBwdBlocksPerSm(int valuesPerThread) { return valuesPerThread <= 8 ? 4 : 2; }
 
 // RMSNorm backward, rows in registers (the layout of rms_norm_fwd_vec_kernel):
@@ -545,10 +545,11 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
     for (int j = 0; j < W; ++j) sincosf(p * fr.f[u * W + j], &sv[j], &cv[j]);
     const int64_t row = tok * rowLen;
-    // Every head's loads first, then the rotations and stores: y may be x, so a store may not
-    // be moved above a later head's loads by the compiler, and loads issued head by head
-    // waited one memory latency per head (4 in a row). Each element is read and written by
-    // this thread only, so loading them all before any store is exact in place too.
+    // Every head's loads first, then the rotations and stores (y may be x, so the compiler may
+    // not move a store above a later head's loads itself). Each element is read and written by
+    // this thread only, so loading them all before any store is exact in place too. Measured
+    // against head-by-head loads: 0.0284 against 0.0290 ms per call at Llama 3.2 1B, within
+    // the spread (H200, 2026-12-03, s21 call1); 2, 5 or 8 heads per thread were no better.
     float a[kRopeHeads][W], b[kRopeHeads][W];
 #pragma unroll
     for (int q = 0; q < kRopeHeads; ++q) {
