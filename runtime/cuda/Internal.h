@@ -161,6 +161,10 @@ struct Context {
   /// against 1.110 ms per GPT-2 small step (docs/results.md, 2026-12-02, seventeenth
   /// session); p, m, v within 1e-7 relative of the double update. Kernels.cu adamw_kernel.
   bool adamw_f32 = true;
+  /// AdamW's largest grid in blocks (TGRT_ADAMW_BLOCKS, read at context creation; default
+  /// 16384, gridFor's cap): each thread strides over the packs the grid does not cover at
+  /// once. An experiment's switch (docs/results.md, 2026-12-03 twenty-second session).
+  int adamw_blocks = 16384;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
   /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6

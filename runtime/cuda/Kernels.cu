@@ -4382,7 +4382,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TS = decltype(stag);
         constexpr int W = packWidth<float, TS, TG>();
         const bool vec = aligned16(p, g, m, v) && (!w || aligned16(w));
-        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock, ctx->adamw_blocks));
         TG* wp = w ? mp<TG>(w) : nullptr;
         if (std::is_same<TS, float>::value && !ctx->adamw_f32)
           launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, float, TS, AdamwParams, TG, TG>,
@@ -4405,7 +4405,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
       if (!w) {
         constexpr int W = packWidth<TP, TS>();
         const bool vec = aligned16(p, g, m, v);
-        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock, ctx->adamw_blocks));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF>, grid,
@@ -4426,7 +4426,7 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
         using TW = decltype(wtag);
         constexpr int W = packWidth<TP, TS, TW>();
         const bool vec = aligned16(p, g, m, v) && aligned16(w);
-        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock));
+        const dim3 grid(gridFor(vec ? (n + W - 1) / W : n, kBlock, ctx->adamw_blocks));
         if constexpr (std::is_same<TP, float>::value && std::is_same<TS, float>::value) {
           if (ctx->adamw_f32)
             launchDependent(ctx, loc, "adamw_kernel", adamw_kernel<W, TP, TS, AdamwParamsF, TW>,

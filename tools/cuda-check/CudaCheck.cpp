@@ -3423,6 +3423,8 @@ void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
   };
   const Case cases[] = {{"GPT-2 small", 16, 12, 12, 1024, 64},
                         {"Llama 3.2 1B", 4, 32, 8, 2048, 64},
+                        // the same heads without sharing: what grouped queries cost cuDNN
+                        {"Llama as MHA", 4, 32, 32, 2048, 64},
                         {"hd 128", 8, 8, 8, 2048, 128},
                         {"GQA hd 128", 8, 32, 8, 2048, 128}}; // issue 21's attention target
   const int32_t dt = TGRT_BF16;
@@ -3494,6 +3496,23 @@ void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
       }
       std::printf("%-14s %-30s %-10s own / cudnn: fwd %.2fx, bwd %.2fx, total %.2fx\n", k.name,
                   dims.c_str(), "ratio", fo / fc, bo / bc, (fo + bo) / (fc + bc));
+      // q, k, v, dq, dk, dv each contiguous [B, heads, t, hd] (out and dout packed as
+      // above): what the packed layout's strides cost cuDNN.
+      const size_t nQ = (size_t)(B * H * t * hd), nK = (size_t)(B * Hkv * t * hd);
+      DevT q2(encode(rng.normals(nQ), dt)), k2(encode(rng.normals(nK), dt)),
+          v2(encode(rng.normals(nK), dt)), dq2(dt, nQ), dk2(dt, nK), dv2(dt, nK);
+      const int64_t qb = H * t * hd, kb = Hkv * t * hd, hs = t * hd;
+      tgrt_cuda::setAttentionImpl(c.gpu, tgrt_cuda::AttentionImpl::Cudnn);
+      const float fs = timeMs(c.gpu, reps, [&] {
+        tgrt_cuda::attentionGqaFwd(c.gpu, "bench", dt, q2.p, k2.p, v2.p, out.p, lse.p, B, H,
+                                   Hkv, t, hd, qb, hs, hd, kb, hs, hd, osb, hd, ost, 1, 0, scale);
+      });
+      const float bs = timeMs(c.gpu, reps, [&] {
+        tgrt_cuda::attentionGqaBwd(c.gpu, "bench", dt, q2.p, k2.p, v2.p, out.p, lse.p, dout.p,
+                                   dq2.p, dk2.p, dv2.p, B, H, Hkv, t, hd, qb, hs, hd, kb, hs, hd,
+                                   osb, hd, ost, 1, 0, scale);
+      });
+      row("cudnn-bhsd", fs, bs, "-");
     }
   }
   tgrt_cuda::setAttentionImpl(c.gpu, impl0);
