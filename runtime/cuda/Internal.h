@@ -166,10 +166,6 @@ struct Context {
   /// cover at once. gridFor's 16384 left Llama 3.2 1B's update in 15.5 waves of resident
   /// blocks (the last half empty): 7.27 against 7.06 ms per step (Kernels.cu adamw_kernel).
   int adamw_blocks = 65536;
-  /// RMSNorm's register kernels with the next row's loads issued before this row's sum
-  /// (TGRT_RMS_PREFETCH, read at context creation; default in Context.cu): a grid of the
-  /// blocks resident at once, each striding over rows (Llama.cu rms_norm_*_vec_kernel).
-  bool rms_prefetch = false;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
   /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6

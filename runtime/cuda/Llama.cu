@@ -29,7 +29,6 @@
 #include "runtime/cuda/Swiglu.cuh"
 
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
@@ -110,46 +109,12 @@ __device__ __forceinline__ float rowSum(float v, float* red) {
 
 // ------------------------------------------------------------------------ RMSNorm --
 
-/// A pack's 16-byte words as loaded, not yet widened: a prefetch, whose widening (unRaw)
-/// waits for the data only where the values are used.
-template <int W, typename T>
-struct RawPack {
-  uint4 w[W * sizeof(T) / 16];
-};
-template <int W, typename T>
-__device__ __forceinline__ void ldRaw(const T* p, int64_t iv, RawPack<W, T>& r) {
-  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-#pragma unroll
-  for (int u = 0; u < kWords; ++u) r.w[u] = load16(p + iv * W + u * kPer);
-}
-template <int W, typename T>
-__device__ __forceinline__ void unRaw(const RawPack<W, T>& r, float (&f)[W]) {
-  constexpr int kWords = (int)(W * sizeof(T) / 16), kPer = (int)(16 / sizeof(T));
-#pragma unroll
-  for (int u = 0; u < kWords; ++u) unpack16(r.w[u], f + u * kPer, T{});
-}
-
-/// Blocks of the prefetching row kernels (PF): row groups spread evenly over at most
-/// `perSm` blocks per SM (those the kernel's __launch_bounds__ guarantee resident) and at
-/// most `cap`, each block ceil(groups / blocks) groups, so no block waits for a second wave.
-inline unsigned residentRowGrid(const Context* ctx, int64_t groups, int perSm, int64_t cap) {
-  const int64_t sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
-  int64_t res = perSm * sms;
-  if (res > cap) res = cap;
-  if (groups < 1) groups = 1;
-  const int64_t per = (groups + res - 1) / res;
-  return (unsigned)((groups + per - 1) / per);
-}
-
 // RMSNorm (Zhang & Sennrich 2019) over rows of x [rows, d]:
 //   rstd = 1 / sqrt(sum_c x^2 / d + eps),  y = x * rstd * gamma.
 // Row in registers: TPR threads per row (32: a warp, 8 rows per block at a time; 256: the
 // block), thread tr holds the packs tr, tr + TPR, ... (< d / W), NV of them at most.
-// PF (TGRT_RMS_PREFETCH): a grid of resident blocks (residentRowGrid, 4 per SM), each thread
-// loading its packs of the row group's next row before this row's sum, so a block's loads
-// overlap its reduction and stores. The same arithmetic in the same order: the same bits.
-template <int TPR, int NV, int W, typename TX, typename TP, typename TY, bool PF = false>
-__global__ void __launch_bounds__(kBlock, PF ? 4 : 1)
+template <int TPR, int NV, int W, typename TX, typename TP, typename TY>
+__global__ void __launch_bounds__(kBlock)
     rms_norm_fwd_vec_kernel(const TX* __restrict__ x, const TP* __restrict__ gamma,
                             TY* __restrict__ y, float* __restrict__ rstd, int64_t rows,
                             int64_t d, float eps) {
@@ -159,35 +124,18 @@ __global__ void __launch_bounds__(kBlock, PF ? 4 : 1)
   constexpr int RPB = kBlock / TPR;
   const int tr = threadIdx.x % TPR;
   const int64_t dW = d / W;
-  const int64_t step = (int64_t)gridDim.x * RPB;
-  RawPack<W, TX> nx[PF ? NV : 1];
-  auto prefetch = [&](int64_t rr) { // the packs past the row read its first (zeroed at use)
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t c = tr + (int64_t)TPR * k;
-      ldRaw(x + rr * d, c < dW ? c : 0, nx[PF ? k : 0]);
-    }
-  };
-  int64_t r = (int64_t)blockIdx.x * RPB + threadIdx.x / TPR;
-  if constexpr (PF) {
-    if (r < rows) prefetch(r);
-  }
   // Rows r0 + group, r0 + group + RPB * gridDim.x, ...: every thread of a row group takes
   // the same trips (the block variant's barriers are reached by all).
-  for (; r < rows; r += step) {
+  for (int64_t r = (int64_t)blockIdx.x * RPB + threadIdx.x / TPR; r < rows;
+       r += (int64_t)gridDim.x * RPB) {
     const TX* xr = x + r * d;
     float v[NV][W];
     float s = 0.0f;
-    if constexpr (PF) {
-#pragma unroll
-      for (int k = 0; k < NV; ++k) unRaw(nx[k], v[k]);
-      if (r + step < rows) prefetch(r + step);
-    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int64_t c = tr + (int64_t)TPR * k;
       if (c < dW) {
-        if constexpr (!PF) ldPack(xr, c, v[k]);
+        ldPack(xr, c, v[k]);
       } else {
 #pragma unroll
         for (int j = 0; j < W; ++j) v[k][j] = 0.0f;
@@ -261,11 +209,8 @@ constexpr int rmsBwdBlocksPerSm(int valuesPerThread) { return valuesPerThread <=
 // low may be dy itself (tgrt_rms_norm_bwd_acc's in-place copy): a thread reads its packs of
 // dy in the first loop and writes the same packs of low after the row's sum; dy and low are
 // therefore not __restrict__ (no dy load may be moved or repeated after a store to low).
-// PF (TGRT_RMS_PREFETCH, kHoist shapes): the row group's next row's x, dy and rstd loaded
-// right after this row's are widened, before this row's sum; the grid is the resident blocks
-// (residentRowGrid). dy's next row is never a row this thread stores low into: exact in place.
 template <int TPR, int NV, int W, typename TDY, typename TX, typename TP, bool ACC = false,
-          bool LOW = false, typename TL = TX, bool PF = false>
+          bool LOW = false, typename TL = TX>
 __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
     rms_norm_bwd_vec_kernel(const TDY* dy, const TX* __restrict__ x,
                             const TP* __restrict__ gamma, const float* __restrict__ rstd,
@@ -284,45 +229,16 @@ __global__ void __launch_bounds__(kBlock, rmsBwdBlocksPerSm(NV * W))
   for (int k = 0; k < NV; ++k)
 #pragma unroll
     for (int j = 0; j < W; ++j) dg[k][j] = 0.0f;
-  constexpr bool kHoist = NV * W <= 24;
-  static_assert(!PF || kHoist, "the prefetch holds the hoisted loads' packs");
-  const int64_t step = (int64_t)gridDim.x * RPB;
-  RawPack<W, TX> nx[PF ? NV : 1];
-  RawPack<W, TDY> nd[PF ? NV : 1];
-  float nrs = 0.0f;
-  auto prefetch = [&](int64_t rr) {
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t c = tr + (int64_t)TPR * k, cl = c < dW ? c : 0;
-      ldRaw(x + rr * d, cl, nx[PF ? k : 0]);
-      ldRaw(dy + rr * d, cl, nd[PF ? k : 0]);
-    }
-    nrs = rstd[rr];
-  };
-  int64_t r = (int64_t)blockIdx.x * RPB + grp;
-  if constexpr (PF) {
-    if (r < rows) prefetch(r);
-  }
-  for (; r < rows; r += step) {
-    float rs;
+  for (int64_t r = (int64_t)blockIdx.x * RPB + grp; r < rows; r += (int64_t)gridDim.x * RPB) {
+    const float rs = rstd[r];
     float xh[NV][W], dv[NV][W];
     float sgx = 0.0f;
     // Every pack's loads are issued before any of them is used (as layer_norm_bwd_fused_kernel,
     // Kernels.cu), up to 24 values per thread (kHoist; beyond, the registers spill): a
     // thread's packs past the row read the row's first pack and count as zeros. Loads guarded
     // by c < dW had put each pack's latency after the previous pack's.
-    if constexpr (PF) {
-      rs = nrs;
-#pragma unroll
-      for (int k = 0; k < NV; ++k) {
-        unRaw(nx[k], xh[k]);
-        unRaw(nd[k], dv[k]);
-      }
-      if (r + step < rows) prefetch(r + step);
-    } else {
-      rs = rstd[r];
-    }
-    if constexpr (kHoist && !PF) {
+    constexpr bool kHoist = NV * W <= 24;
+    if constexpr (kHoist) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int64_t c = tr + (int64_t)TPR * k, cl = c < dW ? c : 0;
@@ -810,17 +726,10 @@ void rmsNormFwd(Context* ctx, const char* loc, int32_t x_dt, const void* x, int3
       return;
     withRmsShape<W>(tpr, nv, [&](auto tprC, auto nvC) {
       constexpr int TPR = decltype(tprC)::value, NV = decltype(nvC)::value;
-      if (ctx->rms_prefetch)
-        launchDependent(ctx, loc, "rms_norm_fwd_vec_kernel",
-                        rms_norm_fwd_vec_kernel<TPR, NV, W, TX, TP, TY, true>,
-                        dim3(residentRowGrid(ctx, (rows + kBlock / TPR - 1) / (kBlock / TPR), 4,
-                                             INT64_MAX)),
-                        dim3(kBlock), 0, cp<TX>(x), cp<TP>(gamma), mp<TY>(y), rstd, rows, d, eps);
-      else
-        launchDependent(ctx, loc, "rms_norm_fwd_vec_kernel",
-                        rms_norm_fwd_vec_kernel<TPR, NV, W, TX, TP, TY>,
-                        dim3(gridFor(rows, kBlock / TPR)), dim3(kBlock), 0, cp<TX>(x),
-                        cp<TP>(gamma), mp<TY>(y), rstd, rows, d, eps);
+      launchDependent(ctx, loc, "rms_norm_fwd_vec_kernel",
+                      rms_norm_fwd_vec_kernel<TPR, NV, W, TX, TP, TY>,
+                      dim3(gridFor(rows, kBlock / TPR)), dim3(kBlock), 0, cp<TX>(x), cp<TP>(gamma),
+                      mp<TY>(y), rstd, rows, d, eps);
       done = true;
     });
   });
@@ -865,37 +774,13 @@ void rmsNormBwdImpl(Context* ctx, const char* loc, int32_t y_dt, const void* dy,
         (low && (low_dt != y_dt || !aligned16(low))) || !rmsShape(d / W, W, tpr, nv))
       return;
     const int64_t rpb = kBlock / tpr;
-    const bool pf = ctx->rms_prefetch && nv * W <= 24; // the kernel's kHoist shapes
     int64_t blocks = (rows + rpb - 1) / rpb;
     if (blocks > kRmsMaxParts) blocks = kRmsMaxParts;
-    if (pf) blocks = residentRowGrid(ctx, (rows + rpb - 1) / rpb, rmsBwdBlocksPerSm(nv * W),
-                                     kRmsMaxParts);
     checkWorkspace(ctx, loc, "rms_norm_bwd (dgamma partials)",
                    align256(blocks * d * (int64_t)sizeof(float)));
     withRmsShape<W>(tpr, nv, [&](auto tprC, auto nvC) {
       constexpr int TPR = decltype(tprC)::value, NV = decltype(nvC)::value;
       const dim3 grid((unsigned)blocks), block(kBlock);
-      nPart = blocks;
-      if constexpr (NV * W <= 24) {
-        if (pf) {
-          if (!acc)
-            launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
-                            rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, false, false, TX, true>,
-                            grid, block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd,
-                            mp<TX>(dx), part, rows, d, (TX*)nullptr);
-          else if (!low)
-            launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
-                            rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true, false, TX, true>,
-                            grid, block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd,
-                            mp<TX>(dx), part, rows, d, (TX*)nullptr);
-          else
-            launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
-                            rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP, true, true, TY, true>,
-                            grid, block, 0, cp<TY>(dy), cp<TX>(x), cp<TP>(gamma), rstd,
-                            mp<TX>(dx), part, rows, d, mp<TY>(low));
-          return;
-        }
-      }
       if (!acc)
         launchDependent(ctx, loc, "rms_norm_bwd_vec_kernel",
                         rms_norm_bwd_vec_kernel<TPR, NV, W, TY, TX, TP>, grid, block, 0, cp<TY>(dy),
