@@ -2029,9 +2029,14 @@ __device__ __forceinline__ void adamwOne(const AdamwParamsF& a, float& pf, float
 // did not bound it alone; tgrt-cuda-check --bench-kernels, docs/results.md 2026-11-29,
 // night). Inside a step, where the GPU runs at its power cap, it did: GPT-2 small's update
 // took 1.110 ms per step in double and 0.940 in float (2026-12-02, seventeenth session).
-// The grid is gridFor's (at most 16384 blocks, each thread striding over packs): launching only
-// the blocks the device holds at once (1056 at Llama 3.2 1B, each striding 115 times) was
-// slower, 7.58 against 7.31 ms per step (H200, 2026-12-03, bench/results/2026-12-03-h200/s21).
+// The grid is at most Context::adamw_blocks (TGRT_ADAMW_BLOCKS, 65536 by default; each thread
+// strides over the packs it does not cover at once). gridFor's 16384 left Llama 3.2 1B's 122M
+// packs in 15.5 waves of the 1056 resident blocks, the last half empty: with 65536 (or one pack
+// per thread) its update took 7.06-7.07 against 7.27-7.28 ms per step and the tied head's
+// 2.01 against 2.04 (profiles, H200, 2026-12-03, bench/results/2026-12-03-h200/s22/call1); the
+// step itself moved by less than its spread (s22 call4), GPT-2 small's update not at all
+// (0.634 against 0.640 ms, call3). Launching only the resident blocks was slower still, 7.58
+// against 7.31 ms (s21).
 // isl: elements updated with weight decay 0 (tgrt_adamw_islands); their packs never straddle
 // an island's edge (slot boundaries are 256-byte aligned). g: TG (TP, or mixed precision's
 // 2-byte weight gradients, tgrt_adamw_wc_g: widened exactly on load).

@@ -3415,7 +3415,11 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
 /// (4 x 32 query / 8 kv heads, t 2048, hd 64) and hd 128 (8 x 8 heads, t 2048). ms (median),
 /// TFLOP/s (forward 4 hd pairs per head, backward 2.5 times that) and the workspace cuDNN's
 /// graphs ask for. "own" is the context's default kernels (wgmma at hd 64 on Hopper),
-/// "cudnn" TGRT_ATTN=cudnn, "cudnn-det" the deterministic backward (TGRT_ATTN=cudnn-det).
+/// "cudnn" TGRT_ATTN=cudnn, "cudnn-det" the deterministic backward (TGRT_ATTN=cudnn-det),
+/// "cudnn-bhsd" cuDNN on q, k, v, dq, dk, dv each contiguous [B, heads, t, hd] instead of the
+/// packed views. "Llama as MHA" is Llama's shape with 32 kv heads: what sharing kv heads costs
+/// (H200, 2026-12-03: backward 0.610 grouped against 0.574 ms unshared; the layout within 2%;
+/// docs/results.md).
 void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
   struct Case {
     const char* name;
