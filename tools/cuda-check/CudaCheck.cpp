@@ -3240,6 +3240,33 @@ float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
   return ms[ms.size() / 2];
 }
 
+/// timeMs with the L2 cache flushed before each call: `bytes` of `flush` (larger than the L2)
+/// set on the stream between the calls, outside the events, so each call finds its operands
+/// in device memory as a call inside a training step does, not left by its previous run.
+template <typename Fn>
+float timeColdMs(tgrt_cuda::Context* ctx, int reps, void* flush, size_t bytes, Fn fn) {
+  cudaStream_t s = static_cast<cudaStream_t>(tgrt_cuda::stream(ctx));
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "cudaEventCreate");
+  ck(cudaEventCreate(&b), "cudaEventCreate");
+  for (int i = 0; i < 2; ++i) fn();
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    ck(cudaMemsetAsync(flush, i & 0xff, bytes, s), "cudaMemsetAsync (L2 flush)");
+    ck(cudaEventRecord(a, s), "cudaEventRecord");
+    fn();
+    ck(cudaEventRecord(b, s), "cudaEventRecord");
+    ck(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float x = 0.0f;
+    ck(cudaEventElapsedTime(&x, a, b), "cudaEventElapsedTime");
+    ms.push_back(x);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 /// The GPU's ms per call of fn when `reps` calls are queued back to back (events around all
 /// of them, after 2 warm-up calls), as in a training step's stream or graph: unlike timeMs,
 /// the host's work per call (argument setup, driver calls before the launch) overlaps the
@@ -3417,7 +3444,8 @@ void benchAttentionTf32(Contexts& c, Rng& rng, int64_t t, int64_t hd, int64_t bh
 /// graphs ask for. "own" is the context's default kernels (wgmma at hd 64 on Hopper),
 /// "cudnn" TGRT_ATTN=cudnn, "cudnn-det" the deterministic backward (TGRT_ATTN=cudnn-det),
 /// "cudnn-bhsd" cuDNN on q, k, v, dq, dk, dv each contiguous [B, heads, t, hd] instead of the
-/// packed views. "Llama as MHA" is Llama's shape with 32 kv heads: what sharing kv heads costs
+/// packed views, "cudnn-cold" the packed graphs with the L2 flushed before each call
+/// (timeColdMs). "Llama as MHA" is Llama's shape with 32 kv heads: what sharing kv heads costs
 /// (H200, 2026-12-03: backward 0.610 grouped against 0.574 ms unshared; the layout within 2%;
 /// docs/results.md).
 void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
@@ -3517,6 +3545,11 @@ void benchAttentionCudnn(Contexts& c, Rng& rng, int reps) {
                                    osb, hd, ost, 1, 0, scale);
       });
       row("cudnn-bhsd", fs, bs, "-");
+      // The packed graphs again with the L2 flushed before each call (timeColdMs).
+      Dev<uint8_t> flush((size_t)512 << 20);
+      const float fk = timeColdMs(c.gpu, reps, flush.p, (size_t)512 << 20, fwdEntry);
+      const float bk = timeColdMs(c.gpu, reps, flush.p, (size_t)512 << 20, bwdEntry);
+      row("cudnn-cold", fk, bk, "-");
     }
   }
   tgrt_cuda::setAttentionImpl(c.gpu, impl0);

@@ -1,11 +1,22 @@
-# call5 (twenty-second session): why Llama 3.2 1B's steps 8-9 and 16-17 run 8-18 ms slower in
-# every run on every host (s21, s22 logs): 40 steps with nvidia-smi sampling the SM clock,
-# power and throttle reasons every 50 ms beside them, and the same without the CUDA graph.
+# call5 (twenty-second session): why cuDNN's attention takes 0.708-0.730 / 0.217-0.226 ms per
+# layer in Llama 3.2 1B's step against 0.610 / 0.196 alone, and why steps 8-9 and 16-17 run
+# 8-18 ms slower in every run on every host (s21, s22 logs).
+# 1. tgrt-cuda-check --cudnn with the "cudnn-cold" rows (L2 flushed before each call);
+# 2. the plans cuDNN's tuning times inside the step (TGRT_ATTN_TUNE_LOG=1, 4 steps);
+# 3. 40 steps with nvidia-smi sampling the SM clock, power and throttle reasons every 50 ms
+#    beside them, with and without the CUDA graph.
 set -u
 source scripts/gpu-lib.sh
 gpu_unpack s22c5
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
+echo "== 1. cuDNN attention, warm and cold"
+timeout 120 $B/tgrt-cuda-check --quick --cudnn > $L/cudnn.log 2>&1; echo "rc $?"
+grep -E "^Llama" $L/cudnn.log | cut -c1-110
 [ -d "$B/data-128256" ] || mkdata "$B/data-128256" 128256 4000000
+echo "== 2. cuDNN plans timed in the step"
+TGRT_ATTN_TUNE_LOG=1 timeout 60 $B/llama1b --data $B/data-128256 --steps 4 --eval-every 0 --eval-batches 1 > $L/tune-log.log 2>&1
+grep -E "cuDNN attention .*plan" $L/tune-log.log | cut -c1-220 | head -24
+echo "== 3. clocks beside the steps"
 for g in 1 0; do
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader -lms 50 > $L/smi-graph$g.csv 2>&1 &
   P=$!
