@@ -12,24 +12,9 @@ warm-up calls (tgrt-cuda-check's timeMs):
 TB/s = bytes moved / median time. Usage: python3 bench/torch_bandwidth.py [--reps 20]
 """
 import argparse
-import statistics
-
 import torch
 
-
-def timed(fn, reps):
-    """Median milliseconds of fn() over reps runs after 2 warm-up runs."""
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from torch_sdpa_time import timed  # the same harness: median of CUDA-event-timed calls
 
 
 def main():

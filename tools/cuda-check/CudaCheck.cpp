@@ -3216,9 +3216,10 @@ void sweepAttention(Contexts& c, Rng& rng, bool timing) {
   tgrt_cuda::setAttentionTiles(c.gpu, {0, 0, 0, 0, 0, 0});
 }
 
-/// Median over `reps` timed runs (after 2 warm-ups) of fn, in ms, with device events.
-template <typename Fn>
-float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
+/// Median over `reps` timed runs (after 2 warm-ups) of fn, in ms, with device events; timeMs
+/// and timeColdMs. `between(i)` is queued before timed call i, outside its events.
+template <typename Between, typename Fn>
+float timeMsBetween(tgrt_cuda::Context* ctx, int reps, Between between, Fn fn) {
   cudaStream_t s = static_cast<cudaStream_t>(tgrt_cuda::stream(ctx));
   cudaEvent_t a, b;
   ck(cudaEventCreate(&a), "cudaEventCreate");
@@ -3226,6 +3227,7 @@ float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
   for (int i = 0; i < 2; ++i) fn();
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
+    between(i);
     ck(cudaEventRecord(a, s), "cudaEventRecord");
     fn();
     ck(cudaEventRecord(b, s), "cudaEventRecord");
@@ -3240,31 +3242,21 @@ float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
   return ms[ms.size() / 2];
 }
 
+/// Median ms of fn (timeMsBetween with nothing between the calls).
+template <typename Fn>
+float timeMs(tgrt_cuda::Context* ctx, int reps, Fn fn) {
+  return timeMsBetween(ctx, reps, [](int) {}, fn);
+}
+
 /// timeMs with the L2 cache flushed before each call: `bytes` of `flush` (larger than the L2)
 /// set on the stream between the calls, outside the events, so each call finds its operands
 /// in device memory as a call inside a training step does, not left by its previous run.
 template <typename Fn>
 float timeColdMs(tgrt_cuda::Context* ctx, int reps, void* flush, size_t bytes, Fn fn) {
   cudaStream_t s = static_cast<cudaStream_t>(tgrt_cuda::stream(ctx));
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "cudaEventCreate");
-  ck(cudaEventCreate(&b), "cudaEventCreate");
-  for (int i = 0; i < 2; ++i) fn();
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
+  return timeMsBetween(ctx, reps, [&](int i) {
     ck(cudaMemsetAsync(flush, i & 0xff, bytes, s), "cudaMemsetAsync (L2 flush)");
-    ck(cudaEventRecord(a, s), "cudaEventRecord");
-    fn();
-    ck(cudaEventRecord(b, s), "cudaEventRecord");
-    ck(cudaEventSynchronize(b), "cudaEventSynchronize");
-    float x = 0.0f;
-    ck(cudaEventElapsedTime(&x, a, b), "cudaEventElapsedTime");
-    ms.push_back(x);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  }, fn);
 }
 
 /// The GPU's ms per call of fn when `reps` calls are queued back to back (events around all
