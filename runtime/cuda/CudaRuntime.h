@@ -211,6 +211,9 @@ void setLnBwdReload(Context* ctx, bool on);
 /// AdamW's arithmetic for all-f32 p, m, v: f32 (true, the default) or f64 (false, the CPU
 /// reference's; TGRT_ADAMW_MATH). The check tool's switch; returns the setting before.
 bool setAdamwF32(Context* ctx, bool f32);
+/// AdamW's largest grid in blocks (Context::adamw_blocks, TGRT_ADAMW_BLOCKS; default 65536):
+/// tests and the check tool; returns the value before. Aborts (fail) on a value < 1.
+int setAdamwBlocks(Context* ctx, int blocks);
 /// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7, or -1 per vocabulary, the
 /// default; tests and the bench, TGRT_CE_FAST); returns the variant before. Aborts (fail) on
 /// another value.

@@ -3733,6 +3733,12 @@ bool setAdamwF32(Context* ctx, bool f32) {
   ctx->adamw_f32 = f32;
   return before;
 }
+int setAdamwBlocks(Context* ctx, int blocks) {
+  if (blocks < 1) fail("setAdamwBlocks", "AdamW's grid of %d blocks is not >= 1", blocks);
+  const int before = ctx->adamw_blocks;
+  ctx->adamw_blocks = blocks;
+  return before;
+}
 int setCeFast(Context* ctx, int variant) {
   if (variant != -1 && variant != 0 && variant != 6 && variant != 7)
     fail("setCeFast", "cross-entropy variant %d is not -1 (per vocabulary), 0, 6 or 7", variant);

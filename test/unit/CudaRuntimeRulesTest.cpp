@@ -131,6 +131,23 @@ TEST(RuntimeSwitches, AnIntegerSwitchOutsideItsRangeIsNamed) {
   EXPECT_EQ(good.err.find("TGRT_GEMM_TUNE_CALLS"), std::string::npos) << good.err;
 }
 
+TEST(RuntimeSwitches, AdamwGridIsReadAtCreation) {
+  // setAdamwBlocks returns the grid before: the one TGRT_ADAMW_BLOCKS gave the context.
+  EnvContext def({});
+  ASSERT_NE(def.ctx, nullptr) << def.err;
+  EXPECT_EQ(tgrt_cuda::setAdamwBlocks(def.ctx, 1), 65536);
+  EnvContext set("TGRT_ADAMW_BLOCKS", "16384");
+  ASSERT_NE(set.ctx, nullptr) << set.err;
+  EXPECT_EQ(set.err.find("TGRT_ADAMW_BLOCKS"), std::string::npos) << set.err;
+  EXPECT_EQ(tgrt_cuda::setAdamwBlocks(set.ctx, 1), 16384);
+  EnvContext bad("TGRT_ADAMW_BLOCKS", "0");
+  ASSERT_NE(bad.ctx, nullptr) << bad.err;
+  EXPECT_NE(bad.err.find("TGRT_ADAMW_BLOCKS=0 is not a whole number in [1, 2147483647]"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(tgrt_cuda::setAdamwBlocks(bad.ctx, 1), 65536);
+}
+
 TEST(RuntimeSwitches, TheAttentionTuningSwitchesAreReadAtCreation) {
   EnvContext bad("TGRT_ATTN_TUNE", "yes");
   ASSERT_NE(bad.ctx, nullptr) << bad.err;

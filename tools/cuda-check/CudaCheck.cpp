@@ -2024,6 +2024,19 @@ void checkOptimizer(Contexts& c, Rng& rng, int32_t p_dt, int32_t s_dt, float los
       record(fmt("adamw_wc_g %s g p,m,v", dtName(gdt)) + types, "n123457 step3" + sc,
              std::max({relErr(pa.raw(), pc), relErr(ma.raw(), mc), relErr(va.raw(), vc)}),
              tolFor(p_dt));
+      // The grid capped at 2 blocks (TGRT_ADAMW_BLOCKS=2): each thread strides over about 30
+      // packs, as Llama 3.2 1B's threads stride over 7 at the default 65536; the same bits.
+      DevT pk(p), mk(m), vk(v), wk(gdt, (size_t)n);
+      wk.poison();
+      const int blocks0 = tgrt_cuda::setAdamwBlocks(c.gpu, 2);
+      tgrt_cuda::adamwG(c.gpu, "check", p_dt, pk.p, gdt, gl.p, s_dt, mk.p, vk.p, n, 0.9f, 0.95f,
+                        1e-8f, 0.1f, gacc.p, gdt, wk.p);
+      tgrt_cuda::setAdamwBlocks(c.gpu, blocks0);
+      record(fmt("adamw_wc_g %s g, 2 blocks = default grid", dtName(gdt)) + types,
+             "n123457 step3" + sc,
+             (double)(bitDiffs(pk.raw(), pa.raw()) + bitDiffs(mk.raw(), ma.raw()) +
+                      bitDiffs(vk.raw(), va.raw()) + bitDiffs(wk.raw(), wa.raw())),
+             0.0);
     }
   }
   // Islands of no weight decay inside the run (tgrt_adamw_islands, tg-bias-rows' biases):
