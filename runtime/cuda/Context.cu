@@ -714,7 +714,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->bgrad_chunks = envInt("TGRT_BGRAD_CHUNKS", 1, 256, 0);
   ctx->ln_bwd_reload = envFlag("TGRT_LN_BWD_RELOAD", true);
   ctx->adamw_f32 = envChoice("TGRT_ADAMW_MATH", {{"f64", 0}, {"f32", 1}}, 1) == 1;
-  ctx->adamw_blocks = envInt("TGRT_ADAMW_BLOCKS", 1, 2147483647, 65536);
+  ctx->adamw_blocks = envInt("TGRT_ADAMW_BLOCKS", 1, 2147483647, ctx->adamw_blocks);
   ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);

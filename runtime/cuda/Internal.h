@@ -161,10 +161,9 @@ struct Context {
   /// against 1.110 ms per GPT-2 small step (docs/results.md, 2026-12-02, seventeenth
   /// session); p, m, v within 1e-7 relative of the double update. Kernels.cu adamw_kernel.
   bool adamw_f32 = true;
-  /// AdamW's largest grid in blocks (TGRT_ADAMW_BLOCKS, read at context creation; default
-  /// 65536 since 2026-12-03, Context.cu): each thread strides over the packs the grid does not
-  /// cover at once. gridFor's 16384 left Llama 3.2 1B's update in 15.5 waves of resident
-  /// blocks (the last half empty): 7.27 against 7.06 ms per step (Kernels.cu adamw_kernel).
+  /// AdamW's largest grid in blocks (TGRT_ADAMW_BLOCKS, read at context creation; this value
+  /// the default since 2026-12-03, was gridFor's 16384): each thread strides over the packs the
+  /// grid does not cover at once. Why and what it measured: Kernels.cu adamw_kernel.
   int adamw_blocks = 65536;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
