@@ -7,8 +7,6 @@
 #    beside them, with and without the CUDA graph.
 set -u
 source scripts/gpu-lib.sh
-set -u
-source scripts/gpu-lib.sh
 gpu_unpack s23c1
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
 echo "== 1. cuDNN attention, warm and cold"
