@@ -539,6 +539,12 @@ StepPrediction predictStep(const CalibrationTable &t, const std::vector<RuntimeC
     p.clockMhz = clock;
     p.powerW = wattsAt(clock);
     p.unthrottledStepMs = computeMs + otherMs;
+    const double r = clock / pc.maxMhz;
+    p.energyFlopsJ = pc.jPerFlop * r * r * flops;
+    p.energyBytesJ = pc.jPerByte * bytes;
+    p.energyStaticJ = pc.staticW * msAt(clock) * 1e-3;
+    p.stepFlops = flops;
+    p.stepBytes = bytes;
     slow = slowAt(clock);
   }
   std::map<std::pair<std::string, std::string>, KernelTime> byKernel;

@@ -231,6 +231,18 @@ double tgrt_take_loss(tgrt_ctx* ctx, int64_t* count);
 float tgrt_last_grad_norm(tgrt_ctx* ctx);
 /* "cpu" or "cuda". */
 const char* tgrt_backend_name(void);
+/* One reading of the context's device power (CUDA: NVML, opened at run time; nothing links
+ * it): energy_j the board's energy counter since the driver loaded (J, mJ resolution),
+ * sm_mhz the SM clock now and max_sm_mhz its maximum (MHz), power_w the draw as NVML
+ * reports it (W, the driver's ~1 s average) and limit_w the enforced power limit (W). Returns
+ * 1 and fills every non-NULL output, or 0 and leaves them unchanged where there is no
+ * reading: the CPU backend, the CPU emulator (TGRT_CUDA_EMULATE), no libnvidia-ml.so.1, a
+ * device NVML does not list, an NVML error. Never fails the run; a few microseconds a call
+ * (runtime/cuda/Power.h). What the trainer reports with it: the energy per step and the
+ * clock of each step (at the power limit a step's time follows its energy,
+ * docs/cost-model.md "The power limit"). */
+int32_t tgrt_power_sample(tgrt_ctx* ctx, double* energy_j, double* sm_mhz, double* max_sm_mhz,
+                          double* power_w, double* limit_w);
 
 /* ------------------------------------------------- data parallel (communicator) --
  * N ranks each run the same compiled step on their own context; tgrt_all_reduce_mean makes

@@ -224,6 +224,12 @@ float tgrt_last_grad_norm(tgrt_ctx* ctx) {
 /// "cpu".
 const char* tgrt_backend_name(void) { return "cpu"; }
 
+/// No power reading on the CPU backend: 0, the outputs unchanged (tgrt.h).
+int32_t tgrt_power_sample(tgrt_ctx* ctx, double*, double*, double*, double*, double*) {
+  tgrt_cpu::checkCtx(ctx, "power_sample");
+  return 0;
+}
+
 } // extern "C"
 
 //===----------------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 // residual gradient, ZeRO-1 / ZeRO-2 AdamW) or in Comm.cu (the collectives).
 #include "runtime/cuda/CudaRuntime.h"
 #include "runtime/cuda/Internal.h"
+#include "runtime/cuda/Power.h"
 
 #include <cstddef>
 #include <cstdio>
@@ -306,6 +307,25 @@ void tgrt_adamw_wc_chunk(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, 
 }
 
 const char* tgrt_backend_name(void) { return "cuda"; }
+
+int32_t tgrt_power_sample(tgrt_ctx* ctx, double* energy_j, double* sm_mhz, double* max_sm_mhz,
+                          double* power_w, double* limit_w) {
+  tgrt_cuda::checkCtx(C(ctx), "power_sample");
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  tgrt_cuda::PowerSample s;
+  std::string why;
+  if (!tgrt_cuda::powerSample(device, s, why)) return 0;
+  if (energy_j) *energy_j = s.energyJ;
+  if (sm_mhz) *sm_mhz = s.smMhz;
+  if (max_sm_mhz) *max_sm_mhz = s.maxSmMhz;
+  if (power_w) *power_w = s.powerW;
+  if (limit_w) *limit_w = s.limitW;
+  return 1;
+}
 
 void tgrt_tensor_stats(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* x, int64_t rows,
                        int64_t cols, int64_t ld, tgrt_stats* out) {

@@ -1769,6 +1769,17 @@ int Trainer::run() {
   // launch the GPU has nothing queued but the batch's copies (host_gap_ms of the --log line).
   clock::time_point last_sync{};
   bool synced = false;
+  // The device's energy over this process's steps from its third on (the first two pay for
+  // the GEMM and attention tuning and the graph's capture): NVML's energy counter read at
+  // each step's end (tgrt_power_sample), summed over the intervals between consecutive
+  // steps' ends that no evaluation or save interrupted. Nothing on the CPU backend.
+  struct {
+    double joules = 0, seconds = 0, prevJ = 0, limitW = 0, maxMhz = 0;
+    clock::time_point prevT{};
+    bool prevValid = false;
+    int64_t steps = 0, first = 0;
+    std::vector<double> mhz;
+  } energy;
   while (step < last_step) {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
@@ -1845,6 +1856,25 @@ int Trainer::run() {
     nlohmann::json rec = {{"step", s},         {"loss", loss},         {"lr", lr},
                           {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3},
                           {"host_gap_ms", host_gap_s * 1e3}, {"batch_ms", batch_s * 1e3}};
+    {
+      double j = 0, mhz = 0, maxMhz = 0, watts = 0, limit = 0;
+      const auto now = clock::now();
+      if (tgrt_power_sample(ctx_, &j, &mhz, &maxMhz, &watts, &limit)) {
+        rec["sm_mhz"] = mhz;   // the SM clock at the step's end
+        rec["power_w"] = watts; // NVML's ~1 s average
+        if (energy.prevValid && steps_timed >= 3 && j >= energy.prevJ) {
+          if (energy.steps++ == 0) energy.first = s;
+          energy.joules += j - energy.prevJ;
+          energy.seconds += std::chrono::duration<double>(now - energy.prevT).count();
+          energy.mhz.push_back(mhz);
+          energy.limitW = limit;
+          energy.maxMhz = maxMhz;
+        }
+        energy.prevJ = j;
+        energy.prevT = now;
+        energy.prevValid = true;
+      }
+    }
     if (scaler_.enabled()) {
       rec["loss_scale"] = loss_scale;
       rec["skipped_steps"] = scaler_.skippedSteps();
@@ -1911,7 +1941,11 @@ int Trainer::run() {
                  {"batches", used}});
       }
     }
-    if (save_every_all_ > 0 && s % save_every_all_ == 0 && s != last_step) save(s);
+    if (save_every_all_ > 0 && s % save_every_all_ == 0 && s != last_step) {
+      save(s);
+      energy.prevValid = false;
+    }
+    if (periodic_eval) energy.prevValid = false; // the next interval holds the evaluation
     if (shuffle_) {
       ++epoch_steps_run;
       if (s % epoch_steps_ == 0) { // the epoch's last step: its wall time (evals, saves too)
@@ -1937,6 +1971,20 @@ int Trainer::run() {
   if (line_open_) {
     std::fputc('\n', stdout);
     line_open_ = false;
+  }
+  if (energy.steps > 0 && energy.seconds > 0) {
+    std::vector<double>& f = energy.mhz;
+    std::nth_element(f.begin(), f.begin() + (ptrdiff_t)(f.size() / 2), f.end());
+    const double median = f[f.size() / 2], perStep = energy.joules / (double)energy.steps,
+                 watts = energy.joules / energy.seconds;
+    say("energy: %.2f J per step over %lld steps (%lld-%lld; NVML's counter): mean %.0f W of "
+        "the %.0f W limit, SM clock %.0f MHz of %.0f at the median step's end\n",
+        perStep, (long long)energy.steps, (long long)energy.first, (long long)step, watts,
+        energy.limitW, median, energy.maxMhz);
+    logLine({{"power", "steps"}, {"steps", energy.steps}, {"first_step", energy.first},
+             {"last_step", step},
+             {"energy_j_per_step", perStep}, {"watts", watts}, {"limit_w", energy.limitW},
+             {"sm_mhz_median", median}, {"sm_mhz_max", energy.maxMhz}});
   }
   if (timed) total_steps_ = step; // what the run actually did, for the checkpoint
   if (shuffle_ && epoch_steps_run > 0 && step % epoch_steps_ != 0) // a part of an epoch

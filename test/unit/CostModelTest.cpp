@@ -488,6 +488,14 @@ TEST(CostModel, APowerLimitedStepRunsAtTheClockThatMeetsTheLimit) {
   EXPECT_NEAR(p.powerW, 500.0, 1e-6);
   EXPECT_NEAR(p.stepMs, ms, 1e-9);
   EXPECT_NEAR(p.unthrottledStepMs, 5.0, 1e-12);
+  // The step's energy by term: 4 r^2 J of FLOPs (2e12 at 2e-12 J x r^2), 0.44 J of bytes
+  // (2.2e9 at 2e-10 J), 100 W static over the step; together the limit's 500 W x the step.
+  EXPECT_NEAR(p.energyFlopsJ, 4.0 * r * r, 1e-12);
+  EXPECT_NEAR(p.energyBytesJ, 0.44, 1e-12);
+  EXPECT_NEAR(p.energyStaticJ, 100.0 * ms * 1e-3, 1e-12);
+  EXPECT_NEAR(p.energyFlopsJ + p.energyBytesJ + p.energyStaticJ, 500.0 * ms * 1e-3, 1e-9);
+  EXPECT_NEAR(p.stepFlops, 2e12, 1e-3);
+  EXPECT_NEAR(p.stepBytes, 2.2e9, 1e-3);
   ASSERT_EQ(p.byKernel.size(), 2u);
   EXPECT_EQ(p.byKernel[0].kernel, "tgrt_matmul");
   EXPECT_NEAR(p.byKernel[0].ms, 5000.0 / f, 1e-9);
@@ -503,14 +511,17 @@ TEST(CostModel, AStepWithinThePowerLimitKeepsItsBurstTimes) {
   EXPECT_NEAR(p.clockMhz, 2000, 1e-9);
   EXPECT_NEAR(p.powerW, 300, 1e-9);
   EXPECT_NEAR(p.stepMs, 1.0, 1e-12);
+  EXPECT_NEAR(p.energyFlopsJ, 0.0, 1e-12); // the add computes nothing
+  EXPECT_NEAR(p.energyBytesJ + p.energyStaticJ, 0.3, 1e-12); // 300 W for 1 ms
   // A limit the GEMM step stays under: no change either.
   std::string high = kPower;
   high.replace(high.find("\"limit_w\": 500"), 14, "\"limit_w\": 2000");
   StepPrediction q = predictStep(powerTable(high), {matmul(10000, 10000, 10000, 0, 0)}, 1);
   EXPECT_NEAR(q.clockMhz, 2000, 1e-9);
   EXPECT_NEAR(q.stepMs, 4.0, 1e-12);
-  // No power section: no clock.
+  // No power section: no clock, no energy.
   EXPECT_EQ(predictStep(table(), {add(1e6)}, 1).clockMhz, 0.0);
+  EXPECT_EQ(predictStep(table(), {add(1e6)}, 1).energyBytesJ, 0.0);
 }
 
 TEST(CostModel, PowerSectionRoundTripsAndIsChecked) {

@@ -67,6 +67,17 @@ protected:
 
 TEST_F(Cpu, BackendNameIsCpu) { EXPECT_STREQ(tgrt_backend_name(), "cpu"); }
 
+TEST_F(Cpu, PowerSampleHasNoReadingAndWritesNothing) {
+  double j = -1, mhz = -2, maxMhz = -3, watts = -4, limit = -5;
+  EXPECT_EQ(tgrt_power_sample(ctx_, &j, &mhz, &maxMhz, &watts, &limit), 0);
+  EXPECT_EQ(j, -1);
+  EXPECT_EQ(mhz, -2);
+  EXPECT_EQ(maxMhz, -3);
+  EXPECT_EQ(watts, -4);
+  EXPECT_EQ(limit, -5);
+  EXPECT_EQ(tgrt_power_sample(ctx_, nullptr, nullptr, nullptr, nullptr, nullptr), 0);
+}
+
 TEST_F(Cpu, RegionsAreAlignedZeroedAndDistinct) {
   const int64_t sizes[3] = {1024, 256, 64};
   for (int r = 0; r < 3; ++r) {

@@ -377,6 +377,47 @@ struct Contexts {
 
 // ------------------------------------------------------------------------- checks --
 
+/// Power.h's reading (what tgrt_power_sample and the trainer's energy line use): under the
+/// emulator none, with a reason; on a GPU whose NVML loads, the energy counter rises over
+/// ~0.3 s of memsets at a mean power between 10 W and twice the limit, and the SM clock is
+/// within (0, max]. A GPU whose NVML cannot be read (a container without the library) gets a
+/// note, no row: the trainer then reports no energy, which is not a fault of the runtime.
+void checkPowerSample() {
+  tgrt_cuda::PowerSample a, b;
+  std::string why;
+#ifdef TGRT_CUDA_EMULATE
+  const bool read = tgrt_cuda::powerSample(0, a, why);
+  record("power sample (NVML)", "emulator: none, with a reason", !read && !why.empty() ? 0.0 : 1.0,
+         0.0);
+#else
+  int device = 0;
+  cudaGetDevice(&device);
+  if (!tgrt_cuda::powerSample(device, a, why)) {
+    std::printf("power sample (NVML): not read on this machine (%s); no row\n", why.c_str());
+    return;
+  }
+  const size_t n = (size_t)64 << 20; // 256 MB of floats, memset until 0.3 s have passed
+  DevT buf(TGRT_F32, n);
+  const auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  for (int i = 0; secs < 0.3; ++i) {
+    cudaMemsetAsync(buf.p, i & 0xff, n * sizeof(float));
+    if (i % 16 == 15) {
+      cudaDeviceSynchronize();
+      secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  const bool again = tgrt_cuda::powerSample(device, b, why);
+  const double watts = again ? (b.energyJ - a.energyJ) / secs : 0.0;
+  const bool ok = again && watts > 10.0 && watts < 2.0 * b.limitW && b.limitW > 0 &&
+                  b.smMhz > 0 && b.smMhz <= b.maxSmMhz && b.powerW > 0;
+  record("power sample (NVML)",
+         fmt("%.1f J in %.2f s = %.0f W, %.0f of %.0f MHz, limit %.0f W", again ? b.energyJ - a.energyJ : 0.0,
+             secs, watts, b.smMhz, b.maxSmMhz, b.limitW),
+         ok ? 0.0 : 1.0, 0.0);
+#endif
+}
+
 void checkContext(Contexts& c, Rng& rng) {
   // Region round trip through upload / download.
   Vec v = rng.vec(1000);
@@ -395,6 +436,7 @@ void checkContext(Contexts& c, Rng& rng) {
   tgrt_cuda::Context* none = tgrt_cuda::createContext(&huge);
   record("ctx_create over free memory", "arena 2^52 bytes -> NULL", none ? 1.0 : 0.0);
   if (none) tgrt_cuda::destroyContext(none);
+  checkPowerSample();
 }
 
 void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {

@@ -835,6 +835,15 @@ static std::string formatPrediction(const Prediction &p, const tg::CalibrationTa
        << llvm::formatv("{0:f0}", s.powerW) << " W of the " << llvm::formatv("{0:f0}", t.power.limitW)
        << " W limit; " << fmt3(s.unthrottledStepMs)
        << " ms at the calibration's clock (docs/cost-model.md \"The power limit\")\n";
+  if (s.clockMhz > 0) {
+    const double j = s.energyFlopsJ + s.energyBytesJ + s.energyStaticJ;
+    os << "predicted energy: " << llvm::formatv("{0:f2}", j) << " J per step = FLOPs "
+       << llvm::formatv("{0:f2}", s.energyFlopsJ) << " J (" << siUnits(s.stepFlops, "FLOP")
+       << " at " << llvm::formatv("{0:f0}", s.clockMhz) << " MHz) + memory traffic "
+       << llvm::formatv("{0:f2}", s.energyBytesJ) << " J (" << siUnits(s.stepBytes, "B")
+       << ") + static " << llvm::formatv("{0:f2}", s.energyStaticJ)
+       << " J (the trainer reports the measured J per step)\n";
+  }
   if (!s.uncalibrated.empty()) {
     os << "uncalibrated (roofline of the peaks"
        << (t.linkBytesPerS > 0 ? "; collectives: bytes / link bandwidth" : "") << "): "
@@ -899,6 +908,11 @@ static llvm::json::Object predictionJson(const Prediction &p, const tg::Calibrat
       {"burst_mhz", s.burstMhz},
       {"power_w", s.powerW},
       {"unthrottled_step_ms", s.unthrottledStepMs},
+      {"energy_j", llvm::json::Object{{"flops", s.energyFlopsJ},
+                                      {"bytes", s.energyBytesJ},
+                                      {"static", s.energyStaticJ}}},
+      {"step_flops", s.stepFlops},
+      {"step_bytes", s.stepBytes},
       {"by_kernel", std::move(kernels)}};
 }
 
