@@ -237,10 +237,11 @@ const char* tgrt_backend_name(void);
  * reports it (W, the driver's ~1 s average) and limit_w the enforced power limit (W). Returns
  * 1 and fills every non-NULL output, or 0 and leaves them unchanged where there is no
  * reading: the CPU backend, the CPU emulator (TGRT_CUDA_EMULATE), no libnvidia-ml.so.1, a
- * device NVML does not list, an NVML error. Never fails the run; a few microseconds a call
- * (runtime/cuda/Power.h). What the trainer reports with it: the energy per step and the
- * clock of each step (at the power limit a step's time follows its energy,
- * docs/cost-model.md "The power limit"). */
+ * device NVML does not list, an NVML error. Never fails the run, but a call takes
+ * milliseconds of host time (on an H200, read after every step, it put 4-21 ms between
+ * steps), so call it rarely: the trainer reads it when its interval of steps opens and
+ * closes and reports the energy per step (at the power limit a step's time follows its
+ * energy, docs/cost-model.md "The power limit"). */
 int32_t tgrt_power_sample(tgrt_ctx* ctx, double* energy_j, double* sm_mhz, double* max_sm_mhz,
                           double* power_w, double* limit_w);
 

@@ -26,7 +26,8 @@ struct PowerSample {
 /// Reads `s` for CUDA device `device`. False, with `why`, when NVML or one of its entry
 /// points is missing, the device is not found by PCI bus id, or a call fails (then `s` is
 /// unchanged); the CPU emulator (TGRT_CUDA_EMULATE) always says why not. NVML stays
-/// initialised after the first call (each reading costs a few microseconds, not an init).
+/// initialised after the first call (no init per reading; a reading still takes
+/// milliseconds of host time on an H200: read it around long work, not per step).
 bool powerSample(int device, PowerSample& s, std::string& why);
 
 } // namespace tgrt_cuda

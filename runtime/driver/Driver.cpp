@@ -1770,16 +1770,42 @@ int Trainer::run() {
   clock::time_point last_sync{};
   bool synced = false;
   // The device's energy over this process's steps from its third on (the first two pay for
-  // the GEMM and attention tuning and the graph's capture): NVML's energy counter read at
-  // each step's end (tgrt_power_sample), summed over the intervals between consecutive
-  // steps' ends that no evaluation or save interrupted. Nothing on the CPU backend.
+  // the GEMM and attention tuning and the graph's capture): NVML's energy counter
+  // (tgrt_power_sample) read when an interval of steps opens (after the second step, after
+  // each evaluation or save) and when it closes (before an evaluation or save, after the
+  // last step). Only there: one reading costs milliseconds of host time (a GPU idle for as
+  // long), so never per step. Nothing on the CPU backend.
   struct {
-    double joules = 0, seconds = 0, prevJ = 0, limitW = 0, maxMhz = 0;
-    clock::time_point prevT{};
-    bool prevValid = false;
-    int64_t steps = 0, first = 0;
-    std::vector<double> mhz;
+    double joules = 0, seconds = 0, openJ = 0, limitW = 0, mhz = 0, maxMhz = 0;
+    clock::time_point openT{};
+    bool open = false, none = false; // none: no reading here (not asked again)
+    int64_t steps = 0, openSteps = 0, first = 0;
   } energy;
+  auto energyOpen = [&](int64_t nextStep) {
+    double j = 0;
+    if (energy.none) return;
+    energy.open = tgrt_power_sample(ctx_, &j, nullptr, nullptr, nullptr, nullptr) != 0;
+    energy.none = !energy.open;
+    energy.openJ = j;
+    energy.openT = clock::now();
+    energy.openSteps = 0;
+    if (energy.open && energy.steps == 0) energy.first = nextStep;
+  };
+  auto energyClose = [&]() {
+    if (!energy.open) return;
+    energy.open = false;
+    double j = 0, mhz = 0, maxMhz = 0, limit = 0;
+    const auto now = clock::now();
+    if (energy.openSteps == 0 || !tgrt_power_sample(ctx_, &j, &mhz, &maxMhz, nullptr, &limit) ||
+        j < energy.openJ)
+      return;
+    energy.joules += j - energy.openJ;
+    energy.seconds += std::chrono::duration<double>(now - energy.openT).count();
+    energy.steps += energy.openSteps;
+    energy.mhz = mhz;
+    energy.maxMhz = maxMhz;
+    energy.limitW = limit;
+  };
   while (step < last_step) {
     const int64_t s = step + 1;
     const auto t0 = clock::now();
@@ -1856,25 +1882,7 @@ int Trainer::run() {
     nlohmann::json rec = {{"step", s},         {"loss", loss},         {"lr", lr},
                           {"grad_norm", norm}, {"tokens_per_s", tok_s}, {"ms", secs * 1e3},
                           {"host_gap_ms", host_gap_s * 1e3}, {"batch_ms", batch_s * 1e3}};
-    {
-      double j = 0, mhz = 0, maxMhz = 0, watts = 0, limit = 0;
-      const auto now = clock::now();
-      if (tgrt_power_sample(ctx_, &j, &mhz, &maxMhz, &watts, &limit)) {
-        rec["sm_mhz"] = mhz;   // the SM clock at the step's end
-        rec["power_w"] = watts; // NVML's ~1 s average
-        if (energy.prevValid && steps_timed >= 3 && j >= energy.prevJ) {
-          if (energy.steps++ == 0) energy.first = s;
-          energy.joules += j - energy.prevJ;
-          energy.seconds += std::chrono::duration<double>(now - energy.prevT).count();
-          energy.mhz.push_back(mhz);
-          energy.limitW = limit;
-          energy.maxMhz = maxMhz;
-        }
-        energy.prevJ = j;
-        energy.prevT = now;
-        energy.prevValid = true;
-      }
-    }
+    if (energy.open) ++energy.openSteps;
     if (scaler_.enabled()) {
       rec["loss_scale"] = loss_scale;
       rec["skipped_steps"] = scaler_.skippedSteps();
@@ -1930,6 +1938,7 @@ int Trainer::run() {
     progress(s, shown_total, loss, lr, norm, scaler_.enabled() ? loss_scale : 0.0, skipped,
              tok_s, secs * 1e3, eta, periodic_eval);
     if (periodic_eval) {
+      energyClose();
       EvalCount ec;
       const double vl = evaluate(val_, opt_.eval_batches, &ec);
       if (staged_step_ > 0) uploadBatch(staged_); // the evaluation wrote the token slot
@@ -1942,10 +1951,11 @@ int Trainer::run() {
       }
     }
     if (save_every_all_ > 0 && s % save_every_all_ == 0 && s != last_step) {
+      energyClose();
       save(s);
-      energy.prevValid = false;
     }
-    if (periodic_eval) energy.prevValid = false; // the next interval holds the evaluation
+    // The next steps' interval opens after the second step and after an evaluation or save.
+    if (steps_timed >= 2 && !energy.open && s != last_step) energyOpen(s + 1);
     if (shuffle_) {
       ++epoch_steps_run;
       if (s % epoch_steps_ == 0) { // the epoch's last step: its wall time (evals, saves too)
@@ -1972,19 +1982,18 @@ int Trainer::run() {
     std::fputc('\n', stdout);
     line_open_ = false;
   }
+  energyClose();
   if (energy.steps > 0 && energy.seconds > 0) {
-    std::vector<double>& f = energy.mhz;
-    std::nth_element(f.begin(), f.begin() + (ptrdiff_t)(f.size() / 2), f.end());
-    const double median = f[f.size() / 2], perStep = energy.joules / (double)energy.steps,
+    const double perStep = energy.joules / (double)energy.steps,
                  watts = energy.joules / energy.seconds;
     say("energy: %.2f J per step over %lld steps (%lld-%lld; NVML's counter): mean %.0f W of "
-        "the %.0f W limit, SM clock %.0f MHz of %.0f at the median step's end\n",
+        "the %.0f W limit, SM clock %.0f MHz of %.0f at the last step's end\n",
         perStep, (long long)energy.steps, (long long)energy.first, (long long)step, watts,
-        energy.limitW, median, energy.maxMhz);
+        energy.limitW, energy.mhz, energy.maxMhz);
     logLine({{"power", "steps"}, {"steps", energy.steps}, {"first_step", energy.first},
-             {"last_step", step},
-             {"energy_j_per_step", perStep}, {"watts", watts}, {"limit_w", energy.limitW},
-             {"sm_mhz_median", median}, {"sm_mhz_max", energy.maxMhz}});
+             {"last_step", step}, {"energy_j_per_step", perStep}, {"watts", watts},
+             {"seconds", energy.seconds}, {"limit_w", energy.limitW}, {"sm_mhz_end", energy.mhz},
+             {"sm_mhz_max", energy.maxMhz}});
   }
   if (timed) total_steps_ = step; // what the run actually did, for the checkpoint
   if (shuffle_ && epoch_steps_run > 0 && step % epoch_steps_ != 0) // a part of an epoch
