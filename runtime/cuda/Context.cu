@@ -715,6 +715,7 @@ Context* createContext(const tgrt_model* model) {
   ctx->ln_bwd_reload = envFlag("TGRT_LN_BWD_RELOAD", true);
   ctx->adamw_f32 = envChoice("TGRT_ADAMW_MATH", {{"f64", 0}, {"f32", 1}}, 1) == 1;
   ctx->adamw_blocks = envInt("TGRT_ADAMW_BLOCKS", 1, 2147483647, ctx->adamw_blocks);
+  ctx->adamw_split = envFlag("TGRT_ADAMW_SPLIT", ctx->adamw_split);
   ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
@@ -861,6 +862,7 @@ void destroyContext(Context* ctx) {
   if (!ctx) return;
   destroyProfile(ctx);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+  splitFree(ctx);
   // At the end of the run, before anything is freed: the device memory the whole process took
   // since the context's creation (cudaMemGetInfo: free then minus free now), i.e. the plan
   // plus the context state, stream, library handles and whatever was allocated beside the
@@ -958,6 +960,7 @@ void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t by
     std::memcpy(base + offset, src, (size_t)bytes);
     return;
   }
+  splitHostAccess(ctx, "upload", r, offset, bytes, true);
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
@@ -989,6 +992,7 @@ void uploadAsync(Context* ctx, int32_t r, int64_t offset, const void* src, int64
     s.bytes = bytes;
   }
   std::memcpy(s.buf, src, (size_t)bytes);
+  splitHostAccess(ctx, "upload_async", r, offset, bytes, true);
   check(cudaMemcpyAsync(base + offset, s.buf, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload_async", "cudaMemcpyAsync");
   check(cudaEventRecord(s.done, ctx->stream), "upload_async", "cudaEventRecord");
@@ -1012,6 +1016,7 @@ void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes)
     std::memcpy(dst, base + offset, (size_t)bytes);
     return;
   }
+  splitHostAccess(ctx, "download", r, offset, bytes, false);
   check(cudaMemcpyAsync(dst, base + offset, (size_t)bytes, cudaMemcpyDeviceToHost, ctx->stream),
         "download", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "download", "cudaStreamSynchronize");

@@ -214,6 +214,9 @@ bool setAdamwF32(Context* ctx, bool f32);
 /// AdamW's largest grid in blocks (Context::adamw_blocks, TGRT_ADAMW_BLOCKS; default 65536):
 /// tests and the check tool; returns the value before. Aborts (fail) on a value < 1.
 int setAdamwBlocks(Context* ctx, int blocks);
+/// AdamW with split master values (Context::adamw_split, TGRT_ADAMW_SPLIT; default off):
+/// tests and the check tool; returns the setting before.
+bool setAdamwSplit(Context* ctx, bool on);
 /// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7, or -1 per vocabulary, the
 /// default; tests and the bench, TGRT_CE_FAST); returns the variant before. Aborts (fail) on
 /// another value.

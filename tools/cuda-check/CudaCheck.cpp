@@ -4035,6 +4035,142 @@ void destroyContexts(Contexts& c) {
 
 } // namespace
 
+/// Split master values (TGRT_ADAMW_SPLIT, Context::adamw_split; Kernels.cu splitOne): a run of
+/// f32 values held as its bf16 working copy and 16-bit low halves, in the persistent region as
+/// the lowering lays it out (values at 0, copies at 512 KiB), m and v beside it.
+/// (1) A skipped step (clip[1] not finite) only splits the run: the values read back (the
+///     download rebuilds the f32 slot) are the values, but for those exactly halfway between
+///     two bf16 values and rounded down, which move one ulp towards the copy (two planted);
+///     the copies are the values rounded to bf16.
+/// (2) An upload of the values (the f32 slot the truth again), then two updates: values
+///     within 2 ulps of tgrt_adamw_wc_g's (only where a value came halfway), m, v and the
+///     copies (but at those values) bit for bit.
+/// (3) A partial upload into the run, then an update: as tgrt_adamw_wc_g's from the values
+///     read back with the slice replaced, within 1 ulp; m, v bit for bit.
+void checkAdamwSplit(Contexts& c, Rng& rng, Raw p, const Raw& m, const Raw& v, const Raw& glow,
+                     const float* clip, int64_t n) {
+  constexpr int64_t kWorkOff = 512 << 10;
+  if (n * 4 > kWorkOff || kWorkOff + n * 2 > c.model.persistent_bytes) {
+    record("adamw split", "the run does not fit the check's persistent region", 1.0, 0.0);
+    return;
+  }
+  auto bitsOf = [](const Raw& r, size_t i) {
+    uint32_t u;
+    std::memcpy(&u, r.b.data() + 4 * i, 4);
+    return u;
+  };
+  auto setBits = [](Raw& r, size_t i, uint32_t u) { std::memcpy(r.b.data() + 4 * i, &u, 4); };
+  // Two planted halfway values: 1 + 2^-8 (between the even 0x3f80 and 0x3f81: rounded down,
+  // so it moves) and -(1 + 3 x 2^-8) (between 0xbf81 and the even 0xbf82: rounded up, exact).
+  setBits(p, 5, 0x3f808000u);
+  setBits(p, 6, 0xbf818000u);
+  auto split = [&](const Raw& vals) { // the values the halves hold
+    Raw r = vals;
+    for (size_t i = 0; i < r.n(); ++i) {
+      const uint32_t u = bitsOf(vals, i);
+      float f;
+      std::memcpy(&f, &u, 4);
+      const uint32_t hi = tgrt_bf16_from_float(f);
+      if (u - (hi << 16) == 0x8000u) setBits(r, i, u - 1);
+    }
+    return r;
+  };
+  auto ulps = [&](const Raw& a, const Raw& b, size_t* count) {
+    uint32_t worst = 0;
+    *count = 0;
+    for (size_t i = 0; i < a.n(); ++i) {
+      const int64_t d = (int64_t)bitsOf(a, i) - (int64_t)bitsOf(b, i);
+      if (d != 0) ++*count;
+      worst = std::max<uint32_t>(worst, (uint32_t)(d < 0 ? -d : d));
+    }
+    return worst;
+  };
+  auto values = [&]() {
+    Raw r = zerosOf(TGRT_F32, (size_t)n);
+    tgrt_cuda::download(c.gpu, TGRT_PERSISTENT, 0, r.data(), n * 4);
+    return r;
+  };
+  auto copies = [&]() {
+    Raw r = zerosOf(TGRT_BF16, (size_t)n);
+    tgrt_cuda::download(c.gpu, TGRT_PERSISTENT, kWorkOff, r.data(), n * 2);
+    return r;
+  };
+  char* base = tgrt_cuda::region(c.gpu, TGRT_PERSISTENT);
+  void* pv = base;
+  void* wv = base + kWorkOff;
+  DevT gl(glow), ms(m), vs(v);
+  const Raw badClip = encode(Vec{0.0f, std::numeric_limits<float>::quiet_NaN()}, TGRT_F32);
+  DevT bad(badClip);
+  const bool before = tgrt_cuda::setAdamwSplit(c.gpu, true);
+  auto update = [&](const float* cl, DevT& mm, DevT& vv) {
+    tgrt_cuda::adamwG(c.gpu, "check", TGRT_F32, pv, TGRT_BF16, gl.p, TGRT_F32, mm.p, vv.p, n, 0.9f,
+                      0.95f, 1e-8f, 0.1f, cl, TGRT_BF16, wv);
+  };
+  // (1)
+  tgrt_cuda::upload(c.gpu, TGRT_PERSISTENT, 0, p.data(), n * 4);
+  update(reinterpret_cast<const float*>(bad.p), ms, vs);
+  const Raw want = split(p);
+  record("adamw split: skipped step = split", fmt("n%lld, %zu halfway moved", (long long)n,
+                                                  bitDiffs(want, p)),
+         (double)(bitDiffs(values(), want) + (bitDiffs(want, p) == 0)), 0.0);
+  record("adamw split: copies = bf16(values)", fmt("n%lld", (long long)n),
+         (double)bitDiffs(copies(), encode(decode(p), TGRT_BF16)), 0.0);
+  // (2)
+  tgrt_cuda::upload(c.gpu, TGRT_PERSISTENT, 0, p.data(), n * 4);
+  DevT pa(p), ma(m), va(v), wa(TGRT_BF16, (size_t)n), m2(m), v2(v);
+  // The references run unsplit (TGRT_ADAMW_SPLIT off: their f32 slots hold their values).
+  auto reference = [&](DevT& rp, DevT& rm, DevT& rv, DevT& rw) {
+    tgrt_cuda::setAdamwSplit(c.gpu, false);
+    tgrt_cuda::adamwG(c.gpu, "check", TGRT_F32, rp.p, TGRT_BF16, gl.p, TGRT_F32, rm.p, rv.p, n,
+                      0.9f, 0.95f, 1e-8f, 0.1f, clip, TGRT_BF16, rw.p);
+    tgrt_cuda::setAdamwSplit(c.gpu, true);
+  };
+  for (int k = 0; k < 2; ++k) {
+    reference(pa, ma, va, wa);
+    update(clip, m2, v2);
+  }
+  size_t moved = 0;
+  const uint32_t worst = ulps(values(), pa.raw(), &moved);
+  size_t copyDiffs = 0;
+  const Raw got = values(), ref = pa.raw(), gw = copies(), rw = wa.raw();
+  for (size_t i = 0; i < (size_t)n; ++i)
+    if (bitsOf(got, i) == bitsOf(ref, i) && std::memcmp(gw.b.data() + 2 * i, rw.b.data() + 2 * i, 2))
+      ++copyDiffs;
+  record("adamw split: 2 updates = adamw_wc_g (ulps)", fmt("n%lld, %zu values differ", (long long)n, moved),
+         (double)worst, 2.0);
+  record("adamw split: 2 updates m,v,copies = adamw_wc_g", fmt("n%lld", (long long)n),
+         (double)(bitDiffs(m2.raw(), ma.raw()) + bitDiffs(v2.raw(), va.raw()) + copyDiffs +
+                  (moved > 64)),
+         0.0);
+  // (3)
+  Raw q = values();
+  const int64_t at = 1000, len = 1000;
+  const Raw fresh = rng.tensor(TGRT_F32, (size_t)len);
+  std::memcpy(q.b.data() + 4 * at, fresh.b.data(), (size_t)len * 4);
+  tgrt_cuda::upload(c.gpu, TGRT_PERSISTENT, at * 4, fresh.data(), len * 4);
+  DevT pr(q), mr(m2.raw()), vr(v2.raw()), wr(TGRT_BF16, (size_t)n);
+  reference(pr, mr, vr, wr);
+  update(clip, m2, v2);
+  const uint32_t worst3 = ulps(values(), pr.raw(), &moved);
+  record("adamw split: partial upload, update = adamw_wc_g",
+         fmt("n%lld, [%lld, +%lld) uploaded, %zu differ", (long long)n, (long long)at,
+             (long long)len, moved),
+         (double)worst3 + (double)(bitDiffs(m2.raw(), mr.raw()) + bitDiffs(v2.raw(), vr.raw())), 1.0);
+  tgrt_cuda::setAdamwSplit(c.gpu, before);
+}
+
+/// checkAdamwSplit on data of its own (n 123457, step 3, lr 3e-4, clip scale 0.5).
+void checkAdamwSplitAlone(Contexts& c, Rng& rng) {
+  const int64_t n = 123457;
+  const Raw p = rng.tensor(TGRT_F32, (size_t)n), m = rng.tensor(TGRT_F32, (size_t)n, -0.01f, 0.01f),
+            v = rng.tensor(TGRT_F32, (size_t)n, 1e-6f, 1e-4f);
+  const Raw glow = encode(decode(rng.tensor(TGRT_F32, (size_t)n, -0.05f, 0.05f)), TGRT_BF16);
+  DevT clip(encode(Vec{2.0f, 0.5f}, TGRT_F32));
+  tgrt_cuda::setStep(c.gpu, 3);
+  tgrt_cuda::setLr(c.gpu, 3e-4f);
+  checkAdamwSplit(c, rng, p, m, v, glow, reinterpret_cast<const float*>(clip.p), n);
+}
+
 int main(int argc, char** argv) {
   bool quick = false, bench = true, checks = true, sweep = false, kernelsOnly = false,
        gemmOnly = false, llamaOnly = false, cudnnOnly = false, gemmChecks = false;
@@ -4146,6 +4282,8 @@ int main(int argc, char** argv) {
   if (llamaOnly) { // the same data as the Llama checks of a full run with this seed
     Rng own(seed ^ 0x4c6c616d61ull);
     checkLlama(c, own, quick);
+    Rng split(seed ^ 0x73706c6974ull);
+    checkAdamwSplitAlone(c, split);
     const int failed = reportRows("llama: ");
     destroyContexts(c);
     return failed ? 1 : 0;
@@ -4177,6 +4315,10 @@ int main(int argc, char** argv) {
   {
     Rng own(seed ^ 0x243f6a8885a308d3ull); // its own stream: the other checks' data unchanged
     checkRunGraph(c, own);
+  }
+  {
+    Rng own(seed ^ 0x73706c6974ull); // its own stream: the other checks' data unchanged
+    checkAdamwSplitAlone(c, own);
   }
   checkLayerNorms(c, rng);
   for (int32_t dt : kDtypes) {
