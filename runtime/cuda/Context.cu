@@ -862,7 +862,6 @@ void destroyContext(Context* ctx) {
   if (!ctx) return;
   destroyProfile(ctx);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
-  splitFree(ctx);
   // At the end of the run, before anything is freed: the device memory the whole process took
   // since the context's creation (cudaMemGetInfo: free then minus free now), i.e. the plan
   // plus the context state, stream, library handles and whatever was allocated beside the
@@ -895,6 +894,7 @@ void destroyContext(Context* ctx) {
                  ctx->device_name, used, plan, used - plan);
   }
   if (created) printProcessMemory(ctx, baseline.device, plan, /*atEnd=*/true);
+  splitFree(ctx); // after the reports, which count its low halves as beside the plan
 #ifdef TGRT_HAVE_CUDNN
   destroyCudnn(ctx);
 #endif
@@ -1003,6 +1003,11 @@ int32_t takeWeightsStale(Context* ctx) {
   checkCtx(ctx, "take_weights_stale");
   const bool stale = ctx->weights_stale;
   ctx->weights_stale = false;
+  // The compiled step now casts every value to its working copy, reading the f32 slots:
+  // split AdamW runs (TGRT_ADAMW_SPLIT) rebuild theirs and take them as their truth again.
+  if (stale)
+    splitHostAccess(ctx, "take_weights_stale", TGRT_PERSISTENT, 0,
+                    ctx->region_bytes[TGRT_PERSISTENT], true);
   ctx->reads_stale = true;
   return stale ? 1 : 0;
 }
