@@ -11,12 +11,17 @@ fused AdamW (fp32 master weights and state), torch.compile by default.
   python3 bench/torch_llama_step.py --spec examples/llama3.2-1b.json --batch 4 --steps 20
 
 Prints one JSON line: ms/step (median of --steps after --warmup, and min/max), tokens/s,
-peak allocated bytes (torch.cuda.max_memory_allocated) and the parameter count.
+peak allocated bytes (torch.cuda.max_memory_allocated), the parameter count and, where NVML
+answers, the timed steps' energy per step and mean power (bench/nvml_energy.py: the
+counter tgc's trainer reads for its "energy:" line).
 Runs on the GPU machine (PyTorch >= 2.5 with CUDA)."""
-import argparse, json, math, statistics, time
+import argparse, json, math, os, statistics, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvml_energy  # noqa: E402  (bench/nvml_energy.py)
 
 
 def inv_freq(hd, theta, scaling):
@@ -147,19 +152,25 @@ def main():
         step(i)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
+    energy = nvml_energy.for_torch_device(torch)
     times = []
+    j0, w0 = energy.joules(), time.perf_counter()
     for i in range(a.warmup, a.warmup + a.steps):
         t0 = time.perf_counter()
         loss = step(i)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
+    j1, w1 = energy.joules(), time.perf_counter()
     med = statistics.median(times)
+    # The timed steps' energy (NVML's counter around them, as tgc's trainer reads it).
+    extra = {} if j0 is None or j1 is None else {
+        "energy_j_per_step": round((j1 - j0) / a.steps, 3), "watts": round((j1 - j0) / (w1 - w0), 1)}
     print(json.dumps({"system": "torch.compile" if not a.eager else "torch-eager",
                       "spec": a.spec, "batch": a.batch, "ms": round(med, 3),
                       "ms_min": round(min(times), 3), "ms_max": round(max(times), 3),
                       "tokens_per_s": round(a.batch * T / med * 1e3),
                       "peak_bytes": torch.cuda.max_memory_allocated(),
-                      "params": nparams, "loss": float(loss.detach())}))
+                      "params": nparams, "loss": float(loss.detach()), **extra}))
 
 
 if __name__ == "__main__":
