@@ -270,8 +270,8 @@ struct StepPrediction {
   /// The step's energy at clockMhz (power model only; 0 without), J per optimizer step, by
   /// the model's three terms: its FLOPs at PowerCoefficients::jPerFlop (f / maxMhz)^2, its
   /// bytes at jPerByte, and the static power over the step's time. Their sum is powerW x
-  /// stepMs (within the per-call overheads' share); at the limit a step's time follows it,
-  /// so a joule less is 1 / limit seconds less (docs/cost-model.md "The power limit").
+  /// stepMs (within the per-call overheads' share): at the limit a step's time follows its
+  /// energy (docs/cost-model.md "The power limit").
   double energyFlopsJ = 0, energyBytesJ = 0, energyStaticJ = 0;
   double stepFlops = 0, stepBytes = 0; ///< what the energy terms count, per optimizer step
 };

@@ -165,14 +165,15 @@ struct Context {
   /// the default since 2026-12-03, was gridFor's 16384): each thread strides over the packs the
   /// grid does not cover at once. Why and what it measured: Kernels.cu adamw_kernel.
   int adamw_blocks = 65536;
-  /// TGRT_ADAMW_SPLIT=1 (opt-in experiment since 2026-12-03; Kernels.cu adamwSplit): an
+  /// TGRT_ADAMW_SPLIT=1 (opt-in experiment since 2026-12-03; Kernels.cu splitOne,
+  /// adamw_split_kernel, splitRunOf; docs/design-notes.md): an
   /// f32-valued run with bf16 gradients and bf16 working copies (tgrt_adamw_wc_g, float
   /// math, no offload) keeps its values as the working copy (the high halves, rounded to
   /// nearest even) plus 16-bit low halves, so AdamW moves 26 bytes a value instead of 28:
   /// it reads and writes those halves, not the f32 slot. The low halves are allocated beside
   /// the plan (2 bytes a value, cudaMalloc at the run's first update); the f32 slot is
-  /// rebuilt from the halves before a download reads it and before an upload writes into
-  /// the run (splitHostAccess).
+  /// rebuilt from the halves before a download reads it, before an upload writes into the
+  /// run and when tgrt_take_weights_stale reports stale weights (splitHostAccess).
   bool adamw_split = false;
   struct SplitRun {
     char* value = nullptr;    ///< the run's f32 values (n x 4 bytes)

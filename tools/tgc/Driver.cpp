@@ -829,13 +829,12 @@ static std::string formatPrediction(const Prediction &p, const tg::CalibrationTa
   if (!t.measured.empty())
     os << ", measured " << t.measured;
   os << ")\n";
-  if (s.clockMhz > 0)
+  if (s.clockMhz > 0) {
     os << "power limit: predicted SM clock " << llvm::formatv("{0:f0}", s.clockMhz)
        << " MHz (the calibration's " << llvm::formatv("{0:f0}", s.burstMhz) << " MHz), "
        << llvm::formatv("{0:f0}", s.powerW) << " W of the " << llvm::formatv("{0:f0}", t.power.limitW)
        << " W limit; " << fmt3(s.unthrottledStepMs)
        << " ms at the calibration's clock (docs/cost-model.md \"The power limit\")\n";
-  if (s.clockMhz > 0) {
     const double j = s.energyFlopsJ + s.energyBytesJ + s.energyStaticJ;
     os << "predicted energy: " << llvm::formatv("{0:f2}", j) << " J per step = FLOPs "
        << llvm::formatv("{0:f2}", s.energyFlopsJ) << " J (" << siUnits(s.stepFlops, "FLOP")
