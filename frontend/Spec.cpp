@@ -185,6 +185,7 @@ void describeSpec(Spec &s, SpecVisitor &v) {
     v.string("bias_rows", t.bias_rows);
     v.string("gradients", t.gradients);
     v.string("gradient_dtype", t.gradient_dtype);
+    v.string("master_values", t.master_values);
     v.object("loss_scaling", [&] {
       v.number("init", t.loss_scale_init);
       v.integer("growth_interval", t.loss_scale_growth_interval, Kind::PosInt);
@@ -697,6 +698,7 @@ void checkSemantics(const Spec &s) {
   checkEnum<mlir::tg::Offload>("training.optimizer.offload", o.offload);
   checkOneOf("training.gradients", t.gradients, {"auto", "persistent", "arena"});
   checkOneOf("training.gradient_dtype", t.gradient_dtype, {"auto", "f32"});
+  checkOneOf("training.master_values", t.master_values, {"auto", "f32"});
   checkOneOf("training.bias_rows", t.bias_rows, {"auto", "on", "off"});
   if (t.gradients == "arena" && (t.grad_accum > 1 || t.distributed.ranks > 1))
     fail("training.gradients",

@@ -120,6 +120,11 @@ struct TrainingSpec {
   /// slot when the slots live in the arena (PyTorch autocast's gradient of an f32 weight;
   /// tg-plan-memory low-precision-grads); f32: every gradient slot has its value's type.
   std::string gradient_dtype = "auto";
+  /// How AdamW holds the f32 values of those bf16-gradient weights under bf16-mixed: auto |
+  /// f32. auto: split, as the bf16 working copy plus 2-byte low halves (2 bytes a value
+  /// fewer, AdamW 26 bytes a value instead of 28; tg-plan-memory split-master, tgrt.h
+  /// tgrt_param.split); f32: an f32 slot beside the copy.
+  std::string master_values = "auto";
   /// Dynamic loss scaling of fp16-mixed (ignored by the other precisions): the initial
   /// scale, and how many clean optimizer steps in a row double it.
   double loss_scale_init = 65536.0;

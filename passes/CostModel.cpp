@@ -311,7 +311,9 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
 
 static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
                                bool *calibrated) {
-  const std::string dt = dtypeKey(call.dtype);
+  // tgrt_adamw_split's first dtype argument is its gradients' (bf16); its values are f32,
+  // and it is priced as the f32 tgrt_adamw_wc points are (below).
+  const std::string dt = call.kernel == "tgrt_adamw_split" ? "f32" : dtypeKey(call.dtype);
   double bytes = (double)(call.bytesRead + call.bytesWritten);
   if (call.kernel == "tgrt_zero" && !call.ints.empty()) // (p, bytes): no access string
     bytes = std::max(bytes, (double)call.ints.front());
@@ -327,7 +329,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //   tgrt_adamw_islands: tgrt_adamw_wc's kernel with weight decay 0 on some packs (the
   //     same bytes; without a working copy the table's tgrt_adamw_wc point prices 2 bytes
   //     an element more). tgrt_adamw_wc_g: that kernel reading 2-byte gradients (its
-  //     roofline has 2 bytes an element fewer).
+  //     roofline has 2 bytes an element fewer). tgrt_adamw_split: that update on split
+  //     master values (2 bytes an element fewer again: 26, tgrt.h tgrt_param.split).
   //   tgrt_matmul_wgrad: tgrt_matmul_acc's GEMM writing C (with a bias, the column sums of
   //     B are priced apart: biasSumsOf); tgrt_matmul_wgrad_lda: the same GEMM reading A's
   //     rows lda apart (a bias-rows layer norm's output); tgrt_matmul_acc_lda: that GEMM adding
@@ -354,6 +357,7 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
       {"tgrt_matmul_bias_gelu_lda", "tgrt_matmul_bias_gelu"},
       {"tgrt_adamw_islands", "tgrt_adamw_wc"},
       {"tgrt_adamw_wc_g", "tgrt_adamw_wc"},
+      {"tgrt_adamw_split", "tgrt_adamw_wc"},
       {"tgrt_layer_norm_bwd_acc", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},

@@ -331,7 +331,8 @@ private:
       ps << "}, " << p.numel << ", " << p.offset << ", " << p.gradOffset << ", " << p.mOffset
          << ", " << p.vOffset << ", " << init << ", " << fltText(p.initStd) << ", "
          << (p.decay ? 1 : 0) << ", " << tgrtDtype(p.dtype) << ", " << tgrtDtype(p.stateDtype)
-         << ", " << p.owner << ", " << p.shard << ", " << tgrtDtype(p.gradDtype) << "},\n";
+         << ", " << p.owner << ", " << p.shard << ", " << tgrtDtype(p.gradDtype) << ", "
+         << p.workOffset << ", " << (p.split ? 1 : 0) << "},\n";
     }
     ps << "}";
     auto paramsType =
@@ -396,6 +397,13 @@ private:
         if (!s)
           return fn.emitError() << "lower-to-emitc: parameter " << name
                                 << " has no planned slot", failure();
+        // A split value (tgrt_param.split) has no f32 slot: tg-plan-memory splits only
+        // values the step reads through their working copy (valuesReadOnlyThroughCopies).
+        if (s->split)
+          return fn.emitError() << "lower-to-emitc: parameter " << name
+                                << " is split (its slot holds low halves), but an op reads "
+                                   "its f32 value",
+                 failure();
         return PtrRef{true, s->offset, e};
       }
       if (auto in = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kInputAttr)) {
@@ -530,7 +538,12 @@ private:
                         .getResult(0);
       Value src = materialize(PtrRef{true, 0, Elem::F32}, loc);
       Value dst = materialize(PtrRef{true, report.workOffset, Elem::U16}, loc);
+      // Split master values (tgrt_param.split) sit after the f32 values: their copies are
+      // their truth, so the cast covers the f32 values before the first of them only.
       int64_t n = report.workBytes / 2;
+      for (const ParamSlot &p : report.params)
+        if (p.split)
+          n = std::min(n, p.offset / 4);
       std::string wdt = tgrtDtype(report.workDtype);
       b.create<emitc::IfOp>(loc, stale, [&](OpBuilder &ob, Location l) {
         ob.create<emitc::CallOpaqueOp>(
@@ -670,6 +683,13 @@ private:
     PtrRef ptr;
     std::string viewName, viewShape, viewDtype;
     int64_t viewRows = -1, viewCols = 0, viewLd = 0;
+    /// The view counts in the trace's bytes but the non-finite checks skip it (bits that
+    /// are not a float: a split value's low halves).
+    bool noCheck = false;
+    Arg unchecked() && {
+      noCheck = true;
+      return std::move(*this);
+    }
   };
   static Arg flt(float v) { return Arg::fp32(v); }
   /// A parameter's gradient slot as an argument, described for the checks: persistent, or
@@ -847,8 +867,8 @@ private:
           return failure();
         t = *vt;
       } else {
-        if (a.viewRows < 0)
-          continue; // described by `extra`
+        if (a.viewRows < 0 || a.noCheck)
+          continue; // described by `extra`, or not floats
         t.name = a.viewName;
         t.shape = a.viewShape;
         t.dtype = a.viewDtype;
@@ -1476,7 +1496,7 @@ private:
                         CompatFn compatible, bool gradients = false) {
     // The element type of the slots offsetOf names: the gradients' or the values'.
     auto bytesOf = [&](const ParamSlot *s) {
-      return dtypeBytes(gradients ? s->gradDtype : s->dtype) * held(s);
+      return (gradients ? dtypeBytes(s->gradDtype) : s->valueSlotBytes()) * held(s);
     };
     llvm::stable_sort(slots, [&](const ParamSlot *a, const ParamSlot *c) {
       return offsetOf(a) < offsetOf(c);
@@ -1622,7 +1642,7 @@ private:
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
              a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
-             x.getClip() == y.getClip() &&
+             a->split == c->split && x.getClip() == y.getClip() &&
              x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
              x.getEps() == y.getEps() && x.getWeightDecay() == y.getWeightDecay();
     };
@@ -1636,7 +1656,7 @@ private:
       AdamWOp x = opOf[a], y = opOf[c];
       return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
              a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
-             a->owner < 0 &&
+             a->owner < 0 && a->split == c->split &&
              x.getClip() == y.getClip() && x.getBeta1() == y.getBeta1() &&
              x.getBeta2() == y.getBeta2() && x.getEps() == y.getEps();
     };
@@ -1759,8 +1779,40 @@ private:
   LogicalResult emitAdamWRun(const Run &r, AdamWOp o, float decay, const AdamwIslands *isl) {
     {
       const ParamSlot *s = r.first;
-      int64_t n = r.bytes / dtypeBytes(s->dtype);
+      int64_t n = r.bytes / s->valueSlotBytes();
       std::string where = r.where("optimizer");
+      if (s->split) {
+        // Split master values (tgrt_param.split): the working copies are the high halves,
+        // the value slots the low halves (tgrt_adamw_split; 26 bytes an element).
+        if (isl || s->owner >= 0 || s->workOffset < 0 || report.workDtype != "bf16")
+          return o->emitOpError() << "lower-to-emitc: '" << s->name
+                                  << "' is split, which needs bf16 working copies and no "
+                                     "weight-decay islands or ZeRO owner";
+        SmallVector<Arg, 16> args = {
+            slotRun(s->workOffset, "bf16", n, "working copies (high halves) " + r.names()),
+            Arg(persistent(s->offset, "bf16"))
+                .view("low halves " + r.names(), "[" + std::to_string(n) + "]", "TGRT_BF16",
+                      1, n, n)
+                .unchecked(),
+            dt(s->gradDtype),
+            gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()),
+            dt(s->stateDtype),
+            momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
+            momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()),
+            n,
+            flt(o.getBeta1().convertToFloat()),
+            flt(o.getBeta2().convertToFloat()),
+            flt(o.getEps().convertToFloat()),
+            flt(decay),
+            Arg(o.getClip())};
+        if (failed(call(o, "tgrt_adamw_split", args, where)) ||
+            (!report.gradsInArena &&
+             failed(call(o, "tgrt_zero",
+                         {persistent(s->gradOffset, s->gradDtype), n * dtypeBytes(s->gradDtype)},
+                         where))))
+          return failure();
+        return success();
+      }
       // Gradients of another type than the values (the plan's grad_dtype): tgrt_adamw_wc_g,
       // which takes their dtype after the values.
       const bool lowGrads = s->gradDtype != s->dtype;
@@ -1846,8 +1898,9 @@ private:
   LogicalResult emitAdamWChunks(ArrayRef<AdamWOp> all) {
     for (AdamWOp o : all) {
       const ParamSlot *s = slotOf(o.getParam());
-      if (!s || s->shard <= 0)
-        return o->emitOpError() << "lower-to-emitc: param has no sharded gradient slot";
+      if (!s || s->shard <= 0 || s->split)
+        return o->emitOpError() << "lower-to-emitc: param has no sharded gradient slot (or "
+                                   "is split, which ZeRO-2 does not shard)";
       std::string where = "optimizer." + s->name;
       SmallVector<Arg, 18> args = {
           dt(s->dtype), slotRun(s->offset, s->dtype, s->numel, "parameters " + s->name),

@@ -90,6 +90,33 @@ Type markWorkingCopies(ModuleOp module) {
   return work;
 }
 
+llvm::StringSet<> valuesReadOnlyThroughCopies(ModuleOp module) {
+  llvm::StringSet<> seen, other;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr);
+      if (!name)
+        continue;
+      seen.insert(name.getValue());
+      for (Operation *user : arg.getUsers())
+        // tg.accumulate_grad, tg.clip_grad_norm and tg.all_reduce_grads name the parameter
+        // for its gradient slot; tg.adamw updates it (the lowering's split update).
+        if (!isa<AdamWOp, AccumulateGradOp, ClipGradNormOp, AllReduceGradsOp>(user) &&
+            !(isa<CastOp>(user) && user->hasAttr(kWorkingCopyAttr)))
+          other.insert(name.getValue());
+    }
+  }
+  llvm::StringSet<> out;
+  for (const auto &e : seen)
+    if (!other.contains(e.getKey()))
+      out.insert(e.getKey());
+  return out;
+}
+
+int64_t ParamSlot::valueSlotBytes() const { return split ? 2 : dtypeBytes(dtype); }
+
 Value layerNormOutput(Operation* op) {
   if (auto l = dyn_cast<LayerNormOp>(op)) return l.getY();
   if (auto l = dyn_cast<AddLayerNormOp>(op)) return l.getY();
@@ -422,6 +449,10 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
       s.vOffset = getI64(d, "v_offset");
       if (d.get("work_offset"))
         s.workOffset = getI64(d, "work_offset");
+      s.split = (bool)d.get("split");
+      if (s.split && s.workOffset < 0)
+        return module.emitError() << "tg.plan: parameter " << s.name
+                                  << " is split but has no work_offset";
       s.padRows = getI64(d, "pad_rows");
       if (auto t = d.getAs<StringAttr>("dtype"))
         s.dtype = t.str();
@@ -445,7 +476,7 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   auto heldValue = [&](const ParamSlot &s) { return s.shard && r.zero >= 3 ? s.shard : s.numel; };
   auto heldGrad = [&](const ParamSlot &s) { return s.shard ? s.shard : s.numel; };
   for (const ParamSlot &s : r.params) {
-    r.paramBytes += dtypeBytes(s.dtype) * heldValue(s);
+    r.paramBytes += s.valueSlotBytes() * heldValue(s);
     r.gradBytes += dtypeBytes(s.gradDtype) * heldGrad(s);
     r.optimizerStateBytes += 2 * dtypeBytes(s.stateDtype) * heldGrad(s);
   }
@@ -464,8 +495,10 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   std::map<int64_t, std::map<std::string, int64_t>> ownedMoments; // owner -> dtype -> bytes
   const std::string chunk = even ? " (ZeRO-" + std::to_string(r.zero) + ": one rank's chunk)" : "";
   for (const ParamSlot &s : r.params) {
-    addTo(r.persistentByDtype, "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
-          dtypeBytes(s.dtype) * heldValue(s));
+    addTo(r.persistentByDtype,
+          s.split ? "parameters split, low halves"
+                  : "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
+          s.valueSlotBytes() * heldValue(s));
     if (!r.gradsInArena)
       addTo(r.persistentByDtype, "gradients " + s.gradDtype + chunk,
             dtypeBytes(s.gradDtype) * heldGrad(s));
@@ -638,6 +671,18 @@ std::string formatPlanReport(const PlanReport &r, int topBuffers) {
     os << "    (" << n.first << " weights' gradients in " << dtype << ", the compute type: "
        << n.second << " elements, " << dtypeBytes(dtype) * n.second
        << " bytes; training.gradient_dtype)\n";
+  {
+    int64_t n = 0, elems = 0;
+    for (const ParamSlot &p : r.params)
+      if (p.split) {
+        ++n;
+        elems += p.numel;
+      }
+    if (n > 0)
+      os << "    (" << n << " weights' f32 values split: " << elems
+         << " elements as their bf16 working copies plus " << 2 * elems
+         << " bytes of low halves; training.master_values)\n";
+  }
   row("workspace", r.workspaceBytes);
   if (r.commBytes > 0)
     row("NCCL reserve (NCCL's own)", r.commBytes);
@@ -711,6 +756,8 @@ std::string planReportJson(const PlanReport &r) {
                                         {"dtype", p.dtype},
                                         {"grad_dtype", p.gradDtype},
                                         {"state_dtype", p.stateDtype}});
+    if (p.split)
+      params.back().getAsObject()->insert({"split", true});
     if (p.padRows > 0)
       params.back().getAsObject()->insert({"pad_rows", p.padRows});
     if (p.shard > 0)

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/MemoryPlanner.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <string>
 #include <vector>
@@ -74,6 +75,14 @@ LogicalResult analyzeLiveness(func::FuncOp fn, FunctionLiveness &out);
 /// plans, so that its budget sees the arena the final plan has.
 Type markWorkingCopies(ModuleOp module);
 
+/// Names (tg.param) of the parameters whose value every function of `module` reads only
+/// through a working-copy cast (a tg.cast marked tg.working_copy; markWorkingCopies), and
+/// otherwise names it only for its gradient (tg.accumulate_grad, tg.clip_grad_norm,
+/// tg.all_reduce_grads) or its update (tg.adamw): the step never needs their f32 value, so tg-plan-memory's split-master may hold
+/// it as the copy plus low halves (tgrt.h tgrt_param.split). A parameter with any other use
+/// in any function (e.g. a tied embedding's gather) is absent.
+llvm::StringSet<> valuesReadOnlyThroughCopies(ModuleOp module);
+
 /// The function's buffers as planner input (passes/MemoryPlanner.h), in the same order,
 /// with kBufferAlignment and each BufferInfo's offset (-1 before planning).
 std::vector<tgc::PlanBuffer> toPlanBuffers(const FunctionLiveness &live);
@@ -129,6 +138,12 @@ struct ParamSlot {
   std::vector<int64_t> shape;
   int64_t numel = 0, offset = 0, gradOffset = 0, mOffset = 0, vOffset = 0;
   int64_t workOffset = -1; ///< the low-precision working copy (PlanReport::workDtype), or -1
+  /// Split master value (tg-plan-memory split-master; the plan's `split`): the value slot at
+  /// offset holds numel 2-byte low halves, the bf16 copy at workOffset the high halves; the
+  /// value is still f32 (dtype). valueSlotBytes() gives the slot's element size.
+  bool split = false;
+  /// Bytes of one element of the value slot: 2 when split, else dtype's.
+  int64_t valueSlotBytes() const;
   /// Zero rows of numel elements after the value in each slot (tg-bias-rows' biases: 7),
   /// part of the slot as its alignment padding is.
   int64_t padRows = 0;

@@ -124,6 +124,12 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
       llvm::cl::desc("tg-plan-memory low-precision-grads: weight gradients written by one "
                      "bf16 / f16 GEMM keep that type (with the gradients in the arena)"),
       llvm::cl::init(true)};
+  Option<bool> splitMaster{
+      *this, "split-master",
+      llvm::cl::desc("tg-plan-memory split-master: under bf16-mixed, the f32 values of the "
+                     "weights with bf16 gradient slots held as their working copy plus 2-byte "
+                     "low halves (tgrt_adamw_split)"),
+      llvm::cl::init(true)};
   Option<std::string> attentionImpl{
       *this, "attention-impl",
       llvm::cl::desc("auto | own | cudnn: bf16 / f16 flash attention by tgc's own kernels or "

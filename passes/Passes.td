@@ -327,6 +327,12 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "GEMM writes (MemoryPlan.h lowPrecisionGradients) gets a gradient slot of that "
            "type (grad_dtype in the plan's params; PyTorch autocast's gradient, half the "
            "bytes)">,
+    Option<"splitMaster", "split-master", "bool", "false",
+           "under bf16-mixed, a weight with a bf16 gradient slot (low-precision-grads) whose "
+           "value the step reads only through its working copy and AdamW keeps its f32 "
+           "value split: the value slot holds 2-byte low halves and the working copy the "
+           "high halves (tgrt.h tgrt_param.split; the plan's params get `split`), 2 bytes a "
+           "value fewer and tgrt_adamw_split's 26 bytes a value instead of 28">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

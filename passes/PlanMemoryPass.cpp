@@ -234,7 +234,24 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
                               [&](size_t i) { return !gradType[i]; });
       }
     }
-    int64_t cursor = 0, hostCursor = 0, gradCursor = 0, valuesEnd = 0;
+    // Working copies (mixed precision; below): marked before the layout, which the split
+    // master values change.
+    Type workType = markWorkingCopies(module);
+    // Split master values (split-master; tgrt.h tgrt_param.split): under bf16-mixed, a
+    // weight with a bf16 gradient slot whose value the step reads only through its working
+    // copy (and AdamW) keeps the f32 value as that bf16 copy (the high halves) plus 2-byte
+    // low halves in its value slot, 2 bytes a value instead of 4. They go last (stable):
+    // the values region is [f32 values][low halves], which the stale-weights cast then
+    // covers only in its first part.
+    SmallVector<bool> split(params.size(), false);
+    if (splitMaster && workType && workType.isBF16()) {
+      llvm::StringSet<> copiedOnly = valuesReadOnlyThroughCopies(module);
+      for (auto [i, p] : llvm::enumerate(params))
+        split[i] = gradType[i] && gradType[i].isBF16() && p.type.getElementType().isF32() &&
+                   !padRows[i] && copiedOnly.contains(p.name.getValue());
+      std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !split[i]; });
+    }
+    int64_t cursor = 0, hostCursor = 0, gradCursor = 0, valuesEnd = 0, splitStart = -1;
     SmallVector<int64_t> offs[4];
     for (int slot = 0; slot < 4; ++slot) {
       offs[slot].assign(params.size(), 0);
@@ -254,7 +271,10 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
       }
       for (size_t i : order) {
         offs[slot][i] = cur;
-        cur = alignUp(cur + slotBytes(i, slot));
+        if (slot == 0 && split[i] && splitStart < 0)
+          splitStart = cur;
+        cur = alignUp(cur + (slot == 0 && split[i] ? 2 * params[i].type.getNumElements()
+                                                    : slotBytes(i, slot)));
       }
       if (slot == 0)
         valuesEnd = cur;
@@ -280,12 +300,17 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     // tg.cast per parameter and micro-step into the arena. The region mirrors the values at
     // half the size (copy offset = work_offset + value offset / 2), so a run of contiguous
     // values maps to a run of contiguous copies. markWorkingCopies marks the casts.
-    Type workType = markWorkingCopies(module);
+    // With split master values the mirror holds for the f32 values [0, splitStart); the
+    // copies of the split ones follow at the same stride as their low halves (copy offset =
+    // work_offset + splitStart / 2 + (low-half offset - splitStart)).
     int64_t workBase = -1;
+    const int64_t f32End = splitStart >= 0 ? splitStart : valuesEnd;
+    auto copyOffset = [&](size_t i) {
+      return split[i] ? workBase + f32End / 2 + (offs[0][i] - f32End) : workBase + offs[0][i] / 2;
+    };
     if (workType && !params.empty()) {
-      int64_t valueBytes = valuesEnd; // values: [0, valuesEnd)
       workBase = cursor;
-      cursor = alignUp(cursor + valueBytes / 2);
+      cursor = alignUp(cursor + f32End / 2 + (valuesEnd - f32End));
       plan.push_back(b.getNamedAttr("work_dtype", b.getStringAttr(dtypeName(workType))));
       plan.push_back(b.getNamedAttr("work_offset", b.getI64IntegerAttr(workBase)));
       plan.push_back(b.getNamedAttr("work_bytes", b.getI64IntegerAttr(cursor - workBase)));
@@ -313,7 +338,9 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
           {kVOffset, b.getI64IntegerAttr(offs[3][i])},
       };
       if (workBase >= 0)
-        slot.push_back({kWorkOffset, b.getI64IntegerAttr(workBase + offs[0][i] / 2)});
+        slot.push_back({kWorkOffset, b.getI64IntegerAttr(copyOffset(i))});
+      if (split[i])
+        slot.push_back({id("split"), b.getUnitAttr()});
       if (owner[i] >= 0)
         slot.push_back({id("owner"), b.getI64IntegerAttr(owner[i])});
       if (padRows[i])

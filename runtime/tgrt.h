@@ -100,6 +100,17 @@ typedef struct tgrt_param {
    * plan `grad_dtype`, training.gradient_dtype auto): the GEMM's rounded product, which is
    * what PyTorch's autocast hands the f32 parameter as its gradient. */
   int32_t grad_dtype;
+  /* Mixed precision's working copy of the value (tg-plan-memory work_offset): bytes into
+   * the persistent region of its [numel] bf16 / f16 copy (the model's work dtype), or -1
+   * without one (0 in emitted code from before this field: read it only when split = 1). */
+  int64_t work_offset;
+  /* 1: the value is held split (tg-plan-memory split-master; docs/design-notes.md "AdamW
+   * with split master values"): the slot at `offset` holds numel 2-byte low halves lo[i],
+   * and value i is the f32 whose bit pattern is (copy[i] << 16) + (int16_t)lo[i], copy[i]
+   * the bf16 working copy at work_offset (tgrt_split_join / tgrt_split_value). dtype is
+   * still f32 (the value's type); tgrt_adamw_split updates it. 0: the slot holds the value
+   * in dtype. */
+  int32_t split;
 } tgrt_param;
 
 typedef struct tgrt_model {
@@ -404,6 +415,33 @@ static inline uint16_t tgrt_f16_from_float(float f) {
   float r = q + 12582912.0f - 12582912.0f; /* RNE to an integer (|q| < 2^10) */
   return (uint16_t)(sign | (uint16_t)r);
 }
+/* Split master values (tgrt_param.split): an f32 value w as its bf16 copy hi = the RNE
+ * rounding of w (tgrt_bf16_from_float) and lo = the difference of the bit patterns,
+ * bits(w) - (hi << 16), as a 16-bit two's complement number. Rounding to nearest moves the
+ * pattern by at most 0x8000, so the difference is in [-0x8000, 0x8000]; the one value that
+ * does not fit, +0x8000 (w exactly halfway, rounded down to the even copy), is stored as
+ * 0x7fff: w moves one ulp towards hi, hi unchanged. tgrt_split_join(hi, lo) is the value
+ * back (exact but for that case). NaN / inf values: hi is their bf16 (a quiet NaN keeps a
+ * NaN), and the join gives a NaN / inf again. The same rule as the CUDA kernels' splitOne. */
+static inline void tgrt_split_value(float w, uint16_t* hi, uint16_t* lo) {
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  x.f = w;
+  *hi = tgrt_bf16_from_float(w);
+  uint32_t d = x.u - ((uint32_t)*hi << 16);
+  if (d == 0x8000u) d = 0x7fffu;
+  *lo = (uint16_t)d;
+}
+static inline float tgrt_split_join(uint16_t hi, uint16_t lo) {
+  union {
+    uint32_t u;
+    float f;
+  } x;
+  x.u = ((uint32_t)hi << 16) + (uint32_t)(int32_t)(int16_t)lo;
+  return x.f;
+}
 /* Bytes of one element of a tgrt_dtype (0 for an unknown value). */
 static inline int64_t tgrt_dtype_size(int32_t dt) {
   return dt == TGRT_F32 ? 4 : (dt == TGRT_BF16 || dt == TGRT_F16) ? 2 : 0;
@@ -414,7 +452,7 @@ static inline void tgrt_values_range(const tgrt_model* m, int64_t* lo, int64_t* 
   *lo = *hi = 0;
   for (int32_t i = 0; m && i < m->n_params; ++i) {
     const tgrt_param* p = &m->params[i];
-    const int64_t end = p->offset + p->numel * tgrt_dtype_size(p->dtype);
+    const int64_t end = p->offset + p->numel * (p->split ? 2 : tgrt_dtype_size(p->dtype));
     if (i == 0 || p->offset < *lo) *lo = p->offset;
     if (end > *hi) *hi = end;
   }

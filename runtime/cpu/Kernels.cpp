@@ -2086,6 +2086,36 @@ void tgrt_adamw_wc_g(tgrt_ctx* ctx, const char* loc, int32_t p_dt, void* p, int3
   });
 }
 
+/// tgrt_adamw_wc_g on split master values (tgrt.h): each value joined from (hi[i], lo[i])
+/// (tgrt_split_join), updated as tgrt_adamw_wc_g updates an f32 value (double arithmetic,
+/// rounded once to float), and split again (tgrt_split_value), in blocks of 4096 through a
+/// float buffer. Errors: as tgrt_adamw_wc_g; g_dt neither bf16 nor f32; hi or lo NULL.
+void tgrt_adamw_split(tgrt_ctx* ctx, const char* loc, void* hi, void* lo, int32_t g_dt,
+                      const void* g, int32_t state_dt, void* m, void* v, int64_t n, float beta1,
+                      float beta2, float eps, float weight_decay, const float* clip) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "adamw_split(n)", n);
+  checkDtype(loc, "adamw_split (state_dt)", state_dt);
+  if (g_dt != TGRT_BF16 && g_dt != TGRT_F32)
+    fail(loc, "adamw_split: the gradients' dtype %d is neither bf16 (1) nor f32 (0)", (int)g_dt);
+  if (n == 0) return;
+  checkPtrs(loc, "adamw_split", {hi, lo});
+  if (clip && !std::isfinite(clip[1])) return; // skipped step: nothing changes
+  uint16_t* h = static_cast<uint16_t*>(hi);
+  uint16_t* l = static_cast<uint16_t*>(lo);
+  const int64_t gs = tgrt_dtype_size(g_dt), ss = tgrt_dtype_size(state_dt);
+  constexpr int64_t kBlock = 4096;
+  float p[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t k = std::min(kBlock, n - i);
+    for (int64_t j = 0; j < k; ++j) p[j] = tgrt_split_join(h[i + j], l[i + j]);
+    tgrt_adamw_wc_g(ctx, loc, TGRT_F32, p, g_dt, static_cast<const char*>(g) + i * gs, state_dt,
+                    static_cast<char*>(m) + i * ss, static_cast<char*>(v) + i * ss, k, beta1,
+                    beta2, eps, weight_decay, clip, TGRT_F32, nullptr);
+    for (int64_t j = 0; j < k; ++j) tgrt_split_value(p[j], &h[i + j], &l[i + j]);
+  }
+}
+
 namespace {
 /// True when ctx's rank owns a range (tgrt_adamw_owned): always without a communicator, else
 /// when owner is ctx's rank. Fails on an owner outside [0, ranks) with a communicator (no

@@ -121,6 +121,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 #define TGRT_CUDA_tgrt_clip_scale clipScale
 #define TGRT_CUDA_tgrt_adamw_wc adamw
 #define TGRT_CUDA_tgrt_adamw_wc_g adamwG
+#define TGRT_CUDA_tgrt_adamw_split adamwSplit
 #define TGRT_CUDA_tgrt_adamw adamw
 #define TGRT_CUDA_tgrt_adamw_islands adamwIslands
 #define TGRT_CUDA_tgrt_report_loss reportLoss

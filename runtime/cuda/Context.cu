@@ -715,7 +715,6 @@ Context* createContext(const tgrt_model* model) {
   ctx->ln_bwd_reload = envFlag("TGRT_LN_BWD_RELOAD", true);
   ctx->adamw_f32 = envChoice("TGRT_ADAMW_MATH", {{"f64", 0}, {"f32", 1}}, 1) == 1;
   ctx->adamw_blocks = envInt("TGRT_ADAMW_BLOCKS", 1, 2147483647, ctx->adamw_blocks);
-  ctx->adamw_split = envFlag("TGRT_ADAMW_SPLIT", ctx->adamw_split);
   ctx->ce_fast = envChoice("TGRT_CE_FAST", {{"auto", -1}, {"0", 0}, {"6", 6}, {"7", 7}}, -1);
   ctx->graphs_enabled = envFlag("TGRT_CUDA_GRAPH", true);
   ctx->sync_each = envFlag("TGRT_CUDA_SYNC", false);
@@ -894,7 +893,6 @@ void destroyContext(Context* ctx) {
                  ctx->device_name, used, plan, used - plan);
   }
   if (created) printProcessMemory(ctx, baseline.device, plan, /*atEnd=*/true);
-  splitFree(ctx); // after the reports, which count its low halves as beside the plan
 #ifdef TGRT_HAVE_CUDNN
   destroyCudnn(ctx);
 #endif
@@ -960,7 +958,6 @@ void upload(Context* ctx, int32_t r, int64_t offset, const void* src, int64_t by
     std::memcpy(base + offset, src, (size_t)bytes);
     return;
   }
-  splitHostAccess(ctx, "upload", r, offset, bytes, true);
   check(cudaMemcpyAsync(base + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "upload", "cudaStreamSynchronize");
@@ -992,7 +989,6 @@ void uploadAsync(Context* ctx, int32_t r, int64_t offset, const void* src, int64
     s.bytes = bytes;
   }
   std::memcpy(s.buf, src, (size_t)bytes);
-  splitHostAccess(ctx, "upload_async", r, offset, bytes, true);
   check(cudaMemcpyAsync(base + offset, s.buf, (size_t)bytes, cudaMemcpyHostToDevice, ctx->stream),
         "upload_async", "cudaMemcpyAsync");
   check(cudaEventRecord(s.done, ctx->stream), "upload_async", "cudaEventRecord");
@@ -1003,11 +999,6 @@ int32_t takeWeightsStale(Context* ctx) {
   checkCtx(ctx, "take_weights_stale");
   const bool stale = ctx->weights_stale;
   ctx->weights_stale = false;
-  // The compiled step now casts every value to its working copy, reading the f32 slots:
-  // split AdamW runs (TGRT_ADAMW_SPLIT) rebuild theirs and take them as their truth again.
-  if (stale)
-    splitHostAccess(ctx, "take_weights_stale", TGRT_PERSISTENT, 0,
-                    ctx->region_bytes[TGRT_PERSISTENT], true);
   ctx->reads_stale = true;
   return stale ? 1 : 0;
 }
@@ -1021,7 +1012,6 @@ void download(Context* ctx, int32_t r, int64_t offset, void* dst, int64_t bytes)
     std::memcpy(dst, base + offset, (size_t)bytes);
     return;
   }
-  splitHostAccess(ctx, "download", r, offset, bytes, false);
   check(cudaMemcpyAsync(dst, base + offset, (size_t)bytes, cudaMemcpyDeviceToHost, ctx->stream),
         "download", "cudaMemcpyAsync");
   check(cudaStreamSynchronize(ctx->stream), "download", "cudaStreamSynchronize");

@@ -214,9 +214,6 @@ bool setAdamwF32(Context* ctx, bool f32);
 /// AdamW's largest grid in blocks (Context::adamw_blocks, TGRT_ADAMW_BLOCKS; default 65536):
 /// tests and the check tool; returns the value before. Aborts (fail) on a value < 1.
 int setAdamwBlocks(Context* ctx, int blocks);
-/// AdamW with split master values (Context::adamw_split, TGRT_ADAMW_SPLIT; default off):
-/// tests and the check tool; returns the setting before.
-bool setAdamwSplit(Context* ctx, bool on);
 /// The 16-bit cross-entropy's variant (Context::ce_fast: 0, 6 or 7, or -1 per vocabulary, the
 /// default; tests and the bench, TGRT_CE_FAST); returns the variant before. Aborts (fail) on
 /// another value.
@@ -512,6 +509,11 @@ void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, 
 void adamwG(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_dt, const void* g,
             int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2, float eps,
             float weight_decay, const float* clip, int32_t w_dt, void* w);
+/// tgrt_adamw_split: AdamW on split master values (hi the bf16 working copies, lo the low
+/// halves; tgrt.h tgrt_split_value), float arithmetic, g bf16 or f32. Kernels.cu.
+void adamwSplit(Context* ctx, const char* loc, void* hi, void* lo, int32_t g_dt, const void* g,
+                int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                float eps, float weight_decay, const float* clip);
 /// tgrt_adamw_islands: adamw with weight decay 0 on the islands (tg-bias-rows' biases inside
 /// a run of decayed weights).
 void adamwIslands(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g,

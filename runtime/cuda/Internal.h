@@ -165,25 +165,6 @@ struct Context {
   /// the default since 2026-12-03, was gridFor's 16384): each thread strides over the packs the
   /// grid does not cover at once. Why and what it measured: Kernels.cu adamw_kernel.
   int adamw_blocks = 65536;
-  /// TGRT_ADAMW_SPLIT=1 (opt-in experiment since 2026-12-03; Kernels.cu splitOne,
-  /// adamw_split_kernel, splitRunOf; docs/design-notes.md): an
-  /// f32-valued run with bf16 gradients and bf16 working copies (tgrt_adamw_wc_g, float
-  /// math, no offload) keeps its values as the working copy (the high halves, rounded to
-  /// nearest even) plus 16-bit low halves, so AdamW moves 26 bytes a value instead of 28:
-  /// it reads and writes those halves, not the f32 slot. The low halves are allocated beside
-  /// the plan (2 bytes a value, cudaMalloc at the run's first update); the f32 slot is
-  /// rebuilt from the halves before a download reads it, before an upload writes into the
-  /// run and when tgrt_take_weights_stale reports stale weights (splitHostAccess).
-  bool adamw_split = false;
-  struct SplitRun {
-    char* value = nullptr;    ///< the run's f32 values (n x 4 bytes)
-    int64_t n = 0;
-    uint16_t* work = nullptr; ///< its bf16 working copies: the values' high halves
-    uint16_t* lo = nullptr;   ///< the low halves (bits of the value - high half << 16)
-    bool encoded = false;     ///< (work, lo) hold the values; the f32 slot may be stale
-    bool decoded = false;     ///< the f32 slot equals (work, lo) as well
-  };
-  std::vector<SplitRun> split_runs;
   /// The 16-bit cross-entropy kernels' variant (TGRT_CE_FAST, read at context creation): 6
   /// or 7 fastExp2 in blocks of 512 / 256 threads, 0 expf (the path before 2026-11-30); -1
   /// (default) per vocabulary: 7 when four rows per SM fit in seven eighths of L2, else 6
@@ -315,14 +296,6 @@ void checkLowCopy(const char* loc, const char* what, const void* dy, int32_t y_d
                   const void* low, int32_t low_dt, int64_t n);
 /// Fails unless ctx is non-NULL.
 void checkCtx(const Context* ctx, const char* loc);
-/// Before the host reads (download) or writes (upload) bytes [offset, offset + bytes) of
-/// region r: every split AdamW run (Context::split_runs) those bytes overlap gets its f32
-/// values rebuilt from its halves (on the stream, before the copy); an upload then leaves
-/// the f32 slot as the run's truth (its next update splits it again). Kernels.cu.
-void splitHostAccess(Context* ctx, const char* loc, int32_t r, int64_t offset, int64_t bytes,
-                     bool upload);
-/// Frees the split runs' low halves (destroyContext).
-void splitFree(Context* ctx);
 /// Fails unless the workspace region holds `bytes` bytes.
 void checkWorkspace(const Context* ctx, const char* loc, const char* what, int64_t bytes);
 /// Index of `loc` in ctx->locs (added on first use), for device-side error reports.

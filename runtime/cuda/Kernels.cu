@@ -2091,15 +2091,16 @@ __global__ void adamw_kernel(TP* p, const TG* g, TS* m, TS* v, P a, const float*
 }
 
 // ------------------------------------------------ AdamW with split master values --
-// TGRT_ADAMW_SPLIT=1 (Context::adamw_split; opt-in experiment): an f32 value w is held as
-// its bf16 working copy hi = bf16(w) (round to nearest even, the copy every path writes)
-// and lo, the difference of their bit patterns w_bits - (hi << 16) as a 16-bit two's
-// complement number. Rounding to nearest moves the bit pattern by at most 0x8000, so the
-// difference lies in [-0x8000, 0x8000]; only +0x8000 (w exactly halfway between two bf16
-// values and rounded down to the even one) does not fit, and then w is moved one ulp
-// towards hi (bits - 1: hi unchanged, lo 0x7fff). The same two halves on every path, so the
-// working copy stays PyTorch's autocast cast of the value, and the value is exact but for
-// that halfway case (about 1 value in 131072 per update, by 2^-24 of itself).
+// Split master values (tgrt_param.split, tgrt_adamw_split; tg-plan-memory split-master): an
+// f32 value w is held as its bf16 working copy hi = bf16(w) (round to nearest even, the copy
+// every path writes) and lo, the difference of their bit patterns w_bits - (hi << 16) as a
+// 16-bit two's complement number. Rounding to nearest moves the bit pattern by at most
+// 0x8000, so the difference lies in [-0x8000, 0x8000]; only +0x8000 (w exactly halfway
+// between two bf16 values and rounded down to the even one) does not fit, and then w is
+// moved one ulp towards hi (bits - 1: hi unchanged, lo 0x7fff). The same rule as the host's
+// tgrt_split_value (tgrt.h), so the working copy stays PyTorch's autocast cast of the value,
+// and the value is exact but for that halfway case (about 1 value in 131072 per update, by
+// 2^-24 of itself).
 __device__ __forceinline__ void splitOne(float w, uint16_t& hi, uint16_t& lo) {
   hi = bf16FromFloat(w);
   uint32_t d = floatBits(w) - ((uint32_t)hi << 16);
@@ -2110,23 +2111,8 @@ __device__ __forceinline__ float joinOne(uint16_t hi, uint16_t lo) {
   return bitsFloat(((uint32_t)hi << 16) + (uint32_t)(int32_t)(int16_t)lo);
 }
 
-/// hi, lo = the split of p[0..n) (a run's first update, or its first after an upload).
-__global__ void split_encode_kernel(const float* p, uint16_t* hi, uint16_t* lo, int64_t n) {
-  pdlWait();
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    splitOne(p[i], hi[i], lo[i]);
-}
-/// p[0..n) = the values the halves hold (before the host reads or writes the run).
-__global__ void split_decode_kernel(float* p, const uint16_t* hi, const uint16_t* lo, int64_t n) {
-  pdlWait();
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    p[i] = joinOne(hi[i], lo[i]);
-}
-
-/// adamw_kernel's update (float math, bf16 gradients TG, f32 moments TS) of a split run: the
-/// values read from and written back to (hi, lo); the f32 slot is not touched. 26 bytes a
+/// adamw_kernel's update (float math, gradients TG, moments TS) of a split run
+/// (tgrt_adamw_split): the values read from and written back to (hi, lo). 26 bytes a
 /// value (hi and lo read and written, 2 + 2 + 2 + 2; g read, 2; m and v read and written,
 /// 16) where adamw_kernel with a working copy moves 28 (p 4 + 4, the copy 2, g 2, m and v
 /// 16). Packs of 8 when `vec`. A non-finite clip[1] (a skipped step) changes nothing.
@@ -3827,11 +3813,6 @@ int setAdamwBlocks(Context* ctx, int blocks) {
   ctx->adamw_blocks = blocks;
   return before;
 }
-bool setAdamwSplit(Context* ctx, bool on) {
-  const bool before = ctx->adamw_split;
-  ctx->adamw_split = on;
-  return before;
-}
 int setCeFast(Context* ctx, int variant) {
   if (variant != -1 && variant != 0 && variant != 6 && variant != 7)
     fail("setCeFast", "cross-entropy variant %d is not -1 (per vocabulary), 0, 6 or 7", variant);
@@ -4380,55 +4361,43 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
                float weight_decay, const float* clip, int32_t w_dt, void* w,
                const AdamwIslands& isl);
 
-namespace {
-/// Context::split_runs' entry of the run of n values at p with working copies w; made at its
-/// first update (the low halves allocated beside the plan). A run that overlaps another at
-/// another start or length is refused: the lowering updates each run as one call.
-Context::SplitRun& splitRunOf(Context* ctx, const char* loc, void* p, int64_t n, void* w) {
-  char* b = static_cast<char*>(p);
-  for (Context::SplitRun& r : ctx->split_runs) {
-    if (r.value == b && r.n == n && r.work == static_cast<uint16_t*>(w)) return r;
-    if (b < r.value + 4 * r.n && r.value < b + 4 * n)
-      fail(loc, "adamw (TGRT_ADAMW_SPLIT): a run of %lld values overlaps another split run "
-                "of %lld at another start or length",
-           (long long)n, (long long)r.n);
-  }
-  Context::SplitRun r;
-  r.value = b;
-  r.n = n;
-  r.work = static_cast<uint16_t*>(w);
-  void* lo = nullptr;
-  check(cudaMalloc(&lo, (size_t)n * 2), loc, "adamw (TGRT_ADAMW_SPLIT): cudaMalloc of the low halves");
-  r.lo = static_cast<uint16_t*>(lo);
-  ctx->split_runs.push_back(r);
-  return ctx->split_runs.back();
-}
-
-/// The values of run r rebuilt in its f32 slot from its halves (once per update).
-void splitDecode(Context* ctx, const char* loc, Context::SplitRun& r) {
-  if (!r.encoded || r.decoded) return;
-  launchDependent(ctx, loc, "split_decode_kernel", split_decode_kernel,
-                  dim3(gridFor(r.n, kBlock, ctx->adamw_blocks)), dim3(kBlock), 0,
-                  reinterpret_cast<float*>(r.value), (const uint16_t*)r.work,
-                  (const uint16_t*)r.lo, r.n);
-  r.decoded = true;
-}
-} // namespace
-
-void splitHostAccess(Context* ctx, const char* loc, int32_t region, int64_t offset, int64_t bytes,
-                     bool upload) {
-  if (ctx->split_runs.empty() || region != TGRT_PERSISTENT || bytes <= 0) return;
-  const char* a = ctx->regions[TGRT_PERSISTENT] + offset;
-  for (Context::SplitRun& r : ctx->split_runs)
-    if (a < r.value + 4 * r.n && r.value < a + bytes) {
-      splitDecode(ctx, loc, r);
-      if (upload) r.encoded = r.decoded = false; // the f32 slot is the truth again
-    }
-}
-
-void splitFree(Context* ctx) {
-  for (Context::SplitRun& r : ctx->split_runs) cudaFree(r.lo);
-  ctx->split_runs.clear();
+void adamwSplit(Context* ctx, const char* loc, void* hi, void* lo, int32_t g_dt, const void* g,
+                int32_t state_dt, void* m, void* v, int64_t n, float beta1, float beta2,
+                float eps, float weight_decay, const float* clip) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "adamw_split(n)", n);
+  elemBytes(loc, "adamw_split (m, v)", state_dt);
+  if (g_dt != TGRT_BF16 && g_dt != TGRT_F32)
+    fail(loc, "adamw_split: the gradients' dtype %d is neither bf16 (1) nor f32 (0)", (int)g_dt);
+  if (ctx->step < 1)
+    fail(loc, "adamw: optimizer step %lld must be >= 1 (set with tgrt_set_step)",
+         (long long)ctx->step);
+  if (n == 0) return;
+  if (!hi || !lo || !g || !m || !v)
+    fail(loc, "adamw_split: a NULL pointer (hi %p, lo %p, g %p, m %p, v %p)", hi, lo, g, m, v);
+  char* host = ctx->regions[TGRT_HOST];
+  if (host && static_cast<char*>(m) >= host &&
+      static_cast<char*>(m) < host + ctx->region_bytes[TGRT_HOST])
+    fail(loc, "adamw_split: offloaded moments are not supported (tg-plan-memory splits only "
+              "values whose moments are on the device)");
+  captureUnsafe(ctx, "AdamW's learning rate and bias correction change every step");
+  const double bc1 = 1.0 - std::pow((double)beta1, (double)ctx->step);
+  const double bc2 = 1.0 - std::pow((double)beta2, (double)ctx->step);
+  const AdamwParamsF apf{beta1, beta2, eps, weight_decay, ctx->lr, (float)bc1, (float)bc2};
+  auto launch = [&](auto gtag) {
+    using TG = decltype(gtag);
+    withDtype(loc, "adamw_split", state_dt, [&](auto stag) {
+      using TS = decltype(stag);
+      // Packs of 8: 16 bytes of hi, lo and a 2-byte g; 32 of an f32 g or f32 moments.
+      const bool vec = aligned16(g, m, v) && aligned16(hi) && aligned16(lo);
+      launchDependent(ctx, loc, "adamw_split_kernel", adamw_split_kernel<TS, TG>,
+                      dim3(gridFor(vec ? (n + 7) / 8 : n, kBlock, ctx->adamw_blocks)),
+                      dim3(kBlock), 0, static_cast<uint16_t*>(hi), static_cast<uint16_t*>(lo),
+                      cp<TG>(g), mp<TS>(m), mp<TS>(v), apf, clip, n, vec);
+    });
+  };
+  if (g_dt == TGRT_BF16) launch(bf16_t{});
+  else launch(float{});
 }
 
 void adamw(Context* ctx, const char* loc, int32_t p_dt, void* p, const void* g, int32_t state_dt,
@@ -4531,24 +4500,6 @@ void adamwImpl(Context* ctx, const char* loc, int32_t p_dt, void* p, int32_t g_d
     // CPU reference with f32 moments and TGRT_ADAMW_MATH=f64, as below.
     if (p_dt != TGRT_F32)
       fail(loc, "adamw_wc_g: 2-byte gradients need f32 values, got dtype %d", (int)p_dt);
-    if (ctx->adamw_split && w && w_dt == TGRT_BF16 && g_dt == TGRT_BF16 &&
-        state_dt == TGRT_F32 && ctx->adamw_f32 && isl.period == 0 && !host) {
-      // Split master values (Context::adamw_split): the run's halves, encoded from its f32
-      // slot at its first update (and its first after an upload).
-      Context::SplitRun& r = splitRunOf(ctx, loc, p, n, w);
-      const dim3 block(kBlock);
-      if (!r.encoded)
-        launchDependent(ctx, loc, "split_encode_kernel", split_encode_kernel,
-                        dim3(gridFor(n, kBlock, ctx->adamw_blocks)), block, 0, cp<float>(p),
-                        r.work, r.lo, n);
-      const bool vec = aligned16(g, m, v) && aligned16(r.work) && aligned16(r.lo);
-      launchDependent(ctx, loc, "adamw_split_kernel", adamw_split_kernel<float, bf16_t>,
-                      dim3(gridFor(vec ? (n + 7) / 8 : n, kBlock, ctx->adamw_blocks)), block, 0,
-                      r.work, r.lo, cp<bf16_t>(g), mp<float>(m), mp<float>(v), apf, clip, n, vec);
-      r.encoded = true;
-      r.decoded = false;
-      return;
-    }
     auto launch = [&](auto gtag) {
       using TG = decltype(gtag);
       withDtype(loc, "adamw", state_dt, [&](auto stag) {

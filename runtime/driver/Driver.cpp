@@ -202,6 +202,34 @@ void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, in
   dtypeToFloat(buf.data(), dtype, n, dst);
 }
 
+void uploadValue(tgrt_ctx* ctx, const tgrt_param& p, const float* src, int64_t begin,
+                 int64_t count, int64_t chunkBase) {
+  if (count <= 0) return;
+  if (!p.split) {
+    uploadFloats(ctx, p.offset + (begin - chunkBase) * tgrt_dtype_size(p.dtype), p.dtype, src,
+                 count);
+    return;
+  }
+  std::vector<uint16_t> hi((size_t)count), lo((size_t)count);
+  for (int64_t i = 0; i < count; ++i) tgrt_split_value(src[i], &hi[(size_t)i], &lo[(size_t)i]);
+  tgrt_upload(ctx, TGRT_PERSISTENT, p.work_offset + 2 * begin, hi.data(), 2 * count);
+  tgrt_upload(ctx, TGRT_PERSISTENT, p.offset + 2 * begin, lo.data(), 2 * count);
+}
+
+void downloadValue(tgrt_ctx* ctx, const tgrt_param& p, float* dst, int64_t begin,
+                   int64_t count, int64_t chunkBase) {
+  if (count <= 0) return;
+  if (!p.split) {
+    downloadFloats(ctx, p.offset + (begin - chunkBase) * tgrt_dtype_size(p.dtype), p.dtype, dst,
+                   count);
+    return;
+  }
+  std::vector<uint16_t> hi((size_t)count), lo((size_t)count);
+  tgrt_download(ctx, TGRT_PERSISTENT, p.work_offset + 2 * begin, hi.data(), 2 * count);
+  tgrt_download(ctx, TGRT_PERSISTENT, p.offset + 2 * begin, lo.data(), 2 * count);
+  for (int64_t i = 0; i < count; ++i) dst[i] = tgrt_split_join(hi[(size_t)i], lo[(size_t)i]);
+}
+
 bool validateDtypes(const tgrt_model& m, std::string* err) {
   if (!precisionName(m.precision)) {
     if (err) *err = "the model has an unknown precision " + std::to_string(m.precision);
@@ -316,6 +344,10 @@ void Watchdog::beat(const std::string& what) {
 }
 
 void uploadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, const float* host) {
+  if (k == 0 && p.split) { // never chunked: tg-plan-memory splits only without ZeRO
+    uploadValue(ctx, p, host, 0, p.numel);
+    return;
+  }
   if (!chunked(m, p, k)) {
     uploadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host, p.numel, slotRegion(m, k));
     return;
@@ -329,6 +361,10 @@ void uploadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, 
 }
 
 void downloadSlot(tgrt_ctx* ctx, const tgrt_model& m, const tgrt_param& p, int k, float* host) {
+  if (k == 0 && p.split) {
+    downloadValue(ctx, p, host, 0, p.numel);
+    return;
+  }
   if (!chunked(m, p, k)) {
     downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host, p.numel, slotRegion(m, k));
     return;
@@ -444,8 +480,7 @@ bool saveParams(tgrt_ctx* ctx, const tgrt_model& m, const std::string& path,
         return false;
       }
       host.emplace_back((size_t)p.numel);
-      downloadFloats(ctx, slotOffset(p, k), slotDtype(p, k), host.back().data(), p.numel,
-                     slotRegion(m, k));
+      downloadSlot(ctx, m, p, k, host.back().data()); // not chunked (above)
       views.push_back({std::string(kSlotPrefix[k]) + p.name, shape, host.back().data()});
     }
   }
@@ -1179,12 +1214,11 @@ void Trainer::initParams() {
       const tgrt_param& p = m_.params[i];
       int64_t begin = 0, count = p.numel;
       if (chunked(m_, p, 0)) tgrt_shard_span(p.numel, p.shard, rank_, &begin, &count);
-      const int64_t esize = tgrt_dtype_size(p.dtype);
       try {
         initParamBlocks(p, seed_, begin, begin + count, kBlock,
                         [&](int64_t at, const float* v, int64_t n) {
                           std::lock_guard<std::mutex> lock(upload_mu);
-                          uploadFloats(ctx_, p.offset + (at - begin) * esize, p.dtype, v, n);
+                          uploadValue(ctx_, p, v, at, n, begin);
                         });
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(upload_mu);

@@ -85,6 +85,21 @@ void uploadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, const float* src
 void downloadFloats(tgrt_ctx* ctx, int64_t offset, int32_t dtype, float* dst, int64_t n,
                     int32_t region = TGRT_PERSISTENT);
 
+/// Uploads float32 values [begin, begin + count) of parameter p's value (the whole tensor's
+/// element indices; under ZeRO-3 the caller passes this rank's chunk and its slot holds
+/// them from its offset). A split value (tgrt_param.split) is split on the host
+/// (tgrt_split_value) into its working copy at work_offset and its low halves at offset;
+/// any other is uploadFloats at offset in p.dtype (`chunkBase`: the element the slot's
+/// first element is, 0 unless ZeRO-3 chunks it).
+void uploadValue(tgrt_ctx* ctx, const tgrt_param& p, const float* src, int64_t begin,
+                 int64_t count, int64_t chunkBase = 0);
+
+/// Downloads values [begin, begin + count) of parameter p as float32 (exact): a split value
+/// joined from its working copy and low halves (tgrt_split_join), any other through
+/// downloadFloats (`chunkBase` as uploadValue).
+void downloadValue(tgrt_ctx* ctx, const tgrt_param& p, float* dst, int64_t begin,
+                   int64_t count, int64_t chunkBase = 0);
+
 /// A rank's progress watchdog for NCCL (which waits without bound for a rank that stopped
 /// or hung in a collective): a thread that ends the process with status 124 and the message
 /// "<prog>: error: rank R of N made no progress for T s since <what> (...)" when beat() has

@@ -39,8 +39,11 @@ int32_t downloadSlot(tgrt_ctx *ctx, const char *name, int64_t tgrt_param::*slot,
   // wrote them to the end of the next optimizer step.
   const bool grad = slot == &tgrt_param::grad_offset;
   const bool arena = grad && tg_model_info()->grads_in_arena;
-  tgrt::downloadFloats(ctx, p->*slot, grad ? p->grad_dtype : p->dtype, dst, p->numel,
-                       arena ? TGRT_ARENA : TGRT_PERSISTENT);
+  if (!grad) // the value: split ones joined from their copy and low halves
+    tgrt::downloadValue(ctx, *p, dst, 0, p->numel);
+  else
+    tgrt::downloadFloats(ctx, p->*slot, p->grad_dtype, dst, p->numel,
+                         arena ? TGRT_ARENA : TGRT_PERSISTENT);
   return 0;
 }
 
@@ -69,7 +72,7 @@ tgrt_ctx *tglib_create(int64_t seed) {
     const tgrt_param &p = m->params[i];
     buf.resize(p.numel);
     tgrt::initParam(p, (uint64_t)seed, buf.data());
-    tgrt::uploadFloats(ctx, p.offset, p.dtype, buf.data(), p.numel);
+    tgrt::uploadValue(ctx, p, buf.data(), 0, p.numel);
   }
   tgrt_synchronize(ctx);
   return ctx;
@@ -87,7 +90,7 @@ int32_t tglib_set_param(tgrt_ctx *ctx, const char *name, const float *src) {
   const tgrt_param *p = findParam(name);
   if (!p)
     return -1;
-  tgrt::uploadFloats(ctx, p->offset, p->dtype, src, p->numel); // rounded to p->dtype
+  tgrt::uploadValue(ctx, *p, src, 0, p->numel); // rounded to p->dtype, or split
   tgrt_synchronize(ctx);
   return 0;
 }

@@ -40,7 +40,11 @@ def check_setting(d, v, arena_none):
             return f"gradient dtypes {sorted(gdts)} under {value}"
         grads = sum(BYTES[q["grad_dtype"]] * q["numel"] for q in d["params"])
         # each slot is padded to 256 bytes at most
-        for what, lo, per in (("param_bytes", BYTES[want] * n, 1), ("grad_bytes", grads, 1),
+        # Split master values (training.master_values auto): 2 bytes of low halves a value.
+        values = sum((2 if q.get("split") else BYTES[want]) * q["numel"] for q in d["params"])
+        if any(q.get("split") for q in d["params"]) and value != "bf16-mixed":
+            return f"split values under {value}"
+        for what, lo, per in (("param_bytes", values, 1), ("grad_bytes", grads, 1),
                               ("optimizer_state_bytes", 2 * BYTES[want] * n, 2)):
             if not lo <= d[what] <= lo + per * 256 * len(d["params"]):
                 return f"{what} {d[what]} for {n} {want} parameters"

@@ -41,6 +41,8 @@ class TgrtParam(ctypes.Structure):
         ("owner", ctypes.c_int32),        # ZeRO-1: the rank holding its moments (-1: all)
         ("shard", ctypes.c_int64),        # ZeRO-2/3: elements of each rank's chunk (0: whole)
         ("grad_dtype", ctypes.c_int32),   # enum tgrt_dtype of the gradient slot
+        ("work_offset", ctypes.c_int64),  # the working copy's bytes (-1: none)
+        ("split", ctypes.c_int32),        # 1: value = working copy + low halves at offset
     ]
 
 

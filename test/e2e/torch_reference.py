@@ -177,7 +177,7 @@ class Lib:
             out.append(dict(name=p.name.decode(), rank=int(p.rank), shape=shape,
                             numel=int(p.numel), weight_decay=int(p.weight_decay),
                             dtype=int(p.dtype), state_dtype=int(p.state_dtype),
-                            grad_dtype=int(p.grad_dtype)))
+                            grad_dtype=int(p.grad_dtype), split=int(p.split)))
         return out
 
     def create(self, seed):
@@ -556,6 +556,18 @@ def torch_adamw_one(cfg, name, p, g, lr, scale):
     return q.detach()
 
 
+def split_round(t):
+    """What a split master value (tgrt_param.split; tgrt.h tgrt_split_value, then
+    tgrt_split_join) holds of float32 t: t, but for a value exactly halfway between two bf16
+    values and rounded down to the even one, which moves one ulp towards that bf16 value."""
+    bits = t.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    hi = t.contiguous().to(torch.bfloat16).view(torch.int16).to(torch.int64) & 0xFFFF
+    d = (bits - (hi << 16)) & 0xFFFFFFFF
+    out = torch.where(d == 0x8000, bits - 1, bits)
+    out = torch.where(out >= 2**31, out - 2**32, out)
+    return out.to(torch.int32).view(torch.float32).reshape(t.shape)
+
+
 def random_params(cfg, gen):
     P = {}
     for name, shape in expected_params(with_defaults(cfg)):
@@ -720,12 +732,22 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
     if scaled:
         lib.set_loss_scale(ctx, loss_scale)
     dtype_of = {p["name"]: p["dtype"] for p in lparams}
+    split_of = {p["name"]: p["split"] for p in lparams}
     for n, t in P32.items():
         lib.set_param(ctx, n, t)
-    n_rounded = 0
+    n_rounded = n_split = 0
     for n, t in P32.items():  # round trip
         back = lib.get_param(ctx, n, t.shape)
         dt = dtype_of[n]
+        if split_of[n]:  # split master values: exact but for the halfway values
+            if not torch.equal(back, split_round(t)):
+                print(f"grad-check: error: {n}: tglib_get_param does not return what tglib_set_param "
+                      "set, split (tgrt_split_value)")
+                return 1
+            n_split += 1
+            n_rounded += int((back != t).sum())
+            P32[n] = back
+            continue
         if dt == 0:
             if not torch.equal(back, t):
                 print(f"grad-check: error: {n}: tglib_get_param does not return what tglib_set_param set")
@@ -739,6 +761,8 @@ def check_lib(path, seed, lib=None, device="cpu", tol_grad=None, tol_update=None
             return 1
         n_rounded += int((back != t).sum())
         P32[n] = back  # the reference starts from the numbers the lib holds
+    if n_split:
+        print(f"grad-check: {n_split} split master values (training.master_values auto)")
     if low:
         if any(dt != 0 for dt in dtype_of.values()):
             print(f"grad-check: tglib_set_param rounded {n_rounded}/{n_elems} values to the parameters' "
@@ -1034,9 +1058,17 @@ def check_steps(path, seed, steps, ignore_frac, lib=None, tol_grad=None, tol_upd
     P32 = {n: t.to(torch.float32) for n, t in random_params(cfg, gen).items()}
     B, T, V = cfg["B"], cfg["C"], cfg["V"]
     ctx = lib.create(seed)
+    split_of = {p["name"]: p["split"] for p in lib.params()}
     for n, t in P32.items():
         lib.set_param(ctx, n, t)
-        if not torch.equal(lib.get_param(ctx, n, t.shape), t):
+        back = lib.get_param(ctx, n, t.shape)
+        if split_of[n]:  # split master values: the reference starts from what the lib holds
+            if not torch.equal(back, split_round(t)):
+                print(f"steps-check: error: {n}: tglib_get_param does not return what "
+                      "tglib_set_param set, split (tgrt_split_value)")
+                return 1
+            P32[n] = back
+        elif not torch.equal(back, t):
             print(f"steps-check: error: {n}: tglib_get_param does not return what tglib_set_param set")
             return 1
     Pcur = {n: t.double() for n, t in P32.items()}  # the lib's weights, float64

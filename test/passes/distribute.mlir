@@ -115,8 +115,8 @@
 // ZPLAN-SAME: name = "fc.w", numel = 64 : i64, offset = {{[0-9]+}} : i64, owner = 1 : i64
 // ZPLAN-SAME: zero = 1 : i64
 
-// ZCPP: {"wte", {{.*}}, TGRT_F32, TGRT_F32, 0, 0, TGRT_F32},
-// ZCPP: {"layers.0.mlp.fc.weight", {{.*}}, TGRT_F32, TGRT_F32, 1, 0, TGRT_F32},
+// ZCPP: {"wte", {{.*}}, TGRT_F32, TGRT_F32, 0, 0, TGRT_F32, -1, 0},
+// ZCPP: {"layers.0.mlp.fc.weight", {{.*}}, TGRT_F32, TGRT_F32, 1, 0, TGRT_F32, -1, 0},
 // ZCPP: static const tgrt_model kModel = {
 // ZCPP: {{^}}  2, 1, 0LL{{$}}
 // ZCPP: void tg_optimizer_step(
@@ -188,7 +188,7 @@
 // waits, reduce-scatters each gradient after waiting for the previous one, and waits for the
 // last before returning; the optimizer sums the squared norm over the ranks and runs AdamW
 // over the contiguous chunks like one rank.
-// Z3CPP: {"wte", 2, {64, 32, 1, 1}, 2048, {{.*}}, 1024, TGRT_F32},
+// Z3CPP: {"wte", 2, {64, 32, 1, 1}, 2048, {{.*}}, 1024, TGRT_F32, -1, 0},
 // Z3CPP-LABEL: void tg_micro_step(
 // Z3CPP: tgrt_all_gather_start({{v[0-9]+}}, "wte.gather", TGRT_F32, {{v[0-9]+}}, {{v[0-9]+}}, 2048, 1024);
 // Z3CPP-NEXT: tgrt_all_reduce_wait(

@@ -199,3 +199,25 @@ module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.co
     return
   }
 }
+
+// -----
+
+// A split master value (the plan's `split`, tg-plan-memory split-master) has no f32 slot:
+// its slot holds the low halves, so an op reading the f32 value is refused.
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {persistent_bytes = 1024 : i64, arena_bytes = 16 : i64, work_dtype = "bf16", work_offset = 512 : i64, work_bytes = 256 : i64, params = [{name = "w", shape = array<i64: 4>, numel = 4 : i64, offset = 0 : i64, grad_offset = 256 : i64, m_offset = 768 : i64, v_offset = 896 : i64, work_offset = 512 : i64, grad_dtype = "bf16", split}]}} {
+  // expected-error @+1 {{lower-to-emitc: parameter "w" is split (its slot holds low halves), but an op reads its f32 value}}
+  func.func @micro_step(%w: tensor<4xf32> {tg.param = "w"}) {
+    %0 = tg.gelu %w {tg.offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+// A split value needs its working copy (the high halves).
+// expected-error @+1 {{tg.plan: parameter w is split but has no work_offset}}
+module attributes {tg.name = "t", tg.spec = "{}", tg.batch_size = 1 : i64, tg.context = 4 : i64, tg.vocab_size = 8 : i64, tg.grad_accum = 1 : i64, tg.optimizer = {lr = 1.0 : f32, min_lr = 0.0 : f32, beta1 = 0.9 : f32, beta2 = 0.95 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32, grad_clip = 1.0 : f32, warmup_steps = 0 : i64, decay = 0 : i64, seed = 1 : i64}, tg.plan = {persistent_bytes = 1024 : i64, arena_bytes = 16 : i64, params = [{name = "w", shape = array<i64: 4>, numel = 4 : i64, offset = 0 : i64, grad_offset = 256 : i64, m_offset = 768 : i64, v_offset = 896 : i64, grad_dtype = "bf16", split}]}} {
+  func.func @micro_step(%w: tensor<4xf32> {tg.param = "w"}) {
+    return
+  }
+}

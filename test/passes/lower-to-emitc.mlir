@@ -111,8 +111,8 @@
 
 // ---- The C++: the model table repeats the plan. ----
 // CHECK-LABEL: static const tgrt_param kParams[16] = {
-// CHECK-NEXT: {"wte", 2, {64, 32, 1, 1}, 2048, 0, [[$WTE_G]], [[$WTE_M]], [[$WTE_V]], 0, 0.0199999996f, 0, TGRT_F32, TGRT_F32, -1, 0, TGRT_F32},
-// CHECK: {"layers.0.attn.proj.weight", 2, {32, 32, 1, 1}, 1024, [[$PROJ]], [[$PROJ_G]], [[$PROJ_M]], [[$PROJ_V]], 0, 0.0141421352f, 1, TGRT_F32, TGRT_F32, -1, 0, TGRT_F32},
+// CHECK-NEXT: {"wte", 2, {64, 32, 1, 1}, 2048, 0, [[$WTE_G]], [[$WTE_M]], [[$WTE_V]], 0, 0.0199999996f, 0, TGRT_F32, TGRT_F32, -1, 0, TGRT_F32, -1, 0},
+// CHECK: {"layers.0.attn.proj.weight", 2, {32, 32, 1, 1}, 1024, [[$PROJ]], [[$PROJ_G]], [[$PROJ_M]], [[$PROJ_V]], 0, 0.0141421352f, 1, TGRT_F32, TGRT_F32, -1, 0, TGRT_F32, -1, 0},
 // CHECK-LABEL: static const tgrt_model kModel = {
 // CHECK: 16, kParams,
 // CHECK-NEXT: [[$PERSIST]]LL, [[$ARENA]]LL, 0LL,

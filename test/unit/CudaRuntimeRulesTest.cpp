@@ -148,21 +148,6 @@ TEST(RuntimeSwitches, AdamwGridIsReadAtCreation) {
   EXPECT_EQ(tgrt_cuda::setAdamwBlocks(bad.ctx, 1), 65536);
 }
 
-TEST(RuntimeSwitches, AdamwSplitIsReadAtCreation) {
-  // setAdamwSplit returns the setting before: off by default, on with TGRT_ADAMW_SPLIT=1, and
-  // a value that is not 0 or 1 named and the default kept.
-  EnvContext def({});
-  ASSERT_NE(def.ctx, nullptr) << def.err;
-  EXPECT_FALSE(tgrt_cuda::setAdamwSplit(def.ctx, false));
-  EnvContext on("TGRT_ADAMW_SPLIT", "1");
-  ASSERT_NE(on.ctx, nullptr) << on.err;
-  EXPECT_TRUE(tgrt_cuda::setAdamwSplit(on.ctx, false));
-  EnvContext bad("TGRT_ADAMW_SPLIT", "yes");
-  ASSERT_NE(bad.ctx, nullptr) << bad.err;
-  EXPECT_NE(bad.err.find("TGRT_ADAMW_SPLIT=yes"), std::string::npos) << bad.err;
-  EXPECT_FALSE(tgrt_cuda::setAdamwSplit(bad.ctx, false));
-}
-
 TEST(RuntimeSwitches, TheAttentionTuningSwitchesAreReadAtCreation) {
   EnvContext bad("TGRT_ATTN_TUNE", "yes");
   ASSERT_NE(bad.ctx, nullptr) << bad.err;

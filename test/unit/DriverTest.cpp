@@ -529,6 +529,64 @@ std::vector<float> rounded(const std::vector<float>& v, int32_t dtype) {
   return out;
 }
 
+TEST(Checkpoint, SplitValuesRoundTripThroughTheHostAndACheckpoint) {
+  // A split master value (tgrt_param.split): its slot at offset holds the low halves, its
+  // working copy at work_offset the high halves (tgrt_split_value). uploadValue splits on the
+  // host, downloadValue joins; a checkpoint holds the f32 values and loads them back.
+  TempDir d;
+  TypedTable t({{{33, 7}, {TGRT_F32, TGRT_F32}}, {{5}, {TGRT_F32, TGRT_F32}}},
+               TGRT_PRECISION_BF16_MIXED);
+  tgrt_param& p = t.params[0];
+  p.split = 1;
+  p.work_offset = t.model.persistent_bytes; // the copies after every slot
+  t.model.persistent_bytes += (p.numel * 2 + 63) / 64 * 64;
+  t.params[1].work_offset = -1;
+  tgrt_ctx* ctx = tgrt_ctx_create(&t.model);
+  ASSERT_NE(ctx, nullptr);
+  std::vector<float> v = randomFloats(p.numel, 5);
+  uint32_t halfway = 0x3f808000u; // 1 + 2^-8: halfway, rounded down, comes back one ulp lower
+  std::memcpy(&v[3], &halfway, 4);
+  tgrt::uploadValue(ctx, p, v.data(), 0, p.numel);
+  std::vector<uint16_t> hi((size_t)p.numel), lo((size_t)p.numel);
+  tgrt_download(ctx, TGRT_PERSISTENT, p.work_offset, hi.data(), p.numel * 2);
+  tgrt_download(ctx, TGRT_PERSISTENT, p.offset, lo.data(), p.numel * 2);
+  std::vector<float> want((size_t)p.numel);
+  for (int64_t i = 0; i < p.numel; ++i) {
+    uint16_t h, l;
+    tgrt_split_value(v[(size_t)i], &h, &l);
+    EXPECT_EQ(hi[(size_t)i], h) << i;
+    EXPECT_EQ(lo[(size_t)i], l) << i;
+    want[(size_t)i] = tgrt_split_join(h, l);
+  }
+  uint32_t back3;
+  std::memcpy(&back3, &want[3], 4);
+  EXPECT_EQ(back3, halfway - 1);
+  std::vector<float> back((size_t)p.numel);
+  tgrt::downloadValue(ctx, p, back.data(), 0, p.numel);
+  EXPECT_EQ(back, want);
+  // A partial upload [10, 20) changes those values only.
+  const std::vector<float> part(10, 0.25f);
+  tgrt::uploadValue(ctx, p, part.data(), 10, 10);
+  std::fill(want.begin() + 10, want.begin() + 20, 0.25f);
+  tgrt::downloadValue(ctx, p, back.data(), 0, p.numel);
+  EXPECT_EQ(back, want);
+  std::string err;
+  ASSERT_TRUE(tgrt::saveParams(ctx, t.model, d / "ck.safetensors", {}, &err)) << err;
+  tgrt_ctx_destroy(ctx);
+  tgrt::SafetensorsReader r;
+  ASSERT_TRUE(r.open(d / "ck.safetensors", &err)) << err;
+  std::vector<float> f((size_t)p.numel);
+  ASSERT_TRUE(r.readF32("p0", f.data(), p.numel, &err)) << err;
+  EXPECT_EQ(f, want);
+  tgrt_ctx* ctx2 = tgrt_ctx_create(&t.model);
+  ASSERT_NE(ctx2, nullptr);
+  bool have_optim = false;
+  ASSERT_TRUE(tgrt::loadParams(ctx2, t.model, r, &have_optim, &err)) << err;
+  tgrt::downloadValue(ctx2, p, back.data(), 0, p.numel);
+  EXPECT_EQ(back, want);
+  tgrt_ctx_destroy(ctx2);
+}
+
 TEST(Checkpoint, Bf16TableRoundTripsThroughSaveAndLoad) {
   TempDir d;
   TypedTable t({{{3, 5}, {TGRT_BF16, TGRT_BF16}},

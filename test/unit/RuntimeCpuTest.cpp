@@ -1296,6 +1296,89 @@ TEST_F(Cpu, AdamWNonTrivialRatioNoDecay) {
               ::testing::ExitedWithCode(1), "tgrt: opt: adamw: optimizer step 0 must be >= 1");
 }
 
+TEST_F(Cpu, SplitValueRoundTripsButTheHalfwayCase) {
+  // tgrt_split_value / tgrt_split_join (tgrt.h): hi is the RNE bf16 of the value, and the
+  // join gives the value back, but for a value exactly halfway between two bf16 values and
+  // rounded down (to the even one), which comes back one ulp towards hi.
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int i = 0; i < 100000; ++i) {
+    const float w = u(gen);
+    uint16_t hi = 0, lo = 0;
+    tgrt_split_value(w, &hi, &lo);
+    ASSERT_EQ(hi, tgrt_bf16_from_float(w)) << w;
+    uint32_t wb, jb;
+    const float j = tgrt_split_join(hi, lo);
+    std::memcpy(&wb, &w, 4);
+    std::memcpy(&jb, &j, 4);
+    if (wb - ((uint32_t)hi << 16) == 0x8000u) EXPECT_EQ(jb, wb - 1) << w;
+    else EXPECT_EQ(jb, wb) << w;
+  }
+  auto bitsToFloat = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  uint16_t hi = 0, lo = 0;
+  tgrt_split_value(bitsToFloat(0x3f808000u), &hi, &lo); // halfway, rounded down to 0x3f80
+  EXPECT_EQ(hi, 0x3f80);
+  EXPECT_EQ(lo, 0x7fff);
+  tgrt_split_value(bitsToFloat(0xbf818000u), &hi, &lo); // halfway, rounded up to 0xbf82
+  EXPECT_EQ(hi, 0xbf82);
+  EXPECT_EQ(lo, 0x8000);
+  EXPECT_EQ(tgrt_split_join(hi, lo), bitsToFloat(0xbf818000u)); // exact
+  tgrt_split_value(std::numeric_limits<float>::infinity(), &hi, &lo);
+  EXPECT_TRUE(std::isinf(tgrt_split_join(hi, lo)));
+  tgrt_split_value(std::numeric_limits<float>::quiet_NaN(), &hi, &lo);
+  EXPECT_TRUE(std::isnan(tgrt_split_join(hi, lo)));
+}
+
+TEST_F(Cpu, AdamWSplitIsAdamWOnTheJoinedValues) {
+  // tgrt_adamw_split = tgrt_adamw_wc_g (f32 values, bf16 gradients, no copy) on the joined
+  // values, split again; a skipped step (clip[1] NaN) changes nothing.
+  const int64_t n = 5000; // more than one of the reference's blocks of 4096
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> p(n), m(n), v(n);
+  std::vector<uint16_t> hi(n), lo(n), g(n);
+  for (int64_t i = 0; i < n; ++i) {
+    tgrt_split_value(u(gen), &hi[i], &lo[i]);
+    p[i] = tgrt_split_join(hi[i], lo[i]);
+    m[i] = 0.01f * u(gen);
+    v[i] = 1e-4f * (1.5f + u(gen));
+    g[i] = tgrt_bf16_from_float(0.05f * u(gen));
+  }
+  std::vector<float> m2 = m, v2 = v;
+  const float clip[2] = {0.0f, 0.5f};
+  tgrt_set_lr(ctx_, 1e-3f);
+  tgrt_set_step(ctx_, 4);
+  tgrt_adamw_wc_g(ctx_, "opt", TGRT_F32, p.data(), TGRT_BF16, g.data(), TGRT_F32, m.data(),
+                  v.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip, TGRT_BF16, nullptr);
+  tgrt_adamw_split(ctx_, "opt", hi.data(), lo.data(), TGRT_BF16, g.data(), TGRT_F32, m2.data(),
+                   v2.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip);
+  int64_t moved = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h, l;
+    tgrt_split_value(p[i], &h, &l);
+    ASSERT_EQ(hi[i], h) << i;
+    ASSERT_EQ(lo[i], l) << i;
+    ASSERT_EQ(m2[i], m[i]) << i;
+    ASSERT_EQ(v2[i], v[i]) << i;
+    moved += tgrt_split_join(hi[i], lo[i]) != p[i];
+  }
+  EXPECT_LE(moved, 2); // halfway values only (about 1 in 65536)
+  std::vector<uint16_t> hi0 = hi, lo0 = lo;
+  const float skip[2] = {0.0f, std::numeric_limits<float>::quiet_NaN()};
+  tgrt_adamw_split(ctx_, "opt", hi.data(), lo.data(), TGRT_BF16, g.data(), TGRT_F32, m2.data(),
+                   v2.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, skip);
+  EXPECT_EQ(hi, hi0);
+  EXPECT_EQ(lo, lo0);
+  EXPECT_EXIT(tgrt_adamw_split(ctx_, "opt", hi.data(), lo.data(), TGRT_F16, g.data(), TGRT_F32,
+                               m2.data(), v2.data(), n, 0.9f, 0.95f, 1e-8f, 0.1f, clip),
+              ::testing::ExitedWithCode(1),
+              "tgrt: opt: adamw_split: the gradients' dtype 2 is neither bf16");
+}
+
 TEST_F(Cpu, AdamWVectorMatchesScalarFormula) {
   const int64_t n = 100;
   VecF p = randVec(n, 150), m = randVec(n, 151, -0.1f, 0.1f), v = randVec(n, 152, 0.0f, 0.1f);
