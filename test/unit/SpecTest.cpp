@@ -137,9 +137,10 @@ TEST(SpecDefaults, JsonHasEveryFieldFilledIn) {
   EXPECT_EQ(j["model"]["norm"], "layernorm");
   EXPECT_EQ(j["model"]["n_kv_heads"], 0);
   EXPECT_EQ(j["model"]["rope_scaling"]["factor"], 0.0);
-  EXPECT_EQ(j["training"].size(), 14u);
+  EXPECT_EQ(j["training"].size(), 15u);
   EXPECT_EQ(j["training"]["gradients"], "auto");
   EXPECT_EQ(j["training"]["gradient_dtype"], "auto");
+  EXPECT_EQ(j["training"]["master_values"], "auto");
   EXPECT_EQ(j["training"]["bias_rows"], "auto");
   EXPECT_EQ(j["training"]["loss_chunk_bytes"], 512 << 20);
   EXPECT_EQ(j["training"]["distributed"], json({{"ranks", 1}, {"zero", 0}}));
