@@ -494,11 +494,13 @@ LogicalResult readPlanReport(ModuleOp module, PlanReport &r) {
   // reserves is the largest range's (the plan is the same on every rank).
   std::map<int64_t, std::map<std::string, int64_t>> ownedMoments; // owner -> dtype -> bytes
   const std::string chunk = even ? " (ZeRO-" + std::to_string(r.zero) + ": one rank's chunk)" : "";
-  for (const ParamSlot &s : r.params) {
+  // The value rows first (f32 values, then split ones' low halves), then the others.
+  for (const ParamSlot &s : r.params)
     addTo(r.persistentByDtype,
           s.split ? "parameters split, low halves"
                   : "parameters " + s.dtype + (r.zero >= 3 ? chunk : ""),
           s.valueSlotBytes() * heldValue(s));
+  for (const ParamSlot &s : r.params) {
     if (!r.gradsInArena)
       addTo(r.persistentByDtype, "gradients " + s.gradDtype + chunk,
             dtypeBytes(s.gradDtype) * heldGrad(s));

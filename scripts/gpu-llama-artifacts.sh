@@ -36,6 +36,7 @@ c smollm2-g32 examples/smollm2-135m.json cuda --set training.gradient_dtype=f32
 # The f32 value slots of the bf16-gradient weights (training.master_values f32, what every
 # model compiled to before 2026-12-03's twenty-fourth session): the A/B of the split values.
 c llama1b-m32 examples/llama3.2-1b.json cuda --set training.master_values=f32
+c smollm2-m32 examples/smollm2-135m.json cuda --set training.master_values=f32
 # The gradient slots persistent (the layout before training.gradients=auto put them in the
 # arena): the A/B of that change's memory and time.
 c llama1b-pg examples/llama3.2-1b.json cuda --set training.gradients=persistent
