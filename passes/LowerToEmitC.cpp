@@ -1781,30 +1781,31 @@ private:
       const ParamSlot *s = r.first;
       int64_t n = r.bytes / s->valueSlotBytes();
       std::string where = r.where("optimizer");
+      // Gradients of another type than the values (the plan's grad_dtype): tgrt_adamw_wc_g,
+      // which takes their dtype after the values.
+      const bool lowGrads = s->gradDtype != s->dtype;
+      // (g, state_dt, m, v, n, beta1, beta2, eps, weight_decay, clip): every variant's tail.
+      SmallVector<Arg, 24> args = {
+          gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()), dt(s->stateDtype),
+          momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
+          momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
+          flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
+          flt(o.getEps().convertToFloat()), flt(decay), Arg(o.getClip())};
       if (s->split) {
         // Split master values (tgrt_param.split): the working copies are the high halves,
-        // the value slots the low halves (tgrt_adamw_split; 26 bytes an element).
+        // the value slots the low halves (tgrt_adamw_split(hi, lo, g_dt, g, ...); 26 bytes
+        // an element).
         if (isl || s->owner >= 0 || s->workOffset < 0 || report.workDtype != "bf16")
           return o->emitOpError() << "lower-to-emitc: '" << s->name
                                   << "' is split, which needs bf16 working copies and no "
                                      "weight-decay islands or ZeRO owner";
-        SmallVector<Arg, 16> args = {
-            slotRun(s->workOffset, "bf16", n, "working copies (high halves) " + r.names()),
-            Arg(persistent(s->offset, "bf16"))
-                .view("low halves " + r.names(), "[" + std::to_string(n) + "]", "TGRT_BF16",
-                      1, n, n)
-                .unchecked(),
-            dt(s->gradDtype),
-            gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()),
-            dt(s->stateDtype),
-            momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
-            momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()),
-            n,
-            flt(o.getBeta1().convertToFloat()),
-            flt(o.getBeta2().convertToFloat()),
-            flt(o.getEps().convertToFloat()),
-            flt(decay),
-            Arg(o.getClip())};
+        args.insert(args.begin(),
+                    {slotRun(s->workOffset, "bf16", n, "working copies (high halves) " + r.names()),
+                     Arg(persistent(s->offset, "bf16"))
+                         .view("low halves " + r.names(), "[" + std::to_string(n) + "]",
+                               "TGRT_BF16", 1, n, n)
+                         .unchecked(),
+                     dt(s->gradDtype)});
         if (failed(call(o, "tgrt_adamw_split", args, where)) ||
             (!report.gradsInArena &&
              failed(call(o, "tgrt_zero",
@@ -1813,16 +1814,8 @@ private:
           return failure();
         return success();
       }
-      // Gradients of another type than the values (the plan's grad_dtype): tgrt_adamw_wc_g,
-      // which takes their dtype after the values.
-      const bool lowGrads = s->gradDtype != s->dtype;
-      SmallVector<Arg, 24> args = {
-          dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names()),
-          gradRun(s->gradOffset, s->gradDtype, n, "gradients " + r.names()), dt(s->stateDtype),
-          momentRun(s->mOffset, s->stateDtype, n, "AdamW m " + r.names()),
-          momentRun(s->vOffset, s->stateDtype, n, "AdamW v " + r.names()), n,
-          flt(o.getBeta1().convertToFloat()), flt(o.getBeta2().convertToFloat()),
-          flt(o.getEps().convertToFloat()), flt(decay), Arg(o.getClip())};
+      args.insert(args.begin(),
+                  {dt(s->dtype), slotRun(s->offset, s->dtype, n, "parameters " + r.names())});
       if (isl) {
         if (s->workOffset >= 0) {
           args.push_back(dt(report.workDtype));

@@ -151,9 +151,12 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     // low-precision-grads: the gradient slot's element type where it is not the value's
     // (null elsewhere; set below, once the gradients are known to live in the arena).
     SmallVector<Type> gradType(params.size());
+    // split-master (below): the value slot holds 2-byte low halves.
+    SmallVector<bool> split(params.size(), false);
     auto slotBytes = [&](size_t i, int slot) {
       const Param &p = params[i];
-      const int64_t bytes = slot == 1 && gradType[i] ? 2 * p.type.getNumElements() // bf16 / f16
+      const int64_t bytes = (slot == 1 && gradType[i]) || (slot == 0 && split[i])
+                                ? 2 * p.type.getNumElements() // bf16 / f16, low halves
                             : slot < 2                   ? p.bytes
                                                          : p.momentBytes;
       int64_t full = bytes * (1 + padRows[i]);
@@ -243,7 +246,6 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     // low halves in its value slot, 2 bytes a value instead of 4. They go last (stable):
     // the values region is [f32 values][low halves], which the stale-weights cast then
     // covers only in its first part.
-    SmallVector<bool> split(params.size(), false);
     if (splitMaster && workType && workType.isBF16()) {
       llvm::StringSet<> copiedOnly = valuesReadOnlyThroughCopies(module);
       for (auto [i, p] : llvm::enumerate(params))
@@ -273,8 +275,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         offs[slot][i] = cur;
         if (slot == 0 && split[i] && splitStart < 0)
           splitStart = cur;
-        cur = alignUp(cur + (slot == 0 && split[i] ? 2 * params[i].type.getNumElements()
-                                                    : slotBytes(i, slot)));
+        cur = alignUp(cur + slotBytes(i, slot));
       }
       if (slot == 0)
         valuesEnd = cur;
