@@ -701,7 +701,8 @@ Context* createContext(const tgrt_model* model) {
   // 0: the heuristic's first; 1 (default): its candidates timed; 2: also the tile
   // configurations of addTileCandidates (Kernels.cu; opt-in: docs/results.md 2026-11-29,
   // night, measured it 0.4% faster at GPT-2 small, 0.6% slower at head dim 128).
-  ctx->gemm_autotune = envChoice("TGRT_GEMM_AUTOTUNE", {{"0", 0}, {"1", 1}, {"2", 2}}, 1);
+  // 3: mode 2's candidates timed sustained at the power limit (Kernels.cu ltTune; opt-in).
+  ctx->gemm_autotune = envChoice("TGRT_GEMM_AUTOTUNE", {{"0", 0}, {"1", 1}, {"2", 2}, {"3", 3}}, 1);
   ctx->gemm_tune_calls = envInt("TGRT_GEMM_TUNE_CALLS", 1, 1000, ctx->gemm_tune_calls);
   if (const char* cache = std::getenv("TGRT_GEMM_TUNE_CACHE")) {
     ctx->gemm_tune_path = cache;

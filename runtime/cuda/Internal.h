@@ -84,6 +84,7 @@ struct MatmulPlan {
   /// configurations of addTileCandidates); the fastest of them becomes
   /// `algo` at the first call that may run more than once (see ltRun), then tuned is set.
   std::vector<cublasLtMatmulAlgo_t> candidates;
+  size_t heuristic_count = 0; ///< candidates[0, heuristic_count): the heuristic's own
   bool tuned = false;
   /// The plan's line key in the tuning cache (Kernels.cu tuneKey; empty without a cache).
   std::string tune_key;
@@ -176,8 +177,10 @@ struct Context {
   /// in the cache takes the recorded algorithm without timing: one choice per shape and
   /// device for every run that shares the cache, so runs round alike. 2 (opt-in): also the
   /// tile configurations addTileCandidates adds (Kernels.cu: the wave model's best tiles x
-  /// custom options x cluster shapes), the finalists timed again in batches. 0: the
-  /// heuristic's first algorithm.
+  /// custom options x cluster shapes), the finalists timed again in batches. 3 (opt-in):
+  /// mode 2's candidates, the finalists timed sustained at the board's power limit
+  /// (Kernels.cu ltTune), recorded under the key + "|power". 0: the heuristic's first
+  /// algorithm.
   int gemm_autotune = 1;
   /// Back-to-back calls per timing of a candidate in the tuning (TGRT_GEMM_TUNE_CALLS, 1 to
   /// 1000; default 1): more calls time each candidate as a training step runs it, at the

@@ -2516,6 +2516,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
   if (p.ok) p.algo = results[0].algo;
   for (int i = 0; p.ok && i < found; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS) p.candidates.push_back(results[i].algo);
+  p.heuristic_count = p.candidates.size();
   if (p.ok && ctx->gemm_autotune >= 2) addTileCandidates(ctx, p, key, ws);
   p.tuned = p.candidates.size() <= 1;
   if (!p.tuned && !ctx->gemm_tune_path.empty()) {
@@ -2524,6 +2525,7 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
     loadTuneCache(ctx);
     p.tune_key = tuneKey(ctx, key, ws, p.candidates.size());
     if (ctx->step_tune) p.tune_key += "|step"; // a choice timed in the step, not alone
+    else if (ctx->gemm_autotune >= 3) p.tune_key += "|power"; // timed at the power limit
     auto hit = ctx->gemm_tune_cache.find(p.tune_key);
     if (hit != ctx->gemm_tune_cache.end())
       for (const cublasLtMatmulAlgo_t& a : p.candidates)
@@ -2543,12 +2545,26 @@ MatmulPlan& getPlan(Context* ctx, const char* loc, const MatmulKey& key,
 /// candidates), the fastest kTuneFinalists are timed again, alternating, in 3
 /// rounds of kTuneBatch back-to-back calls each (the median round), so that one lucky
 /// single-call time among ~100 candidates does not decide; the fastest becomes p.algo.
+/// In mode 3 (TGRT_GEMM_AUTOTUNE=3, opt-in: "at the power limit") the candidates are those of
+/// mode 2, ranked alone as above; then the kPowerHeuristic fastest of the heuristic's and the
+/// kPowerTiles fastest tile configurations run sustained: kPowerHeatMs of the fastest alone
+/// (the board reaches its power limit), then two rounds (the finalists in order, then
+/// reversed) of kPowerWarmMs untimed and kPowerTimedMs event-timed back-to-back calls each;
+/// the lowest mean wins, recorded under the key + "|power", and one line per plan on stderr
+/// lists each finalist's alone and sustained ms. Why: a step of Llama 3.2 1B runs at the
+/// H200's 700 W limit, where a GEMM's time follows the energy it spends per call; timed that
+/// way (bench/cuda/gemm_energy.cu, docs/results.md 2026-12-03, twenty-fifth session) 9 of 13
+/// of its GEMM shapes had a faster configuration than the one fastest in a few calls alone
+/// (up to 5.6%). About 5 s per plan; the tuning cache keeps the choice.
 /// Only for a call that gives the same result when repeated (D not read as C with beta != 0);
 /// a candidate that fails to launch is skipped.
 void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void* b, float beta,
             const void* c, void* d) {
   constexpr size_t kTuneFinalists = 4;
   constexpr int kTuneBatch = 5;
+  // Mode 3: the finalists (heuristic's, tile configurations), the sustained run's phases (ms).
+  constexpr size_t kPowerHeuristic = 5, kPowerTiles = 3;
+  constexpr double kPowerHeatMs = 300.0, kPowerWarmMs = 100.0, kPowerTimedMs = 250.0;
   cudaEvent_t e0, e1;
   if (cudaEventCreate(&e0) != cudaSuccess) return;
   if (cudaEventCreate(&e1) != cudaSuccess) { cudaEventDestroy(e0); return; }
@@ -2585,7 +2601,7 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
   }
   std::sort(times.begin(), times.end(),
             [](const Time& x, const Time& y) { return x.ms < y.ms; });
-  if (ctx->gemm_autotune >= 2 && times.size() > kTuneFinalists) {
+  if (ctx->gemm_autotune == 2 && times.size() > kTuneFinalists) {
     times.resize(kTuneFinalists);
     float rounds[kTuneFinalists][3];
     for (int r = 0; r < 3; ++r)
@@ -2596,6 +2612,52 @@ void ltTune(Context* ctx, MatmulPlan& p, float alpha, const void* a, const void*
     }
     std::sort(times.begin(), times.end(),
               [](const Time& x, const Time& y) { return x.ms < y.ms; });
+  }
+  if (ctx->gemm_autotune >= 3 && times.size() >= 2) {
+    // At the power limit: each finalist runs sustained, as the step's GEMMs run (see the
+    // docstring). The finalists: the fastest alone of the heuristic's and of the tile
+    // configurations.
+    std::vector<Time> finalists;
+    size_t heuristic = 0, tiles = 0;
+    for (const Time& t : times) {
+      size_t& taken = t.index < p.heuristic_count ? heuristic : tiles;
+      if (taken < (t.index < p.heuristic_count ? kPowerHeuristic : kPowerTiles)) {
+        finalists.push_back(t);
+        ++taken;
+      }
+    }
+    // ms per call of `calls` back-to-back calls of candidate f after `warm` untimed ones.
+    auto sustained = [&](const Time& f, double warmMs, double timedMs) {
+      const double alone = std::max((double)f.ms, 1e-3);
+      const int warm = (int)std::ceil(warmMs / alone), calls = std::max(4, (int)(timedMs / alone));
+      bool ok = true;
+      for (int i = 0; i < warm; ++i) ok = ok && once(p.candidates[f.index]);
+      cudaEventRecord(e0, ctx->stream);
+      for (int i = 0; i < calls; ++i) ok = ok && once(p.candidates[f.index]);
+      cudaEventRecord(e1, ctx->stream);
+      cudaEventSynchronize(e1);
+      float t = 0.0f;
+      cudaEventElapsedTime(&t, e0, e1);
+      return ok ? t / (float)calls : 1e30f;
+    };
+    sustained(finalists[0], kPowerHeatMs, 1.0); // brings the board to its limit
+    std::vector<float> total(finalists.size(), 0.0f);
+    for (int round = 0; round < 2; ++round)
+      for (size_t i = 0; i < finalists.size(); ++i) {
+        const size_t f = round == 0 ? i : finalists.size() - 1 - i;
+        total[f] += sustained(finalists[f], kPowerWarmMs, kPowerTimedMs);
+      }
+    std::string line = "tgrt: gemm tuning at the power limit: " + p.tune_key + ":";
+    size_t best = 0;
+    for (size_t f = 0; f < finalists.size(); ++f) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " %s%zu %.4f->%.4f", finalists[f].index < p.heuristic_count ? "h" : "t",
+                    finalists[f].index, finalists[f].ms, total[f] / 2.0f);
+      line += buf;
+      if (total[f] < total[best]) best = f;
+    }
+    std::fprintf(stderr, "%s; chosen %zu\n", line.c_str(), finalists[best].index);
+    times.assign(1, {total[best] / 2.0f, finalists[best].index});
   }
   if (!times.empty()) p.algo = p.candidates[times[0].index];
   if (ctx->step_tune && times.size() >= 2) { // the fastest alone, timed again in the step

@@ -1069,10 +1069,10 @@ void checkGemmTune(Contexts& c, Rng& rng) {
   tgrt_matmul(c.cpu, "check", TGRT_BF16, a.data(), b.data(), ref.data(), 1, m, n, k, 0, 1, 0, 0,
               0, 1.0f, 0.0f);
   DevT ga(a), gb(b), gc(TGRT_BF16, (size_t)(m * n));
-  auto run = [&](int expectTimed, int expectCached, const char* what) {
+  auto run = [&](int expectTimed, int expectCached, const char* what, int mode = 2) {
     // Without TGRT_GEMM_STEP_TUNE, which writes the cache line when the step decides.
     tgrt_cuda::Context* g = contextWithout(&c.model, "TGRT_GEMM_STEP_TUNE");
-    tgrt_cuda::setGemmAutotune(g, 2, path.c_str());
+    tgrt_cuda::setGemmAutotune(g, mode, path.c_str());
     gc.poison();
     tgrt_cuda::matmul(g, "check", TGRT_BF16, ga.p, gb.p, gc.p, 1, m, n, k, 0, 1, 0, 0, 0, 1.0f,
                       0.0f);
@@ -1123,6 +1123,19 @@ void checkGemmTune(Contexts& c, Rng& rng) {
                     firstLine.find("x3|") == std::string::npos;
     record("gemm tuning: calls per timing in the key", fmt("%d lines", lines), ok ? 0.0 : 1.0, 0.0);
     run(0, 1, "default after x3"); // the default key still finds its own line
+  }
+  { // Mode 3 (finalists timed sustained at the power limit): a key of its own ("|power"),
+    // its result against the CPU's, then the same bits from the cache without timing.
+    const Raw timedPower = run(1, 0, "at the power limit", 3);
+    std::ifstream f4(path);
+    std::string l;
+    int powerLines = 0;
+    while (std::getline(f4, l)) powerLines += l.find("|power") != std::string::npos;
+    record("gemm tuning: power-limit key", fmt("%d |power lines", powerLines),
+           powerLines == 1 ? 0.0 : 1.0, 0.0);
+    const Raw cachedPower = run(0, 1, "at the power limit, cached", 3);
+    record("gemm tuning: power-limit cached == timed", "bits",
+           (double)bitDiffs(cachedPower, timedPower), 0.0);
   }
   { // A line of another shape first: skipped with a note.
     std::ofstream f2(path, std::ios::trunc);
