@@ -698,7 +698,7 @@ void checkSemantics(const Spec &s) {
   checkEnum<mlir::tg::Offload>("training.optimizer.offload", o.offload);
   checkOneOf("training.gradients", t.gradients, {"auto", "persistent", "arena"});
   checkOneOf("training.gradient_dtype", t.gradient_dtype, {"auto", "f32"});
-  checkOneOf("training.master_values", t.master_values, {"auto", "f32"});
+  checkOneOf("training.master_values", t.master_values, {"auto", "all", "f32"});
   checkOneOf("training.bias_rows", t.bias_rows, {"auto", "on", "off"});
   if (t.gradients == "arena" && (t.grad_accum > 1 || t.distributed.ranks > 1))
     fail("training.gradients",

@@ -312,8 +312,12 @@ double predictCallMs(const CalibrationTable &t, const RuntimeCall &call, bool *c
 static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &call,
                                bool *calibrated) {
   // tgrt_adamw_split's first dtype argument is its gradients' (bf16); its values are f32,
-  // and it is priced as the f32 tgrt_adamw_wc points are (below).
-  const std::string dt = call.kernel == "tgrt_adamw_split" ? "f32" : dtypeKey(call.dtype);
+  // and it is priced as the f32 tgrt_adamw_wc points are (below). tgrt_embedding_fwd_split
+  // has no dtype argument: its rows are f32, priced as tgrt_embedding_fwd's f32 points.
+  const std::string dt =
+      call.kernel == "tgrt_adamw_split" || call.kernel == "tgrt_embedding_fwd_split"
+          ? "f32"
+          : dtypeKey(call.dtype);
   double bytes = (double)(call.bytesRead + call.bytesWritten);
   if (call.kernel == "tgrt_zero" && !call.ints.empty()) // (p, bytes): no access string
     bytes = std::max(bytes, (double)call.ints.front());
@@ -347,6 +351,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
   //     per element, goes from the trace).
   //   tgrt_linear_cross_entropy_store: the same GEMMs, the first chunk's dw GEMM not
   //     reading dw (one vocab x d read fewer, not priced apart).
+  //   tgrt_embedding_fwd_split: the gather of f32 rows from two 2-byte tables (the same
+  //     bytes read; its own roofline counts them).
   static const std::pair<const char*, const char*> kPricedAs[] = {
       {"tgrt_matmul_wgrad", "tgrt_matmul_acc"},
       {"tgrt_matmul_wgrad_lda", "tgrt_matmul_acc"},
@@ -362,7 +368,8 @@ static double predictOneCallMs(const CalibrationTable &t, const RuntimeCall &cal
       {"tgrt_layer_norm_bwd_acc_bgrad", "tgrt_layer_norm_bwd_acc_slots"},
       {"tgrt_linear_cross_entropy_store", "tgrt_linear_cross_entropy"},
       {"tgrt_embedding_bwd_acc", "tgrt_embedding_bwd"},
-      {"tgrt_rms_norm_bwd_acc", "tgrt_rms_norm_bwd"}};
+      {"tgrt_rms_norm_bwd_acc", "tgrt_rms_norm_bwd"},
+      {"tgrt_embedding_fwd_split", "tgrt_embedding_fwd"}};
   auto k = t.kernels.find(call.kernel);
   // A weight gradient written in the compute type (tgrt_matmul_wgrad with a 2-byte C and no
   // bias: mixed precision's training.gradient_dtype auto) is the plain GEMM writing its

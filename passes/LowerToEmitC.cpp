@@ -967,6 +967,22 @@ private:
       return success(); // done by an earlier call (e.g. an accumulation into its slot)
     return llvm::TypeSwitch<Operation*, LogicalResult>(op)
         .Case([&](EmbeddingOp o) {
+          // A table with split master values (tg-plan-memory split-master: a tied embedding
+          // under bf16-mixed): its f32 rows joined from the working copy and the low halves.
+          if (const ParamSlot *s = slotOf(o.getTable()); s && s->split) {
+            if (s->workOffset < 0 || report.workDtype != "bf16")
+              return LogicalResult(op->emitOpError() << "lower-to-emitc: '" << s->name
+                                                     << "' is split, which needs bf16 working copies");
+            return call(op, "tgrt_embedding_fwd_split",
+                        {slotRun(s->workOffset, "bf16", s->numel,
+                                 s->name + " (working copy, high halves)"),
+                         Arg(persistent(s->offset, "bf16"))
+                             .view(s->name + " (low halves)", shapeText(s->shape), "TGRT_BF16",
+                                   1, s->numel, s->numel)
+                             .unchecked(),
+                         Arg(o.getIds()), Arg(o.getResult()), numel(o.getIds()),
+                         dim(o.getTable(), 1), dim(o.getTable(), 0)});
+          }
           return call(op, "tgrt_embedding_fwd",
                       {dt(o.getTable()), Arg(o.getTable()), Arg(o.getIds()), Arg(o.getResult()),
                        numel(o.getIds()), dim(o.getTable(), 1), dim(o.getTable(), 0)});
@@ -1638,9 +1654,24 @@ private:
     }
     if (report.zero == 2 && ranks > 1)
       return emitAdamWChunks(all);
+    // One call covers a run as one array per slot kind: c must sit as many elements after
+    // the run's first a in its values, gradients, moments and working copies alike (the
+    // slots' alignment padding differs where their element sizes do: a 2-byte low-half slot
+    // of 192 values is padded, its 4-byte gradient slot is not).
+    auto sameLayout = [&](const ParamSlot *a, const ParamSlot *c) {
+      auto elems = [](int64_t from, int64_t to, int64_t bytes) {
+        return (to - from) % bytes == 0 ? (to - from) / bytes : -1;
+      };
+      const int64_t e = elems(a->offset, c->offset, a->valueSlotBytes());
+      const int64_t st = dtypeBytes(a->stateDtype);
+      return e >= 0 && elems(a->gradOffset, c->gradOffset, dtypeBytes(a->gradDtype)) == e &&
+             elems(a->mOffset, c->mOffset, st) == e && elems(a->vOffset, c->vOffset, st) == e &&
+             (a->workOffset < 0 || c->workOffset < 0 ||
+              elems(a->workOffset, c->workOffset, dtypeBytes(report.workDtype)) == e);
+    };
     auto same = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
-      return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
+      return sameLayout(a, c) && a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
              a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
              a->split == c->split && x.getClip() == y.getClip() &&
              x.getBeta1() == y.getBeta1() && x.getBeta2() == y.getBeta2() &&
@@ -1654,15 +1685,16 @@ private:
     const bool islandsOk = ranks == 1 && report.hostBytes == 0;
     auto sameButDecay = [&](const ParamSlot *a, const ParamSlot *c) {
       AdamWOp x = opOf[a], y = opOf[c];
-      return a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
+      return sameLayout(a, c) && a->dtype == c->dtype && a->stateDtype == c->stateDtype &&
              a->gradDtype == c->gradDtype && a->dtype == a->stateDtype && a->owner == c->owner &&
              a->owner < 0 && a->split == c->split &&
              x.getClip() == y.getClip() && x.getBeta1() == y.getBeta1() &&
              x.getBeta2() == y.getBeta2() && x.getEps() == y.getEps();
     };
     std::vector<Run> plain;
+    // Split runs (tgrt_adamw_split) have no islands form: they break where the decay does.
     auto merged = [&](const ParamSlot *a, const ParamSlot *c) {
-      return islandsOk ? sameButDecay(a, c) : same(a, c);
+      return islandsOk && !a->split ? sameButDecay(a, c) : same(a, c);
     };
     for (const Run &r : runs(slotsOf, offsetOf, merged)) {
       SmallVector<const ParamSlot *> members;

@@ -102,8 +102,9 @@ llvm::StringSet<> valuesReadOnlyThroughCopies(ModuleOp module) {
       seen.insert(name.getValue());
       for (Operation *user : arg.getUsers())
         // tg.accumulate_grad, tg.clip_grad_norm and tg.all_reduce_grads name the parameter
-        // for its gradient slot; tg.adamw updates it (the lowering's split update).
-        if (!isa<AdamWOp, AccumulateGradOp, ClipGradNormOp, AllReduceGradsOp>(user) &&
+        // for its gradient slot; tg.adamw updates it (the lowering's split update);
+        // tg.embedding gathers its rows (tgrt_embedding_fwd_split joins the halves).
+        if (!isa<AdamWOp, AccumulateGradOp, ClipGradNormOp, AllReduceGradsOp, EmbeddingOp>(user) &&
             !(isa<CastOp>(user) && user->hasAttr(kWorkingCopyAttr)))
           other.insert(name.getValue());
     }

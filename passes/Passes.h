@@ -130,6 +130,11 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                      "weights with bf16 gradient slots held as their working copy plus 2-byte "
                      "low halves (tgrt_adamw_split)"),
       llvm::cl::init(true)};
+  Option<bool> splitTables{
+      *this, "split-tables",
+      llvm::cl::desc("tg-plan-memory split-tables: with split-master, a gathered token-"
+                     "embedding table (a tied wte) split too (training.master_values all)"),
+      llvm::cl::init(false)};
   Option<std::string> attentionImpl{
       *this, "attention-impl",
       llvm::cl::desc("auto | own | cudnn: bf16 / f16 flash attention by tgc's own kernels or "

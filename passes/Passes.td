@@ -333,6 +333,11 @@ def TgPlanMemory : Pass<"tg-plan-memory", "mlir::ModuleOp"> {
            "value split: the value slot holds 2-byte low halves and the working copy the "
            "high halves (tgrt.h tgrt_param.split; the plan's params get `split`), 2 bytes a "
            "value fewer and tgrt_adamw_split's 26 bytes a value instead of 28">,
+    Option<"splitTables", "split-tables", "bool", "false",
+           "with split-master: a token-embedding table (a tied wte) whose value the step "
+           "reads only through its working copy and the gather splits too, with its f32 "
+           "gradient slot (tgrt_embedding_fwd_split joins the halves; Llama 3.2 1B: 525 MB "
+           "less, its step 0.75% slower on an H200, docs/results.md 2026-12-03)">,
   ];
   let statistics = [
     Statistic<"numBuffers", "num-buffers", "Arena buffers planned">,

@@ -36,6 +36,7 @@ TgPlanMemoryOptions planMemoryOptions(const TrainingPipelineOptions& o) {
   plan.gradients = o.gradients;
   plan.lowPrecisionGrads = o.lowPrecisionGrads;
   plan.splitMaster = o.splitMaster;
+  plan.splitTables = o.splitTables;
   plan.dropUnread = true; // no arena bytes for gradients written straight into their slots
   // auto: cuDNN's SDPA on CUDA (faster at every shape measured, docs/results.md 2026-11-27
   // night; the runtime runs its own kernels where libcudnn is missing or refuses a shape),

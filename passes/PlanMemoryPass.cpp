@@ -100,6 +100,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     // 1 + kBiasPadRows rows of n (the zero rows the forward GEMM reads after the bias row
     // and the weight gradient writes), so [W; b; 0] is one [d + 8, n] matrix everywhere.
     SmallVector<int64_t> padRows(params.size(), 0);
+    SmallVector<bool> rowsWeight(params.size(), false); // a weight whose bias rows follow it
     if (auto pairs = module->getAttrOfType<ArrayAttr>("tg.bias_rows")) {
       llvm::StringMap<size_t> byName;
       for (auto [i, p] : llvm::enumerate(params))
@@ -117,6 +118,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         }
         biasAfter[byName[w.getValue()]] = byName[bi.getValue()];
         padRows[byName[bi.getValue()]] = kBiasPadRows;
+        rowsWeight[byName[w.getValue()]] = true;
       }
       SmallVector<size_t> paired;
       for (size_t i : order) {
@@ -241,17 +243,39 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
     // master values change.
     Type workType = markWorkingCopies(module);
     // Split master values (split-master; tgrt.h tgrt_param.split): under bf16-mixed, a
-    // weight with a bf16 gradient slot whose value the step reads only through its working
-    // copy (and AdamW) keeps the f32 value as that bf16 copy (the high halves) plus 2-byte
-    // low halves in its value slot, 2 bytes a value instead of 4. They go last (stable):
-    // the values region is [f32 values][low halves], which the stale-weights cast then
-    // covers only in its first part.
-    if (splitMaster && workType && workType.isBF16()) {
+    // weight whose value the step reads only through its working copy (and AdamW, or the
+    // embedding gather, which joins the halves) keeps the f32 value as that bf16 copy (the
+    // high halves) plus 2-byte low halves in its value slot, 2 bytes a value instead of 4.
+    // Its gradient slot is bf16, or f32 for a gathered table (tgrt_adamw_split takes both);
+    // not a bias-rows pair (the weight and its bias rows are one slot); the moments on the
+    // device and not sharded (the split update has no offloaded or ZeRO form). They go last
+    // (stable): the values region is [f32 values][low halves], which the stale-weights cast
+    // then covers only in its first part.
+    // Only the values (and so their copies) move: the gradients and moments keep `order`,
+    // whose gradient slots the arena places (moving a tied wte's f32 gradient slot last cost
+    // lab-4l-256 under layer checkpointing 10% of arena). A run of AdamW covers parameters
+    // whose slots are alike in every region (LowerToEmitC sameLayout).
+    SmallVector<size_t> valueOrder(order.begin(), order.end());
+    if (splitMaster && workType && workType.isBF16() && !toHost && !sharded && !even) {
       llvm::StringSet<> copiedOnly = valuesReadOnlyThroughCopies(module);
+      // split-tables (training.master_values all): f32 gradient slots too, for token-
+      // embedding tables (a tied wte) only. Not the default: Llama 3.2 1B's plan 525 MB
+      // smaller, its step 0.75% slower on an H200 (docs/results.md 2026-12-03, twenty-fifth
+      // session). Other f32-gradient weights (GPT-2's projections) stay f32.
+      llvm::StringSet<> gathered;
+      if (splitTables)
+        module.walk([&](EmbeddingOp e) {
+          if (auto arg = dyn_cast<BlockArgument>(e.getTable()))
+            if (auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+              if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamNameAttr))
+                gathered.insert(name.getValue());
+        });
       for (auto [i, p] : llvm::enumerate(params))
-        split[i] = gradType[i] && gradType[i].isBF16() && p.type.getElementType().isF32() &&
-                   !padRows[i] && copiedOnly.contains(p.name.getValue());
-      std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !split[i]; });
+        split[i] = (gradType[i] ? gradType[i].isBF16() : gathered.contains(p.name.getValue())) &&
+                   p.type.getElementType().isF32() && !padRows[i] && !rowsWeight[i] &&
+                   copiedOnly.contains(p.name.getValue());
+      std::stable_partition(valueOrder.begin(), valueOrder.end(),
+                            [&](size_t i) { return !split[i]; });
     }
     int64_t cursor = 0, hostCursor = 0, gradCursor = 0, valuesEnd = 0, splitStart = -1;
     SmallVector<int64_t> offs[4];
@@ -271,7 +295,7 @@ struct TgPlanMemoryPass : mlir::tg::impl::TgPlanMemoryBase<TgPlanMemoryPass> {
         cur = end;
         continue;
       }
-      for (size_t i : order) {
+      for (size_t i : slot == 0 ? valueOrder : order) {
         offs[slot][i] = cur;
         if (slot == 0 && split[i] && splitStart < 0)
           splitStart = cur;

@@ -130,6 +130,19 @@ inline int heuristicAlgos(cublasLtHandle_t lt, const GemmSetup& g, size_t ws,
   return found;
 }
 
+/// A uint32 list capability of algorithm a (CUBLASLT_ALGO_CAP_TILE_IDS, ..._STAGES_IDS); empty
+/// when it has none.
+inline std::vector<uint32_t> capList(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t c) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
+      bytes == 0)
+    return {};
+  std::vector<uint32_t> v(bytes / sizeof(uint32_t));
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS)
+    return {};
+  return v;
+}
+
 /// An algorithm's configuration: id, tile, stages, cluster shape, swizzling, split-K,
 /// reduction scheme, custom option (cublasLt.h's enum values).
 inline std::string algoConfig(const cublasLtMatmulAlgo_t& a) {

@@ -27,21 +27,6 @@
 #include <string>
 #include <vector>
 
-namespace {
-
-std::vector<uint32_t> capList(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t c) {
-  size_t bytes = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
-      bytes == 0)
-    return {};
-  std::vector<uint32_t> v(bytes / sizeof(uint32_t));
-  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS)
-    return {};
-  return v;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const double budget = argc > 1 ? std::atof(argv[1]) : 20.0;
   const size_t ws = 51118336ull;  // the GPT-2 small plan's workspace region

@@ -85,16 +85,6 @@ struct Nvml {
   }
 };
 
-std::vector<uint32_t> capList(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t c) {
-  size_t bytes = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS ||
-      bytes == 0)
-    return {};
-  std::vector<uint32_t> v(bytes / sizeof(uint32_t));
-  if (cublasLtMatmulAlgoCapGetAttribute(&a, c, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS)
-    return {};
-  return v;
-}
 
 /// Random bf16 values in [-scale, scale) (a hash of the index): operands whose bits toggle as
 /// a real step's do (a constant fill draws far less power in the tensor cores).

@@ -412,6 +412,25 @@ void tgrt_embedding_fwd(tgrt_ctx* ctx, const char* loc, int32_t dt, const void* 
   }
 }
 
+/// out[i,j] = tgrt_split_join(hi[ids[i],j], lo[ids[i],j]): the f32 rows of a table with split
+/// master values (tgrt_param.split). hi, lo [vocab, d] 16-bit; out [n_tokens, d] f32.
+/// Errors: id outside [0, vocab), negative sizes, a NULL pointer.
+void tgrt_embedding_fwd_split(tgrt_ctx* ctx, const char* loc, const void* hi, const void* lo,
+                              const int32_t* ids, void* out, int64_t n_tokens, int64_t d,
+                              int64_t vocab) {
+  (void)ctx;
+  checkNonNegative(loc, "embedding_fwd_split(n_tokens, d, vocab)", n_tokens, d, vocab);
+  if (n_tokens == 0 || d == 0) return;
+  checkPtrs(loc, "embedding_fwd_split", {hi, lo, ids, out});
+  const uint16_t* h = static_cast<const uint16_t*>(hi);
+  const uint16_t* l = static_cast<const uint16_t*>(lo);
+  float* o = static_cast<float*>(out);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const int64_t id = tokenId(loc, ids, i, vocab);
+    for (int64_t j = 0; j < d; ++j) o[i * d + j] = tgrt_split_join(h[id * d + j], l[id * d + j]);
+  }
+}
+
 /// dtable = 0; dtable[ids[i],:] += dout[i,:] in increasing i (deterministic), float32 sums;
 /// bf16 / f16: the sums run in a float buffer and each dtable element is rounded once.
 /// dout [n_tokens, d], dtable [vocab, d] (both dt). Errors: id outside [0, vocab), unknown

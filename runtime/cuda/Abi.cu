@@ -64,6 +64,7 @@ void* offsetPtr(void* p, int64_t bytes) { return p ? static_cast<char*>(p) + byt
 // the list without a line here fails to compile (TGRT_CUDA_tgrt_... is not a member of
 // tgrt_cuda).
 #define TGRT_CUDA_tgrt_embedding_fwd embeddingFwd
+#define TGRT_CUDA_tgrt_embedding_fwd_split embeddingFwdSplit
 #define TGRT_CUDA_tgrt_embedding_bwd embeddingBwd
 #define TGRT_CUDA_tgrt_embedding_bwd_acc embeddingBwdAcc
 #define TGRT_CUDA_tgrt_positional_fwd positionalFwd

@@ -120,6 +120,10 @@ const char* deviceName(Context* ctx);
 // tgrt.h; every kernel takes f32, bf16 and f16 (float arithmetic, outputs rounded once).
 void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
                   const int32_t* ids, void* out, int64_t n_tokens, int64_t d, int64_t vocab);
+/// tgrt_embedding_fwd_split: the f32 rows of a table with split master values (hi the bf16
+/// working copy, lo the low halves). Kernels.cu.
+void embeddingFwdSplit(Context* ctx, const char* loc, const void* hi, const void* lo,
+                       const int32_t* ids, void* out, int64_t n_tokens, int64_t d, int64_t vocab);
 void embeddingBwd(Context* ctx, const char* loc, int32_t dt, const int32_t* ids,
                   const void* dout, void* dtable, int64_t n_tokens, int64_t d, int64_t vocab);
 /// tgrt_embedding_bwd_acc: embeddingBwd's row sums added into dtable (only the rows ids name

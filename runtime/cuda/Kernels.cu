@@ -2164,6 +2164,44 @@ __global__ void adamw_split_kernel(uint16_t* hi, uint16_t* lo, const TG* g, TS* 
   }
 }
 
+// tgrt_embedding_fwd_split: out[i, :] = the f32 values of split table rows (hi the bf16
+// working copy, lo the low halves; joinOne), one block per token (grid-stride), 8 elements
+// a thread step when `vec` (d % 8 == 0; hi, lo and out 16-byte aligned).
+// An id outside [0, vocab) is reported (first one wins) and its row left unwritten.
+__global__ void embedding_fwd_split_kernel(const uint16_t* __restrict__ hi,
+                                           const uint16_t* __restrict__ lo,
+                                           const int32_t* __restrict__ ids, float* __restrict__ out,
+                                           int64_t n, int64_t d, int64_t vocab, bool vec,
+                                           DeviceState* st, int32_t loc) {
+  pdlWait();
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= vocab) {
+      if (threadIdx.x == 0) reportError(st, kEmbeddingIdOutOfRange, loc, id, i, vocab);
+      continue;
+    }
+    const uint16_t* h = hi + id * d;
+    const uint16_t* l = lo + id * d;
+    float* o = out + i * d;
+    if (vec) {
+      for (int64_t c = threadIdx.x * 8; c < d; c += (int64_t)blockDim.x * 8) {
+        const uint4 h4 = *reinterpret_cast<const uint4*>(h + c);
+        const uint4 l4 = *reinterpret_cast<const uint4*>(l + c);
+        uint16_t hs[8], ls[8];
+        std::memcpy(hs, &h4, 16);
+        std::memcpy(ls, &l4, 16);
+        float r[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) r[j] = joinOne(hs[j], ls[j]);
+        *reinterpret_cast<float4*>(o + c) = make_float4(r[0], r[1], r[2], r[3]);
+        *reinterpret_cast<float4*>(o + c + 4) = make_float4(r[4], r[5], r[6], r[7]);
+      }
+    } else {
+      for (int64_t c = threadIdx.x; c < d; c += blockDim.x) o[c] = joinOne(h[c], l[c]);
+    }
+  }
+}
+
 // loss_sum += loss[0]; loss_count += 1. One thread.
 __global__ void report_loss_kernel(const float* loss, DeviceState* st) {
   pdlWait();
@@ -3060,6 +3098,20 @@ void embeddingFwd(Context* ctx, const char* loc, int32_t dt, const void* table,
                     dim3(d >= 256 ? 256 : 128), 0, cp<U>(table), ids, mp<U>(out), n_tokens, d,
                     vocab, ctx->state, li);
   });
+}
+
+void embeddingFwdSplit(Context* ctx, const char* loc, const void* hi, const void* lo,
+                       const int32_t* ids, void* out, int64_t n_tokens, int64_t d,
+                       int64_t vocab) {
+  checkCtx(ctx, loc);
+  checkNonNegative(loc, "embedding_fwd_split(n_tokens, d, vocab)", n_tokens, d, vocab);
+  if (n_tokens == 0 || d == 0) return;
+  // Rows start 16-byte aligned when d % 8 == 0 and the bases are.
+  const bool vec = d % 8 == 0 && aligned16(hi, lo, out);
+  launchDependent(ctx, loc, "embedding_fwd_split_kernel", embedding_fwd_split_kernel,
+                  dim3(gridFor(n_tokens, 1, 65535)), dim3(d >= 2048 ? 256 : 128), 0,
+                  cp<uint16_t>(hi), cp<uint16_t>(lo), ids, mp<float>(out), n_tokens, d, vocab,
+                  vec, ctx->state, locIndex(ctx, loc));
 }
 
 /// embeddingBwd (ACC false: the table cleared, then each touched row stored) and

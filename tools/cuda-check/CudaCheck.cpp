@@ -457,6 +457,36 @@ void checkEmbedding(Contexts& c, Rng& rng, int32_t dt) {
            (double)bitDiffs(dOut.raw(), ref), 0.0);
   }
 
+  // A table with split master values (tgrt_embedding_fwd_split: a tied embedding under
+  // bf16-mixed): the GPU's rows bit for bit the CPU's, and those the f32 table's rows (the
+  // join is exact but for the halfway values, which move one ulp: tgrt_split_value). d 200:
+  // packs of 8; d 75: element by element.
+  if (dt == TGRT_F32)
+    for (int64_t d : {int64_t(200), int64_t(75)}) {
+      const int64_t n = 1000, vocab = 777;
+      Raw table = rng.tensor(TGRT_F32, (size_t)(vocab * d));
+      Raw hi = zerosOf(TGRT_BF16, (size_t)(vocab * d)), lo = zerosOf(TGRT_BF16, (size_t)(vocab * d));
+      const float* w = static_cast<const float*>(table.data());
+      for (int64_t i = 0; i < vocab * d; ++i)
+        tgrt_split_value(w[i], static_cast<uint16_t*>(hi.data()) + i,
+                         static_cast<uint16_t*>(lo.data()) + i);
+      IVec ids(n);
+      for (auto& id : ids) id = rng.below(vocab);
+      Raw ref = zerosOf(TGRT_F32, (size_t)(n * d)), whole = zerosOf(TGRT_F32, (size_t)(n * d));
+      tgrt_embedding_fwd_split(c.cpu, "check", hi.data(), lo.data(), ids.data(), ref.data(), n, d,
+                               vocab);
+      tgrt_embedding_fwd(c.cpu, "check", TGRT_F32, table.data(), ids.data(), whole.data(), n, d,
+                         vocab);
+      DevT dHi(hi), dLo(lo), dOut(TGRT_F32, (size_t)(n * d));
+      Dev<int32_t> dIds(ids);
+      dOut.poison();
+      tgrt_cuda::embeddingFwdSplit(c.gpu, "check", dHi.p, dLo.p, dIds.p, dOut.p, n, d, vocab);
+      const std::string what =
+          fmt("n%lld d%lld vocab%lld", (long long)n, (long long)d, (long long)vocab);
+      record("embedding_fwd_split", what + " vs cpu", (double)bitDiffs(dOut.raw(), ref), 0.0);
+      record("embedding_fwd_split", what + " cpu vs f32 rows", relErr(ref, whole), 1.2e-7);
+    }
+
   // Backward with many repeats (vocab 50), with few (vocab 5000), and with runs of thousands
   // of one id (skewed: 40% id 7, 20% id 3, the rest uniform; shuffled, so the ids are out of
   // order) at d 136 (16-byte packs for every dtype) and d 130 (single elements). The CUDA

@@ -169,7 +169,8 @@ bool buildModule(MLIRContext &ctx, const Spec &spec, tg::PipelineStage stage,
                (spec.training.bias_rows == "auto" && target == "cuda");
   o.gradients = spec.training.gradients;
   o.lowPrecisionGrads = spec.training.gradient_dtype == "auto";
-  o.splitMaster = spec.training.master_values == "auto";
+  o.splitMaster = spec.training.master_values != "f32";
+  o.splitTables = spec.training.master_values == "all";
   o.attentionImpl = spec.training.attention.impl;
   o.workspaceBytes = tg::workspaceBytesFor(target);
   o.commBytes = tg::commBytesFor(target, spec.training.distributed.ranks);
